@@ -1,0 +1,263 @@
+"""Functional models over flat parameter dicts in TransformerLens names.
+
+Three architectures share one vocabulary of parameter names and one pre-norm block:
+
+- ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block ``x + W_out·act(W_in·N(x) + b_in) + b_out``;
+  final norm, linear readout ``W_U``.
+- ``vit``: pre-norm ViT. Patches are embedded by ``W_E`` (+ ``b_E``), a class token ``cls`` is
+  prepended, learned positions ``W_pos`` added; blocks of attention + MLP; the class token is read out.
+- ``gpt``: pre-norm causal character GPT with learned positions.
+
+All matrices multiply on the right (``x @ W``). Shapes follow TransformerLens:
+``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
+``W_in`` [d_model, d_mlp], ``W_out`` [d_mlp, d_model], ``W_U`` [d_model, n_out].
+
+Norm parameters are optional: a missing gain means 1, a missing bias 0. That is how folded
+parameter sets (gains and biases moved into the readers) run through the same forward.
+RMSNorm is written as ``x·√d_norm / √(Σx² + d_norm·ε)`` so that a stream embedded into a wider
+space (``d_norm`` < ``d_model``) keeps the original normalisation exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+Params = dict[str, torch.Tensor]
+
+ARCHS = ("mlp", "vit", "gpt")
+NORMS = ("rms", "ln")
+ACTS = ("gelu", "relu", "silu")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of one model; frozen so it doubles as a cache key."""
+
+    arch: str
+    d_model: int
+    d_mlp: int
+    n_layers: int
+    n_out: int  # classes, or vocabulary size for gpt
+    n_heads: int = 0
+    d_head: int = 0
+    d_in: int = 0  # mlp: input features; vit: pixels per patch
+    n_ctx: int = 0  # vit: patches + class token; gpt: context length
+    d_vocab: int = 0  # gpt: input vocabulary
+    image_size: int = 0  # vit: side of the square image
+    patch_size: int = 0  # vit: side of the square patch
+    norm: str = "rms"
+    act: str = "gelu"
+    eps: float = 1e-5
+    d_norm: int = 0  # width RMSNorm divides by; 0 means d_model
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown architecture {self.arch!r}; expected one of {ARCHS}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {NORMS}")
+        if self.act not in ACTS:
+            raise ValueError(f"unknown activation {self.act!r}; expected one of {ACTS}")
+        if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
+            raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
+        if self.arch == "mlp" and self.d_in <= 0:
+            raise ValueError("mlp needs d_in > 0")
+        if self.arch in ("vit", "gpt") and (self.n_heads <= 0 or self.d_head <= 0):
+            raise ValueError(f"{self.arch} needs n_heads > 0 and d_head > 0")
+        if self.arch == "vit":
+            if self.image_size % max(self.patch_size, 1) or self.patch_size <= 0:
+                raise ValueError("vit needs image_size divisible by patch_size > 0")
+            n_patches = (self.image_size // self.patch_size) ** 2
+            object.__setattr__(self, "n_ctx", n_patches + 1)
+            object.__setattr__(self, "d_in", self.patch_size**2)
+        if self.arch == "gpt" and (self.d_vocab <= 0 or self.n_ctx <= 0):
+            raise ValueError("gpt needs d_vocab > 0 and n_ctx > 0")
+        if self.d_norm == 0:
+            object.__setattr__(self, "d_norm", self.d_model)
+
+    @property
+    def has_attn(self) -> bool:
+        return self.arch in ("vit", "gpt")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        return cls(**d)
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return replace(self, **changes)
+
+
+def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every parameter of a freshly initialised model and its shape (norm gains/biases included)."""
+    d, f, h, e = cfg.d_model, cfg.d_mlp, cfg.n_heads, cfg.d_head
+    shapes: dict[str, tuple[int, ...]] = {}
+    if cfg.arch == "gpt":
+        shapes["embed.W_E"] = (cfg.d_vocab, d)
+    else:
+        shapes["embed.W_E"] = (cfg.d_in, d)
+        shapes["embed.b_E"] = (d,)
+    if cfg.arch == "vit":
+        shapes["embed.cls"] = (d,)
+    if cfg.has_attn:
+        shapes["pos_embed.W_pos"] = (cfg.n_ctx, d)
+
+    def norm(prefix: str) -> None:
+        shapes[f"{prefix}.w"] = (d,)
+        if cfg.norm == "ln":
+            shapes[f"{prefix}.b"] = (d,)
+
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cfg.has_attn:
+            norm(f"{b}.ln1")
+            for m in "QKV":
+                shapes[f"{b}.attn.W_{m}"] = (h, d, e)
+                shapes[f"{b}.attn.b_{m}"] = (h, e)
+            shapes[f"{b}.attn.W_O"] = (h, e, d)
+            shapes[f"{b}.attn.b_O"] = (d,)
+        norm(f"{b}.ln2")
+        shapes[f"{b}.mlp.W_in"] = (d, f)
+        shapes[f"{b}.mlp.b_in"] = (f,)
+        shapes[f"{b}.mlp.W_out"] = (f, d)
+        shapes[f"{b}.mlp.b_out"] = (d,)
+    norm("ln_final")
+    shapes["unembed.W_U"] = (d, cfg.n_out)
+    shapes["unembed.b_U"] = (cfg.n_out,)
+    return shapes
+
+
+def init_params(cfg: ModelConfig, seed: int, dtype: torch.dtype = torch.float32) -> Params:
+    """Seeded initialisation: N(0, 1/fan_in) matrices, zero biases, unit gains, small embeddings."""
+    gen = torch.Generator().manual_seed(seed)
+    params: Params = {}
+    for name, shape in param_shapes(cfg).items():
+        leaf = name.rsplit(".", 1)[1]
+        if leaf == "w":
+            t = torch.ones(shape)
+        elif leaf.startswith("b_") or leaf == "b":
+            t = torch.zeros(shape)
+        elif leaf in ("W_pos", "cls") or (leaf == "W_E" and cfg.arch == "gpt"):
+            t = 0.02 * torch.randn(shape, generator=gen)
+        else:
+            fan_in = shape[-2] if leaf != "W_O" else shape[0] * shape[1]
+            if leaf in ("W_Q", "W_K", "W_V"):
+                fan_in = shape[1]
+            t = torch.randn(shape, generator=gen) / math.sqrt(fan_in)
+            if leaf in ("W_out", "W_O"):
+                t = t / math.sqrt(2 * cfg.n_layers)  # keep the residual stream's scale bounded
+        params[name] = t.to(dtype)
+    return params
+
+
+def count_params(cfg: ModelConfig) -> int:
+    return sum(math.prod(s) for s in param_shapes(cfg).values())
+
+
+def _norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    if cfg.norm == "ln":
+        x = x - x.mean(-1, keepdim=True)
+        x = x / torch.sqrt((x * x).mean(-1, keepdim=True) + cfg.eps)
+    else:
+        dn = cfg.d_norm
+        x = x * math.sqrt(dn) / torch.sqrt((x * x).sum(-1, keepdim=True) + dn * cfg.eps)
+    w = params.get(f"{prefix}.w")
+    if w is not None:
+        x = x * w
+    b = params.get(f"{prefix}.b")
+    if b is not None:
+        x = x + b
+    return x
+
+
+def _act(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
+    if cfg.act == "gelu":
+        return F.gelu(x)
+    if cfg.act == "relu":
+        return F.relu(x)
+    return F.silu(x)
+
+
+def patchify(cfg: ModelConfig, images: torch.Tensor) -> torch.Tensor:
+    """[batch, H, W] → [batch, n_patches, patch²], patches in row-major order."""
+    p = cfg.patch_size
+    n = cfg.image_size // p
+    x = images.reshape(images.shape[0], n, p, n, p)
+    return x.permute(0, 1, 3, 2, 4).reshape(images.shape[0], n * n, p * p)
+
+
+def embed(cfg: ModelConfig, params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Residual stream before the first block."""
+    if cfg.arch == "mlp":
+        return inputs @ params["embed.W_E"] + params["embed.b_E"]  # (batch, d_model)
+    if cfg.arch == "vit":
+        x = patchify(cfg, inputs) @ params["embed.W_E"] + params["embed.b_E"]
+        cls = params["embed.cls"].expand(x.shape[0], 1, cfg.d_model)
+        x = torch.cat([cls, x], dim=1)  # (batch, pos, d_model)
+        return x + params["pos_embed.W_pos"]
+    t = inputs.shape[-1]
+    return params["embed.W_E"][inputs] + params["pos_embed.W_pos"][:t]  # (batch, pos, d_model)
+
+
+def attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, cache: dict | None = None
+) -> torch.Tensor:
+    q = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_Q"]) + params[f"{prefix}.b_Q"]
+    k = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_K"]) + params[f"{prefix}.b_K"]
+    v = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_V"]) + params[f"{prefix}.b_V"]
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(cfg.d_head)
+    if cfg.arch == "gpt":
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+    pattern = scores.softmax(-1)
+    z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
+    if cache is not None:
+        cache[f"{prefix}.z"] = z
+    return torch.einsum("bqhe,hed->bqd", z, params[f"{prefix}.W_O"]) + params[f"{prefix}.b_O"]
+
+
+def forward(
+    cfg: ModelConfig, params: Params, inputs: torch.Tensor, cache: dict | None = None
+) -> torch.Tensor:
+    """Logits: mlp/vit [batch, n_out]; gpt [batch, pos, n_out].
+
+    If ``cache`` is a dict, it is filled with ``resid.{l}`` (the residual stream entering block l;
+    ``resid.{n_layers}`` enters the final norm), ``blocks.{l}.mlp.hidden`` (post-activation) and
+    ``blocks.{l}.attn.z`` (per-head outputs before W_O).
+    """
+    x = embed(cfg, params, inputs)
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cache is not None:
+            cache[f"resid.{layer}"] = x
+        if cfg.has_attn:
+            x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
+        h = _norm(cfg, params, f"{b}.ln2", x) @ params[f"{b}.mlp.W_in"] + params[f"{b}.mlp.b_in"]
+        h = _act(cfg, h)
+        if cache is not None:
+            cache[f"{b}.mlp.hidden"] = h
+        x = x + h @ params[f"{b}.mlp.W_out"] + params[f"{b}.mlp.b_out"]
+    if cache is not None:
+        cache[f"resid.{cfg.n_layers}"] = x
+    if cfg.arch == "vit":
+        x = x[:, 0]
+    x = _norm(cfg, params, "ln_final", x)
+    return x @ params["unembed.W_U"] + params["unembed.b_U"]
+
+
+def loss_and_accuracy(
+    cfg: ModelConfig, logits: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy (nats) and accuracy over every prediction in the batch."""
+    logits = logits.reshape(-1, logits.shape[-1])
+    targets = targets.reshape(-1)
+    loss = F.cross_entropy(logits, targets)
+    acc = (logits.argmax(-1) == targets).float().mean()
+    return loss, acc

@@ -1,0 +1,48 @@
+"""Tiny seeded configs shared by the tests."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from landscape.models import ModelConfig
+
+
+def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
+    if arch == "mlp":
+        return ModelConfig(
+            "mlp", d_model=8, d_mlp=12, n_layers=2, n_out=5, d_in=6, norm=norm, act=act
+        )
+    if arch == "vit":
+        return ModelConfig(
+            "vit", d_model=8, d_mlp=12, n_layers=2, n_out=5, n_heads=2, d_head=4,
+            image_size=4, patch_size=2, norm=norm, act=act,
+        )
+    return ModelConfig(
+        "gpt", d_model=8, d_mlp=12, n_layers=2, n_out=7, n_heads=2, d_head=4,
+        d_vocab=7, n_ctx=6, norm=norm, act=act,
+    )
+
+
+def tiny_inputs(cfg: ModelConfig, batch: int = 4, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    if cfg.arch == "mlp":
+        return torch.randn(batch, cfg.d_in, generator=gen)
+    if cfg.arch == "vit":
+        return torch.randn(batch, cfg.image_size, cfg.image_size, generator=gen)
+    return torch.randint(0, cfg.d_vocab, (batch, cfg.n_ctx), generator=gen)
+
+
+ARCH_NORMS = [
+    pytest.param(("mlp", "rms"), id="mlp-rms"),
+    pytest.param(("mlp", "ln"), id="mlp-ln"),
+    pytest.param(("vit", "rms"), id="vit-rms"),
+    pytest.param(("vit", "ln"), id="vit-ln"),
+    pytest.param(("gpt", "rms"), id="gpt-rms"),
+    pytest.param(("gpt", "ln"), id="gpt-ln"),
+]
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
