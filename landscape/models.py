@@ -2,10 +2,10 @@
 
 Three architectures share one vocabulary of parameter names and one pre-norm block:
 
-- ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block ``x + W_out·act(W_in·N(x) + b_in) + b_out``;
-  final norm, linear readout ``W_U``.
+- ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block
+  ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
 - ``vit``: pre-norm ViT. Patches are embedded by ``W_E`` (+ ``b_E``), a class token ``cls`` is
-  prepended, learned positions ``W_pos`` added; blocks of attention + MLP; the class token is read out.
+  prepended, learned positions ``W_pos`` added; attention + MLP blocks; the class token is read.
 - ``gpt``: pre-norm causal character GPT with learned positions.
 
 All matrices multiply on the right (``x @ W``). Shapes follow TransformerLens:

@@ -15,12 +15,30 @@ def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
         )
     if arch == "vit":
         return ModelConfig(
-            "vit", d_model=8, d_mlp=12, n_layers=2, n_out=5, n_heads=2, d_head=4,
-            image_size=4, patch_size=2, norm=norm, act=act,
+            "vit",
+            d_model=8,
+            d_mlp=12,
+            n_layers=2,
+            n_out=5,
+            n_heads=2,
+            d_head=4,
+            image_size=4,
+            patch_size=2,
+            norm=norm,
+            act=act,
         )
     return ModelConfig(
-        "gpt", d_model=8, d_mlp=12, n_layers=2, n_out=7, n_heads=2, d_head=4,
-        d_vocab=7, n_ctx=6, norm=norm, act=act,
+        "gpt",
+        d_model=8,
+        d_mlp=12,
+        n_layers=2,
+        n_out=7,
+        n_heads=2,
+        d_head=4,
+        d_vocab=7,
+        n_ctx=6,
+        norm=norm,
+        act=act,
     )
 
 
