@@ -1,0 +1,186 @@
+"""Solvers that turn a similarity matrix into a group element (DESIGN §1, "Matching").
+
+Every solver is a pure function of one matrix; building the matrix (weight or activation
+cross-products) is the matching loop's job.
+
+**Orientation.** Rows of ``M`` index A's units (the target slots), columns index B's units:
+``M[i, j]`` is the similarity of A's unit i with B's unit j, e.g. ``M = W_Aᵀ W_B`` for weights
+whose unit axis is the last one, or the cross-correlation of activations. Each solver returns
+the element ``X`` (of M's shape) that maximises ``tr(Xᵀ M)`` over its group, and X maps B's
+coordinates into A's: a column vector ``b`` in B's coordinates becomes ``X @ b``; a matrix whose
+last axis is B's units (a writer, ``W`` row vectors) becomes ``W @ Xᵀ``.
+
+- Permutations: ``perm[i] = j`` means B's unit j goes to A's slot i; the aligned B is
+  ``B.index_select(axis, perm)`` and ``perm_matrix(perm) = P`` with ``P[i, perm[i]] = 1``, so
+  ``P @ b = b[perm]`` and ``tr(Pᵀ M) = Σ_i M[i, perm[i]]``.
+- Signed permutations: aligned coordinate i is ``signs[i] · b[perm[i]]``; the matrix form is
+  ``diag(signs) @ P``.
+- Orthogonal: ``G = U Vᵀ`` for ``M = U Σ Vᵀ``; ``aligned b = G @ b``.
+
+DESIGN's residual gauge multiplies writers on the right (``W ← W·G``), so its G is the
+transpose of X here; equivalently, pass ``Mᵀ`` (rows = B, columns = A) and use the result as is.
+Numpy or torch in; torch out, on the input's device (CPU for numpy). Assignment runs on the CPU
+in float64; orthogonal solutions are returned in float64 (cast back outside, STYLE §10).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+
+Matrix = torch.Tensor | np.ndarray
+
+
+def _as_tensor(m: Matrix) -> torch.Tensor:
+    t = torch.as_tensor(m)
+    if t.ndim != 2:
+        raise ValueError(f"expected a 2-d matrix, got shape {tuple(t.shape)}")
+    return t
+
+
+def _assign(score: torch.Tensor, maximize: bool) -> torch.Tensor:
+    """Column chosen for each row by linear assignment on a square score matrix."""
+    if score.shape[0] != score.shape[1]:
+        raise ValueError(f"assignment needs a square matrix, got {tuple(score.shape)}")
+    s = score.detach().to("cpu", torch.float64).numpy()
+    if not np.isfinite(s).all():
+        raise ValueError("similarity matrix has non-finite entries")
+    rows, cols = linear_sum_assignment(s, maximize=maximize)
+    perm = np.empty(len(rows), dtype=np.int64)
+    perm[rows] = cols
+    return torch.from_numpy(perm).to(score.device)
+
+
+def perm_matrix(perm: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """P with ``P[i, perm[i]] = 1``: ``P @ b = b[perm]`` and ``tr(PᵀM) = Σ_i M[i, perm[i]]``."""
+    perm = torch.as_tensor(perm)
+    n = perm.shape[0]
+    p = torch.zeros(n, n, dtype=dtype, device=perm.device)
+    p[torch.arange(n, device=perm.device), perm] = 1
+    return p
+
+
+def solve_perm(m: Matrix) -> torch.Tensor:
+    """Permutation maximising ``tr(Pᵀ M) = Σ_i M[i, π(i)]`` (linear assignment, Hungarian-type).
+
+    Returns ``perm`` (long, [n]) with ``perm[i] = j``: B's unit j goes to A's slot i.
+    """
+    return _assign(_as_tensor(m), maximize=True)
+
+
+def solve_signed_perm(m: Matrix) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sign-marginalised signed permutation (the hyperoctahedral group B_n = S_n ⋉ {±1}^n).
+
+    ``max over (π, s) of Σ_i s_i M[i, π(i)]``: for any π the best signs are
+    ``s_i = sign(M[i, π(i)])``, which turns the objective into ``Σ_i |M[i, π(i)]|``. So π is the
+    assignment on ``|M|`` and then ``s_i = sign(M[i, π(i)])`` (a zero entry gets +1). This is
+    exact for B_n; it pairs a flipped coordinate (correlation ≈ −1) with its partner.
+
+    Returns ``(perm, signs)``: aligned coordinate i is ``signs[i] · b[perm[i]]``; matrix form
+    ``diag(signs) @ perm_matrix(perm)``. Signs are float64.
+    """
+    t = _as_tensor(m)
+    perm = _assign(t.abs(), maximize=True)
+    picked = t.to(torch.float64)[torch.arange(t.shape[0], device=t.device), perm]
+    signs = torch.where(picked < 0, -1.0, 1.0).to(torch.float64)
+    return perm, signs
+
+
+def solve_signed_perm_naive(m: Matrix) -> tuple[torch.Tensor, torch.Tensor]:
+    """Signed-correlation baseline: π maximises ``Σ_i M[i, π(i)]`` (signed), then signs from
+    the chosen entries, ``s_i = sign(M[i, π(i)])``.
+
+    The assignment itself cannot see that a −1 entry is a perfect (flipped) match, so flipped
+    coordinates are paired with something else; kept to reproduce the ~50% plateau of
+    DESIGN §1, "Signed-permutation transport". Same return convention as ``solve_signed_perm``.
+    """
+    t = _as_tensor(m)
+    perm = _assign(t, maximize=True)
+    picked = t.to(torch.float64)[torch.arange(t.shape[0], device=t.device), perm]
+    signs = torch.where(picked < 0, -1.0, 1.0).to(torch.float64)
+    return perm, signs
+
+
+def solve_semi_orth(m: Matrix) -> torch.Tensor:
+    """Polar factor of a possibly rectangular M: ``G = U Vᵀ`` from the thin SVD ``M = U Σ Vᵀ``.
+
+    ``G`` has M's shape [m, n] and maximises ``tr(Gᵀ M)`` over matrices with orthonormal rows
+    (m ≤ n, ``G Gᵀ = I_m``) or orthonormal columns (m ≥ n, ``Gᵀ G = I_n``): by von Neumann's
+    trace inequality ``tr(Gᵀ M) ≤ Σ σ_k``, attained at ``U Vᵀ``. For a width change with
+    d_B < d_A, pass M as [d_B, d_A] (rows = B, DESIGN's orientation) to get DESIGN's
+    ``G`` (d_B×d_A, ``G·Gᵀ = I``) directly. Computed and returned in float64.
+    """
+    t = _as_tensor(m).to(torch.float64)
+    u, _, vh = torch.linalg.svd(t, full_matrices=False)
+    return u @ vh
+
+
+def solve_orth(m: Matrix) -> torch.Tensor:
+    """Orthogonal Procrustes: ``G = argmax_{G ∈ O(n)} tr(Gᵀ M) = U Vᵀ`` for ``M = U Σ Vᵀ``.
+
+    With rows = A and columns = B (module convention) G maps B's coordinates to A's,
+    ``aligned b = G @ b``; with ``M = W_Aᵀ W_B`` it minimises ``‖W_A − W_B Gᵀ‖_F``. G may be a
+    reflection (det −1); O(n), not SO(n). float64 in and out (SVD in float64, STYLE §10).
+    """
+    t = _as_tensor(m)
+    if t.shape[0] != t.shape[1]:
+        raise ValueError(f"solve_orth needs a square matrix, got {tuple(t.shape)}")
+    return solve_semi_orth(t)
+
+
+def head_cost(
+    wq_a: torch.Tensor,
+    wk_a: torch.Tensor,
+    wv_a: torch.Tensor,
+    wo_a: torch.Tensor,
+    wq_b: torch.Tensor,
+    wk_b: torch.Tensor,
+    wv_b: torch.Tensor,
+    wo_b: torch.Tensor,
+) -> torch.Tensor:
+    """Cost of pairing A's head i with B's head j, for every pair: [H_A, H_B], float64.
+
+    ``C[i, j] = ‖Q^A_i K^A_iᵀ − Q^B_j K^B_jᵀ‖² + ‖V^A_i O^A_i − V^B_j O^B_j‖²`` (Frobenius),
+    with ``W_Q/W_K/W_V`` [H, d_model, d_head] and ``W_O`` [H, d_head, d_model]. The QK and OV
+    circuits are invariant to the within-head maps (Q·M, K·M⁻ᵀ; V·N, N⁻¹·O), so this cost is too.
+
+    Never forms a d×d matrix: ``‖A_i − B_j‖² = ‖A_i‖² + ‖B_j‖² − 2 tr(A_iᵀ B_j)`` and, by the
+    cyclic trace,
+
+        tr((Q_a K_aᵀ)ᵀ Q_b K_bᵀ) = tr((Q_aᵀ Q_b)(K_bᵀ K_a)) = Σ_pq (Q_aᵀ Q_b)_pq (K_aᵀ K_b)_pq
+        tr((V_a O_a)ᵀ V_b O_b)   = tr((V_aᵀ V_b)(O_b O_aᵀ)) = Σ_pq (V_aᵀ V_b)_pq (O_a O_bᵀ)_pq
+
+    so everything is d_head×d_head Gram blocks: O(H² d_head² d) time, O(H² d_head²) memory.
+    """
+
+    def f64(t: torch.Tensor) -> torch.Tensor:
+        return t.to(torch.float64)
+
+    def gram(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        # x [H_a, d, e], y [H_b, d, f] → [H_a, H_b, e, f] with blocks x_iᵀ y_j
+        return torch.einsum("ide,jdf->ijef", f64(x), f64(y))
+
+    ot_a, ot_b = wo_a.transpose(1, 2), wo_b.transpose(1, 2)  # [H, d_model, d_head]
+
+    def self_norm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        # ‖x_i y_iᵀ‖² = Σ_pq (x_iᵀ x_i)_pq (y_iᵀ y_i)_pq, per head: [H]
+        gx = torch.einsum("ide,idf->ief", f64(x), f64(x))
+        gy = torch.einsum("ide,idf->ief", f64(y), f64(y))
+        return (gx * gy).sum((-1, -2))
+
+    def circuit_cost(x_a, y_a, x_b, y_b) -> torch.Tensor:
+        # ‖x_a y_aᵀ − x_b y_bᵀ‖² for every head pair, x and y as [H, d_model, d_head]
+        cross = (gram(x_a, x_b) * gram(y_a, y_b)).sum((-1, -2))
+        return self_norm(x_a, y_a)[:, None] + self_norm(x_b, y_b)[None, :] - 2 * cross
+
+    cost = circuit_cost(wq_a, wk_a, wq_b, wk_b) + circuit_cost(wv_a, ot_a, wv_b, ot_b)
+    return cost.clamp_min(0.0)  # cancellation can leave tiny negatives for identical heads
+
+
+def solve_heads(cost: Matrix) -> torch.Tensor:
+    """Head permutation minimising ``Σ_i cost[i, π(i)]`` (rows = A's heads, columns = B's).
+
+    Same convention as ``solve_perm``: ``perm[i] = j`` puts B's head j into A's slot i.
+    """
+    return _assign(_as_tensor(cost), maximize=False)
