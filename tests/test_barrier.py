@@ -1,0 +1,180 @@
+import math
+
+import pytest
+import torch
+
+from landscape.barrier import (
+    BarrierCurve,
+    TriangleResult,
+    barrier_curve,
+    barrier_from_curve,
+    barycentric_grid,
+    evaluate_path,
+    evaluate_triangle,
+    interpolate,
+)
+from landscape.models import forward, init_params, loss_and_accuracy
+from tests.conftest import tiny_config, tiny_inputs
+
+ARCHS = [pytest.param(a, id=a) for a in ("mlp", "vit", "gpt")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # tiny models: with other processes on the cores, OpenMP threads spin and a forward pass
+    # takes 100× longer (DESIGN §4); one thread keeps these tests fast and deterministic
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _data(cfg, n: int = 10, seed: int = 0):
+    x = tiny_inputs(cfg, batch=n, seed=seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    shape = (n, cfg.n_ctx) if cfg.arch == "gpt" else (n,)
+    return x, torch.randint(0, cfg.n_out, shape, generator=gen)
+
+
+def _loop(cfg, a, b, x, y, lambdas):
+    """Reference: one model per λ, the whole data set in one batch."""
+    out = []
+    for lam in lambdas:
+        p = {k: lam * a[k] + (1 - lam) * b[k] for k in a}
+        loss, acc = loss_and_accuracy(cfg, forward(cfg, p, x), y)
+        out.append((float(loss), float(acc)))
+    return torch.tensor(out, dtype=torch.float64).T
+
+
+def test_interpolate_convention_lambda_one_is_a(gen):
+    cfg = tiny_config("vit")
+    a, b = init_params(cfg, 0), init_params(cfg, 1)
+    stacked = interpolate(a, b, [1.0, 0.25, 0.0])
+    for k in a:
+        assert stacked[k].shape == (3, *a[k].shape)
+        assert torch.equal(stacked[k][0], a[k])
+        assert torch.equal(stacked[k][2], b[k])
+        assert torch.allclose(stacked[k][1], 0.25 * a[k] + 0.75 * b[k])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_vmapped_path_matches_per_lambda_loop(arch):
+    cfg = tiny_config(arch)
+    a, b = init_params(cfg, 0), init_params(cfg, 1)
+    x, y = _data(cfg)
+    lambdas = [0.0, 0.2, 0.5, 0.7, 1.0]
+    # batches of 4 over 10 samples (a ragged last batch) and λ in chunks of 2
+    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, batch_size=4, chunk=2)
+    ref_loss, ref_acc = _loop(cfg, a, b, x, y, lambdas)
+    assert loss.dtype == torch.float64 and loss.shape == (5,)
+    assert (loss - ref_loss).abs().max() < 1e-6
+    assert (acc - ref_acc).abs().max() < 1e-6
+    # endpoints are the models themselves
+    la, aa = loss_and_accuracy(cfg, forward(cfg, a, x), y)
+    lb, ab = loss_and_accuracy(cfg, forward(cfg, b, x), y)
+    assert loss[-1] == pytest.approx(float(la), abs=1e-6) and acc[-1] == pytest.approx(float(aa))
+    assert loss[0] == pytest.approx(float(lb), abs=1e-6) and acc[0] == pytest.approx(float(ab))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_barrier_of_a_model_with_itself_is_zero(arch):
+    cfg = tiny_config(arch)
+    a = init_params(cfg, 3)
+    x, y = _data(cfg)
+    curve = barrier_curve(cfg, a, a, x, y, lambdas=7, batch_size=3)
+    assert abs(curve.barrier_loss) < 1e-6
+    assert abs(curve.barrier_accuracy) < 1e-6
+    assert curve.endpoint_loss[0] == curve.endpoint_loss[1]
+
+
+def test_float64_models_and_progress(gen):
+    cfg = tiny_config("mlp")
+    a, b = init_params(cfg, 0, torch.float64), init_params(cfg, 1, torch.float64)
+    x, y = _data(cfg)
+    calls = []
+    loss, _ = evaluate_path(
+        cfg, a, b, x, y, 4, batch_size=3, chunk=3, progress=lambda d, t: calls.append((d, t))
+    )
+    ref_loss, _ = _loop(cfg, a, b, x.double(), y, torch.linspace(0, 1, 4, dtype=torch.float64))
+    assert (loss - ref_loss).abs().max() < 1e-12
+    assert calls[-1] == (16, 16) and len(calls) == 8  # 2 chunks × 4 batches
+
+
+def test_barrier_from_curve_definition():
+    # unsorted grid; chord from (λ=0: L_B=1, acc_B=0.9) to (λ=1: L_A=2, acc_A=0.8)
+    curve = barrier_from_curve([1.0, 0.5, 0.0, 0.25], [2.0, 3.0, 1.0, 1.1], [0.8, 0.5, 0.9, 0.9])
+    assert curve.lambdas == [0.0, 0.25, 0.5, 1.0]
+    assert curve.barrier_loss == pytest.approx(3.0 - 1.5)
+    assert curve.lambda_peak_loss == 0.5
+    assert curve.barrier_accuracy == pytest.approx(0.85 - 0.5)
+    assert curve.lambda_peak_accuracy == 0.5
+    assert curve.endpoint_loss == (2.0, 1.0)
+    assert curve.endpoint_accuracy == (0.8, 0.9)
+
+
+def test_barrier_is_zero_for_a_convex_curve():
+    lam = torch.linspace(0, 1, 11, dtype=torch.float64)
+    curve = barrier_from_curve(lam, 1 + lam - lam * (1 - lam), 0.5 + 0.0 * lam)
+    assert curve.barrier_loss == 0.0 and curve.barrier_accuracy == 0.0
+
+
+@pytest.mark.parametrize("missing", [0.0, 1.0], ids=["no-B", "no-A"])
+def test_barrier_needs_both_endpoints(missing):
+    lam = [v for v in (0.0, 0.5, 1.0) if v != missing]
+    with pytest.raises(ValueError, match=f"λ = {missing:g}"):
+        barrier_from_curve(lam, [1.0, 1.0], [1.0, 1.0])
+
+
+def test_barrier_curve_json_round_trip():
+    curve = barrier_from_curve([0.0, 1 / 3, 1.0], [1.0, 2.0 / 3, 1.5], [0.9, 0.1, 0.7])
+    back = BarrierCurve.from_json(curve.to_json())
+    assert back == curve
+
+
+@pytest.mark.parametrize("r", [1, 2, 5, 10])
+def test_barycentric_grid(r):
+    g = barycentric_grid(r)
+    assert g.shape == ((r + 1) * (r + 2) // 2, 3)
+    assert torch.allclose(g.sum(1), torch.ones(len(g), dtype=torch.float64))
+    assert (g >= 0).all()
+    assert len({tuple(round(v * r) for v in row) for row in g.tolist()}) == len(g)
+    for corner in torch.eye(3, dtype=torch.float64):
+        assert (g == corner).all(1).sum() == 1
+    assert torch.equal(g[0], torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64))
+
+
+def test_barycentric_grid_rejects_zero():
+    with pytest.raises(ValueError):
+        barycentric_grid(0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_triangle_matches_loop_and_round_trips(arch):
+    cfg = tiny_config(arch)
+    pa, pb, pc = (init_params(cfg, s) for s in (0, 1, 2))
+    x, y = _data(cfg)
+    tri = evaluate_triangle(cfg, pa, pb, pc, x, y, resolution=3, batch_size=4, chunk=4)
+    assert len(tri.loss) == 10 and tri.resolution == 3
+    for w, loss, acc in zip(tri.points, tri.loss, tri.accuracy, strict=True):
+        p = {k: w[0] * pa[k] + w[1] * pb[k] + w[2] * pc[k] for k in pa}
+        ref_loss, ref_acc = loss_and_accuracy(cfg, forward(cfg, p, x), y)
+        assert loss == pytest.approx(float(ref_loss), abs=1e-6)
+        assert acc == pytest.approx(float(ref_acc), abs=1e-6)
+    for c, params in enumerate((pa, pb, pc)):
+        ref_loss, _ = loss_and_accuracy(cfg, forward(cfg, params, x), y)
+        assert tri.corner_loss[c] == pytest.approx(float(ref_loss), abs=1e-6)
+    f64 = torch.float64
+    chord = torch.tensor(tri.points, dtype=f64) @ torch.tensor(tri.corner_loss, dtype=f64)
+    excess = torch.tensor(tri.loss, dtype=f64) - chord
+    assert tri.basin_fraction == pytest.approx(float((excess <= tri.tol).double().mean()))
+    assert tri.max_excess_loss == pytest.approx(float(excess.max()))
+    assert TriangleResult.from_json(tri.to_json()) == tri
+
+
+def test_triangle_of_one_model_is_all_basin():
+    cfg = tiny_config("mlp")
+    a = init_params(cfg, 0)
+    x, y = _data(cfg)
+    tri = evaluate_triangle(cfg, a, a, a, x, y, resolution=4, tol=1e-6)
+    assert tri.basin_fraction == 1.0
+    assert math.isclose(max(tri.loss), min(tri.loss), abs_tol=1e-6)
