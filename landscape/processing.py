@@ -1,0 +1,141 @@
+"""Function-preserving weight processing (DESIGN §1; STYLE 6).
+
+A fixed series of named steps, each taking and returning ``(cfg, params)`` and leaving the logits
+unchanged; together they widen the exact residual gauge group from S_d (LayerNorm) to O(d):
+
+1. :func:`fold_norm_biases`: ``(N(x)·γ + β)·W + b = N(x)·γ·W + (β·W + b)``; the norm bias moves into
+   the reader biases (``b_Q``, ``b_K``, ``b_V``, ``b_in``, ``b_U``).
+2. :func:`fold_norm_gains`: ``(N(x)·γ)·W = N(x)·(diag(γ)·W)``; the gain moves into the reader rows
+   and disappears from the dict (a missing gain means 1).
+3. :func:`center_writers`: ``W ← W·(I − 11ᵀ/d)`` for every writer; the stream then has zero mean,
+   LayerNorm's mean subtraction is a no-op and LayerNorm equals RMSNorm: ``cfg.norm`` becomes
+   ``"rms"``.
+
+Which group each state admits: :func:`landscape.symmetry.resid_needs`; :func:`prepare` runs the
+steps a group level needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+
+from landscape.models import ModelConfig, Params
+from landscape.symmetry import (
+    PROCESSING_ORDER,
+    RESID_GROUPS,
+    NormState,
+    embed_width,
+    norm_state,
+    resid_needs,
+    spec_for,
+)
+
+__all__ = [
+    "NormState",
+    "center_writers",
+    "embed_width",
+    "fold_norm_biases",
+    "fold_norm_gains",
+    "norm_state",
+    "prepare",
+    "process",
+]
+
+
+def _resid_axis(cfg: ModelConfig, name: str) -> int:
+    roles = spec_for(cfg).axes[name]
+    return next(a for a, r in enumerate(roles) if r is not None and r.var == "resid")
+
+
+def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
+    """Move every norm bias β into its readers' biases: ``b ← b + β·W`` (contracting d_model)."""
+    spec = spec_for(cfg)
+    out = dict(params)
+    for prefix, readers in spec.norm_readers.items():
+        beta = out.pop(f"{prefix}.b", None)
+        if beta is None:
+            continue
+        for w_name, b_name in readers:
+            w = params[w_name].double()
+            shift = torch.tensordot(beta.double(), w, dims=([0], [_resid_axis(cfg, w_name)]))
+            out[b_name] = (params[b_name].double() + shift).to(params[b_name].dtype)
+    return cfg, out
+
+
+def fold_norm_gains(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
+    """Move every norm gain γ into its readers' rows, ``W ← diag(γ)·W``, and drop it.
+
+    A norm bias sits after the gain (``N(x)·γ + β``), so norm biases are folded first.
+    """
+    if any(k.endswith(".b") and spec_for(cfg).is_norm_param(k) for k in params):
+        cfg, params = fold_norm_biases(cfg, params)
+    spec = spec_for(cfg)
+    out = dict(params)
+    for prefix, readers in spec.norm_readers.items():
+        gamma = out.pop(f"{prefix}.w", None)
+        if gamma is None:
+            continue
+        for w_name, _ in readers:
+            w = params[w_name]
+            axis = _resid_axis(cfg, w_name)
+            shape = [1] * w.ndim
+            shape[axis] = -1
+            out[w_name] = (w.double() * gamma.double().view(shape)).to(w.dtype)
+    return cfg, out
+
+
+def center_writers(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
+    """Rewrite a LayerNorm stream as an RMSNorm one: ``W ← W·(I − 11ᵀ/d)`` for every writer.
+
+    Every writer (``W_E``, ``b_E``, ``cls``, ``W_pos``, ``W_O``, ``b_O``, ``W_out``, ``b_out``)
+    then writes zero-mean vectors, so the stream x has zero mean, ``LN(x) = RMSNorm(x)``
+    (same ε), and the returned config says ``norm="rms"``. Norm gains and biases act after the
+    normalisation and are untouched.
+    """
+    if cfg.norm != "ln":
+        raise ValueError(
+            "center_writers rewrites a LayerNorm stream as RMSNorm; this model already uses "
+            "RMSNorm, whose function centring the writers would change"
+        )
+    out = dict(params)
+    for name, axis in spec_for(cfg).writers:
+        if name in params:
+            w = params[name].double()
+            out[name] = (w - w.mean(axis, keepdim=True)).to(params[name].dtype)
+    return cfg.replace(norm="rms", d_norm=cfg.d_model), out
+
+
+STEPS: dict[str, Callable[[ModelConfig, Params], tuple[ModelConfig, Params]]] = {
+    "fold_norm_biases": fold_norm_biases,
+    "fold_norm_gains": fold_norm_gains,
+    "center_writers": center_writers,
+}
+assert tuple(STEPS) == PROCESSING_ORDER
+
+
+def process(
+    cfg: ModelConfig, params: Params, steps: tuple[str, ...] | list[str]
+) -> tuple[ModelConfig, Params]:
+    """Run the named steps in the canonical order (biases, gains, centring)."""
+    unknown = set(steps) - set(STEPS)
+    if unknown:
+        raise ValueError(f"unknown processing steps {sorted(unknown)}; expected {PROCESSING_ORDER}")
+    for name in PROCESSING_ORDER:
+        if name in steps:
+            cfg, params = STEPS[name](cfg, params)
+    return cfg, params
+
+
+def prepare(
+    cfg: ModelConfig, params: Params, group: str | Mapping[str, str]
+) -> tuple[ModelConfig, Params]:
+    """Run only the steps that make ``group`` (a level name or var → kind) exact on ``resid``."""
+    if isinstance(group, str):
+        kind = RESID_GROUPS.get(group)
+    else:
+        kind = group.get("resid")
+    if kind is None:
+        return cfg, params
+    return process(cfg, params, resid_needs(norm_state(cfg, params), kind))
