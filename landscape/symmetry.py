@@ -490,8 +490,10 @@ def _check_element(var: Variable, e: Element) -> None:
         if var.family == "mlp" and e.kind in (SCALE, SCALED_PERM):
             hint = " (positive scaling commutes only with a ReLU: needs act='relu')"
         raise ValueError(f"{var.name} admits kinds {var.kinds}, not {e.kind!r}{hint}")
-    if e.size != var.size or (e.over is not None) != (var.over is not None):
+    if e.size != var.size:
         raise ValueError(f"element for {var.name} has size {e.size}, expected {var.size}")
+    if e.over != var.over:
+        raise ValueError(f"element for {var.name} must hold one map per slot of {var.over}")
     if e.is_monomial:
         s = e.scale
         ok = {
@@ -621,7 +623,9 @@ def embed_width(
 # ----------------------------------------------------------------------------- table
 
 
-def probe_inputs(cfg: ModelConfig, batch: int = 8, seed: int = 0, dtype=torch.float64):
+def probe_inputs(
+    cfg: ModelConfig, batch: int = 8, seed: int = 0, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """A fixed seeded input batch for measuring |Δlogits|."""
     gen = torch.Generator().manual_seed(seed)
     if cfg.arch == "mlp":
@@ -668,7 +672,7 @@ def symmetry_table(
     def dlogits(c: ModelConfig, p: Params) -> float:
         return float((forward(c, p, x) - base).abs().max())
 
-    def row(group, valid, d, needs, note, acts_on=None):
+    def row(group: str, valid: bool, d: float, needs: str, note: str, acts_on: str = "") -> dict:
         return {
             "group": group,
             "acts_on": acts_on or _ACTS_ON[group.split(" ")[0]],
@@ -692,6 +696,9 @@ def symmetry_table(
     for group, kind in RESID_GROUPS.items():
         steps = resid_needs(state, kind)
         t = random_transform(spec, group, seed)
+        if kind == GLOBAL_SIGN:  # show the flip itself, not the sign +1 half of the group
+            e = t.elements["resid"]
+            t = Transform({**t.elements, "resid": Element(kind, e.perm, -e.scale.abs())})
         d = dlogits(cfg, apply(spec, t, params, check=False))
         note = notes[group]
         if steps and d < 1e-6 and uniform_gains and state.norm == "rms":
