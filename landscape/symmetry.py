@@ -502,6 +502,7 @@ def _check_element(var: Variable, e: Element) -> None:
             SIGNED_PERM: bool((s.abs() == 1).all()),
             SCALE: bool((s > 0).all() and (e.perm == torch.arange(len(s))).all()),
             SCALED_PERM: bool((s > 0).all()),
+            INVERTIBLE: bool((s != 0).all()),  # e.g. a signed perm composed with a scaling
         }.get(e.kind, False)
     else:
         m = e.matrix
