@@ -170,6 +170,21 @@ class Cache:
                 if not p.name.startswith("."):
                     yield kind_dir.name, p
 
+    def metas(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(key, metadata) of every entry of one kind, read from headers only (for listings)."""
+        for k, p in self.entries():
+            if k != kind:
+                continue
+            try:
+                with open(p, "rb") as f:
+                    head = f.read(12)
+                    if head[:4] != MAGIC:
+                        continue
+                    (n,) = struct.unpack("<Q", head[4:12])
+                    yield p.name[: -len(SUFFIX)], json.loads(f.read(n).decode())["meta"]
+            except (OSError, ValueError, KeyError):
+                continue
+
     def info(self) -> dict[str, Any]:
         kinds: dict[str, dict[str, int]] = {}
         for kind, p in self.entries():

@@ -273,6 +273,32 @@ def get_checkpoint(
     return train(model, seed, device=device, cache=cache, progress=progress)[0]
 
 
+def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
+    """Every seed of a zoo model that is trained: cached (current recipe) or shipped.
+
+    Rows: ``seed, source ("cache" | "assets"), test_loss, test_accuracy, train_loss,
+    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed.
+    """
+    from landscape.zoo import read_manifest
+
+    model = zoo_model(name)
+    rows: dict[int, dict[str, Any]] = {}
+    for rec in read_manifest():
+        if rec["name"] == name and rec["config"] == model.config.to_dict():
+            rows[rec["seed"]] = {"seed": rec["seed"], "source": "assets", **rec["metrics"]}
+    cache = cache or Cache()
+    for key, meta in cache.metas("checkpoint"):
+        if meta.get("name") != name:
+            continue
+        try:
+            current = key == cache.key("checkpoint", checkpoint_inputs(model, meta["seed"]))
+        except LandscapeError:  # its data is missing here: cannot tell, so do not list it
+            current = False
+        if current:
+            rows[meta["seed"]] = {"seed": meta["seed"], "source": "cache", **meta["metrics"]}
+    return [rows[s] for s in sorted(rows)]
+
+
 def _zoo_names() -> tuple[str, ...]:
     from landscape.zoo import ZOO
 

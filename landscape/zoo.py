@@ -105,7 +105,7 @@ ZOO: dict[str, ZooModel] = {
                 image_size=28,
                 patch_size=7,
             ),  # fmt: skip
-            TrainConfig(steps=2500, batch_size=128, lr=2e-3, warmup=100, eval_every=250),
+            TrainConfig(steps=2000, batch_size=128, lr=2e-3, warmup=100, eval_every=250),
         ),
         ZooModel(
             "gpt-shakespeare",
@@ -122,7 +122,7 @@ ZOO: dict[str, ZooModel] = {
                 d_vocab=84,
                 n_ctx=64,
             ),  # fmt: skip
-            TrainConfig(steps=2500, batch_size=64, lr=3e-3, warmup=100, eval_every=250),
+            TrainConfig(steps=1500, batch_size=64, lr=3e-3, warmup=100, eval_every=250),
             eval_windows=512,
         ),
     ]

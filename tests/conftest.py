@@ -7,6 +7,10 @@ import torch
 
 from landscape.models import ModelConfig
 
+# The test models are tiny: one thread is fastest, and spinning OpenMP workers slow every test
+# badly when another process holds a core.
+torch.set_num_threads(1)
+
 
 def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
     if arch == "mlp":

@@ -1,0 +1,68 @@
+"""Build the shipped zoo checkpoints in ``assets/zoo`` (``python -m landscape.assets``).
+
+Each checkpoint is trained through the same cached path as ``landscape train`` and written as
+``<name>/seed<S>.safetensors``; ``manifest.json`` records how: configuration, training recipe,
+data identity, seed, metrics, curves and the weight digest that ``landscape train`` is checked
+against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import save_file
+
+from landscape.paths import assets_root
+from landscape.train import TRAIN_VERSION, tqdm_progress, train
+from landscape.zoo import ZOO
+
+DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespeare": range(3),
+                 "vit-fashion": range(3)}  # fmt: skip
+
+
+def build(plan: dict[str, Any], out: Path, device: str = "cpu") -> list[dict[str, Any]]:
+    records = []
+    manifest = out / "manifest.json"
+    if manifest.is_file():  # keep the records of models not rebuilt this time
+        old = json.loads(manifest.read_text())["checkpoints"]
+        records.extend(r for r in old if r["name"] not in plan)
+    for name, seeds in plan.items():
+        model = ZOO[name]
+        for seed in seeds:
+            ckpt, _ = train(name, seed, device=device, progress=tqdm_progress(f"{name} {seed}"))
+            rel = f"{name}/seed{seed}.safetensors"
+            (out / name).mkdir(parents=True, exist_ok=True)
+            save_file({k: v.contiguous() for k, v in ckpt.params.items()}, out / rel)
+            m = ckpt.meta
+            extra = {"curves": m["curves"]}
+            if "vocab" in m:
+                extra["vocab"] = m["vocab"]
+            records.append({
+                "name": name, "seed": seed, "file": rel, "dataset": model.dataset,
+                "config": model.config.to_dict(), "train": model.train.to_dict(),
+                "data": m["data"], "metrics": m["metrics"], "digest": m["digest"],
+                "seconds": m["seconds"], "device": m["device"], "train_version": TRAIN_VERSION,
+                "extra": extra,
+            })  # fmt: skip
+            print(f"{name} seed {seed}: {m['metrics']}", flush=True)
+    records.sort(key=lambda r: (list(ZOO).index(r["name"]), r["seed"]))
+    tmp = manifest.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"checkpoints": records}, indent=1))
+    os.replace(tmp, manifest)
+    return records
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
+    ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
+    args = ap.parse_args()
+    build({m: DEFAULT_SEEDS[m] for m in args.models}, args.out)
+
+
+if __name__ == "__main__":
+    main()

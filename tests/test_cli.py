@@ -1,0 +1,128 @@
+"""The CLI contract: JSON on stdout, one-line errors, deterministic cached training."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from landscape.cli import main
+
+
+def run_cli(*args, env=None):
+    full = {**os.environ, **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "landscape.cli", *args], capture_output=True,
+                          text=True, env=full, timeout=600)  # fmt: skip
+    return done
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    return {"LANDSCAPE_CACHE": str(tmp_path / "cache")}
+
+
+def test_zoo_json_lists_the_four_models(capsys, cache_env):
+    assert main(["zoo", "--json"]) == 0
+    models = json.loads(capsys.readouterr().out)["models"]
+    assert [m["name"] for m in models] == [
+        "mlp-digits",
+        "vit-digits",
+        "vit-fashion",
+        "gpt-shakespeare",
+    ]
+    for m in models:
+        assert m["dataset"] and m["architecture"] and m["parameters"] > 1000
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        pytest.param(
+            ["train", "no-such-model", "--seed", "0"], "unknown model", id="unknown-model"
+        ),
+        pytest.param(["train", "mlp-digits"], "--seed", id="missing-seed"),
+        pytest.param(["train", "mlp-digits", "--seed", "-1"], "non-negative", id="negative-seed"),
+        pytest.param(["zoo", "--device", "tpu9"], "device", id="bad-device"),
+        pytest.param(["frobnicate"], "invalid choice", id="unknown-command"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(capsys, cache_env, argv, match):
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    assert match in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_missing_fashion_files_is_one_line(tmp_path, cache_env):
+    done = run_cli(
+        "train", "vit-fashion", "--seed", "0", "--data-dir", str(tmp_path), env=cache_env
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Fashion-MNIST" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_missing_shakespeare_is_one_line(tmp_path, cache_env):
+    env = {**cache_env, "LANDSCAPE_DATA": str(tmp_path / "nodata")}
+    done = run_cli("train", "gpt-shakespeare", "--seed", "0", env=env)
+    assert done.returncode != 0 and "landscape data fetch shakespeare" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_train_is_deterministic_and_cached(cache_env, tmp_path):
+    first = run_cli("train", "mlp-digits", "--seed", "0", "--json", env=cache_env)
+    assert first.returncode == 0, first.stderr
+    a = json.loads(first.stdout)
+    assert a["test_accuracy"] >= 0.97 and a["cached"] is False
+    second = run_cli("train", "mlp-digits", "--seed", "0", "--json", env=cache_env)
+    b = json.loads(second.stdout)
+    assert b["cached"] is True and b["digest"] == a["digest"]
+    # A fresh cache in a fresh process trains again and gets the same weights bit for bit.
+    third = run_cli("train", "mlp-digits", "--seed", "0", "--json",
+                    env={"LANDSCAPE_CACHE": str(tmp_path / "other")})  # fmt: skip
+    c = json.loads(third.stdout)
+    assert c["cached"] is False and c["digest"] == a["digest"]
+    if a["shipped"] and a["shipped"]["current"]:
+        assert a["shipped"]["max_abs_diff"] < 1e-5
+
+
+@pytest.mark.slow
+def test_concurrent_trainings_leave_one_valid_entry(cache_env):
+    cmd = [sys.executable, "-m", "landscape.cli", "train", "mlp-digits", "--seed", "1", "--json"]
+    env = {**os.environ, **cache_env}
+    pipe = subprocess.PIPE
+    procs = [subprocess.Popen(cmd, stdout=pipe, stderr=pipe, text=True, env=env) for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=600)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs[0]["digest"] == outs[1]["digest"]
+    assert sorted(o["cached"] for o in outs) == [False, True]
+    info = run_cli("cache", "info", "--json", env=cache_env)
+    assert json.loads(info.stdout)["kinds"]["checkpoint"]["entries"] == 1
+
+
+@pytest.mark.slow
+def test_corrupted_checkpoint_entry_is_retrained(cache_env):
+    from landscape.cache import Cache
+
+    first = json.loads(
+        run_cli("train", "mlp-digits", "--seed", "2", "--json", env=cache_env).stdout
+    )
+    cache = Cache(cache_env["LANDSCAPE_CACHE"])
+    ((_, path),) = list(cache.entries())
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    again = run_cli("train", "mlp-digits", "--seed", "2", "--json", env=cache_env)
+    assert again.returncode == 0 and "corrupt cache entry" in again.stderr
+    second = json.loads(again.stdout)
+    assert second["cached"] is False and second["digest"] == first["digest"]
+
+
+def test_cache_info_and_clear(capsys, cache_env):
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["entries"] == 0 and info["root"] == cache_env["LANDSCAPE_CACHE"]
+    assert main(["cache", "clear", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["removed"] == 0
