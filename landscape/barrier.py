@@ -81,6 +81,28 @@ def _linspace(lambdas: Lambdas) -> torch.Tensor:
     return _as_weights(lambdas)
 
 
+# Activation elements one vectorised step may hold on the CPU (≈ 16 MB in float32). Larger
+# stacks turn the pass memory-bound and slower than a per-λ loop (bench/bench_curve.py).
+CPU_BUDGET_ELEMENTS = 2**22
+
+
+def _activation_elements(cfg: ModelConfig) -> int:
+    """Rough size of the largest activation per sample and mixture (hidden, QKV or scores)."""
+    ctx = cfg.n_ctx if cfg.has_attn else 1
+    return ctx * max(cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
+
+
+def auto_chunk(cfg: ModelConfig, batch: int, device: torch.device) -> int:
+    """How many mixtures to stack per pass: the most whose activations fit the budget
+    (CPU: ``CPU_BUDGET_ELEMENTS``; CUDA: 1/16 of the free memory in elements of 4 bytes)."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = free // (4 * 16)
+    else:
+        budget = CPU_BUDGET_ELEMENTS
+    return max(1, budget // max(1, batch * _activation_elements(cfg)))
+
+
 def evaluate_mixtures(
     cfg: ModelConfig,
     endpoints: Sequence[Params],
@@ -95,7 +117,8 @@ def evaluate_mixtures(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss (nats) and accuracy of every mixture ``Σ_c weights[k, c]·θ_c``: two [K] float64.
 
-    ``chunk`` bounds how many mixtures are stacked at once (default: all K); on a CUDA
+    ``chunk`` bounds how many mixtures are stacked at once (default ``auto_chunk``: as many as
+    keep one pass's activations within a memory budget, all K for small models); on a CUDA
     out-of-memory error the chunk is halved and the step retried. ``device`` defaults to the
     endpoints' device. ``progress(done, total)`` is called after each (chunk, batch) step.
     """
@@ -117,7 +140,9 @@ def evaluate_mixtures(
     batched = torch.func.vmap(lambda p, x: forward(cfg, p, x), in_dims=(0, None))
     loss_sum = torch.zeros(k_total, dtype=torch.float64)
     correct = torch.zeros(k_total, dtype=torch.float64)
-    chunk = k_total if chunk is None else max(1, min(chunk, k_total))
+    if chunk is None:
+        chunk = auto_chunk(cfg, min(batch_size, n), dev)
+    chunk = max(1, min(chunk, k_total))
     n_batches = -(-n // batch_size)
 
     def run_chunk(lo: int, hi: int) -> None:
