@@ -54,12 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["info", "clear"])
     p.add_argument("--kind", help="only this kind of entry (with clear)")
 
-    for extra in _EXTENSIONS:
-        extra(sub, common)
+    p = sub.add_parser("symmetries", parents=[common],
+                       help="measure Δlogits under a random element of every group")  # fmt: skip
+    p.add_argument("model", help="zoo name or checkpoint directory")
+    p.add_argument("--seed", type=int, help="checkpoint seed (zoo models)")
+    p.add_argument("--norm", choices=["rms", "ln"],
+                   help="instead of the checkpoint, a fresh random model of the same shape "
+                        "with this norm (to compare RMSNorm with LayerNorm)")  # fmt: skip
+    p.add_argument("--draw", type=int, default=0, help="seed of the random group elements")
+
     return parser
-
-
-_EXTENSIONS: list[Callable[[Any, argparse.ArgumentParser], None]] = []
 
 
 def command(name: str) -> Callable[[Handler], Handler]:
@@ -121,6 +125,29 @@ def _cache(args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "clear":
         return {"root": str(cache.root), "removed": cache.clear(args.kind)}
     return cache.info()
+
+
+@command("symmetries")
+def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from landscape.models import init_params
+    from landscape.symmetry import norm_state, symmetry_table
+    from landscape.train import get_checkpoint
+
+    ckpt = get_checkpoint(args.model, args.seed, device="cpu")
+    cfg, params, source = ckpt.cfg, ckpt.params, "checkpoint"
+    if args.norm is not None:
+        cfg = cfg.replace(norm=args.norm)
+        params = init_params(cfg, args.seed or 0)
+        gen = torch.Generator().manual_seed(args.seed or 0)
+        # Random gains and biases: with all gains 1 some invalid groups look exact by accident.
+        params = {k: (v + 0.3 * torch.randn(v.shape, generator=gen)) if k.endswith((".w", ".b"))
+                  else v for k, v in params.items()}  # fmt: skip
+        source = f"random init, {'LayerNorm' if args.norm == 'ln' else 'RMSNorm'}"
+    rows = symmetry_table(cfg, params, seed=args.draw)
+    return {"model": args.model, "seed": args.seed, "source": source,
+            "norm_state": norm_state(cfg, params).to_dict(), "rows": rows}  # fmt: skip
 
 
 # ---------------------------------------------------------------- output

@@ -126,3 +126,18 @@ def test_cache_info_and_clear(capsys, cache_env):
     assert info["entries"] == 0 and info["root"] == cache_env["LANDSCAPE_CACHE"]
     assert main(["cache", "clear", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["removed"] == 0
+
+
+@pytest.mark.parametrize("norm", [None, "ln"], ids=["checkpoint", "layernorm"])
+def test_symmetries_table(capsys, cache_env, norm):
+    argv = ["symmetries", "mlp-digits", "--seed", "0", "--json"] + (["--norm", norm] if norm else [])
+    assert main(argv) == 0
+    rows = {r["group"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    for r in rows.values():
+        if r["valid"]:
+            assert r["max_abs_dlogits"] < 1e-9, r
+        else:
+            assert r["max_abs_dlogits"] > 1e-2 and r["needs"], r
+    assert rows["perm"]["valid"]
+    assert rows["signed-perm"]["valid"] == (norm is None)
+    assert not rows["orth"]["valid"]
