@@ -130,7 +130,8 @@ def test_cache_info_and_clear(capsys, cache_env):
 
 @pytest.mark.parametrize("norm", [None, "ln"], ids=["checkpoint", "layernorm"])
 def test_symmetries_table(capsys, cache_env, norm):
-    argv = ["symmetries", "mlp-digits", "--seed", "0", "--json"] + (["--norm", norm] if norm else [])
+    argv = ["symmetries", "mlp-digits", "--seed", "0", "--json"]
+    argv += ["--norm", norm] if norm else []
     assert main(argv) == 0
     rows = {r["group"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     for r in rows.values():
