@@ -6,7 +6,24 @@ Three architectures share one vocabulary of parameter names and one pre-norm blo
   ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
 - ``vit``: pre-norm ViT. Patches are embedded by ``W_E`` (+ ``b_E``), a class token ``cls`` is
   prepended, learned positions ``W_pos`` added; attention + MLP blocks; the class token is read.
-- ``gpt``: pre-norm causal character GPT with learned positions.
+- ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
+
+Optional extensions, all off by default (imported checkpoints, DESIGN §3; ``landscape.importers``):
+
+- ``pos``: ``"learned"`` (``W_pos``), ``"rotary"`` (RoPE on q and k, no ``W_pos``; the
+  half-split pairing of dimension i with i + r/2 over the first ``rotary_dim`` = r dimensions of
+  each head, base ``rotary_base``) or ``"none"``.
+- ``n_kv_heads`` < ``n_heads``: grouped-query attention. ``W_K``/``W_V`` (and ``b_K``/``b_V``) are
+  [n_kv_heads, d_model, d_head]; query head h reads key/value head h // (n_heads / n_kv_heads),
+  so consecutive query heads share a group. ``W_Q``/``W_O`` keep n_heads.
+- ``mlp="gated"``: SwiGLU-style FFN, ``(act(x·W_gate + b_gate) ⊙ (x·W_in + b_in))·W_out + b_out``
+  with ``W_gate`` [d_model, d_mlp] beside ``W_in``.
+- ``bias=False``: no attention, FFN or unembedding biases (embedding/patch and norm parameters
+  are unaffected); ``attn_scale`` > 0 replaces 1/√d_head; ``act="gelu_tanh"`` is the tanh
+  approximation of GELU.
+- ``channels`` > 0 (vit): images are [batch, channels, H, W] and a patch is flattened
+  channel-major (channels × patch × patch, the order of a conv patch embedding's weight);
+  ``channels=0`` keeps grey [batch, H, W] images.
 
 All matrices multiply on the right (``x @ W``). Shapes follow TransformerLens:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -31,7 +48,9 @@ Params = dict[str, torch.Tensor]
 
 ARCHS = ("mlp", "vit", "gpt")
 NORMS = ("rms", "ln")
-ACTS = ("gelu", "relu", "silu")
+ACTS = ("gelu", "relu", "silu", "gelu_tanh")
+POS = ("learned", "rotary", "none")
+MLPS = ("plain", "gated")
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,16 @@ class ModelConfig:
     act: str = "gelu"
     eps: float = 1e-5
     d_norm: int = 0  # width RMSNorm divides by; 0 means d_model
+    # Extensions (module docstring); their defaults are the original behaviour and are left out
+    # of to_dict, so configs that do not use them keep their dicts and cache keys.
+    pos: str = "learned"
+    rotary_base: float = 10000.0
+    rotary_dim: int = 0  # 0 means d_head
+    n_kv_heads: int = 0  # 0 means n_heads
+    mlp: str = "plain"
+    bias: bool = True
+    attn_scale: float = 0.0  # 0 means 1/√d_head
+    channels: int = 0  # vit: 0 means grey [batch, H, W] images
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -62,18 +91,28 @@ class ModelConfig:
             raise ValueError(f"unknown norm {self.norm!r}; expected one of {NORMS}")
         if self.act not in ACTS:
             raise ValueError(f"unknown activation {self.act!r}; expected one of {ACTS}")
+        if self.pos not in POS:
+            raise ValueError(f"unknown positions {self.pos!r}; expected one of {POS}")
+        if self.mlp not in MLPS:
+            raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         if self.arch == "mlp" and self.d_in <= 0:
             raise ValueError("mlp needs d_in > 0")
         if self.arch in ("vit", "gpt") and (self.n_heads <= 0 or self.d_head <= 0):
             raise ValueError(f"{self.arch} needs n_heads > 0 and d_head > 0")
+        if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
+            raise ValueError("n_kv_heads must divide n_heads")
+        if self.rotary_dim < 0 or self.rotary_dim % 2 or self.rotary_dim > max(self.d_head, 0):
+            raise ValueError("rotary_dim must be even and at most d_head")
+        if self.channels < 0:
+            raise ValueError("channels must be >= 0")
         if self.arch == "vit":
             if self.image_size % max(self.patch_size, 1) or self.patch_size <= 0:
                 raise ValueError("vit needs image_size divisible by patch_size > 0")
             n_patches = (self.image_size // self.patch_size) ** 2
             object.__setattr__(self, "n_ctx", n_patches + 1)
-            object.__setattr__(self, "d_in", self.patch_size**2)
+            object.__setattr__(self, "d_in", self.patch_size**2 * max(self.channels, 1))
         if self.arch == "gpt" and (self.d_vocab <= 0 or self.n_ctx <= 0):
             raise ValueError("gpt needs d_vocab > 0 and n_ctx > 0")
         if self.d_norm == 0:
@@ -83,8 +122,26 @@ class ModelConfig:
     def has_attn(self) -> bool:
         return self.arch in ("vit", "gpt")
 
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads (grouped-query attention when fewer than ``n_heads``)."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def rot_dim(self) -> int:
+        """Dimensions of each head that RoPE rotates (0 without rotary positions)."""
+        return (self.rotary_dim or self.d_head) if self.pos == "rotary" else 0
+
+    @property
+    def gated(self) -> bool:
+        return self.mlp == "gated"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for name, default in _EXTENSION_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
@@ -92,6 +149,18 @@ class ModelConfig:
 
     def replace(self, **changes: Any) -> ModelConfig:
         return replace(self, **changes)
+
+
+_EXTENSION_DEFAULTS: dict[str, Any] = {
+    "pos": "learned",
+    "rotary_base": 10000.0,
+    "rotary_dim": 0,
+    "n_kv_heads": 0,
+    "mlp": "plain",
+    "bias": True,
+    "attn_scale": 0.0,
+    "channels": 0,
+}
 
 
 def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -105,7 +174,7 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         shapes["embed.b_E"] = (d,)
     if cfg.arch == "vit":
         shapes["embed.cls"] = (d,)
-    if cfg.has_attn:
+    if cfg.has_attn and cfg.pos == "learned":
         shapes["pos_embed.W_pos"] = (cfg.n_ctx, d)
 
     def norm(prefix: str) -> None:
@@ -118,19 +187,31 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         if cfg.has_attn:
             norm(f"{b}.ln1")
             for m in "QKV":
-                shapes[f"{b}.attn.W_{m}"] = (h, d, e)
-                shapes[f"{b}.attn.b_{m}"] = (h, e)
+                hm = h if m == "Q" else cfg.kv_heads
+                shapes[f"{b}.attn.W_{m}"] = (hm, d, e)
+                shapes[f"{b}.attn.b_{m}"] = (hm, e)
             shapes[f"{b}.attn.W_O"] = (h, e, d)
             shapes[f"{b}.attn.b_O"] = (d,)
         norm(f"{b}.ln2")
         shapes[f"{b}.mlp.W_in"] = (d, f)
         shapes[f"{b}.mlp.b_in"] = (f,)
+        if cfg.gated:
+            shapes[f"{b}.mlp.W_gate"] = (d, f)
+            shapes[f"{b}.mlp.b_gate"] = (f,)
         shapes[f"{b}.mlp.W_out"] = (f, d)
         shapes[f"{b}.mlp.b_out"] = (d,)
     norm("ln_final")
     shapes["unembed.W_U"] = (d, cfg.n_out)
     shapes["unembed.b_U"] = (cfg.n_out,)
+    if not cfg.bias:
+        shapes = {k: v for k, v in shapes.items() if not _is_dropped_bias(k)}
     return shapes
+
+
+def _is_dropped_bias(name: str) -> bool:
+    """The biases a ``bias=False`` model lacks: attention, FFN and unembedding."""
+    parts = name.split(".")
+    return parts[-1].startswith("b_") and parts[-2] in ("attn", "mlp", "unembed")
 
 
 def init_params(cfg: ModelConfig, seed: int, dtype: torch.dtype = torch.float32) -> Params:
@@ -181,13 +262,26 @@ def _act(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
         return F.gelu(x)
     if cfg.act == "relu":
         return F.relu(x)
+    if cfg.act == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
     return F.silu(x)
 
 
+def _bias(cfg: ModelConfig, params: Params, name: str) -> torch.Tensor | float:
+    """A bias; a ``bias=False`` model may lack it, which means 0."""
+    return params[name] if cfg.bias else params.get(name, 0.0)
+
+
 def patchify(cfg: ModelConfig, images: torch.Tensor) -> torch.Tensor:
-    """[batch, H, W] → [batch, n_patches, patch²], patches in row-major order."""
+    """[batch, H, W] → [batch, n_patches, patch²], patches in row-major order.
+
+    With ``channels`` > 0: [batch, C, H, W] → [batch, n_patches, C·patch²] (channel-major).
+    """
     p = cfg.patch_size
     n = cfg.image_size // p
+    if cfg.channels:
+        x = images.reshape(images.shape[0], cfg.channels, n, p, n, p)
+        return x.permute(0, 2, 4, 1, 3, 5).reshape(images.shape[0], n * n, cfg.d_in)
     x = images.reshape(images.shape[0], n, p, n, p)
     return x.permute(0, 1, 3, 2, 4).reshape(images.shape[0], n * n, p * p)
 
@@ -200,18 +294,43 @@ def embed(cfg: ModelConfig, params: Params, inputs: torch.Tensor) -> torch.Tenso
         x = patchify(cfg, inputs) @ params["embed.W_E"] + params["embed.b_E"]
         cls = params["embed.cls"].expand(x.shape[0], 1, cfg.d_model)
         x = torch.cat([cls, x], dim=1)  # (batch, pos, d_model)
-        return x + params["pos_embed.W_pos"]
+        return x + params["pos_embed.W_pos"] if cfg.pos == "learned" else x
     t = inputs.shape[-1]
-    return params["embed.W_E"][inputs] + params["pos_embed.W_pos"][:t]  # (batch, pos, d_model)
+    x = params["embed.W_E"][inputs]  # (batch, pos, d_model)
+    return x + params["pos_embed.W_pos"][:t] if cfg.pos == "learned" else x
+
+
+def rotary(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
+    """RoPE on [batch, pos, heads, d_head] (Su et al. 2021, eq. 34, half-split pairing).
+
+    Dimension i < r/2 pairs with i + r/2 (r = ``rot_dim``) and the pair at position t is rotated
+    by the angle t·base^(−2i/r); dimensions from r on pass unchanged.
+    """
+    r = cfg.rot_dim
+    t = torch.arange(x.shape[1], device=x.device, dtype=torch.float64)
+    inv_freq = cfg.rotary_base ** (-torch.arange(0, r, 2, device=x.device, dtype=torch.float64) / r)
+    angles = torch.outer(t, inv_freq)  # (pos, r/2)
+    cos = angles.cos().to(x.dtype)[None, :, None, :]
+    sin = angles.sin().to(x.dtype)[None, :, None, :]
+    x1, x2, rest = x[..., : r // 2], x[..., r // 2 : r], x[..., r:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
 def attention(
     cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, cache: dict | None = None
 ) -> torch.Tensor:
-    q = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_Q"]) + params[f"{prefix}.b_Q"]
-    k = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_K"]) + params[f"{prefix}.b_K"]
-    v = torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_V"]) + params[f"{prefix}.b_V"]
-    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(cfg.d_head)
+    q, k, v = (
+        torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_{m}"])
+        + _bias(cfg, params, f"{prefix}.b_{m}")
+        for m in "QKV"
+    )  # (batch, pos, heads, d_head); k and v have kv_heads
+    if cfg.pos == "rotary":
+        q, k = rotary(cfg, q), rotary(cfg, k)
+    if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
+        k = k.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+        v = v.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+    scale = cfg.attn_scale or 1 / math.sqrt(cfg.d_head)
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) * scale
     if cfg.arch == "gpt":
         t = x.shape[1]
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
@@ -220,7 +339,8 @@ def attention(
     z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
     if cache is not None:
         cache[f"{prefix}.z"] = z
-    return torch.einsum("bqhe,hed->bqd", z, params[f"{prefix}.W_O"]) + params[f"{prefix}.b_O"]
+    out = torch.einsum("bqhe,hed->bqd", z, params[f"{prefix}.W_O"])
+    return out + _bias(cfg, params, f"{prefix}.b_O")
 
 
 def forward(
@@ -239,17 +359,22 @@ def forward(
             cache[f"resid.{layer}"] = x
         if cfg.has_attn:
             x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
-        h = _norm(cfg, params, f"{b}.ln2", x) @ params[f"{b}.mlp.W_in"] + params[f"{b}.mlp.b_in"]
-        h = _act(cfg, h)
+        xn = _norm(cfg, params, f"{b}.ln2", x)
+        h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
+        if cfg.gated:
+            gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
+            h = _act(cfg, gate) * h
+        else:
+            h = _act(cfg, h)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
-        x = x + h @ params[f"{b}.mlp.W_out"] + params[f"{b}.mlp.b_out"]
+        x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
     if cache is not None:
         cache[f"resid.{cfg.n_layers}"] = x
     if cfg.arch == "vit":
         x = x[:, 0]
     x = _norm(cfg, params, "ln_final", x)
-    return x @ params["unembed.W_U"] + params["unembed.b_U"]
+    return x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
 
 
 def loss_and_accuracy(
