@@ -19,16 +19,6 @@ from tests.conftest import tiny_config, tiny_inputs
 ARCHS = [pytest.param(a, id=a) for a in ("mlp", "vit", "gpt")]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # tiny models: with other processes on the cores, OpenMP threads spin and a forward pass
-    # takes 100× longer (DESIGN §4); one thread keeps these tests fast and deterministic
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _data(cfg, n: int = 10, seed: int = 0):
     x = tiny_inputs(cfg, batch=n, seed=seed)
     gen = torch.Generator().manual_seed(seed + 1)

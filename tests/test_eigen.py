@@ -6,15 +6,6 @@ import torch
 from landscape.eigen import angle_summary, det_sign, eigenangles, haar_orthogonal
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # small LAPACK calls: spinning threads on a shared machine cost more than they give
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _block_rotation(thetas: list[float]) -> torch.Tensor:
     g = torch.zeros(2 * len(thetas), 2 * len(thetas), dtype=torch.float64)
     for k, t in enumerate(thetas):
