@@ -39,6 +39,23 @@ float64 matrix (orthogonal, semi-orthogonal, invertible; ``[h, n, n]`` for per-h
 ``apply(g @ h, θ) == apply(g, apply(h, θ))``.
 Per-head maps are indexed by the head slot *after* the head permutation.
 
+Extended architectures (``landscape.models`` extensions, imported checkpoints)
+-----------------------------------------------------------------------------
+- Grouped-query attention (``n_kv_heads`` < ``n_heads``, r = n_heads / n_kv_heads query heads per
+  key/value group): ``heads{l}`` has ``Variable.group == r`` and admits only permutations that
+  move whole groups of r consecutive query heads onto groups, in any order inside a group
+  (S_r ≀ S_{n_kv}); ``W_K``/``W_V``/``b_K``/``b_V`` follow by the induced permutation of the
+  groups (act ``"G/group"``). The within-head maps would have to be shared by a whole group, so
+  ``qk{l}``/``ov{l}`` are not declared under GQA.
+- Rotary positions: q and k are rotated by position-dependent 2×2 blocks between W_Q/W_K and the
+  dot product, so only maps M commuting with every block would be exact (one complex scaling per
+  frequency pair). ``qk{l}`` is not declared under RoPE; ``ov{l}`` is unaffected.
+- Gated FFN, ``h = act(x·W_gate) ⊙ (x·W_in)``: ``mlp{l}`` admits signed permutations and positive
+  (and signed) scalings, because the up projection is linear: flipping or scaling column i of
+  ``W_in``/``b_in`` and undoing it on row i of ``W_out`` is exact for any activation. The gate
+  only follows the permutation (act ``"P(G)"``): SiLU/GELU are neither odd nor homogeneous, so a
+  gate unit can be neither flipped nor scaled.
+
 Which residual groups are exact depends on the norm state (DESIGN §1 table), see
 :func:`resid_needs`: RMSNorm with gains kept admits B_d (signed permutations); RMSNorm with folded
 gains O(d) and semi-orthogonal width changes; LayerNorm admits S_d × {±I} (a global sign, the only
@@ -57,6 +74,8 @@ import torch
 from landscape.models import ModelConfig, Params, forward, param_shapes
 
 G, INV_T, ABS = "G", "G^-T", "|G|"
+GROUP_OF = "G/group"  # the permutation G induces on groups of Variable.group slots (GQA)
+PERM_OF = "P(G)"  # the permutation part of a monomial G, without signs or scales (FFN gate)
 
 # Kinds of group element. The first four form a chain of subgroups of O(d).
 PERM = "perm"
@@ -85,7 +104,7 @@ PROCESSING_ORDER = ("fold_norm_biases", "fold_norm_gains", "center_writers")
 
 
 class Role(NamedTuple):
-    """How variable ``var`` acts on one parameter axis: ``act`` ∈ {"G", "G^-T", "|G|"}."""
+    """How ``var`` acts on one parameter axis: ``act`` ∈ {"G", "G^-T", "|G|", "G/group", "P(G)"}."""
 
     var: str
     act: str
@@ -106,6 +125,7 @@ class Variable:
     family: str  # resid, mlp, heads, qk, ov
     layer: int | None = None
     over: str | None = None  # per-slot variable: one element per slot of this variable
+    group: int = 1  # >1: permutations must move blocks of this many consecutive slots (GQA)
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,34 +188,54 @@ def spec_for(cfg: ModelConfig) -> Spec:
         axes[f"{prefix}.b"] = (res_g,)
         norm_readers[prefix] = readers
 
+    def bias(name: str, roles: tuple[Role | None, ...]) -> None:
+        if name in shapes:  # bias-free models (cfg.bias=False) lack it
+            axes[name] = roles
+
     for name in ("embed.W_E", "embed.b_E", "embed.cls", "pos_embed.W_pos"):
         writer(name)
     mlp_kinds = (PERM, SCALE, SCALED_PERM) if cfg.act == "relu" else (PERM,)
+    if cfg.gated:  # module docstring: the linear up projection carries signs and scales
+        mlp_kinds = (PERM, SIGNED_PERM, SCALE, SCALED_PERM)
+    group = cfg.n_heads // cfg.kv_heads if cfg.has_attn else 1
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if cfg.has_attn:
             hv, qk, ov = f"heads{layer}", f"qk{layer}", f"ov{layer}"
-            variables[hv] = Variable(hv, cfg.n_heads, (PERM,), "heads", layer)
-            for v in (qk, ov):
+            variables[hv] = Variable(hv, cfg.n_heads, (PERM,), "heads", layer, group=group)
+            inner_maps = {qk: group == 1 and cfg.pos != "rotary", ov: group == 1}
+            for v, declared in inner_maps.items():
                 fam = v.rstrip("0123456789")
-                variables[v] = Variable(v, cfg.d_head, (ORTH, INVERTIBLE), fam, layer, over=hv)
-            head = Role(hv, G)
-            for m, inner in (("Q", Role(qk, G)), ("K", Role(qk, INV_T)), ("V", Role(ov, G))):
+                if declared:
+                    variables[v] = Variable(v, cfg.d_head, (ORTH, INVERTIBLE), fam, layer, over=hv)
+            kv_head = Role(hv, G if group == 1 else GROUP_OF)
+            for m, head, inner in (
+                ("Q", Role(hv, G), Role(qk, G)),
+                ("K", kv_head, Role(qk, INV_T)),
+                ("V", kv_head, Role(ov, G)),
+            ):
+                inner = inner if inner.var in variables else None
                 axes[f"{b}.attn.W_{m}"] = (head, res_inv, inner)
-                axes[f"{b}.attn.b_{m}"] = (head, inner)
-            axes[f"{b}.attn.W_O"] = (Role(hv, INV_T), Role(ov, INV_T), res_g)
+                bias(f"{b}.attn.b_{m}", (head, inner))
+            inner_o = Role(ov, INV_T) if ov in variables else None
+            axes[f"{b}.attn.W_O"] = (Role(hv, INV_T), inner_o, res_g)
             writer(f"{b}.attn.b_O")
             norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
         mv = f"mlp{layer}"
         variables[mv] = Variable(mv, cfg.d_mlp, mlp_kinds, "mlp", layer)
         axes[f"{b}.mlp.W_in"] = (res_inv, Role(mv, G))
-        axes[f"{b}.mlp.b_in"] = (Role(mv, G),)
+        bias(f"{b}.mlp.b_in", (Role(mv, G),))
+        readers = [(f"{b}.mlp.W_in", f"{b}.mlp.b_in")]
+        if cfg.gated:
+            axes[f"{b}.mlp.W_gate"] = (res_inv, Role(mv, PERM_OF))
+            bias(f"{b}.mlp.b_gate", (Role(mv, PERM_OF),))
+            readers.append((f"{b}.mlp.W_gate", f"{b}.mlp.b_gate"))
         axes[f"{b}.mlp.W_out"] = (Role(mv, INV_T), res_g)
         writer(f"{b}.mlp.b_out")
-        norm(f"{b}.ln2", ((f"{b}.mlp.W_in", f"{b}.mlp.b_in"),))
+        norm(f"{b}.ln2", tuple(readers))
     norm("ln_final", (("unembed.W_U", "unembed.b_U"),))
     axes["unembed.W_U"] = (res_inv, None)
-    axes["unembed.b_U"] = (None,)
+    bias("unembed.b_U", (None,))
     missing = set(shapes) - set(axes)
     assert not missing, f"spec misses {sorted(missing)}"
     return Spec(cfg, variables, axes, norm_readers)
@@ -246,10 +286,20 @@ class Element:
             return Element(self.kind, matrix=self.matrix.transpose(-1, -2), over=self.over)
         return Element(self.kind, matrix=torch.linalg.inv(self.matrix), over=self.over)
 
-    def acting(self, act: str) -> Element | None:
-        """The element acting on an axis with role ``act`` (None: it cannot act there)."""
+    def acting(self, act: str, group: int = 1) -> Element | None:
+        """The element acting on an axis with role ``act`` (None: it cannot act there).
+
+        ``group`` is the variable's block size, used by ``"G/group"``.
+        """
         if act == G:
             return self
+        if act in (GROUP_OF, PERM_OF):
+            if not self.is_monomial:
+                return None
+            if act == PERM_OF:
+                return Element(PERM, self.perm, torch.ones_like(self.scale))
+            blocks = self.perm[::group] // group
+            return Element(PERM, blocks, torch.ones(len(blocks), dtype=torch.float64))
         if self.is_monomial:
             s = self.scale.abs() if act == ABS else 1.0 / self.scale
             return Element(self.kind, self.perm, s)
@@ -388,6 +438,14 @@ def random_element(kind: str, n: int, gen: torch.Generator) -> Element:
     raise ValueError(f"no random element of kind {kind!r} (width changes: use embed_width)")
 
 
+def random_grouped_perm(n: int, group: int, gen: torch.Generator) -> Element:
+    """A random permutation of ``n`` slots moving blocks of ``group`` consecutive slots as blocks
+    (any order inside a block): S_group ≀ S_(n/group), e.g. query heads with their KV group."""
+    blocks = torch.randperm(n // group, generator=gen)
+    perm = torch.cat([b * group + torch.randperm(group, generator=gen) for b in blocks.tolist()])
+    return Element(PERM, perm, torch.ones(n, dtype=torch.float64))
+
+
 def group_kinds(spec: Spec, group: str) -> dict[str, str]:
     """Kind per variable of a named group level.
 
@@ -415,7 +473,9 @@ def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> T
     for name, var in spec.variables.items():  # spec order, so the seed fixes every element
         if name not in kinds:
             continue
-        if var.over is None:
+        if var.group > 1 and kinds[name] == PERM:
+            out[name] = random_grouped_perm(var.size, var.group, gen)
+        elif var.over is None:
             out[name] = random_element(kinds[name], var.size, gen)
         else:
             slots = spec.variables[var.over].size
@@ -513,6 +573,13 @@ def _check_element(var: Variable, e: Element) -> None:
             ok = e.kind == INVERTIBLE and bool(torch.linalg.matrix_rank(m).min() == m.shape[-1])
     if not ok:
         raise ValueError(f"element for {var.name} is not a valid {e.kind!r} element")
+    if var.group > 1:
+        blocks = e.perm.view(-1, var.group) // var.group if e.is_monomial else None
+        if blocks is None or not bool((blocks == blocks[:, :1]).all()):
+            raise ValueError(
+                f"element for {var.name} must move whole key/value groups of {var.group} "
+                "query heads (grouped-query attention)"
+            )
 
 
 def check_transform(spec: Spec, transform: Transform, params: Params) -> None:
@@ -577,7 +644,7 @@ def apply(spec: Spec, transform: Transform, params: Params, *, check: bool = Tru
         if len(roles) != w.ndim:
             raise ValueError(f"{name} has {w.ndim} axes, the spec expects {len(roles)}")
         acting = [
-            (axis, transform.elements[r.var].acting(r.act))
+            (axis, transform.elements[r.var].acting(r.act, spec.variables[r.var].group))
             for axis, r in enumerate(roles)
             if r is not None and r.var in transform.elements
         ]
@@ -632,7 +699,9 @@ def probe_inputs(
     if cfg.arch == "mlp":
         return torch.randn(batch, cfg.d_in, generator=gen, dtype=dtype)
     if cfg.arch == "vit":
-        return torch.randn(batch, cfg.image_size, cfg.image_size, generator=gen, dtype=dtype)
+        channels = (cfg.channels,) if cfg.channels else ()
+        shape = (batch, *channels, cfg.image_size, cfg.image_size)
+        return torch.randn(*shape, generator=gen, dtype=dtype)
     return torch.randint(0, cfg.d_vocab, (batch, cfg.n_ctx), generator=gen)
 
 
@@ -721,6 +790,8 @@ def symmetry_table(
             )
     if cfg.has_attn:
         for group in ("qk", "ov"):
+            if not spec.family(group):  # not declared under GQA or (qk) rotary positions
+                continue
             d = dlogits(cfg, apply(spec, random_transform(spec, group, seed), params))
             rows.append(
                 row(
@@ -732,14 +803,27 @@ def symmetry_table(
                     "invertible change of basis inside a head cancels.",
                 )
             )
-    relu = cfg.act == "relu"
+    relu = cfg.act == "relu" or cfg.gated
+    if cfg.gated:
+        t = random_transform(spec, {v: SIGNED_PERM for v in spec.family("mlp")}, seed)
+        rows.append(
+            row(
+                "signed-perm (gated FFN units)",
+                True,
+                dlogits(cfg, apply(spec, t, params)),
+                "",
+                "The up projection is linear: a sign flip of a W_in column and the matching "
+                "W_out row cancels; the gate column is only permuted (SiLU is not odd).",
+                "FFN units: signed permutations of W_in/W_out, permutations of W_gate",
+            )
+        )
     d = dlogits(cfg, apply(spec, random_transform(spec, "scale", seed), params, check=False))
     rows.append(
         row(
             "scale",
             relu,
             d,
-            "" if relu else "act='relu' (no processing step)",
+            "" if relu else "act='relu' or a gated FFN (no processing step)",
             "ReLU(s·z) = s·ReLU(z) for s > 0, so W_in columns scale by s and W_out rows "
             "by 1/s; GELU and SiLU are not positively homogeneous.",
         )
