@@ -63,6 +63,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "with this norm (to compare RMSNorm with LayerNorm)")  # fmt: skip
     p.add_argument("--draw", type=int, default=0, help="seed of the random group elements")
 
+    methods = ["naive", "activation", "weight", "learned"]
+    groups = ["perm", "signed-perm", "orth"]
+    p = sub.add_parser(
+        "barrier", parents=[common], help="loss/accuracy barrier along a linear path"
+    )
+    p.add_argument("model", help="zoo name or checkpoint directory")
+    p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
+    p.add_argument("--method", choices=methods, default="weight")
+    p.add_argument("--group", choices=groups, default="perm")
+    p.add_argument("--points", type=int, default=25)
+    p.add_argument("--split", choices=["test", "train"], default="test")
+
+    p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
+    p.add_argument("model")
+    p.add_argument("--seeds", type=int, nargs=3, required=True, metavar=("A", "B", "C"))
+    p.add_argument("--method", choices=methods, default="weight")
+    p.add_argument("--group", choices=groups, default="orth")
+    p.add_argument("--resolution", type=int, default=10)
+    p.add_argument("--tol", type=float, default=0.05, help="basin tolerance above the chord (nats)")
+    p.add_argument("--split", choices=["test", "train"], default="test")
+
+    p = sub.add_parser("eigenangles", parents=[common],
+                       help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
+    p.add_argument("model")
+    p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
+
+    p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
+    p.add_argument("model")
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--points", type=int, default=25)
     return parser
 
 
@@ -148,6 +179,55 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
     rows = symmetry_table(cfg, params, seed=args.draw)
     return {"model": args.model, "seed": args.seed, "source": source,
             "norm_state": norm_state(cfg, params).to_dict(), "rows": rows}  # fmt: skip
+
+
+@command("barrier")
+def _barrier(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import barrier
+
+    _status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
+    return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
+                   split=args.split, device=args.device)  # fmt: skip
+
+
+@command("triangle")
+def _triangle(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import triangle
+
+    _status(f"triangle {args.model} {args.seeds} {args.method}/{args.group}")
+    return triangle(args.model, args.seeds, args.method, args.group, resolution=args.resolution,
+                    tol=args.tol, split=args.split, device=args.device)  # fmt: skip
+
+
+@command("eigenangles")
+def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import eigenangle_result
+
+    _status(f"eigenangles {args.model} {args.seeds}")
+    return eigenangle_result(args.model, args.seeds, device=args.device)
+
+
+@command("table")
+def _table(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from landscape.experiments import table
+
+    bar = tqdm(total=100, desc=f"table {args.model}", file=sys.stderr, leave=False)
+
+    def progress(stage: str, frac: float) -> None:
+        bar.set_postfix_str(stage)
+        bar.update(round(100 * frac) - bar.n)
+
+    try:
+        return table(args.model, args.pairs, split=args.split, points=args.points,
+                     device=args.device, progress=progress)  # fmt: skip
+    finally:
+        bar.close()
+
+
+def _status(text: str) -> None:
+    print(f"landscape: {text} ...", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- output

@@ -1,0 +1,389 @@
+"""Cached experiments on checkpoints: matchings, barrier curves, triangles, eigenangles, tables.
+
+This is the layer the CLI and the app call. Every result is stored in the disk cache keyed by
+the weight digests of the checkpoints involved, the method, group and parameters, and the
+version of the algorithm (``ALGO_VERSION``), so a second request (from either front end) is
+served from disk. Results are plain JSON-able dicts; the JSON keys follow DESIGN §5.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from landscape.barrier import barrier_from_curve, evaluate_path, evaluate_triangle
+from landscape.cache import Cache, digest_tensors
+from landscape.data import Split
+from landscape.device import resolve_device
+from landscape.eigen import angle_summary, eigenangles, haar_orthogonal
+from landscape.errors import LandscapeError
+from landscape.models import ModelConfig, Params
+from landscape.train import get_checkpoint
+from landscape.zoo import ZOO, Checkpoint, split_for, zoo_model
+
+ALGO_VERSION = 1  # bump when matching or evaluation changes: old cache entries stop matching
+METHODS = ("naive", "activation", "weight", "learned")
+GROUPS = ("perm", "signed-perm", "orth")
+SPLITS = ("train", "test")
+Progress = Callable[[str, float], None]  # (stage, fraction done)
+
+
+# ---------------------------------------------------------------- checkpoints and data
+
+
+def load(model: str, seed: int | None, device: str | None = None) -> Checkpoint:
+    return get_checkpoint(model, seed, device=device)
+
+
+def eval_split(ckpt: Checkpoint, split: str) -> Split:
+    """The data a checkpoint is evaluated on (its zoo model's split)."""
+    if split not in SPLITS:
+        raise LandscapeError(f"unknown split {split!r}; expected train or test")
+    name = ckpt.meta.get("name")
+    if name not in ZOO:
+        raise LandscapeError(
+            f"no evaluation data is known for checkpoint {name!r}: it is not from the zoo"
+        )
+    zm = zoo_model(name)
+    if zm.dataset == "shakespeare" and split == "train":
+        # Learned matching trains on every training window; evaluation uses a fixed subset.
+        from landscape.data import shakespeare
+
+        return shakespeare(ckpt.meta.get("vocab")).windows("train", zm.config.n_ctx)
+    return split_for(zm, split, vocab=ckpt.meta.get("vocab"))
+
+
+def _eval_subset(ckpt: Checkpoint, split: str) -> Split:
+    s = eval_split(ckpt, split)
+    zm = zoo_model(ckpt.meta["name"])
+    if zm.eval_windows and len(s) > zm.eval_windows:
+        return Split(s.inputs[: zm.eval_windows], s.targets[: zm.eval_windows])
+    return s
+
+
+def check_pair(a: Checkpoint, b: Checkpoint) -> None:
+    if a.cfg != b.cfg:
+        diff = [k for k, v in a.cfg.to_dict().items() if b.cfg.to_dict()[k] != v]
+        raise LandscapeError(f"mismatched architectures: {a.name} and {b.name} differ in {diff}")
+    if a.meta.get("vocab") != b.meta.get("vocab"):
+        raise LandscapeError(f"{a.name} and {b.name} use different vocabularies")
+
+
+# ---------------------------------------------------------------- matching
+
+
+@dataclass
+class Aligned:
+    """A cached alignment: processed A, aligned B = π(θ_B), the residual matrix and facts."""
+
+    cfg: ModelConfig
+    params_a: Params
+    params_b: Params
+    resid: torch.Tensor  # (d_model, d_model) float64
+    info: dict[str, Any]
+    cached: bool
+
+
+def _split_prefixed(tensors: dict[str, torch.Tensor], prefix: str) -> Params:
+    n = len(prefix)
+    return {k[n:]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def align(
+    a: Checkpoint,
+    b: Checkpoint,
+    method: str,
+    group: str,
+    *,
+    seed: int = 0,
+    device: str | None = None,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+) -> Aligned:
+    """Align B to A (cached). ``options`` go to the matching method (and into the cache key)."""
+    from landscape.matching import match
+
+    if method not in METHODS:
+        raise LandscapeError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if group not in GROUPS:
+        raise LandscapeError(f"unknown group {group!r}; expected one of {', '.join(GROUPS)}")
+    check_pair(a, b)
+    cache = cache or Cache()
+    options = dict(options or {})
+    inputs = {
+        "a": digest_tensors(a.params),
+        "b": digest_tensors(b.params),
+        "cfg": a.cfg.to_dict(),
+        "method": method,
+        "group": group,
+        "seed": seed,
+        "options": options,
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        train = eval_split(a, "train") if method in ("activation", "learned") else None
+        dev = str(resolve_device(device))
+        r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
+                  device=dev, **options)  # fmt: skip
+        tensors = {f"a.{k}": v for k, v in r.params_a.items()}
+        tensors.update({f"b.{k}": v for k, v in r.params_b.items()})
+        tensors["resid"] = r.resid_matrix()
+        return tensors, r.to_dict()
+
+    entry, hit = cache.get_or_compute("matching", inputs, compute)
+    t = entry.tensors
+    cfg = ModelConfig.from_dict(entry.meta["cfg"])
+    return Aligned(cfg, _split_prefixed(t, "a."), _split_prefixed(t, "b."), t["resid"],
+                   entry.meta, hit)  # fmt: skip
+
+
+# ---------------------------------------------------------------- barrier
+
+
+def barrier(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    points: int = 25,
+    split: str = "test",
+    device: str | None = None,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B), λ = 1 is A (DESIGN §1)."""
+    if len(seeds) != 2:
+        raise LandscapeError("barrier needs two seeds: --seeds A B")
+    if points < 2:
+        raise LandscapeError("--points must be at least 2 (the endpoints)")
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    al = align(a, b, method, group, device=device, cache=cache, options=options)
+    dev = str(resolve_device(device))
+    inputs = {
+        "a": digest_tensors(al.params_a),
+        "b": digest_tensors(al.params_b),
+        "cfg": al.cfg.to_dict(),
+        "points": points,
+        "split": split,
+        "data": _data_key(a),
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        data = _eval_subset(a, split)
+        lam = torch.linspace(0, 1, points, dtype=torch.float64)
+        loss, acc = evaluate_path(al.cfg, al.params_a, al.params_b, data.inputs, data.targets,
+                                  lam, device=dev)  # fmt: skip
+        return {}, barrier_from_curve(lam, loss, acc).to_dict()
+
+    entry, hit = cache.get_or_compute("barrier", inputs, compute)
+    curve = entry.meta
+    return {
+        "model": model,
+        "seeds": list(seeds),
+        "method": method,
+        "group": group,
+        "split": split,
+        **curve,
+        "function_check": al.info["function_check"],
+        "matching_seconds": al.info["seconds"],
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": hit and al.cached,
+        "device": dev,
+    }
+
+
+def _data_key(ckpt: Checkpoint) -> dict[str, Any]:
+    from landscape.zoo import data_identity
+
+    zm = zoo_model(ckpt.meta["name"])
+    try:
+        return data_identity(zm)
+    except LandscapeError:
+        return {"name": zm.dataset}
+
+
+# ---------------------------------------------------------------- triangle
+
+
+def triangle(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "orth",
+    *,
+    resolution: int = 10,
+    tol: float = 0.05,
+    split: str = "test",
+    device: str | None = None,
+    cache: Cache | None = None,
+) -> dict[str, Any]:
+    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A."""
+    if len(seeds) != 3:
+        raise LandscapeError("triangle needs three seeds: --seeds A B C")
+    if resolution < 1:
+        raise LandscapeError("--resolution must be at least 1")
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b, c = (load(model, s, device) for s in seeds)
+    ab = align(a, b, method, group, device=device, cache=cache)
+    ac = align(a, c, method, group, device=device, cache=cache)
+    dev = str(resolve_device(device))
+    inputs = {
+        "a": digest_tensors(ab.params_a),
+        "b": digest_tensors(ab.params_b),
+        "c": digest_tensors(ac.params_b),
+        "cfg": ab.cfg.to_dict(),
+        "resolution": resolution,
+        "tol": tol,
+        "split": split,
+        "data": _data_key(a),
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        data = _eval_subset(a, split)
+        r = evaluate_triangle(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data.inputs,
+                              data.targets, resolution, tol=tol, device=dev)  # fmt: skip
+        return {}, r.to_dict()
+
+    entry, hit = cache.get_or_compute("triangle", inputs, compute)
+    return {
+        "model": model,
+        "seeds": list(seeds),
+        "method": method,
+        "group": group,
+        "split": split,
+        **entry.meta,
+        "function_check": max(ab.info["function_check"], ac.info["function_check"]),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": hit and ab.cached and ac.cached,
+        "device": dev,
+    }
+
+
+# ---------------------------------------------------------------- eigenangles
+
+
+def eigenangle_result(
+    model: str,
+    seeds: Sequence[int],
+    *,
+    device: str | None = None,
+    cache: Cache | None = None,
+) -> dict[str, Any]:
+    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation."""
+    if len(seeds) != 2:
+        raise LandscapeError("eigenangles needs two seeds: --seeds A B")
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    wm = align(a, b, "weight", "orth", device=device, cache=cache)
+    lm = align(a, b, "learned", "orth", device=device, cache=cache)
+    o_wm, o_lm = wm.resid.double(), lm.resid.double()
+    d = o_wm.shape[0]
+    angles = {
+        "angles_wm": eigenangles(o_wm),
+        "angles_correction": eigenangles(o_lm @ o_wm.T),
+        "angles_haar": eigenangles(haar_orthogonal(d, seed=seeds[0] * 1000 + seeds[1])),
+    }
+    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d}
+    for k, v in angles.items():
+        out[k] = [float(x) for x in v]
+        out[k.replace("angles_", "summary_")] = angle_summary(v)
+    out["wm_objective"] = wm.info["objective"]
+    out["lm_curve"] = lm.info["lm_curve"]
+    out["det_flip"] = lm.info["det_flips"]
+    out["seconds"] = round(time.perf_counter() - t0, 4)
+    out["cached"] = wm.cached and lm.cached
+    return out
+
+
+# ---------------------------------------------------------------- tables
+
+
+def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """N pairs of seeds: disjoint consecutive pairs when there are enough seeds, else all pairs.
+
+    Seeds default to the shipped/cached ones (at least 2·N of them when available).
+    """
+    from landscape.train import available_seeds
+
+    if n < 1:
+        raise LandscapeError("--pairs must be at least 1")
+    if seeds is None:
+        seeds = [r["seed"] for r in available_seeds(model)]
+        if len(seeds) < 2:
+            seeds = list(range(max(2, 2 * n)))
+    seeds = list(seeds)
+    if 2 * n <= len(seeds):
+        return [(seeds[2 * i], seeds[2 * i + 1]) for i in range(n)]
+    combos = list(itertools.combinations(seeds, 2))
+    if n > len(combos):
+        raise LandscapeError(f"{len(seeds)} seeds give only {len(combos)} pairs; asked for {n}")
+    return combos[:n]
+
+
+def mean_sem(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+DEFAULT_ROWS = (("naive", "perm"), ("activation", "perm"), ("weight", "perm"),
+                ("weight", "orth"), ("learned", "perm"), ("learned", "orth"))  # fmt: skip
+
+
+def table(
+    model: str,
+    pairs: int = 3,
+    *,
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
+    split: str = "test",
+    points: int = 25,
+    seeds: Sequence[int] | None = None,
+    device: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Table-2-style grid: rows method × group, mean ± standard error over pairs."""
+    pair_list = pairs_for(model, pairs, seeds)
+    out_rows = []
+    total = len(rows) * len(pair_list)
+    done = 0
+    for method, group in rows:
+        results = []
+        for sa, sb in pair_list:
+            results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
+                                   device=device, cache=cache))  # fmt: skip
+            done += 1
+            if progress:
+                progress(f"{method}/{group} {sa}-{sb}", done / total)
+        bl = mean_sem([r["barrier_loss"] for r in results])
+        ba = mean_sem([r["barrier_accuracy"] for r in results])
+        out_rows.append({
+            "method": method,
+            "group": group,
+            "barrier_loss": bl[0],
+            "barrier_loss_sem": bl[1],
+            "barrier_accuracy": ba[0],
+            "barrier_accuracy_sem": ba[1],
+            "per_pair_loss": [r["barrier_loss"] for r in results],
+            "function_check": max(r["function_check"] for r in results),
+            "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
+        })  # fmt: skip
+    return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
+            "rows": out_rows}  # fmt: skip
