@@ -374,6 +374,8 @@ def adamw_steps(
     b1, b2 = betas
     for i in range(steps):
         x, y = next(batches)
+        if x.is_floating_point():
+            x = x.to(next(iter(p.values())).dtype)
         leaves = {k: v.detach().requires_grad_() for k, v in p.items()}
         if loss_fn is None:
             loss, _ = loss_and_accuracy(cfg, forward(cfg, leaves, x), y)
