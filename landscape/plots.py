@@ -75,3 +75,347 @@ def figure_zoo_overview(rows: Sequence[dict[str, Any]], *, presentation: bool = 
     fig.update_yaxes(title_text="test accuracy (per prediction)")
     fig.update_layout(showlegend=False)
     return theme(fig, presentation=presentation)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+PI_TICKS = {
+    "tickvals": [-3.141592653589793, -1.5707963267948966, 0.0, 1.5707963267948966,
+                 3.141592653589793],
+    "ticktext": ["−π", "−π/2", "0", "π/2", "π"],
+}  # fmt: skip
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i : i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _font_size(presentation: bool) -> int:
+    return 20 if presentation else 14
+
+
+# ---------------------------------------------------------------- home: the symmetry levels
+
+
+SYMMETRY_LEVELS = (
+    ("Permutations", "S_n: FFN hidden units and attention heads are relabelled"),
+    ("Signed permutations", "B_d: residual coordinates relabelled and sign-flipped (RMSNorm)"),
+    ("Rotations", "O(d): any rotation of the residual stream, after folding the norm gains"),
+    ("Within-head maps", "GL(d_head): W_Q·M, W_K·M⁻ᵀ and W_V·N, N⁻¹·W_O inside every head"),
+)
+
+
+def figure_symmetry_levels(*, presentation: bool = False) -> go.Figure:
+    """The four nested levels of weight-space symmetry, as nested boxes (innermost smallest).
+
+    A schematic for the home page: each level contains the previous ones, and aligning under a
+    larger group can only lower the barrier found by exact matching.
+    """
+    fig = go.Figure()
+    size = _font_size(presentation)
+    for i, (name, detail) in reversed(list(enumerate(SYMMETRY_LEVELS))):
+        x0, x1 = 0.0, 0.40 + 0.20 * i
+        y0, y1 = 0.0, 0.25 + 0.25 * i
+        colour = PALETTE[i]
+        fig.add_shape(
+            type="rect", x0=x0, x1=x1, y0=y0, y1=y1,
+            line={"color": colour, "width": 2.5}, fillcolor=_rgba(colour, 0.07), layer="above",
+        )  # fmt: skip
+        fig.add_annotation(
+            x=x1 - 0.01, y=y1 - 0.015, xanchor="right", yanchor="top", showarrow=False,
+            text=f"<b>{i + 1}. {name}</b><br><span style='font-size:{size - 3}px'>{detail}</span>",
+            align="right", font={"size": size, "color": "#222"},
+        )  # fmt: skip
+    fig.update_xaxes(visible=False, range=[-0.01, 1.01])
+    fig.update_yaxes(visible=False, range=[-0.01, 1.01])
+    fig.update_layout(height=420 if presentation else 360, showlegend=False)
+    theme(fig, presentation=presentation)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    return fig
+
+
+# ---------------------------------------------------------------- interpolation curves
+
+
+def figure_interpolation(
+    series: Sequence[dict[str, Any]], *, split: str = "test", presentation: bool = False
+) -> go.Figure:
+    """Loss and accuracy against λ (λ = 1 is A), one line per series, mean over pairs.
+
+    ``series``: ``{"label", "results": [barrier result, ...]}``, every result of a series on the
+    same λ grid. The band spans the minimum to the maximum over pairs; endpoints are marked
+    (A at λ = 1, B at λ = 0). The split is named on both axes.
+    """
+    import numpy as np
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    for i, s in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        lam = np.asarray(s["results"][0]["lambdas"])
+        for col, metric in ((1, "loss"), (2, "accuracy")):
+            y = np.asarray([r[metric] for r in s["results"]])
+            mean = y.mean(0)
+            if len(y) > 1:
+                fig.add_trace(
+                    go.Scatter(
+                        x=np.concatenate([lam, lam[::-1]]),
+                        y=np.concatenate([y.max(0), y.min(0)[::-1]]),
+                        fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
+                        hoverinfo="skip", showlegend=False, name=f"{s['label']} range",
+                        legendgroup=s["label"],
+                    ),  # fmt: skip
+                    row=1, col=col,
+                )  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=lam, y=mean, mode="lines", name=s["label"], legendgroup=s["label"],
+                    showlegend=col == 1, line={"color": colour, "width": 2.5},
+                    hovertemplate=f"{s['label']}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
+                                  "<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+            ends = [mean[np.argmin(np.abs(lam - 1.0))], mean[np.argmin(np.abs(lam))]]
+            fig.add_trace(
+                go.Scatter(
+                    x=[1.0, 0.0], y=ends, mode="markers", showlegend=False,
+                    legendgroup=s["label"], name=f"{s['label']} endpoints",
+                    marker={"color": colour, "size": 10, "symbol": ["circle", "square"],
+                            "line": {"color": "white", "width": 1}},
+                    hovertemplate=["A (λ=1): %{y:.4f}<extra></extra>",
+                                   "B (λ=0): %{y:.4f}<extra></extra>"],
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+    for col in (1, 2):
+        fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
+                         row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{split} accuracy", row=1, col=2)
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=460 if presentation else 400,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        margin={"t": 50},
+    )
+    return fig
+
+
+# ---------------------------------------------------------------- triangles
+
+
+def figure_triangles(
+    results: Sequence[dict[str, Any]],
+    *,
+    metric: str = "loss",
+    titles: Sequence[str] | None = None,
+    presentation: bool = False,
+) -> go.Figure:
+    """Loss or accuracy over the barycentric grid of θ_A, θ_B, θ_C, one ternary plot per result.
+
+    All panels share one colour scale (the same ``coloraxis``). Corners are labelled with the
+    seeds; hovering a point shows its mixture weights. Points in the basin (loss within ``tol`` of
+    the corners' plane) are drawn with a dark outline; the basin fraction is in the panel title.
+    """
+    from plotly.subplots import make_subplots
+
+    n = len(results)
+    titles = list(titles or [f"{r['method']}/{r['group']}" for r in results])
+    sub = [
+        f"{t}<br>basin {100 * r['basin_fraction']:.0f}% (outlined)"
+        for t, r in zip(titles, results, strict=True)
+    ]
+    fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub,
+                        horizontal_spacing=0.08)  # fmt: skip
+    values = [v for r in results for v in r[metric]]
+    lo, hi = min(values), max(values)
+    size = _font_size(presentation)
+    marker_size = max(5.0, 190.0 / (results[0]["resolution"] + 1) / max(1, n / 3))
+    for i, r in enumerate(results):
+        pts = r["points"]
+        basin = [e <= r["tol"] for e in r["excess_loss"]]
+        fig.add_trace(
+            go.Scatterternary(
+                a=[p[0] for p in pts], b=[p[1] for p in pts], c=[p[2] for p in pts],
+                mode="markers", name=titles[i], showlegend=False, cliponaxis=False,
+                marker={"color": r[metric], "coloraxis": "coloraxis", "size": marker_size,
+                        "symbol": "hexagon",
+                        "line": {"color": ["#222" if b else "rgba(0,0,0,0)" for b in basin],
+                                 "width": 1.2}},
+                customdata=[[m, e] for m, e in zip(r[metric], r["excess_loss"], strict=True)],
+                hovertemplate="w_A=%{a:.2f}  w_B=%{b:.2f}  w_C=%{c:.2f}<br>"
+                              f"{metric}=%{{customdata[0]:.4f}}<br>"
+                              "loss above plane=%{customdata[1]:.4f}<extra></extra>",
+            ),  # fmt: skip
+            row=1, col=i + 1,
+        )  # fmt: skip
+        seeds = r.get("seeds", ["A", "B", "C"])
+        key = "ternary" if i == 0 else f"ternary{i + 1}"
+        axis = {"showticklabels": False, "ticks": "", "showgrid": False, "linecolor": "#444"}
+        fig.layout[key].update(
+            aaxis={**axis, "title": {"text": f"A (seed {seeds[0]})", "font": {"size": size - 1}}},
+            baxis={**axis, "title": {"text": f"B ({seeds[1]})", "font": {"size": size - 1}}},
+            caxis={**axis, "title": {"text": f"C ({seeds[2]})", "font": {"size": size - 1}}},
+            bgcolor="white",
+        )  # fmt: skip
+    label = {"loss": "loss (nats)", "accuracy": "accuracy"}.get(metric, metric)
+    split = results[0].get("split", "test")
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        coloraxis={"colorscale": "Viridis_r" if metric == "loss" else "Viridis", "cmin": lo,
+                   "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9}},
+        height=430 if presentation else 380,
+        margin={"l": 40, "r": 40, "t": 90, "b": 40},
+    )  # fmt: skip
+    fig.update_annotations(font={"size": size})
+    return fig
+
+
+# ---------------------------------------------------------------- eigenangles
+
+
+def figure_eigenangles(result: dict[str, Any], *, bins: int = 24, presentation: bool = False
+                       ) -> go.Figure:  # fmt: skip
+    """Histograms of eigenangles on (−π, π]: O_WM, the correction O_LM·O_WMᵀ, Haar-random.
+
+    Densities (area 1 per histogram) share the bins so the three are directly comparable; a
+    missing series (e.g. no learned matching) is left out.
+    """
+    import math
+
+    fig = go.Figure()
+    series = (("angles_wm", "O_WM (weight matching)", PALETTE[0]),
+              ("angles_correction", "O_LM·O_WMᵀ (learned correction)", PALETTE[3]),
+              ("angles_haar", "Haar-random rotation", "#888888"))  # fmt: skip
+    width = 2 * math.pi / bins
+    for key, name, colour in series:
+        if not result.get(key):
+            continue
+        fig.add_trace(
+            go.Histogram(
+                x=result[key],
+                name=name,
+                histnorm="probability density",
+                xbins={"start": -math.pi, "end": math.pi + 1e-9, "size": width},
+                marker={"color": _rgba(colour, 0.35), "line": {"color": colour, "width": 1.5}},
+                hovertemplate=f"{name}<br>angle %{{x}}<br>density %{{y:.3f}}<extra></extra>",
+            )  # fmt: skip
+        )
+    fig.update_layout(barmode="overlay", bargap=0.0)
+    fig.update_xaxes(title_text="eigenangle φ (rad)", range=[-math.pi, math.pi], **PI_TICKS)
+    fig.update_yaxes(title_text="density")
+    theme(fig, presentation=presentation)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+                      height=420 if presentation else 360)  # fmt: skip
+    return fig
+
+
+def figure_objective(values: Sequence[float], *, presentation: bool = False) -> go.Figure:
+    """The weight-matching objective ‖θ_A − π(θ_B)‖² per coordinate-descent round."""
+    fig = go.Figure(
+        go.Scatter(
+            x=list(range(len(values))),
+            y=list(values),
+            mode="lines+markers",
+            name="‖θ_A − π(θ_B)‖²",
+            line={"color": PALETTE[0], "width": 2.5},
+            marker={"size": 8},
+        )  # fmt: skip
+    )
+    fig.update_xaxes(title_text="round (0 = identity)", dtick=1)
+    fig.update_yaxes(title_text="‖θ_A − π(θ_B)‖²")
+    theme(fig, presentation=presentation)
+    fig.update_layout(height=320 if not presentation else 380)
+    return fig
+
+
+def figure_lm_curve(curve: Sequence[dict[str, float]], *, presentation: bool = False) -> go.Figure:
+    """Learned matching: merged-model training loss against step (``[{step, loss}]``)."""
+    steps = [c["step"] for c in curve]
+    loss = [c["loss"] for c in curve]
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=loss,
+            mode="lines",
+            name="merged loss",
+            line={"color": PALETTE[3], "width": 1.5},
+        )  # fmt: skip
+    )
+    if len(loss) >= 10:  # a running mean makes the trend readable under λ-sampling noise
+        k = max(5, len(loss) // 20)
+        smooth = [sum(loss[max(0, i - k + 1) : i + 1]) / len(loss[max(0, i - k + 1) : i + 1])
+                  for i in range(len(loss))]  # fmt: skip
+        fig.data[0].line.color = _rgba(PALETTE[3], 0.35)
+        fig.add_trace(go.Scatter(x=steps, y=smooth, mode="lines", name=f"running mean ({k})",
+                                 line={"color": PALETTE[3], "width": 2.5}))  # fmt: skip
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="train loss of the merge (nats)")
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=320 if not presentation else 380,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig
+
+
+# ---------------------------------------------------------------- atlas
+
+
+def figure_atlas(result: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """The atlas side by side: raw weight space (left), aligned to the reference (right).
+
+    Colour is the seed; circles are trained seeds, crosses their random gauge copies (same
+    function). Orbits spread in raw space and collapse onto their seed after alignment.
+    """
+    from plotly.subplots import make_subplots
+
+    proj = result.get("projection", "pca").upper()
+
+    def subtitle(space: str, name: str) -> str:
+        var = result.get(f"explained_{space}") or []
+        ratio = result.get(f"orbit_ratio_{space}")
+        bits = [f"{name}"]
+        if var:
+            bits.append(f"{proj} {100 * sum(var):.0f}% of variance")
+        if ratio is not None:
+            bits.append(f"orbit/seed distance {ratio:.2f}")
+        return bits[0] + "<br><span style='font-size:0.85em'>" + ", ".join(bits[1:]) + "</span>"
+
+    fig = make_subplots(
+        rows=1, cols=2, horizontal_spacing=0.11,
+        subplot_titles=[subtitle("raw", "raw weights"),
+                        subtitle("aligned", f"aligned to seed {result['reference']} (WM)")],
+    )  # fmt: skip
+    seeds = result["seeds"]
+    for col, space in ((1, "raw"), (2, "aligned")):
+        for i, s in enumerate(seeds):
+            colour = PALETTE[i % len(PALETTE)]
+            for kind, symbol, size in (("seed", "circle", 13), ("gauge copy", "x-thin-open", 11)):
+                pts = [p for p in result["points"] if p["seed"] == s and p["kind"] == kind]
+                if not pts:
+                    continue
+                fig.add_trace(
+                    go.Scatter(
+                        x=[p[space][0] for p in pts], y=[p[space][1] for p in pts],
+                        mode="markers", name=f"seed {s}" if kind == "seed" else f"seed {s} copies",
+                        legendgroup=f"seed {s}", showlegend=col == 1 and kind == "seed",
+                        marker={"color": colour, "symbol": symbol, "size": size,
+                                "line": {"color": colour if kind != "seed" else "white",
+                                         "width": 2 if kind != "seed" else 1}},
+                        text=[f"seed {s}, {kind}" + (f" {p['copy']}" if p["copy"] else "")
+                              for p in pts],
+                        hovertemplate="%{text}<br>(%{x:.3g}, %{y:.3g})<extra></extra>",
+                    ),  # fmt: skip
+                    row=1, col=col,
+                )  # fmt: skip
+        fig.update_xaxes(title_text=f"{proj} 1", zeroline=False, row=1, col=col)
+        fig.update_yaxes(title_text=f"{proj} 2", zeroline=False, row=1, col=col)
+    theme(fig, presentation=presentation)
+    fig.update_layout(height=480 if presentation else 430, margin={"t": 80},
+                      legend={"title": {"text": "● seed  × gauge copy"}})  # fmt: skip
+    fig.update_annotations(font={"size": _font_size(presentation)})
+    return fig

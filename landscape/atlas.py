@@ -1,0 +1,173 @@
+"""A 2-D atlas of checkpoints, in raw weight space and after alignment to one reference.
+
+Points are trained seeds of one zoo model and randomly gauge-transformed copies of them
+(``symmetry.random_transform`` + ``apply``: the same function, other coordinates). In raw weight
+space every copy lands far from its original, because a relabelling of units moves every weight;
+after weight matching to a reference seed the copies fall back onto their original, so each
+symmetry orbit collapses to one point. Both clouds are projected to 2-D with PCA (default) or
+UMAP (``umap-learn``, imported only when asked for). The result is cached on disk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from landscape.cache import Cache, digest_tensors
+from landscape.errors import LandscapeError
+from landscape.models import Params
+from landscape.processing import prepare
+from landscape.symmetry import apply, random_transform, spec_for
+from landscape.train import available_seeds, get_checkpoint
+
+ATLAS_VERSION = 1
+GROUPS = ("perm", "signed-perm")
+PROJECTIONS = ("pca", "umap")
+Progress = Callable[[str, float], None]  # (stage, fraction done)
+
+
+def _flat(params: Params, keys: Sequence[str]) -> np.ndarray:
+    return torch.cat([params[k].detach().double().reshape(-1) for k in keys]).cpu().numpy()
+
+
+def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarray, list[float]]:
+    """Rows of ``x`` (n, D) to (n, 2); PCA also returns the explained variance of each axis.
+
+    PCA: centre, thin SVD ``X = U Σ Vᵀ``, coordinates ``U[:, :2]·Σ[:2]`` with the sign of every
+    axis fixed so its largest-|·| loading is positive (reproducible across runs).
+    """
+    if method not in PROJECTIONS:
+        raise LandscapeError(f"unknown projection {method!r}; expected pca or umap")
+    if method == "umap":
+        try:
+            import umap  # heavy (numba): imported only when chosen
+        except ImportError as e:
+            raise LandscapeError(f"UMAP needs the umap-learn package ({e})") from None
+        n = x.shape[0]
+        reducer = umap.UMAP(n_components=2, n_neighbors=max(2, min(15, n - 1)), random_state=seed)
+        return reducer.fit_transform(x).astype(float), []
+    xc = x - x.mean(0, keepdims=True)
+    u, s, vt = np.linalg.svd(xc, full_matrices=False)
+    k = min(2, len(s))
+    signs = np.sign(vt[np.arange(k), np.abs(vt[:k]).argmax(1)])
+    coords = u[:, :k] * s[:k] * signs
+    if k < 2:  # fewer than two distinct points: pad so the plot still has two axes
+        coords = np.pad(coords, ((0, 0), (0, 2 - k)))
+    total = float((s**2).sum()) or 1.0
+    return coords, [float(v**2 / total) for v in s[:2]]
+
+
+def atlas(
+    model: str,
+    seeds: Sequence[int] | None = None,
+    *,
+    reference: int | None = None,
+    copies: int = 2,
+    group: str = "perm",
+    projection: str = "pca",
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Coordinates of seeds and ``copies`` gauge copies per seed, raw and aligned to ``reference``.
+
+    Returns ``points`` (one dict per checkpoint: ``seed``, ``kind`` "seed" | "gauge copy",
+    ``copy``, ``raw`` [x, y], ``aligned`` [x, y]), the explained variance of the PCA axes, and the
+    collapse statistic ``orbit_ratio_*``: mean full-dimensional distance of a copy to its seed over
+    the mean distance between different seeds (≈ 0 once the symmetry is factored out).
+    """
+    if group not in GROUPS:
+        raise LandscapeError(f"atlas group must be one of {', '.join(GROUPS)}, got {group!r}")
+    if copies < 0:
+        raise LandscapeError("copies must be non-negative")
+    if seeds is None:
+        seeds = [r["seed"] for r in available_seeds(model)]
+    seeds = sorted(set(int(s) for s in seeds))
+    if len(seeds) < 2:
+        raise LandscapeError(f"the atlas needs at least two trained seeds of {model}")
+    reference = seeds[0] if reference is None else int(reference)
+    if reference not in seeds:
+        raise LandscapeError(f"reference seed {reference} is not among the seeds {seeds}")
+    cache = cache or Cache()
+    ckpts = {s: get_checkpoint(model, s, train_if_missing=False) for s in seeds}
+    inputs = {
+        "model": model,
+        "digests": [digest_tensors(ckpts[s].params) for s in seeds],
+        "seeds": seeds,
+        "reference": reference,
+        "copies": copies,
+        "group": group,
+        "projection": projection,
+        "version": ATLAS_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        return {}, _compute(ckpts, seeds, reference, copies, group, projection, progress)
+
+    entry, hit = cache.get_or_compute("atlas", inputs, compute)
+    return {"model": model, **entry.meta, "cached": hit}
+
+
+def _compute(
+    ckpts: dict[int, Any],
+    seeds: list[int],
+    reference: int,
+    copies: int,
+    group: str,
+    projection: str,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    from landscape.matching import weight_matching
+
+    t0 = time.perf_counter()
+    cfg = ckpts[seeds[0]].cfg
+    cfg_p, ref = prepare(cfg, ckpts[reference].params, group)
+    spec = spec_for(cfg_p)
+    keys = sorted(ref)
+    labels, raw, aligned = [], [], []
+    total = len(seeds) * (1 + copies)
+    for s in seeds:
+        _, base = prepare(cfg, ckpts[s].params, group)
+        members = [("seed", 0, base)]
+        for k in range(copies):
+            g = random_transform(spec, group, seed=100_003 * (s + 1) + k)
+            members.append(("gauge copy", k + 1, apply(spec, g, base)))
+        for kind, k, p in members:
+            r = weight_matching(cfg_p, ref, p, group)
+            labels.append({"seed": s, "kind": kind, "copy": k})
+            raw.append(_flat(p, keys))
+            aligned.append(_flat(r.params_b, keys))
+            if progress:
+                progress(f"seed {s} {kind} {k}", len(labels) / total)
+    out: dict[str, Any] = {
+        "seeds": seeds,
+        "reference": reference,
+        "copies": copies,
+        "group": group,
+        "projection": projection,
+        "dimension": int(raw[0].size),
+    }
+    for space, vecs in (("raw", np.stack(raw)), ("aligned", np.stack(aligned))):
+        coords, var = project(vecs, projection)
+        out[f"explained_{space}"] = var
+        out[f"orbit_ratio_{space}"] = _orbit_ratio(vecs, labels)
+        for lab, xy in zip(labels, coords.tolist(), strict=True):
+            lab[space] = [float(v) for v in xy]
+    out["points"] = labels
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _orbit_ratio(vecs: np.ndarray, labels: list[dict[str, Any]]) -> float | None:
+    """Mean distance copy → own seed over mean distance between different seeds."""
+    seed_rows = {lab["seed"]: i for i, lab in enumerate(labels) if lab["kind"] == "seed"}
+    within = [np.linalg.norm(vecs[i] - vecs[seed_rows[lab["seed"]]])
+              for i, lab in enumerate(labels) if lab["kind"] != "seed"]  # fmt: skip
+    idx = list(seed_rows.values())
+    between = [np.linalg.norm(vecs[i] - vecs[j]) for n, i in enumerate(idx) for j in idx[n + 1 :]]
+    if not within or not between:
+        return None
+    return float(np.mean(within) / np.mean(between))
