@@ -1,0 +1,293 @@
+"""Learned matching (DESIGN §1, "Matching"): learn π by descending the loss of the merged model.
+
+For every matched gauge variable v (``resid``; ``mlp{l}``; ``heads{l}``) an unconstrained latent
+matrix Z_v is kept, in the spec's orientation (Z_v ≈ G_v, writers ``W ← W·G``). Each step
+projects Z_v onto v's group,
+
+    perm:        G = argmax_{P ∈ S_n} tr(Pᵀ Z)           (linear assignment)
+    signed-perm: G = argmax_{P ∈ B_n} tr(Pᵀ Z)           (assignment on |Z|, signs of the picks)
+    orth:        G = argmax_{O ∈ O(n)} tr(Oᵀ Z) = U Vᵀ   (polar factor, Z = U Σ Vᵀ, float64)
+
+and uses the straight-through estimator ``G_ste = Z + (G − Z).detach()``: the forward pass sees
+the exact group element, the backward pass treats the projection as the identity. The loss is
+
+    E_{λ ~ p(λ)} CE( λ·θ_A + (1−λ)·π_G(θ_B) )
+
+on training batches, with p(λ) = U(0.4, 0.6) by default (also U(0, 1) or the midpoint only).
+Only the transform is learned, so π(θ_B) stays exactly B's function: the final hard transform is
+re-applied with :func:`landscape.symmetry.apply` and the logits are compared.
+
+Step size. Z is renormalised to ‖Z‖_F = √n after every step (the projections ignore the scale),
+so its entries have RMS 1/√n and Adam's step is set relative to that: ``lr`` is the per-step move
+of an entry in units of the RMS entry. With a fixed absolute learning rate a permutation latent
+(entries 1 and 0) would need hundreds of steps before any assignment can change, and "learned
+permutations" would silently equal their initialisation.
+
+Determinant flips: the sign of det G_resid is tracked; a change means Z crossed a singular
+matrix and the polar factor jumped between the two components of O(d) (or, for permutations, an
+odd relabelling). They are counted and reported.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from landscape.matching import (
+    MatchResult,
+    _solve,
+    function_check,
+    matching_kinds,
+    naive,
+    prepare_pair,
+    weight_distance,
+    weight_matching,
+)
+from landscape.models import ModelConfig, Params, forward
+from landscape.symmetry import ABS, ORTH, Element, Spec, Transform, apply, spec_for
+
+LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
+INITS = ("weight", "identity")
+Progress = Callable[[int, int], None]
+
+__all__ = ["INITS", "LAMBDAS", "apply_dense", "learned_matching", "project"]
+
+
+def project(kind: str, z: torch.Tensor) -> Element:
+    """The element of ``kind`` nearest to Z: maximises ``tr(Gᵀ Z)`` over the group (float64)."""
+    # matching._solve maximises Σ_i s_i M[i, π(i)] with G[π(i), i] = s_i, i.e. tr(Gᵀ Mᵀ)
+    return _solve(kind, z.detach().to("cpu", torch.float64).T, None)
+
+
+def apply_dense(
+    spec: Spec,
+    mats: Mapping[str, torch.Tensor],
+    params: Params,
+    abs_mats: Mapping[str, torch.Tensor] | None = None,
+) -> Params:
+    """Differentiable ``apply`` for dense orthogonal elements (one matrix per plain variable).
+
+    Along every axis with a role of a variable in ``mats``: ``W'[.., i, ..] = Σ_j M[j, i]·W[.., j,
+    ..]`` with M = G for "G" and "G⁻ᵀ" (equal for the orthogonal matrices used here: the forward
+    value of a straight-through G is always a group element), and M = |G| for gains, taken from
+    ``abs_mats`` when given (so the straight-through gradient survives) else ``G.abs()``.
+    Works from the spec's axes only: no per-architecture code.
+    """
+    out: Params = {}
+    for name, w in params.items():
+        for axis, role in enumerate(spec.axes[name]):
+            if role is None or role.var not in mats:
+                continue
+            m = mats[role.var]
+            if role.act == ABS:
+                m = abs_mats[role.var] if abs_mats is not None else m.abs()
+            w = (w.movedim(axis, -1) @ m.to(w.dtype)).movedim(-1, axis)
+        out[name] = w
+    return out
+
+
+def _lambda_sampler(lam: str, gen: torch.Generator) -> Callable[[], float]:
+    if lam == "u(0.4,0.6)":
+        return lambda: 0.4 + 0.2 * float(torch.rand(1, generator=gen))
+    if lam == "u(0,1)":
+        return lambda: float(torch.rand(1, generator=gen))
+    if lam == "0.5":
+        return lambda: 0.5
+    raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
+
+
+def _adam_step(
+    z: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float
+) -> None:
+    """One Adam update in place (β = 0.9, 0.999; ε = 1e-8), without torch.optim's import cost."""
+    m.mul_(0.9).add_(grad, alpha=0.1)
+    v.mul_(0.999).addcmul_(grad, grad, value=0.001)
+    m_hat, v_hat = m / (1 - 0.9**t), v / (1 - 0.999**t)
+    z.sub_(lr * m_hat / (v_hat.sqrt() + 1e-8))
+
+
+def _eval_lambdas(lam: str) -> list[float]:
+    """Quartiles of the λ distribution: where the kept transform is scored."""
+    return {"u(0.4,0.6)": [0.45, 0.5, 0.55], "u(0,1)": [0.25, 0.5, 0.75], "0.5": [0.5]}[lam]
+
+
+def _det_sign(g: torch.Tensor) -> int:
+    return int(torch.sign(torch.linalg.det(g)).item())
+
+
+def learned_matching(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    group: str,
+    train_split: Any,
+    *,
+    init: str = "weight",
+    lam: str = "u(0.4,0.6)",
+    steps: int = 300,
+    lr: float = 0.03,
+    lr_perm: float = 0.1,
+    batch_size: int = 256,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    eval_every: int = 25,
+    eval_size: int = 1024,
+    progress: Progress | None = None,
+) -> MatchResult:
+    """Learn the transform of B by minimising the merged model's loss (module docstring).
+
+    ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
+    ``batch_size`` rows are drawn in seeded shuffled epochs. ``init="weight"`` starts from
+    weight matching under ``group`` (seed ``seed``), ``"identity"`` from the identity. ``lr``
+    (orthogonal latents) and ``lr_perm`` (permutation latents) are Adam's step in units of the
+    latent's RMS entry 1/√n, decayed to 0 on a cosine. Every ``eval_every`` steps the projected
+    transform is scored by the merged loss on a fixed slice of ``eval_size`` training rows at
+    three λ (the quartiles of the λ distribution), and the best one seen, the start included,
+    is returned (``info["selected_step"]``, ``info["eval_curve"]``).
+    ``progress(step, steps)`` is called per step.
+    ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
+    ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
+    units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
+    """
+    t0 = time.perf_counter()
+    if init not in INITS:
+        raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
+    spec = spec_for(cfg_p)
+    kinds = matching_kinds(spec, group)
+    if init == "weight":
+        start = weight_matching(cfg, params_a, params_b, group, seed=seed)
+    else:
+        start = naive(cfg, params_a, params_b, group)
+    sizes = {v: spec.variables[v].size for v in kinds}
+    g_init = {
+        v: start.transform.matrix(v)
+        if v in start.transform.elements
+        else torch.eye(sizes[v], dtype=torch.float64)
+        for v in kinds
+    }
+
+    a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
+    b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b.items()}
+    latents = {v: g.to(dev, torch.float32).clone().requires_grad_(True) for v, g in g_init.items()}
+
+    base_lr = {v: (lr if kinds[v] == ORTH else lr_perm) / math.sqrt(sizes[v]) for v in kinds}
+    adam = {v: (torch.zeros_like(z), torch.zeros_like(z)) for v, z in latents.items()}
+    gen = torch.Generator().manual_seed(seed)
+    draw_lambda = _lambda_sampler(lam, gen)
+    inputs, targets = train_split.inputs, train_split.targets
+    n = inputs.shape[0]
+    order, cursor = torch.randperm(n, generator=gen), 0
+
+    # a fixed slice of the training data scores the hard transform every ``eval_every`` steps at
+    # three λ of the training distribution; the best transform seen (the start included) is kept
+    ev = torch.randperm(n, generator=gen)[: min(n, eval_size)]
+    x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
+    lam_ev = _eval_lambdas(lam)
+
+    def merged_loss(mats, abs_mats, x, y, ts) -> torch.Tensor:
+        b_t = apply_dense(spec, mats, b_dev, abs_mats)
+        total = 0.0
+        for t in ts:
+            logits = forward(cfg_p, {k: t * a_dev[k] + (1 - t) * b_t[k] for k in a_dev}, x)
+            total = total + F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        return total / len(ts)
+
+    def score(elements: dict[str, Element]) -> float:
+        with torch.no_grad():
+            mats = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
+            return float(merged_loss(mats, None, x_ev, y_ev, lam_ev))
+
+    best = {v: project(kinds[v], z) for v, z in latents.items()}
+    best_loss, best_step = score(best), 0
+    eval_curve = [{"step": 0, "loss": best_loss}]
+    curve: list[dict[str, float]] = []
+    det_flips, flip_steps = 0, []
+    last_det = _det_sign(g_init["resid"])
+    for step in range(steps):
+        if cursor + batch_size > n:
+            order, cursor = torch.randperm(n, generator=gen), 0
+        idx = order[cursor : cursor + batch_size]
+        cursor += batch_size
+        x, y = inputs[idx].to(dev), targets[idx].to(dev)
+
+        elements = {v: project(kinds[v], z) for v, z in latents.items()}
+        hard = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
+        ste = {v: z + (hard[v] - z).detach() for v, z in latents.items()}
+        signs = {v: torch.where(h < 0, -1.0, 1.0) for v, h in hard.items()}
+        abs_ste = {v: signs[v] * g for v, g in ste.items()}  # value |G|, gradient through G
+        loss = merged_loss(ste, abs_ste, x, y, [draw_lambda()])
+        grads = torch.autograd.grad(loss, list(latents.values()))
+        # cosine decay to 0: late steps only polish, so the final projection is no random jump
+        decay = 0.5 * (1 + math.cos(math.pi * step / max(steps, 1)))
+        with torch.no_grad():
+            for (v, z), grad in zip(latents.items(), grads, strict=True):
+                _adam_step(z, grad, *adam[v], step + 1, base_lr[v] * decay)
+                z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
+        curve.append({"step": step, "loss": float(loss.detach())})
+        det = _det_sign(hard["resid"].double())
+        if det != last_det:
+            det_flips += 1
+            flip_steps.append(step)
+        last_det = det
+        if (step + 1) % eval_every == 0 or step + 1 == steps:
+            elements = {v: project(kinds[v], z) for v, z in latents.items()}
+            current = score(elements)
+            eval_curve.append({"step": step + 1, "loss": current})
+            if current < best_loss:
+                best, best_loss, best_step = elements, current, step + 1
+        if progress is not None:
+            progress(step + 1, steps)
+
+    elements = best
+    transform = Transform(elements)
+    dtype = next(iter(params_b.values())).dtype
+    aligned = {k: v.to(dtype) for k, v in apply(spec, transform, b).items()}
+    check = function_check(cfg, params_b, cfg_p, aligned)
+    if not check < 1e-3:
+        raise RuntimeError(f"learned transform changed B's function (max |Δlogits| {check:.3g})")
+    moved = {  # units whose assignment differs from the start
+        v: int((project(kinds[v], g_init[v]).perm != e.perm).sum())
+        for v, e in elements.items()
+        if e.is_monomial
+    }
+    a64 = {k: v.double() for k, v in a.items()}
+    info = {
+        "init": init,
+        "lam": lam,
+        "steps": steps,
+        "lr": lr,
+        "lr_perm": lr_perm,
+        "batch_size": batch_size,
+        "seed": seed,
+        "moved": moved,
+        "resid_change": float((elements["resid"].dense() - g_init["resid"]).norm()),
+        "det_flip_steps": flip_steps,
+        "selected_step": best_step,
+        "eval_curve": eval_curve,
+        "start_objective": start.objective[-1],
+    }
+    return MatchResult(
+        "learned",
+        group,
+        transform,
+        cfg_p,
+        {k: v.to(dtype) for k, v in a.items()},
+        aligned,
+        objective=[
+            weight_distance(a64, {k: v.double() for k, v in start.params_b.items()}),
+            weight_distance(a64, {k: v.double() for k, v in aligned.items()}),
+        ],
+        rounds=steps,
+        det_flips=det_flips,
+        lm_curve=curve,
+        function_check=check,
+        seconds=time.perf_counter() - t0,
+        info=info,
+    )
