@@ -11,13 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so `app` and an uninstalled `landscape` import from a checkout
     sys.path.insert(0, str(ROOT))
 
+from app.navigation import PAGES  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 
 st.set_page_config(page_title="Landscape", page_icon="⛰", layout="wide")
 
-VIEWS = Path(__file__).parent / "views"
-pages = [
-    st.Page(VIEWS / "zoo.py", title="Zoo", icon="🗂", default=True),
-]
+page = st.navigation(list(PAGES.values()))
 sidebar()
-st.navigation(pages).run()
+page.run()

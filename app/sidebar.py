@@ -1,6 +1,8 @@
-"""The shared sidebar: model family, device, cache status, presentation mode."""
+"""The shared sidebar: model family, device, CPU threads, presentation mode, cache status."""
 
 from __future__ import annotations
+
+import os
 
 import streamlit as st
 import torch
@@ -9,7 +11,7 @@ from app import state
 from landscape.zoo import ZOO
 
 
-def _human_bytes(n: int) -> str:
+def _human_bytes(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024:
             return f"{n:.0f} {unit}"
@@ -18,6 +20,7 @@ def _human_bytes(n: int) -> str:
 
 
 def sidebar() -> None:
+    """Widgets shared by every page; their values live in ``st.session_state``."""
     with st.sidebar:
         st.selectbox(
             "Model family",
@@ -27,10 +30,21 @@ def sidebar() -> None:
         )
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         st.selectbox("Device", devices, index=len(devices) - 1, key="device")
+        cores = os.cpu_count() or 1
+        threads = st.select_slider(
+            "CPU threads",
+            sorted({1, 2, 4, cores} & set(range(1, cores + 1))),
+            value=1,
+            key="threads",
+            help="The zoo models are small: one thread is usually fastest, and idle threads "
+            "spin while other processes hold the cores.",
+        )
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         st.toggle(
             "Presentation mode",
             key="presentation",
-            help="Larger fonts, fewer controls: for seminars.",
+            help="Larger fonts, controls tucked into an expander: for seminars.",
         )
         info = state.cache_info()
         size = _human_bytes(info["bytes"])

@@ -1,11 +1,14 @@
 """Every Streamlit cache wrapper of the app lives here (STYLE 12).
 
 Models go in ``st.cache_resource`` and are never mutated; results in ``st.cache_data``. The
-library's disk cache sits underneath, so a restart or a second user sees results at once.
+library's disk cache sits underneath, so a restart or a second user sees results at once; the
+in-memory layer makes a rerun with the same controls free. Arguments prefixed with ``_`` (progress
+callbacks) are not hashed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -13,6 +16,8 @@ import streamlit as st
 from landscape.cache import Cache
 from landscape.train import available_seeds, get_checkpoint
 from landscape.zoo import Checkpoint, zoo_table
+
+Progress = Callable[[str, float], None]
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -34,6 +39,92 @@ def cache_info() -> dict[str, Any]:
     return Cache().info()
 
 
+@st.cache_data(max_entries=512, show_spinner=False)
+def barrier(
+    model: str,
+    seeds: tuple[int, int],
+    method: str,
+    group: str,
+    points: int,
+    split: str,
+    device: str | None,
+) -> dict[str, Any]:
+    """One interpolation curve and its barriers (``experiments.barrier``)."""
+    from landscape import experiments
+
+    return experiments.barrier(
+        model, seeds, method, group, points=points, split=split, device=device
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def triangle(
+    model: str,
+    seeds: tuple[int, int, int],
+    method: str,
+    group: str,
+    resolution: int,
+    split: str,
+    device: str | None,
+) -> dict[str, Any]:
+    """Loss/accuracy over the barycentric grid of three aligned models."""
+    from landscape import experiments
+
+    return experiments.triangle(
+        model, seeds, method, group, resolution=resolution, split=split, device=device
+    )
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def eigenangles(
+    model: str, seeds: tuple[int, int], learned: bool, device: str | None
+) -> dict[str, Any]:
+    """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast)."""
+    from landscape import experiments
+
+    if learned:
+        return experiments.eigenangle_result(model, seeds, device=device)
+    from landscape.eigen import angle_summary, eigenangles, haar_orthogonal
+
+    a, b = (experiments.load(model, s, device) for s in seeds)
+    wm = experiments.align(a, b, "weight", "orth", device=device)
+    o_wm = wm.resid.double()
+    haar = haar_orthogonal(o_wm.shape[0], seed=seeds[0] * 1000 + seeds[1])
+    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": o_wm.shape[0]}
+    for key, g in (("wm", o_wm), ("haar", haar)):
+        angles = eigenangles(g)
+        out[f"angles_{key}"] = [float(x) for x in angles]
+        out[f"summary_{key}"] = angle_summary(angles)
+    out["wm_objective"] = wm.info["objective"]
+    out["lm_curve"] = []
+    return out
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def atlas(
+    model: str,
+    seeds: tuple[int, ...],
+    reference: int,
+    copies: int,
+    group: str,
+    projection: str,
+    _progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Atlas coordinates (``landscape.atlas.atlas``)."""
+    from landscape.atlas import atlas as compute
+
+    return compute(
+        model,
+        seeds,
+        reference=reference,
+        copies=copies,
+        group=group,
+        projection=projection,
+        progress=_progress,
+    )
+
+
 def clear_memory_caches() -> None:
-    zoo_status.clear()
-    cache_info.clear()
+    """Forget in-memory results (after training, importing or clearing the disk cache)."""
+    st.cache_data.clear()
+    checkpoint.clear()

@@ -1,9 +1,17 @@
-"""AppTest smoke tests: every page renders with the shipped zoo and reruns on a control change."""
+"""AppTest smoke tests: every page renders with the shipped zoo and reruns on a control change.
+
+Each test gets its own empty disk cache, so every page computes its default view from the shipped
+checkpoints; the defaults are chosen to be cheap (mlp-digits, one pair, small grids).
+"""
+
+from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from landscape.train import available_seeds
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -13,13 +21,89 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
 
 
-def test_zoo_page_renders_and_reruns():
+def _open(page: str) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.switch_page(f"views/{page}.py")
+    return at.run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _need(n: int) -> None:
+    if len(available_seeds("mlp-digits")) < n:
+        pytest.skip(f"the shipped zoo has fewer than {n} mlp-digits seeds")
+
+
+def test_home_renders_and_routes():
     at = AppTest.from_file(MAIN, default_timeout=60).run()
-    assert not at.exception
+    _ok(at)
     assert at.title[0].value == "Landscape"
-    assert len(at.dataframe) >= 1
+    assert len(at.get("plotly_chart")) == 1
+    links = [p.proto.page for p in at.get("page_link")]
+    assert len(links) == 5
+    at.sidebar.toggle(key="presentation").set_value(True).run()
+    _ok(at)
+
+
+def test_models_page_renders_and_reruns(tmp_path):
+    at = _open("models")
+    _ok(at)
     frame = at.dataframe[0].value
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare"]
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
-    assert not at.exception
+    _ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
+    # a bad checkpoint directory is a clear error on the page, not an exception
+    at.text_input(key="import_path").set_value(str(tmp_path / "nowhere"))
+    form_button = next(b for b in at.get("form_submit_button") if b.label == "Import")
+    form_button.click().run()
+    assert not at.exception
+    assert any("nowhere" in e.value for e in at.error)
+
+
+def test_interpolation_page_renders_and_reruns():
+    _need(2)
+    at = _open("interpolation")
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1
+    assert len(at.dataframe[0].value) == 3  # naive, weight/perm, weight/orth
+    at.radio(key="interp_split").set_value("train").run()
+    _ok(at)
+    assert any("train" in h.value for h in at.subheader)
+    at.multiselect(key="interp_combos").set_value(["naive"]).run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 1
+
+
+def test_triangle_page_renders_and_reruns():
+    _need(3)
+    at = _open("triangle")
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1
+    at.radio(key="tri_metric").set_value("accuracy").run()
+    _ok(at)
+    at.slider(key="tri_resolution").set_value(4).run()
+    _ok(at)
+
+
+def test_eigenangles_page_renders_and_reruns():
+    _need(2)
+    at = _open("eigenangles")
+    assert not at.exception
+    assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
+    at.toggle(key="eig_learned").set_value(False).run()
+    _ok(at)
+
+
+def test_atlas_page_renders_and_reruns():
+    _need(2)
+    at = _open("atlas")
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1
+    at.slider(key="atlas_copies").set_value(1).run()
+    _ok(at)
+    at.radio(key="atlas_group").set_value("signed-perm").run()
+    _ok(at)

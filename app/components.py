@@ -1,0 +1,131 @@
+"""Small building blocks shared by the pages: controls, figures with export, errors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import state
+
+PRESENTATION_CSS = """
+<style>
+  html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li
+    { font-size: 1.3rem !important; }
+  h1 { font-size: 3rem !important; }
+</style>
+"""
+
+
+def presentation() -> bool:
+    """Whether the sidebar's presentation mode is on (larger fonts, controls tucked away)."""
+    return bool(st.session_state.get("presentation", False))
+
+
+def page_header(title: str, intro: str) -> None:
+    """Title and a short description; in presentation mode larger text everywhere."""
+    if presentation():
+        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+    st.title(title)
+    st.markdown(intro)
+
+
+@contextlib.contextmanager
+def controls() -> Iterator[None]:
+    """Where a page's controls go: in plain view, or a collapsed expander for seminars."""
+    if presentation():
+        with st.expander("Controls", expanded=False):
+            yield
+    else:
+        with st.container(border=True):
+            yield
+
+
+def model() -> str:
+    """The zoo model chosen in the sidebar."""
+    return st.session_state.get("model") or state.zoo_status()[0]["name"]
+
+
+def device() -> str | None:
+    return st.session_state.get("device")
+
+
+def seeds_of(name: str) -> list[int]:
+    """Trained seeds (shipped or cached) of a zoo model."""
+    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    return [s["seed"] for s in row["seeds"]] if row else []
+
+
+def need_seeds(name: str, n: int) -> list[int]:
+    """The model's seeds, or stop the page with a pointer to the Models page if too few."""
+    seeds = seeds_of(name)
+    if len(seeds) < n:
+        st.info(
+            f"{name} has {len(seeds)} trained seed(s); this page needs at least {n}. "
+            "Train more on the Models page, or pick another model family in the sidebar."
+        )
+        st.stop()
+    return seeds
+
+
+def show_error(what: str, err: BaseException) -> None:
+    """A failure as a clear message on the page; the rest of the page keeps working."""
+    st.error(f"**{what} failed.** {type(err).__name__}: {err}", icon="⚠️")
+
+
+def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = None) -> None:
+    """A plotly figure with PNG/SVG (paper theme) and CSV downloads, generated only on click.
+
+    ``data`` (a DataFrame or records) replaces the figure's own traces in the CSV.
+    """
+    from landscape import export
+
+    key = key or name
+    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
+    if presentation():
+        return
+    cols = st.columns([1, 1, 1, 6])
+    # Callables are run only when the button is clicked, so renders never start kaleido.
+    cols[0].download_button(
+        "PNG",
+        data=lambda: export.to_png(fig),
+        file_name=f"{name}.png",
+        mime="image/png",
+        key=f"png-{key}",
+        on_click="ignore",
+        icon=":material/image:",
+        help="Paper theme, 2.5× resolution",
+    )
+    cols[1].download_button(
+        "SVG",
+        data=lambda: export.to_svg(fig),
+        file_name=f"{name}.svg",
+        mime="image/svg+xml",
+        key=f"svg-{key}",
+        on_click="ignore",
+        icon=":material/draw:",
+        help="Vector, paper theme",
+    )
+    cols[2].download_button(
+        "CSV",
+        data=lambda: export.to_csv(fig if data is None else data),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"csv-{key}",
+        on_click="ignore",
+        icon=":material/table:",
+        help="The plotted numbers",
+    )
+
+
+def combo_label(method: str, group: str) -> str:
+    return "naive" if method == "naive" else f"{method}/{group}"
+
+
+def parse_combo(label: str) -> tuple[str, str]:
+    """``"weight/orth"`` → ("weight", "orth"); ``"naive"`` → ("naive", "perm")."""
+    method, _, group = label.partition("/")
+    return method, group or "perm"

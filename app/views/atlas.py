@@ -1,0 +1,93 @@
+"""Atlas: checkpoints and their gauge copies on a 2-D map, raw and after alignment."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import state
+from app.components import (
+    controls,
+    figure,
+    model,
+    need_seeds,
+    page_header,
+    presentation,
+    show_error,
+)
+from landscape.plots import figure_atlas
+
+page_header(
+    "Atlas",
+    "Every trained seed (●) and random gauge copies of it (×: the same function with relabelled "
+    "units and residual coordinates). In raw weight space the copies scatter as far as different "
+    "seeds do; after weight matching to one reference seed each orbit collapses onto its seed. "
+    "What stays apart then are genuinely different solutions.",
+)
+
+name = model()
+seeds = need_seeds(name, 2)
+with controls():
+    c1, c2, c3 = st.columns([3, 2, 2])
+    chosen = c1.multiselect("Seeds", seeds, default=seeds[:6], key="atlas_seeds")
+    reference = c2.selectbox("Reference seed", chosen or seeds, key="atlas_reference")
+    copies = c2.slider("Gauge copies per seed", 0, 6, 2, key="atlas_copies")
+    group = c3.radio(
+        "Copies drawn from",
+        ["perm", "signed-perm"],
+        horizontal=True,
+        key="atlas_group",
+        help="perm: FFN units, heads and residual coordinates "
+        "relabelled; signed-perm: residual signs flipped too.",
+    )
+    projection = c3.radio(
+        "Projection",
+        ["pca", "umap"],
+        horizontal=True,
+        key="atlas_projection",
+        format_func=str.upper,
+        help="UMAP is slower (its first use compiles code).",
+    )
+
+if len(chosen) < 2:
+    st.info("Choose at least two seeds.")
+    st.stop()
+
+result = None
+with st.status("Placing checkpoints …", expanded=False) as status:
+    bar = st.progress(0.0)
+    try:
+        result = state.atlas(
+            name,
+            tuple(sorted(chosen)),
+            reference,
+            copies,
+            group,
+            projection,
+            _progress=lambda text, f: bar.progress(f, text=text),
+        )
+        status.update(label=f"{len(result['points'])} checkpoints placed", state="complete")
+    except Exception as err:
+        status.update(label="Atlas failed", state="error")
+        show_error("The atlas", err)
+
+if result is not None:
+    figure(
+        figure_atlas(result, presentation=presentation()),
+        f"atlas-{name}-{group}-{projection}",
+        key="atlas",
+    )
+    c1, c2, c3 = st.columns(3)
+    raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")
+    if raw is not None:
+        c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}")
+        c2.metric(
+            "… after alignment",
+            f"{aligned:.2f}",
+            delta=f"{aligned - raw:.2f}",
+            delta_color="inverse",
+        )
+    c3.metric("Weights per checkpoint", f"{result['dimension']:,}")
+    st.caption(
+        "Training-curve snapshots are not stored by the zoo trainer, so the atlas shows "
+        "final checkpoints and their gauge copies."
+    )

@@ -1,0 +1,97 @@
+"""Eigenangles: how far the weight-matching rotation is from a relabelling, and what LM fixes."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import state
+from app.components import (
+    controls,
+    device,
+    figure,
+    model,
+    need_seeds,
+    page_header,
+    presentation,
+    show_error,
+)
+from landscape.plots import figure_eigenangles, figure_lm_curve, figure_objective
+
+page_header(
+    "Eigenangles",
+    "A rotation of the residual stream has eigenvalues e^{±iφ}. A relabelling-like rotation has "
+    "angles near 0; a generic one spreads them over (−π, π] like a Haar-random rotation. The "
+    "weight-matching rotation O_WM is compared with the *correction* O_LM·O_WMᵀ that learned "
+    "matching adds on top of it.",
+)
+
+name = model()
+seeds = need_seeds(name, 2)
+with controls():
+    c1, c2, c3 = st.columns(3)
+    seed_a = c1.selectbox("Seed A", seeds, index=0, key="eig_a")
+    seed_b = c2.selectbox("Seed B", [s for s in seeds if s != seed_a], index=0, key="eig_b")
+    learned = c3.toggle(
+        "Learned matching",
+        value=True,
+        key="eig_learned",
+        help="Trains the rotation on the merge loss: slow the first time, then "
+        "cached. Off: only O_WM and the Haar reference.",
+    )
+
+result = None
+with st.status("Matching …", expanded=False) as status:
+    try:
+        result = state.eigenangles(name, (seed_a, seed_b), learned, device())
+        status.update(label="Matching ready", state="complete")
+    except Exception as err:
+        status.update(label="Matching failed", state="error")
+        show_error("Learned matching" if learned else "Weight matching", err)
+        if learned:  # still show what weight matching alone can tell
+            try:
+                result = state.eigenangles(name, (seed_a, seed_b), False, device())
+            except Exception as err2:
+                show_error("Weight matching", err2)
+
+if result is not None:
+    left, right = st.columns([3, 1], gap="large")
+    with left:
+        fig = figure_eigenangles(result, presentation=presentation())
+        figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig")
+    with right:
+        st.markdown(f"**Summary** (d = {result['d_model']})")
+        for key, label in (
+            ("summary_wm", "O_WM"),
+            ("summary_correction", "O_LM·O_WMᵀ"),
+            ("summary_haar", "Haar"),
+        ):
+            s = result.get(key)
+            if not s:
+                continue
+            st.metric(
+                f"{label}: share |φ| < {s['small']:g}",
+                f"{100 * s['share_small']:.0f}%",
+                help="Fraction of eigenangles near 0",
+            )
+            st.caption(f"median |φ| = {s['median_abs']:.2f} rad")
+        if "det_flip" in result:
+            st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
+
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Weight matching objective per round**")
+        figure(
+            figure_objective(result["wm_objective"], presentation=presentation()),
+            f"wm-objective-{name}-{seed_a}-{seed_b}",
+            key="wm-objective",
+        )
+    with c2:
+        st.markdown("**Learned matching: training curve**")
+        if result.get("lm_curve"):
+            figure(
+                figure_lm_curve(result["lm_curve"], presentation=presentation()),
+                f"lm-curve-{name}-{seed_a}-{seed_b}",
+                key="lm-curve",
+            )
+        else:
+            st.info("Turn on learned matching to see its training curve.")
