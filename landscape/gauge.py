@@ -474,9 +474,10 @@ def _fold_pair(cfg: ModelConfig, a_cfg: ModelConfig, a: Params, b: Params
     return prepare(cfg, a, "orth")[1], prepare(cfg, b, "orth")[1]
 
 
-def _mean(xs) -> float:
+def _mean(xs) -> float | None:
+    """Mean, or None for no values (JSON has no NaN)."""
     xs = list(xs)
-    return float(sum(xs) / len(xs)) if xs else float("nan")
+    return float(sum(xs) / len(xs)) if xs else None
 
 
 # ----------------------------------------------------------------------------- 3. drift
