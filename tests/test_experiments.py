@@ -1,0 +1,113 @@
+"""The cached experiment layer on the shipped zoo: barrier keys, caching, tables, errors."""
+
+import json
+
+import pytest
+
+from landscape.cli import main
+from landscape.errors import LandscapeError
+from landscape.experiments import barrier, mean_sem, pairs_for, table, triangle
+
+BARRIER_KEYS = {"lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
+                "endpoint_accuracy", "function_check", "seconds", "cached", "device"}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+
+
+def test_barrier_json_keys_and_cache_hit(capsys):
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--method", "weight", "--group", "perm",
+            "--points", "9", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert BARRIER_KEYS <= set(first)
+    assert first["cached"] is False and len(first["lambdas"]) == 9
+    assert first["lambdas"][0] == 0.0 and first["lambdas"][-1] == 1.0
+    assert first["function_check"] < 1e-4
+    assert main(argv) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["cached"] is True and second["loss"] == first["loss"]
+
+
+def test_barrier_of_a_model_with_itself_is_zero():
+    r = barrier("mlp-digits", (3, 3), "naive", "perm", points=7)
+    assert abs(r["barrier_loss"]) < 1e-6 and abs(r["barrier_accuracy"]) < 1e-9
+    assert r["endpoint_loss"][0] == pytest.approx(r["endpoint_loss"][1], abs=1e-7)
+
+
+def test_endpoints_are_the_models_own_metrics():
+    from landscape.train import get_checkpoint
+
+    r = barrier("mlp-digits", (0, 1), "weight", "orth", points=5)
+    a, b = get_checkpoint("mlp-digits", 0), get_checkpoint("mlp-digits", 1)
+    # λ = 1 is A; aligning and processing B never changes its function.
+    assert r["endpoint_loss"][0] == pytest.approx(a.meta["metrics"]["test_loss"], abs=1e-5)
+    assert r["endpoint_loss"][1] == pytest.approx(b.meta["metrics"]["test_loss"], abs=1e-5)
+    assert r["endpoint_accuracy"][1] == pytest.approx(b.meta["metrics"]["test_accuracy"], abs=1e-6)
+
+
+def test_table_rows_equal_barrier_numbers():
+    rows = (("naive", "perm"), ("weight", "orth"))
+    t = table("mlp-digits", 2, rows=rows, points=5)
+    assert t["pairs"] == [[0, 1], [2, 3]]
+    for row in t["rows"]:
+        singles = [barrier("mlp-digits", p, row["method"], row["group"], points=5)["barrier_loss"]
+                   for p in t["pairs"]]  # fmt: skip
+        assert row["per_pair_loss"] == singles
+        assert row["barrier_loss"] == pytest.approx(sum(singles) / 2)
+    naive, weight = t["rows"]
+    assert naive["barrier_loss"] > weight["barrier_loss"]
+
+
+def test_triangle_keys():
+    r = triangle("mlp-digits", (0, 1, 2), "weight", "orth", resolution=4)
+    assert len(r["points"]) == 15 and len(r["loss"]) == 15
+    assert 0.0 < r["basin_fraction"] <= 1.0
+
+
+def test_pairs_and_statistics():
+    assert pairs_for("vit-digits", 3) == [(0, 1), (0, 2), (1, 2)]
+    assert pairs_for("mlp-digits", 6)[-1] == (10, 11)
+    with pytest.raises(LandscapeError):
+        pairs_for("vit-digits", 4)
+    assert mean_sem([1.0, 3.0]) == (2.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        pytest.param(
+            ["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "rot"],
+            "invalid",
+            id="bad-group",
+        ),  # fmt: skip
+        pytest.param(["barrier", "mlp-digits", "--seeds", "0"], "--seeds", id="one-seed"),
+        pytest.param(
+            ["barrier", "/nonexistent/ckpt", "--seeds", "0", "1"], "not a zoo model", id="bad-path"
+        ),  # fmt: skip
+        pytest.param(
+            ["barrier", "mlp-digits", "--seeds", "0", "1", "--points", "1"],
+            "points",
+            id="one-point",
+        ),  # fmt: skip
+    ],
+)
+def test_bad_input(capsys, argv, match):
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    errors = [line for line in err.splitlines() if line.startswith("landscape: error")]
+    assert len(errors) == 1 and match in errors[0] and "Traceback" not in err
+
+
+def test_mismatched_architectures(tmp_path):
+    from landscape.experiments import align, load
+    from landscape.models import init_params
+    from landscape.zoo import Checkpoint
+
+    a = load("mlp-digits", 0)
+    cfg = a.cfg.replace(d_mlp=32)
+    b = Checkpoint(cfg, init_params(cfg, 0), {"name": "mlp-digits", "seed": 99})
+    with pytest.raises(LandscapeError, match="mismatched architectures"):
+        align(a, b, "weight", "perm")
