@@ -73,7 +73,7 @@ def need_seeds(name: str, n: int) -> list[int]:
 
 def show_error(what: str, err: BaseException) -> None:
     """A failure as a clear message on the page; the rest of the page keeps working."""
-    st.error(f"**{what} failed.** {type(err).__name__}: {err}", icon="⚠️")
+    st.error(f"**{what} failed.** {type(err).__name__}: {err}", icon=":material/error:")
 
 
 def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = None) -> None:
@@ -87,36 +87,33 @@ def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = Non
     st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
     if presentation():
         return
-    cols = st.columns([1, 1, 1, 6])
+    row = st.container(horizontal=True, gap="small")
     # Callables are run only when the button is clicked, so renders never start kaleido.
-    cols[0].download_button(
+    row.download_button(
         "PNG",
         data=lambda: export.to_png(fig),
         file_name=f"{name}.png",
         mime="image/png",
         key=f"png-{key}",
         on_click="ignore",
-        icon=":material/image:",
         help="Paper theme, 2.5× resolution",
     )
-    cols[1].download_button(
+    row.download_button(
         "SVG",
         data=lambda: export.to_svg(fig),
         file_name=f"{name}.svg",
         mime="image/svg+xml",
         key=f"svg-{key}",
         on_click="ignore",
-        icon=":material/draw:",
         help="Vector, paper theme",
     )
-    cols[2].download_button(
+    row.download_button(
         "CSV",
         data=lambda: export.to_csv(fig if data is None else data),
         file_name=f"{name}.csv",
         mime="text/csv",
         key=f"csv-{key}",
         on_click="ignore",
-        icon=":material/table:",
         help="The plotted numbers",
     )
 

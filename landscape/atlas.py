@@ -92,7 +92,7 @@ def atlas(
     if reference not in seeds:
         raise LandscapeError(f"reference seed {reference} is not among the seeds {seeds}")
     cache = cache or Cache()
-    ckpts = {s: get_checkpoint(model, s, train_if_missing=False) for s in seeds}
+    ckpts = {s: get_checkpoint(model, s) for s in seeds}  # as the experiments: train if missing
     inputs = {
         "model": model,
         "digests": [digest_tensors(ckpts[s].params) for s in seeds],

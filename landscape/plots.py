@@ -100,10 +100,10 @@ def _font_size(presentation: bool) -> int:
 
 
 SYMMETRY_LEVELS = (
-    ("Permutations", "S_n: FFN hidden units and attention heads are relabelled"),
-    ("Signed permutations", "B_d: residual coordinates relabelled and sign-flipped (RMSNorm)"),
-    ("Rotations", "O(d): any rotation of the residual stream, after folding the norm gains"),
-    ("Within-head maps", "GL(d_head): W_Q·M, W_K·M⁻ᵀ and W_V·N, N⁻¹·W_O inside every head"),
+    ("Permutations", "S_n: FFN units and heads<br>relabelled"),
+    ("Signed permutations", "B_d: residual coordinates<br>relabelled and sign-flipped"),
+    ("Rotations", "O(d): any rotation of the residual<br>stream (norm gains folded)"),
+    ("Within-head maps", "GL(d_head): W_Q·M, W_K·M⁻ᵀ and<br>W_V·N, N⁻¹·W_O inside every head"),
 )
 
 
@@ -240,7 +240,7 @@ def figure_triangles(
         fig.add_trace(
             go.Scatterternary(
                 a=[p[0] for p in pts], b=[p[1] for p in pts], c=[p[2] for p in pts],
-                mode="markers", name=titles[i], showlegend=False, cliponaxis=False,
+                mode="markers", name=titles[i], showlegend=False,
                 marker={"color": r[metric], "coloraxis": "coloraxis", "size": marker_size,
                         "symbol": "hexagon",
                         "line": {"color": ["#222" if b else "rgba(0,0,0,0)" for b in basin],
@@ -267,8 +267,8 @@ def figure_triangles(
     fig.update_layout(
         coloraxis={"colorscale": "Viridis_r" if metric == "loss" else "Viridis", "cmin": lo,
                    "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9}},
-        height=430 if presentation else 380,
-        margin={"l": 40, "r": 40, "t": 90, "b": 40},
+        height=480 if presentation else 430,
+        margin={"l": 40, "r": 40, "t": 100, "b": 40},
     )  # fmt: skip
     fig.update_annotations(font={"size": size})
     return fig

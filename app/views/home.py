@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.components import figure, page_header, presentation
-from app.navigation import PAGES
+from app.navigation import pages
 from landscape.plots import figure_symmetry_levels
 
 page_header(
@@ -18,7 +18,7 @@ page_header(
     "symmetry π that leaves its function unchanged and brings it as close to A as possible.",
 )
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([1, 1], gap="large")
 with left:
     figure(figure_symmetry_levels(presentation=presentation()), "symmetry-levels")
 with right:
@@ -53,7 +53,8 @@ routes = (
     ("atlas", "Checkpoints and their gauge copies on a map, before and after alignment."),
     ("models", "The zoo: train more seeds, import checkpoints, manage the cache."),
 )
+links = pages()
 for i, (url, text) in enumerate(routes):
     with cols[i % 3]:
-        st.page_link(PAGES[url], icon=PAGES[url].icon)
+        st.page_link(links[url], icon=links[url].icon)
         st.caption(text)

@@ -1,0 +1,137 @@
+"""The running app in a real browser: every page loads, draws its figures and raises nothing.
+
+Starts ``streamlit run app/main.py`` on a free localhost port with an empty disk cache, drives
+headless Chromium (``/usr/bin/chromium``) through Playwright, opens every page by its URL path,
+waits for the plotly figures and saves a full-page screenshot of each (into the test's tmp dir,
+and into ``$LANDSCAPE_SCREENSHOTS`` when set). ``$LANDSCAPE_BROWSER_CACHE`` names a disk cache to
+use instead of an empty one (e.g. to screenshot a warm cache with more trained seeds).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+# url path -> (plotly figures the default view draws at least, mlp-digits seeds it needs)
+PAGES = {
+    "": (1, 0),
+    "interpolation": (1, 2),
+    "triangle": (1, 3),
+    "eigenangles": (2, 2),
+    "atlas": (1, 2),
+    "models": (1, 1),
+}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Chromium at /usr/bin/chromium"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    port = _free_port()
+    cache = os.environ.get("LANDSCAPE_BROWSER_CACHE") or str(tmp_path_factory.mktemp("cache"))
+    env = dict(os.environ, LANDSCAPE_CACHE=cache)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+           "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]  # fmt: skip
+    log = tmp_path_factory.mktemp("log") / "streamlit.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(url, proc)
+        yield url, cache
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    from landscape.train import available_seeds
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    seeds = len(available_seeds("mlp-digits"))  # the sidebar's default model
+    targets = [tmp_path]
+    if os.environ.get("LANDSCAPE_SCREENSHOTS"):
+        targets.append(Path(os.environ["LANDSCAPE_SCREENSHOTS"]))
+        targets[-1].mkdir(parents=True, exist_ok=True)
+    problems = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        for path, (n_figures, n_seeds) in PAGES.items():
+            if seeds < n_seeds:
+                n_figures = 0  # the page shows how to train more seeds instead
+            page.goto(f"{url}/{path}")
+            figures = page.locator('[data-testid="stPlotlyChart"] .main-svg')
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg')"
+                f".length >= {n_figures}",
+                timeout=180_000,
+            )
+            # the script has finished once the running indicator is gone
+            page.wait_for_function(
+                "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000
+            )
+            page.wait_for_timeout(800)  # let plotly finish its transitions
+            name = f"{path or 'home'}.png"
+            page.screenshot(path=str(tmp_path / name), full_page=True)
+            for t in targets[1:]:
+                shutil.copy(tmp_path / name, t / name)
+            if figures.count() < n_figures:
+                problems.append(f"/{path}: {figures.count()} figures, expected {n_figures}")
+            exceptions = page.locator('[data-testid="stException"]').count()
+            if exceptions:
+                problems.append(f"/{path}: {exceptions} exception(s) on the page")
+            errors = page.locator('[data-testid="stAlertContentError"]').all_inner_texts()
+            if errors:
+                problems.append(f"/{path}: error messages {errors}")
+        browser.close()
+    assert not problems, problems
+    for path in PAGES:
+        assert (tmp_path / f"{path or 'home'}.png").stat().st_size > 10_000

@@ -1,0 +1,118 @@
+"""Figure builders draw what they are given, and exports are real PNG/SVG files.
+
+The results fed to the builders are small synthetic dicts in the experiments layer's format, so
+these tests need no training; the kaleido exports start a headless browser (slow).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import plotly.graph_objects as go
+import pytest
+
+from landscape import export, plots
+from landscape.barrier import barrier_from_curve, barycentric_grid, triangle_from_values
+
+
+def _curve(height: float) -> dict:
+    lam = [i / 10 for i in range(11)]
+    loss = [0.1 + height * 4 * x * (1 - x) for x in lam]
+    acc = [0.95 - height * 0.2 * 4 * x * (1 - x) for x in lam]
+    return barrier_from_curve(lam, loss, acc).to_dict()
+
+
+def _triangle(method: str, bump: float) -> dict:
+    pts = barycentric_grid(4)
+    loss = [0.1 + bump * (1 - max(p)) for p in pts.tolist()]
+    acc = [0.9 - 0.1 * v for v in loss]
+    r = triangle_from_values(pts, loss, acc, 4).to_dict()
+    return {**r, "method": method, "group": "perm", "seeds": [0, 1, 2], "split": "test"}
+
+
+EIGEN = {
+    "angles_wm": [math.pi * (i / 16 - 1) for i in range(32)],
+    "angles_correction": [0.05 * (i - 16) for i in range(32)],
+    "angles_haar": [math.pi * (i / 16 - 1) + 0.01 for i in range(32)],
+}
+ATLAS = {
+    "seeds": [0, 1],
+    "reference": 0,
+    "projection": "pca",
+    "explained_raw": [0.5, 0.2],
+    "explained_aligned": [0.9, 0.1],
+    "orbit_ratio_raw": 1.0,
+    "orbit_ratio_aligned": 0.0,
+    "points": [
+        {"seed": s, "kind": k, "copy": c, "raw": [s + c, c], "aligned": [s, 0.0]}
+        for s in (0, 1)
+        for k, c in (("seed", 0), ("gauge copy", 1), ("gauge copy", 2))
+    ],
+}
+ZOO = [{"name": "mlp-digits", "seeds": [{"seed": 0, "test_accuracy": 0.98},
+                                        {"seed": 1, "test_accuracy": 0.97}]}]  # fmt: skip
+
+BUILDERS = {
+    "symmetry_levels": lambda: plots.figure_symmetry_levels(),
+    "interpolation": lambda: plots.figure_interpolation(
+        [{"label": "naive", "results": [_curve(1.0), _curve(1.2)]},
+         {"label": "weight/orth", "results": [_curve(0.05)]}]),
+    "triangles": lambda: plots.figure_triangles([_triangle("naive", 1.0),
+                                                 _triangle("weight", 0.01)]),
+    "eigenangles": lambda: plots.figure_eigenangles(EIGEN),
+    "objective": lambda: plots.figure_objective([10.0, 6.0, 5.5, 5.5]),
+    "lm_curve": lambda: plots.figure_lm_curve([{"step": i, "loss": 1 / (i + 1)}
+                                               for i in range(40)]),
+    "atlas": lambda: plots.figure_atlas(ATLAS),
+    "zoo_overview": lambda: plots.figure_zoo_overview(ZOO),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_builder_draws_and_exports_csv(name):
+    fig = BUILDERS[name]()
+    assert isinstance(fig, go.Figure)
+    if name != "symmetry_levels":  # a schematic of shapes and text, no data traces
+        frame = export.figure_frame(fig)
+        assert len(frame) > 0
+        csv = export.to_csv(fig).decode()
+        assert csv.startswith("trace,point,")
+    presented = BUILDERS[name]()
+    assert presented.layout.font.size >= 14
+
+
+def test_interpolation_marks_endpoints_and_band():
+    fig = BUILDERS["interpolation"]()
+    names = [t.name for t in fig.data]
+    assert "naive range" in names  # two pairs: a band
+    assert "weight/orth range" not in names  # one pair: no band
+    ends = [t for t in fig.data if t.name == "naive endpoints"]
+    assert list(ends[0].x) == [1.0, 0.0]
+    assert fig.layout.yaxis.title.text.startswith("test")
+
+
+def test_triangles_share_one_colour_scale():
+    fig = BUILDERS["triangles"]()
+    assert {t.marker.coloraxis for t in fig.data} == {"coloraxis"}
+    assert fig.layout.coloraxis.cmin < fig.layout.coloraxis.cmax
+    assert "w_A" in fig.data[0].hovertemplate
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_export_png_and_svg(name):
+    fig = BUILDERS[name]()
+    w, h = _png_size(export.to_png(fig, scale=1))
+    assert (w, h) == (export.PAPER_WIDTH, fig.layout.height or export.PAPER_HEIGHT)
+    svg = export.to_svg(fig)
+    head = svg[:400].decode(errors="replace")
+    assert "<svg" in head
+    assert len(svg) > 5_000
+    assert svg.rstrip().endswith(b"</svg>")
