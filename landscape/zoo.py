@@ -71,7 +71,7 @@ ZOO: dict[str, ZooModel] = {
             "digits",
             "residual MLP on 8×8 digits (flattened), the classic small LMC setting",
             ModelConfig("mlp", d_model=32, d_mlp=64, n_layers=2, n_out=10, d_in=64),
-            TrainConfig(steps=2000, batch_size=64, lr=3e-3, warmup=50),
+            TrainConfig(steps=1000, batch_size=64, lr=3e-3, weight_decay=0.3, warmup=50),
         ),
         ZooModel(
             "vit-digits",
