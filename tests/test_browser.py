@@ -102,7 +102,7 @@ def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"],
         )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page = browser.new_page(viewport={"width": 1440, "height": 1800})
         for path, (n_figures, n_seeds) in PAGES.items():
             if seeds < n_seeds:
                 n_figures = 0  # the page shows how to train more seeds instead
