@@ -329,8 +329,9 @@ def attention(
     if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
         k = k.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
         v = v.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
-    scale = cfg.attn_scale or 1 / math.sqrt(cfg.d_head)
-    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) * scale
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k)
+    # dividing by √d_head (not multiplying by its inverse) keeps the original rounding
+    scores = scores * cfg.attn_scale if cfg.attn_scale else scores / math.sqrt(cfg.d_head)
     if cfg.arch == "gpt":
         t = x.shape[1]
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
