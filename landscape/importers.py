@@ -335,10 +335,16 @@ def _gpt2(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig
         p[f"{b}mlp.b_out"] = t(f"{s}mlp.c_proj.bias", (d,))
     p["ln_final.w"] = t(f"{pre}ln_f.weight", (d,))
     p["ln_final.b"] = t(f"{pre}ln_f.bias", (d,))
-    tied = not src.has("lm_head.weight")
+    tied = _tied(config, src)
     p["unembed.W_U"] = (p["embed.W_E"] if tied else t("lm_head.weight", (vocab, d))).T.contiguous()
     p["unembed.b_U"] = torch.zeros(vocab, dtype=src.dtype)
     return cfg, p, {"tied_embeddings": tied}
+
+
+def _tied(config: dict[str, Any], src: _Source) -> bool:
+    """Whether the unembedding is the token embedding: transformers ties them whenever the config
+    says so (a stored ``lm_head.weight`` is then overwritten), and a file without one is tied."""
+    return bool(config.get("tie_word_embeddings")) or not src.has("lm_head.weight")
 
 
 def _rope_theta(config: dict[str, Any], label: str) -> float:
@@ -407,7 +413,7 @@ def _llama(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfi
             o_bias = t(f"{s}self_attn.o_proj.bias", (d,)) if attn_bias else zeros(d)
             p[f"{b}attn.b_O"] = o_bias
     p["ln_final.w"] = t(f"{pre}norm.weight", (d,))
-    tied = not src.has("lm_head.weight")
+    tied = _tied(config, src)
     p["unembed.W_U"] = (p["embed.W_E"] if tied else t("lm_head.weight", (vocab, d))).T.contiguous()
     if cfg.bias:
         p["unembed.b_U"] = zeros(vocab)
