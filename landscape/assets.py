@@ -56,11 +56,33 @@ def build(plan: dict[str, Any], out: Path, device: str = "cpu") -> list[dict[str
     return records
 
 
+def readme_figure(out: Path, pairs: int = 3) -> Path:
+    """The README's figure: mlp-digits interpolation curves, naive against aligned (test split)."""
+    from landscape.experiments import barrier, pairs_for
+    from landscape.export import to_png
+    from landscape.plots import figure_interpolation
+
+    series = []
+    for label, method, group in [("naive", "naive", "perm"),
+                                 ("weight matching, permutations", "weight", "perm"),
+                                 ("weight matching, rotations", "weight", "orth"),
+                                 ("learned matching, rotations", "learned", "orth")]:  # fmt: skip
+        results = [barrier("mlp-digits", p, method, group) for p in pairs_for("mlp-digits", pairs)]
+        series.append({"label": label, "results": results})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(to_png(figure_interpolation(series), scale=1.5))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
     ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
+    ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
     args = ap.parse_args()
+    if args.readme:
+        print(readme_figure(assets_root() / "readme" / "lmc.png"))
+        return
     build({m: DEFAULT_SEEDS[m] for m in args.models}, args.out)
 
 
