@@ -89,11 +89,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
 
+    p = sub.add_parser("gauge-sweep", parents=[common],
+                       help="which coordinate claims survive random gauges")  # fmt: skip
+    p.add_argument("model")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--draws", type=int, default=3, help="random gauges per group")
+    p.add_argument("--parts", nargs="+", default=None,
+                   help="table scramble recovery trajectory claims (default: all)")  # fmt: skip
+    p.add_argument("--steps", type=int, nargs="+", default=[0, 10, 30, 100, 300],
+                   help="fine-tuning steps of drift for the recovery part")  # fmt: skip
+    p.add_argument("--trajectory-steps", type=int, default=1500)
+    p.add_argument("--trajectory-every", type=int, default=10)
+
+    p = sub.add_parser("transport", parents=[common],
+                       help="move probes, SAEs, LoRA, optimizer state across gauges")  # fmt: skip
+    p.add_argument("model")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gauge-seed", type=int, default=0, help="seed of the random gauge g")
+    p.add_argument("--artifact", help="transport this artifact (.safetensors + .json sidecar)")
+    p.add_argument("--to-seed", type=int,
+                   help="with --artifact: into this seed's coordinates")  # fmt: skip
+    p.add_argument("--group", choices=["perm", "signed-perm"], default="signed-perm")
+    p.add_argument("--mode", choices=["exact", "perm-only", "none"], default="exact")
+    p.add_argument("--out", help="with --artifact: where to write the transported artifact")
+
     p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
     p.add_argument("model")
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=int, default=25)
+
+    p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
+    p.add_argument("model")
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--points", type=int, default=25)
+    p.add_argument("--layernorm", action="store_true",
+                   help="add pairs of LayerNorm variants")  # fmt: skip
     return parser
 
 
@@ -224,6 +256,74 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
                      device=args.device, progress=progress)  # fmt: skip
     finally:
         bar.close()
+
+
+@command("controls")
+def _controls(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from landscape.controls import controls_table
+
+    bar = tqdm(total=100, desc=f"controls {args.model}", file=sys.stderr, leave=False)
+
+    def progress(stage: str, frac: float) -> None:
+        bar.set_postfix_str(stage)
+        bar.update(round(100 * frac) - bar.n)
+
+    try:
+        return controls_table(args.model, args.pairs, split=args.split, points=args.points,
+                              layernorm=args.layernorm, device=args.device,
+                              progress=progress)  # fmt: skip
+    finally:
+        bar.close()
+
+
+@command("gauge-sweep")
+def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.gauge import PARTS, gauge_sweep
+
+    _status(f"gauge sweep {args.model} seed {args.seed}")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        print(f"landscape: {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+    return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
+                       trajectory_steps=args.trajectory_steps,
+                       trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
+                       device=args.device, progress=progress)  # fmt: skip
+
+
+@command("transport")
+def _transport(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape import transport as tr
+
+    if args.artifact is None:
+        _status(f"transport table {args.model} seed {args.seed}")
+        rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
+                                  device=args.device)  # fmt: skip
+        return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
+                "rows": rows}  # fmt: skip
+    from landscape.symmetry import random_transform, spec_for
+    from landscape.train import get_checkpoint
+
+    if args.out is None:
+        raise LandscapeError("--artifact needs --out, the path of the transported artifact")
+    a = get_checkpoint(args.model, args.seed, device="cpu")
+    artifact = tr.load_artifact(args.artifact, a.cfg)
+    if args.to_seed is not None:
+        from landscape.matching import weight_matching
+
+        b = get_checkpoint(args.model, args.to_seed, device="cpu")
+        # π with π(θ_A) ≈ θ_B carries A's coordinates into B's.
+        transform = weight_matching(a.cfg, b.params, a.params, args.group).transform
+        target = f"seed {args.to_seed} (weight matching, {args.group})"
+    else:
+        transform = random_transform(spec_for(a.cfg), args.group, args.gauge_seed)
+        target = f"g(θ), g a random {args.group} element, gauge seed {args.gauge_seed}"
+    moved = tr.transport(a.cfg, artifact, transform, args.mode)
+    out = tr.save_artifact(args.out, moved, a.cfg)
+    return {"artifact": artifact.kind, "from": f"{args.model} seed {args.seed}", "to": target,
+            "mode": args.mode, "out": str(out)}  # fmt: skip
 
 
 def _status(text: str) -> None:
