@@ -1,6 +1,40 @@
-"""Landscape: weight-space symmetries and linear mode connectivity of transformers."""
+"""Landscape: weight-space symmetries and linear mode connectivity of transformers.
 
+The public API is small and re-exported here; heavier parts (matching, experiments, plots,
+importers) are imported on first use, so ``import landscape`` stays fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, forward, init_params
 
-__all__ = ["ModelConfig", "forward", "init_params"]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Cache": "landscape.cache",
+    "get_checkpoint": "landscape.train",
+    "train": "landscape.train",
+    "spec_for": "landscape.symmetry",
+    "apply": "landscape.symmetry",
+    "random_transform": "landscape.symmetry",
+    "symmetry_table": "landscape.symmetry",
+    "match": "landscape.matching",
+    "evaluate_path": "landscape.barrier",
+    "barrier_from_curve": "landscape.barrier",
+    "barrier": "landscape.experiments",
+    "triangle": "landscape.experiments",
+    "table": "landscape.experiments",
+    "import_checkpoint": "landscape.importers",
+}
+
+__all__ = ["LandscapeError", "ModelConfig", "forward", "init_params", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'landscape' has no attribute {name!r}")
