@@ -61,25 +61,31 @@ from typing import Any
 
 import torch
 
-from landscape.models import ModelConfig, Params, forward
+from landscape.models import ModelConfig, Params, forward, param_shapes
 from landscape.processing import prepare
 from landscape.solvers import head_cost, solve_heads, solve_orth, solve_perm
 from landscape.symmetry import (
     ABS,
     GLOBAL_SIGN,
+    GROUP_OF,
     ORTH,
     PERM,
+    PERM_OF,
     RESID_GROUPS,
     SIGNED_PERM,
     Element,
     Spec,
     Transform,
     apply,
+    norm_state,
+    resid_needs,
     spec_for,
 )
 
 METHODS = ("naive", "weight", "activation", "learned")
 FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (DESIGN §1)
+PROBE_TOKENS = 128  # longest probe window (the zoo's contexts are shorter)
+PROBE_LOGITS = 2**23  # most logits one probe batch may produce
 
 __all__ = [
     "METHODS",
@@ -158,33 +164,69 @@ class MatchResult:
 
 
 def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
-    """Kind per matched variable: the group's residual kind, permutations of FFN units and heads."""
+    """Kind per matched variable: the group's residual kind, permutations of FFN units and heads.
+
+    Gated FFN units (SwiGLU) admit signed permutations (signs act on the linear up projection,
+    the gate is only permuted): with a signed or orthogonal residual group they are matched as
+    signed permutations; ``perm`` keeps plain permutations everywhere.
+    """
     if group not in RESID_GROUPS:
         raise ValueError(f"matching needs a group in {tuple(RESID_GROUPS)}, got {group!r}")
     kinds = {"resid": RESID_GROUPS[group]}
-    kinds.update({v: PERM for v in spec.family("mlp") + spec.family("heads")})
+    signed = RESID_GROUPS[group] in (SIGNED_PERM, ORTH)
+    for v in spec.family("mlp"):
+        kinds[v] = SIGNED_PERM if signed and SIGNED_PERM in spec.variables[v].kinds else PERM
+    kinds.update({v: PERM for v in spec.family("heads")})
     return kinds
+
+
+def _with_zero_biases(cfg: ModelConfig, params: Params, group: str) -> tuple[ModelConfig, Params]:
+    """A ``bias=False`` LayerNorm model whose norm biases must be folded gets zero reader biases.
+
+    Folding ``N(x)·γ + β`` into the readers needs a bias on every reader (``b ← b + β·W``), which a
+    bias-free model lacks; adding zero biases (``cfg.bias=True``) changes nothing else.
+    """
+    has_norm_bias = any(k.endswith(".b") and spec_for(cfg).is_norm_param(k) for k in params)
+    kind = RESID_GROUPS.get(group)
+    if cfg.bias or not has_norm_bias or kind is None:
+        return cfg, params
+    if "fold_norm_gains" not in resid_needs(norm_state(cfg, params), kind):
+        return cfg, params
+    full = cfg.replace(bias=True)
+    dtype = next(iter(params.values())).dtype
+    out = dict(params)
+    for name, shape in param_shapes(full).items():
+        if name not in out:
+            out[name] = torch.zeros(shape, dtype=dtype)
+    return full, out
 
 
 def prepare_pair(
     cfg: ModelConfig, params_a: Params, params_b: Params, group: str
 ) -> tuple[ModelConfig, Params, Params]:
     """Process A and B with the steps that make ``group`` exact (the same steps for both)."""
-    cfg_a, a = prepare(cfg, params_a, group)
-    cfg_b, b = prepare(cfg, params_b, group)
+    cfg_a, a = prepare(*_with_zero_biases(cfg, params_a, group), group)
+    cfg_b, b = prepare(*_with_zero_biases(cfg, params_b, group), group)
     if cfg_a != cfg_b or set(a) != set(b):
         raise ValueError("A and B process differently: are they the same architecture?")
     return cfg_a, a, b
 
 
 def probe_inputs(cfg: ModelConfig, batch: int = 16, seed: int = 0) -> torch.Tensor:
-    """A fixed, seeded probe batch for function checks (Gaussian features/pixels, random tokens)."""
+    """A fixed, seeded probe batch for function checks (Gaussian features/pixels, random tokens).
+
+    Token windows are at most ``PROBE_TOKENS`` long and the batch shrinks for large vocabularies,
+    so the check of an imported model (context 8192, vocabulary 49152) stays a few MB of logits.
+    """
     gen = torch.Generator().manual_seed(seed)
     if cfg.arch == "mlp":
         return torch.randn(batch, cfg.d_in, generator=gen)
     if cfg.arch == "vit":
-        return torch.randn(batch, cfg.image_size, cfg.image_size, generator=gen)
-    return torch.randint(0, cfg.d_vocab, (batch, cfg.n_ctx), generator=gen)
+        channels = (cfg.channels,) if cfg.channels else ()
+        return torch.randn(batch, *channels, cfg.image_size, cfg.image_size, generator=gen)
+    n = min(cfg.n_ctx, PROBE_TOKENS)
+    batch = max(2, min(batch, PROBE_LOGITS // (n * cfg.n_out)))
+    return torch.randint(0, cfg.d_vocab, (batch, n), generator=gen)
 
 
 def function_check(
@@ -203,12 +245,23 @@ def function_check(
 
 
 def weight_distance(a: Params, b: Params) -> float:
-    """``‖θ_A − θ_B‖²`` summed over every parameter, float64."""
-    return float(sum(((a[k].double() - b[k].double()) ** 2).sum() for k in a))
+    """``‖θ_A − θ_B‖²`` summed over every parameter, float64 (one parameter at a time)."""
+    return float(sum(float(((a[k].double() - b[k].double()) ** 2).sum()) for k in a))
 
 
-def _f64(p: Params) -> Params:
-    return {k: v.detach().to("cpu", torch.float64) for k, v in p.items()}
+def _sq_norm(p: Params) -> float:
+    return float(sum(float(v.double().pow(2).sum()) for v in p.values()))
+
+
+def _moved(spec: Spec, elements: dict[str, Element], params: Params, name: str) -> torch.Tensor:
+    """One parameter under ``elements`` (float64): the transform, one tensor at a time."""
+    t = Transform(elements)
+    return apply(spec, t, {name: params[name].double()}, check=False)[name]
+
+
+def _aligned_distance(spec: Spec, elements: dict[str, Element], a: Params, b: Params) -> float:
+    """``‖θ_A − π(θ_B)‖²`` without materialising π(θ_B): parameter by parameter, float64."""
+    return float(sum(float((a[k].double() - _moved(spec, elements, b, k)).pow(2).sum()) for k in a))
 
 
 def _identity_element(kind: str, n: int) -> Element:
@@ -286,16 +339,25 @@ def _solve(kind: str, m: torch.Tensor, m_abs: torch.Tensor | None) -> Element:
 
 
 def _weight_similarity(
-    spec: Spec, var: str, a: Params, b: Params, unsolved: set[str]
+    spec: Spec,
+    var: str,
+    a: Params,
+    b: Params,
+    unsolved: set[str],
+    elements: dict[str, Element] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``M[i, j] = Σ ⟨W_A[.., i, ..], W_B[.., j, ..]⟩`` over the axes ``var`` touches.
+    """``M[i, j] = Σ ⟨W_A[.., i, ..], W_B'[.., j, ..]⟩`` over the axes ``var`` touches.
 
-    Returns (M over G and G⁻ᵀ axes, M over |G| axes or None). For the orthogonal and monomial
-    ±1 elements matched here G⁻ᵀ = G, so readers and writers add up alike. A parameter with an
-    axis of a variable in ``unsolved`` (not visited yet) is left out: its other axis is still
-    unaligned, and its cross-product would be noise that can trap the descent.
+    ``B' = π_{−v}(θ_B)``: ``elements`` (every variable but ``var``) are applied to one touched
+    parameter of B at a time, so no transformed copy of the whole model is ever held.
+    Returns (M over G and G⁻ᵀ axes, M over |G| and P(G) axes or None). For the orthogonal and
+    monomial ±1 elements matched here G⁻ᵀ = G, so readers and writers add up alike; norm gains
+    (|G|) and gated-FFN gates (P(G), only permuted) see the permutation, never signs. A parameter
+    with an axis of a variable in ``unsolved`` (not visited yet) is left out: its other axis is
+    still unaligned, and its cross-product would be noise that can trap the descent.
     """
     n = spec.variables[var].size
+    others = {k: e for k, e in (elements or {}).items() if k != var}
     m = torch.zeros(n, n, dtype=torch.float64)
     m_abs = None
     for name, axis, role in spec.touches(var):
@@ -303,20 +365,58 @@ def _weight_similarity(
             continue
         if any(r is not None and r.var in unsolved for r in spec.axes[name]):
             continue
-        x = a[name].movedim(axis, 0).reshape(n, -1)
-        y = b[name].movedim(axis, 0).reshape(n, -1)
-        if role.act == ABS:
+        x = a[name].double().movedim(axis, 0).reshape(n, -1)
+        y = _moved(spec, others, b, name).movedim(axis, 0).reshape(n, -1)
+        if role.act in (ABS, PERM_OF):
             m_abs = x @ y.T if m_abs is None else m_abs + x @ y.T
         else:
             m = m + x @ y.T
     return m, m_abs
 
 
-def _head_element(spec: Spec, var: str, a: Params, b: Params) -> Element:
-    """Head permutation minimising the QK/OV circuit cost (invariant to within-head maps)."""
-    p = f"blocks.{spec.variables[var].layer}.attn"
-    ws = [f"{p}.W_{m}" for m in "QKVO"]
-    perm = solve_heads(head_cost(*[a[w] for w in ws], *[b[w] for w in ws]))
+def _grouped_perm(score: torch.Tensor, group: int) -> torch.Tensor:
+    """Permutation maximising ``Σ_i score[i, π(i)]`` that moves blocks of ``group`` slots.
+
+    Grouped-query heads (S_r ≀ S_{n/r}): block I of A and block J of B score the best assignment
+    of their r query heads to each other; the blocks are then assigned on those scores, and each
+    chosen pair of blocks keeps its inner assignment. Exact optimum over the wreath product.
+    """
+    if group == 1:
+        return solve_perm(score)
+    nb = score.shape[0] // group
+    inner: dict[tuple[int, int], torch.Tensor] = {}
+    block = torch.empty(nb, nb, dtype=torch.float64)
+    for i in range(nb):
+        for j in range(nb):
+            sub = score[i * group : (i + 1) * group, j * group : (j + 1) * group]
+            inner[i, j] = solve_perm(sub)
+            block[i, j] = sub[torch.arange(group), inner[i, j]].sum()
+    blocks = solve_perm(block)
+    return torch.cat([int(j) * group + inner[i, int(j)] for i, j in enumerate(blocks)])
+
+
+def _head_element(
+    spec: Spec, var: str, a: Params, b: Params, elements: dict[str, Element] | None = None
+) -> Element:
+    """Head permutation minimising the QK/OV circuit cost (invariant to within-head maps).
+
+    Weights shared by a group of query heads (role ``"G/group"``: grouped-query K and V) are
+    repeated for every query head of their group, so the cost is per query head, and the
+    assignment moves whole groups (:func:`_grouped_perm`) when ``Variable.group`` > 1.
+    """
+    v = spec.variables[var]
+    p = f"blocks.{v.layer}.attn"
+    others = {k: e for k, e in (elements or {}).items() if k != var}
+    ws = []
+    for side in (a, b):
+        for w in (f"{p}.W_{m}" for m in "QKVO"):
+            t = side[w].double() if side is a else _moved(spec, others, side, w)
+            axis, role = next((i, r) for i, r in enumerate(spec.axes[w]) if r and r.var == var)
+            if role.act == GROUP_OF:
+                t = t.repeat_interleave(v.group, dim=axis)
+            ws.append(t)
+    cost = head_cost(*ws)
+    perm = solve_heads(cost) if v.group == 1 else _grouped_perm(-cost, v.group)
     return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
 
 
@@ -354,14 +454,11 @@ def weight_matching(
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
-    a64, b64 = _f64(a), _f64(b)
-    scale = weight_distance(a64, {k: 0 * v for k, v in a64.items()}) + weight_distance(
-        b64, {k: 0 * v for k, v in b64.items()}
-    )
+    scale = _sq_norm(a) + _sq_norm(b)
     gen = torch.Generator().manual_seed(seed)
     names = list(kinds)
     elements: dict[str, Element] = {}
-    objective = [weight_distance(a64, b64)]
+    objective = [weight_distance(a, b)]
     rounds = 0
     while rounds < max_rounds:
         rounds += 1
@@ -370,17 +467,16 @@ def weight_matching(
         if rounds == 1:  # the stream first: embeddings and unembedding involve nothing else
             order = ["resid"] + [v for v in order if v != "resid"]
         for var in order:
-            others = Transform({k: e for k, e in elements.items() if k != var})
-            b_rest = apply(spec, others, b64, check=False)  # B' = π_{−v}(θ_B)
+            # B' = π_{−v}(θ_B) is formed one touched parameter at a time inside the helpers
             if spec.variables[var].family == "heads":
-                new = _head_element(spec, var, a64, b_rest)
+                new = _head_element(spec, var, a, b, elements)
             else:
                 unsolved = set(names) - set(elements) - {var}
-                m, m_abs = _weight_similarity(spec, var, a64, b_rest, unsolved)
+                m, m_abs = _weight_similarity(spec, var, a, b, unsolved, elements)
                 new = _solve(kinds[var], m, m_abs)
             changed |= _changed(elements.get(var), new)
             elements[var] = new
-        objective.append(weight_distance(a64, apply(spec, Transform(elements), b64, check=False)))
+        objective.append(_aligned_distance(spec, elements, a, b))
         settled = abs(objective[-2] - objective[-1]) <= 1e-10 * scale
         if not changed and (kinds["resid"] != ORTH or settled):
             break
@@ -480,7 +576,8 @@ def activation_matching(
         bl = f"blocks.{layer}"
         h_a = _pool(ca[f"{bl}.mlp.hidden"], cfg_p.d_mlp, drop_first)
         h_b = _pool(cb[f"{bl}.mlp.hidden"], cfg_p.d_mlp, drop_first)
-        elements[f"mlp{layer}"] = _solve(PERM, _correlation(h_a, h_b, True), None)
+        mv = f"mlp{layer}"  # gated units: a flipped up projection flips the unit's sign
+        elements[mv] = _solve(kinds[mv], _correlation(h_a, h_b, True), None)
         if cfg_p.has_attn:
             heads = []
             for cache, p, rot in ((ca, a, None), (cb, b, g)):
@@ -494,10 +591,11 @@ def activation_matching(
                     o = o @ rot  # B's writes in A's residual coordinates
                 o = o.reshape(o.shape[0], -1)
                 heads.append(o / (o.norm(dim=1, keepdim=True) + 1e-12))
-            elements[f"heads{layer}"] = _solve(PERM, heads[0] @ heads[1].T, None)
+            hv = f"heads{layer}"
+            perm = _grouped_perm(heads[0] @ heads[1].T, spec.variables[hv].group)
+            elements[hv] = Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
     transform = Transform(elements)
-    a64, b64 = _f64(a), _f64(b)
-    objective = [weight_distance(a64, b64), weight_distance(a64, apply(spec, transform, b64))]
+    objective = [weight_distance(a, b), _aligned_distance(spec, transform.elements, a, b)]
     return _finish(
         "activation",
         group,
