@@ -1,121 +1,135 @@
-"""Barrier-curve evaluation: vectorised ``evaluate_path`` against a per-λ module loop.
+"""Barrier curves: ``evaluate_path`` against loss-landscapes and a per-λ module loop.
 
-Baseline: the usual way, one ``nn.Module`` whose parameters are overwritten with each
-interpolated state (``load_state_dict``) and evaluated. Same models (two random inits), same 25
-points, same data (497 random samples, the size of the digits test split), same process, same
-batch. Each timing is the median of 5 runs after one warm-up, with one torch thread and with the
-default. Prints ratios; asserts nothing about time.
+Same models (zoo checkpoints seeds 0 and 1 of mlp-digits and vit-digits), same 25 points
+λ = 0, 1/24, …, 1, same data (the 497 digits of the test split, one batch), same process, one
+torch thread. Peers:
+
+- ``loss-landscapes`` ``linear_interpolation(model_start, model_end, metric, steps,
+  deepcopy_model=True)`` with a ``Metric`` subclass returning (loss, accuracy). It walks
+  ``start + i·(end − start)/steps`` for i = 1..steps in place and never evaluates the start
+  itself, so B (λ = 0) is the start, A (λ = 1) the end, ``steps = 24``, and the start is
+  evaluated once more through the same metric (timed with it).
+- module loop: one ``nn.Module``, ``load_state_dict(λ·A + (1−λ)·B)`` per λ, then evaluate.
+
+For attention models the row "ours, vmap" forces the vectorised pass with the chunk the
+library chose before it switched attention models on the CPU to one plain forward per λ.
+Values are checked against ours (max |Δloss| and |Δbarrier| below 1e-4). Prints ratios;
+asserts nothing about time.
 
     .venv/bin/python bench/bench_curve.py
 """
 
 from __future__ import annotations
 
-import os
-import statistics
-import time
+import sys
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from landscape.barrier import evaluate_path
-from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
+from bench.common import (
+    REPEATS,
+    Ratio,
+    Wrapped,
+    digits_test,
+    machine_line,
+    module_loop_path,
+    ratio_table,
+    table,
+    timed,
+    version,
+    zoo_pair,
+)
+from landscape.barrier import (
+    CPU_BUDGET_ELEMENTS,
+    _activation_elements,
+    barrier_from_curve,
+    evaluate_path,
+)
+from landscape.models import loss_and_accuracy
 
-N, POINTS, REPEATS, BATCH = 497, 25, 5, 497
-
-CONFIGS = {
-    "mlp": ModelConfig("mlp", d_model=32, d_mlp=64, n_layers=2, n_out=10, d_in=64),
-    "vit": ModelConfig(
-        "vit",
-        d_model=64,
-        n_heads=4,
-        d_head=16,
-        d_mlp=128,
-        n_layers=2,
-        image_size=8,
-        patch_size=2,
-        n_out=10,
-    ),
-}
-
-
-class Wrapped(torch.nn.Module):
-    """An nn.Module around the functional model (parameter names cannot contain dots)."""
-
-    def __init__(self, cfg: ModelConfig, params: Params) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.names = list(params)
-        for name, t in params.items():
-            self.register_parameter(name.replace(".", "__"), torch.nn.Parameter(t.clone()))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        params = {n: getattr(self, n.replace(".", "__")) for n in self.names}
-        return forward(self.cfg, params, x)
+POINTS = 25
+MODELS = ("mlp-digits", "vit-digits")
+TOLERANCE = 1e-4
 
 
-def loop_path(module: Wrapped, a: Params, b: Params, x, y, lambdas) -> torch.Tensor:
-    losses = []
-    with torch.no_grad():
-        for lam in lambdas.tolist():
-            state = {k.replace(".", "__"): lam * a[k] + (1 - lam) * b[k] for k in a}
-            module.load_state_dict(state)
-            loss_sum = 0.0
-            for s in range(0, x.shape[0], BATCH):
-                loss, _ = loss_and_accuracy(module.cfg, module(x[s : s + BATCH]), y[s : s + BATCH])
-                loss_sum += float(loss) * y[s : s + BATCH].numel()
-            losses.append(loss_sum / y.numel())
-    return torch.tensor(losses, dtype=torch.float64)
+def loss_landscapes_path(a_module: Wrapped, b_module: Wrapped, x, y, steps: int):
+    """(loss, accuracy) at λ = 0, 1/steps, …, 1 through loss-landscapes."""
+    import loss_landscapes
+    from loss_landscapes.metrics import Metric
+
+    class LossAccuracy(Metric):
+        def __call__(self, model_wrapper) -> tuple[float, float]:
+            with torch.no_grad():
+                logits = model_wrapper.forward(x)
+                loss, acc = loss_and_accuracy(a_module.cfg, logits, y)
+            return float(loss), float(acc)
+
+    metric = LossAccuracy()
+    start = metric(loss_landscapes.model_interface.model_wrapper.wrap_model(b_module))
+    rest = loss_landscapes.linear_interpolation(
+        b_module, a_module, metric, steps=steps, deepcopy_model=True
+    )
+    values = torch.tensor([start, *map(tuple, rest)], dtype=torch.float64)
+    return values[:, 0], values[:, 1]
 
 
-def median_time(fn, *args, **kwargs) -> tuple[float, object]:
-    out = fn(*args, **kwargs)  # warm-up
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        out = fn(*args, **kwargs)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+def _one_model(name: str, lambdas: torch.Tensor, repeats: int) -> tuple[list, list[Ratio]]:
+    cfg, (a, b) = zoo_pair(name)
+    x, y = digits_test(cfg)
+    batch = x.shape[0]
+    t_ours, (loss, acc) = timed(
+        partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch), repeats
+    )
+    ours = barrier_from_curve(lambdas, loss, acc)
+    rows = [(name, "ours, evaluate_path", t_ours, 1.0, 0.0, ours.barrier_loss)]
+    candidates = []
+    if cfg.has_attn:
+        old_chunk = max(1, CPU_BUDGET_ELEMENTS // (batch * _activation_elements(cfg)))
+        fn = partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=old_chunk)
+        candidates.append((f"ours, vmap chunk {old_chunk}", False, fn))
+    a_mod, b_mod, loop_mod = Wrapped(cfg, a), Wrapped(cfg, b), Wrapped(cfg, a)
+    ll = partial(loss_landscapes_path, a_mod, b_mod, x, y, len(lambdas) - 1)
+    candidates.append((f"loss-landscapes {version('loss-landscapes')}", True, ll))
+    loop = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, batch)
+    candidates.append(("module loop", True, loop))
+    ratios = []
+    for label, is_peer, fn in candidates:
+        t, (p_loss, p_acc) = timed(fn, repeats)
+        theirs = barrier_from_curve(lambdas, p_loss, p_acc)
+        d_loss = float((p_loss - loss).abs().max())
+        d_barrier = abs(theirs.barrier_loss - ours.barrier_loss)
+        ok = "yes" if max(d_loss, d_barrier) < TOLERANCE else "NO"
+        rows.append((name, label, t, t / t_ours, d_loss, theirs.barrier_loss))
+        if is_peer:
+            agree = f"max|Δloss| {d_loss:.1e}, |Δbarrier| {d_barrier:.1e} ({ok})"
+            ratios.append(Ratio(f"curve, {len(lambdas)} points", name, label, t_ours, t, agree))
+    return rows, ratios
+
+
+def run(repeats: int = REPEATS) -> tuple[str, list[Ratio]]:
+    lambdas = torch.linspace(0, 1, POINTS, dtype=torch.float64)
+    rows, ratios = [], []
+    for name in MODELS:
+        r, q = _one_model(name, lambdas, repeats)
+        rows += r
+        ratios += q
+    head = (
+        f"barrier curve: {POINTS} points, digits test split (497, one batch), "
+        f"median of {repeats}; {machine_line()}"
+    )
+    headers = ("model", "method", "seconds", "vs ours", "max|Δloss|", "barrier")
+    return head + "\n" + table(headers, rows), ratios
 
 
 def main() -> None:
-    default_threads = torch.get_num_threads()
-    lambdas = torch.linspace(0, 1, POINTS, dtype=torch.float64)
-    gen = torch.Generator().manual_seed(0)
-    rows = []
-    for arch, cfg in CONFIGS.items():
-        a, b = init_params(cfg, 0), init_params(cfg, 1)
-        if arch == "mlp":
-            x = torch.randn(N, cfg.d_in, generator=gen)
-        else:
-            x = torch.randn(N, cfg.image_size, cfg.image_size, generator=gen)
-        y = torch.randint(0, cfg.n_out, (N,), generator=gen)
-        module = Wrapped(cfg, a)
-        for threads in sorted({1, default_threads}):
-            torch.set_num_threads(threads)
-            t_vec, (loss_vec, _) = median_time(
-                evaluate_path, cfg, a, b, x, y, lambdas, batch_size=BATCH
-            )
-            t_loop, loss_loop = median_time(loop_path, module, a, b, x, y, lambdas)
-            delta = float((loss_vec - loss_loop).abs().max())
-            rows.append((arch, threads, "vmap evaluate_path", t_vec, delta))
-            rows.append((arch, threads, "module loop", t_loop, delta))
-    torch.set_num_threads(default_threads)
-
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"{POINTS} points, {N} samples, batch {BATCH}, median of {REPEATS}")
-    print(f"{os.cpu_count()} CPUs, default {default_threads} torch threads, load average {load}")
-    header = (
-        f"{'model':<5} {'threads':>7}  {'method':<19} {'seconds':>9} {'ratio':>7} {'max|Δ|':>9}"
-    )
-    print(header)
-    print("-" * len(header))
-    for arch in CONFIGS:
-        mine = [r for r in rows if r[0] == arch]
-        best = min(r[3] for r in mine)
-        for r in mine:
-            print(f"{r[0]:<5} {r[1]:>7}  {r[2]:<19} {r[3]:>9.4f} {r[3] / best:>6.2f}x {r[4]:>9.1e}")
-        fastest = min(mine, key=lambda r: r[3])
-        print(f"fastest for {arch}: {fastest[2]} with {fastest[1]} thread(s)\n")
+    torch.set_num_threads(1)
+    text, ratios = run()
+    print(text)
+    print()
+    print(ratio_table(ratios))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ L_B = L(θ(0)) and accuracies acc_A, acc_B:
 Many interpolated models are evaluated at once: the mixed parameters of a chunk of λ values are
 stacked along a new leading axis (one tensor per parameter name, not one model per λ) and
 ``torch.func.vmap`` runs ``models.forward`` over that axis, one pass per data batch
-(DESIGN §4). Losses and accuracies are exact means over every prediction in the data set
-(every token for gpt), accumulated in float64.
+(DESIGN §4). On the CPU, attention models are the exception: vmap turns their einsums over
+stacked weights into batched matmuls plus copies, slower than one model at a time, so they run
+one plain functional forward per mixture (still no module, no per-λ copy of a state dict;
+``auto_chunk``, bench/bench_curve.py). Losses and accuracies are exact means over every
+prediction in the data set (every token for gpt), accumulated in float64.
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ def _linspace(lambdas: Lambdas) -> torch.Tensor:
 # Activation elements one vectorised step may hold on the CPU (≈ 16 MB in float32). Larger
 # stacks turn the pass memory-bound and slower than a per-λ loop (bench/bench_curve.py).
 CPU_BUDGET_ELEMENTS = 2**22
+# Activation elements of one plain (single-model) forward on the CPU (≈ 1 MB): attention runs
+# fastest on cache-sized slices of the batch (vit-digits ~15%, gpt-shakespeare ~25% faster
+# than one 512-row pass; bench/bench_curve.py).
+CPU_SLICE_ELEMENTS = 2**18
 
 
 def _activation_elements(cfg: ModelConfig) -> int:
@@ -94,10 +101,16 @@ def _activation_elements(cfg: ModelConfig) -> int:
 
 def auto_chunk(cfg: ModelConfig, batch: int, device: torch.device) -> int:
     """How many mixtures to stack per pass: the most whose activations fit the budget
-    (CPU: ``CPU_BUDGET_ELEMENTS``; CUDA: 1/16 of the free memory in elements of 4 bytes)."""
+    (CPU: ``CPU_BUDGET_ELEMENTS``; CUDA: 1/16 of the free memory in elements of 4 bytes).
+
+    Attention models on the CPU get 1: a chunk of one runs the plain forward, which beats the
+    vmapped attention there (module docstring).
+    """
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         budget = free // (4 * 16)
+    elif cfg.has_attn:
+        return 1
     else:
         budget = CPU_BUDGET_ELEMENTS
     return max(1, budget // max(1, batch * _activation_elements(cfg)))
@@ -145,11 +158,23 @@ def evaluate_mixtures(
     chunk = max(1, min(chunk, k_total))
     n_batches = -(-n // batch_size)
 
+    rows = x_all.shape[0]
+    if dev.type == "cpu":
+        rows = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg))
+
+    def logits_of(stacked: Params, k: int, x: torch.Tensor) -> torch.Tensor:
+        if k > 1:
+            return batched(stacked, x)
+        # one model: the plain forward, without vmap's batching rules, in cache-sized slices
+        single = {name: v[0] for name, v in stacked.items()}
+        parts = [forward(cfg, single, x[i : i + rows]) for i in range(0, x.shape[0], rows)]
+        return torch.cat(parts)[None]
+
     def run_chunk(lo: int, hi: int) -> None:
         stacked = mix(ends, weights[lo:hi])
         for b, start in enumerate(range(0, n, batch_size)):
             y = y_all[start : start + batch_size].reshape(-1)
-            logits = batched(stacked, x_all[start : start + batch_size])  # (k, batch, [pos,] out)
+            logits = logits_of(stacked, hi - lo, x_all[start : start + batch_size])
             logits = logits.reshape(hi - lo, y.shape[0], -1)
             logp = logits.log_softmax(-1)
             nll = -logp.gather(-1, y.expand(hi - lo, -1).unsqueeze(-1)).squeeze(-1)
@@ -158,7 +183,7 @@ def evaluate_mixtures(
             if progress is not None:
                 progress(lo * n_batches + (b + 1) * (hi - lo), k_total * n_batches)
 
-    with torch.no_grad():
+    with torch.inference_mode():  # no autograd bookkeeping at all (a few % on small models)
         lo = 0
         while lo < k_total:
             hi = min(lo + chunk, k_total)
