@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 from landscape.matching import (
     MatchResult,
+    _grouped_perm,
     _solve,
     function_check,
     matching_kinds,
@@ -49,7 +50,18 @@ from landscape.matching import (
     weight_matching,
 )
 from landscape.models import ModelConfig, Params, forward
-from landscape.symmetry import ABS, ORTH, Element, Spec, Transform, apply, spec_for
+from landscape.symmetry import (
+    ABS,
+    GROUP_OF,
+    ORTH,
+    PERM,
+    PERM_OF,
+    Element,
+    Spec,
+    Transform,
+    apply,
+    spec_for,
+)
 
 LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
 INITS = ("weight", "identity")
@@ -58,10 +70,17 @@ Progress = Callable[[int, int], None]
 __all__ = ["INITS", "LAMBDAS", "apply_dense", "learned_matching", "project"]
 
 
-def project(kind: str, z: torch.Tensor) -> Element:
-    """The element of ``kind`` nearest to Z: maximises ``tr(Gᵀ Z)`` over the group (float64)."""
+def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
+    """The element of ``kind`` nearest to Z: maximises ``tr(Gᵀ Z)`` over the group (float64).
+
+    ``group`` > 1 (grouped-query heads): permutations moving blocks of that many slots.
+    """
     # matching._solve maximises Σ_i s_i M[i, π(i)] with G[π(i), i] = s_i, i.e. tr(Gᵀ Mᵀ)
-    return _solve(kind, z.detach().to("cpu", torch.float64).T, None)
+    m = z.detach().to("cpu", torch.float64).T
+    if group > 1 and kind == PERM:
+        perm = _grouped_perm(m, group)
+        return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
+    return _solve(kind, m, None)
 
 
 def apply_dense(
@@ -74,8 +93,10 @@ def apply_dense(
 
     Along every axis with a role of a variable in ``mats``: ``W'[.., i, ..] = Σ_j M[j, i]·W[.., j,
     ..]`` with M = G for "G" and "G⁻ᵀ" (equal for the orthogonal matrices used here: the forward
-    value of a straight-through G is always a group element), and M = |G| for gains, taken from
-    ``abs_mats`` when given (so the straight-through gradient survives) else ``G.abs()``.
+    value of a straight-through G is always a group element), and M = |G| for gains and gated-FFN
+    gates (P(G)), taken from ``abs_mats`` when given (so the straight-through gradient survives)
+    else ``G.abs()``. Grouped-query K/V heads (G/group) take the block means of G over the
+    variable's groups: for a block-moving permutation that is the induced permutation of groups.
     Works from the spec's axes only: no per-architecture code.
     """
     out: Params = {}
@@ -84,8 +105,11 @@ def apply_dense(
             if role is None or role.var not in mats:
                 continue
             m = mats[role.var]
-            if role.act == ABS:
+            if role.act in (ABS, PERM_OF):
                 m = abs_mats[role.var] if abs_mats is not None else m.abs()
+            elif role.act == GROUP_OF:
+                r = spec.variables[role.var].group
+                m = m.reshape(m.shape[0] // r, r, m.shape[1] // r, r).sum((1, 3)) / r
             w = (w.movedim(axis, -1) @ m.to(w.dtype)).movedim(-1, axis)
         out[name] = w
     return out
@@ -166,6 +190,7 @@ def learned_matching(
     else:
         start = naive(cfg, params_a, params_b, group)
     sizes = {v: spec.variables[v].size for v in kinds}
+    groups = {v: spec.variables[v].group for v in kinds}
     g_init = {
         v: start.transform.matrix(v)
         if v in start.transform.elements
@@ -204,7 +229,7 @@ def learned_matching(
             mats = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
             return float(merged_loss(mats, None, x_ev, y_ev, lam_ev))
 
-    best = {v: project(kinds[v], z) for v, z in latents.items()}
+    best = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
     best_loss, best_step = score(best), 0
     eval_curve = [{"step": 0, "loss": best_loss}]
     curve: list[dict[str, float]] = []
@@ -217,7 +242,7 @@ def learned_matching(
         cursor += batch_size
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
 
-        elements = {v: project(kinds[v], z) for v, z in latents.items()}
+        elements = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
         hard = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
         ste = {v: z + (hard[v] - z).detach() for v, z in latents.items()}
         signs = {v: torch.where(h < 0, -1.0, 1.0) for v, h in hard.items()}
@@ -237,7 +262,7 @@ def learned_matching(
             flip_steps.append(step)
         last_det = det
         if (step + 1) % eval_every == 0 or step + 1 == steps:
-            elements = {v: project(kinds[v], z) for v, z in latents.items()}
+            elements = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
             current = score(elements)
             eval_curve.append({"step": step + 1, "loss": current})
             if current < best_loss:
@@ -253,7 +278,7 @@ def learned_matching(
     if not check < 1e-3:
         raise RuntimeError(f"learned transform changed B's function (max |Δlogits| {check:.3g})")
     moved = {  # units whose assignment differs from the start
-        v: int((project(kinds[v], g_init[v]).perm != e.perm).sum())
+        v: int((project(kinds[v], g_init[v], groups[v]).perm != e.perm).sum())
         for v, e in elements.items()
         if e.is_monomial
     }

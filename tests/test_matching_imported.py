@@ -168,3 +168,17 @@ def test_bias_free_layernorm_orth_gets_zero_reader_biases() -> None:
     assert r.cfg.bias and r.cfg.norm == "rms" and "blocks.0.attn.b_Q" in r.params_a
     assert _max_diff(r.params_a, r.params_b) < 1e-6
     assert r.function_check < 1e-4
+
+
+@pytest.mark.parametrize("group", ["signed-perm", "orth"])
+def test_learned_matching_runs_on_grouped_query_llama(imported, group: str) -> None:
+    # grouped heads project onto block-moving permutations; gates see |G| (apply checks both)
+    from landscape.data import Split
+    from landscape.learned import learned_matching
+
+    cfg0, a0 = imported["llama"]
+    cfg, a, b = _planted(cfg0, {k: v.float() for k, v in a0.items()}, group)
+    x = _tokens(cfg, 64)
+    r = learned_matching(cfg, a, b, group, Split(x[:, :-1], x[:, 1:]), steps=6, eval_every=3)
+    assert r.function_check < 1e-4
+    assert _max_diff(r.params_a, r.params_b) < 1e-5  # started from the exact WM solution
