@@ -126,6 +126,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--points", type=int, default=25)
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
+
+    p = sub.add_parser("inspect", parents=[common],
+                       help="what a checkpoint is and which symmetries it admits")  # fmt: skip
+    p.add_argument("path", help="Hugging Face directory (config.json + safetensors) or .gguf file")
+
+    p = sub.add_parser(
+        "pair-barrier", parents=[common],
+        help="barrier between two checkpoint paths (imported or landscape format)",
+        description="Align B to A and measure the loss/accuracy barrier along "
+        "λ·A + (1−λ)·π(B), λ = 1 is A. A and B are paths: Hugging Face directories "
+        "(config.json + safetensors; GPT-2, Llama family, ViT), .gguf files, or landscape "
+        "checkpoint directories, of one architecture (e.g. two fine-tunes of one base). "
+        "Language models are evaluated by next-token loss on windows of --text FILE (A's "
+        "tokenizer.json when present, else bytes or characters); ViT/MLP classifiers on "
+        "--data digits|fashion. Zoo models by name and seed: use `landscape barrier`.",
+    )  # fmt: skip
+    p.add_argument("a", help="checkpoint A (λ = 1)")
+    p.add_argument("b", help="checkpoint B, aligned to A")
+    p.add_argument("--method", choices=methods, default="weight")
+    p.add_argument("--group", choices=groups, default="perm")
+    p.add_argument("--text", help="UTF-8 text file for language models")
+    p.add_argument("--data", choices=["digits", "fashion"], help="image data for classifiers")
+    p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
+    p.add_argument("--points", type=int, default=11)
+    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--n-ctx", type=int, default=128, help="tokens per window (default 128)")
+    p.add_argument("--max-windows", type=int, default=64, help="windows evaluated (default 64)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                   help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
     return parser
 
 
@@ -324,6 +353,36 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
     out = tr.save_artifact(args.out, moved, a.cfg)
     return {"artifact": artifact.kind, "from": f"{args.model} seed {args.seed}", "to": target,
             "mode": args.mode, "out": str(out)}  # fmt: skip
+
+
+@command("inspect")
+def _inspect(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.importers import inspect_checkpoint
+
+    return inspect_checkpoint(args.path)
+
+
+@command("pair-barrier")
+def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from landscape.pairs import barrier_paths
+
+    bar = tqdm(total=100, desc=f"pair-barrier {args.method}/{args.group}", file=sys.stderr,
+               leave=False)  # fmt: skip
+
+    def progress(stage: str, frac: float) -> None:
+        bar.set_postfix_str(stage)
+        bar.update(round(100 * frac) - bar.n)
+
+    try:
+        return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
+                             data=args.data, data_dir=args.data_dir, points=args.points,
+                             split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
+                             device=args.device, dtype=args.dtype,
+                             progress=progress)  # fmt: skip
+    finally:
+        bar.close()
 
 
 def _status(text: str) -> None:

@@ -1,0 +1,121 @@
+"""Pair barriers between checkpoint paths: imported and landscape-format, cached, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+transformers = pytest.importorskip("transformers")
+
+from landscape.cache import Cache  # noqa: E402
+from landscape.cli import main  # noqa: E402
+from landscape.errors import LandscapeError  # noqa: E402
+from landscape.importers import import_checkpoint  # noqa: E402
+from landscape.models import ModelConfig, init_params  # noqa: E402
+from landscape.pairs import barrier_paths  # noqa: E402
+from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
+from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+KEYS = {
+    "lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
+    "endpoint_accuracy", "function_check", "seconds", "cached", "device",
+}  # fmt: skip
+
+
+def _llama(seed: int, kv: int = 2):
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=kv,
+        intermediate_size=24, vocab_size=256, max_position_embeddings=32,
+        tie_word_embeddings=False,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Paths of two Llama fine-tune stand-ins, a planted-gauge copy of A, an MHA model, text."""
+    root = tmp_path_factory.mktemp("pairs")
+    paths = {}
+    for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
+        paths[name] = root / name
+        _llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
+    a = import_checkpoint(paths["a"])
+    spec = spec_for(a.cfg)
+    moved = apply(spec, random_transform(spec, "signed-perm", 4), a.params)
+    paths["planted"] = save_checkpoint_dir(Checkpoint(a.cfg, moved, {}), root / "planted")
+    text = root / "text.txt"
+    text.write_text("To be, or not to be, that is the question. " * 60)
+    paths["text"] = text
+    return paths
+
+
+def _run(pair, b: str, tmp_path, **kw) -> dict:
+    kw = {"text": pair["text"], "points": 3, "n_ctx": 16, "max_windows": 4, **kw}
+    return barrier_paths(pair["a"], pair[b], cache=Cache(tmp_path), device="cpu", **kw)
+
+
+def test_planted_gauge_has_no_barrier_and_results_are_cached(pair, tmp_path) -> None:
+    r = _run(pair, "planted", tmp_path, group="signed-perm")
+    assert KEYS <= set(r) and not r["cached"]
+    assert r["barrier_loss"] < 1e-6 and r["function_check"] < 1e-4
+    assert r["data"]["tokens"] == "bytes" and r["windows"] == 4
+    assert r["endpoint_loss"][0] == pytest.approx(r["endpoint_loss"][1], abs=1e-5)
+    again = _run(pair, "planted", tmp_path, group="signed-perm")
+    assert again["cached"] and again["loss"] == r["loss"]
+
+
+@pytest.mark.parametrize("method", ["naive", "weight", "activation"])
+def test_independent_pair_runs_every_method(pair, tmp_path, method: str) -> None:
+    r = _run(pair, "b", tmp_path, method=method, group="orth")
+    assert len(r["loss"]) == 3 and r["barrier_loss"] >= 0
+    assert r["function_check"] < 1e-4 and r["lambdas"] == [0.0, 0.5, 1.0]
+
+
+def test_mismatched_architectures_name_the_field(pair, tmp_path) -> None:
+    with pytest.raises(LandscapeError, match="n_kv_heads") as e:
+        _run(pair, "mha", tmp_path)
+    assert "\n" not in str(e.value)
+
+
+def test_language_model_needs_text(pair, tmp_path) -> None:
+    with pytest.raises(LandscapeError, match="--text"):
+        _run(pair, "b", tmp_path, text=None)
+
+
+def test_image_models_use_digits_or_refuse(tmp_path) -> None:
+    cfg = ModelConfig("vit", d_model=8, d_mlp=12, n_layers=1, n_out=10, n_heads=2, d_head=4,
+                      image_size=8, patch_size=4)  # fmt: skip
+    for seed in (0, 1):
+        save_checkpoint_dir(Checkpoint(cfg, init_params(cfg, seed), {}), tmp_path / f"v{seed}")
+    kw = {"cache": Cache(tmp_path / "c"), "device": "cpu", "points": 3}
+    r = barrier_paths(tmp_path / "v0", tmp_path / "v1", "weight", "perm", data="digits", **kw)
+    assert r["data"]["data"] == "digits" and r["windows"] == 497
+    with pytest.raises(LandscapeError, match="image data set"):
+        barrier_paths(tmp_path / "v0", tmp_path / "v1", "weight", "perm", **kw)
+
+
+def test_cli_inspect_and_pair_barrier(pair, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path))
+    assert main(["inspect", str(pair["a"]), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["config"]["n_kv_heads"] == 2 and info["model_type"] == "llama"
+    argv = ["pair-barrier", str(pair["a"]), str(pair["b"]), "--text", str(pair["text"]),
+            "--n-ctx", "16", "--max-windows", "2", "--points", "3", "--group", "orth",
+            "--device", "cpu", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(out) and out["group"] == "orth"
+    assert main([*argv[:2], str(pair["mha"]), *argv[3:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
+    assert err.startswith("landscape: error: mismatched architectures")
+    assert "has n_kv_heads=2" in err and "has n_kv_heads=4" in err
