@@ -17,8 +17,17 @@ Conventions
   is exactly the solvers' convention (``perm[i] = j``: B's unit j goes to A's slot i). Dense
   solutions of the solvers map column vectors (``aligned b = X b``), so G = Xᵀ.
 - **Gauge variables matched.** ``resid`` gets the group's residual kind; FFN units ``mlp{l}``
-  and heads ``heads{l}`` are permutations in every group. The within-head maps ``qk{l}``/``ov{l}``
-  are never matched: the head cost is invariant to them.
+  and heads ``heads{l}`` are permutations in every group, except gated (SwiGLU) FFN units under
+  ``signed-perm`` and ``orth``, which are signed permutations (the sign acts on the linear up
+  projection; the gate, role ``P(G)``, is only permuted and enters the assignment unsigned like
+  a norm gain). Grouped-query heads (``Variable.group`` = r > 1) move as whole key/value groups:
+  the cost of pairing A's group I with B's group J is the best assignment of their r query
+  heads, and the groups are then assigned on those costs (K/V weights, role ``G/group``, are
+  repeated per query head for the circuit cost). The within-head maps ``qk{l}``/``ov{l}`` are
+  never matched: the head cost is invariant to them.
+- **Memory.** Nothing holds a transformed copy of the whole model during the descent: B' is
+  formed one touched parameter at a time (in float64, cast from the stored dtype), so weight
+  matching keeps the inputs, their processed forms and the final aligned B.
 
 Weight matching (WM)
 --------------------
