@@ -27,16 +27,31 @@ from landscape.models import ModelConfig, Params, forward, loss_and_accuracy
 REPEATS = 5
 
 
-def timed(fn: Callable[[], Any], repeats: int = REPEATS, warmup: int = 1) -> tuple[float, Any]:
-    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs, and its output."""
+def timed(
+    fn: Callable[..., Any],
+    repeats: int = REPEATS,
+    warmup: int = 1,
+    setup: Callable[[], Any] | None = None,
+) -> tuple[float, Any]:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs, and its output.
+
+    With ``setup``, every run is ``fn(setup())`` and only ``fn`` is timed (fresh copies of a
+    model that ``fn`` changes in place).
+    """
+
+    def once() -> tuple[float, Any]:
+        args = () if setup is None else (setup(),)
+        t = time.perf_counter()
+        out = fn(*args)
+        return time.perf_counter() - t, out
+
     out = None
     for _ in range(warmup):
-        out = fn()
+        _, out = once()
     times = []
     for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
+        t, out = once()
+        times.append(t)
     return statistics.median(times), out
 
 
