@@ -419,3 +419,314 @@ def figure_atlas(result: dict[str, Any], *, presentation: bool = False) -> go.Fi
                       legend={"title": {"text": "● seed  × gauge copy"}})  # fmt: skip
     fig.update_annotations(font={"size": _font_size(presentation)})
     return fig
+
+
+# ---------------------------------------------------------------- gauge sweeps
+
+VALID_COLOUR, INVALID_COLOUR = PALETTE[2], PALETTE[3]
+GAUGE_LABEL = {"perm": "S_d", "signed-perm": "B_d", "orth": "O(d)"}
+LOG_FLOOR = 1e-16  # log axes cannot show 0: smaller values are drawn at this floor
+
+
+def _floor(values: Sequence[float | None]) -> list[float | None]:
+    return [None if v is None else max(float(v), LOG_FLOOR) for v in values]
+
+
+def figure_symmetry_check(
+    rows: Sequence[dict[str, Any]], *, tol: float = 1e-9, presentation: bool = False
+) -> go.Figure:
+    """Measured max |Δlogits| of every symmetry level (``symmetry_table`` rows), log scale.
+
+    Valid levels are green, invalid ones orange; the dashed line is the float64 tolerance below
+    which a transform counts as function-preserving.
+    """
+    names = [r["group"] for r in rows]
+    values = [float(r["max_abs_dlogits"]) for r in rows]
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=_floor(values),
+            orientation="h",
+            name="max |Δlogits|",
+            marker={"color": [VALID_COLOUR if r["valid"] else INVALID_COLOUR for r in rows]},
+            customdata=[
+                ["valid" if r["valid"] else "invalid", v] for r, v in zip(rows, values, strict=True)
+            ],
+            hovertemplate="%{y}<br>%{customdata[0]}, max |Δlogits| = %{customdata[1]:.2e}"
+            "<extra></extra>",
+        )
+    )
+    fig.add_vline(
+        x=tol,
+        line={"dash": "dash", "color": "#444", "width": 1.5},
+        annotation_text=f"tolerance {tol:g}",
+        annotation_position="top",
+    )
+    fig.update_xaxes(type="log", title_text="max |Δlogits| (float64)", exponentformat="power")
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=max(300, 40 * len(rows) + 110), showlegend=False, margin={"l": 20, "t": 40}
+    )
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def figure_scramble(scramble: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """Scramble test: loss barrier between θ and g(θ), naive and after matching restricted to
+    S_d, B_d and O(d), grouped by the group g was drawn from (mean over draws, log y).
+
+    Matching within a group that contains g recovers it: the barrier drops to ~1e-8 (numerical
+    noise); a group too small to contain g leaves a barrier of order 1e-1.
+    """
+    summary = scramble["summary"]
+    x = [s["label"] for s in summary]
+    series = [("naive", "naive (no matching)", "#888888")] + [
+        (f"matched_{g}", f"matched in {label}", PALETTE[i])
+        for i, (g, label) in enumerate(GAUGE_LABEL.items())
+    ]
+    fig = go.Figure()
+    for key, name, colour in series:
+        raw = [s.get(key) for s in summary]
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=_floor(raw),
+                name=name,
+                marker={"color": colour},
+                customdata=raw,
+                hovertemplate=f"g ∈ %{{x}}<br>{name}<br>barrier %{{customdata:.2e}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title_text="g drawn from", showgrid=False)
+    fig.update_yaxes(type="log", title_text="test loss barrier (nats)", exponentformat="power")
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        barmode="group",
+        height=420 if presentation else 380,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig
+
+
+RECOVERY_SERIES = (
+    ("activations", "marginalised", "activations, sign-marginalised", PALETTE[0], "solid"),
+    ("activations", "signed", "activations, signed correlation", PALETTE[0], "dot"),
+    ("weights", "marginalised", "weights, sign-marginalised", PALETTE[3], "solid"),
+    ("weights", "signed", "weights, signed correlation", PALETTE[3], "dot"),
+)
+
+
+def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """Recovery of a B_d gauge under fine-tuning drift (``recovery_under_drift``).
+
+    Left: share of coordinates mapped to the right place; right: share recovered exactly
+    (place and sign), against fine-tuning steps k (categorical axis). Colour: from activations
+    or weights; solid: sign-marginalised assignment, dotted: signed correlation. The grey line
+    is the share of unflipped signs, where signed correlation plateaus.
+    """
+    from plotly.subplots import make_subplots
+
+    curve = recovery["curve"]
+    ks = [str(c["steps"]) for c in curve]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.1,
+        shared_yaxes=True,
+        subplot_titles=["permutation right", "coordinate right (place and sign)"],
+    )
+    for col, metric in ((1, "perm"), (2, "coord")):
+        for source, method, name, colour, dash in RECOVERY_SERIES:
+            key = f"{source}_{method}_{metric}"
+            fig.add_trace(
+                go.Scatter(
+                    x=ks,
+                    y=[c.get(key) for c in curve],
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    line={"color": colour, "dash": dash, "width": 2.5},
+                    marker={"size": 8},
+                    customdata=[c.get("drift") for c in curve],
+                    hovertemplate=f"{name}<br>k=%{{x}} steps (drift %{{customdata:.3f}})"
+                    "<br>%{y:.1%}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        unflipped = [None if c.get("flipped") is None else 1 - c["flipped"] for c in curve]
+        fig.add_trace(
+            go.Scatter(
+                x=ks,
+                y=unflipped,
+                mode="lines",
+                name="unflipped signs",
+                legendgroup="unflipped",
+                showlegend=col == 1,
+                line={"color": "#999999", "dash": "dash", "width": 1.5},
+                hovertemplate="unflipped signs %{y:.1%}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(title_text="fine-tuning steps k", type="category", row=1, col=col)
+    fig.update_yaxes(
+        title_text="share of coordinates", tickformat=".0%", range=[-0.03, 1.05], row=1, col=1
+    )
+    fig.update_yaxes(tickformat=".0%", range=[-0.03, 1.05], row=1, col=2)
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=460 if presentation else 420,
+        margin={"t": 110},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.1, "x": 0},
+    )
+    fig.update_annotations(font={"size": _font_size(presentation)})
+    return fig
+
+
+def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """Trajectory transport: coordinates recovered between checkpoint 0 and checkpoint t of one
+    run, each stored in its own random B_d gauge, against the distance t in steps. Solid:
+    local matches composed along the run; dotted: the endpoints matched directly."""
+    rows = trajectory["rows"]
+    fig = go.Figure()
+    colours = {"weights": PALETTE[3], "activations": PALETTE[0]}
+    for source in dict.fromkeys(r["source"] for r in rows):
+        rs = [r for r in rows if r["source"] == source]
+        colour = colours.get(source, PALETTE[4])
+        for key, label, dash in (
+            ("local_coord", "composed local matches", "solid"),
+            ("endpoint_coord", "endpoints matched", "dot"),
+        ):
+            name = f"{source}: {label}"
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["steps"] for r in rs],
+                    y=[r[key] for r in rs],
+                    mode="lines",
+                    name=name,
+                    line={"color": colour, "dash": dash, "width": 2.5},
+                    customdata=[r["drift"] for r in rs],
+                    hovertemplate=f"{name}<br>%{{x}} steps apart (drift %{{customdata:.3f}})"
+                    "<br>%{y:.1%}<extra></extra>",
+                )
+            )
+    fig.update_xaxes(title_text="distance along the trajectory (training steps)")
+    fig.update_yaxes(title_text="coordinates recovered", tickformat=".0%", range=[-0.03, 1.05])
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=420 if presentation else 380,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig
+
+
+def figure_claims(claims: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """Claim check: overlap of "the top-k coordinates for class c" re-made in a random gauge
+    with the original claim, raw and after transport back (mean over classes and draws); for
+    S_d and B_d also transported with the permutation alone. Dashed: the chance level k/d."""
+    summary = claims["summary"]
+    x = [s["label"] for s in summary]
+    fig = go.Figure()
+    for key, name, colour in (
+        ("raw", "in the random gauge", "#888888"),
+        ("perm_only", "transported, permutation only", PALETTE[1]),
+        ("transported", "transported back", PALETTE[2]),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=[s.get(key) for s in summary],
+                name=name,
+                marker={"color": colour},
+                hovertemplate=f"g ∈ %{{x}}<br>{name}<br>overlap %{{y:.2f}}<extra></extra>",
+            )
+        )
+    chance = claims["chance"]
+    fig.add_hline(
+        y=chance,
+        line={"dash": "dash", "color": "#222", "width": 1.5},
+        annotation_text=f"chance k/d = {chance:.2g}",
+        annotation_position="top right",
+    )
+    fig.update_xaxes(title_text="g drawn from", showgrid=False)
+    fig.update_yaxes(title_text=f"top-{claims['k']} overlap with the original", range=[0, 1.08])
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        barmode="group",
+        height=420 if presentation else 380,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig
+
+
+TRANSPORT_MODES = (
+    ("exact", "exact B_d", PALETTE[2]),
+    ("perm-only", "permutation only", PALETTE[1]),
+    ("none", "none", "#888888"),
+)
+
+
+def figure_transport(
+    rows: Sequence[dict[str, Any]], *, cap: float = 200.0, presentation: bool = False
+) -> go.Figure:
+    """Transport table: per artifact, the metric on B = g(A) as % of its value on A after moving
+    the artifact exactly (B_d), by the permutation alone, or not at all.
+
+    Every bar is labelled with its value; bars above ``cap`` % (an SAE's NMSE blowing up) are
+    drawn cut at the cap and hatched, so the 100% line stays readable. Rows without a % (the
+    AdamW distance) are left out; 100% is marked.
+    """
+    kept = [r for r in rows if r.get("kept") is not None]
+    artifacts = list(dict.fromkeys(r["artifact"] for r in kept))
+    values = [float(r["kept"]) for r in kept]
+    lo = min([0.0, *values])
+    fig = go.Figure()
+    for mode, name, colour in TRANSPORT_MODES:
+        by = {r["artifact"]: r for r in kept if r["mode"] == mode}
+        true = [float(by[a]["kept"]) if a in by else None for a in artifacts]
+        fig.add_trace(
+            go.Bar(
+                x=artifacts,
+                y=[None if v is None else min(v, cap) for v in true],
+                name=name,
+                marker={
+                    "color": colour,
+                    "pattern": {
+                        "shape": ["/" if v is not None and v > cap else "" for v in true],
+                        "fgcolor": "white",
+                    },
+                },
+                text=["" if v is None else f"{v:.0f}%" for v in true],
+                textposition="outside",
+                cliponaxis=False,
+                textfont={"size": _font_size(presentation) - 3},
+                customdata=[
+                    [by[a]["metric"], by[a]["value"], by[a]["reference"], v]
+                    if a in by
+                    else ["", None, None, None]
+                    for a, v in zip(artifacts, true, strict=True)
+                ],
+                hovertemplate=f"{name}<br>%{{x}}: %{{customdata[3]:.1f}}% of A<br>"
+                "%{customdata[0]} %{customdata[1]:.4g} (A: %{customdata[2]:.4g})"
+                "<extra></extra>",
+            )
+        )
+    fig.add_hline(
+        y=100,
+        line={"dash": "dash", "color": "#222", "width": 1.5},
+        annotation_text="100% = as on A",
+        annotation_position="top left",
+    )
+    fig.update_xaxes(title_text="artifact moved from A to g(A)", showgrid=False)
+    top = cap if max(values, default=0.0) > cap else max(120.0, max(values, default=0.0))
+    fig.update_yaxes(title_text="metric on g(A), % of A", range=[lo, top * 1.12])
+    theme(fig, presentation=presentation)
+    fig.update_layout(
+        barmode="group",
+        height=420 if presentation else 380,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig

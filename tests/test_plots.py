@@ -53,6 +53,103 @@ ATLAS = {
 ZOO = [{"name": "mlp-digits", "seeds": [{"seed": 0, "test_accuracy": 0.98},
                                         {"seed": 1, "test_accuracy": 0.97}]}]  # fmt: skip
 
+_GROUPS = (("perm", "S_d"), ("signed-perm", "B_d"), ("orth", "O(d)"))
+SYMMETRY_ROWS = [
+    {
+        "group": "perm",
+        "acts_on": "resid S_d",
+        "valid": True,
+        "max_abs_dlogits": 3e-15,
+        "needs": "",
+        "note": "exact",
+    },
+    {
+        "group": "orth",
+        "acts_on": "resid O(d)",
+        "valid": False,
+        "max_abs_dlogits": 0.5,
+        "needs": "fold_norm_gains",
+        "note": "gains",
+    },
+    {
+        "group": "orth after fold_norm_gains",
+        "acts_on": "resid O(d)",
+        "valid": True,
+        "max_abs_dlogits": 0.0,
+        "needs": "",
+        "note": "folded",
+    },
+]
+SCRAMBLE = {
+    "summary": [
+        {
+            "group": g,
+            "label": lab,
+            "naive": 0.9,
+            "matched_perm": 1e-8 if i == 0 else 0.1,
+            "matched_signed-perm": 1e-8 if i < 2 else 0.05,
+            "matched_orth": 0.0,
+            "max_abs_dlogits": 1e-15,
+        }
+        for i, (g, lab) in enumerate(_GROUPS)
+    ]
+}
+RECOVERY = {
+    "curve": [
+        {
+            "steps": k,
+            "drift": 0.01 * k,
+            "flipped": 0.5,
+            **{
+                f"{s}_{m}_{q}": (1.0 if m == "marginalised" else 0.5) - 0.001 * k
+                for s in ("activations", "weights")
+                for m in ("signed", "marginalised")
+                for q in ("perm", "sign", "coord")
+            },
+        }
+        for k in (0, 10, 30, 100)
+    ]
+}
+TRAJECTORY = {
+    "rows": [
+        {
+            "source": s,
+            "steps": t,
+            "drift": t / 100,
+            "local_coord": 1 - t / 400,
+            "endpoint_coord": 1 - t / 150,
+        }
+        for s in ("weights", "activations")
+        for t in (10, 20, 30, 40)
+    ]
+}
+CLAIMS = {
+    "k": 4,
+    "chance": 0.125,
+    "summary": [
+        {
+            "group": g,
+            "label": lab,
+            "raw": 0.1,
+            "transported": 1.0,
+            "perm_only": None if g == "orth" else 0.3,
+        }
+        for g, lab in _GROUPS
+    ],
+}
+TRANSPORT = [
+    {
+        "artifact": a,
+        "mode": m,
+        "metric": "x",
+        "value": 1.0,
+        "reference": 1.0,
+        "kept": None if a == "adamw" else v,
+    }
+    for a in ("steering", "sae", "adamw")
+    for m, v in (("exact", 100.0), ("perm-only", 1800.0), ("none", -3.0))
+]
+
 BUILDERS = {
     "symmetry_levels": lambda: plots.figure_symmetry_levels(),
     "interpolation": lambda: plots.figure_interpolation(
@@ -66,6 +163,12 @@ BUILDERS = {
                                                for i in range(40)]),
     "atlas": lambda: plots.figure_atlas(ATLAS),
     "zoo_overview": lambda: plots.figure_zoo_overview(ZOO),
+    "symmetry_check": lambda: plots.figure_symmetry_check(SYMMETRY_ROWS),
+    "scramble": lambda: plots.figure_scramble(SCRAMBLE),
+    "recovery": lambda: plots.figure_recovery(RECOVERY),
+    "trajectory": lambda: plots.figure_trajectory(TRAJECTORY),
+    "claims": lambda: plots.figure_claims(CLAIMS),
+    "transport": lambda: plots.figure_transport(TRANSPORT),
 }  # fmt: skip
 
 
@@ -116,3 +219,19 @@ def test_export_png_and_svg(name):
     assert "<svg" in head
     assert len(svg) > 5_000
     assert svg.rstrip().endswith(b"</svg>")
+
+
+def test_gauge_figures_use_log_axes_and_mark_references():
+    scramble = BUILDERS["scramble"]()
+    assert scramble.layout.yaxis.type == "log"
+    assert min(y for t in scramble.data for y in t.y) > 0  # a barrier of 0 is drawn at a floor
+    check = BUILDERS["symmetry_check"]()
+    assert check.layout.xaxis.type == "log"
+    assert len(set(check.data[0].marker.color)) == 2  # valid and invalid coloured apart
+    claims = BUILDERS["claims"]()
+    assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level
+    transport = BUILDERS["transport"]()
+    assert [t.name for t in transport.data] == ["exact B_d", "permutation only", "none"]
+    assert list(transport.data[0].x) == ["steering", "sae"]  # AdamW has no % kept
+    assert max(transport.data[1].y) == 200.0  # cut at the cap, labelled with the true value
+    assert transport.data[1].text[1] == "1800%"
