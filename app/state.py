@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from landscape.cache import Cache
+from landscape.cache import Cache, Entry
 from landscape.train import available_seeds, get_checkpoint
 from landscape.zoo import Checkpoint, zoo_table
 
@@ -108,9 +108,33 @@ def atlas(
     copies: int,
     group: str,
     projection: str,
-    _progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Atlas coordinates (``landscape.atlas.atlas``)."""
+    """Atlas coordinates (``landscape.atlas.atlas``) read from the disk cache; :class:`NotCached`
+    when they are not there yet (then :func:`compute_atlas`)."""
+    from landscape.atlas import atlas as read
+
+    return read(
+        model,
+        seeds,
+        reference=reference,
+        copies=copies,
+        group=group,
+        projection=projection,
+        cache=_DiskOnly(),
+    )
+
+
+def compute_atlas(
+    model: str,
+    seeds: tuple[int, ...],
+    reference: int,
+    copies: int,
+    group: str,
+    projection: str,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Compute the atlas and store it on disk. Not memoised: a cached function would record the
+    progress bar's updates and replay them in later runs, where that bar no longer exists."""
     from landscape.atlas import atlas as compute
 
     return compute(
@@ -120,8 +144,24 @@ def atlas(
         copies=copies,
         group=group,
         projection=projection,
-        progress=_progress,
+        progress=progress,
     )
+
+
+class NotCached(Exception):
+    """A cache-only lookup found no entry on disk (nothing was computed)."""
+
+
+class _DiskOnly(Cache):
+    """The disk cache, read-only: a miss raises :class:`NotCached` instead of computing."""
+
+    def get_or_compute(
+        self, kind: str, inputs: dict[str, Any], compute: Callable[[], Any]
+    ) -> tuple[Entry, bool]:
+        entry = self.get(kind, self.key(kind, inputs))
+        if entry is None:
+            raise NotCached(kind)
+        return entry, True
 
 
 def clear_memory_caches() -> None:

@@ -103,7 +103,11 @@ def test_atlas_page_renders_and_reruns():
     at = _open("atlas")
     _ok(at)
     assert len(at.get("plotly_chart")) == 1
+    at.run()  # the same controls again: read back, nothing replayed from the first run
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1
     at.slider(key="atlas_copies").set_value(1).run()
     _ok(at)
     at.radio(key="atlas_group").set_value("signed-perm").run()
     _ok(at)
+

@@ -52,23 +52,22 @@ if len(chosen) < 2:
     st.info("Choose at least two seeds.")
     st.stop()
 
-result = None
-with st.status("Placing checkpoints …", expanded=False) as status:
-    bar = st.progress(0.0)
-    try:
-        result = state.atlas(
-            name,
-            tuple(sorted(chosen)),
-            reference,
-            copies,
-            group,
-            projection,
-            _progress=lambda text, f: bar.progress(f, text=text),
-        )
-        status.update(label=f"{len(result['points'])} checkpoints placed", state="complete")
-    except Exception as err:
-        status.update(label="Atlas failed", state="error")
-        show_error("The atlas", err)
+args = (name, tuple(sorted(chosen)), reference, copies, group, projection)
+try:
+    result = state.atlas(*args)
+except state.NotCached:
+    result = None
+    with st.status("Placing checkpoints …", expanded=False) as status:
+        bar = st.progress(0.0)
+        try:
+            result = state.compute_atlas(*args, progress=lambda text, f: bar.progress(f, text=text))
+            status.update(label=f"{len(result['points'])} checkpoints placed", state="complete")
+        except Exception as err:
+            status.update(label="Atlas failed", state="error")
+            show_error("The atlas", err)
+except Exception as err:
+    result = None
+    show_error("The atlas", err)
 
 if result is not None:
     figure(
