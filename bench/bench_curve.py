@@ -36,9 +36,9 @@ from bench.common import (
     digits_test,
     machine_line,
     module_loop_path,
+    race,
     ratio_table,
     table,
-    timed,
     version,
     zoo_pair,
 )
@@ -80,30 +80,34 @@ def _one_model(name: str, lambdas: torch.Tensor, repeats: int) -> tuple[list, li
     cfg, (a, b) = zoo_pair(name)
     x, y = digits_test(cfg)
     batch = x.shape[0]
-    t_ours, (loss, acc) = timed(
-        partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch), repeats
-    )
-    ours = barrier_from_curve(lambdas, loss, acc)
-    rows = [(name, "ours, evaluate_path", t_ours, 1.0, 0.0, ours.barrier_loss)]
-    candidates = []
+    ours_label = "ours, evaluate_path"
+    fns = {ours_label: partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch)}
+    peers = {}
     if cfg.has_attn:
         old_chunk = max(1, CPU_BUDGET_ELEMENTS // (batch * _activation_elements(cfg)))
-        fn = partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=old_chunk)
-        candidates.append((f"ours, vmap chunk {old_chunk}", False, fn))
+        label = f"ours, vmap chunk {old_chunk}"
+        fns[label] = partial(
+            evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=old_chunk
+        )
+        peers[label] = False
     a_mod, b_mod, loop_mod = Wrapped(cfg, a), Wrapped(cfg, b), Wrapped(cfg, a)
-    ll = partial(loss_landscapes_path, a_mod, b_mod, x, y, len(lambdas) - 1)
-    candidates.append((f"loss-landscapes {version('loss-landscapes')}", True, ll))
-    loop = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, batch)
-    candidates.append(("module loop", True, loop))
+    label = f"loss-landscapes {version('loss-landscapes')}"
+    fns[label] = partial(loss_landscapes_path, a_mod, b_mod, x, y, len(lambdas) - 1)
+    peers[label] = True
+    fns["module loop"] = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, batch)
+    peers["module loop"] = True
+    results = race(fns, repeats)
+    t_ours, (loss, acc) = results.pop(ours_label)
+    ours = barrier_from_curve(lambdas, loss, acc)
+    rows = [(name, ours_label, t_ours, 1.0, 0.0, ours.barrier_loss)]
     ratios = []
-    for label, is_peer, fn in candidates:
-        t, (p_loss, p_acc) = timed(fn, repeats)
+    for label, (t, (p_loss, p_acc)) in results.items():
         theirs = barrier_from_curve(lambdas, p_loss, p_acc)
         d_loss = float((p_loss - loss).abs().max())
         d_barrier = abs(theirs.barrier_loss - ours.barrier_loss)
         ok = "yes" if max(d_loss, d_barrier) < TOLERANCE else "NO"
         rows.append((name, label, t, t / t_ours, d_loss, theirs.barrier_loss))
-        if is_peer:
+        if peers[label]:
             agree = f"max|Δloss| {d_loss:.1e}, |Δbarrier| {d_barrier:.1e} ({ok})"
             ratios.append(Ratio(f"curve, {len(lambdas)} points", name, label, t_ours, t, agree))
     return rows, ratios

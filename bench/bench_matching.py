@@ -40,10 +40,10 @@ from bench.common import (
     Ratio,
     digits_test,
     machine_line,
+    race,
     random_residual_mlp,
     ratio_table,
     table,
-    timed,
     version,
     zoo_pair,
 )
@@ -172,14 +172,17 @@ def _one_model(
     x, y = digits_test(cfg)
     module_a = ResidualMLP(cfg, a)
     template_b = ResidualMLP(cfg, b)
-    t_rb, (b_rb, stream) = timed(
-        partial(rebasin_match, module_a, probe=x[:8]),
+    res = race(
+        {
+            "rebasin": partial(rebasin_match, module_a, probe=x[:8]),
+            "ours": partial(weight_matching, cfg, a, b, "perm"),
+        },
         repeats,
-        setup=partial(copy.deepcopy, template_b),
+        setups={"rebasin": partial(copy.deepcopy, template_b)},
     )
+    (t_rb, (b_rb, stream)), (t_ours, ours) = res["rebasin"], res["ours"]
     replica = rebasin_replica(cfg, a, b, stream) if stream is not None else None
     explained = replica is not None and all(torch.equal(b_rb[k], replica[k]) for k in b_rb)
-    t_ours, ours = timed(partial(weight_matching, cfg, a, b, "perm"), repeats)
 
     def barrier(pa: Params, pb: Params, c: ModelConfig = cfg) -> float:
         return barrier_curve(c, pa, pb, x, y, 25, batch_size=x.shape[0]).barrier_loss

@@ -52,7 +52,25 @@ def timed(
     for _ in range(repeats):
         t, out = once()
         times.append(t)
-    return statistics.median(times), out
+    return (statistics.median(times) if times else float("nan")), out
+
+
+def race(
+    fns: dict[str, Callable[..., Any]],
+    repeats: int = REPEATS,
+    setups: dict[str, Callable[[], Any]] | None = None,
+) -> dict[str, tuple[float, Any]]:
+    """``timed`` for several functions, interleaved: round r runs each function once, so a
+    change of machine load during the race hits all of them alike (medians per function)."""
+    setups = setups or {}
+    results = {k: timed(f, 0, 1, setups.get(k)) for k, f in fns.items()}  # warm-up, outputs
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t, out = timed(f, 1, 0, setups.get(k))
+            times[k].append(t)
+            results[k] = (t, out)
+    return {k: (statistics.median(times[k]), results[k][1]) for k in fns}
 
 
 def version(dist: str) -> str:
