@@ -23,12 +23,15 @@ from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.zoo import (
     Checkpoint,
+    Variant,
     ZooModel,
     data_identity,
+    get_variant,
     load_checkpoint_dir,
     load_shipped,
     shipped,
     split_for,
+    with_variant,
     zoo_model,
 )
 
@@ -61,19 +64,50 @@ def _lr(step: int, tc) -> float:
     return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None):
-    """Endless seeded stream of training batches."""
+# Fixed seeds of the control variants' data changes: the same for every training seed.
+SHUFFLE_SEED, HALVES_SEED = 20_000, 20_001
+
+
+def _relabel(v: Variant | None, targets: torch.Tensor, n: int) -> torch.Tensor:
+    return (targets + 1) % n if v is not None and v.labels == "permuted" else targets
+
+
+def _variant_train(model: ZooModel, v: Variant | None, split: data.Split) -> data.Split:
+    """A classification training split as a variant sees it (labels, half)."""
+    if v is None:
+        return split
+    x, y = split.inputs, _relabel(v, split.targets, model.config.n_out)
+    if v.labels == "shuffled":
+        y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(SHUFFLE_SEED))]
+    if v.half >= 0:
+        order = torch.randperm(len(y), generator=torch.Generator().manual_seed(HALVES_SEED))
+        keep = order[: len(y) // 2] if v.half == 0 else order[len(y) // 2 :]
+        x, y = x[keep], y[keep]
+    return data.Split(x, y)
+
+
+def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None,
+             v: Variant | None = None):  # fmt: skip
+    """Endless seeded stream of training batches (as the variant ``v`` sees them, if any)."""
     gen = torch.Generator().manual_seed(10_000 + seed)
     bs = model.train.batch_size
     if model.dataset == "shakespeare":
         stream = data.shakespeare(vocab).train
+        labels = stream
+        if v is not None and v.half >= 0:
+            stream = stream[: len(stream) // 2] if v.half == 0 else stream[len(stream) // 2 :]
+            labels = stream
+        if v is not None and v.labels == "shuffled":
+            g = torch.Generator().manual_seed(SHUFFLE_SEED)
+            labels = stream[torch.randperm(len(stream), generator=g)]
         t = model.config.n_ctx
         while True:
             starts = torch.randint(0, len(stream) - t - 1, (bs,), generator=gen)
             idx = starts[:, None] + torch.arange(t + 1)
             chunk = stream[idx]
-            yield chunk[:, :-1], chunk[:, 1:]
-    split = split_for(model, "train", data_dir=data_dir)
+            target = labels[idx[:, 1:]] if v is not None else chunk[:, 1:]
+            yield chunk[:, :-1], _relabel(v, target, model.config.n_out)
+    split = _variant_train(model, v, split_for(model, "train", data_dir=data_dir))
     while True:
         order = torch.randperm(len(split), generator=gen)
         for i in range(0, len(order) - bs + 1, bs):
@@ -88,8 +122,12 @@ def train_model(
     device: str | torch.device | None = None,
     data_dir: str | None = None,
     progress: Progress | None = None,
+    variant: str | None = None,
 ) -> Checkpoint:
     """Train one zoo model from scratch (no cache). Returns parameters on the CPU.
+
+    ``variant`` names a control variant (``landscape.zoo.VARIANTS``): changed labels, half of
+    the data, an early stop or a LayerNorm model; its metrics are on its own task's targets.
 
     On the CPU training runs on one thread: the zoo models are small enough that one thread is
     fastest (spinning OpenMP workers lose badly when another process holds a core), and a fixed
@@ -100,10 +138,10 @@ def train_model(
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return _train_model(model, seed, dev, data_dir, progress)
+            return _train_model(model, seed, dev, data_dir, progress, variant)
         finally:
             torch.set_num_threads(threads)
-    return _train_model(model, seed, dev, data_dir, progress)
+    return _train_model(model, seed, dev, data_dir, progress, variant)
 
 
 def _train_model(
@@ -112,14 +150,20 @@ def _train_model(
     dev: torch.device,
     data_dir: str | None,
     progress: Progress | None,
+    variant_name: str | None = None,
 ) -> Checkpoint:
+    var = get_variant(variant_name)
+    model = with_variant(model, variant_name)
     cfg, tc = model.config, model.train
+    steps = tc.steps if var is None else max(1, round(var.stop * tc.steps))
     vocab = data.shakespeare().vocab if model.dataset == "shakespeare" else None
     if vocab is not None and len(vocab) != cfg.d_vocab:
         raise LandscapeError(
             f"the Shakespeare text has {len(vocab)} symbols, the model expects {cfg.d_vocab}"
         )
     test = split_for(model, "test", vocab=vocab, data_dir=data_dir)
+    if var is not None:  # metrics on the variant's own task (permuted labels: permuted targets)
+        test = data.Split(test.inputs, _relabel(var, test.targets, cfg.n_out))
     params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
     decay = [v for k, v in params.items() if v.ndim >= 2 and "W_pos" not in k]
     no_decay = [v for k, v in params.items() if not (v.ndim >= 2 and "W_pos" not in k)]
@@ -139,8 +183,8 @@ def _train_model(
     }
     running, n_running = 0.0, 0
     start = time.perf_counter()
-    batches = _batches(model, seed, vocab, data_dir)
-    for step in range(tc.steps):
+    batches = _batches(model, seed, vocab, data_dir, var)
+    for step in range(steps):
         x, y = next(batches)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
@@ -155,20 +199,25 @@ def _train_model(
         opt.step()
         running += loss.item()
         n_running += 1
-        if (step + 1) % tc.eval_every == 0 or step + 1 == tc.steps:
+        if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
             test_loss, test_acc = evaluate(cfg, params, test)
             row = (step + 1, running / n_running, test_loss, test_acc)
             for k, v in zip(curves, row, strict=True):
                 curves[k].append(v)
             running, n_running = 0.0, 0
             if progress:
-                progress(step + 1, tc.steps, {"test_loss": test_loss, "test_accuracy": test_acc})
+                progress(step + 1, steps, {"test_loss": test_loss, "test_accuracy": test_acc})
     final = {k: v.detach().cpu() for k, v in params.items()}
     train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
     if model.dataset == "shakespeare":
         train_split = data.Split(
             train_split.inputs[: model.eval_windows], train_split.targets[: model.eval_windows]
         )
+        if var is not None:
+            y = _relabel(var, train_split.targets, cfg.n_out)
+            train_split = data.Split(train_split.inputs, y)
+    else:
+        train_split = _variant_train(model, var, train_split)
     train_loss, train_acc = evaluate(cfg, final, train_split)
     meta: dict[str, Any] = {
         "name": model.name,
@@ -189,18 +238,28 @@ def _train_model(
     }
     if vocab is not None:
         meta["vocab"] = vocab
+    if var is not None:
+        meta["variant"] = var.name
+        meta["steps_run"] = steps
     return Checkpoint(cfg, final, meta)
 
 
-def checkpoint_inputs(model: ZooModel, seed: int, data_dir: str | None = None) -> dict[str, Any]:
-    return {
+def checkpoint_inputs(
+    model: ZooModel, seed: int, data_dir: str | None = None, variant: str | None = None
+) -> dict[str, Any]:
+    """Cache-key inputs of a checkpoint; a variant adds its definition (none: unchanged)."""
+    inputs = {
         "name": model.name,
-        "config": model.config.to_dict(),
+        "config": with_variant(model, variant).config.to_dict(),
         "train": model.train.to_dict(),
         "seed": seed,
         "data": data_identity(model, data_dir),
         "version": TRAIN_VERSION,
     }
+    v = get_variant(variant)
+    if v is not None:
+        inputs["variant"] = v.to_dict()
+    return inputs
 
 
 def train(
@@ -211,21 +270,27 @@ def train(
     data_dir: str | None = None,
     cache: Cache | None = None,
     progress: Progress | None = None,
+    variant: str | None = None,
 ) -> tuple[Checkpoint, bool]:
-    """Train (or load from the disk cache) one zoo checkpoint. Returns (checkpoint, cache hit)."""
+    """Train (or load from the disk cache) one zoo checkpoint. Returns (checkpoint, cache hit).
+
+    ``variant`` trains a control variant of the model (``landscape.zoo.VARIANTS``), cached
+    under its own key; ``None`` is the zoo recipe itself.
+    """
     model = zoo_model(name)
     if seed < 0:
         raise LandscapeError(f"seed must be non-negative, got {seed}")
     cache = cache or Cache()
 
     def compute():
-        ckpt = train_model(model, seed, device=device, data_dir=data_dir, progress=progress)
+        ckpt = train_model(model, seed, device=device, data_dir=data_dir, progress=progress,
+                           variant=variant)  # fmt: skip
         return ckpt.params, ckpt.meta
 
     entry, hit = cache.get_or_compute(
-        "checkpoint", checkpoint_inputs(model, seed, data_dir), compute
+        "checkpoint", checkpoint_inputs(model, seed, data_dir, variant), compute
     )
-    return Checkpoint(model.config, entry.tensors, entry.meta), hit
+    return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta), hit
 
 
 def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
@@ -249,12 +314,19 @@ def get_checkpoint(
     cache: Cache | None = None,
     train_if_missing: bool = True,
     progress: Progress | None = None,
+    variant: str | None = None,
 ) -> Checkpoint:
-    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory."""
+    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory.
+
+    Control variants are never shipped: they come from the cache or are trained.
+    """
     if model not in _zoo_names():
         return load_checkpoint_dir(model)
     if seed is None:
         raise LandscapeError(f"{model} is a zoo model: give a seed")
+    if variant is not None:
+        return train(model, seed, device=device, cache=cache, progress=progress,
+                     variant=variant)[0]  # fmt: skip
     cache = cache or Cache()
     zm = zoo_model(model)
     try:

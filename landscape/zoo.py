@@ -129,6 +129,65 @@ ZOO: dict[str, ZooModel] = {
 }
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A change to a zoo model's training, for controls (issue #9). Part of the cache key.
+
+    ``labels``: ``"true"``; ``"permuted"`` (every target k is trained as ``(k + 1) mod n``, a
+    fixed relabelling of the classes, or a fixed substitution of the character vocabulary at the
+    output); ``"shuffled"`` (the training targets permuted across examples by a fixed
+    permutation, so they carry no information about the inputs). ``half``: −1 trains on all
+    training data, 0/1 on the first/second half of a fixed permutation of it (text: of the
+    stream). ``stop``: the fraction of the recipe's steps that is run (same schedule, stopped
+    early). ``norm``: a norm replacing the model's (``""`` keeps it).
+    """
+
+    name: str
+    description: str
+    labels: str = "true"
+    half: int = -1
+    stop: float = 1.0
+    norm: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in [
+        Variant("permuted-labels", "trained with every class label k replaced by (k + 1) mod n "
+                "(text: the same fixed substitution of the output characters)",
+                labels="permuted"),
+        Variant("shuffled-labels", "trained on the training inputs with their labels shuffled "
+                "by one fixed permutation, so the labels carry no signal", labels="shuffled"),
+        Variant("half-a", "trained on the first half of a fixed split of the training data",
+                half=0),
+        Variant("half-b", "trained on the second half of that split, disjoint from half-a",
+                half=1),
+        Variant("early", "the same recipe stopped after 2% of its steps", stop=0.02),
+        Variant("ln", "the same recipe with LayerNorm in place of RMSNorm", norm="ln"),
+    ]
+}  # fmt: skip
+
+
+def get_variant(name: str | None) -> Variant | None:
+    if name is None:
+        return None
+    if name not in VARIANTS:
+        raise LandscapeError(f"unknown variant {name!r}; expected one of {', '.join(VARIANTS)}")
+    return VARIANTS[name]
+
+
+def with_variant(model: ZooModel, name: str | None) -> ZooModel:
+    """The zoo model with a variant's architecture change applied (the name is kept)."""
+    v = get_variant(name)
+    if v is None or not v.norm or v.norm == model.config.norm:
+        return model
+    return ZooModel(model.name, model.dataset, model.description,
+                    model.config.replace(norm=v.norm), model.train, model.eval_windows)  # fmt: skip
+
+
 def zoo_model(name: str) -> ZooModel:
     if name not in ZOO:
         raise LandscapeError(f"unknown model {name!r}; the zoo has {', '.join(ZOO)}")
