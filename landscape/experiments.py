@@ -158,21 +158,64 @@ def barrier(
     device: str | None = None,
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
+    coordinates: str = "processed",
 ) -> dict[str, Any]:
-    """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B), λ = 1 is A (DESIGN §1)."""
+    """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B), λ = 1 is A (DESIGN §1).
+
+    ``coordinates`` says in which coordinates the line is straight, see :func:`barrier_pair`.
+    """
     if len(seeds) != 2:
         raise LandscapeError("barrier needs two seeds: --seeds A B")
+    t0 = time.perf_counter()
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    out = barrier_pair(a, b, method, group, points=points, split=split, device=device,
+                       cache=cache, options=options, coordinates=coordinates)  # fmt: skip
+    out = {"model": model, "seeds": list(seeds), **out}
+    out["seconds"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+COORDINATES = ("processed", "original")
+
+
+def barrier_pair(
+    a: Checkpoint,
+    b: Checkpoint,
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    points: int = 25,
+    split: str = "test",
+    device: str | None = None,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    coordinates: str = "processed",
+) -> dict[str, Any]:
+    """The barrier between two checkpoints (cached); evaluated on A's zoo data ``split``.
+
+    ``coordinates="processed"``: the straight line between processed A and π(B) as matched
+    (gains folded for O(d), LayerNorm rewritten as RMSNorm, DESIGN §1). ``"original"``: the
+    straight line between the unprocessed A and π(B) written back in the unprocessed
+    parameterisation (``landscape.controls.original_coordinates``). Folding gains or norm
+    biases into the readers makes the two lines different paths between the same functions.
+    """
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
+    if coordinates not in COORDINATES:
+        raise LandscapeError(f"unknown coordinates {coordinates!r}; expected processed or original")
     t0 = time.perf_counter()
     cache = cache or Cache()
-    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     al = align(a, b, method, group, device=device, cache=cache, options=options)
+    cfg, pa, pb = al.cfg, al.params_a, al.params_b
+    if coordinates == "original":
+        from landscape.controls import original_coordinates
+
+        cfg, pa, pb = original_coordinates(a, b, al)
     dev = str(resolve_device(device))
     inputs = {
-        "a": digest_tensors(al.params_a),
-        "b": digest_tensors(al.params_b),
-        "cfg": al.cfg.to_dict(),
+        "a": digest_tensors(pa),
+        "b": digest_tensors(pb),
+        "cfg": cfg.to_dict(),
         "points": points,
         "split": split,
         "data": _data_key(a),
@@ -182,15 +225,13 @@ def barrier(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         data = _eval_subset(a, split)
         lam = torch.linspace(0, 1, points, dtype=torch.float64)
-        loss, acc = evaluate_path(al.cfg, al.params_a, al.params_b, data.inputs, data.targets,
-                                  lam, device=dev)  # fmt: skip
+        loss, acc = evaluate_path(cfg, pa, pb, data.inputs, data.targets, lam,
+                                  device=dev)  # fmt: skip
         return {}, barrier_from_curve(lam, loss, acc).to_dict()
 
     entry, hit = cache.get_or_compute("barrier", inputs, compute)
     curve = entry.meta
-    return {
-        "model": model,
-        "seeds": list(seeds),
+    out = {
         "method": method,
         "group": group,
         "split": split,
@@ -201,6 +242,9 @@ def barrier(
         "cached": hit and al.cached,
         "device": dev,
     }
+    if coordinates != "processed":
+        out["coordinates"] = coordinates
+    return out
 
 
 def _data_key(ckpt: Checkpoint) -> dict[str, Any]:

@@ -1,0 +1,348 @@
+"""Controls for zero barriers: how much is the landscape, how much the aligner (issue #9).
+
+A rotation of the residual stream has d(d−1)/2 degrees of freedom, and learned matching
+minimises the merged model's loss directly. A zero barrier after learned matching could mean
+"one basin" or "a strong optimiser". The controls pair a normal model A with models B that are
+*not* in A's basin by construction, and run every method on them as on real pairs:
+
+- ``permuted-labels``: B learned the classes under the fixed relabelling k → (k + 1) mod n, a
+  genuinely different function (same features would do, but the readout disagrees).
+- ``disjoint-halves``: A and B trained on disjoint halves of the training data.
+- ``shuffled-labels``: B memorised labels shuffled across the training inputs.
+- ``barely-trained``: B is the zoo recipe stopped after 2% of its steps.
+
+**What "loss" means on a control path.** Interpolated models are scored on the *normal* task:
+A's zoo test split with its true targets, for every control. A path's endpoints are scored the
+same way, so the barrier (measured against the chord between the endpoint losses) asks whether
+the straight line leaves the endpoints' level on the one task both are measured on. For
+``permuted-labels`` B's normal-task loss is large by design; its accuracy on its own permuted
+targets is reported separately (``own_task_accuracy``). Learned matching trains on A's normal
+training split (``experiments.align``), never on the test split the barrier is measured on.
+
+A barrier is measured against the chord between the endpoints, so where one endpoint is bad on
+the normal task (permuted or shuffled labels, barely trained) the chord is high and a loss
+barrier of 0 says little: read the accuracy barrier and the endpoint metrics beside it. The
+controls that keep both endpoints good on the normal task are ``disjoint-halves`` (and, in
+accuracy, ``permuted-labels``, whose B is perfect on its own task).
+
+**Function-space distance** of the endpoints (alignment never changes a function): the share of
+test inputs whose argmax differs, and the mean total-variation distance
+½·Σ_k |p_A(k|x) − p_B(k|x)| between the softmax outputs.
+
+**Coordinates of the path** (:func:`original_coordinates`): the processing that makes a group
+exact (gains folded into the readers for O(d); norm biases folded and writers centred for a
+LayerNorm model) is function-preserving but not linear along a path: interpolating
+``diag(γ)·W`` is not interpolating γ and W. The barrier is therefore also reported along the
+straight line in the unprocessed parameterisation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from landscape.cache import Cache
+from landscape.errors import LandscapeError
+from landscape.experiments import (
+    DEFAULT_ROWS,
+    Aligned,
+    barrier_pair,
+    eval_split,
+    mean_sem,
+    pairs_for,
+)
+from landscape.models import ModelConfig, Params, forward
+from landscape.symmetry import spec_for
+from landscape.train import get_checkpoint
+from landscape.zoo import VARIANTS, Checkpoint, zoo_model
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Control:
+    """A kind of pair: A and B are the zoo model trained with these variants (None: normal)."""
+
+    name: str
+    description: str
+    variant_a: str | None = None
+    variant_b: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+CONTROLS: dict[str, Control] = {
+    c.name: c
+    for c in [
+        Control("real", "two models trained with the zoo recipe from different seeds"),
+        Control("permuted-labels", "a normal model against one trained with the class labels "
+                "relabelled k → (k + 1) mod n: a genuinely different function",
+                variant_b="permuted-labels"),
+        Control("disjoint-halves", "two models trained on disjoint halves of the training data",
+                "half-a", "half-b"),
+        Control("shuffled-labels", "a normal model against one that memorised labels shuffled "
+                "across the training inputs", variant_b="shuffled-labels"),
+        Control("barely-trained", "a normal model against one stopped after 2% of the steps",
+                variant_b="early"),
+    ]
+}  # fmt: skip
+LN_CONTROL = Control("real-ln", "two LayerNorm models (the zoo recipe with LayerNorm) from "
+                     "different seeds", "ln", "ln")  # fmt: skip
+
+
+def control_pair(
+    model: str,
+    control: str | Control,
+    seeds: Sequence[int],
+    *,
+    device: str | None = None,
+    cache: Cache | None = None,
+) -> tuple[Checkpoint, Checkpoint]:
+    """A and B of one control pair: seed ``seeds[0]`` with variant A, ``seeds[1]`` with B.
+
+    Variants are trained on a cache miss (seeded and deterministic, like every zoo model).
+    """
+    c = control if isinstance(control, Control) else _control(control)
+    a = get_checkpoint(model, seeds[0], device=device, cache=cache, variant=c.variant_a)
+    b = get_checkpoint(model, seeds[1], device=device, cache=cache, variant=c.variant_b)
+    return a, b
+
+
+def _control(name: str) -> Control:
+    if name == LN_CONTROL.name:
+        return LN_CONTROL
+    if name not in CONTROLS:
+        raise LandscapeError(f"unknown control {name!r}; expected one of {', '.join(CONTROLS)}")
+    return CONTROLS[name]
+
+
+# ---------------------------------------------------------------- function space
+
+
+def _probabilities(ckpt: Checkpoint, inputs: torch.Tensor, device: str | None) -> torch.Tensor:
+    dev = torch.device(device or "cpu")
+    params = {k: v.to(dev, torch.float64) for k, v in ckpt.params.items()}
+    x = inputs.to(dev)
+    if x.is_floating_point():
+        x = x.double()
+    with torch.no_grad():
+        logits = forward(ckpt.cfg, params, x)
+    return logits.reshape(-1, logits.shape[-1]).softmax(-1).cpu()
+
+
+def function_distance(
+    a: Checkpoint, b: Checkpoint, split: str = "test", device: str | None = None
+) -> dict[str, float]:
+    """How far apart two functions are on A's zoo ``split`` (every prediction counts once).
+
+    ``disagreement``: share of predictions whose argmax differs. ``tv_distance``: mean
+    ½·‖p_A − p_B‖₁ of the softmax outputs (0: same outputs, 1: disjoint supports).
+    ``l2_distance``: mean ‖p_A − p_B‖₂.
+    """
+    data = eval_split(a, split)
+    pa, pb = _probabilities(a, data.inputs, device), _probabilities(b, data.inputs, device)
+    return {
+        "disagreement": float((pa.argmax(-1) != pb.argmax(-1)).double().mean()),
+        "tv_distance": float(0.5 * (pa - pb).abs().sum(-1).mean()),
+        "l2_distance": float((pa - pb).norm(dim=-1).mean()),
+    }
+
+
+# ---------------------------------------------------------------- coordinates of the path
+
+
+def original_coordinates(
+    a: Checkpoint, b: Checkpoint, al: Aligned
+) -> tuple[ModelConfig, Params, Params]:
+    """A and π(B) with their norm gains and biases unfolded: (cfg, A, π(B)).
+
+    "Original coordinates" are the parameterisation the models were trained in: norm gains γ
+    and biases β as parameters of their own. Processing folded them into the readers
+    (``W' = diag(γ)·W``, ``b' = b + β·W``) for O(d); this puts them back on both endpoints:
+
+    - gains: ``γ'' = diag(Gᵀ·diag(γ)·G)``, i.e. ``γ''_i = Σ_j G_ji² γ_j`` (exactly the
+      permuted gains when G is a signed permutation, γ itself for A), and every reader row
+      divided by it, ``W'' = diag(γ'')⁻¹·W'``;
+    - biases: ``β'' = β·G`` and reader biases ``b'' = b' − β''·W''``.
+
+    Both rewrites preserve the function for any γ'', β'' (``(N·γ'' + β'')·W'' + b'' =
+    N·W' + b'``). With π the identity they give back the checkpoints, so the naive line in
+    these coordinates is the plain line between them. G is the alignment's residual element
+    (writers ``W ← W·G``); A's is the identity. Centring is kept where a group needed it: O(d)
+    and B_d are no symmetries of LayerNorm, so a rotated B has no LayerNorm form at all, and
+    centring is linear, so it does not bend a line between LayerNorm models. Where nothing was
+    folded, the result is the processed pair itself.
+    """
+    g = al.resid.double()
+    eye = torch.eye(g.shape[0], dtype=torch.float64)
+    pa = _unfold(al.cfg, al.params_a, a.params, eye)
+    pb = _unfold(al.cfg, al.params_b, b.params, g)
+    return al.cfg, pa, pb
+
+
+def _unfold(cfg: ModelConfig, processed: Params, source: Params, g: torch.Tensor) -> Params:
+    """Put back the norm gains/biases of ``source`` that processing folded (see above)."""
+    out = dict(processed)
+    for prefix, readers in spec_for(cfg).norm_readers.items():
+        w_key, b_key = f"{prefix}.w", f"{prefix}.b"
+        if w_key in source and w_key not in out:
+            gain = (g**2).T @ source[w_key].double()
+            for w_name, _ in readers:
+                out[w_name] = _scale_rows(cfg, w_name, out[w_name], 1.0 / gain)
+            out[w_key] = gain.to(source[w_key].dtype)
+        if b_key in source and b_key not in out:
+            beta = source[b_key].double() @ g
+            for w_name, bias_name in readers:
+                shift = torch.tensordot(beta, out[w_name].double(),
+                                        dims=([0], [_resid_axis(cfg, w_name)]))  # fmt: skip
+                out[bias_name] = (out[bias_name].double() - shift).to(out[bias_name].dtype)
+            out[b_key] = beta.to(source[b_key].dtype)
+    return out
+
+
+def _resid_axis(cfg: ModelConfig, name: str) -> int:
+    roles = spec_for(cfg).axes[name]
+    return next(i for i, r in enumerate(roles) if r is not None and r.var == "resid")
+
+
+def _scale_rows(cfg: ModelConfig, name: str, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    axis = _resid_axis(cfg, name)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    return (w.double() * s.view(shape)).to(w.dtype)
+
+
+# ---------------------------------------------------------------- the table
+
+
+def controls_table(
+    model: str,
+    pairs: int = 3,
+    *,
+    controls: Sequence[str] = tuple(CONTROLS),
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
+    split: str = "test",
+    points: int = 25,
+    seeds: Sequence[int] | None = None,
+    original: bool = True,
+    layernorm: bool = False,
+    device: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Barriers of real pairs and of every control under every method × group.
+
+    Pairs of seeds come from ``experiments.pairs_for`` (the same as ``table``); control pair i
+    trains A with seed ``pairs[i][0]`` and B with ``pairs[i][1]`` in their variants. Per control
+    and row: mean ± standard error of the loss and accuracy barriers over pairs, and the
+    fraction of the naive barrier the method removes, ``(naive − method)/naive`` of the means
+    (None where the naive barrier is below 1e-6). ``original`` adds the barrier along the
+    straight line in unprocessed coordinates (``barrier_loss_original``); ``layernorm`` adds the
+    ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
+    """
+    if not rows or rows[0][0] != "naive":
+        raise LandscapeError("the first row must be the naive one (fractions are relative to it)")
+    t0 = time.perf_counter()
+    zoo_model(model)
+    cache = cache or Cache()
+    pair_list = pairs_for(model, pairs, seeds)
+    kinds = [_control(c) for c in controls] + ([LN_CONTROL] if layernorm else [])
+    total = len(kinds) * len(pair_list) * (len(rows) + 1)
+    done = 0
+
+    def tick(stage: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(stage, done / total)
+
+    out_controls, out_rows = [], []
+    for c in kinds:
+        ckpts = []
+        for sa, sb in pair_list:
+            ckpts.append(control_pair(model, c, (sa, sb), device=device, cache=cache))
+            tick(f"{c.name} {sa}-{sb} train")
+        dists = [function_distance(a, b, split, device) for a, b in ckpts]
+        per_row = []
+        for method, group in rows:
+            res = []
+            for (a, b), (sa, sb) in zip(ckpts, pair_list, strict=True):
+                r = barrier_pair(a, b, method, group, points=points, split=split, device=device,
+                                 cache=cache)  # fmt: skip
+                if original:
+                    o = barrier_pair(a, b, method, group, points=points, split=split,
+                                     device=device, cache=cache,
+                                     coordinates="original")  # fmt: skip
+                    r["barrier_loss_original"] = o["barrier_loss"]
+                    r["barrier_accuracy_original"] = o["barrier_accuracy"]
+                res.append(r)
+                tick(f"{c.name} {method}/{group} {sa}-{sb}")
+            per_row.append(_row(c.name, method, group, res, original))
+        naive = per_row[0]
+        for r in per_row:
+            r["fraction_removed"] = _fraction(naive["barrier_loss"], r["barrier_loss"])
+            if original:
+                r["fraction_removed_original"] = _fraction(
+                    naive["barrier_loss_original"], r["barrier_loss_original"]
+                )
+        out_rows += per_row
+        first = per_row[0]["results"]
+        out_controls.append({
+            "control": c.name,
+            "description": c.description,
+            "variant_a": c.variant_a,
+            "variant_b": c.variant_b,
+            "variant_b_description": VARIANTS[c.variant_b].description if c.variant_b else None,
+            **{k: mean_sem([d[k] for d in dists])[0] for k in dists[0]},
+            "endpoint_loss_a": mean_sem([r["endpoint_loss"][0] for r in first])[0],
+            "endpoint_loss_b": mean_sem([r["endpoint_loss"][1] for r in first])[0],
+            "endpoint_accuracy_a": mean_sem([r["endpoint_accuracy"][0] for r in first])[0],
+            "endpoint_accuracy_b": mean_sem([r["endpoint_accuracy"][1] for r in first])[0],
+            "own_task_accuracy_b": mean_sem(
+                [b.meta["metrics"]["test_accuracy"] for _, b in ckpts])[0],
+        })  # fmt: skip
+    for r in out_rows:
+        del r["results"]
+    return {
+        "model": model,
+        "split": split,
+        "pairs": [list(p) for p in pair_list],
+        "path_task": "every path and endpoint is scored on the normal task: the zoo "
+                     f"{split} split with its true targets",
+        "controls": out_controls,
+        "rows": out_rows,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }  # fmt: skip
+
+
+def _fraction(naive: float, method: float) -> float | None:
+    return None if naive < 1e-6 else (naive - method) / naive
+
+
+def _row(control: str, method: str, group: str, res: list[dict[str, Any]], original: bool
+         ) -> dict[str, Any]:  # fmt: skip
+    bl = mean_sem([r["barrier_loss"] for r in res])
+    ba = mean_sem([r["barrier_accuracy"] for r in res])
+    row: dict[str, Any] = {
+        "control": control,
+        "method": method,
+        "group": group,
+        "barrier_loss": bl[0],
+        "barrier_loss_sem": bl[1],
+        "barrier_accuracy": ba[0],
+        "barrier_accuracy_sem": ba[1],
+    }
+    if original:
+        row["barrier_loss_original"] = mean_sem([r["barrier_loss_original"] for r in res])[0]
+        row["barrier_accuracy_original"] = mean_sem(
+            [r["barrier_accuracy_original"] for r in res])[0]  # fmt: skip
+    row["per_pair_loss"] = [r["barrier_loss"] for r in res]
+    row["split"] = res[0]["split"]
+    row["function_check"] = max(r["function_check"] for r in res)
+    row["results"] = res
+    return row
