@@ -76,14 +76,17 @@ def loss_landscapes_path(a_module: Wrapped, b_module: Wrapped, x, y, steps: int)
     return values[:, 0], values[:, 1]
 
 
-def _one_model(name: str, lambdas: torch.Tensor, repeats: int) -> tuple[list, list[Ratio]]:
+def _one_model(
+    name: str, lambdas: torch.Tensor, repeats: int, dev: torch.device
+) -> tuple[list, list[Ratio]]:
     cfg, (a, b) = zoo_pair(name)
-    x, y = digits_test(cfg)
+    a, b = ({k: v.to(dev) for k, v in p.items()} for p in (a, b))
+    x, y = (t.to(dev) for t in digits_test(cfg))
     batch = x.shape[0]
     ours_label = "ours, evaluate_path"
     fns = {ours_label: partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch)}
     peers = {}
-    if cfg.has_attn:
+    if cfg.has_attn and dev.type == "cpu":
         old_chunk = max(1, CPU_BUDGET_ELEMENTS // (batch * _activation_elements(cfg)))
         label = f"ours, vmap chunk {old_chunk}"
         fns[label] = partial(
@@ -113,15 +116,16 @@ def _one_model(name: str, lambdas: torch.Tensor, repeats: int) -> tuple[list, li
     return rows, ratios
 
 
-def run(repeats: int = REPEATS) -> tuple[str, list[Ratio]]:
+def run(repeats: int = REPEATS, device: str | torch.device = "cpu") -> tuple[str, list[Ratio]]:
+    """The detailed table and the summary ratios; ``device`` runs every contender there."""
     lambdas = torch.linspace(0, 1, POINTS, dtype=torch.float64)
     rows, ratios = [], []
     for name in MODELS:
-        r, q = _one_model(name, lambdas, repeats)
+        r, q = _one_model(name, lambdas, repeats, torch.device(device))
         rows += r
         ratios += q
     head = (
-        f"barrier curve: {POINTS} points, digits test split (497, one batch), "
+        f"barrier curve on {device}: {POINTS} points, digits test split (497, one batch), "
         f"median of {repeats}; {machine_line()}"
     )
     headers = ("model", "method", "seconds", "vs ours", "max|Δloss|", "barrier")

@@ -1,0 +1,71 @@
+"""Every CPU benchmark in one run, ending in one table of ratios against peers and baselines.
+
+    .venv/bin/python bench/run_all.py [--quick]
+
+Sections: barrier curves (loss-landscapes, module loop), weight matching (rebasin), triangle
+grids (module loop), growth with fitted exponents. One torch thread, contenders interleaved in
+the same process, medians of 5 (``--quick``: 3, and a shorter growth series). Peers are the
+``bench`` extra (``pip install -e .[bench]`` or ``bench/requirements.txt``); a missing peer is
+reported and its rows skipped. Nothing here asserts anything about time. On a CUDA machine,
+``bench/gpu.py`` runs the same measurements there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from bench import bench_curve, bench_matching, bench_scaling, bench_triangle
+from bench.common import machine_line, ratio_table, version
+
+PEERS = ("loss-landscapes", "rebasin")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats, shorter growth series")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    repeats = 3 if args.quick else 5
+    start = time.perf_counter()
+    print(f"landscape benchmarks; {machine_line()}")
+    print("peers: " + ", ".join(f"{p} {version(p)}" for p in PEERS) + "\n")
+    ratios = []
+    sections = [
+        ("barrier curves", bench_curve.run),
+        ("weight matching", bench_matching.run),
+        ("triangle grids", bench_triangle.run),
+    ]
+    for title, run in sections:
+        try:
+            text, got = run(repeats)
+        except ImportError as e:  # a peer is not installed
+            print(f"== {title} == skipped: {e}\n")
+            continue
+        except Exception:
+            print(f"== {title} == failed:\n{traceback.format_exc(limit=3)}")
+            continue
+        ratios += got
+        print(f"== {title} ==\n{text}\n", flush=True)
+    if args.quick:
+        growth, _ = bench_scaling.run(
+            widths=(64, 256, 1024), points=(5, 25, 100), batches=(64, 1024), repeats=repeats,
+            budget_s=240,
+        )  # fmt: skip
+    else:
+        growth, _ = bench_scaling.run(repeats=repeats)
+    print(f"== growth ==\n{growth}\n")
+    print("== ratios (peer/ours > 1: ours is faster) ==")
+    print(ratio_table(ratios))
+    print(f"\n{time.perf_counter() - start:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
