@@ -15,6 +15,7 @@ PAGE_SPECS = (
     ("triangle.py", "Triangle heatmaps", ":material/change_history:", "triangle"),
     ("eigenangles.py", "Eigenangles", ":material/rotate_right:", "eigenangles"),
     ("atlas.py", "Atlas", ":material/scatter_plot:", "atlas"),
+    ("gauge.py", "Gauge sweeps", ":material/shuffle:", "gauge"),
     ("models.py", "Models", ":material/inventory_2:", "models"),
 )
 

@@ -164,6 +164,118 @@ class _DiskOnly(Cache):
         return entry, True
 
 
+GaugeProgress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def gauge_part(
+    model: str,
+    seed: int,
+    part: str,
+    draws: int,
+    steps_grid: tuple[int, ...],
+    trajectory_steps: int,
+    trajectory_every: int,
+    device: str | None,
+) -> dict[str, Any]:
+    """One part of the gauge sweep (``landscape.gauge.gauge_sweep``) read from the disk cache;
+    :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
+    the entry once :func:`compute_gauge_part` has stored it)."""
+    return _gauge_sweep_part(
+        model,
+        seed,
+        part,
+        draws,
+        steps_grid,
+        trajectory_steps,
+        trajectory_every,
+        device,
+        cache=_DiskOnly(),
+    )
+
+
+def compute_gauge_part(
+    model: str,
+    seed: int,
+    part: str,
+    draws: int,
+    steps_grid: tuple[int, ...],
+    trajectory_steps: int,
+    trajectory_every: int,
+    device: str | None,
+    progress: GaugeProgress | None = None,
+) -> dict[str, Any]:
+    """Compute (or read) one gauge-sweep part and store it on disk. Not memoised here: a
+    cached function would record the progress bar's updates and replay them in later runs,
+    where that bar no longer exists; :func:`gauge_part` memoises the stored result."""
+    return _gauge_sweep_part(
+        model,
+        seed,
+        part,
+        draws,
+        steps_grid,
+        trajectory_steps,
+        trajectory_every,
+        device,
+        progress=progress,
+    )
+
+
+def _gauge_sweep_part(
+    model: str,
+    seed: int,
+    part: str,
+    draws: int,
+    steps_grid: tuple[int, ...],
+    trajectory_steps: int,
+    trajectory_every: int,
+    device: str | None,
+    *,
+    progress: GaugeProgress | None = None,
+    cache: Cache | None = None,
+) -> dict[str, Any]:
+    from landscape.gauge import gauge_sweep
+
+    out = gauge_sweep(
+        model,
+        seed,
+        draws=draws,
+        steps_grid=steps_grid,
+        trajectory_steps=trajectory_steps,
+        trajectory_every=trajectory_every,
+        parts=(part,),
+        device=device,
+        progress=progress,
+        cache=cache,
+    )
+    return out[part]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def transport_table(
+    model: str, seed: int, gauge_seed: int, device: str | None
+) -> list[dict[str, Any]]:
+    """Artifacts moved across a random B_d gauge (``landscape.transport.transport_table``),
+    read from the disk cache; :class:`NotCached` when not there (as :func:`gauge_part`)."""
+    from landscape.transport import transport_table as table
+
+    return table(model, seed, gauge_seed=gauge_seed, device=device, cache=_DiskOnly())
+
+
+def compute_transport_table(
+    model: str,
+    seed: int,
+    gauge_seed: int,
+    device: str | None,
+    progress: GaugeProgress | None = None,
+) -> list[dict[str, Any]]:
+    """Compute (or read) the transport table and store it on disk (see
+    :func:`compute_gauge_part` for why this is not memoised)."""
+    from landscape.transport import transport_table as table
+
+    return table(model, seed, gauge_seed=gauge_seed, device=device, progress=progress)
+
+
 def clear_memory_caches() -> None:
     """Forget in-memory results (after training, importing or clearing the disk cache)."""
     st.cache_data.clear()

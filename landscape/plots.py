@@ -510,11 +510,26 @@ def figure_scramble(scramble: dict[str, Any], *, presentation: bool = False) -> 
 
 
 RECOVERY_SERIES = (
-    ("activations", "marginalised", "activations, sign-marginalised", PALETTE[0], "solid"),
-    ("activations", "signed", "activations, signed correlation", PALETTE[0], "dot"),
     ("weights", "marginalised", "weights, sign-marginalised", PALETTE[3], "solid"),
     ("weights", "signed", "weights, signed correlation", PALETTE[3], "dot"),
+    ("activations", "marginalised", "activations, sign-marginalised", PALETTE[0], "solid"),
+    ("activations", "signed", "activations, signed correlation", PALETTE[0], "dot"),
 )
+# Where weights and activations agree exactly the lines coincide: weights are drawn first, wide
+# with filled markers, activations on top, thin with open markers, so both stay visible.
+SOURCE_STYLE = {
+    "weights": {"width": 5.0, "marker": {"size": 9, "symbol": "circle"}},
+    "activations": {"width": 2.0, "marker": {"size": 13, "symbol": "circle-open"}},
+}
+
+
+def _reference_line(fig: go.Figure, y: float, name: str) -> None:
+    """A dashed horizontal reference across the whole plot, named in the legend. The line is a
+    shape (it spans categorical axes edge to edge); a legend-only trace names it and carries the
+    value into the CSV export."""
+    line = {"dash": "dash", "color": "#222", "width": 1.5}
+    fig.add_hline(y=y, line=line)
+    fig.add_trace(go.Scatter(x=[None], y=[y], mode="lines", name=name, line=line))
 
 
 def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> go.Figure:
@@ -539,6 +554,7 @@ def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> 
     for col, metric in ((1, "perm"), (2, "coord")):
         for source, method, name, colour, dash in RECOVERY_SERIES:
             key = f"{source}_{method}_{metric}"
+            style = SOURCE_STYLE[source]
             fig.add_trace(
                 go.Scatter(
                     x=ks,
@@ -547,8 +563,8 @@ def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> 
                     name=name,
                     legendgroup=name,
                     showlegend=col == 1,
-                    line={"color": colour, "dash": dash, "width": 2.5},
-                    marker={"size": 8},
+                    line={"color": colour, "dash": dash, "width": style["width"]},
+                    marker=style["marker"],
                     customdata=[c.get("drift") for c in curve],
                     hovertemplate=f"{name}<br>k=%{{x}} steps (drift %{{customdata:.3f}})"
                     "<br>%{y:.1%}<extra></extra>",
@@ -593,7 +609,8 @@ def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False)
     rows = trajectory["rows"]
     fig = go.Figure()
     colours = {"weights": PALETTE[3], "activations": PALETTE[0]}
-    for source in dict.fromkeys(r["source"] for r in rows):
+    sources = sorted(dict.fromkeys(r["source"] for r in rows), key=lambda s: s != "weights")
+    for source in sources:
         rs = [r for r in rows if r["source"] == source]
         colour = colours.get(source, PALETTE[4])
         for key, label, dash in (
@@ -607,7 +624,11 @@ def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False)
                     y=[r[key] for r in rs],
                     mode="lines",
                     name=name,
-                    line={"color": colour, "dash": dash, "width": 2.5},
+                    line={
+                        "color": colour,
+                        "dash": dash,
+                        "width": SOURCE_STYLE.get(source, {"width": 2.5})["width"],
+                    },
                     customdata=[r["drift"] for r in rs],
                     hovertemplate=f"{name}<br>%{{x}} steps apart (drift %{{customdata:.3f}})"
                     "<br>%{y:.1%}<extra></extra>",
@@ -635,24 +656,24 @@ def figure_claims(claims: dict[str, Any], *, presentation: bool = False) -> go.F
         ("perm_only", "transported, permutation only", PALETTE[1]),
         ("transported", "transported back", PALETTE[2]),
     ):
+        ys = [s.get(key) for s in summary]
         fig.add_trace(
             go.Bar(
                 x=x,
-                y=[s.get(key) for s in summary],
+                y=ys,
                 name=name,
                 marker={"color": colour},
+                text=["" if v is None else f"{v:.2f}" for v in ys],
+                textposition="outside",
+                cliponaxis=False,
+                textfont={"size": _font_size(presentation) - 3},
                 hovertemplate=f"g ∈ %{{x}}<br>{name}<br>overlap %{{y:.2f}}<extra></extra>",
             )
         )
     chance = claims["chance"]
-    fig.add_hline(
-        y=chance,
-        line={"dash": "dash", "color": "#222", "width": 1.5},
-        annotation_text=f"chance k/d = {chance:.2g}",
-        annotation_position="top right",
-    )
+    _reference_line(fig, chance, f"chance k/d = {chance:.3g}")
     fig.update_xaxes(title_text="g drawn from", showgrid=False)
-    fig.update_yaxes(title_text=f"top-{claims['k']} overlap with the original", range=[0, 1.08])
+    fig.update_yaxes(title_text=f"top-{claims['k']} overlap with the original", range=[0, 1.12])
     theme(fig, presentation=presentation)
     fig.update_layout(
         barmode="group",
@@ -714,12 +735,7 @@ def figure_transport(
                 "<extra></extra>",
             )
         )
-    fig.add_hline(
-        y=100,
-        line={"dash": "dash", "color": "#222", "width": 1.5},
-        annotation_text="100% = as on A",
-        annotation_position="top left",
-    )
+    _reference_line(fig, 100.0, "100% = as on A")
     fig.update_xaxes(title_text="artifact moved from A to g(A)", showgrid=False)
     top = cap if max(values, default=0.0) > cap else max(120.0, max(values, default=0.0))
     fig.update_yaxes(title_text="metric on g(A), % of A", range=[lo, top * 1.12])

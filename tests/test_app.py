@@ -43,7 +43,7 @@ def test_home_renders_and_routes():
     assert at.title[0].value == "Landscape"
     assert len(at.get("plotly_chart")) == 1
     links = [p.proto.page for p in at.get("page_link")]
-    assert len(links) == 5
+    assert len(links) == 6
     at.sidebar.toggle(key="presentation").set_value(True).run()
     _ok(at)
 
@@ -111,3 +111,79 @@ def test_atlas_page_renders_and_reruns():
     at.radio(key="atlas_group").set_value("signed-perm").run()
     _ok(at)
 
+
+GAUGE_BUTTONS = ["gauge_run_recovery", "gauge_run_trajectory", "gauge_run_transport"]
+
+
+@pytest.fixture
+def _fresh_memory():
+    """st.cache_data lives as long as the process: start from an empty one, as a new server."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
+    at = _open("gauge")
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 3  # symmetry check, scramble, claims
+    assert len(at.table) == 1  # the symmetry table
+    # the expensive parts wait for a click
+    assert [b.key for b in at.button] == GAUGE_BUTTONS
+    at.slider(key="gauge_draws").set_value(1).run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 3
+    assert any("1 draw(s)" in c.value for c in at.caption)
+
+
+def _fake_parts(monkeypatch) -> None:
+    """Cheap stand-ins for the expensive parts (same shapes as the library's results)."""
+    from landscape import gauge, transport
+
+    def recovery(task, **kw):
+        cols = {
+            f"{s}_{m}_{q}": 1.0 if m == "marginalised" else 0.5
+            for s in ("activations", "weights")
+            for m in ("signed", "marginalised")
+            for q in ("perm", "sign", "coord")
+        }
+        curve = [{"steps": k, "drift": 0.0, "flipped": 0.5, **cols} for k in kw["steps_grid"]]
+        return {"rows": [{"draw": 0, **c} for c in curve], "curve": curve}
+
+    def trajectory(task, **kw):
+        rows = [{"source": "weights", "steps": t, "drift": 0.1, "local_coord": 1.0,
+                 "endpoint_coord": 0.5} for t in (10, 20)]  # fmt: skip
+        return {"rows": rows}
+
+    def rows(task, **kw):
+        return [{"artifact": "probe", "mode": m, "metric": "probe accuracy", "value": v,
+                 "reference": 0.9, "kept": 100 * v / 0.9}
+                for m, v in (("exact", 0.9), ("perm-only", 0.2), ("none", 0.1))]  # fmt: skip
+
+    monkeypatch.setattr(gauge, "recovery_under_drift", recovery)
+    monkeypatch.setattr(gauge, "trajectory_transport", trajectory)
+    monkeypatch.setattr(transport, "transport_rows", rows)
+
+
+def test_gauge_page_computes_on_click_then_reads_the_disk_cache(_fresh_memory, monkeypatch):
+    import streamlit as st
+
+    _fake_parts(monkeypatch)
+    at = _open("gauge")
+    for i, key in enumerate(GAUGE_BUTTONS):
+        at.button(key=key).click().run()
+        _ok(at)
+        assert len(at.get("plotly_chart")) == 4 + i
+    assert len(at.table) == 1 and len(at.dataframe) == 1  # symmetry and transport tables
+    at.run()  # the next run reads every part back: no buttons left
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 6
+    assert not at.button
+    # a new server finds every part in the disk cache and shows it without a click
+    st.cache_data.clear()
+    at = _open("gauge")
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 6
+    assert not at.button

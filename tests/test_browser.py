@@ -29,6 +29,7 @@ PAGES = {
     "triangle": (1, 3),
     "eigenangles": (2, 2),
     "atlas": (1, 2),
+    "gauge": (3, 1),
     "models": (1, 1),
 }
 

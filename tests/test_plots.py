@@ -229,9 +229,11 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert check.layout.xaxis.type == "log"
     assert len(set(check.data[0].marker.color)) == 2  # valid and invalid coloured apart
     claims = BUILDERS["claims"]()
-    assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level
+    assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level, drawn
+    assert claims.data[-1].name.startswith("chance")  # and named in the legend
     transport = BUILDERS["transport"]()
-    assert [t.name for t in transport.data] == ["exact B_d", "permutation only", "none"]
+    names = ["exact B_d", "permutation only", "none", "100% = as on A"]
+    assert [t.name for t in transport.data] == names
     assert list(transport.data[0].x) == ["steering", "sae"]  # AdamW has no % kept
     assert max(transport.data[1].y) == 200.0  # cut at the cap, labelled with the true value
     assert transport.data[1].text[1] == "1800%"

@@ -51,6 +51,11 @@ routes = (
         "the learned correction.",
     ),
     ("atlas", "Checkpoints and their gauge copies on a map, before and after alignment."),
+    (
+        "gauge",
+        "Random function-preserving gauges: which symmetries are exact, what matching "
+        "recovers, and which coordinate claims survive.",
+    ),
     ("models", "The zoo: train more seeds, import checkpoints, manage the cache."),
 )
 links = pages()

@@ -1,0 +1,342 @@
+"""Gauge sweeps: which facts about a model survive a random function-preserving gauge."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from app import state
+from app.components import (
+    controls,
+    device,
+    figure,
+    model,
+    need_seeds,
+    page_header,
+    presentation,
+    show_error,
+)
+from landscape.plots import (
+    figure_claims,
+    figure_recovery,
+    figure_scramble,
+    figure_symmetry_check,
+    figure_trajectory,
+    figure_transport,
+)
+
+# Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing.
+# The character GPT is slow on a CPU, so it gets short settings.
+DEFAULTS = {"steps_grid": (0, 10, 30, 100, 300), "trajectory_steps": 1500, "trajectory_every": 10}
+SHORT = {
+    "gpt-shakespeare": {
+        "steps_grid": (0, 10, 30, 100),
+        "trajectory_steps": 600,
+        "trajectory_every": 20,
+    },
+}
+TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
+VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
+
+page_header(
+    "Gauge sweeps",
+    "A *gauge* is a function-preserving change of coordinates: relabel the residual stream's "
+    "coordinates (S_d), also flip their signs (B_d, exact with RMSNorm gains kept), or rotate it "
+    "(O(d), exact once the norm gains are folded into the readers). The sweep applies random "
+    "gauges and asks what survives: barriers, recovered coordinates, coordinate claims, "
+    'probes, SAEs, LoRA and optimizer state. It is the negative control for "coordinate i '
+    'does X".',
+)
+
+name = model()
+seeds = need_seeds(name, 1)
+settings = {**DEFAULTS, **SHORT.get(name, {})}
+with controls():
+    c1, c2, c3, c4 = st.columns(4)
+    seed = c1.selectbox(
+        "Seed", seeds, key="gauge_seed", help="The checkpoint swept; also seeds the gauges."
+    )
+    draws = c2.slider(
+        "Random gauges per group",
+        1,
+        5,
+        2,
+        key="gauge_draws",
+        help="Draws for the scramble test, the claim check and the drift test.",
+    )
+    trajectory_steps = c3.select_slider(
+        "Trajectory length (steps)",
+        TRAJECTORY_LENGTHS,
+        value=settings["trajectory_steps"],
+        key=f"gauge_traj_{name}",
+        help="Training steps of the run whose checkpoints are transported (part 4).",
+    )
+    gauge_seed = c4.number_input(
+        "Transport gauge seed",
+        0,
+        999,
+        0,
+        key="gauge_transport_seed",
+        help="Seed of the random B_d gauge the artifacts are moved across (part 6).",
+    )
+args = (
+    name,
+    seed,
+    draws,
+    tuple(settings["steps_grid"]),
+    trajectory_steps,
+    settings["trajectory_every"],
+    device(),
+)
+
+
+def progress_bar() -> Callable[[str, int, int], None]:
+    bar = st.progress(0.0)
+    return lambda stage, done, total: bar.progress(
+        done / max(total, 1), text=f"{stage} {done}/{total}"
+    )
+
+
+def cached(read: Callable[[], Any]) -> Any:
+    """A result from memory or the disk cache, else None (nothing is computed)."""
+    try:
+        return read()
+    except state.NotCached:
+        return None
+
+
+def computed(label: str, compute: Callable[[Callable[[str, int, int], None]], Any]) -> Any:
+    """Compute a result (stored on disk for the next run) under a status box with progress."""
+    with st.status(f"{label} …", expanded=False) as status:
+        t0 = time.perf_counter()
+        try:
+            result = compute(progress_bar())
+        except Exception as err:
+            status.update(label=f"{label} failed", state="error")
+            show_error(label, err)
+            return None
+        status.update(label=f"{label}: {time.perf_counter() - t0:.1f} s", state="complete")
+    return result
+
+
+def gauge_part(key: str, label: str, cost: str | None = None) -> dict[str, Any] | None:
+    """A gauge-sweep part: read when cached; else computed at once (cheap parts, ``cost`` None)
+    or when its button is clicked."""
+    result = cached(lambda: state.gauge_part(args[0], args[1], key, *args[2:]))
+    if result is not None:
+        return result
+    if cost is None or st.button(
+        f"Compute {label.lower()}", key=f"gauge_run_{key}", icon=":material/play_arrow:", help=cost
+    ):
+        return computed(
+            label, lambda p: state.compute_gauge_part(args[0], args[1], key, *args[2:], progress=p)
+        )
+    st.caption(f"Not computed yet for these settings ({cost}). Results are kept on disk.")
+    return None
+
+
+def styled_table(rows: list[dict[str, Any]]):  # -> pandas Styler
+    frame = pd.DataFrame(
+        {
+            "group": [r["group"] for r in rows],
+            "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
+            "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
+            "to make it valid": [r["needs"] or "—" for r in rows],
+            "acts on": [r["acts_on"] for r in rows],
+            "why": [r["note"] for r in rows],
+        }
+    )
+    colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
+    return frame.style.apply(
+        lambda col: [f"background-color: {c}" for c in colours], axis=0
+    ).format({"max |Δlogits|": "{:.1e}"})
+
+
+pres = presentation()
+
+# ---------------------------------------------------------------- 1. symmetry table
+st.subheader("1. Which gauges are exact for this model")
+table = gauge_part("table", "Symmetry table")
+if table is not None:
+    rows = table["rows"]
+    st.table(styled_table(rows))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        figure(
+            figure_symmetry_check(rows, presentation=pres),
+            f"symmetry-{name}-{seed}",
+            data=pd.DataFrame(rows),
+            key="gauge-table",
+        )
+    with right:
+        st.markdown(
+            "A random element of each group is applied and the logits are compared in float64: "
+            "a valid gauge changes them only by rounding (~1e-15), an invalid one by order 1. "
+            "An invalid level names the processing step that makes it exact; the row after it "
+            "is measured with that step applied (against the unprocessed model's logits)."
+        )
+
+# ---------------------------------------------------------------- 2. scramble
+st.subheader("2. Scramble test: can matching undo a random gauge?")
+scramble = gauge_part("scramble", "Scramble test")
+if scramble is not None:
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        figure(
+            figure_scramble(scramble, presentation=pres),
+            f"scramble-{name}-{seed}",
+            data=pd.DataFrame(scramble["rows"]),
+            key="gauge-scramble",
+        )
+    with right:
+        st.markdown(
+            "θ against g(θ), the *same function*. Naively the straight line between them "
+            "crosses a barrier. Activation matching restricted to a group that contains g "
+            "finds it again and the barrier falls to numerical noise (~1e-8); a group too "
+            "small for g (S_d against sign flips, S_d or B_d against a rotation) leaves a "
+            "real barrier."
+        )
+        worst = max(float(r["max_abs_dlogits"]) for r in scramble["rows"])
+        st.caption(f"{draws} draw(s) per group; every g(θ) checked: max |Δlogits| = {worst:.1e}.")
+
+# ---------------------------------------------------------------- 3. recovery under drift
+st.subheader("3. Recovering the gauge after fine-tuning drift")
+steps_text = ", ".join(str(k) for k in settings["steps_grid"])
+recovery = gauge_part(
+    "recovery",
+    "Recovery under drift",
+    f"fine-tunes g(θ) for k = {steps_text} steps per draw: a minute or more",
+)
+if recovery is not None:
+    left, right = st.columns([2, 1], gap="large")
+    with left:
+        figure(
+            figure_recovery(recovery, presentation=pres),
+            f"recovery-{name}-{seed}",
+            data=pd.DataFrame(recovery["rows"]),
+            key="gauge-recovery",
+        )
+    with right:
+        st.markdown(
+            "B = g(θ) with g ∈ B_d, then fine-tuned k steps so it drifts away. Signed "
+            "correlation cannot pair a flipped coordinate (its correlation is ≈ −1) and "
+            "stays near the share of unflipped signs; assigning on |C| and reading the sign "
+            "off afterwards (*sign-marginalised*) recovers them."
+        )
+
+# ---------------------------------------------------------------- 4. trajectory transport
+st.subheader("4. Transport along a training trajectory")
+trajectory = gauge_part(
+    "trajectory",
+    "Trajectory transport",
+    f"trains a run of {trajectory_steps} steps and matches every "
+    f"{settings['trajectory_every']}th checkpoint: minutes on a CPU",
+)
+if trajectory is not None:
+    left, right = st.columns([2, 1], gap="large")
+    with left:
+        figure(
+            figure_trajectory(trajectory, presentation=pres),
+            f"trajectory-{name}-{seed}",
+            data=pd.DataFrame(trajectory["rows"]),
+            key="gauge-trajectory",
+        )
+    with right:
+        st.markdown(
+            "Every checkpoint of one run is stored in its own random B_d gauge. Matching "
+            "neighbours (which barely differ) and composing the matches carries the "
+            "coordinates much further than matching the far-apart endpoints directly."
+        )
+
+# ---------------------------------------------------------------- 5. claim check
+st.subheader("5. Claim check: the negative control")
+claims = gauge_part("claims", "Claim check")
+if claims is not None:
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        figure(
+            figure_claims(claims, presentation=pres),
+            f"claims-{name}-{seed}",
+            data=pd.DataFrame(claims["rows"]),
+            key="gauge-claims",
+        )
+    with right:
+        st.markdown(
+            f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
+            f"{', '.join(str(c) for c in claims['classes'])}, layer {claims['layer']}). In a "
+            "random gauge the model computes exactly the same function, yet the claim drops to "
+            "chance: **a coordinate-indexed claim that does not survive a gauge describes the "
+            "basis, not the model**, so it only means something once the gauge is transported "
+            "back (overlap 1)."
+        )
+        delta = max(abs(r["accuracy_delta"]) for r in claims["rows"])
+        st.caption(
+            f"Function-level control: test accuracy {claims['accuracy']:.3f} in every gauge "
+            f"(largest change {delta:.1e})."
+        )
+
+# ---------------------------------------------------------------- 6. transport table
+st.subheader("6. Moving artifacts across a gauge")
+transport_args = (name, seed, int(gauge_seed), device())
+transport_cost = "trains a probe, an SAE and a LoRA and resumes AdamW: a minute or more"
+transport = cached(lambda: state.transport_table(*transport_args))
+if transport is None:
+    if st.button(
+        "Compute transport table",
+        key="gauge_run_transport",
+        icon=":material/play_arrow:",
+        help=transport_cost,
+    ):
+        transport = computed(
+            "Transport table", lambda p: state.compute_transport_table(*transport_args, progress=p)
+        )
+    else:
+        st.caption(
+            f"Not computed yet for these settings ({transport_cost}). Results are kept on disk."
+        )
+if transport is not None:
+    mode_label = {"exact": "exact B_d", "perm-only": "permutation only", "none": "none"}
+    frame = pd.DataFrame(
+        {
+            "artifact": [r["artifact"] for r in transport],
+            "transport": [mode_label.get(r["mode"], r["mode"]) for r in transport],
+            "metric": [r["metric"] for r in transport],
+            "value on g(A)": [r["value"] for r in transport],
+            "value on A": [r["reference"] for r in transport],
+            "% kept": [r["kept"] for r in transport],
+        }
+    )
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        figure(
+            figure_transport(transport, presentation=pres),
+            f"transport-{name}-{seed}",
+            data=frame,
+            key="gauge-transport",
+        )
+    with right:
+        st.markdown(
+            "A = the model, B = g(A) with a random g of the B_d level (FFN units and heads "
+            "permuted too). Each artifact is made on A and moved to B exactly (through g), "
+            "through its permutation without the signs, or not at all. Writers (steering "
+            "vectors, SAE decoder rows, LoRA factors of writer matrices) move by ·G, readers "
+            "(probes, the SAE encoder) by Gᵀ·; AdamW second moments by |G|."
+        )
+        st.caption(
+            "SAE: % of A's NMSE (100% is as good as on A, more is worse; bars above 200% are cut "
+            "and hatched). AdamW has no %: the distance of B's resumed run, mapped back, from "
+            "A's, per step length (0 is exact)."
+        )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        column_config={
+            "value on g(A)": st.column_config.NumberColumn(format="%.4g"),
+            "value on A": st.column_config.NumberColumn(format="%.4g"),
+            "% kept": st.column_config.NumberColumn(format="%.0f%%"),
+        },
+    )
