@@ -690,6 +690,13 @@ TRANSPORT_MODES = (
 )
 
 
+def _kept_label(v: float | None, cap: float) -> str:
+    """Bar label: "40%", or "18×" above the cap (short enough for a narrow bar)."""
+    if v is None:
+        return ""
+    return f"{v / 100:.0f}×" if v > cap else f"{v:.0f}%"
+
+
 def figure_transport(
     rows: Sequence[dict[str, Any]], *, cap: float = 200.0, presentation: bool = False
 ) -> go.Figure:
@@ -720,7 +727,7 @@ def figure_transport(
                         "fgcolor": "white",
                     },
                 },
-                text=["" if v is None else f"{v:.0f}%" for v in true],
+                text=[_kept_label(v, cap) for v in true],
                 textposition="outside",
                 cliponaxis=False,
                 textfont={"size": _font_size(presentation) - 3},

@@ -236,4 +236,4 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert [t.name for t in transport.data] == names
     assert list(transport.data[0].x) == ["steering", "sae"]  # AdamW has no % kept
     assert max(transport.data[1].y) == 200.0  # cut at the cap, labelled with the true value
-    assert transport.data[1].text[1] == "1800%"
+    assert transport.data[1].text[1] == "18×"  # 1800% of A

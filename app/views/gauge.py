@@ -327,13 +327,14 @@ if transport is not None:
             "(probes, the SAE encoder) by Gᵀ·; AdamW second moments by |G|."
         )
         st.caption(
-            "SAE: % of A's NMSE (100% is as good as on A, more is worse; bars above 200% are cut "
-            "and hatched). AdamW has no %: the distance of B's resumed run, mapped back, from "
-            "A's, per step length (0 is exact)."
+            "SAE: % of A's NMSE (100% is as good as on A, more is worse; bars above 200% are "
+            "cut, hatched and labelled as a multiple of A). AdamW has no %: the distance of B's "
+            "resumed run, mapped back, from A's, per step length (0 is exact)."
         )
     st.dataframe(
         frame,
         hide_index=True,
+        height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
         column_config={
             "value on g(A)": st.column_config.NumberColumn(format="%.4g"),
             "value on A": st.column_config.NumberColumn(format="%.4g"),
