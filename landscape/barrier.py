@@ -87,9 +87,9 @@ def _linspace(lambdas: Lambdas) -> torch.Tensor:
 # Activation elements one vectorised step may hold on the CPU (≈ 16 MB in float32). Larger
 # stacks turn the pass memory-bound and slower than a per-λ loop (bench/bench_curve.py).
 CPU_BUDGET_ELEMENTS = 2**22
-# Activation elements of one plain (single-model) forward on the CPU (≈ 1 MB): attention runs
-# fastest on cache-sized slices of the batch (vit-digits ~15%, gpt-shakespeare ~25% faster
-# than one 512-row pass; bench/bench_curve.py).
+# Activation elements of one plain (single-model) forward on the CPU (≈ 1 MB): attention over
+# longer contexts runs faster on cache-sized slices of the batch (gpt-shakespeare, 64 tokens:
+# ~25% faster per forward than one 256-row pass; vit-digits, 17 tokens: about even).
 CPU_SLICE_ELEMENTS = 2**18
 
 
