@@ -187,3 +187,18 @@ def test_gauge_page_computes_on_click_then_reads_the_disk_cache(_fresh_memory, m
     _ok(at)
     assert len(at.get("plotly_chart")) == 6
     assert not at.button
+
+
+def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
+    data = Path.home() / ".cache" / "landscape" / "data"
+    if not (data / "shakespeare.txt").exists():
+        pytest.skip("needs the Shakespeare text (landscape data fetch shakespeare)")
+    monkeypatch.setenv("LANDSCAPE_DATA", str(data))
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.switch_page("views/gauge.py")
+    at.session_state["model"] = "gpt-shakespeare"
+    at.run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 2  # symmetry check and claims; the scramble waits
+    assert [b.key for b in at.button] == ["gauge_run_scramble", *GAUGE_BUTTONS]
+    assert at.select_slider(key="gauge_traj_gpt-shakespeare").value == 600

@@ -29,14 +29,23 @@ from landscape.plots import (
     figure_transport,
 )
 
-# Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing.
-# The character GPT is slow on a CPU, so it gets short settings.
-DEFAULTS = {"steps_grid": (0, 10, 30, 100, 300), "trajectory_steps": 1500, "trajectory_every": 10}
+# Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing,
+# the parts computed on page load, and what the others cost. The character GPT is slow on a
+# CPU (its scramble test alone takes minutes), so it gets short settings and more buttons.
+DEFAULTS = {
+    "steps_grid": (0, 10, 30, 100, 300),
+    "trajectory_steps": 1500,
+    "trajectory_every": 10,
+    "on_load": ("table", "scramble", "claims"),
+    "cost": "a minute or more",
+}
 SHORT = {
     "gpt-shakespeare": {
         "steps_grid": (0, 10, 30, 100),
         "trajectory_steps": 600,
         "trajectory_every": 20,
+        "on_load": ("table", "claims"),
+        "cost": "many minutes on a CPU",
     },
 }
 TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
@@ -101,16 +110,26 @@ def progress_bar() -> Callable[[str, int, int], None]:
     )
 
 
-def cached(read: Callable[[], Any]) -> Any:
-    """A result from memory or the disk cache, else None (nothing is computed)."""
+def cached(key: tuple, read: Callable[[], Any]) -> Any:
+    """A result from memory or the disk cache, else None (nothing is computed).
+
+    A miss is remembered for the session (a probe loads the model's data, seconds for the GPT),
+    so reruns do not probe again; clicking a part's button computes it, or reads it at once if
+    another process has stored it meanwhile.
+    """
+    misses = st.session_state.setdefault("gauge_misses", set())
+    if key in misses:
+        return None
     try:
         return read()
     except state.NotCached:
+        misses.add(key)
         return None
 
 
-def computed(label: str, compute: Callable[[Callable[[str, int, int], None]], Any]) -> Any:
+def computed(key: tuple, label: str, compute: Callable[[Callable], Any]) -> Any:
     """Compute a result (stored on disk for the next run) under a status box with progress."""
+    st.session_state.setdefault("gauge_misses", set()).discard(key)
     with st.status(f"{label} …", expanded=False) as status:
         t0 = time.perf_counter()
         try:
@@ -123,17 +142,19 @@ def computed(label: str, compute: Callable[[Callable[[str, int, int], None]], An
     return result
 
 
-def gauge_part(key: str, label: str, cost: str | None = None) -> dict[str, Any] | None:
-    """A gauge-sweep part: read when cached; else computed at once (cheap parts, ``cost`` None)
-    or when its button is clicked."""
-    result = cached(lambda: state.gauge_part(args[0], args[1], key, *args[2:]))
+def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
+    """A gauge-sweep part: read when cached; else computed at once when it is one of the
+    model's ``on_load`` parts, or when its button (help: ``cost``) is clicked."""
+    result = cached((key, *args), lambda: state.gauge_part(args[0], args[1], key, *args[2:]))
     if result is not None:
         return result
-    if cost is None or st.button(
+    if key in settings["on_load"] or st.button(
         f"Compute {label.lower()}", key=f"gauge_run_{key}", icon=":material/play_arrow:", help=cost
     ):
         return computed(
-            label, lambda p: state.compute_gauge_part(args[0], args[1], key, *args[2:], progress=p)
+            (key, *args),
+            label,
+            lambda p: state.compute_gauge_part(args[0], args[1], key, *args[2:], progress=p),
         )
     st.caption(f"Not computed yet for these settings ({cost}). Results are kept on disk.")
     return None
@@ -182,7 +203,11 @@ if table is not None:
 
 # ---------------------------------------------------------------- 2. scramble
 st.subheader("2. Scramble test: can matching undo a random gauge?")
-scramble = gauge_part("scramble", "Scramble test")
+scramble = gauge_part(
+    "scramble",
+    "Scramble test",
+    f"{draws} draw(s) per group, each matched three ways: {settings['cost']}",
+)
 if scramble is not None:
     left, right = st.columns([3, 2], gap="large")
     with left:
@@ -209,7 +234,7 @@ steps_text = ", ".join(str(k) for k in settings["steps_grid"])
 recovery = gauge_part(
     "recovery",
     "Recovery under drift",
-    f"fine-tunes g(θ) for k = {steps_text} steps per draw: a minute or more",
+    f"fine-tunes g(θ) for k = {steps_text} steps per draw: {settings['cost']}",
 )
 if recovery is not None:
     left, right = st.columns([2, 1], gap="large")
@@ -234,7 +259,7 @@ trajectory = gauge_part(
     "trajectory",
     "Trajectory transport",
     f"trains a run of {trajectory_steps} steps and matches every "
-    f"{settings['trajectory_every']}th checkpoint: minutes on a CPU",
+    f"{settings['trajectory_every']}th checkpoint: {settings['cost']}",
 )
 if trajectory is not None:
     left, right = st.columns([2, 1], gap="large")
@@ -282,8 +307,8 @@ if claims is not None:
 # ---------------------------------------------------------------- 6. transport table
 st.subheader("6. Moving artifacts across a gauge")
 transport_args = (name, seed, int(gauge_seed), device())
-transport_cost = "trains a probe, an SAE and a LoRA and resumes AdamW: a minute or more"
-transport = cached(lambda: state.transport_table(*transport_args))
+transport_cost = f"trains a probe, an SAE and a LoRA and resumes AdamW: {settings['cost']}"
+transport = cached(("transport", *transport_args), lambda: state.transport_table(*transport_args))
 if transport is None:
     if st.button(
         "Compute transport table",
@@ -292,7 +317,9 @@ if transport is None:
         help=transport_cost,
     ):
         transport = computed(
-            "Transport table", lambda p: state.compute_transport_table(*transport_args, progress=p)
+            ("transport", *transport_args),
+            "Transport table",
+            lambda p: state.compute_transport_table(*transport_args, progress=p),
         )
     else:
         st.caption(
