@@ -70,7 +70,7 @@ from typing import Any
 
 import torch
 
-from landscape.models import ModelConfig, Params, forward, param_shapes
+from landscape.models import ModelConfig, Params, forward
 from landscape.processing import prepare
 from landscape.solvers import head_cost, solve_heads, solve_orth, solve_perm
 from landscape.symmetry import (
@@ -86,8 +86,6 @@ from landscape.symmetry import (
     Spec,
     Transform,
     apply,
-    norm_state,
-    resid_needs,
     spec_for,
 )
 
@@ -189,33 +187,12 @@ def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
     return kinds
 
 
-def _with_zero_biases(cfg: ModelConfig, params: Params, group: str) -> tuple[ModelConfig, Params]:
-    """A ``bias=False`` LayerNorm model whose norm biases must be folded gets zero reader biases.
-
-    Folding ``N(x)·γ + β`` into the readers needs a bias on every reader (``b ← b + β·W``), which a
-    bias-free model lacks; adding zero biases (``cfg.bias=True``) changes nothing else.
-    """
-    has_norm_bias = any(k.endswith(".b") and spec_for(cfg).is_norm_param(k) for k in params)
-    kind = RESID_GROUPS.get(group)
-    if cfg.bias or not has_norm_bias or kind is None:
-        return cfg, params
-    if "fold_norm_gains" not in resid_needs(norm_state(cfg, params), kind):
-        return cfg, params
-    full = cfg.replace(bias=True)
-    dtype = next(iter(params.values())).dtype
-    out = dict(params)
-    for name, shape in param_shapes(full).items():
-        if name not in out:
-            out[name] = torch.zeros(shape, dtype=dtype)
-    return full, out
-
-
 def prepare_pair(
     cfg: ModelConfig, params_a: Params, params_b: Params, group: str
 ) -> tuple[ModelConfig, Params, Params]:
     """Process A and B with the steps that make ``group`` exact (the same steps for both)."""
-    cfg_a, a = prepare(*_with_zero_biases(cfg, params_a, group), group)
-    cfg_b, b = prepare(*_with_zero_biases(cfg, params_b, group), group)
+    cfg_a, a = prepare(cfg, params_a, group)
+    cfg_b, b = prepare(cfg, params_b, group)
     if cfg_a != cfg_b or set(a) != set(b):
         raise ValueError("A and B process differently: are they the same architecture?")
     return cfg_a, a, b

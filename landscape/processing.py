@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from landscape.models import ModelConfig, Params
+from landscape.models import ModelConfig, Params, param_shapes
 from landscape.symmetry import (
     PROCESSING_ORDER,
     RESID_GROUPS,
@@ -50,8 +50,19 @@ def _resid_axis(cfg: ModelConfig, name: str) -> int:
 
 
 def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
-    """Move every norm bias β into its readers' biases: ``b ← b + β·W`` (contracting d_model)."""
+    """Move every norm bias β into its readers' biases: ``b ← b + β·W`` (contracting d_model).
+
+    A bias-free model (``cfg.bias=False``) has no reader biases to receive β: it first gets zero
+    biases everywhere (``bias=True``), which changes nothing else.
+    """
     spec = spec_for(cfg)
+    has_norm_bias = any(k.endswith(".b") and spec.is_norm_param(k) for k in params)
+    if has_norm_bias and not cfg.bias:
+        cfg = cfg.replace(bias=True)
+        dtype = next(iter(params.values())).dtype
+        params = {**{n: torch.zeros(s, dtype=dtype) for n, s in param_shapes(cfg).items()
+                     if n not in params}, **params}  # fmt: skip
+        spec = spec_for(cfg)
     out = dict(params)
     for prefix, readers in spec.norm_readers.items():
         beta = out.pop(f"{prefix}.b", None)

@@ -111,3 +111,21 @@ def test_embed_width_needs_folded_gains(arch_norm):
     cfg, params = trained_like(*arch_norm)
     with pytest.raises(ValueError, match="fold_norm_gains"):
         embed_width(cfg, params, d_new=12, seed=0)
+
+
+def test_fold_norm_biases_on_a_bias_free_layernorm_model():
+    import torch
+
+    from landscape.models import forward, init_params
+    from landscape.processing import fold_norm_biases
+    from tests.conftest import tiny_config, tiny_inputs
+
+    cfg = tiny_config("gpt", norm="ln").replace(bias=False)
+    gen = torch.Generator().manual_seed(1)
+    params = {k: v + (0.3 * torch.randn(v.shape, generator=gen) if k.endswith(".b") else 0)
+              for k, v in init_params(cfg, 0, torch.float64).items()}  # fmt: skip
+    assert any(k.endswith("ln1.b") for k in params)
+    cfg2, folded = fold_norm_biases(cfg, params)
+    assert cfg2.bias and not any(k.endswith(("ln1.b", "ln2.b", "ln_final.b")) for k in folded)
+    x = tiny_inputs(cfg)
+    assert (forward(cfg, params, x) - forward(cfg2, folded, x)).abs().max() < 1e-9
