@@ -35,7 +35,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = _Parser(prog="landscape", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="landscape",
+        description="Weight-space symmetries and linear mode connectivity of transformers.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     sub.add_parser("zoo", parents=[common], help="list the zoo models")
