@@ -109,7 +109,7 @@ class ResidualMLP(nn.Module):
         return out
 
     def params(self) -> Params:
-        """Back to the flat dict in TransformerLens names."""
+        """Back to the flat dict in canonical names."""
         s = self.state_dict()
         out = {
             "embed.W_E": s["embed.weight"].T,

@@ -2,7 +2,7 @@
 
 A local directory with ``config.json`` and safetensors weights (``model.safetensors``, or shards
 listed in ``model.safetensors.index.json``) is converted once into a :class:`Checkpoint`: a
-:class:`ModelConfig` and a flat dict in TransformerLens names and shapes. ``config.json``'s
+:class:`ModelConfig` and a flat dict in the canonical parameter names and shapes. ``config.json``'s
 ``model_type`` picks the converter:
 
 - ``gpt2`` (GPT2LMHeadModel, GPT2Model): LayerNorm, fused QKV ``Conv1D`` (weights stored

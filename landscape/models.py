@@ -1,4 +1,4 @@
-"""Functional models over flat parameter dicts in TransformerLens names.
+"""Functional models over flat parameter dicts in canonical names.
 
 Three architectures share one vocabulary of parameter names and one pre-norm block:
 
@@ -25,7 +25,7 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3; ``lan
   channel-major (channels × patch × patch, the order of a conv patch embedding's weight);
   ``channels=0`` keeps grey [batch, H, W] images.
 
-All matrices multiply on the right (``x @ W``). Shapes follow TransformerLens:
+All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
 ``W_in`` [d_model, d_mlp], ``W_out`` [d_mlp, d_model], ``W_U`` [d_model, n_out].
 
