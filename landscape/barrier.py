@@ -235,8 +235,31 @@ def evaluate_path(
     )
 
 
+class _JsonResult:
+    """JSON round trip for the result dataclasses; fields in ``_pairs`` come back as tuples."""
+
+    _pairs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):  # -> Self
+        d = dict(d)
+        for name in cls._pairs:
+            d[name] = tuple(d[name])
+        return cls(**d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, s: str):  # -> Self
+        return cls.from_dict(json.loads(s))
+
+
 @dataclass
-class BarrierCurve:
+class BarrierCurve(_JsonResult):
     """A loss/accuracy curve along ``θ(λ) = λ·θ_A + (1−λ)·θ_B`` and its barriers.
 
     Sorted by λ. ``barrier_*`` ≥ 0 because the maximum includes the endpoints, where the gap to
@@ -253,22 +276,7 @@ class BarrierCurve:
     endpoint_loss: tuple[float, float]  # (A at λ=1, B at λ=0)
     endpoint_accuracy: tuple[float, float]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BarrierCurve:
-        d = dict(d)
-        d["endpoint_loss"] = tuple(d["endpoint_loss"])
-        d["endpoint_accuracy"] = tuple(d["endpoint_accuracy"])
-        return cls(**d)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, s: str) -> BarrierCurve:
-        return cls.from_dict(json.loads(s))
+    _pairs = ("endpoint_loss", "endpoint_accuracy")
 
 
 def _endpoint_index(lam: torch.Tensor, value: float) -> int:
@@ -342,7 +350,7 @@ def barycentric_grid(resolution: int) -> torch.Tensor:
 
 
 @dataclass
-class TriangleResult:
+class TriangleResult(_JsonResult):
     """Loss and accuracy over the triangle spanned by θ_A, θ_B, θ_C.
 
     ``points[p]`` are barycentric weights (w_A, w_B, w_C) of ``θ = w_A·θ_A + w_B·θ_B + w_C·θ_C``.
@@ -366,22 +374,7 @@ class TriangleResult:
         """The triangle's loss barrier: ``max_p [L(θ_p) − Σ_c w_c L_c]``."""
         return max(self.excess_loss)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TriangleResult:
-        d = dict(d)
-        d["corner_loss"] = tuple(d["corner_loss"])
-        d["corner_accuracy"] = tuple(d["corner_accuracy"])
-        return cls(**d)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, s: str) -> TriangleResult:
-        return cls.from_dict(json.loads(s))
+    _pairs = ("corner_loss", "corner_accuracy")
 
 
 def triangle_from_values(
