@@ -54,6 +54,7 @@ from landscape.experiments import (
     eval_split,
     mean_sem,
     pairs_for,
+    summarise_barriers,
 )
 from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import spec_for
@@ -326,23 +327,12 @@ def _fraction(naive: float, method: float) -> float | None:
 
 def _row(control: str, method: str, group: str, res: list[dict[str, Any]], original: bool
          ) -> dict[str, Any]:  # fmt: skip
-    bl = mean_sem([r["barrier_loss"] for r in res])
-    ba = mean_sem([r["barrier_accuracy"] for r in res])
-    row: dict[str, Any] = {
-        "control": control,
-        "method": method,
-        "group": group,
-        "barrier_loss": bl[0],
-        "barrier_loss_sem": bl[1],
-        "barrier_accuracy": ba[0],
-        "barrier_accuracy_sem": ba[1],
-    }
+    row: dict[str, Any] = {"control": control, "method": method, "group": group,
+                           **summarise_barriers(res)}  # fmt: skip
     if original:
         row["barrier_loss_original"] = mean_sem([r["barrier_loss_original"] for r in res])[0]
         row["barrier_accuracy_original"] = mean_sem(
             [r["barrier_accuracy_original"] for r in res])[0]  # fmt: skip
-    row["per_pair_loss"] = [r["barrier_loss"] for r in res]
     row["split"] = res[0]["split"]
-    row["function_check"] = max(r["function_check"] for r in res)
     row["results"] = res
     return row

@@ -387,6 +387,20 @@ def mean_sem(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(var / n)
 
 
+def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ± standard error of the loss and accuracy barriers of several pairs' results."""
+    bl = mean_sem([r["barrier_loss"] for r in results])
+    ba = mean_sem([r["barrier_accuracy"] for r in results])
+    return {
+        "barrier_loss": bl[0],
+        "barrier_loss_sem": bl[1],
+        "barrier_accuracy": ba[0],
+        "barrier_accuracy_sem": ba[1],
+        "per_pair_loss": [r["barrier_loss"] for r in results],
+        "function_check": max(r["function_check"] for r in results),
+    }
+
+
 DEFAULT_ROWS = (("naive", "perm"), ("activation", "perm"), ("weight", "perm"),
                 ("weight", "orth"), ("learned", "perm"), ("learned", "orth"))  # fmt: skip
 
@@ -416,17 +430,10 @@ def table(
             done += 1
             if progress:
                 progress(f"{method}/{group} {sa}-{sb}", done / total)
-        bl = mean_sem([r["barrier_loss"] for r in results])
-        ba = mean_sem([r["barrier_accuracy"] for r in results])
         out_rows.append({
             "method": method,
             "group": group,
-            "barrier_loss": bl[0],
-            "barrier_loss_sem": bl[1],
-            "barrier_accuracy": ba[0],
-            "barrier_accuracy_sem": ba[1],
-            "per_pair_loss": [r["barrier_loss"] for r in results],
-            "function_check": max(r["function_check"] for r in results),
+            **summarise_barriers(results),
             "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
         })  # fmt: skip
     return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
