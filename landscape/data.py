@@ -134,6 +134,16 @@ def fashion(split: str, directory: str | os.PathLike | None = None) -> Split:
 # ---------------------------------------------------------------- text
 
 
+def stream_windows(s: torch.Tensor, n_ctx: int, max_windows: int | None = None) -> Split | None:
+    """Non-overlapping windows of ``n_ctx`` ids and their next-id targets; None if too short."""
+    n = (len(s) - 1) // n_ctx
+    if max_windows is not None:
+        n = min(n, max_windows)
+    if n <= 0:
+        return None
+    return Split(s[: n * n_ctx].reshape(n, n_ctx), s[1 : n * n_ctx + 1].reshape(n, n_ctx))
+
+
 @dataclass(frozen=True)
 class TextCorpus:
     """A character-level corpus: the vocabulary and the encoded train/validation streams."""
@@ -150,17 +160,12 @@ class TextCorpus:
 
     def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:
         """Non-overlapping windows of ``n_ctx`` inputs and their next-character targets."""
-        s = self.stream(split)
-        n = (len(s) - 1) // n_ctx
-        if max_windows is not None:
-            n = min(n, max_windows)
-        if n <= 0:
+        out = stream_windows(self.stream(split), n_ctx, max_windows)
+        if out is None:
             raise LandscapeError(
                 f"the {split} split of {self.source} is shorter than {n_ctx + 1} chars"
             )
-        x = s[: n * n_ctx].reshape(n, n_ctx)
-        y = s[1 : n * n_ctx + 1].reshape(n, n_ctx)
-        return Split(x, y)
+        return out
 
     def decode(self, ids: torch.Tensor) -> str:
         return "".join(self.vocab[i] for i in ids.tolist())

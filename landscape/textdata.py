@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from landscape.data import Split, read_text
+from landscape.data import Split, read_text, stream_windows
 from landscape.errors import LandscapeError
 
 __all__ = ["TokenCorpus", "token_corpus"]
@@ -44,14 +44,12 @@ class TokenCorpus:
         if split not in ("train", "test"):
             raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
         s = self.train if split == "train" else self.test
-        n = (len(s) - 1) // n_ctx
-        if max_windows is not None:
-            n = min(n, max_windows)
-        if n <= 0:
+        out = stream_windows(s, n_ctx, max_windows)
+        if out is None:
             raise LandscapeError(
                 f"the {split} split of {self.source} has {len(s)} tokens; need {n_ctx + 1}"
             )
-        return Split(s[: n * n_ctx].reshape(n, n_ctx), s[1 : n * n_ctx + 1].reshape(n, n_ctx))
+        return out
 
 
 def _tokenizer_file(checkpoint: str | os.PathLike | None) -> Path | None:
