@@ -29,6 +29,7 @@ _LAZY = {
     "triangle": "landscape.experiments",
     "table": "landscape.experiments",
     "import_checkpoint": "landscape.importers",
+    "add_family": "landscape.families",
 }
 
 __all__ = ["LandscapeError", "ModelConfig", "forward", "init_params", *_LAZY]

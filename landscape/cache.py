@@ -38,6 +38,7 @@ from landscape.paths import cache_root
 
 MAGIC = b"LSC1"
 SUFFIX = ".lsc"
+KEPT = ("data", "families")  # directories under the root that hold no entries
 
 
 def canonical_json(obj: Any) -> str:
@@ -165,7 +166,7 @@ class Cache:
     def entries(self) -> Iterator[tuple[str, Path]]:
         if not self.root.is_dir():
             return
-        for kind_dir in sorted(d for d in self.root.iterdir() if d.is_dir() and d.name != "data"):
+        for kind_dir in sorted(d for d in self.root.iterdir() if d.is_dir() and d.name not in KEPT):
             for p in sorted(kind_dir.glob(f"*/*{SUFFIX}")):
                 if not p.name.startswith("."):
                     yield kind_dir.name, p
@@ -199,14 +200,15 @@ class Cache:
         }
 
     def clear(self, kind: str | None = None) -> int:
-        """Remove all entries (or one kind's); fetched data sets are kept. Returns the count."""
+        """Remove all entries (or one kind's); fetched data sets and registered families
+        (``data/``, ``families/``) are kept. Returns the count."""
         n = 0
         for k, p in list(self.entries()):
             if kind is None or k == kind:
                 p.unlink(missing_ok=True)
                 n += 1
         for d in list(self.root.iterdir()) if self.root.is_dir() else []:
-            if d.is_dir() and d.name != "data" and (kind is None or d.name == kind):
+            if d.is_dir() and d.name not in KEPT and (kind is None or d.name == kind):
                 if not any(d.glob(f"*/*{SUFFIX}")):
                     shutil.rmtree(d, ignore_errors=True)
         return n

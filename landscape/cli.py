@@ -18,6 +18,7 @@ from typing import Any
 from landscape.errors import LandscapeError
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
+MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
 COMMANDS: dict[str, Handler] = {}
 
 
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("zoo", parents=[common], help="list the zoo models")
 
     p = sub.add_parser("train", parents=[common], help="train (or load cached) one zoo checkpoint")
-    p.add_argument("model")
+    p.add_argument("model", help="zoo model")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
     p.add_argument("--text", help="train the GPT on this UTF-8 text file instead (own vocabulary)")
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("symmetries", parents=[common],
                        help="measure Δlogits under a random element of every group")  # fmt: skip
-    p.add_argument("model", help="zoo name or checkpoint directory")
+    p.add_argument("model", help=MODEL_HELP + ", or a checkpoint directory")
     p.add_argument("--seed", type=int, help="checkpoint seed (zoo models)")
     p.add_argument("--norm", choices=["rms", "ln"],
                    help="instead of the checkpoint, a fresh random model of the same shape "
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "barrier", parents=[common], help="loss/accuracy barrier along a linear path"
     )
-    p.add_argument("model", help="zoo name or checkpoint directory")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
     p.add_argument("--method", choices=methods, default="weight")
     p.add_argument("--group", choices=groups, default="perm")
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["test", "train"], default="test")
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
-    p.add_argument("model")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=int, nargs=3, required=True, metavar=("A", "B", "C"))
     p.add_argument("--method", choices=methods, default="weight")
     p.add_argument("--group", choices=groups, default="orth")
@@ -91,12 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
-    p.add_argument("model")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
 
     p = sub.add_parser("gauge-sweep", parents=[common],
                        help="which coordinate claims survive random gauges")  # fmt: skip
-    p.add_argument("model")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--draws", type=int, default=3, help="random gauges per group")
     p.add_argument("--parts", nargs="+", default=None,
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("transport", parents=[common],
                        help="move probes, SAEs, LoRA, optimizer state across gauges")  # fmt: skip
-    p.add_argument("model")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gauge-seed", type=int, default=0, help="seed of the random gauge g")
     p.add_argument("--artifact", help="transport this artifact (.safetensors + .json sidecar)")
@@ -119,13 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="with --artifact: where to write the transported artifact")
 
     p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
-    p.add_argument("model")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=int, default=25)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
-    p.add_argument("model")
+    p.add_argument("model", help="zoo model")
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=int, default=25)
@@ -135,6 +136,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", parents=[common],
                        help="what a checkpoint is and which symmetries it admits")  # fmt: skip
     p.add_argument("path", help="Hugging Face directory (config.json + safetensors) or .gguf file")
+
+    p = sub.add_parser(
+        "family", parents=[common], help="imported families: checkpoints used like zoo models",
+        description="A family names a set of checkpoint paths of one architecture (Hugging Face "
+        "directories, .gguf files or landscape directories) and the data to evaluate them on. "
+        "Its members are numbered 0, 1, … and every command that takes a zoo model takes the "
+        "family name with member numbers as seeds (barrier, triangle, eigenangles, table, "
+        "gauge-sweep, transport, symmetries); the app lists it under Model family.",
+    )  # fmt: skip
+    fsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    f = fsub.add_parser("add", parents=[common], help="register a family")
+    f.add_argument("name")
+    f.add_argument("paths", nargs="+", help="checkpoints; member i is the i-th path")
+    f.add_argument("--text", help="UTF-8 text file (language models)")
+    f.add_argument("--data", choices=["digits", "fashion"], help="image data (classifiers)")
+    f.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
+    f.add_argument("--n-ctx", type=int, default=128, help="tokens per window (default 128)")
+    f.add_argument("--max-windows", type=int, default=64, help="windows per split (default 64)")
+    f.add_argument(
+        "--lr",
+        type=float,
+        default=1e-4,
+        help="learning rate of fine-tuning steps (gauge sweep, LoRA, AdamW)",
+    )
+    f.add_argument("--labels", nargs="+", help="a short label per checkpoint")
+    f.add_argument("--replace", action="store_true", help="overwrite a family of this name")
+    fsub.add_parser("list", parents=[common], help="list the families")
+    f = fsub.add_parser("show", parents=[common], help="a family's members and their metrics")
+    f.add_argument("name")
+    f = fsub.add_parser("remove", parents=[common], help="forget a family (files stay)")
+    f.add_argument("name")
 
     p = sub.add_parser(
         "pair-barrier", parents=[common],
@@ -371,6 +403,29 @@ def _inspect(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.importers import inspect_checkpoint
 
     return inspect_checkpoint(args.path)
+
+
+@command("family")
+def _family(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape import families as fm
+
+    if args.action == "add":
+        _status(f"checking the {len(args.paths)} checkpoints of {args.name}")
+        fam = fm.add_family(args.name, args.paths, text=args.text, data=args.data,
+                            data_dir=args.data_dir, n_ctx=args.n_ctx,
+                            max_windows=args.max_windows, lr=args.lr, labels=args.labels,
+                            replace=args.replace)  # fmt: skip
+        return {**fam.to_dict(), "members": fm.member_rows(fam.name, metrics=True)}
+    if args.action == "list":
+        return {"families": [{"name": f.name, "members": len(f.members), "arch": f.arch,
+                              "parameters": f.parameters, "data": f.dataset}
+                             for f in fm.families()]}  # fmt: skip
+    if args.action == "show":
+        fam = fm.family(args.name)
+        return {**fam.to_dict(), "members": fm.member_rows(fam.name, metrics=True)}
+    if not fm.remove_family(args.name):
+        raise LandscapeError(f"no family {args.name!r} to remove")
+    return {"removed": args.name}
 
 
 @command("pair-barrier")

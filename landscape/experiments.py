@@ -42,13 +42,19 @@ def load(model: str, seed: int | None, device: str | None = None) -> Checkpoint:
 
 
 def eval_split(ckpt: Checkpoint, split: str) -> Split:
-    """The data a checkpoint is evaluated on (its zoo model's split)."""
+    """The data a checkpoint is evaluated on (its zoo model's split, or its family's)."""
     if split not in SPLITS:
         raise LandscapeError(f"unknown split {split!r}; expected train or test")
+    fam = ckpt.meta.get("family")
+    if fam:
+        from landscape.families import family_splits
+
+        return family_splits(fam)[0][split]
     name = ckpt.meta.get("name")
     if name not in ZOO:
         raise LandscapeError(
-            f"no evaluation data is known for checkpoint {name!r}: it is not from the zoo"
+            f"no evaluation data is known for checkpoint {name!r}: it is not from the zoo; "
+            "register it in a family (`landscape family add`) to give it data"
         )
     zm = zoo_model(name)
     if zm.dataset == "shakespeare" and split == "train":
@@ -61,10 +67,22 @@ def eval_split(ckpt: Checkpoint, split: str) -> Split:
 
 def _eval_subset(ckpt: Checkpoint, split: str) -> Split:
     s = eval_split(ckpt, split)
+    if ckpt.meta.get("family"):
+        return s  # already capped at the family's max_windows
     zm = zoo_model(ckpt.meta["name"])
     if zm.eval_windows and len(s) > zm.eval_windows:
         return Split(s.inputs[: zm.eval_windows], s.targets[: zm.eval_windows])
     return s
+
+
+def _eval_options(cfg: ModelConfig, ckpt: Checkpoint, data: Split) -> dict[str, Any]:
+    """Batching for ``evaluate_path``/``evaluate_triangle``: family members may be large models
+    (one λ at a time, batches sized to a logit budget); zoo models use the library defaults."""
+    if not ckpt.meta.get("family"):
+        return {}
+    from landscape.pairs import eval_batch_size
+
+    return {"batch_size": eval_batch_size(cfg, data.inputs), "chunk": 1}
 
 
 def check_pair(a: Checkpoint, b: Checkpoint) -> None:
@@ -225,8 +243,8 @@ def barrier_pair(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         data = _eval_subset(a, split)
         lam = torch.linspace(0, 1, points, dtype=torch.float64)
-        loss, acc = evaluate_path(cfg, pa, pb, data.inputs, data.targets, lam,
-                                  device=dev)  # fmt: skip
+        loss, acc = evaluate_path(cfg, pa, pb, data.inputs, data.targets, lam, device=dev,
+                                  **_eval_options(cfg, a, data))  # fmt: skip
         return {}, barrier_from_curve(lam, loss, acc).to_dict()
 
     entry, hit = cache.get_or_compute("barrier", inputs, compute)
@@ -249,6 +267,14 @@ def barrier_pair(
 
 def _data_key(ckpt: Checkpoint) -> dict[str, Any]:
     from landscape.zoo import data_identity
+
+    if ckpt.meta.get("family"):
+        from landscape.families import family, family_splits
+
+        fam = family(ckpt.meta["family"])
+        ident = family_splits(fam.name)[1]
+        return {**{k: v for k, v in ident.items() if k != "note"}, "n_ctx": fam.n_ctx,
+                "max_windows": fam.max_windows}  # fmt: skip
 
     zm = zoo_model(ckpt.meta["name"])
     try:
@@ -298,7 +324,8 @@ def triangle(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         data = _eval_subset(a, split)
         r = evaluate_triangle(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data.inputs,
-                              data.targets, resolution, tol=tol, device=dev)  # fmt: skip
+                              data.targets, resolution, tol=tol, device=dev,
+                              **_eval_options(ab.cfg, a, data))  # fmt: skip
         return {}, r.to_dict()
 
     entry, hit = cache.get_or_compute("triangle", inputs, compute)

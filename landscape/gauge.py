@@ -81,6 +81,7 @@ class Task:
     lr: float = 3e-3  # the model's peak training learning rate
     batch_size: int = 64
     device: torch.device = torch.device("cpu")
+    data_key: dict[str, Any] | None = None  # families: what identifies the data in cache keys
 
     @property
     def digest(self) -> str:
@@ -127,7 +128,9 @@ def load_task(
     n_act: int | None = None,
     n_test: int | None = None,
 ) -> Task:
-    """Resolve a zoo name (+ seed) or a Checkpoint of a zoo model into a :class:`Task`.
+    """Resolve a zoo name (+ seed), a family name (+ member), or a Checkpoint of either into a
+    :class:`Task`. A family's task samples minibatches from its training windows or images at
+    the family's ``lr`` and ``batch_size`` (:mod:`landscape.families`).
 
     ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
     64 text windows for activations; the whole test split, or 128 windows for text).
@@ -136,6 +139,8 @@ def load_task(
 
     ckpt = model if isinstance(model, Checkpoint) else get_checkpoint(model, seed)
     name = ckpt.meta.get("name", model if isinstance(model, str) else "")
+    if ckpt.meta.get("family"):
+        return _family_task(ckpt, device, n_act, n_test)
     try:
         zm = zoo_model(name)
     except LandscapeError:
@@ -160,6 +165,27 @@ def load_task(
     return Task(name, int(ckpt.meta.get("seed", seed) or 0), ckpt.cfg, params, sample,
                 train.inputs[:n_act].to(dev), train.targets[:n_act].to(dev), test,
                 zm.train.lr, zm.train.batch_size, dev)  # fmt: skip
+
+
+def _family_task(
+    ckpt: Checkpoint, device: str | torch.device | None, n_act: int | None, n_test: int | None
+) -> Task:
+    from landscape.families import family, family_splits
+
+    fam = family(ckpt.meta["family"])
+    splits, ident = family_splits(fam.name)
+    dev = resolve_device(device)
+    text = ckpt.cfg.arch == "gpt"
+    train, test = splits["train"], splits["test"]
+    n_act = n_act or (64 if text else 512)
+    test = data.Split(test.inputs[:n_test].to(dev), test.targets[:n_test].to(dev))
+    params = {k: v.to(dev, torch.float32) for k, v in ckpt.params.items()}
+    return Task(fam.name, int(ckpt.meta["seed"]), ckpt.cfg, params, split_sampler(train),
+                train.inputs[:n_act].to(dev), train.targets[:n_act].to(dev), test,
+                fam.lr, fam.batch_size, dev,
+                {"data": {k: v for k, v in ident.items() if k != "note"}, "n_ctx": fam.n_ctx,
+                 "max_windows": fam.max_windows, "lr": fam.lr,
+                 "batch_size": fam.batch_size})  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- activations
@@ -312,16 +338,12 @@ def align_activations(
                                           torch.ones(cfg.d_mlp, dtype=torch.float64))  # fmt: skip
     h = Transform(elements)
     if cfg.has_attn:
-        from landscape.solvers import head_cost, solve_heads
+        from landscape.matching import _head_element
 
         pb1 = apply(spec, h, pb, check=False)
         for layer in range(cfg.n_layers):
-            a = f"blocks.{layer}.attn"
-            cost = head_cost(*(pa[f"{a}.W_{m}"] for m in "QKVO"),
-                             *(pb1[f"{a}.W_{m}"] for m in "QKVO"))  # fmt: skip
-            elements[f"heads{layer}"] = Element(
-                PERM, solve_heads(cost).cpu(), torch.ones(cfg.n_heads, dtype=torch.float64)
-            )
+            # grouped-query heads move with their key/value group (weight matching's solver)
+            elements[f"heads{layer}"] = _head_element(spec, f"heads{layer}", pa, pb1)
         h = Transform(elements)
     return h
 
@@ -750,6 +772,8 @@ def gauge_sweep(
     cache = cache or Cache()
     base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),
             "weights": task.digest, "seed": seed}  # fmt: skip
+    if task.data_key:
+        base["data"] = task.data_key
     runners: dict[str, tuple[dict[str, Any], Callable[[], dict[str, Any]]]] = {
         "table": ({}, lambda: {"rows": symmetry_table(task.cfg, {k: v.cpu() for k, v in
                                                                 task.params.items()})}),

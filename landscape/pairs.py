@@ -50,7 +50,14 @@ from landscape.errors import LandscapeError
 from landscape.models import ModelConfig
 from landscape.zoo import Checkpoint
 
-__all__ = ["DATASETS", "LOGIT_BUDGET", "barrier_paths", "check_same_architecture", "load_any"]
+__all__ = [
+    "DATASETS",
+    "LOGIT_BUDGET",
+    "barrier_paths",
+    "check_same_architecture",
+    "eval_batch_size",
+    "load_any",
+]
 
 PAIR_VERSION = 1  # bump when matching or evaluation of pairs changes
 METHODS = ("naive", "activation", "weight", "learned")
@@ -183,6 +190,12 @@ def _batch_size(cfg: ModelConfig, positions: int) -> int:
     """Rows per evaluation batch so that one batch's widest activation fits ``LOGIT_BUDGET``."""
     width = max(cfg.n_out, cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * positions)
     return max(1, min(512, LOGIT_BUDGET // (positions * width)))
+
+
+def eval_batch_size(cfg: ModelConfig, inputs: torch.Tensor) -> int:
+    """:func:`_batch_size` for these evaluation inputs (windows of tokens, or images)."""
+    positions = inputs.shape[1] if cfg.arch == "gpt" else cfg.n_ctx or 1
+    return _batch_size(cfg, positions)
 
 
 def peak_rss_mb() -> float:

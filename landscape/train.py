@@ -319,11 +319,16 @@ def get_checkpoint(
     progress: Progress | None = None,
     variant: str | None = None,
 ) -> Checkpoint:
-    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory.
+    """A zoo checkpoint (disk cache → shipped assets → training), member ``seed`` of an imported
+    family (:mod:`landscape.families`), or a checkpoint directory.
 
     Control variants are never shipped: they come from the cache or are trained.
     """
     if model not in _zoo_names():
+        from landscape.families import is_family, load_member
+
+        if is_family(model):
+            return load_member(model, seed)
         return load_checkpoint_dir(model)
     if seed is None:
         raise LandscapeError(f"{model} is a zoo model: give a seed")
@@ -352,9 +357,16 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
     """Every seed of a zoo model that is trained: cached (current recipe) or shipped.
 
     Rows: ``seed, source ("cache" | "assets"), test_loss, test_accuracy, train_loss,
-    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed.
+    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed. For an
+    imported family: its members (``seed, label, path, present``).
     """
     from landscape.zoo import read_manifest
+
+    if name not in _zoo_names():
+        from landscape.families import is_family, member_rows
+
+        if is_family(name):
+            return member_rows(name)
 
     model = zoo_model(name)
     rows: dict[int, dict[str, Any]] = {}

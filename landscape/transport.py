@@ -54,8 +54,10 @@ from landscape.gauge import (
 from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import (
     ABS,
+    GROUP_OF,
     INV_T,
     PERM,
+    PERM_OF,
     SIGNED_PERM,
     Element,
     Role,
@@ -130,7 +132,9 @@ def artifact_roles(cfg: ModelConfig, artifact: Artifact) -> dict[str, Roles]:
             elif moment == "exp_avg":
                 roles = base
             else:
-                roles = tuple(None if r is None else Role(r.var, ABS) for r in base)
+                # second moments see |G|; pure permutation roles (GQA groups, gates) stay
+                roles = tuple(r if r is None or r.act in (ABS, GROUP_OF, PERM_OF)
+                              else Role(r.var, ABS) for r in base)  # fmt: skip
         if roles is None:
             raise LandscapeError(f"{kind} artifact: unexpected tensor {name!r}")
         out[name] = roles
@@ -171,10 +175,14 @@ def check_artifact(cfg: ModelConfig, artifact: Artifact) -> None:
                 f"{artifact.kind} artifact: {name} has {len(shape)} axes, expected {len(rs)}"
             )
         for axis, r in enumerate(rs):
-            if r is not None and shape[axis] != spec.variables[r.var].size:
+            if r is None:
+                continue
+            v = spec.variables[r.var]
+            size = v.size // v.group if r.act == GROUP_OF else v.size  # GQA: key/value groups
+            if shape[axis] != size:
                 raise LandscapeError(
                     f"{artifact.kind} artifact: {name} has shape {shape}; axis {axis} must have "
-                    f"size {spec.variables[r.var].size} ({r.var} of this model)"
+                    f"size {size} ({r.var} of this model)"
                 )
 
     def same(a: str, i: int, b: str, j: int) -> None:
@@ -361,11 +369,15 @@ def steered(cfg: ModelConfig, params: Params, vector: torch.Tensor, layer: int) 
     """Parameters whose stream entering block ``layer`` is shifted by ``vector`` everywhere.
 
     Adding v at every position is adding v to the last writer bias before that point,
-    ``b_out`` of block ``layer − 1`` — the steering vector is literally a writer.
+    ``b_out`` of block ``layer − 1`` — the steering vector is literally a writer. A bias-free
+    model (``cfg.bias=False``: Llama) reads a missing bias as 0, so the vector becomes the bias.
     """
     out = dict(params)
     name = f"blocks.{layer - 1}.mlp.b_out"
-    out[name] = params[name] + vector.to(params[name].dtype)
+    ref = params[f"blocks.{layer - 1}.mlp.W_out"]
+    out[name] = params.get(name, torch.zeros((), dtype=ref.dtype, device=ref.device)) + vector.to(
+        ref.dtype
+    )
     return out
 
 
@@ -568,6 +580,8 @@ def transport_table(
     inputs = {"version": TRANSPORT_VERSION, "model": task.name, "config": task.cfg.to_dict(),
               "weights": task.digest, "seed": seed, "gauge_seed": gauge_seed, "layer": layer,
               "adamw": [adamw_steps_before, adamw_steps_after]}  # fmt: skip
+    if task.data_key:
+        inputs["data"] = task.data_key
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         t0 = time.perf_counter()

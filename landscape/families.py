@@ -1,0 +1,320 @@
+"""Imported families: named sets of checkpoints of one architecture, used like zoo models.
+
+A zoo model is a recipe whose seeds are the checkpoints compared. An imported family is the same
+thing for checkpoints that come from elsewhere (two fine-tunes of one base, a few independently
+trained ViTs): its *members* are checkpoint paths — Hugging Face directories (config.json +
+safetensors), ``.gguf`` files, or landscape-format directories — numbered 0, 1, … in the order
+given, and those numbers play the role of seeds everywhere a zoo name is accepted::
+
+    landscape family add tunes /ckpt/ft-a /ckpt/ft-b --text corpus.txt
+    landscape barrier tunes --seeds 0 1 --method weight --group orth
+    landscape gauge-sweep tunes --seed 0 --parts table scramble
+    landscape transport tunes --seed 0 --artifact probe --to-seed 1 --out moved
+
+and the app's sidebar lists the family under "Model family".
+
+Evaluation data is part of the family: language models are evaluated on non-overlapping windows
+of a local UTF-8 text file (the first member's ``tokenizer.json`` when present, else bytes or
+characters; the last 10% is the test split, :mod:`landscape.textdata`), classifiers on an image
+data set (``digits`` or ``fashion``). Training-style work on a family (the gauge sweep's drift,
+LoRA, AdamW resumption) samples minibatches from the training split at the family's ``lr``.
+
+Storage: one JSON file per family under ``$LANDSCAPE_FAMILIES`` or ``<cache>/families``, written
+atomically. Clearing the cache keeps the families. Results on a family are cached like any other,
+keyed by the members' weight digests, so moving or renaming a checkpoint file costs nothing and a
+changed file gives new results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from landscape.data import Split
+from landscape.errors import LandscapeError
+from landscape.paths import cache_root
+from landscape.zoo import Checkpoint
+
+__all__ = [
+    "Family",
+    "add_family",
+    "families",
+    "family",
+    "family_splits",
+    "is_family",
+    "load_member",
+    "member_rows",
+    "remove_family",
+]
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+DATASETS = ("digits", "fashion")
+
+
+def families_root() -> Path:
+    env = os.environ.get("LANDSCAPE_FAMILIES")
+    return Path(env).expanduser() if env else cache_root() / "families"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A named set of checkpoint paths of one architecture and the data to evaluate them on."""
+
+    name: str
+    members: tuple[str, ...]  # absolute paths; member i is "seed" i
+    arch: str  # "mlp" | "vit" | "gpt"
+    architecture: str  # one line, as ``landscape inspect`` prints it
+    parameters: int
+    text: str | None = None  # language models: UTF-8 text file
+    data: str | None = None  # classifiers: "digits" | "fashion"
+    data_dir: str | None = None  # Fashion-MNIST IDX directory
+    n_ctx: int = 128  # tokens per evaluation window
+    max_windows: int = 64  # windows per split
+    lr: float = 1e-4  # learning rate for fine-tuning steps on the family's data
+    batch_size: int = 16
+    labels: tuple[str, ...] = field(default=())  # a short label per member
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Family:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["members"] = tuple(known.get("members", ()))
+        known["labels"] = tuple(known.get("labels", ()))
+        return cls(**known)
+
+    def label(self, i: int) -> str:
+        return self.labels[i] if i < len(self.labels) else Path(self.members[i]).name
+
+    @property
+    def dataset(self) -> str:
+        return f"text: {Path(self.text).name}" if self.text else str(self.data)
+
+
+def _file(name: str) -> Path:
+    return families_root() / f"{name}.json"
+
+
+def is_family(name: str) -> bool:
+    """Whether ``name`` is a registered family (never true for a path or a zoo name)."""
+    return bool(NAME.match(name)) and _file(name).is_file()
+
+
+def family(name: str) -> Family:
+    p = _file(name) if NAME.match(name) else None
+    if p is None or not p.is_file():
+        known = ", ".join(f.name for f in families()) or "none registered"
+        raise LandscapeError(f"unknown family {name!r} (families: {known})")
+    try:
+        return Family.from_dict(json.loads(p.read_text()))
+    except (OSError, ValueError, TypeError) as e:
+        raise LandscapeError(f"family file {p} is unreadable ({e}); remove it and add again"
+                             ) from None  # fmt: skip
+
+
+def families() -> list[Family]:
+    """Every registered family, by name; unreadable files are skipped."""
+    root = families_root()
+    out = []
+    for p in sorted(root.glob("*.json")) if root.is_dir() else []:
+        with contextlib.suppress(LandscapeError):
+            out.append(family(p.stem))
+    return out
+
+
+def _write(fam: Family) -> Path:
+    root = families_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(fam.to_dict(), f, indent=1)
+        os.replace(tmp, _file(fam.name))
+    except OSError as e:
+        raise LandscapeError(f"cannot write family {fam.name} under {root}: {e.strerror or e}"
+                             ) from None  # fmt: skip
+    return _file(fam.name)
+
+
+def add_family(
+    name: str,
+    paths: list[str | os.PathLike],
+    *,
+    text: str | os.PathLike | None = None,
+    data: str | None = None,
+    data_dir: str | None = None,
+    n_ctx: int = 128,
+    max_windows: int = 64,
+    lr: float = 1e-4,
+    batch_size: int | None = None,
+    labels: list[str] | None = None,
+    replace: bool = False,
+) -> Family:
+    """Register a family after checking everything a later computation would trip over.
+
+    Every member is loaded (one-line errors name the file and tensor), all must share one
+    architecture and vocabulary, and the evaluation data must load and fit the model.
+    """
+    from landscape.importers import describe
+    from landscape.pairs import check_same_architecture, load_any
+    from landscape.zoo import ZOO
+
+    if not NAME.match(name):
+        raise LandscapeError(
+            f"family name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    if name in ZOO:
+        raise LandscapeError(f"{name!r} is a zoo model; choose another family name")
+    if _file(name).is_file() and not replace:
+        raise LandscapeError(f"family {name!r} exists; remove it first or pass replace")
+    if not paths:
+        raise LandscapeError("a family needs at least one checkpoint path")
+    if labels is not None and len(labels) != len(paths):
+        raise LandscapeError(f"{len(labels)} labels for {len(paths)} checkpoints")
+    members = tuple(str(Path(p).expanduser().resolve()) for p in paths)
+    if len(set(members)) != len(members):
+        raise LandscapeError("the same checkpoint path is given twice")
+    first = load_any(members[0])
+    for p in members[1:]:
+        check_same_architecture(first, load_any(p), members[0], p)
+    cfg = first.cfg
+    if cfg.arch == "gpt":
+        if text is None:
+            raise LandscapeError("a family of language models needs a text file (--text FILE)")
+        if data is not None:
+            raise LandscapeError("language models are evaluated on --text, not --data")
+        text = str(Path(text).expanduser().resolve())
+    else:
+        if data is None:
+            raise LandscapeError(
+                f"a family of {cfg.arch} classifiers needs --data {' or --data '.join(DATASETS)}"
+            )
+        if text is not None:
+            raise LandscapeError("classifiers are evaluated on --data, not --text")
+    if n_ctx < 1 or max_windows < 2 or lr <= 0:
+        raise LandscapeError("n_ctx must be positive, max_windows at least 2 and lr positive")
+    fam = Family(
+        name=name,
+        members=members,
+        arch=cfg.arch,
+        architecture=describe(cfg, first.meta.get("model_type", "")),
+        parameters=sum(v.numel() for v in first.params.values()),
+        text=str(text) if text else None,
+        data=data,
+        data_dir=str(Path(data_dir).expanduser().resolve()) if data_dir else None,
+        n_ctx=min(n_ctx, cfg.n_ctx) if cfg.arch == "gpt" else n_ctx,
+        max_windows=max_windows,
+        lr=lr,
+        batch_size=batch_size or (16 if cfg.arch == "gpt" else 64),
+        labels=tuple(labels) if labels else (),
+    )
+    _splits_for(fam, first, members[0])  # the data loads and fits, or a one-line error
+    _write(fam)
+    family_splits.cache_clear()
+    return fam
+
+
+def remove_family(name: str) -> bool:
+    """Forget a family (its checkpoints and cached results stay). True if it existed."""
+    if not NAME.match(name):
+        return False
+    try:
+        _file(name).unlink()
+    except FileNotFoundError:
+        return False
+    family_splits.cache_clear()
+    return True
+
+
+def _check_index(fam: Family, i: int | None) -> int:
+    if i is None:
+        raise LandscapeError(f"{fam.name} is a family: give a member number (0–"
+                             f"{len(fam.members) - 1}) as the seed")  # fmt: skip
+    if not 0 <= int(i) < len(fam.members):
+        raise LandscapeError(
+            f"family {fam.name} has members 0–{len(fam.members) - 1}; there is no member {i}"
+        )
+    return int(i)
+
+
+def load_member(name: str, index: int | None) -> Checkpoint:
+    """Member ``index`` of a family as a float32 Checkpoint whose meta names the family."""
+    from landscape.pairs import load_any
+
+    fam = family(name)
+    i = _check_index(fam, index)
+    ckpt = load_any(fam.members[i])
+    meta = {**ckpt.meta, "name": fam.name, "family": fam.name, "seed": i,
+            "member": fam.members[i], "label": fam.label(i)}  # fmt: skip
+    return Checkpoint(ckpt.cfg, ckpt.params, meta)
+
+
+def _splits_for(fam: Family, ckpt: Checkpoint, path: str) -> tuple[dict[str, Split], dict]:
+    from landscape.pairs import _splits
+
+    return _splits(ckpt, path, fam.text, fam.data, fam.data_dir, fam.n_ctx, fam.max_windows)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_splits(doc: str) -> tuple[dict[str, Split], dict[str, Any]]:
+    fam = Family.from_dict(json.loads(doc))
+    return _splits_for(fam, load_member(fam.name, 0), fam.members[0])
+
+
+def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
+    """``({"train": Split, "test": Split}, data identity)`` of a family (memoised per process
+    on the family's definition, so editing the family re-reads the data)."""
+    fam = family(name)
+    return _cached_splits(json.dumps(fam.to_dict(), sort_keys=True))
+
+
+family_splits.cache_clear = _cached_splits.cache_clear  # type: ignore[attr-defined]
+
+
+def member_rows(name: str, *, metrics: bool = False) -> list[dict[str, Any]]:
+    """One row per member (``seed``, ``label``, ``path``, ``present``), like
+    :func:`landscape.train.available_seeds`. With ``metrics`` each present member is
+    evaluated on the family's test split (``test_loss``, ``test_accuracy``)."""
+    fam = family(name)
+    rows = []
+    for i, p in enumerate(fam.members):
+        row: dict[str, Any] = {"seed": i, "label": fam.label(i), "path": p,
+                               "present": Path(p).exists()}  # fmt: skip
+        if metrics and row["present"]:
+            row.update(member_metrics(name, i))
+        rows.append(row)
+    return rows
+
+
+def member_metrics(name: str, index: int) -> dict[str, float]:
+    """Test loss and accuracy of one member on the family's test split (cached on disk)."""
+    import torch
+
+    from landscape.barrier import evaluate_path
+    from landscape.cache import Cache, digest_tensors
+    from landscape.pairs import eval_batch_size
+
+    ckpt = load_member(name, index)
+    splits, ident = family_splits(name)
+    test = splits["test"]
+    inputs = {"weights": digest_tensors(ckpt.params), "cfg": ckpt.cfg.to_dict(),
+              "data": {k: v for k, v in ident.items() if k != "note"},
+              "windows": len(test)}  # fmt: skip
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        p = ckpt.params
+        loss, acc = evaluate_path(ckpt.cfg, p, p, test.inputs, test.targets, [1.0],
+                                  batch_size=eval_batch_size(ckpt.cfg, test.inputs),
+                                  chunk=1)  # fmt: skip
+        return {}, {"test_loss": float(loss[0]), "test_accuracy": float(acc[0])}
+
+    entry, _ = Cache().get_or_compute("family-metrics", inputs, compute)
+    return {"test_loss": entry.meta["test_loss"], "test_accuracy": entry.meta["test_accuracy"]}

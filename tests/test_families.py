@@ -1,0 +1,196 @@
+"""Imported families: registration, errors, and every zoo-style computation on their members."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+transformers = pytest.importorskip("transformers")
+
+from landscape import experiments  # noqa: E402
+from landscape import families as fm  # noqa: E402
+from landscape.cli import main  # noqa: E402
+from landscape.errors import LandscapeError  # noqa: E402
+from landscape.importers import import_checkpoint  # noqa: E402
+from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
+from landscape.train import available_seeds, get_checkpoint  # noqa: E402
+from landscape.transport import Artifact, load_artifact, save_artifact, transport  # noqa: E402
+from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+
+
+def _llama(seed: int, kv: int = 2):
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=kv,
+        intermediate_size=24, vocab_size=256, max_position_embeddings=32,
+        tie_word_embeddings=False,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+PLANTED_GAUGE = 7  # seed of the signed-permutation element planted in member 2
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    """Two independent tiny Llamas (GQA, RoPE, SwiGLU), a planted-gauge copy of the first, an
+    MHA model of another shape, and a text file."""
+    root = tmp_path_factory.mktemp("family")
+    paths = {}
+    for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
+        paths[name] = root / name
+        _llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
+    a = import_checkpoint(paths["a"])
+    spec = spec_for(a.cfg)
+    moved = apply(spec, random_transform(spec, "signed-perm", PLANTED_GAUGE), a.params)
+    paths["planted"] = save_checkpoint_dir(Checkpoint(a.cfg, moved, {}), root / "planted")
+    paths["text"] = root / "text.txt"
+    paths["text"].write_text("To be, or not to be, that is the question. " * 60)
+    return paths
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
+    fm.family_splits.cache_clear()
+    return tmp_path
+
+
+@pytest.fixture
+def tunes(ckpts, home) -> str:
+    fm.add_family("tunes", [ckpts["a"], ckpts["b"], ckpts["planted"]], text=ckpts["text"],
+                  n_ctx=16, max_windows=8, labels=["ft-a", "ft-b", "planted"])  # fmt: skip
+    return "tunes"
+
+
+def test_a_family_is_registered_listed_and_removed(tunes, ckpts) -> None:
+    fam = fm.family(tunes)
+    assert fam.arch == "gpt" and len(fam.members) == 3 and fam.n_ctx == 16
+    assert "grouped-query" in fam.architecture and fam.parameters == 27296
+    assert [f.name for f in fm.families()] == ["tunes"] and fm.is_family("tunes")
+    rows = fm.member_rows(tunes, metrics=True)
+    assert [r["label"] for r in rows] == ["ft-a", "ft-b", "planted"]
+    assert all(r["present"] and r["test_loss"] > 0 for r in rows)
+    # the planted copy computes the same function as member 0
+    assert rows[2]["test_loss"] == pytest.approx(rows[0]["test_loss"], abs=1e-5)
+    assert [r["seed"] for r in available_seeds(tunes)] == [0, 1, 2]
+    m = get_checkpoint(tunes, 1)
+    assert m.meta["family"] == "tunes" and m.meta["seed"] == 1 and m.meta["label"] == "ft-b"
+    assert fm.remove_family(tunes) and not fm.is_family(tunes) and not fm.remove_family(tunes)
+
+
+def test_family_errors_are_one_line_and_name_the_problem(ckpts, home, tunes) -> None:
+    text = ckpts["text"]
+    cases = [
+        (("tunes", [ckpts["a"]]), {"text": text}, "exists"),
+        (("mlp-digits", [ckpts["a"]]), {"text": text}, "zoo model"),
+        (("bad name!", [ckpts["a"]]), {"text": text}, "family name"),
+        (("x", [ckpts["a"]]), {}, "needs a text file"),
+        (("x", [ckpts["a"]]), {"text": text, "data": "digits"}, "not --data"),
+        (("x", [ckpts["a"], ckpts["mha"]]), {"text": text}, "mismatched architectures"),
+        (("x", [ckpts["a"], home / "nowhere"]), {"text": text}, "nowhere"),
+        (("x", [ckpts["a"], ckpts["a"]]), {"text": text}, "twice"),
+        (("x", [ckpts["a"]]), {"text": home / "missing.txt"}, "missing.txt"),
+        (("x", [ckpts["a"]]), {"text": text, "labels": ["1", "2"]}, "labels"),
+    ]
+    for args, kw, words in cases:
+        with pytest.raises(LandscapeError, match=words) as err:
+            fm.add_family(*args, **kw)
+        assert "\n" not in str(err.value)
+    assert [f.name for f in fm.families()] == ["tunes"]  # nothing half-registered
+    with pytest.raises(LandscapeError, match="no member 3"):
+        get_checkpoint(tunes, 3)
+    with pytest.raises(LandscapeError, match="unknown family"):
+        fm.family("nope")
+
+
+def test_barriers_triangles_and_tables_run_on_a_family(tunes) -> None:
+    r = experiments.barrier(tunes, (0, 2), "weight", "signed-perm", points=5)
+    assert r["barrier_loss"] < 1e-5 and r["function_check"] < 1e-4  # the planted gauge is found
+    assert not r["cached"]
+    again = experiments.barrier(tunes, (0, 2), "weight", "signed-perm", points=5)
+    assert again["cached"] and again["loss"] == r["loss"]
+    naive = experiments.barrier(tunes, (0, 2), "naive", "perm", points=5)
+    # aligned, the path stays on one function; without matching it leaves it (random weights:
+    # the midpoint's loss drops towards uniform, so the barrier itself can be 0)
+    assert max(r["loss"]) - min(r["loss"]) < 1e-5
+    assert max(naive["loss"]) - min(naive["loss"]) > 0.01
+    tri = experiments.triangle(tunes, (0, 1, 2), "weight", "orth", resolution=2)
+    assert len(tri["loss"]) == 6 and 0 <= tri["basin_fraction"] <= 1
+    table = experiments.table(tunes, 1, rows=(("naive", "perm"), ("weight", "perm")), points=3)
+    assert table["pairs"] == [[0, 1]] and len(table["rows"]) == 2
+
+
+def test_a_classifier_family_gives_the_zoo_numbers(home, tmp_path) -> None:
+    """mlp-digits seeds saved as directories, registered with --data digits: same barrier."""
+    paths = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"m{s}")
+             for s in (0, 1)]  # fmt: skip
+    fm.add_family("digit-mlps", paths, data="digits")
+    fam = experiments.barrier("digit-mlps", (0, 1), "weight", "perm", points=5)
+    zoo = experiments.barrier("mlp-digits", (0, 1), "weight", "perm", points=5)
+    assert fam["loss"] == pytest.approx(zoo["loss"], abs=1e-6)
+    assert fam["barrier_loss"] == pytest.approx(zoo["barrier_loss"], abs=1e-6)
+    with pytest.raises(LandscapeError, match="needs --data"):
+        fm.add_family("no-data", paths)
+
+
+def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tunes) -> None:
+    from landscape.transport import transport_table
+
+    rows = transport_table(tunes, 0, adamw_steps_before=3, adamw_steps_after=3)
+    exact = {r["artifact"]: r for r in rows if r["mode"] == "exact"}
+    assert set(exact) == {"steering", "probe", "sae", "lora", "adamw"}
+    for name in ("steering", "probe", "sae", "lora"):
+        assert exact[name]["kept"] == pytest.approx(100, abs=0.01), name
+    assert exact["adamw"]["value"] < 1e-4
+    none = {r["artifact"]: r for r in rows if r["mode"] == "none"}
+    assert none["probe"]["value"] < exact["probe"]["value"]
+
+
+def test_gauge_sweep_on_a_family(tunes) -> None:
+    from landscape.gauge import gauge_sweep
+
+    out = gauge_sweep(tunes, 0, draws=1, parts=("table", "scramble", "claims"))
+    valid = {r["group"]: r["valid"] for r in out["table"]["rows"]}
+    assert valid["signed-perm"] and not valid["orth"]
+    summary = {r["group"]: r for r in out["scramble"]["summary"]}
+    assert summary["signed-perm"]["max_abs_dlogits"] < 1e-4
+    assert summary["signed-perm"]["matched_signed-perm"] < 1e-5
+    assert {r["transported"] for r in out["claims"]["summary"]} == {1}
+
+
+def test_cli_registers_a_family_and_moves_an_artifact_onto_a_planted_member(
+    tunes, ckpts, tmp_path, capsys
+) -> None:
+    assert main(["family", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["families"]
+    assert [f["name"] for f in listed] == ["tunes"] and listed[0]["members"] == 3
+    assert main(["barrier", tunes, "--seeds", "0", "2", "--group", "signed-perm",
+                 "--points", "3", "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["barrier_loss"] < 1e-5
+    a = get_checkpoint(tunes, 0)
+    vector = torch.randn(a.cfg.d_model, generator=torch.Generator().manual_seed(0))
+    art = Artifact("steering", {"vector": vector}, {"layer": 1, "cls": 0, "scale": 1.0})
+    save_artifact(tmp_path / "steer", art, a.cfg)
+    assert main(["transport", tunes, "--seed", "0", "--artifact", str(tmp_path / "steer"),
+                 "--to-seed", "2", "--group", "signed-perm", "--out",
+                 str(tmp_path / "moved"), "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    moved = load_artifact(tmp_path / "moved", a.cfg).tensors["vector"]
+    g = random_transform(spec_for(a.cfg), "signed-perm", PLANTED_GAUGE)
+    want = transport(a.cfg, art, g, "exact").tensors["vector"]
+    assert torch.allclose(moved, want, atol=1e-6)
+    assert main(["family", "remove", tunes]) == 0
+    assert main(["family", "remove", tunes]) == 2
+    assert "no family" in capsys.readouterr().err
