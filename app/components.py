@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import plotly.graph_objects as go
@@ -45,7 +45,7 @@ def controls() -> Iterator[None]:
 
 
 def model() -> str:
-    """The zoo model chosen in the sidebar."""
+    """The zoo model or imported family chosen in the sidebar."""
     return st.session_state.get("model") or state.zoo_status()[0]["name"]
 
 
@@ -59,14 +59,32 @@ def seeds_of(name: str) -> list[int]:
     return [s["seed"] for s in row["seeds"]] if row else []
 
 
+def seed_format(name: str) -> Callable[[int], str]:
+    """How a seed reads in a control: the number, and a family member's label."""
+    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    labels = {s["seed"]: s.get("label") for s in row["seeds"]} if row else {}
+    return lambda s: f"{s} · {labels[s]}" if labels.get(s) else str(s)
+
+
+def is_imported(name: str) -> bool:
+    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    return bool(row and row["imported"])
+
+
 def need_seeds(name: str, n: int) -> list[int]:
     """The model's seeds, or stop the page with a pointer to the Models page if too few."""
     seeds = seeds_of(name)
     if len(seeds) < n:
-        st.info(
-            f"{name} has {len(seeds)} trained seed(s); this page needs at least {n}. "
-            "Train more on the Models page, or pick another model family in the sidebar."
-        )
+        if is_imported(name):
+            st.info(
+                f"The imported family {name} has {len(seeds)} member(s) on disk; this page "
+                f"needs at least {n}. Add more on the Models page, or pick another model family."
+            )
+        else:
+            st.info(
+                f"{name} has {len(seeds)} trained seed(s); this page needs at least {n}. "
+                "Train more on the Models page, or pick another model family in the sidebar."
+            )
         st.stop()
     return seeds
 

@@ -22,11 +22,16 @@ def _human_bytes(n: float) -> str:
 def sidebar() -> None:
     """Widgets shared by every page; their values live in ``st.session_state``."""
     with st.sidebar:
+        imported = [r["name"] for r in state.zoo_status() if r["imported"]]
+        if st.session_state.get("model") not in (*ZOO, *imported):
+            st.session_state.pop("model", None)  # a removed family: back to the default
         st.selectbox(
             "Model family",
-            list(ZOO),
+            [*ZOO, *imported],
             key="model",
-            help="A zoo model; its seeds are the checkpoints compared.",
+            format_func=lambda n: n if n in ZOO else f"{n} (imported)",
+            help="A zoo model, whose seeds are the checkpoints compared, or an imported family "
+            "(Models page), whose members are.",
         )
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         st.selectbox("Device", devices, index=len(devices) - 1, key="device")

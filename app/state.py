@@ -22,11 +22,35 @@ Progress = Callable[[str, float], None]
 
 @st.cache_data(ttl=5, show_spinner=False)
 def zoo_status() -> list[dict[str, Any]]:
-    """The zoo with every trained seed (shipped or cached) and its metrics."""
+    """The zoo with every trained seed (shipped or cached) and its metrics, then the imported
+    families (``imported: True``) with their members as seeds (no metrics: see
+    :func:`family_metrics`)."""
+    from landscape.families import families, member_rows
+
     rows = zoo_table()
     for r in rows:
         r["seeds"] = available_seeds(r["name"])
+        r["imported"] = False
+    for f in families():
+        rows.append({
+            "name": f.name,
+            "dataset": f.dataset,
+            "architecture": f.architecture,
+            "arch": f.arch,
+            "parameters": f.parameters,
+            "description": f"imported family of {len(f.members)} checkpoints",
+            "seeds": [m for m in member_rows(f.name) if m["present"]],
+            "imported": True,
+        })  # fmt: skip
     return rows
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def family_metrics(name: str) -> list[dict[str, Any]]:
+    """Members of a family with their test loss and accuracy (evaluated once, then on disk)."""
+    from landscape.families import member_rows
+
+    return member_rows(name, metrics=True)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

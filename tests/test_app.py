@@ -57,11 +57,43 @@ def test_models_page_renders_and_reruns(tmp_path):
     _ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
     # a bad checkpoint directory is a clear error on the page, not an exception
-    at.text_input(key="import_path").set_value(str(tmp_path / "nowhere"))
+    at.text_input(key="import_name").set_value("bad")
+    at.text_area(key="import_paths").set_value(str(tmp_path / "nowhere"))
     form_button = next(b for b in at.get("form_submit_button") if b.label == "Import")
     form_button.click().run()
     assert not at.exception
     assert any("nowhere" in e.value for e in at.error)
+
+
+def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path):
+    """Two checkpoint directories imported as a family become a model family of every page."""
+    from landscape.train import get_checkpoint
+    from landscape.zoo import save_checkpoint_dir
+
+    _need(2)
+    dirs = [str(save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"ckpt-{s}"))
+            for s in (0, 1)]  # fmt: skip
+    at = _open("models")
+    at.text_input(key="import_name").set_value("my-mlps")
+    at.text_area(key="import_paths").set_value("\n".join(dirs))
+    next(b for b in at.get("form_submit_button") if b.label == "Import").click().run()
+    _ok(at)
+    assert any("my-mlps" in s.value for s in at.success)
+    assert "my-mlps" in at.sidebar.selectbox(key="model").options[-1]
+    frame = at.dataframe[0].value
+    assert list(frame["kind"]) == ["zoo"] * 4 + ["imported"]
+    at.sidebar.selectbox(key="model").set_value("my-mlps").run()
+    _ok(at)
+    members = next(e for e in at.expander if "my-mlps" in e.label)
+    assert members is not None and at.dataframe[1].value["test_accuracy"].min() > 0.95
+    at.switch_page("views/interpolation.py").run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1
+    assert "ckpt-0" in at.multiselect(key="interp_pairs").options[0]
+    at.switch_page("views/models.py").run()
+    at.button(key="remove_my-mlps").click().run()
+    _ok(at)
+    assert "my-mlps" not in " ".join(at.sidebar.selectbox(key="model").options)
 
 
 def test_interpolation_page_renders_and_reruns():

@@ -12,6 +12,7 @@ from app.components import (
     need_seeds,
     page_header,
     presentation,
+    seed_format,
     show_error,
 )
 from landscape.plots import figure_atlas
@@ -28,8 +29,11 @@ name = model()
 seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
-    chosen = c1.multiselect("Seeds", seeds, default=seeds[:6], key="atlas_seeds")
-    reference = c2.selectbox("Reference seed", chosen or seeds, key="atlas_reference")
+    label = seed_format(name)
+    chosen = c1.multiselect("Seeds", seeds, default=seeds[:6], key="atlas_seeds", format_func=label)
+    reference = c2.selectbox(
+        "Reference seed", chosen or seeds, key="atlas_reference", format_func=label
+    )
     copies = c2.slider("Gauge copies per seed", 0, 6, 2, key="atlas_copies")
     group = c3.radio(
         "Copies drawn from",

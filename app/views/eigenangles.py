@@ -13,6 +13,7 @@ from app.components import (
     need_seeds,
     page_header,
     presentation,
+    seed_format,
     show_error,
 )
 from landscape.plots import figure_eigenangles, figure_lm_curve, figure_objective
@@ -29,8 +30,10 @@ name = model()
 seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns(3)
-    seed_a = c1.selectbox("Seed A", seeds, index=0, key="eig_a")
-    seed_b = c2.selectbox("Seed B", [s for s in seeds if s != seed_a], index=0, key="eig_b")
+    label = seed_format(name)
+    seed_a = c1.selectbox("Seed A", seeds, index=0, key="eig_a", format_func=label)
+    others = [s for s in seeds if s != seed_a]
+    seed_b = c2.selectbox("Seed B", others, index=0, key="eig_b", format_func=label)
     learned = c3.toggle(
         "Learned matching",
         value=True,

@@ -18,6 +18,7 @@ from app.components import (
     need_seeds,
     page_header,
     presentation,
+    seed_format,
     show_error,
 )
 from landscape.plots import (
@@ -67,7 +68,11 @@ settings = {**DEFAULTS, **SHORT.get(name, {})}
 with controls():
     c1, c2, c3, c4 = st.columns(4)
     seed = c1.selectbox(
-        "Seed", seeds, key="gauge_seed", help="The checkpoint swept; also seeds the gauges."
+        "Seed",
+        seeds,
+        key="gauge_seed",
+        format_func=seed_format(name),
+        help="The checkpoint swept; also seeds the gauges.",
     )
     draws = c2.slider(
         "Random gauges per group",

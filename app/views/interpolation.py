@@ -18,6 +18,7 @@ from app.components import (
     page_header,
     parse_combo,
     presentation,
+    seed_format,
     show_error,
 )
 from landscape.experiments import GROUPS, METHODS, mean_sem, pairs_for
@@ -33,6 +34,7 @@ page_header(
 name = model()
 seeds = need_seeds(name, 2)
 all_pairs = list(itertools.combinations(seeds, 2))
+seed_label = seed_format(name)
 default_pairs = [p for p in pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
 combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g in GROUPS]
 
@@ -42,7 +44,7 @@ with controls():
         "Seed pairs (A, B)",
         all_pairs,
         default=default_pairs,
-        format_func=lambda p: f"{p[0]} ↔ {p[1]}",
+        format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
         key="interp_pairs",
         help="Each pair is aligned and interpolated; curves are averaged.",
     )

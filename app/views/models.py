@@ -1,4 +1,4 @@
-"""Models: the zoo, what is trained and cached; train more seeds; import checkpoints; cache."""
+"""Models: the zoo and imported families; train more seeds; import checkpoints; the cache."""
 
 from __future__ import annotations
 
@@ -11,27 +11,29 @@ from landscape.plots import figure_zoo_overview
 
 page_header(
     "Models",
-    "The zoo: every model family and the seeds that are trained and ready to compare (shipped "
-    "with the app or trained into the disk cache).",
+    "Every model family and the checkpoints ready to compare: zoo seeds (shipped with the app "
+    "or trained into the disk cache) and imported families of your own checkpoints.",
 )
 
 rows = state.zoo_status()
+
+
+def _mean(seeds: list[dict], key: str) -> float | None:
+    vals = [s[key] for s in seeds if s.get(key) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
 table = pd.DataFrame(
     [
         {
             "model": r["name"],
+            "kind": "imported" if r["imported"] else "zoo",
             "data": r["dataset"],
             "architecture": r["architecture"],
             "parameters": r["parameters"],
             "seeds": ", ".join(str(s["seed"]) for s in r["seeds"]) or "none yet",
-            "test accuracy (mean)": (
-                sum(s["test_accuracy"] for s in r["seeds"]) / len(r["seeds"])
-                if r["seeds"]
-                else None
-            ),
-            "test loss (mean)": (
-                sum(s["test_loss"] for s in r["seeds"]) / len(r["seeds"]) if r["seeds"] else None
-            ),
+            "test acc.": _mean(r["seeds"], "test_accuracy"),
+            "test loss": _mean(r["seeds"], "test_loss"),
         }
         for r in rows
     ]
@@ -39,100 +41,159 @@ table = pd.DataFrame(
 st.dataframe(
     table,
     hide_index=True,
+    width="stretch",
     column_config={
-        "test accuracy (mean)": st.column_config.NumberColumn(format="%.3f"),
-        "test loss (mean)": st.column_config.NumberColumn(format="%.3f"),
+        "kind": st.column_config.TextColumn(width="small"),
+        "architecture": st.column_config.TextColumn(width="large"),
+        "parameters": st.column_config.NumberColumn(format="localized", width="small"),
+        "test acc.": st.column_config.NumberColumn(
+            format="%.3f", width="small", help="Mean over the trained seeds (zoo models)"
+        ),
+        "test loss": st.column_config.NumberColumn(
+            format="%.3f", width="small", help="Mean over the trained seeds (zoo models)"
+        ),
     },
 )
 
-trained = [r for r in rows if r["seeds"]]
+trained = [r for r in rows if r["seeds"] and not r["imported"]]
 if trained:
     st.subheader("Test accuracy of every trained seed")
     figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy", key="zoo")
 
 name = model()
 current = next(r for r in rows if r["name"] == name)
-with st.expander(f"Seeds of {name}", expanded=not presentation()):
-    if current["seeds"]:
-        st.dataframe(pd.DataFrame(current["seeds"]), hide_index=True)
-    else:
-        st.info(f"No trained seeds of {name} yet: train some below.")
-
-st.subheader("Train more seeds")
-with controls():
-    have = {s["seed"] for s in current["seeds"]}
-    first_free = next(s for s in range(10_000) if s not in have)
-    c1, c2, c3 = st.columns([2, 2, 1])
-    start = c1.number_input("First seed", 0, 9_999, first_free, key="train_first")
-    count = c2.number_input("How many", 1, 32, 1, key="train_count")
-    go = c3.button(f"Train {name}", type="primary", key="train_go")
-if go:
-    from landscape.train import train
-
-    todo = [int(start) + i for i in range(int(count))]
-    bar = st.progress(0.0, text=f"Training {name} …")
-    for n, seed in enumerate(todo):
-
-        def report(
-            step: int, total: int, metrics: dict[str, float], n: int = n, seed: int = seed
-        ) -> None:
-            bar.progress(
-                (n + step / total) / len(todo),
-                text=f"seed {seed}: step {step}/{total}, test accuracy "
-                f"{metrics['test_accuracy']:.3f}",
-            )
-
+if current["imported"]:
+    with st.expander(f"Members of {name}", expanded=not presentation()):
         try:
-            ckpt, hit = train(name, seed, device=device(), progress=report)
-            st.success(
-                f"{name} seed {seed}: test accuracy "
-                f"{ckpt.meta['metrics']['test_accuracy']:.3f}"
-                + (" (already cached)" if hit else "")
-            )
+            with st.spinner("Evaluating the members on the family's test data …"):
+                members = state.family_metrics(name)
+            st.dataframe(pd.DataFrame(members), hide_index=True, width="stretch")
         except Exception as err:
-            show_error(f"Training {name} seed {seed}", err)
-    bar.progress(1.0, text="Done")
-    state.clear_memory_caches()
-
-st.subheader("Import a checkpoint directory")
-st.caption(
-    "A directory with `config.json` and `model.safetensors` in the landscape format "
-    "(as written by `save_checkpoint_dir`). Nothing is unpickled."
-)
-with st.form("import", border=True):
-    path = st.text_input("Directory", key="import_path", placeholder="/path/to/checkpoint")
-    submitted = st.form_submit_button("Import")
-if submitted and path:
-    from landscape.models import count_params
-    from landscape.zoo import ZOO, load_checkpoint_dir
-
-    try:
-        ckpt = load_checkpoint_dir(path.strip())
-        family = next((m.name for m in ZOO.values() if m.config == ckpt.cfg), None)
-        st.success(
-            f"Loaded **{ckpt.name}** from `{path}`: {count_params(ckpt.cfg):,} parameters"
-            + (
-                f", same architecture as **{family}**"
-                if family
-                else ", an architecture not in the zoo"
-            )
-        )
-        st.json(
-            {"config": ckpt.cfg.to_dict(), "metrics": ckpt.meta.get("metrics", {})}, expanded=False
-        )
-        imported = st.session_state.setdefault("imported", {})
-        imported[str(path)] = {"name": ckpt.name, "family": family}
-    except Exception as err:
-        show_error(f"Importing {path}", err)
-if st.session_state.get("imported"):
+            show_error(f"Reading the members of {name}", err)
     st.caption(
-        "Imported this session: "
-        + ", ".join(
-            f"`{p}` ({v['family'] or 'no zoo family'})"
-            for p, v in st.session_state.imported.items()
-        )
-        + ". Use them from the CLI: `landscape barrier <dir> …`."
+        "An imported family's members are its checkpoints; to add more, import a new family."
     )
+else:
+    with st.expander(f"Seeds of {name}", expanded=not presentation()):
+        if current["seeds"]:
+            st.dataframe(pd.DataFrame(current["seeds"]), hide_index=True)
+        else:
+            st.info(f"No trained seeds of {name} yet: train some below.")
+
+    st.subheader("Train more seeds")
+    with controls():
+        have = {s["seed"] for s in current["seeds"]}
+        first_free = next(s for s in range(10_000) if s not in have)
+        c1, c2, c3 = st.columns([2, 2, 1])
+        start = c1.number_input("First seed", 0, 9_999, first_free, key="train_first")
+        count = c2.number_input("How many", 1, 32, 1, key="train_count")
+        go = c3.button(f"Train {name}", type="primary", key="train_go")
+    if go:
+        from landscape.train import train
+
+        todo = [int(start) + i for i in range(int(count))]
+        bar = st.progress(0.0, text=f"Training {name} …")
+        for n, seed in enumerate(todo):
+
+            def report(
+                step: int, total: int, metrics: dict[str, float], n: int = n, seed: int = seed
+            ) -> None:
+                bar.progress(
+                    (n + step / total) / len(todo),
+                    text=f"seed {seed}: step {step}/{total}, test accuracy "
+                    f"{metrics['test_accuracy']:.3f}",
+                )
+
+            try:
+                ckpt, hit = train(name, seed, device=device(), progress=report)
+                st.success(
+                    f"{name} seed {seed}: test accuracy "
+                    f"{ckpt.meta['metrics']['test_accuracy']:.3f}"
+                    + (" (already cached)" if hit else "")
+                )
+            except Exception as err:
+                show_error(f"Training {name} seed {seed}", err)
+        bar.progress(1.0, text="Done")
+        state.clear_memory_caches()
+
+st.subheader("Import checkpoints as a family")
+st.caption(
+    "Checkpoints on this machine, all of one architecture: Hugging Face directories "
+    "(`config.json` + safetensors: GPT-2, Llama family, ViT), `.gguf` files, or landscape "
+    "directories. Members are numbered in the order given and appear as seeds on every page; "
+    "the family is listed under *Model family* in the sidebar. Nothing is unpickled."
+)
+if "import_done" in st.session_state:
+    st.success(st.session_state.pop("import_done"))
+with st.form("import", border=True):
+    c1, c2 = st.columns([1, 2])
+    family_name = c1.text_input("Family name", key="import_name", placeholder="my-finetunes")
+    paths = c2.text_area(
+        "Checkpoints, one path per line", key="import_paths", placeholder="/path/to/ft-a",
+        height=90,
+    )  # fmt: skip
+    c1, c2 = st.columns([2, 1])
+    text_file = c1.text_input(
+        "Text file (language models)",
+        key="import_text",
+        placeholder="/path/to/corpus.txt",
+        help="Windows of this UTF-8 file, encoded with the first checkpoint's tokenizer.json "
+        "when present; the last 10% is the test split.",
+    )
+    image_data = c2.selectbox(
+        "Image data (classifiers)", ["digits", "fashion"], key="import_data",
+        help="Used when no text file is given.",
+    )  # fmt: skip
+    c1, c2, c3 = st.columns(3)
+    n_ctx = c1.number_input("Tokens per window", 8, 4096, 128, key="import_n_ctx")
+    max_windows = c2.number_input("Windows per split", 2, 4096, 64, key="import_windows")
+    lr = c3.number_input(
+        "Fine-tuning learning rate", 1e-6, 1.0, 1e-4, format="%.0e", key="import_lr",
+        help="For the gauge page's drift, LoRA and AdamW steps.",
+    )  # fmt: skip
+    submitted = st.form_submit_button("Import")
+if submitted:
+    from landscape.families import add_family
+
+    lines = [p.strip() for p in paths.splitlines() if p.strip()]
+    try:
+        if not family_name.strip() or not lines:
+            raise ValueError("give a family name and at least one checkpoint path")
+        with st.spinner(f"Checking {len(lines)} checkpoint(s) …"):
+            fam = add_family(
+                family_name.strip(),
+                lines,
+                text=text_file.strip() or None,
+                data=None if text_file.strip() else image_data,
+                n_ctx=int(n_ctx),
+                max_windows=int(max_windows),
+                lr=float(lr),
+            )
+        state.clear_memory_caches()
+        st.session_state["import_done"] = (
+            f"Imported **{fam.name}**: {len(fam.members)} checkpoint(s), {fam.architecture}, "
+            f"{fam.parameters:,} parameters, evaluated on {fam.dataset}. Choose it under "
+            "*Model family* in the sidebar."
+        )
+        st.rerun()
+    except Exception as err:
+        show_error(f"Importing {family_name or 'the family'}", err)
+
+imported = [r for r in rows if r["imported"]]
+if imported:
+    st.markdown("**Imported families**")
+    for r in imported:
+        c1, c2 = st.columns([5, 1])
+        c1.markdown(
+            f"`{r['name']}` — {len(r['seeds'])} member(s), {r['architecture']}, "
+            f"data: {r['dataset']}"
+        )
+        if c2.button("Remove", key=f"remove_{r['name']}", help="Forget the family; files stay"):
+            from landscape.families import remove_family
+
+            remove_family(r["name"])
+            state.clear_memory_caches()
+            st.rerun()
 
 st.subheader("Disk cache")
 info = state.cache_info()

@@ -16,6 +16,7 @@ from app.components import (
     page_header,
     parse_combo,
     presentation,
+    seed_format,
     show_error,
 )
 from landscape.experiments import GROUPS, METHODS
@@ -35,7 +36,12 @@ combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g i
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
     chosen_seeds = c1.multiselect(
-        "Three seeds (A, B, C)", seeds, default=seeds[:3], max_selections=3, key="tri_seeds"
+        "Three seeds (A, B, C)",
+        seeds,
+        default=seeds[:3],
+        max_selections=3,
+        key="tri_seeds",
+        format_func=seed_format(name),
     )
     chosen = c2.multiselect(
         "Method / group", combos, default=["naive", "weight/perm", "weight/orth"], key="tri_combos"
