@@ -136,3 +136,50 @@ def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
     assert not problems, problems
     for path in PAGES:
         assert (tmp_path / f"{path or 'home'}.png").stat().st_size > 10_000
+
+
+def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypatch):
+    """Register two checkpoint directories as a family, pick it in the sidebar, see its curves."""
+    from playwright.sync_api import sync_playwright
+
+    from landscape.families import add_family
+    from landscape.train import available_seeds, get_checkpoint
+    from landscape.zoo import save_checkpoint_dir
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    if len(available_seeds("mlp-digits")) < 2:
+        pytest.skip("needs two mlp-digits seeds")
+    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"tune-{s}")
+            for s in (0, 1)]  # fmt: skip
+    add_family("browser-family", dirs, data="digits", replace=True)
+    time.sleep(6)  # the app re-reads the model list every 5 s
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1440, "height": 1800})
+        page.goto(f"{url}/interpolation")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+        page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="browser-family (imported)").click()
+        page.wait_for_function(
+            "document.body.innerText.includes('Barriers of browser-family')", timeout=120_000
+        )
+        page.wait_for_function(
+            "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000
+        )
+        page.wait_for_timeout(800)
+        shot = tmp_path / "interpolation-family.png"
+        page.screenshot(path=str(shot), full_page=True)
+        if os.environ.get("LANDSCAPE_SCREENSHOTS"):
+            shutil.copy(shot, Path(os.environ["LANDSCAPE_SCREENSHOTS"]) / shot.name)
+        text = page.locator('[data-testid="stMainBlockContainer"]').inner_text()
+        figures = page.locator('[data-testid="stPlotlyChart"] .main-svg').count()
+        errors = page.locator('[data-testid="stAlertContentError"]').all_inner_texts()
+        browser.close()
+    assert figures >= 1 and not errors, errors
+    assert "tune-0" in text and "tune-1" in text  # members are labelled by their directories

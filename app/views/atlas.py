@@ -30,9 +30,11 @@ seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
     label = seed_format(name)
-    chosen = c1.multiselect("Seeds", seeds, default=seeds[:6], key="atlas_seeds", format_func=label)
+    chosen = c1.multiselect(
+        "Seeds", seeds, default=seeds[:6], key=f"atlas_seeds_{name}", format_func=label
+    )
     reference = c2.selectbox(
-        "Reference seed", chosen or seeds, key="atlas_reference", format_func=label
+        "Reference seed", chosen or seeds, key=f"atlas_reference_{name}", format_func=label
     )
     copies = c2.slider("Gauge copies per seed", 0, 6, 2, key="atlas_copies")
     group = c3.radio(

@@ -31,9 +31,9 @@ seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns(3)
     label = seed_format(name)
-    seed_a = c1.selectbox("Seed A", seeds, index=0, key="eig_a", format_func=label)
+    seed_a = c1.selectbox("Seed A", seeds, index=0, key=f"eig_a_{name}", format_func=label)
     others = [s for s in seeds if s != seed_a]
-    seed_b = c2.selectbox("Seed B", others, index=0, key="eig_b", format_func=label)
+    seed_b = c2.selectbox("Seed B", others, index=0, key=f"eig_b_{name}", format_func=label)
     learned = c3.toggle(
         "Learned matching",
         value=True,

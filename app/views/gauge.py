@@ -70,7 +70,7 @@ with controls():
     seed = c1.selectbox(
         "Seed",
         seeds,
-        key="gauge_seed",
+        key=f"gauge_seed_{name}",
         format_func=seed_format(name),
         help="The checkpoint swept; also seeds the gauges.",
     )

@@ -45,7 +45,7 @@ with controls():
         all_pairs,
         default=default_pairs,
         format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
-        key="interp_pairs",
+        key=f"interp_pairs_{name}",
         help="Each pair is aligned and interpolated; curves are averaged.",
     )
     chosen = c2.multiselect(
@@ -92,8 +92,12 @@ for label in chosen:
             "max |Δlogits|": max(r["function_check"] for r in results),
         }
     )
-    table_slot.dataframe(pd.DataFrame(rows), hide_index=True)  # fills row by row
+    # Partial rows as a static table: a data grid whose row count changes between quick
+    # updates can draw error cells in the browser; the final grid is drawn once below.
+    table_slot.table(pd.DataFrame(rows))
 progress.empty()
+if rows:
+    table_slot.dataframe(pd.DataFrame(rows), hide_index=True)
 if rows:
     st.caption(
         "Mean ± standard error over pairs (Table-2 layout). max |Δlogits| checks that the "

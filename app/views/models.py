@@ -43,14 +43,20 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
-        "kind": st.column_config.TextColumn(width="small"),
-        "architecture": st.column_config.TextColumn(width="large"),
-        "parameters": st.column_config.NumberColumn(format="localized", width="small"),
+        # widths in pixels: the whole table fits a laptop screen without scrolling sideways
+        "model": st.column_config.TextColumn(width=125),
+        "kind": st.column_config.TextColumn(width=70),
+        "data": st.column_config.TextColumn(width=85),
+        "architecture": st.column_config.TextColumn(
+            width=290, help="Hover a cell for the whole description"
+        ),
+        "parameters": st.column_config.NumberColumn(format="localized", width=85),
+        "seeds": st.column_config.TextColumn(width=110),
         "test acc.": st.column_config.NumberColumn(
-            format="%.3f", width="small", help="Mean over the trained seeds (zoo models)"
+            format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
         ),
         "test loss": st.column_config.NumberColumn(
-            format="%.3f", width="small", help="Mean over the trained seeds (zoo models)"
+            format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
         ),
     },
 )

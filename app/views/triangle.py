@@ -40,7 +40,7 @@ with controls():
         seeds,
         default=seeds[:3],
         max_selections=3,
-        key="tri_seeds",
+        key=f"tri_seeds_{name}",
         format_func=seed_format(name),
     )
     chosen = c2.multiselect(
