@@ -61,6 +61,9 @@ def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarr
     return coords, [float(v**2 / total) for v in s[:2]]
 
 
+ATLAS_BYTES = 4 * 2**30  # the flattened checkpoints the atlas may hold
+
+
 def atlas(
     model: str,
     seeds: Sequence[int] | None = None,
@@ -93,6 +96,13 @@ def atlas(
         raise LandscapeError(f"reference seed {reference} is not among the seeds {seeds}")
     cache = cache or Cache()
     ckpts = {s: get_checkpoint(model, s) for s in seeds}  # as the experiments: train if missing
+    n_params = sum(v.numel() for v in ckpts[seeds[0]].params.values())
+    n_points = len(seeds) * (1 + copies)
+    if 2 * n_points * n_params * 8 > ATLAS_BYTES:  # raw and aligned float64 vectors
+        raise LandscapeError(
+            f"the atlas of {n_points} checkpoints × {n_params:,} parameters needs "
+            f"{2 * n_points * n_params * 8 / 2**30:.1f} GB; choose fewer seeds or copies"
+        )
     inputs = {
         "model": model,
         "digests": [digest_tensors(ckpts[s].params) for s in seeds],

@@ -89,7 +89,7 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     at.switch_page("views/interpolation.py").run()
     _ok(at)
     assert len(at.get("plotly_chart")) == 1
-    assert "ckpt-0" in at.multiselect(key="interp_pairs").options[0]
+    assert "ckpt-0" in at.multiselect(key="interp_pairs_my-mlps").options[0]
     at.switch_page("views/models.py").run()
     at.button(key="remove_my-mlps").click().run()
     _ok(at)
