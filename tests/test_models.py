@@ -43,3 +43,39 @@ def test_missing_norm_gain_means_one():
     x = tiny_inputs(cfg)
     stripped = {k: v for k, v in params.items() if not k.endswith("ln2.w")}
     assert torch.equal(forward(cfg, params, x), forward(cfg, stripped, x))
+
+
+DTYPES = [pytest.param(torch.float32, id="f32"), pytest.param(torch.float64, id="f64")]
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("arch", "changes"),
+    [
+        pytest.param("vit", {}, id="vit"),
+        pytest.param("gpt", {}, id="gpt-causal"),
+        pytest.param("gpt", dict(n_kv_heads=1, pos="rotary", attn_scale=0.3), id="gpt-gqa-rotary"),
+    ],
+)
+def test_fused_and_hand_written_attention_agree(monkeypatch, arch, changes, dtype):
+    import landscape.models as models
+
+    cfg = tiny_config(arch).replace(**changes)
+    params = init_params(cfg, 0, dtype)
+    x = tiny_inputs(cfg)
+    x = x.to(dtype) if x.is_floating_point() else x
+    out = {}
+    for fused in (False, True):
+        monkeypatch.setattr(models, "_fused_attention_ok", lambda *_, f=fused: f)
+        out[fused] = forward(cfg, params, x)
+    assert torch.allclose(out[False], out[True], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vit_class_token_shortcut_keeps_logits(dtype):
+    cfg = tiny_config("vit")
+    params = init_params(cfg, 0, dtype)
+    x = tiny_inputs(cfg).to(dtype)
+    # with a cache the last block runs on every position
+    assert torch.allclose(forward(cfg, params, x), forward(cfg, params, x, {}), atol=TOL[dtype])
