@@ -11,10 +11,12 @@ torch thread. Peers:
   evaluated once more through the same metric (timed with it).
 - module loop: one ``nn.Module``, ``load_state_dict(λ·A + (1−λ)·B)`` per λ, then evaluate.
 
-For attention models the row "ours, vmap" forces the vectorised pass with the chunk the
-library chose before it switched attention models on the CPU to one plain forward per λ.
-Values are checked against ours (max |Δloss| and |Δbarrier| below 1e-4). Prints ratios;
-asserts nothing about time.
+Rows that are not peers, in the detailed table only: "ours, vmap chunk N" forces the vectorised
+pass with the chunk the library chose on the CPU before it switched to one plain forward per
+mixture there; "module loop, R-row slices" is the module loop on the slices ``evaluate_path``
+uses on the CPU, to show how much of the difference is the slice size alone. The peers get the
+whole split as one batch, as their interfaces take it. Values are checked against ours
+(max |Δloss| and |Δbarrier| below 1e-4). Prints ratios; asserts nothing about time.
 
     .venv/bin/python bench/bench_curve.py
 """
@@ -43,16 +45,19 @@ from bench.common import (
     zoo_pair,
 )
 from landscape.barrier import (
-    CPU_BUDGET_ELEMENTS,
     _activation_elements,
     barrier_from_curve,
     evaluate_path,
+    slice_rows,
 )
 from landscape.models import loss_and_accuracy
 
 POINTS = 25
 MODELS = ("mlp-digits", "vit-digits")
 TOLERANCE = 1e-4
+# Activation elements per vectorised step that the library allowed on the CPU before it ran every
+# model one plain forward per mixture there; the "ours, vmap" row keeps that chunk for comparison.
+VMAP_BUDGET_ELEMENTS = 2**22
 
 
 def loss_landscapes_path(a_module: Wrapped, b_module: Wrapped, x, y, steps: int):
@@ -86,11 +91,12 @@ def _one_model(
     ours_label = "ours, evaluate_path"
     fns = {ours_label: partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch)}
     peers = {}
-    if cfg.has_attn and dev.type == "cpu":
-        old_chunk = max(1, CPU_BUDGET_ELEMENTS // (batch * _activation_elements(cfg)))
-        label = f"ours, vmap chunk {old_chunk}"
+    if dev.type == "cpu":
+        act = _activation_elements(cfg)
+        vmap_chunk = min(len(lambdas), max(1, VMAP_BUDGET_ELEMENTS // (batch * act)))
+        label = f"ours, vmap chunk {vmap_chunk}"
         fns[label] = partial(
-            evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=old_chunk
+            evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=vmap_chunk
         )
         peers[label] = False
     a_mod, b_mod, loop_mod = Wrapped(cfg, a), Wrapped(cfg, b), Wrapped(cfg, a)
@@ -99,6 +105,11 @@ def _one_model(
     peers[label] = True
     fns["module loop"] = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, batch)
     peers["module loop"] = True
+    n_rows = slice_rows(cfg, batch, dev)
+    if n_rows < batch:
+        label = f"module loop, {n_rows}-row slices"
+        fns[label] = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, n_rows)
+        peers[label] = False
     results = race(fns, repeats)
     t_ours, (loss, acc) = results.pop(ours_label)
     ours = barrier_from_curve(lambdas, loss, acc)

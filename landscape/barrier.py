@@ -8,12 +8,14 @@ L_B = L(θ(0)) and accuracies acc_A, acc_B:
     B_acc  = max_λ [ (λ·acc_A + (1−λ)·acc_B) − acc(θ(λ)) ]
 
 Many interpolated models are evaluated at once: the mixed parameters of a chunk of λ values are
-stacked along a new leading axis (one tensor per parameter name, not one model per λ) and
-``torch.func.vmap`` runs ``models.forward`` over that axis, one pass per data batch
-(DESIGN §4). On the CPU, attention models are the exception: vmap turns their einsums over
-stacked weights into batched matmuls plus copies, slower than one model at a time, so they run
-one plain functional forward per mixture (still no module, no per-λ copy of a state dict;
-``auto_chunk``, bench/bench_curve.py). Losses and accuracies are exact means over every
+stacked along a new leading axis (one tensor per parameter name, not one model per λ), mixed in
+one step for the whole chunk. On CUDA ``torch.func.vmap`` runs ``models.forward_resid`` over
+that axis, one pass per data batch (DESIGN §4). On the CPU every model runs one plain functional
+forward per mixture instead, on cache-sized slices of the batch: vmap's batched matmuls and
+copies, and activations K times larger, made the vectorised pass slower there for every zoo
+model (``auto_chunk``, bench/bench_curve.py). Either way there is no module and no per-λ copy
+of a state dict. The embedding is linear in the parameters, so each endpoint embeds a batch once
+and the mixtures start from mixed embeddings. Losses and accuracies are exact means over every
 prediction in the data set (every token for gpt), accumulated in float64.
 """
 
@@ -26,7 +28,7 @@ from typing import Any
 
 import torch
 
-from landscape.models import ModelConfig, Params, forward
+from landscape.models import ModelConfig, Params, embed, forward_resid
 
 Lambdas = int | Sequence[float] | torch.Tensor
 Progress = Callable[[int, int], None]
@@ -57,12 +59,17 @@ def mix(endpoints: Sequence[Params], weights: torch.Tensor) -> Params:
     out: Params = {}
     for name, ref in endpoints[0].items():
         w = weights.to(device=ref.device, dtype=ref.dtype)
-        shape = (-1,) + (1,) * ref.ndim
-        acc = w[:, 0].reshape(shape) * ref
-        for c in range(1, len(endpoints)):
-            acc = acc + w[:, c].reshape(shape) * endpoints[c][name]
-        out[name] = acc  # (K, *shape of the parameter)
+        out[name] = _mix_tensors([p[name] for p in endpoints], w)  # (K, *shape of the parameter)
     return out
+
+
+def _mix_tensors(xs: Sequence[torch.Tensor], weights: torch.Tensor) -> torch.Tensor:
+    """``Σ_c weights[k, c]·xs[c]`` for every row k of ``weights`` [K, C]: [K, *shape of xs[c]]."""
+    shape = (-1,) + (1,) * xs[0].ndim
+    acc = weights[:, 0].reshape(shape) * xs[0]
+    for c in range(1, len(xs)):
+        acc = acc + weights[:, c].reshape(shape) * xs[c]
+    return acc
 
 
 def interpolate(
@@ -84,13 +91,16 @@ def _linspace(lambdas: Lambdas) -> torch.Tensor:
     return _as_weights(lambdas)
 
 
-# Activation elements one vectorised step may hold on the CPU (≈ 16 MB in float32). Larger
-# stacks turn the pass memory-bound and slower than a per-λ loop (bench/bench_curve.py).
-CPU_BUDGET_ELEMENTS = 2**22
-# Activation elements of one plain (single-model) forward on the CPU (≈ 1 MB): attention over
-# longer contexts runs faster on cache-sized slices of the batch (gpt-shakespeare, 64 tokens:
-# ~25% faster per forward than one 256-row pass; vit-digits, 17 tokens: about even).
-CPU_SLICE_ELEMENTS = 2**18
+# Activation elements of one plain (single-model) forward on the CPU (≈ 2 MB in float32): the batch
+# is cut into equal slices of at most this many. Smaller slices pay a forward's fixed overhead
+# (≈ 0.3 ms for vit-digits) more often; larger ones leave the cache, and their megabyte-sized
+# temporaries are often handed back to the system and faulted in again on every forward. A
+# 25-point curve on one thread: vit-digits (497 digits) 0.19 s in 2 slices, 0.20 s in 4, 0.22–0.29 s
+# in one pass; gpt-shakespeare (256 windows) 1.78 s in slices of 32, 1.84 s of 16, 1.99 s of 8.
+CPU_SLICE_ELEMENTS = 2**19
+# Parameter elements mixed at once for the one-model-at-a-time pass (≈ 64 MB in float32): all
+# 25 points of a curve of any zoo model in one go, GPT-2-sized models one at a time.
+MIX_BUDGET_ELEMENTS = 2**24
 
 
 def _activation_elements(cfg: ModelConfig) -> int:
@@ -99,21 +109,26 @@ def _activation_elements(cfg: ModelConfig) -> int:
     return ctx * max(cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
 
 
-def auto_chunk(cfg: ModelConfig, batch: int, device: torch.device) -> int:
-    """How many mixtures to stack per pass: the most whose activations fit the budget
-    (CPU: ``CPU_BUDGET_ELEMENTS``; CUDA: 1/16 of the free memory in elements of 4 bytes).
-
-    Attention models on the CPU get 1: a chunk of one runs the plain forward, which beats the
-    vmapped attention there (module docstring).
-    """
+def slice_rows(cfg: ModelConfig, batch: int, device: torch.device) -> int:
+    """Rows per slice of a batch in the plain forward: the whole batch on CUDA; on the CPU, equal
+    slices of at most ``CPU_SLICE_ELEMENTS // _activation_elements(cfg)`` rows (no short
+    remainder: each slice costs one forward's fixed overhead)."""
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        budget = free // (4 * 16)
-    elif cfg.has_attn:
+        return batch
+    most = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg))
+    n_slices = -(-batch // most)
+    return -(-batch // n_slices)
+
+
+def auto_chunk(cfg: ModelConfig, batch: int, device: torch.device) -> int:
+    """How many mixtures to stack per vectorised pass. CUDA: the most whose activations fit 1/16
+    of the free memory (elements of 4 bytes). CPU: 1, the plain forward per mixture, faster
+    there than the vmapped pass for MLPs and attention models alike (module docstring).
+    """
+    if device.type != "cuda":
         return 1
-    else:
-        budget = CPU_BUDGET_ELEMENTS
-    return max(1, budget // max(1, batch * _activation_elements(cfg)))
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(1, free // (4 * 16) // max(1, batch * _activation_elements(cfg)))
 
 
 def evaluate_mixtures(
@@ -150,38 +165,57 @@ def evaluate_mixtures(
         x_all = x_all.to(dtype)
     y_all = targets.to(dev)
 
-    batched = torch.func.vmap(lambda p, x: forward(cfg, p, x), in_dims=(0, None))
+    batched = torch.func.vmap(lambda p, x: forward_resid(cfg, p, x), in_dims=(0, 0))
     loss_sum = torch.zeros(k_total, dtype=torch.float64)
     correct = torch.zeros(k_total, dtype=torch.float64)
     if chunk is None:
         chunk = auto_chunk(cfg, min(batch_size, n), dev)
     chunk = max(1, min(chunk, k_total))
     n_batches = -(-n // batch_size)
+    plain = chunk == 1
+    if plain:  # one mixture per pass, so mix as many as the budget holds at once
+        n_params = sum(v.numel() for v in ends[0].values())
+        chunk = max(1, min(k_total, MIX_BUDGET_ELEMENTS // max(1, n_params)))
 
-    rows = x_all.shape[0]
-    if dev.type == "cpu":
-        rows = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg))
-
-    def logits_of(stacked: Params, k: int, x: torch.Tensor) -> torch.Tensor:
-        if k > 1:
-            return batched(stacked, x)
-        # one model: the plain forward, without vmap's batching rules, in cache-sized slices
-        single = {name: v[0] for name, v in stacked.items()}
-        parts = [forward(cfg, single, x[i : i + rows]) for i in range(0, x.shape[0], rows)]
-        return torch.cat(parts)[None]
+    def accumulate(lo: int, hi: int, logits: torch.Tensor, y: torch.Tensor) -> None:
+        logits = logits.reshape(hi - lo, y.shape[0], -1)
+        logp = logits.log_softmax(-1)
+        nll = -logp.gather(-1, y.expand(hi - lo, -1).unsqueeze(-1)).squeeze(-1)
+        loss_sum[lo:hi] += nll.sum(1, dtype=torch.float64).cpu()
+        correct[lo:hi] += (logits.argmax(-1) == y).sum(1).to(torch.float64).cpu()
 
     def run_chunk(lo: int, hi: int) -> None:
         stacked = mix(ends, weights[lo:hi])
+        w = weights[lo:hi].to(device=dev, dtype=dtype)
+        singles = []
+        if plain:  # the mixtures as plain parameter dicts (views, no copies)
+            columns = [v.unbind(0) for v in stacked.values()]
+            singles = [dict(zip(stacked, vs, strict=True)) for vs in zip(*columns, strict=True)]
         for b, start in enumerate(range(0, n, batch_size)):
+            x = x_all[start : start + batch_size]
             y = y_all[start : start + batch_size].reshape(-1)
-            logits = logits_of(stacked, hi - lo, x_all[start : start + batch_size])
-            logits = logits.reshape(hi - lo, y.shape[0], -1)
-            logp = logits.log_softmax(-1)
-            nll = -logp.gather(-1, y.expand(hi - lo, -1).unsqueeze(-1)).squeeze(-1)
-            loss_sum[lo:hi] += nll.sum(1, dtype=torch.float64).cpu()
-            correct[lo:hi] += (logits.argmax(-1) == y).sum(1).to(torch.float64).cpu()
-            if progress is not None:
-                progress(lo * n_batches + (b + 1) * (hi - lo), k_total * n_batches)
+            # embed is linear in the parameters: mix the endpoints' embeddings, not re-embed
+            resid = [embed(cfg, p, x) for p in ends]
+            done = lo * n_batches + b * (hi - lo)
+            if not plain:
+                logits = batched(stacked, _mix_tensors(resid, w))
+                accumulate(lo, hi, logits, y)
+                if progress is not None:
+                    progress(done + hi - lo, k_total * n_batches)
+                continue
+            # one model at a time: the plain forward, without vmap's batching rules, on
+            # cache-sized slices of the batch
+            step = slice_rows(cfg, x.shape[0], dev)
+            cuts = [slice(i, i + step) for i in range(0, x.shape[0], step)]
+            for j, single in enumerate(singles):
+                wj = w[j : j + 1]
+                parts = [
+                    forward_resid(cfg, single, _mix_tensors([r[c] for r in resid], wj)[0])
+                    for c in cuts
+                ]
+                accumulate(lo + j, lo + j + 1, torch.cat(parts), y)
+                if progress is not None:
+                    progress(done + j + 1, k_total * n_batches)
 
     with torch.inference_mode():  # no autograd bookkeeping at all (a few % on small models)
         lo = 0

@@ -421,7 +421,15 @@ def forward(
     ``resid.{n_layers}`` enters the final norm), ``blocks.{l}.mlp.hidden`` (post-activation) and
     ``blocks.{l}.attn.z`` (per-head outputs before W_O).
     """
-    x = embed(cfg, params, inputs)
+    return forward_resid(cfg, params, embed(cfg, params, inputs), cache)
+
+
+def forward_resid(
+    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None = None
+) -> torch.Tensor:
+    """``forward`` from the residual stream ``x`` that ``embed`` returns: the blocks, the final
+    norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
+    from the same mixture of their embeddings (``barrier.evaluate_mixtures``)."""
     # A ViT reads only the class token: its last block needs every position's keys and values,
     # but queries, output map and MLP of the class token alone (vit-digits: 13% of a forward)
     cls_only = cfg.arch == "vit" and cache is None
