@@ -67,6 +67,33 @@ def test_vmapped_path_matches_per_lambda_loop(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("chunk", [1, 3], ids=["plain", "vmap"])
+@pytest.mark.parametrize("n_out", [5, 20], ids=["narrow", "wide"])
+def test_path_matches_loop_for_every_pass_and_loss_layout(arch, chunk, n_out):
+    cfg = tiny_config(arch).replace(n_out=n_out)
+    a, b = init_params(cfg, 0), init_params(cfg, 1)
+    x, y = _data(cfg, n=7)
+    lambdas = [0.0, 0.3, 0.6, 1.0]
+    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, batch_size=5, chunk=chunk)
+    ref_loss, ref_acc = _loop(cfg, a, b, x, y, lambdas)
+    assert (loss - ref_loss).abs().max() < 1e-6
+    assert (acc - ref_acc).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("chunk", [1, 2], ids=["plain", "vmap"])
+def test_progress_reaches_the_total_in_order(chunk):
+    cfg = tiny_config("vit")
+    a, b = init_params(cfg, 0), init_params(cfg, 1)
+    x, y = _data(cfg)
+    calls = []
+    evaluate_path(
+        cfg, a, b, x, y, 5, batch_size=4, chunk=chunk, progress=lambda d, t: calls.append((d, t))
+    )
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and calls[-1] == (15, 15)  # 5 models × 3 batches
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_barrier_of_a_model_with_itself_is_zero(arch):
     cfg = tiny_config(arch)
     a = init_params(cfg, 3)
