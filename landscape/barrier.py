@@ -150,10 +150,13 @@ def evaluate_mixtures(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss (nats) and accuracy of every mixture ``Σ_c weights[k, c]·θ_c``: two [K] float64.
 
-    ``chunk`` bounds how many mixtures are stacked at once (default ``auto_chunk``: as many as
-    keep one pass's activations within a memory budget, all K for small models); on a CUDA
-    out-of-memory error the chunk is halved and the step retried. ``device`` defaults to the
-    endpoints' device. ``progress(done, total)`` is called after each (chunk, batch) step.
+    ``chunk`` is how many mixtures one vectorised pass stacks (default ``auto_chunk``: on CUDA as
+    many as keep the activations within a memory budget; on the CPU 1). A chunk of 1 is the plain
+    pass: one forward per mixture on slices of the batch (``slice_rows``), the parameters of up
+    to ``MIX_BUDGET_ELEMENTS`` mixed at once. On a CUDA out-of-memory error the chunk is halved
+    and the step retried. ``device`` defaults to the endpoints' device. ``progress(done, total)``
+    counts (mixture, batch) steps: it is called after each model of the plain pass and after each
+    (chunk, batch) step of the vectorised one.
     """
     weights = torch.as_tensor(weights, dtype=torch.float64).cpu()
     k_total = weights.shape[0]

@@ -242,17 +242,30 @@ def count_params(cfg: ModelConfig) -> int:
 
 
 def _norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    if cfg.norm == "ln":
+        x = x - x.mean(-1, keepdim=True)
+        x = x / torch.sqrt((x * x).mean(-1, keepdim=True) + cfg.eps)
+    else:
+        dn = cfg.d_norm
+        x = x * math.sqrt(dn) / torch.sqrt((x * x).sum(-1, keepdim=True) + dn * cfg.eps)
+    w = params.get(f"{prefix}.w")
+    if w is not None:
+        x = x * w
+    b = params.get(f"{prefix}.b")
+    if b is not None:
+        x = x + b
+    return x
+
+
+def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    """``_norm`` through one fused kernel (F.layer_norm, F.rms_norm) where one exists."""
     w, b = params.get(f"{prefix}.w"), params.get(f"{prefix}.b")
     d = x.shape[-1]
     if cfg.norm == "ln":
         return F.layer_norm(x, (d,), w, b, cfg.eps)
-    if cfg.d_norm == d:
-        x = F.rms_norm(x, (d,), w, cfg.eps)
-    else:
-        dn = cfg.d_norm
-        x = x * math.sqrt(dn) / torch.sqrt((x * x).sum(-1, keepdim=True) + dn * cfg.eps)
-        if w is not None:
-            x = x * w
+    if cfg.d_norm != d:
+        return _norm(cfg, params, prefix, x)
+    x = F.rms_norm(x, (d,), w, cfg.eps)
     return x if b is None else x + b
 
 
@@ -360,11 +373,10 @@ def _attend(
     params: Params,
     prefix: str,
     x: torch.Tensor,
-    cache: dict | None = None,
     n_query: int = 0,
 ) -> torch.Tensor:
-    """Multi-head attention of ``x`` [batch, pos, d_model]; the queries of the first ``n_query``
-    positions only when ``n_query`` > 0 (keys and values always cover every position).
+    """``attention`` for inference, on ``x`` [batch, pos, d_model]; the queries of the first
+    ``n_query`` positions only when ``n_query`` > 0 (keys and values cover every position).
 
     One matrix product gives queries, keys and values (keys and values alone, and a small one for
     the few queries, when ``n_query`` > 0). Causal or long contexts then go to the fused kernel,
@@ -391,8 +403,6 @@ def _attend(
         else:
             qkv = qkv.permute(2, 0, 1, 3).contiguous()  # (heads, batch, pos, d_head)
             z = _hand_attention(cfg, qkv[:h, :, : n_query or None], qkv[h:])
-    if cache is not None:
-        cache[f"{prefix}.z"] = z
     w_o, b_o = params[f"{prefix}.W_O"].flatten(0, 1), _bias(cfg, params, f"{prefix}.b_O")
     return _linear(z.flatten(2), w_o, b_o)
 
@@ -428,8 +438,29 @@ def _hand_attention(cfg: ModelConfig, q: torch.Tensor, kv: torch.Tensor) -> torc
 def attention(
     cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, cache: dict | None = None
 ) -> torch.Tensor:
-    """Multi-head attention of ``x`` [batch, pos, d_model]: [batch, pos, d_model]."""
-    return _attend(cfg, params, prefix, x, cache)
+    q, k, v = (
+        torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_{m}"])
+        + _bias(cfg, params, f"{prefix}.b_{m}")
+        for m in "QKV"
+    )  # (batch, pos, heads, d_head); k and v have kv_heads
+    if cfg.pos == "rotary":
+        q, k = rotary(cfg, q), rotary(cfg, k)
+    if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
+        k = k.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+        v = v.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k)
+    # dividing by √d_head (not multiplying by its inverse) keeps the original rounding
+    scores = scores * cfg.attn_scale if cfg.attn_scale else scores / math.sqrt(cfg.d_head)
+    if cfg.arch == "gpt":
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+    pattern = scores.softmax(-1)
+    z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
+    if cache is not None:
+        cache[f"{prefix}.z"] = z
+    out = torch.einsum("bqhe,hed->bqd", z, params[f"{prefix}.W_O"])
+    return out + _bias(cfg, params, f"{prefix}.b_O")
 
 
 def forward(
@@ -449,34 +480,69 @@ def forward_resid(
 ) -> torch.Tensor:
     """``forward`` from the residual stream ``x`` that ``embed`` returns: the blocks, the final
     norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
-    from the same mixture of their embeddings (``barrier.evaluate_mixtures``)."""
-    # A ViT reads only the class token: its last block needs every position's keys and values,
-    # but queries, output map and MLP of the class token alone (vit-digits: 13% of a forward)
-    cls_only = cfg.arch == "vit" and cache is None
+    from the same mixture of their embeddings (``barrier.evaluate_mixtures``).
+
+    Two implementations of one function. With a ``cache``, or when autograd records (training,
+    learned matching), the reference below: the shipped checkpoints were trained with its rounding,
+    and retraining reproduces them bit for bit. Otherwise (evaluation: curves, metrics) the same
+    function up to float32 rounding, faster: ``_inference_forward``.
+    """
+    if cache is None and not _records_grad(params, x):
+        return _inference_forward(cfg, params, x)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if cache is not None:
             cache[f"resid.{layer}"] = x
         if cfg.has_attn:
-            n_query = 1 if cls_only and layer == cfg.n_layers - 1 else 0
-            xn = _norm(cfg, params, f"{b}.ln1", x)
-            out = _attend(cfg, params, f"{b}.attn", xn, cache, n_query)
-            x = (x[:, :n_query] if n_query else x) + out
+            x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
         xn = _norm(cfg, params, f"{b}.ln2", x)
+        h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
+        if cfg.gated:
+            gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
+            h = _act(cfg, gate) * h
+        else:
+            h = _act(cfg, h)
+        if cache is not None:
+            cache[f"{b}.mlp.hidden"] = h
+        x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
+    if cache is not None:
+        cache[f"resid.{cfg.n_layers}"] = x
+    if cfg.arch == "vit":
+        x = x[:, 0]
+    x = _norm(cfg, params, "ln_final", x)
+    return x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
+
+
+def _records_grad(params: Params, x: torch.Tensor) -> bool:
+    """Whether autograd records a forward of these parameters on ``x``."""
+    if not torch.is_grad_enabled():
+        return False
+    return x.requires_grad or any(p.requires_grad for p in params.values())
+
+
+def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
+    """``forward_resid`` for logits alone, without autograd: fused norms, biases inside the
+    matrix products, ``_attend`` for attention. A ViT reads only the class token, so its last
+    block computes keys and values of every position but the rest for the class token alone."""
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cfg.has_attn:
+            n_query = 1 if cfg.arch == "vit" and layer == cfg.n_layers - 1 else 0
+            out = _attend(
+                cfg, params, f"{b}.attn", _fused_norm(cfg, params, f"{b}.ln1", x), n_query
+            )
+            x = (x[:, :n_query] if n_query else x) + out
+        xn = _fused_norm(cfg, params, f"{b}.ln2", x)
         h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
         if cfg.gated:
             gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))
             h = _act(cfg, gate) * h
         else:
             h = _act(cfg, h)
-        if cache is not None:
-            cache[f"{b}.mlp.hidden"] = h
         x = x + _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
-    if cache is not None:
-        cache[f"resid.{cfg.n_layers}"] = x
     if cfg.arch == "vit":
         x = x[:, 0]
-    x = _norm(cfg, params, "ln_final", x)
+    x = _fused_norm(cfg, params, "ln_final", x)
     return _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
 
 

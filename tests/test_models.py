@@ -47,35 +47,52 @@ def test_missing_norm_gain_means_one():
 
 DTYPES = [pytest.param(torch.float32, id="f32"), pytest.param(torch.float64, id="f64")]
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+# Short contexts (attention by hand) and causal or long ones (the fused kernel), with the options
+# of imported checkpoints; gains and biases are noisy so that every parameter matters.
+INFERENCE_CASES = [
+    pytest.param("mlp", {}, id="mlp"),
+    pytest.param("mlp", dict(norm="ln", d_norm=6), id="mlp-ln"),
+    pytest.param("vit", {}, id="vit"),
+    pytest.param("vit", dict(norm="ln", n_kv_heads=1, attn_scale=0.3), id="vit-ln-gqa"),
+    pytest.param("vit", dict(image_size=14, pos="rotary"), id="vit-50-positions-rotary"),
+    pytest.param("gpt", {}, id="gpt"),
+    pytest.param("gpt", dict(d_norm=6), id="gpt-narrow-rms"),
+    pytest.param(
+        "gpt",
+        dict(n_kv_heads=1, pos="rotary", mlp="gated", act="silu", bias=False),
+        id="gpt-llama-like",
+    ),
+]
+
+
+def _case(arch, changes, dtype):
+    cfg = tiny_config(arch).replace(**changes)
+    gen = torch.Generator().manual_seed(5)
+    params = {
+        k: (v.double() + 0.3 * torch.randn(v.shape, generator=gen, dtype=torch.float64)).to(dtype)
+        for k, v in init_params(cfg, 0).items()
+    }
+    x = tiny_inputs(cfg)
+    return cfg, params, (x.to(dtype) if x.is_floating_point() else x)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(
-    ("arch", "changes"),
-    [
-        pytest.param("vit", {}, id="vit"),
-        pytest.param("gpt", {}, id="gpt-causal"),
-        pytest.param("gpt", dict(n_kv_heads=1, pos="rotary", attn_scale=0.3), id="gpt-gqa-rotary"),
-    ],
-)
-def test_fused_and_hand_written_attention_agree(monkeypatch, arch, changes, dtype):
+@pytest.mark.parametrize(("arch", "changes"), INFERENCE_CASES)
+def test_inference_forward_matches_the_reference(monkeypatch, arch, changes, dtype):
     import landscape.models as models
 
-    cfg = tiny_config(arch).replace(**changes)
-    params = init_params(cfg, 0, dtype)
-    x = tiny_inputs(cfg)
-    x = x.to(dtype) if x.is_floating_point() else x
-    out = {}
-    for fused in (False, True):
+    cfg, params, x = _case(arch, changes, dtype)
+    reference = forward(cfg, params, x, {})  # a cache selects the reference forward
+    batched = torch.func.vmap(lambda p: forward(cfg, p, x))({k: v[None] for k, v in params.items()})
+    assert torch.allclose(batched[0], reference, atol=TOL[dtype])
+    for fused in (False, True):  # attention by hand and through the fused kernel
         monkeypatch.setattr(models, "_fused_attention_ok", lambda *_, f=fused: f)
-        out[fused] = forward(cfg, params, x)
-    assert torch.allclose(out[False], out[True], atol=TOL[dtype])
+        assert torch.allclose(forward(cfg, params, x), reference, atol=TOL[dtype])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_vit_class_token_shortcut_keeps_logits(dtype):
-    cfg = tiny_config("vit")
-    params = init_params(cfg, 0, dtype)
-    x = tiny_inputs(cfg).to(dtype)
-    # with a cache the last block runs on every position
-    assert torch.allclose(forward(cfg, params, x), forward(cfg, params, x, {}), atol=TOL[dtype])
+@pytest.mark.parametrize("arch", ["mlp", "vit", "gpt"])
+def test_training_runs_the_reference_forward(arch):
+    # the rounding the shipped checkpoints were trained with: bit for bit
+    cfg, params, x = _case(arch, {}, torch.float32)
+    trained = {k: v.clone().requires_grad_() for k, v in params.items()}
+    assert torch.equal(forward(cfg, trained, x), forward(cfg, params, x, {}))
