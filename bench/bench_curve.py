@@ -110,17 +110,20 @@ def _one_model(
         label = f"module loop, {n_rows}-row slices"
         fns[label] = partial(module_loop_path, loop_mod, a, b, x, y, lambdas, n_rows)
         peers[label] = False
-    results = race(fns, repeats)
+    faults: dict[str, int] = {}
+    results = race(fns, repeats, faults=faults)
     t_ours, (loss, acc) = results.pop(ours_label)
     ours = barrier_from_curve(lambdas, loss, acc)
-    rows = [(name, ours_label, t_ours, 1.0, 0.0, ours.barrier_loss)]
+    rows = [(name, ours_label, t_ours, 1.0, faults.get(ours_label, ""), 0.0, ours.barrier_loss)]
     ratios = []
     for label, (t, (p_loss, p_acc)) in results.items():
         theirs = barrier_from_curve(lambdas, p_loss, p_acc)
         d_loss = float((p_loss - loss).abs().max())
         d_barrier = abs(theirs.barrier_loss - ours.barrier_loss)
         ok = "yes" if max(d_loss, d_barrier) < TOLERANCE else "NO"
-        rows.append((name, label, t, t / t_ours, d_loss, theirs.barrier_loss))
+        rows.append(
+            (name, label, t, t / t_ours, faults.get(label, ""), d_loss, theirs.barrier_loss)
+        )
         if peers[label]:
             agree = f"max|Δloss| {d_loss:.1e}, |Δbarrier| {d_barrier:.1e} ({ok})"
             ratios.append(Ratio(f"curve, {len(lambdas)} points", name, label, t_ours, t, agree))
@@ -139,7 +142,7 @@ def run(repeats: int = REPEATS, device: str | torch.device = "cpu") -> tuple[str
         f"barrier curve on {device}: {POINTS} points, digits test split (497, one batch), "
         f"median of {repeats}; {machine_line()}"
     )
-    headers = ("model", "method", "seconds", "vs ours", "max|Δloss|", "barrier")
+    headers = ("model", "method", "seconds", "vs ours", "page faults", "max|Δloss|", "barrier")
     return head + "\n" + table(headers, rows), ratios
 
 

@@ -59,17 +59,28 @@ def race(
     fns: dict[str, Callable[..., Any]],
     repeats: int = REPEATS,
     setups: dict[str, Callable[[], Any]] | None = None,
+    faults: dict[str, int] | None = None,
 ) -> dict[str, tuple[float, Any]]:
     """``timed`` for several functions, interleaved: round r runs each function once, so a
-    change of machine load during the race hits all of them alike (medians per function)."""
+    change of machine load during the race hits all of them alike (medians per function).
+
+    A ``faults`` dict receives each function's median count of minor page faults per run:
+    memory the C allocator handed back to the system and that the run touched again. That
+    cost depends on what the process freed before, so it is worth printing beside the times.
+    """
     setups = setups or {}
     results = {k: timed(f, 0, 1, setups.get(k)) for k, f in fns.items()}  # warm-up, outputs
     times: dict[str, list[float]] = {k: [] for k in fns}
+    counts: dict[str, list[int]] = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t, out = timed(f, 1, 0, setups.get(k))
+            counts[k].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
             times[k].append(t)
             results[k] = (t, out)
+    if faults is not None:
+        faults.update({k: int(statistics.median(v)) for k, v in counts.items() if v})
     return {k: (statistics.median(times[k]), results[k][1]) for k in fns}
 
 

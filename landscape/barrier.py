@@ -64,6 +64,15 @@ def mix(endpoints: Sequence[Params], weights: torch.Tensor) -> Params:
     return out
 
 
+def _combine(xs: Sequence[torch.Tensor], ws: Sequence[float]) -> torch.Tensor:
+    """``Σ_c ws[c]·xs[c]`` for one mixture, in place on a fresh tensor (``_mix_tensors`` for K
+    mixtures): half the time of the stacked form on a slice of embeddings."""
+    acc = xs[0] * ws[0]
+    for x, wc in zip(xs[1:], ws[1:], strict=True):
+        acc.add_(x, alpha=wc)
+    return acc
+
+
 def _mix_tensors(xs: Sequence[torch.Tensor], weights: torch.Tensor) -> torch.Tensor:
     """``Σ_c weights[k, c]·xs[c]`` for every row k of ``weights`` [K, C]: [K, *shape of xs[c]]."""
     shape = (-1,) + (1,) * xs[0].ndim
@@ -223,15 +232,13 @@ def evaluate_mixtures(
             step = slice_rows(cfg, x.shape[0], dev)
             cuts = [slice(i, i + step) for i in range(0, x.shape[0], step)]
             per_model = []
-            for j, single in enumerate(singles):
-                wj = w[j : j + 1]
+            for single, wj in zip(singles, w.tolist(), strict=True):
                 parts = [
-                    forward_resid(cfg, single, _mix_tensors([r[c] for r in resid], wj)[0])
-                    for c in cuts
+                    forward_resid(cfg, single, _combine([r[c] for r in resid], wj)) for c in cuts
                 ]
                 per_model.append(scores(torch.cat(parts)[None], y))
                 if progress is not None:
-                    progress(done + j + 1, k_total * n_batches)
+                    progress(done + len(per_model), k_total * n_batches)
             add(lo, hi, *(torch.cat(t) for t in zip(*per_model, strict=True)))
 
     with torch.inference_mode():  # no autograd bookkeeping at all (a few % on small models)
