@@ -410,7 +410,8 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
     from landscape import families as fm
 
     if args.action == "add":
-        _status(f"checking the {len(args.paths)} checkpoints of {args.name}")
+        n = len(args.paths)
+        _status(f"checking {n} checkpoint{'s' if n != 1 else ''} for family {args.name}")
         fam = fm.add_family(args.name, args.paths, text=args.text, data=args.data,
                             data_dir=args.data_dir, n_ctx=args.n_ctx,
                             max_windows=args.max_windows, lr=args.lr, labels=args.labels,
