@@ -234,3 +234,25 @@ def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
     assert len(at.get("plotly_chart")) == 2  # symmetry check and claims; the scramble waits
     assert [b.key for b in at.button] == ["gauge_run_scramble", *GAUGE_BUTTONS]
     assert at.select_slider(key="gauge_traj_gpt-shakespeare").value == 600
+
+
+def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory, tmp_path):
+    """A family may hold large models: only the symmetry table on load, the rest on a click."""
+    from landscape.families import add_family
+    from landscape.train import get_checkpoint
+    from landscape.zoo import save_checkpoint_dir
+
+    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
+    add_family("one-mlp", dirs, data="digits")
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.switch_page("views/gauge.py")
+    at.session_state["model"] = "one-mlp"
+    at.run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 1  # the symmetry check alone
+    keys = [b.key for b in at.button]
+    assert sorted(keys) == sorted(["gauge_run_scramble", "gauge_run_claims", *GAUGE_BUTTONS])
+    assert at.select_slider(key="gauge_traj_one-mlp").value == 300
+    at.button(key="gauge_run_claims").click().run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 2

@@ -14,6 +14,7 @@ from app.components import (
     controls,
     device,
     figure,
+    is_imported,
     model,
     need_seeds,
     page_header,
@@ -49,6 +50,15 @@ SHORT = {
         "cost": "many minutes on a CPU",
     },
 }
+# An imported family may hold models of any size: only the symmetry table on load, the
+# shortest runs offered, every other part on a click.
+IMPORTED = {
+    "steps_grid": (0, 10, 30),
+    "trajectory_steps": 300,
+    "trajectory_every": 30,
+    "on_load": ("table",),
+    "cost": "long for a large model on a CPU",
+}
 TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
 VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
 
@@ -64,7 +74,7 @@ page_header(
 
 name = model()
 seeds = need_seeds(name, 1)
-settings = {**DEFAULTS, **SHORT.get(name, {})}
+settings = {**DEFAULTS, **(IMPORTED if is_imported(name) else SHORT.get(name, {}))}
 with controls():
     c1, c2, c3, c4 = st.columns(4)
     seed = c1.selectbox(
