@@ -269,12 +269,9 @@ def _data_key(ckpt: Checkpoint) -> dict[str, Any]:
     from landscape.zoo import data_identity
 
     if ckpt.meta.get("family"):
-        from landscape.families import family, family_splits
+        from landscape.families import family_splits
 
-        fam = family(ckpt.meta["family"])
-        ident = family_splits(fam.name)[1]
-        return {**{k: v for k, v in ident.items() if k != "note"}, "n_ctx": fam.n_ctx,
-                "max_windows": fam.max_windows}  # fmt: skip
+        return family_splits(ckpt.meta["family"])[1]
 
     zm = zoo_model(ckpt.meta["name"])
     try:

@@ -218,7 +218,6 @@ def add_family(
     )
     _splits_for(fam, first, members[0])  # the data loads and fits, or a one-line error
     _write(fam)
-    family_splits.cache_clear()
     return fam
 
 
@@ -230,7 +229,6 @@ def remove_family(name: str) -> bool:
         _file(name).unlink()
     except FileNotFoundError:
         return False
-    family_splits.cache_clear()
     return True
 
 
@@ -266,17 +264,18 @@ def _splits_for(fam: Family, ckpt: Checkpoint, path: str) -> tuple[dict[str, Spl
 @functools.lru_cache(maxsize=8)
 def _cached_splits(doc: str) -> tuple[dict[str, Split], dict[str, Any]]:
     fam = Family.from_dict(json.loads(doc))
-    return _splits_for(fam, load_member(fam.name, 0), fam.members[0])
+    splits, ident = _splits_for(fam, load_member(fam.name, 0), fam.members[0])
+    key = {k: v for k, v in ident.items() if k != "note"}
+    return splits, {**key, "n_ctx": fam.n_ctx, "max_windows": fam.max_windows}
 
 
 def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
-    """``({"train": Split, "test": Split}, data identity)`` of a family (memoised per process
-    on the family's definition, so editing the family re-reads the data)."""
+    """``({"train": Split, "test": Split}, data key)`` of a family; the key identifies the
+    evaluation data in cache keys (text digest and encoding, or image data set; window length
+    and count). Memoised per process on the family's definition, so a family redefined under
+    the same name reads its data again."""
     fam = family(name)
     return _cached_splits(json.dumps(fam.to_dict(), sort_keys=True))
-
-
-family_splits.cache_clear = _cached_splits.cache_clear  # type: ignore[attr-defined]
 
 
 def member_rows(name: str, *, metrics: bool = False) -> list[dict[str, Any]]:
@@ -303,11 +302,10 @@ def member_metrics(name: str, index: int) -> dict[str, float]:
     from landscape.pairs import eval_batch_size
 
     ckpt = load_member(name, index)
-    splits, ident = family_splits(name)
+    splits, data_key = family_splits(name)
     test = splits["test"]
     inputs = {"weights": digest_tensors(ckpt.params), "cfg": ckpt.cfg.to_dict(),
-              "data": {k: v for k, v in ident.items() if k != "note"},
-              "windows": len(test)}  # fmt: skip
+              "data": data_key}  # fmt: skip
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         p = ckpt.params

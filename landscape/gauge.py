@@ -173,7 +173,7 @@ def _family_task(
     from landscape.families import family, family_splits
 
     fam = family(ckpt.meta["family"])
-    splits, ident = family_splits(fam.name)
+    splits, data_key = family_splits(fam.name)
     dev = resolve_device(device)
     text = ckpt.cfg.arch == "gpt"
     train, test = splits["train"], splits["test"]
@@ -183,9 +183,7 @@ def _family_task(
     return Task(fam.name, int(ckpt.meta["seed"]), ckpt.cfg, params, split_sampler(train),
                 train.inputs[:n_act].to(dev), train.targets[:n_act].to(dev), test,
                 fam.lr, fam.batch_size, dev,
-                {"data": {k: v for k, v in ident.items() if k != "note"}, "n_ctx": fam.n_ctx,
-                 "max_windows": fam.max_windows, "lr": fam.lr,
-                 "batch_size": fam.batch_size})  # fmt: skip
+                {**data_key, "lr": fam.lr, "batch_size": fam.batch_size})  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- activations

@@ -186,16 +186,12 @@ def _splits(
     return _image_splits(cfg, data, data_dir)
 
 
-def _batch_size(cfg: ModelConfig, positions: int) -> int:
-    """Rows per evaluation batch so that one batch's widest activation fits ``LOGIT_BUDGET``."""
+def eval_batch_size(cfg: ModelConfig, inputs: torch.Tensor) -> int:
+    """Rows per evaluation batch of these inputs (windows of tokens, or images) so that one
+    batch's widest activation fits ``LOGIT_BUDGET``."""
+    positions = inputs.shape[1] if cfg.arch == "gpt" else cfg.n_ctx or 1
     width = max(cfg.n_out, cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * positions)
     return max(1, min(512, LOGIT_BUDGET // (positions * width)))
-
-
-def eval_batch_size(cfg: ModelConfig, inputs: torch.Tensor) -> int:
-    """:func:`_batch_size` for these evaluation inputs (windows of tokens, or images)."""
-    positions = inputs.shape[1] if cfg.arch == "gpt" else cfg.n_ctx or 1
-    return _batch_size(cfg, positions)
 
 
 def peak_rss_mb() -> float:
@@ -296,20 +292,20 @@ def barrier_paths(
         a = b = None  # only the processed A and the aligned B are needed from here on
         say("evaluate", 0.5)
         ev = splits[split]
-        positions = ev.inputs.shape[1] if cfg.arch == "gpt" else cfg.n_ctx or 1
+        batch_size = eval_batch_size(cfg, ev.inputs)
         pa, pb = r.params_a, r.params_b
         if dtype != "float32":
             pa = {k: v.to(DTYPES[dtype]) for k, v in pa.items()}
             pb = {k: v.to(DTYPES[dtype]) for k, v in pb.items()}
         lam = torch.linspace(0, 1, points, dtype=torch.float64)
-        n_batches = -(-len(ev) // _batch_size(cfg, positions))
+        n_batches = -(-len(ev) // batch_size)
 
         def step(done: int, total: int) -> None:
             say("evaluate", 0.5 + 0.5 * done / max(total, 1))
 
         # one λ at a time (chunk=1): one interpolated copy of the parameters, never K of them
         loss, acc = evaluate_path(r.cfg, pa, pb, ev.inputs, ev.targets, lam,
-                                  batch_size=_batch_size(cfg, positions), chunk=1,
+                                  batch_size=batch_size, chunk=1,
                                   device=dev, progress=step)  # fmt: skip
         curve = barrier_from_curve(lam, loss, acc).to_dict()
         info = r.to_dict()

@@ -20,22 +20,9 @@ from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
 from landscape.train import available_seeds, get_checkpoint  # noqa: E402
 from landscape.transport import Artifact, load_artifact, save_artifact, transport  # noqa: E402
 from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from tests.conftest import tiny_llama  # noqa: E402
 
 transformers.logging.set_verbosity_error()
-
-
-def _llama(seed: int, kv: int = 2):
-    torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(
-        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=kv,
-        intermediate_size=24, vocab_size=256, max_position_embeddings=32,
-        tie_word_embeddings=False,
-    )  # fmt: skip
-    model = transformers.LlamaForCausalLM(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model
 
 
 PLANTED_GAUGE = 7  # seed of the signed-permutation element planted in member 2
@@ -49,7 +36,7 @@ def ckpts(tmp_path_factory):
     paths = {}
     for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
         paths[name] = root / name
-        _llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
+        tiny_llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
     a = import_checkpoint(paths["a"])
     spec = spec_for(a.cfg)
     moved = apply(spec, random_transform(spec, "signed-perm", PLANTED_GAUGE), a.params)
@@ -63,7 +50,6 @@ def ckpts(tmp_path_factory):
 def home(tmp_path, monkeypatch):
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
-    fm.family_splits.cache_clear()
     return tmp_path
 
 
