@@ -68,3 +68,22 @@ ARCH_NORMS = [
 @pytest.fixture
 def gen() -> torch.Generator:
     return torch.Generator().manual_seed(0)
+
+
+def tiny_llama(seed: int, kv: int = 2):
+    """A seeded random-weight Llama from the transformers library (GQA with ``kv`` key/value
+    heads, RoPE, SwiGLU, untied embeddings; byte-sized vocabulary), weights perturbed so that
+    no gain is exactly 1. Needs transformers: call it after ``pytest.importorskip``."""
+    import transformers
+
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=kv,
+        intermediate_size=24, vocab_size=256, max_position_embeddings=32,
+        tie_word_embeddings=False,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model

@@ -83,6 +83,26 @@ def app_url(tmp_path_factory):
             proc.kill()
 
 
+def _browser(pw):
+    """Headless Chromium from /usr/bin and a laptop-sized page."""
+    browser = pw.chromium.launch(
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--no-first-run"],
+    )  # fmt: skip
+    return browser, browser.new_page(viewport={"width": 1440, "height": 1800})
+
+
+def _settle(page) -> None:
+    """Wait until the script has finished (the running indicator is gone), then let plotly
+    finish its transitions."""
+    page.wait_for_function(
+        "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000
+    )
+    page.wait_for_timeout(800)
+
+
 def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
     from playwright.sync_api import sync_playwright
 
@@ -97,13 +117,7 @@ def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
         targets[-1].mkdir(parents=True, exist_ok=True)
     problems = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"],
-        )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1440, "height": 1800})
+        browser, page = _browser(pw)
         for path, (n_figures, n_seeds) in PAGES.items():
             if seeds < n_seeds:
                 n_figures = 0  # the page shows how to train more seeds instead
@@ -115,11 +129,7 @@ def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
                 f".length >= {n_figures}",
                 timeout=180_000,
             )
-            # the script has finished once the running indicator is gone
-            page.wait_for_function(
-                "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000
-            )
-            page.wait_for_timeout(800)  # let plotly finish its transitions
+            _settle(page)
             name = f"{path or 'home'}.png"
             page.screenshot(path=str(tmp_path / name), full_page=True)
             for t in targets[1:]:
@@ -155,13 +165,7 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
     add_family("browser-family", dirs, data="digits", replace=True)
     time.sleep(6)  # the app re-reads the model list every 5 s
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"],
-        )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1440, "height": 1800})
+        browser, page = _browser(pw)
         page.goto(f"{url}/interpolation")
         page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
         page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
@@ -169,10 +173,7 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
         page.wait_for_function(
             "document.body.innerText.includes('Barriers of browser-family')", timeout=120_000
         )
-        page.wait_for_function(
-            "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000
-        )
-        page.wait_for_timeout(800)
+        _settle(page)
         shot = tmp_path / "interpolation-family.png"
         page.screenshot(path=str(shot), full_page=True)
         if os.environ.get("LANDSCAPE_SCREENSHOTS"):

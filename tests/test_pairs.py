@@ -6,7 +6,6 @@ import json
 import os
 
 import pytest
-import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -19,26 +18,13 @@ from landscape.models import ModelConfig, init_params  # noqa: E402
 from landscape.pairs import barrier_paths  # noqa: E402
 from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
 from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from tests.conftest import tiny_llama  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 KEYS = {
     "lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
     "endpoint_accuracy", "function_check", "seconds", "cached", "device",
 }  # fmt: skip
-
-
-def _llama(seed: int, kv: int = 2):
-    torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(
-        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=kv,
-        intermediate_size=24, vocab_size=256, max_position_embeddings=32,
-        tie_word_embeddings=False,
-    )  # fmt: skip
-    model = transformers.LlamaForCausalLM(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +34,7 @@ def pair(tmp_path_factory):
     paths = {}
     for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
         paths[name] = root / name
-        _llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
+        tiny_llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
     a = import_checkpoint(paths["a"])
     spec = spec_for(a.cfg)
     moved = apply(spec, random_transform(spec, "signed-perm", 4), a.params)
