@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from safetensors.torch import save_file
 
+from landscape.cache import Cache
 from landscape.paths import assets_root
 from landscape.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.zoo import ZOO
@@ -46,14 +48,41 @@ def build(plan: dict[str, Any], out: Path, device: str = "cpu") -> list[dict[str
                 "config": model.config.to_dict(), "train": model.train.to_dict(),
                 "data": m["data"], "metrics": m["metrics"], "digest": m["digest"],
                 "seconds": m["seconds"], "device": m["device"], "train_version": TRAIN_VERSION,
-                "extra": extra,
+                "kernels": m.get("kernels"), "extra": extra,
             })  # fmt: skip
             print(f"{name} seed {seed}: {m['metrics']}", flush=True)
+    _write_manifest(manifest, records)
+    return records
+
+
+def _write_manifest(manifest: Path, records: list[dict[str, Any]]) -> None:
     records.sort(key=lambda r: (list(ZOO).index(r["name"]), r["seed"]))
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text(json.dumps({"checkpoints": records}, indent=1))
     os.replace(tmp, manifest)
-    return records
+
+
+def verify(models: list[str], out: Path) -> list[dict[str, Any]]:
+    """Retrain every shipped checkpoint of ``models`` in a fresh cache and record this
+    machine's CPU kernels with each record whose weight digest it reproduces bit for bit, so
+    ``landscape train`` promises bit-identical weights exactly where that has been seen."""
+    manifest = out / "manifest.json"
+    records = json.loads(manifest.read_text())["checkpoints"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Cache(tmp)
+        for rec in records:
+            if rec["name"] not in models:
+                continue
+            ckpt, _ = train(rec["name"], rec["seed"], device="cpu", cache=cache)
+            same = ckpt.meta["digest"] == rec["digest"]
+            if same:
+                rec["kernels"] = ckpt.meta["kernels"]
+            rows.append({"name": rec["name"], "seed": rec["seed"], "same_digest": same})
+            print(f"{rec['name']} seed {rec['seed']}: "
+                  f"{'bit-identical' if same else 'differs'}", flush=True)  # fmt: skip
+    _write_manifest(manifest, records)
+    return rows
 
 
 def readme_figure(out: Path, pairs: int = 3) -> Path:
@@ -79,9 +108,15 @@ def main() -> None:
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
     ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
     ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
+    ap.add_argument("--verify", action="store_true",
+                    help="retrain the shipped checkpoints and record this machine's kernels "
+                         "where the weights come out bit for bit")  # fmt: skip
     args = ap.parse_args()
     if args.readme:
         print(readme_figure(assets_root() / "readme" / "lmc.png"))
+        return
+    if args.verify:
+        verify(args.models, args.out)
         return
     build({m: DEFAULT_SEEDS[m] for m in args.models}, args.out)
 

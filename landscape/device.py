@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import platform
+
 import torch
 
 from landscape.errors import LandscapeError
@@ -18,3 +21,45 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise LandscapeError(f"device {device!r} requested but CUDA is not available here")
     return dev
+
+
+def _cpu_identity() -> tuple[str, str]:
+    """(vendor, widest vector extension) of this CPU, from /proc/cpuinfo where there is one.
+
+    Math libraries dispatch on both: the same instruction set takes other code paths on another
+    vendor's CPU, so two machines round alike only when both agree.
+    """
+    vendor, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "vendor_id":
+                    vendor = value.strip()
+                elif key == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        return platform.machine() or "unknown", "unknown"
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "baseline"
+    return vendor, isa
+
+
+def kernel_fingerprint() -> dict[str, str]:
+    """What decides how CPU training rounds: the torch build, the kernel set ATen dispatches to
+    (``ATEN_CPU_CAPABILITY`` can lower it), the BLAS's own dispatch (``MKL_CBWR`` pins it) and
+    the CPU's vendor and widest vector extension.
+
+    Training is bit-identical between two runs only when the fingerprints are equal; across
+    fingerprints it agrees within :data:`landscape.train.REPRODUCIBLE_METRICS` (README,
+    "Training is seeded").
+    """
+    vendor, isa = _cpu_identity()
+    return {
+        "torch": torch.__version__,
+        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_cbwr": os.environ.get("MKL_CBWR", ""),
+        "cpu_vendor": vendor,
+        "cpu_isa": isa,
+    }

@@ -18,7 +18,7 @@ import torch
 
 from landscape import data
 from landscape.cache import Cache, digest_tensors
-from landscape.device import resolve_device
+from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.zoo import (
@@ -38,6 +38,13 @@ from landscape.zoo import (
 )
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
+# How far a retrained zoo checkpoint's test metrics may lie from the shipped one's when the two
+# were trained with other CPU kernels (another instruction set or vendor rounds differently, and
+# training amplifies the difference to max |Δw| ≈ 0.04–0.25). Measured against the shipped
+# seed 0 under ATen's default/avx2/avx512 kernels and MKL's own or pinned dispatch: mlp-digits
+# |Δacc| ≤ 0.004, |Δloss| ≤ 0.009 nats; vit-digits (memorised, so its test loss moves most)
+# |Δacc| ≤ 0.012, |Δloss| ≤ 0.069 nats.
+REPRODUCIBLE_METRICS = {"test_accuracy": 0.02, "test_loss": 0.1}
 Progress = Callable[[int, int, dict[str, float]], None]
 
 
@@ -236,6 +243,8 @@ def _train_model(
         "device": str(dev),
         "digest": digest_tensors(final),
     }
+    if dev.type == "cpu":
+        meta["kernels"] = kernel_fingerprint()
     if vocab is not None:
         meta["vocab"] = vocab
     if var is not None:
@@ -297,7 +306,13 @@ def train(
 
 
 def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
-    """How a trained checkpoint compares with the shipped one of the same name and seed."""
+    """How a trained checkpoint compares with the shipped one of the same name and seed.
+
+    Bit-identical weights are promised only between runs with the same CPU kernels
+    (:func:`landscape.device.kernel_fingerprint`, recorded with both); otherwise the test
+    metrics must agree within :data:`REPRODUCIBLE_METRICS`. ``reproduced`` says whether the
+    promise that applies holds.
+    """
     rec = shipped(ckpt.name, ckpt.seed)
     if rec is None:
         return None
@@ -305,8 +320,14 @@ def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
     if asset is None:
         return {"shipped": True, "current": False}
     diff = max((ckpt.params[k] - asset.params[k]).abs().max().item() for k in asset.params)
-    return {"shipped": True, "current": True, "same_digest": rec["digest"] == ckpt.meta["digest"],
-            "max_abs_diff": diff}  # fmt: skip
+    kernels = ckpt.meta.get("kernels")
+    same_kernels = kernels is not None and kernels == rec.get("kernels")
+    same_digest = rec["digest"] == ckpt.meta["digest"]
+    deltas = {k: abs(ckpt.meta["metrics"][k] - rec["metrics"][k]) for k in REPRODUCIBLE_METRICS}
+    within = all(deltas[k] <= tol for k, tol in REPRODUCIBLE_METRICS.items())
+    return {"shipped": True, "current": True, "same_kernels": same_kernels,
+            "same_digest": same_digest, "max_abs_diff": diff, "metric_deltas": deltas,
+            "reproduced": same_digest if same_kernels else within}  # fmt: skip
 
 
 def get_checkpoint(
