@@ -4,13 +4,17 @@ An entry is addressed by the SHA-256 of its inputs (kind, configuration, weight 
 parameters and the algorithm's code version), canonicalised as sorted JSON. One entry is one
 file ``<root>/<kind>/<key[:2]>/<key>.lsc``::
 
-    b"LSC1" | uint64 header length | header JSON | body (safetensors bytes)
+    b"LSC2" | uint64 header length | SHA-256 of the header (32 bytes) | header JSON | body
 
-The header holds the caller's JSON metadata and the SHA-256 of the body. Writes go to a temporary
-file in the same directory and are renamed into place (atomic on POSIX), so a reader never sees a
-partial entry and an interrupted computation leaves nothing behind. Reads verify the digest; a
-corrupt entry is deleted and recomputed, never served. ``get_or_compute`` holds an exclusive
-file lock per key while computing, so concurrent writers of one key compute it once.
+The header holds the entry's key, the caller's JSON metadata and the SHA-256 of the body
+(safetensors bytes), so its digest covers everything served: many results (barriers, triangles,
+function checks) live in the metadata alone. Writes go to a temporary file in the same directory
+and are renamed into place (atomic on POSIX), so a reader never sees a partial entry and an
+interrupted computation leaves nothing behind; temporary files older than an hour (left by a
+killed writer) are removed. Reads verify both digests and the key; a corrupt entry is deleted and
+recomputed, never served. Entries of an older format are dropped and recomputed quietly.
+``get_or_compute`` holds an exclusive file lock per key while computing, so concurrent writers of
+one key compute it once.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import shutil
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +41,11 @@ from safetensors.torch import save as st_save
 from landscape.errors import LandscapeError
 from landscape.paths import cache_root
 
-MAGIC = b"LSC1"
+MAGIC = b"LSC2"
+OLD_MAGICS = (b"LSC1",)  # earlier formats: stale, not corrupt
 SUFFIX = ".lsc"
+TMP_PREFIX = ".tmp-"
+STALE_TMP_SECONDS = 3600  # no write takes this long, so such a temporary file is orphaned
 KEPT = ("data", "families")  # directories under the root that hold no entries
 
 
@@ -94,6 +102,10 @@ class Cache:
             return None
         try:
             return _decode(raw, key)
+        except _Stale:  # written by an earlier version: a plain miss
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            return None
         except Exception as e:  # any corruption: drop the entry so it is recomputed
             print(f"landscape: corrupt cache entry {p} ({e}); recomputing", file=sys.stderr)
             with contextlib.suppress(FileNotFoundError):
@@ -103,14 +115,18 @@ class Cache:
     def put(self, kind: str, key: str, tensors: dict[str, torch.Tensor], meta: dict) -> Entry:
         p = self.path(kind, key)
         body = st_save({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
-        header = canonical_json({"meta": meta, "sha256": hashlib.sha256(body).hexdigest()})
+        header = canonical_json(
+            {"key": key, "meta": meta, "sha256": hashlib.sha256(body).hexdigest()}
+        )
         hb = header.encode()
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=SUFFIX)
+            _sweep(p.parent.glob(f"{TMP_PREFIX}*"))
+            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=TMP_PREFIX, suffix=SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(MAGIC + struct.pack("<Q", len(hb)) + hb + body)
+                    f.write(MAGIC + struct.pack("<Q", len(hb)) + hashlib.sha256(hb).digest())
+                    f.write(hb + body)
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, p)
@@ -163,35 +179,56 @@ class Cache:
                 print(f"landscape: warning: {e}; result not cached", file=sys.stderr)
                 return Entry(tensors, meta, key), False
 
-    def entries(self) -> Iterator[tuple[str, Path]]:
+    def _kind_dirs(self) -> list[Path]:
         if not self.root.is_dir():
-            return
-        for kind_dir in sorted(d for d in self.root.iterdir() if d.is_dir() and d.name not in KEPT):
+            return []
+        return sorted(d for d in self.root.iterdir() if d.is_dir() and d.name not in KEPT)
+
+    def _sweep_all(self) -> None:
+        _sweep(t for d in self._kind_dirs() for t in d.glob(f"*/{TMP_PREFIX}*"))
+
+    def entries(self) -> Iterator[tuple[str, Path]]:
+        """(kind, path) of every entry file; temporary files and stray directories are not."""
+        for kind_dir in self._kind_dirs():
             for p in sorted(kind_dir.glob(f"*/*{SUFFIX}")):
-                if not p.name.startswith("."):
+                if not p.name.startswith(".") and p.is_file():
                     yield kind_dir.name, p
 
     def metas(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(key, metadata) of every entry of one kind, read from headers only (for listings)."""
+        """(key, metadata) of every entry of one kind, read from headers only (for listings).
+
+        The header's digest and key are verified, so a tampered header is dropped like in
+        :meth:`get`; the body is not read, so loading a result must still go through ``get``."""
         for k, p in self.entries():
             if k != kind:
                 continue
+            key = p.name[: -len(SUFFIX)]
             try:
                 with open(p, "rb") as f:
-                    head = f.read(12)
-                    if head[:4] != MAGIC:
+                    head = f.read(HEAD)
+                    if head[:4] in OLD_MAGICS:
                         continue
-                    (n,) = struct.unpack("<Q", head[4:12])
-                    yield p.name[: -len(SUFFIX)], json.loads(f.read(n).decode())["meta"]
-            except (OSError, ValueError, KeyError):
+                    header = _header(head, f.read(_header_length(head)), key)
+            except OSError:
                 continue
+            except Exception as e:
+                print(f"landscape: corrupt cache entry {p} ({e}); removed", file=sys.stderr)
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                continue
+            yield key, header["meta"]
 
     def info(self) -> dict[str, Any]:
+        self._sweep_all()
         kinds: dict[str, dict[str, int]] = {}
         for kind, p in self.entries():
+            try:
+                size = p.stat().st_size
+            except FileNotFoundError:  # removed meanwhile by another process
+                continue
             k = kinds.setdefault(kind, {"entries": 0, "bytes": 0})
             k["entries"] += 1
-            k["bytes"] += p.stat().st_size
+            k["bytes"] += size
         return {
             "root": str(self.root),
             "entries": sum(k["entries"] for k in kinds.values()),
@@ -202,24 +239,65 @@ class Cache:
     def clear(self, kind: str | None = None) -> int:
         """Remove all entries (or one kind's); fetched data sets and registered families
         (``data/``, ``families/``) are kept. Returns the count."""
+        self._sweep_all()
         n = 0
         for k, p in list(self.entries()):
             if kind is None or k == kind:
                 p.unlink(missing_ok=True)
                 n += 1
-        for d in list(self.root.iterdir()) if self.root.is_dir() else []:
-            if d.is_dir() and d.name not in KEPT and (kind is None or d.name == kind):
-                if not any(d.glob(f"*/*{SUFFIX}")):
+        for d in self._kind_dirs():
+            if kind is None or d.name == kind:
+                # a fresh temporary file is another writer's entry in progress: keep its folder
+                if not any(d.glob(f"*/*{SUFFIX}")) and not any(d.glob(f"*/{TMP_PREFIX}*")):
                     shutil.rmtree(d, ignore_errors=True)
         return n
 
 
-def _decode(raw: bytes, key: str) -> Entry:
-    if raw[:4] != MAGIC:
+HEAD = 4 + 8 + 32  # magic, header length, header digest
+
+
+class _Stale(ValueError):
+    """An entry in an earlier on-disk format."""
+
+
+def _sweep(files: Iterable[Path]) -> None:
+    """Remove the temporary files among ``files`` older than STALE_TMP_SECONDS."""
+    cutoff = time.time() - STALE_TMP_SECONDS
+    for t in files:
+        with contextlib.suppress(OSError):  # removed meanwhile, or not ours to remove
+            if t.is_file() and t.stat().st_mtime < cutoff:
+                t.unlink()
+
+
+def _header_length(head: bytes) -> int:
+    if head[:4] in OLD_MAGICS:
+        raise _Stale("older format")
+    if head[:4] != MAGIC:
         raise ValueError("bad magic")
-    (n,) = struct.unpack("<Q", raw[4:12])
-    header = json.loads(raw[12 : 12 + n].decode())
-    body = raw[12 + n :]
+    if len(head) < HEAD:
+        raise ValueError("truncated header")
+    return struct.unpack("<Q", head[4:12])[0]
+
+
+def _header(head: bytes, hb: bytes, key: str) -> dict[str, Any]:
+    """The verified header: its digest matches and it names this entry's key."""
+    if len(hb) != _header_length(head):
+        raise ValueError("truncated header")
+    if hashlib.sha256(hb).digest() != head[12:HEAD]:
+        raise ValueError("header digest mismatch")
+    header = json.loads(hb.decode())
+    if not isinstance(header, dict) or header.get("key") != key:
+        raise ValueError("header names another entry")
+    if not isinstance(header.get("meta"), dict) or not isinstance(header.get("sha256"), str):
+        raise ValueError("malformed header")
+    return header
+
+
+def _decode(raw: bytes, key: str) -> Entry:
+    head = raw[:HEAD]
+    end = HEAD + _header_length(head)
+    header = _header(head, raw[HEAD:end], key)
+    body = raw[end:]
     if hashlib.sha256(body).hexdigest() != header["sha256"]:
-        raise ValueError("digest mismatch")
+        raise ValueError("body digest mismatch")
     return Entry(st_load(body), header["meta"], key)

