@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,28 @@ PRESENTATION_CSS = """
   h1 { font-size: 3rem !important; }
 </style>
 """
+
+
+# Characters that start markdown, HTML, math ($) or Streamlit's own syntax (:red[...],
+# :material/icon:, emoji shortcodes) anywhere in a line; "-" starts a list only at a line start.
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+.!|~$:=&^@])")
+_LINE_START = re.compile(r"^([ \t]*)-", re.MULTILINE)
+
+
+def plain(text: object) -> str:
+    """``text`` for any Streamlit markdown body or label, shown exactly as written.
+
+    File contents, paths, names, labels and error messages are untrusted: escaped with
+    backslashes, they can add no image, link, HTML tag, formula or heading to a page.
+    """
+    return _LINE_START.sub(r"\1\\-", _MARKDOWN.sub(r"\\\1", str(text)))
+
+
+def literal(text: object) -> str:
+    """``text`` as an inline code span (monospace, nothing in it is markdown): for paths."""
+    s = " ".join(str(text).splitlines())
+    fence = "`" * (max(map(len, re.findall(r"`+", s)), default=0) + 1)
+    return f"{fence} {s} {fence}"
 
 
 def presentation() -> bool:
@@ -77,12 +100,12 @@ def need_seeds(name: str, n: int) -> list[int]:
     if len(seeds) < n:
         if is_imported(name):
             st.info(
-                f"The imported family {name} has {len(seeds)} member(s) on disk; this page "
+                f"The imported family {plain(name)} has {len(seeds)} member(s) on disk; this page "
                 f"needs at least {n}. Add more on the Models page, or pick another model family."
             )
         else:
             st.info(
-                f"{name} has {len(seeds)} trained seed(s); this page needs at least {n}. "
+                f"{plain(name)} has {len(seeds)} trained seed(s); this page needs at least {n}. "
                 "Train more on the Models page, or pick another model family in the sidebar."
             )
         st.stop()
@@ -90,8 +113,19 @@ def need_seeds(name: str, n: int) -> list[int]:
 
 
 def show_error(what: str, err: BaseException) -> None:
-    """A failure as a clear message on the page; the rest of the page keeps working."""
-    st.error(f"**{what} failed.** {type(err).__name__}: {err}", icon=":material/error:")
+    """A failure as a clear message on the page; the rest of the page keeps working.
+
+    ``what`` and the message may hold names, paths and text from files: shown as text.
+    """
+    st.error(f"**{plain(what)} failed.** {type(err).__name__}: {plain(err)}",
+             icon=":material/error:")  # fmt: skip
+
+
+def show_warnings(what: str, result: dict[str, Any]) -> None:
+    """A warning box per warning of a result (a function check that is NaN or above the
+    tolerance): the numbers beside it may not describe the checkpoints' functions."""
+    for warning in result.get("warnings", []):
+        st.warning(f"**{plain(what)}:** {plain(warning)}", icon=":material/warning:")
 
 
 def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = None) -> None:

@@ -8,6 +8,7 @@ import streamlit as st
 import torch
 
 from app import state
+from app.components import literal
 from landscape.zoo import ZOO
 
 
@@ -53,4 +54,4 @@ def sidebar() -> None:
         )
         info = state.cache_info()
         size = _human_bytes(info["bytes"])
-        st.caption(f"Disk cache: {info['entries']} entries, {size}  \n`{info['root']}`")
+        st.caption(f"Disk cache: {info['entries']} entries, {size}  \n{literal(info['root'])}")

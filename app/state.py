@@ -45,6 +45,14 @@ def zoo_status() -> list[dict[str, Any]]:
     return rows
 
 
+@st.cache_data(ttl=5, show_spinner=False)
+def family_problems() -> list[str]:
+    """Files in the families directory skipped as invalid (shown on the Models page)."""
+    from landscape.families import family_problems
+
+    return family_problems()
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def family_metrics(name: str) -> list[dict[str, Any]]:
     """Members of a family with their test loss and accuracy (evaluated once, then on disk)."""

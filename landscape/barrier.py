@@ -29,6 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, embed, forward_resid
 
 Lambdas = int | Sequence[float] | torch.Tensor
@@ -293,6 +294,22 @@ def evaluate_path(
     )
 
 
+def check_finite_loss(
+    loss: Sequence[float] | torch.Tensor, where: Callable[[int], str], split: str
+) -> None:
+    """Refuse a curve or grid with a NaN or infinite loss: a barrier measured against it would
+    be NaN or meaningless. ``where(i)`` names point i (model and λ); the message names the split.
+    """
+    values = _as_weights(loss)
+    bad = torch.nonzero(~torch.isfinite(values)).flatten()
+    if bad.numel():
+        i = int(bad[0])
+        raise LandscapeError(
+            f"the loss is {float(values[i])} at {where(i)} on the {split} split: the model's "
+            "outputs are not finite there, so no barrier can be measured"
+        )
+
+
 class _JsonResult:
     """JSON round trip for the result dataclasses; fields in ``_pairs`` come back as tuples."""
 
@@ -429,8 +446,8 @@ class TriangleResult(_JsonResult):
 
     @property
     def max_excess_loss(self) -> float:
-        """The triangle's loss barrier: ``max_p [L(θ_p) − Σ_c w_c L_c]``."""
-        return max(self.excess_loss)
+        """The triangle's loss barrier: ``max_p [L(θ_p) − Σ_c w_c L_c]`` (NaN if any is NaN)."""
+        return float(torch.tensor(self.excess_loss, dtype=torch.float64).max())
 
     _pairs = ("corner_loss", "corner_accuracy")
 

@@ -8,14 +8,15 @@ Bad input exits with status 2 and one line on stderr naming the problem; set
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.errors import LandscapeError
+from landscape.errors import LandscapeError, check_seed
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
@@ -34,6 +35,52 @@ class _Parser(argparse.ArgumentParser):
         raise LandscapeError(f"{self.prog}: {message}")
 
 
+# ---------------------------------------------------------------- argument types
+# Checked while parsing, so nonsense fails in one line before any model or data is loaded.
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            what = "non-negative" if low == 0 else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+        return value
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    try:
+        return check_seed(_int_at_least(0)(text), "a seed")
+    except LandscapeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if value < low or (open_low and value == low) or value > high:
+            bracket = "(" if open_low else "["
+            raise argparse.ArgumentTypeError(
+                f"must lie in {bracket}{low:g}, {high:g}], got {value:g}"
+            )
+        return value
+
+    return parse
+
+
+_count = _int_at_least(1)
+_points = _int_at_least(2)  # λ = 0 and λ = 1 at least
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = _Parser(
@@ -46,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", parents=[common], help="train (or load cached) one zoo checkpoint")
     p.add_argument("model", help="zoo model")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=_seed, required=True)
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
     p.add_argument("--text", help="train the GPT on this UTF-8 text file instead (own vocabulary)")
     p.add_argument("--save", help="also write the checkpoint to this directory (landscape format)")
@@ -63,11 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("symmetries", parents=[common],
                        help="measure Δlogits under a random element of every group")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP + ", or a checkpoint directory")
-    p.add_argument("--seed", type=int, help="checkpoint seed (zoo models)")
+    p.add_argument("--seed", type=_seed, help="checkpoint seed (zoo models)")
     p.add_argument("--norm", choices=["rms", "ln"],
                    help="instead of the checkpoint, a fresh random model of the same shape "
                         "with this norm (to compare RMSNorm with LayerNorm)")  # fmt: skip
-    p.add_argument("--draw", type=int, default=0, help="seed of the random group elements")
+    p.add_argument("--draw", type=_seed, default=0, help="seed of the random group elements")
 
     methods = ["naive", "activation", "weight", "learned"]
     groups = ["perm", "signed-perm", "orth"]
@@ -75,45 +122,46 @@ def build_parser() -> argparse.ArgumentParser:
         "barrier", parents=[common], help="loss/accuracy barrier along a linear path"
     )
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
     p.add_argument("--method", choices=methods, default="weight")
     p.add_argument("--group", choices=groups, default="perm")
-    p.add_argument("--points", type=int, default=25)
+    p.add_argument("--points", type=_points, default=25)
     p.add_argument("--split", choices=["test", "train"], default="test")
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=int, nargs=3, required=True, metavar=("A", "B", "C"))
+    p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"))
     p.add_argument("--method", choices=methods, default="weight")
     p.add_argument("--group", choices=groups, default="orth")
-    p.add_argument("--resolution", type=int, default=10)
-    p.add_argument("--tol", type=float, default=0.05, help="basin tolerance above the chord (nats)")
+    p.add_argument("--resolution", type=_count, default=10)
+    p.add_argument("--tol", type=_float_in(0, math.inf), default=0.05,
+                   help="basin tolerance above the chord (nats)")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test")
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=int, nargs=2, required=True, metavar=("A", "B"))
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
 
     p = sub.add_parser("gauge-sweep", parents=[common],
                        help="which coordinate claims survive random gauges")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--draws", type=int, default=3, help="random gauges per group")
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--draws", type=_count, default=3, help="random gauges per group")
     p.add_argument("--parts", nargs="+", default=None,
                    help="table scramble recovery trajectory claims (default: all)")  # fmt: skip
-    p.add_argument("--steps", type=int, nargs="+", default=[0, 10, 30, 100, 300],
+    p.add_argument("--steps", type=_int_at_least(0), nargs="+", default=[0, 10, 30, 100, 300],
                    help="fine-tuning steps of drift for the recovery part")  # fmt: skip
-    p.add_argument("--trajectory-steps", type=int, default=1500)
-    p.add_argument("--trajectory-every", type=int, default=10)
+    p.add_argument("--trajectory-steps", type=_count, default=1500)
+    p.add_argument("--trajectory-every", type=_count, default=10)
 
     p = sub.add_parser("transport", parents=[common],
                        help="move probes, SAEs, LoRA, optimizer state across gauges")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gauge-seed", type=int, default=0, help="seed of the random gauge g")
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--gauge-seed", type=_seed, default=0, help="seed of the random gauge g")
     p.add_argument("--artifact", help="transport this artifact (.safetensors + .json sidecar)")
-    p.add_argument("--to-seed", type=int,
+    p.add_argument("--to-seed", type=_seed,
                    help="with --artifact: into this seed's coordinates")  # fmt: skip
     p.add_argument("--group", choices=["perm", "signed-perm"], default="signed-perm")
     p.add_argument("--mode", choices=["exact", "perm-only", "none"], default="exact")
@@ -121,15 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--pairs", type=_count, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--points", type=int, default=25)
+    p.add_argument("--points", type=_points, default=25)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")
-    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--pairs", type=_count, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--points", type=int, default=25)
+    p.add_argument("--points", type=_points, default=25)
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
 
@@ -152,11 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--text", help="UTF-8 text file (language models)")
     f.add_argument("--data", choices=["digits", "fashion"], help="image data (classifiers)")
     f.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
-    f.add_argument("--n-ctx", type=int, default=128, help="tokens per window (default 128)")
-    f.add_argument("--max-windows", type=int, default=64, help="windows per split (default 64)")
+    f.add_argument("--n-ctx", type=_count, default=128, help="tokens per window (default 128)")
+    f.add_argument("--max-windows", type=_int_at_least(2), default=64,
+                   help="windows per split (default 64)")  # fmt: skip
     f.add_argument(
         "--lr",
-        type=float,
+        type=_float_in(0, 1, open_low=True),
         default=1e-4,
         help="learning rate of fine-tuning steps (gauge sweep, LoRA, AdamW)",
     )
@@ -186,10 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", help="UTF-8 text file for language models")
     p.add_argument("--data", choices=["digits", "fashion"], help="image data for classifiers")
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
-    p.add_argument("--points", type=int, default=11)
+    p.add_argument("--points", type=_points, default=11)
     p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--n-ctx", type=int, default=128, help="tokens per window (default 128)")
-    p.add_argument("--max-windows", type=int, default=64, help="windows evaluated (default 64)")
+    p.add_argument("--n-ctx", type=_count, default=128, help="tokens per window (default 128)")
+    p.add_argument("--max-windows", type=_count, default=64, help="windows evaluated (default 64)")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                    help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
     return parser
@@ -220,6 +269,10 @@ def _zoo(args: argparse.Namespace) -> dict[str, Any]:
 def _train(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.train import compare_with_shipped, tqdm_progress, train
 
+    if args.save:  # before training, not after minutes of it
+        from landscape.zoo import check_save_target
+
+        check_save_target(args.save)
     progress = tqdm_progress(f"train {args.model} seed {args.seed}")
     ckpt, hit = train(args.model, args.seed, device=args.device, data_dir=args.data_dir,
                       progress=progress, text=args.text)  # fmt: skip
@@ -229,6 +282,12 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
 
         saved = str(save_checkpoint_dir(ckpt, args.save))
     m = ckpt.meta
+    shipped = None if args.text else compare_with_shipped(ckpt)
+    if shipped and shipped.get("current") and not shipped["reproduced"]:
+        promise = "bit-identical weights" if shipped["same_kernels"] else "matching test metrics"
+        print(f"landscape: warning: {args.model} seed {args.seed} differs from the shipped "
+              f"checkpoint beyond the promise ({promise}); see README, reproducibility",
+              file=sys.stderr)  # fmt: skip
     return {
         "model": args.model,
         "seed": args.seed,
@@ -237,7 +296,7 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
         **m["metrics"],
         "seconds": m["seconds"],
         "device": m["device"],
-        "shipped": None if args.text else compare_with_shipped(ckpt),
+        "shipped": shipped,
         "saved": saved,
     }
 
@@ -290,8 +349,9 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import barrier
 
     _status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
-    return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
-                   split=args.split, device=args.device)  # fmt: skip
+    with _progress_bar(f"barrier {args.method}/{args.group}") as progress:
+        return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
+                       split=args.split, device=args.device, progress=progress)  # fmt: skip
 
 
 @command("triangle")
@@ -299,8 +359,10 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import triangle
 
     _status(f"triangle {args.model} {args.seeds} {args.method}/{args.group}")
-    return triangle(args.model, args.seeds, args.method, args.group, resolution=args.resolution,
-                    tol=args.tol, split=args.split, device=args.device)  # fmt: skip
+    with _progress_bar(f"triangle {args.method}/{args.group}") as progress:
+        return triangle(args.model, args.seeds, args.method, args.group,
+                        resolution=args.resolution, tol=args.tol, split=args.split,
+                        device=args.device, progress=progress)  # fmt: skip
 
 
 @command("eigenangles")
@@ -308,46 +370,27 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import eigenangle_result
 
     _status(f"eigenangles {args.model} {args.seeds}")
-    return eigenangle_result(args.model, args.seeds, device=args.device)
+    with _progress_bar("eigenangles learned/orth") as progress:
+        return eigenangle_result(args.model, args.seeds, device=args.device, progress=progress)
 
 
 @command("table")
 def _table(args: argparse.Namespace) -> dict[str, Any]:
-    from tqdm import tqdm
-
     from landscape.experiments import table
 
-    bar = tqdm(total=100, desc=f"table {args.model}", file=sys.stderr, leave=False)
-
-    def progress(stage: str, frac: float) -> None:
-        bar.set_postfix_str(stage)
-        bar.update(round(100 * frac) - bar.n)
-
-    try:
+    with _progress_bar(f"table {args.model}") as progress:
         return table(args.model, args.pairs, split=args.split, points=args.points,
                      device=args.device, progress=progress)  # fmt: skip
-    finally:
-        bar.close()
 
 
 @command("controls")
 def _controls(args: argparse.Namespace) -> dict[str, Any]:
-    from tqdm import tqdm
-
     from landscape.controls import controls_table
 
-    bar = tqdm(total=100, desc=f"controls {args.model}", file=sys.stderr, leave=False)
-
-    def progress(stage: str, frac: float) -> None:
-        bar.set_postfix_str(stage)
-        bar.update(round(100 * frac) - bar.n)
-
-    try:
+    with _progress_bar(f"controls {args.model}") as progress:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
                               layernorm=args.layernorm, device=args.device,
                               progress=progress)  # fmt: skip
-    finally:
-        bar.close()
 
 
 @command("gauge-sweep")
@@ -431,29 +474,35 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("pair-barrier")
 def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
-    from tqdm import tqdm
-
     from landscape.pairs import barrier_paths
 
-    bar = tqdm(total=100, desc=f"pair-barrier {args.method}/{args.group}", file=sys.stderr,
-               leave=False)  # fmt: skip
+    with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
+        return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
+                             data=args.data, data_dir=args.data_dir, points=args.points,
+                             split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
+                             device=args.device, dtype=args.dtype,
+                             progress=progress)  # fmt: skip
+
+
+def _status(text: str) -> None:
+    print(f"landscape: {text} ...", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _progress_bar(desc: str) -> Iterator[Callable[[str, float], None]]:
+    """A progress bar on stderr fed by ``progress(stage, fraction)`` callbacks."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=100, desc=desc, file=sys.stderr, leave=False)
 
     def progress(stage: str, frac: float) -> None:
         bar.set_postfix_str(stage)
         bar.update(round(100 * frac) - bar.n)
 
     try:
-        return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
-                             data=args.data, data_dir=args.data_dir, points=args.points,
-                             split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
-                             device=args.device, dtype=args.dtype,
-                             progress=progress)  # fmt: skip
+        yield progress
     finally:
         bar.close()
-
-
-def _status(text: str) -> None:
-    print(f"landscape: {text} ...", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- output
@@ -529,6 +578,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"landscape: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    # a broken function or a NaN check is never only a field: it is said on stderr too
+    for warning in result.get("warnings", []):
+        print(f"landscape: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(_clean(result)))
     else:

@@ -45,6 +45,7 @@ from typing import Any
 
 import torch
 
+from landscape.budget import check_points
 from landscape.cache import Cache
 from landscape.errors import LandscapeError
 from landscape.experiments import (
@@ -245,9 +246,11 @@ def controls_table(
     (None where the naive barrier is below 1e-6). ``original`` adds the barrier along the
     straight line in unprocessed coordinates (``barrier_loss_original``); ``layernorm`` adds the
     ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
+    ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
     """
     if not rows or rows[0][0] != "naive":
         raise LandscapeError("the first row must be the naive one (fractions are relative to it)")
+    check_points(points)  # before any variant is trained
     t0 = time.perf_counter()
     zoo_model(model)
     cache = cache or Cache()
@@ -262,6 +265,13 @@ def controls_table(
         if progress:
             progress(stage, done / total)
 
+    def within(stage: str) -> Progress | None:
+        """Progress inside the next tick (e.g. the steps of learned matching)."""
+        if progress is None:
+            return None
+        lo = done
+        return lambda s, f: progress(f"{stage} {s}", (lo + f) / total)
+
     out_controls, out_rows = [], []
     for c in kinds:
         ckpts = []
@@ -273,16 +283,19 @@ def controls_table(
         for method, group in rows:
             res = []
             for (a, b), (sa, sb) in zip(ckpts, pair_list, strict=True):
+                stage = f"{c.name} {method}/{group} {sa}-{sb}"
                 r = barrier_pair(a, b, method, group, points=points, split=split, device=device,
-                                 cache=cache)  # fmt: skip
+                                 cache=cache, progress=within(stage))  # fmt: skip
                 if original:
                     o = barrier_pair(a, b, method, group, points=points, split=split,
                                      device=device, cache=cache,
                                      coordinates="original")  # fmt: skip
                     r["barrier_loss_original"] = o["barrier_loss"]
                     r["barrier_accuracy_original"] = o["barrier_accuracy"]
+                    r["warnings"] = list(dict.fromkeys(r["warnings"] + o["warnings"]))
+                    r["function_ok"] = r["function_ok"] and o["function_ok"]
                 res.append(r)
-                tick(f"{c.name} {method}/{group} {sa}-{sb}")
+                tick(stage)
             per_row.append(_row(c.name, method, group, res, original))
         naive = per_row[0]
         for r in per_row:
@@ -309,6 +322,7 @@ def controls_table(
         })  # fmt: skip
     for r in out_rows:
         del r["results"]
+    warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
     return {
         "model": model,
         "split": split,
@@ -317,6 +331,8 @@ def controls_table(
                      f"{split} split with its true targets",
         "controls": out_controls,
         "rows": out_rows,
+        "function_ok": not warnings,
+        "warnings": warnings,
         "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file
 from landscape.errors import LandscapeError
 from landscape.paths import data_root
 
@@ -155,8 +156,8 @@ class TextCorpus:
     """A character-level corpus: the vocabulary and the encoded train/validation streams."""
 
     vocab: str
-    train: torch.Tensor  # (n_train,) int64
-    val: torch.Tensor  # (n_val,) int64
+    train: torch.Tensor  # (n_train,) compact codes (code_dtype); index it, then .long()
+    val: torch.Tensor  # (n_val,) likewise
     source: str
     digest: str  # sha256 of the UTF-8 text
 
@@ -171,7 +172,7 @@ class TextCorpus:
             raise LandscapeError(
                 f"the {split} split of {self.source} is shorter than {n_ctx + 1} chars"
             )
-        return out
+        return Split(out.inputs.long(), out.targets.long())  # ids index embeddings: int64
 
     def decode(self, ids: torch.Tensor) -> str:
         return "".join(self.vocab[i] for i in ids.tolist())
@@ -193,19 +194,46 @@ def read_text(path: str | os.PathLike) -> str:
         raise LandscapeError(f"{p} is not UTF-8 text (byte {e.start}: {e.reason})") from None
 
 
+ENCODE_CHUNK = 1 << 20  # characters encoded at a time: temporaries stay a few MB
+
+
+def code_dtype(vocab_size: int) -> torch.dtype:
+    """The narrowest integer type that holds ids below ``vocab_size`` (streams are stored in it;
+    the windows handed to a model are int64)."""
+    return torch.uint8 if vocab_size <= 256 else torch.int16 if vocab_size <= 2**15 else torch.int32
+
+
+_NUMPY_CODES = {torch.uint8: np.uint8, torch.int16: np.int16, torch.int32: np.int32}
+
+
 def encode(text: str, vocab: str) -> torch.Tensor:
-    index = {c: i for i, c in enumerate(vocab)}
-    missing = sorted(set(text) - set(index))
-    if missing:
-        shown = "".join(missing[:10])
-        raise LandscapeError(f"text has characters outside the model's vocabulary: {shown!r}")
-    return torch.tensor([index[c] for c in text], dtype=torch.int64)
+    """Character ids of ``text`` in ``vocab``, as compact codes (:func:`code_dtype`).
+
+    Encoded a chunk at a time through code points, so a file costs about its own size again
+    instead of a Python list of ids (the file's size ×17 before).
+    """
+    keys = np.frombuffer(vocab.encode("utf-32-le"), dtype=np.uint32)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    out = np.empty(len(text), dtype=_NUMPY_CODES[code_dtype(len(vocab))])
+    for start in range(0, len(text), ENCODE_CHUNK):
+        cps = np.frombuffer(text[start : start + ENCODE_CHUNK].encode("utf-32-le"), np.uint32)
+        pos = np.minimum(np.searchsorted(sorted_keys, cps), len(sorted_keys) - 1)
+        if len(sorted_keys) == 0 or not np.array_equal(sorted_keys[pos], cps):
+            missing = sorted(set(text) - set(vocab))
+            shown = "".join(missing[:10])
+            raise LandscapeError(f"text has characters outside the model's vocabulary: {shown!r}")
+        out[start : start + len(cps)] = order[pos]
+    return torch.from_numpy(out)
 
 
 def text_corpus(
     path: str | os.PathLike, vocab: str | None = None, val_fraction: float = 0.1
 ) -> TextCorpus:
-    """Character corpus from a file; ``vocab`` (e.g. a checkpoint's) defaults to the file's own."""
+    """Character corpus from a file; ``vocab`` (e.g. a checkpoint's) defaults to the file's own.
+
+    A file whose encoding would exceed the memory budget is refused before it is read."""
+    check_text_file(path, TEXT_BYTES_CHARACTERS, "as characters")
     text = read_text(path)
     if len(text) < 100:
         raise LandscapeError(f"text file {path} is too short ({len(text)} characters; need ≥ 100)")

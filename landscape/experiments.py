@@ -17,17 +17,25 @@ from typing import Any
 
 import torch
 
-from landscape.barrier import barrier_from_curve, evaluate_path, evaluate_triangle
+from landscape.barrier import (
+    barrier_from_curve,
+    check_finite_loss,
+    evaluate_path,
+    evaluate_triangle,
+)
+from landscape.budget import check_points, check_resolution
 from landscape.cache import Cache, digest_tensors
 from landscape.data import Split
 from landscape.device import resolve_device
 from landscape.eigen import angle_summary, eigenangles, haar_orthogonal
 from landscape.errors import LandscapeError
+from landscape.matching import function_check, function_warnings, worst_check
 from landscape.models import ModelConfig, Params
 from landscape.train import get_checkpoint
 from landscape.zoo import ZOO, Checkpoint, split_for, zoo_model
 
-ALGO_VERSION = 1  # bump when matching or evaluation changes: old cache entries stop matching
+ALGO_VERSION = 2  # bump when matching or evaluation changes: old cache entries stop matching
+# 2: matchings also check the processed A (``function_check_a``)
 METHODS = ("naive", "activation", "weight", "learned")
 GROUPS = ("perm", "signed-perm", "orth")
 SPLITS = ("train", "test")
@@ -85,12 +93,39 @@ def _eval_options(cfg: ModelConfig, ckpt: Checkpoint, data: Split) -> dict[str, 
     return {"batch_size": eval_batch_size(cfg, data.inputs), "chunk": 1}
 
 
+def label(ckpt: Checkpoint) -> str:
+    """How a checkpoint is named in messages: ``mlp-digits seed 3``, or for a family member
+    ``fam member 1 (its label)`` (members share the family's name, which cannot tell them apart)."""
+    if ckpt.meta.get("family"):
+        tag = ckpt.meta.get("label")
+        return f"{ckpt.meta['family']} member {ckpt.seed}" + (f" ({tag})" if tag else "")
+    return ckpt.name if ckpt.seed is None else f"{ckpt.name} seed {ckpt.seed}"
+
+
+def health(checks: dict[str, float | None]) -> dict[str, Any]:
+    """``function_ok`` and ``warnings`` of a result from its function checks (what was checked
+    → max |Δlogits|): a check that is NaN or above the tolerance is a warning, never dropped."""
+    warnings = function_warnings(checks)
+    return {"function_ok": not warnings, "warnings": warnings}
+
+
+def _sub_progress(
+    progress: Progress | None, lo: float, hi: float, prefix: str = ""
+) -> Progress | None:
+    """``progress`` of a part of the work that runs from fraction ``lo`` to ``hi`` of the whole
+    (its stages prefixed with ``prefix``)."""
+    if progress is None:
+        return None
+    return lambda stage, frac: progress(prefix + stage, lo + (hi - lo) * frac)
+
+
 def check_pair(a: Checkpoint, b: Checkpoint) -> None:
+    who_a, who_b = label(a), label(b)
     if a.cfg != b.cfg:
         diff = [k for k, v in a.cfg.to_dict().items() if b.cfg.to_dict()[k] != v]
-        raise LandscapeError(f"mismatched architectures: {a.name} and {b.name} differ in {diff}")
+        raise LandscapeError(f"mismatched architectures: {who_a} and {who_b} differ in {diff}")
     if a.meta.get("vocab") != b.meta.get("vocab"):
-        raise LandscapeError(f"{a.name} and {b.name} use different vocabularies")
+        raise LandscapeError(f"{who_a} and {who_b} use different vocabularies")
 
 
 # ---------------------------------------------------------------- matching
@@ -123,8 +158,13 @@ def align(
     device: str | None = None,
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> Aligned:
-    """Align B to A (cached). ``options`` go to the matching method (and into the cache key)."""
+    """Align B to A (cached). ``options`` go to the matching method (and into the cache key).
+
+    ``progress(stage, fraction)`` follows learned matching step by step (the other methods
+    report nothing until they are done).
+    """
     from landscape.matching import match
 
     if method not in METHODS:
@@ -148,8 +188,19 @@ def align(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         train = eval_split(a, "train") if method in ("activation", "learned") else None
         dev = str(resolve_device(device))
-        r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
-                  device=dev, **options)  # fmt: skip
+        extra: dict[str, Any] = {}
+        if method == "learned" and progress is not None:
+            extra["progress"] = lambda done, total: progress(
+                f"learned matching step {done}/{total}", done / max(total, 1)
+            )
+        try:
+            r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
+                      device=dev, **options, **extra)  # fmt: skip
+        except torch.linalg.LinAlgError as e:  # e.g. weights so large that products overflow
+            raise LandscapeError(
+                f"{method} matching of {label(b)} to {label(a)} under {group} failed: "
+                f"{' '.join(str(e).split())}"
+            ) from None
         tensors = {f"a.{k}": v for k, v in r.params_a.items()}
         tensors.update({f"b.{k}": v for k, v in r.params_b.items()})
         tensors["resid"] = r.resid_matrix()
@@ -177,6 +228,7 @@ def barrier(
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
     coordinates: str = "processed",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B), λ = 1 is A (DESIGN §1).
 
@@ -184,10 +236,12 @@ def barrier(
     """
     if len(seeds) != 2:
         raise LandscapeError("barrier needs two seeds: --seeds A B")
+    check_points(points)  # before a checkpoint is loaded (or trained)
     t0 = time.perf_counter()
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     out = barrier_pair(a, b, method, group, points=points, split=split, device=device,
-                       cache=cache, options=options, coordinates=coordinates)  # fmt: skip
+                       cache=cache, options=options, coordinates=coordinates,
+                       progress=progress)  # fmt: skip
     out = {"model": model, "seeds": list(seeds), **out}
     out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
@@ -208,6 +262,7 @@ def barrier_pair(
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
     coordinates: str = "processed",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The barrier between two checkpoints (cached); evaluated on A's zoo data ``split``.
 
@@ -216,19 +271,38 @@ def barrier_pair(
     straight line between the unprocessed A and π(B) written back in the unprocessed
     parameterisation (``landscape.controls.original_coordinates``). Folding gains or norm
     biases into the readers makes the two lines different paths between the same functions.
+
+    Besides the numbers: ``function_check`` (aligned B against B), ``function_check_a``
+    (processed A against A), in original coordinates also both unfolded endpoints against the
+    checkpoints; ``function_ok`` and one line in ``warnings`` per check that is NaN or above the
+    tolerance. A NaN or infinite loss anywhere on the line is a LandscapeError naming the λ.
+    ``progress(stage, fraction)`` follows matching (learned: per step) and evaluation.
     """
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
+    check_points(points)
     if coordinates not in COORDINATES:
         raise LandscapeError(f"unknown coordinates {coordinates!r}; expected processed or original")
     t0 = time.perf_counter()
+    say = progress or (lambda stage, frac: None)
     cache = cache or Cache()
-    al = align(a, b, method, group, device=device, cache=cache, options=options)
+    say("match", 0.0)
+    al = align(a, b, method, group, device=device, cache=cache, options=options,
+               progress=_sub_progress(progress, 0.0, 0.5))  # fmt: skip
+    name_a, name_b = label(a), label(b)
+    checks = {
+        f"{name_b} aligned to {name_a} ({method}/{group})": al.info["function_check"],
+        f"{name_a} processed for {group}": al.info.get("function_check_a"),
+    }
     cfg, pa, pb = al.cfg, al.params_a, al.params_b
     if coordinates == "original":
         from landscape.controls import original_coordinates
 
         cfg, pa, pb = original_coordinates(a, b, al)
+        checks[f"{name_a} in original coordinates"] = function_check(a.cfg, a.params, cfg, pa)
+        checks[f"{name_b} aligned, in original coordinates"] = function_check(
+            b.cfg, b.params, cfg, pb
+        )
     dev = str(resolve_device(device))
     inputs = {
         "a": digest_tensors(pa),
@@ -240,13 +314,27 @@ def barrier_pair(
         "version": ALGO_VERSION,
     }
 
+    def where(i: int) -> str:
+        x = float(lam[i])
+        if x == 1.0:
+            return f"λ = 1 (A, {name_a})"
+        if x == 0.0:
+            return f"λ = 0 (B, {name_b} aligned to A by {method}/{group})"
+        return f"λ = {x:.6g} (between {name_a} and {name_b}, {method}/{group})"
+
+    def step(done: int, total: int) -> None:
+        say("evaluate", 0.5 + 0.5 * done / max(total, 1))
+
+    lam = torch.linspace(0, 1, points, dtype=torch.float64)
+
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         data = _eval_subset(a, split)
-        lam = torch.linspace(0, 1, points, dtype=torch.float64)
         loss, acc = evaluate_path(cfg, pa, pb, data.inputs, data.targets, lam, device=dev,
-                                  **_eval_options(cfg, a, data))  # fmt: skip
+                                  progress=step, **_eval_options(cfg, a, data))  # fmt: skip
+        check_finite_loss(loss, where, split)  # refused, and nothing is stored
         return {}, barrier_from_curve(lam, loss, acc).to_dict()
 
+    say("evaluate", 0.5)
     entry, hit = cache.get_or_compute("barrier", inputs, compute)
     curve = entry.meta
     out = {
@@ -255,6 +343,8 @@ def barrier_pair(
         "split": split,
         **curve,
         "function_check": al.info["function_check"],
+        "function_check_a": al.info.get("function_check_a"),
+        **health(checks),
         "matching_seconds": al.info["seconds"],
         "seconds": round(time.perf_counter() - t0, 4),
         "cached": hit and al.cached,
@@ -262,6 +352,7 @@ def barrier_pair(
     }
     if coordinates != "processed":
         out["coordinates"] = coordinates
+    say("done", 1.0)
     return out
 
 
@@ -294,17 +385,37 @@ def triangle(
     split: str = "test",
     device: str | None = None,
     cache: Cache | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A."""
+    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A.
+
+    ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
+    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
+    infinite loss at any grid point is a LandscapeError naming the point.
+    """
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
     if resolution < 1:
         raise LandscapeError("--resolution must be at least 1")
+    check_resolution(resolution)
     t0 = time.perf_counter()
+    say = progress or (lambda stage, frac: None)
     cache = cache or Cache()
     a, b, c = (load(model, s, device) for s in seeds)
-    ab = align(a, b, method, group, device=device, cache=cache)
-    ac = align(a, c, method, group, device=device, cache=cache)
+    say("match B", 0.0)
+    ab = align(a, b, method, group, device=device, cache=cache,
+               progress=_sub_progress(progress, 0.0, 0.25))  # fmt: skip
+    say("match C", 0.25)
+    ac = align(a, c, method, group, device=device, cache=cache,
+               progress=_sub_progress(progress, 0.25, 0.5))  # fmt: skip
+    names = [label(x) for x in (a, b, c)]
+    checks = {
+        f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
+        f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
+        f"{names[0]} processed for {group}": worst_check(
+            [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
+        ),
+    }
     dev = str(resolve_device(device))
     inputs = {
         "a": digest_tensors(ab.params_a),
@@ -318,14 +429,25 @@ def triangle(
         "version": ALGO_VERSION,
     }
 
+    def step(done: int, total: int) -> None:
+        say("evaluate", 0.5 + 0.5 * done / max(total, 1))
+
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         data = _eval_subset(a, split)
         r = evaluate_triangle(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data.inputs,
-                              data.targets, resolution, tol=tol, device=dev,
+                              data.targets, resolution, tol=tol, device=dev, progress=step,
                               **_eval_options(ab.cfg, a, data))  # fmt: skip
+
+        def where(i: int) -> str:
+            w = ", ".join(f"{x:.4g}" for x in r.points[i])
+            return f"the point (w_A, w_B, w_C) = ({w}) of {', '.join(names)} ({method}/{group})"
+
+        check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
         return {}, r.to_dict()
 
+    say("evaluate", 0.5)
     entry, hit = cache.get_or_compute("triangle", inputs, compute)
+    say("done", 1.0)
     return {
         "model": model,
         "seeds": list(seeds),
@@ -333,7 +455,9 @@ def triangle(
         "group": group,
         "split": split,
         **entry.meta,
-        "function_check": max(ab.info["function_check"], ac.info["function_check"]),
+        "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
+        "function_check_a": checks[f"{names[0]} processed for {group}"],
+        **health(checks),
         "seconds": round(time.perf_counter() - t0, 4),
         "cached": hit and ab.cached and ac.cached,
         "device": dev,
@@ -349,15 +473,19 @@ def eigenangle_result(
     *,
     device: str | None = None,
     cache: Cache | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation."""
+    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation.
+
+    ``progress(stage, fraction)`` follows learned matching step by step.
+    """
     if len(seeds) != 2:
         raise LandscapeError("eigenangles needs two seeds: --seeds A B")
     t0 = time.perf_counter()
     cache = cache or Cache()
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     wm = align(a, b, "weight", "orth", device=device, cache=cache)
-    lm = align(a, b, "learned", "orth", device=device, cache=cache)
+    lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
     o_wm, o_lm = wm.resid.double(), lm.resid.double()
     d = o_wm.shape[0]
     angles = {
@@ -412,7 +540,12 @@ def mean_sem(values: Sequence[float]) -> tuple[float, float]:
 
 
 def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Mean ± standard error of the loss and accuracy barriers of several pairs' results."""
+    """Mean ± standard error of the loss and accuracy barriers of several pairs' results.
+
+    Nothing NaN is dropped: a NaN barrier makes the mean NaN, a NaN function check makes
+    ``function_check`` NaN; ``function_ok`` holds only if it holds for every pair, and
+    ``warnings`` collects every pair's warnings.
+    """
     bl = mean_sem([r["barrier_loss"] for r in results])
     ba = mean_sem([r["barrier_accuracy"] for r in results])
     return {
@@ -421,7 +554,9 @@ def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "barrier_accuracy": ba[0],
         "barrier_accuracy_sem": ba[1],
         "per_pair_loss": [r["barrier_loss"] for r in results],
-        "function_check": max(r["function_check"] for r in results),
+        "function_check": worst_check(r["function_check"] for r in results),
+        "function_ok": all(r.get("function_ok", True) for r in results),
+        "warnings": list(dict.fromkeys(w for r in results for w in r.get("warnings", []))),
     }
 
 
@@ -441,7 +576,11 @@ def table(
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Table-2-style grid: rows method × group, mean ± standard error over pairs."""
+    """Table-2-style grid: rows method × group, mean ± standard error over pairs.
+
+    ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
+    """
+    check_points(points)
     pair_list = pairs_for(model, pairs, seeds)
     out_rows = []
     total = len(rows) * len(pair_list)
@@ -449,16 +588,20 @@ def table(
     for method, group in rows:
         results = []
         for sa, sb in pair_list:
+            stage = f"{method}/{group} {sa}-{sb}"
+            # within one barrier too, e.g. the steps of learned matching
+            sub = _sub_progress(progress, done / total, (done + 1) / total, f"{stage} ")
             results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
-                                   device=device, cache=cache))  # fmt: skip
+                                   device=device, cache=cache, progress=sub))  # fmt: skip
             done += 1
             if progress:
-                progress(f"{method}/{group} {sa}-{sb}", done / total)
+                progress(stage, done / total)
         out_rows.append({
             "method": method,
             "group": group,
             **summarise_barriers(results),
             "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
         })  # fmt: skip
+    warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
     return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
-            "rows": out_rows}  # fmt: skip
+            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip

@@ -178,20 +178,34 @@ def family(name: str) -> Family:
 
 def families() -> list[Family]:
     """Every registered family, by name. An unreadable or invalid file is skipped with a
-    warning on stderr, so one stray file does not hide the others."""
-    out = []
+    warning on stderr, so one stray file does not hide the others (:func:`family_problems`
+    lists them for a page)."""
+    found, problems = _scan()
+    for problem in problems:
+        print(f"landscape: warning: {problem}", file=sys.stderr)
+    return found
+
+
+def family_problems() -> list[str]:
+    """One line per file in the families directory that is skipped because it is not a valid
+    family record (temporary files of writes in progress are not problems)."""
+    return _scan()[1]
+
+
+def _scan() -> tuple[list[Family], list[str]]:
+    out, problems = [], []
     root = families_root()
     for p in sorted(root.glob("*.json")) if root.is_dir() else []:
         if p.name.startswith(TMP_PREFIX):  # a write in progress, or one that died
             continue
         if not NAME.fullmatch(p.stem) or not p.is_file():
-            print(f"landscape: warning: ignoring {p}: not a family file", file=sys.stderr)
+            problems.append(f"ignoring {p}: not a family file")
             continue
         try:
             out.append(family(p.stem))
         except LandscapeError as e:
-            print(f"landscape: warning: {e}", file=sys.stderr)
-    return out
+            problems.append(str(e))
+    return out, problems
 
 
 def _write(fam: Family) -> Path:

@@ -35,7 +35,7 @@ from landscape import data
 from landscape.barrier import barrier_curve
 from landscape.cache import Cache, digest_tensors
 from landscape.device import resolve_device
-from landscape.errors import LandscapeError
+from landscape.errors import LandscapeError, check_seed
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.processing import prepare
 from landscape.solvers import solve_orth, solve_perm, solve_signed_perm, solve_signed_perm_naive
@@ -53,7 +53,7 @@ from landscape.symmetry import (
 )
 from landscape.zoo import Checkpoint, split_for, zoo_model
 
-GAUGE_VERSION = 1  # bump when a sweep algorithm changes: old cache entries stop matching
+GAUGE_VERSION = 2  # bump when a sweep algorithm or result changes: old cache entries stop matching
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 # The three residual groups of the sweep, by group-level name (landscape.symmetry.RESID_GROUPS).
@@ -114,7 +114,7 @@ def stream_sampler(
 
     def sample(gen: torch.Generator, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
         starts = torch.randint(0, len(stream) - n_ctx - 1, (bs,), generator=gen)
-        chunk = stream[starts[:, None] + torch.arange(n_ctx + 1)]
+        chunk = stream[starts[:, None] + torch.arange(n_ctx + 1)].long()  # compact codes
         return chunk[:, :-1], chunk[:, 1:]
 
     return sample
@@ -484,7 +484,8 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
          **{k: _mean(r[k] for r in rows if r["group"] == g) for k in keys}}
         for g in SWEEP_GROUPS
     ]  # fmt: skip
-    return {"rows": rows, "summary": summary, "draws": draws, "lambdas": lambdas}
+    # Every barrier names the split it was measured on (DESIGN §5); the task's is its test split.
+    return {"rows": rows, "summary": summary, "draws": draws, "lambdas": lambdas, "split": "test"}
 
 
 def _fold_pair(cfg: ModelConfig, a_cfg: ModelConfig, a: Params, b: Params
@@ -548,6 +549,7 @@ def recovery_under_drift(
     coordinate against the truth ``g⁻¹`` (:func:`coordinate_accuracy`). Also the relative weight
     drift ``‖θ_k − θ_0‖/‖θ_0‖``. Fine-tuning: AdamW at ``lr`` (no warm-up) on the training data.
     """
+    check_sweep_args(draws=draws, steps_grid=steps_grid)
     cfg, spec = task.cfg, spec_for(task.cfg)
     grid = sorted(set(int(k) for k in steps_grid))
     rows = []
@@ -614,6 +616,7 @@ def trajectory_transport(
     *Endpoint*: match stored 0 and stored t directly. Accuracy per coordinate against the
     distance in steps.
     """
+    check_sweep_args(trajectory_steps=steps, trajectory_every=every)
     cfg, spec = task.cfg, spec_for(task.cfg)
     lr = task.lr if lr is None else lr
     snaps = [init_params(cfg, seed)]
@@ -731,7 +734,7 @@ def claim_check(task: Task, *, draws: int = 3, k: int = 4, seed: int = 0,
         for g in SWEEP_GROUPS
     ]  # fmt: skip
     return {"rows": rows, "summary": summary, "k": k, "classes": classes, "layer": layer,
-            "chance": k / cfg.d_model, "accuracy": acc_a}  # fmt: skip
+            "chance": k / cfg.d_model, "accuracy": acc_a, "split": "test"}  # fmt: skip
 
 
 def _accuracy(cfg: ModelConfig, params: Params, split: data.Split) -> float:
@@ -742,6 +745,35 @@ def _accuracy(cfg: ModelConfig, params: Params, split: data.Split) -> float:
 # ----------------------------------------------------------------------------- the sweep
 
 PARTS = ("table", "scramble", "recovery", "trajectory", "claims")
+
+
+def check_sweep_args(
+    *,
+    seed: int = 0,
+    draws: int = 1,
+    steps_grid: Sequence[int] = (0,),
+    trajectory_steps: int = 1,
+    trajectory_every: int = 1,
+) -> None:
+    """One-line errors for sweep arguments that would otherwise fail deep inside a part
+    (a ``KeyError`` for a negative step, a division by a zero spacing) or overflow a seed."""
+    check_seed(seed, "the gauge-sweep seed")
+    if draws < 1:
+        raise LandscapeError(f"gauge-sweep --draws must be at least 1, got {draws}")
+    if not steps_grid or min(steps_grid) < 0:
+        raise LandscapeError(
+            f"gauge-sweep --steps must be one or more non-negative step counts, got "
+            f"{list(steps_grid)}"
+        )
+    if trajectory_every < 1:
+        raise LandscapeError(
+            f"gauge-sweep --trajectory-every must be at least 1, got {trajectory_every}"
+        )
+    if trajectory_steps < trajectory_every:
+        raise LandscapeError(
+            f"gauge-sweep --trajectory-steps ({trajectory_steps}) must be at least "
+            f"--trajectory-every ({trajectory_every}): no checkpoint would be stored"
+        )
 
 
 def gauge_sweep(
@@ -766,6 +798,9 @@ def gauge_sweep(
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise LandscapeError(f"unknown gauge-sweep parts {sorted(unknown)}; expected {PARTS}")
+    check_sweep_args(seed=seed, draws=draws, steps_grid=steps_grid,
+                     trajectory_steps=trajectory_steps,
+                     trajectory_every=trajectory_every)  # fmt: skip
     task = load_task(model, seed, device=device)
     cache = cache or Cache()
     base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from landscape.errors import LandscapeError
 from landscape.matching import (
     MatchResult,
     _grouped_perm,
@@ -276,7 +277,11 @@ def learned_matching(
     aligned = {k: v.to(dtype) for k, v in apply(spec, transform, b).items()}
     check = function_check(cfg, params_b, cfg_p, aligned)
     if not check < 1e-3:
-        raise RuntimeError(f"learned transform changed B's function (max |Δlogits| {check:.3g})")
+        # NaN included: a model whose logits are not finite has no function to keep
+        raise LandscapeError(
+            f"learned matching: the learned transform changes B's function (max |Δlogits| "
+            f"{check:.3g}; B's logits {'are not finite' if math.isnan(check) else 'moved'})"
+        )
     moved = {  # units whose assignment differs from the start
         v: int((project(kinds[v], g_init[v], groups[v]).perm != e.perm).sum())
         for v, e in elements.items()

@@ -64,7 +64,9 @@ neither the function nor any interpolated model (every writer stays centred).
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +101,7 @@ __all__ = [
     "MatchResult",
     "activation_matching",
     "function_check",
+    "function_warnings",
     "match",
     "matching_kinds",
     "naive",
@@ -106,6 +109,7 @@ __all__ = [
     "probe_inputs",
     "weight_distance",
     "weight_matching",
+    "worst_check",
 ]
 
 
@@ -118,7 +122,8 @@ class MatchResult:
     AM and LM: before and after). ``det_flips`` counts sign changes of det G_resid during learned
     matching; ``lm_curve`` is its merged training loss ``[{step, loss}]``. ``function_check`` is
     ``max |Δlogits|`` of π(θ_B) (processed config) against the unprocessed θ_B on a fixed probe
-    batch, float32 forward. ``info`` holds method-specific facts (kept JSON-safe).
+    batch, float32 forward; ``function_check_a`` the same for the processed A against A (None
+    until :func:`match` fills it in). ``info`` holds method-specific facts (kept JSON-safe).
     """
 
     method: str
@@ -132,6 +137,7 @@ class MatchResult:
     det_flips: int = 0
     lm_curve: list[dict[str, float]] = field(default_factory=list)
     function_check: float = 0.0
+    function_check_a: float | None = None  # processed A against A; set by ``match``
     seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -157,6 +163,7 @@ class MatchResult:
             "det_flips": self.det_flips,
             "lm_curve": list(self.lm_curve),
             "function_check": self.function_check,
+            "function_check_a": self.function_check_a,
             "seconds": self.seconds,
             "info": self.info,
         }
@@ -228,6 +235,38 @@ def function_check(
         ref = forward(cfg, f32(params_b), x)
         out = forward(cfg_aligned, f32(aligned_b), x)
     return float((ref - out).abs().max())
+
+
+def worst_check(values: Iterable[float | None]) -> float:
+    """The largest function check, NaN if any is NaN (Python's ``max`` drops a NaN that is not
+    first); None entries (not checked) are skipped. 0.0 for no values."""
+    checks = [float(v) for v in values if v is not None]
+    if any(math.isnan(v) for v in checks):
+        return math.nan
+    return max(checks, default=0.0)
+
+
+def function_warnings(
+    checks: Mapping[str, float | None], tol: float = FUNCTION_TOLERANCE
+) -> list[str]:
+    """One line per function check that is NaN or above ``tol`` (max |Δlogits|, float32).
+
+    ``checks`` maps what was checked (e.g. "B aligned to A") to its value; None means not
+    checked and is skipped. A NaN check means the logits themselves are not finite on the probe
+    batch, so the function cannot be said to be preserved either.
+    """
+    out = []
+    for what, v in checks.items():
+        if v is None:
+            continue
+        if math.isnan(v):
+            out.append(f"function check of {what} is NaN: its logits are not finite")
+        elif v > tol:
+            out.append(
+                f"function check of {what} is {v:.3g}, above the tolerance {tol:g}: "
+                "it does not compute the same function"
+            )
+    return out
 
 
 def weight_distance(a: Params, b: Params) -> float:
@@ -617,26 +656,31 @@ def match(
 
     ``train_split`` (a ``data.Split``) is needed by learned matching (training batches) and by
     activation matching (its first ``kw.get("batch", 512)`` rows, a fixed batch, unless
-    ``inputs`` is given). Other keywords go to the method.
+    ``inputs`` is given). Other keywords go to the method. Every method's B is function-checked
+    against the input B; here the processed A is checked against the input A as well
+    (``function_check_a``): processing both endpoints must preserve both functions.
     """
     if method == "naive":
-        return naive(cfg, params_a, params_b, group)
-    if method == "weight":
-        return weight_matching(cfg, params_a, params_b, group, seed=seed, **kw)
-    if method == "activation":
+        r = naive(cfg, params_a, params_b, group)
+    elif method == "weight":
+        r = weight_matching(cfg, params_a, params_b, group, seed=seed, **kw)
+    elif method == "activation":
         inputs = kw.pop("inputs", None)
         batch = kw.pop("batch", 512)
         if inputs is None:
             if train_split is None:
                 raise ValueError("activation matching needs inputs or a train_split")
             inputs = train_split.inputs[:batch]
-        return activation_matching(cfg, params_a, params_b, group, inputs, device=device, **kw)
-    if method == "learned":
+        r = activation_matching(cfg, params_a, params_b, group, inputs, device=device, **kw)
+    elif method == "learned":
         if train_split is None:
             raise ValueError("learned matching needs a train_split")
         from landscape.learned import learned_matching
 
-        return learned_matching(
+        r = learned_matching(
             cfg, params_a, params_b, group, train_split, seed=seed, device=device, **kw
         )
-    raise ValueError(f"unknown matching method {method!r}; expected one of {METHODS}")
+    else:
+        raise ValueError(f"unknown matching method {method!r}; expected one of {METHODS}")
+    r.function_check_a = function_check(cfg, params_a, r.cfg, r.params_a)
+    return r

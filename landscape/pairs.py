@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from landscape.budget import TEXT_BYTES_CHARACTERS, check_points, check_text_file, check_windows
 from landscape.cache import Cache, digest_tensors
 from landscape.data import Split
 from landscape.device import resolve_device
@@ -59,7 +60,7 @@ __all__ = [
     "load_any",
 ]
 
-PAIR_VERSION = 1  # bump when matching or evaluation of pairs changes
+PAIR_VERSION = 2  # bump when matching or evaluation of pairs changes (2: function_check_a)
 METHODS = ("naive", "activation", "weight", "learned")
 GROUPS = ("perm", "signed-perm", "orth")
 DATASETS = ("digits", "fashion")
@@ -118,10 +119,12 @@ def _text_splits(
     cfg = ckpt.cfg
     if n_ctx > cfg.n_ctx:
         raise LandscapeError(f"--n-ctx {n_ctx} exceeds the model's context of {cfg.n_ctx}")
+    check_windows(max_windows, n_ctx)  # before the text is read
     vocab = ckpt.meta.get("vocab")
     if vocab:  # a landscape character model: its own vocabulary
         from landscape.data import text_corpus
 
+        check_text_file(text, TEXT_BYTES_CHARACTERS, "with the checkpoint's characters")
         corpus = text_corpus(text, vocab)
         splits = {s: corpus.windows(s, n_ctx, max_windows) for s in ("train", "test")}
         ident = {"text": corpus.digest, "tokens": "model vocabulary (characters)"}
@@ -228,7 +231,11 @@ def barrier_paths(
     ``barrier_loss``, ``barrier_accuracy``, ``endpoint_loss`` [A, B], ``endpoint_accuracy``,
     ``function_check``, ``seconds``, ``cached``, ``device``) and the pair's facts: ``a``, ``b``,
     ``architecture``, ``parameters``, ``data`` (what was evaluated and how it was encoded),
-    ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``.
+    ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the function
+    checks of aligned B and processed A (``function_check``, ``function_check_a``),
+    ``function_ok`` and ``warnings`` (one line per check that is NaN or above the tolerance).
+    A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
+    the text are checked against the memory budget (``landscape.budget``) before work starts.
     """
     t0 = time.perf_counter()
     if method not in METHODS:
@@ -239,6 +246,7 @@ def barrier_paths(
         raise LandscapeError(f"unknown split {split!r}; expected train or test")
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
+    check_points(points)
     if n_ctx < 1 or max_windows < 1:
         raise LandscapeError("--n-ctx and --max-windows must be positive")
     if dtype not in DTYPES:
@@ -278,7 +286,7 @@ def barrier_paths(
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         nonlocal a, b
-        from landscape.barrier import barrier_from_curve, evaluate_path
+        from landscape.barrier import barrier_from_curve, check_finite_loss, evaluate_path
         from landscape.matching import match
 
         say("match", 0.1)
@@ -287,6 +295,10 @@ def barrier_paths(
         if method == "activation":
             positions = train.inputs.shape[1] if train.inputs.ndim == 2 and cfg.arch == "gpt" else 1
             options["batch"] = max(1, AM_TOKENS // positions)
+        if method == "learned":  # the longest step: report every one of its steps
+            options["progress"] = lambda done, total: say(
+                f"learned matching step {done}/{total}", 0.1 + 0.4 * done / max(total, 1)
+            )
         r = match(cfg, a.params, b.params, method, group, train_split=train, seed=seed,
                   device=str(dev), **options)  # fmt: skip
         a = b = None  # only the processed A and the aligned B are needed from here on
@@ -307,11 +319,22 @@ def barrier_paths(
         loss, acc = evaluate_path(r.cfg, pa, pb, ev.inputs, ev.targets, lam,
                                   batch_size=batch_size, chunk=1,
                                   device=dev, progress=step)  # fmt: skip
+
+        def where(i: int) -> str:
+            x = float(lam[i])
+            if x == 1.0:
+                return f"λ = 1 (A, {path_a})"
+            if x == 0.0:
+                return f"λ = 0 (B, {path_b} aligned to A by {method}/{group})"
+            return f"λ = {x:.6g} (between {path_a} and {path_b}, {method}/{group})"
+
+        check_finite_loss(loss, where, split)  # refused, and nothing is stored
         curve = barrier_from_curve(lam, loss, acc).to_dict()
         info = r.to_dict()
         meta = {
             **curve,
             "function_check": r.function_check,
+            "function_check_a": r.function_check_a,
             "matching": {
                 "seconds": round(r.seconds, 4),
                 "rounds": r.rounds,
@@ -327,6 +350,12 @@ def barrier_paths(
         return {}, meta
 
     entry, hit = cache.get_or_compute("pair-barrier", inputs, compute)
+    from landscape.matching import function_warnings
+
+    warnings = function_warnings({
+        f"B ({path_b}) aligned to A ({method}/{group})": entry.meta["function_check"],
+        f"A ({path_a}) processed for {group}": entry.meta.get("function_check_a"),
+    })  # fmt: skip
     out = {
         "a": str(path_a),
         "b": str(path_b),
@@ -336,6 +365,8 @@ def barrier_paths(
         **facts,
         "data": data_id,
         **entry.meta,
+        "function_ok": not warnings,
+        "warnings": warnings,
         "seconds": round(time.perf_counter() - t0, 4),
         "cached": hit,
         "device": str(dev),

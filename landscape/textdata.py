@@ -10,6 +10,11 @@ its loss is only a smoke test.
 Windows are non-overlapping, ``n_ctx`` inputs and the next-token targets, as
 :meth:`landscape.data.TextCorpus.windows`; the last ``val_fraction`` of the tokens is the test
 split.
+
+Memory: the streams are kept as the narrowest integer codes that hold the ids (uint8 for bytes
+and characters, int32 for a tokenizer), and only the windows handed out are int64;
+a file whose encoding would exceed the memory budget is refused before it is read
+(``landscape.budget``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from landscape.budget import TEXT_BYTES_CODES, TEXT_BYTES_TOKENIZER, check_text_file
 from landscape.data import Split, read_text, stream_windows
 from landscape.errors import LandscapeError
 
@@ -31,8 +37,8 @@ __all__ = ["TokenCorpus", "token_corpus"]
 class TokenCorpus:
     """Encoded train/test token streams and how they were encoded."""
 
-    train: torch.Tensor  # (n_train,) int64
-    test: torch.Tensor  # (n_test,) int64
+    train: torch.Tensor  # (n_train,) uint8 or int32 codes
+    test: torch.Tensor  # (n_test,) same dtype
     tokenizer: str  # "tokenizer.json", "bytes" or "characters"
     vocab_size: int  # ids are < vocab_size
     source: str
@@ -40,7 +46,7 @@ class TokenCorpus:
     note: str  # one line for the user: which encoding, and what it means for the loss
 
     def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:
-        """Non-overlapping windows of ``n_ctx`` inputs and their next-token targets."""
+        """Non-overlapping windows of ``n_ctx`` inputs and their next-token targets (int64)."""
         if split not in ("train", "test"):
             raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
         s = self.train if split == "train" else self.test
@@ -49,7 +55,7 @@ class TokenCorpus:
             raise LandscapeError(
                 f"the {split} split of {self.source} has {len(s)} tokens; need {n_ctx + 1}"
             )
-        return out
+        return Split(out.inputs.long(), out.targets.long())  # ids index embeddings: int64
 
 
 def _tokenizer_file(checkpoint: str | os.PathLike | None) -> Path | None:
@@ -72,9 +78,14 @@ def token_corpus(
     ``checkpoint``: the model's directory (for ``tokenizer.json``); ``d_vocab``: the model's
     input vocabulary, used to refuse ids it cannot embed.
     """
-    text = read_text(path)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     tok_file = _tokenizer_file(checkpoint)
+    if tok_file is not None:
+        check_text_file(path, TEXT_BYTES_TOKENIZER, f"with {tok_file}")
+    else:
+        check_text_file(path, TEXT_BYTES_CODES, "as bytes or characters")
+    text = read_text(path)
+    raw = text.encode("utf-8")
+    digest = hashlib.sha256(raw).hexdigest()
     if tok_file is not None:
         try:
             from tokenizers import Tokenizer
@@ -87,11 +98,11 @@ def token_corpus(
         except Exception as e:
             msg = " ".join(str(e).split())
             raise LandscapeError(f"{tok_file}: not a readable tokenizer ({msg})") from None
-        ids = tok.encode(text, add_special_tokens=False).ids
         kind, vocab = "tokenizer.json", tok.get_vocab_size(with_added_tokens=True)
+        ids = torch.tensor(tok.encode(text, add_special_tokens=False).ids, dtype=torch.int32)
         note = f"encoded with the model's own tokenizer ({tok_file})"
     elif d_vocab is None or d_vocab >= 256:
-        ids, kind, vocab = list(text.encode("utf-8")), "bytes", 256
+        ids, kind, vocab = torch.frombuffer(bytearray(raw), dtype=torch.uint8), "bytes", 256
         note = "no tokenizer.json found: UTF-8 bytes as ids 0-255"
         if d_vocab not in (None, 256):
             note += " (not the model's tokenizer: its loss on these ids is only a smoke test)"
@@ -102,16 +113,17 @@ def token_corpus(
                 f"{path}: {len(chars)} distinct characters but the model has {d_vocab} ids, "
                 "and no tokenizer.json was found"
             )
-        index = {c: i for i, c in enumerate(chars)}
-        ids, kind, vocab = [index[c] for c in text], "characters", len(chars)
+        # fewer than 256 ids: each character becomes the one byte of its code
+        codes = text.translate({ord(c): i for i, c in enumerate(chars)}).encode("latin-1")
+        ids = torch.frombuffer(bytearray(codes), dtype=torch.uint8)
+        kind, vocab = "characters", len(chars)
         note = (
             f"no tokenizer.json found: the file's {len(chars)} characters in sorted order as ids "
             "(not the model's vocabulary unless it was trained that way)"
         )
-    if d_vocab is not None and ids and max(ids) >= d_vocab:
+    if d_vocab is not None and len(ids) and int(ids.max()) >= d_vocab:
         raise LandscapeError(
-            f"{path}: token id {max(ids)} from {kind} is outside the model's {d_vocab} ids"
+            f"{path}: token id {int(ids.max())} from {kind} is outside the model's {d_vocab} ids"
         )
-    t = torch.tensor(ids, dtype=torch.int64)
-    cut = int(len(t) * (1 - val_fraction))
-    return TokenCorpus(t[:cut], t[cut:], kind, vocab, str(path), digest, note)
+    cut = int(len(ids) * (1 - val_fraction))
+    return TokenCorpus(ids[:cut], ids[cut:], kind, vocab, str(path), digest, note)

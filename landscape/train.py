@@ -19,7 +19,7 @@ import torch
 from landscape import data
 from landscape.cache import Cache, digest_tensors
 from landscape.device import kernel_fingerprint, resolve_device
-from landscape.errors import LandscapeError
+from landscape.errors import LandscapeError, check_seed
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.zoo import (
     Checkpoint,
@@ -113,8 +113,8 @@ def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None
         while True:
             starts = torch.randint(0, len(stream) - t - 1, (bs,), generator=gen)
             idx = starts[:, None] + torch.arange(t + 1)
-            chunk = stream[idx]
-            target = labels[idx[:, 1:]] if v is not None else chunk[:, 1:]
+            chunk = stream[idx].long()  # streams are compact codes; embeddings take int64
+            target = labels[idx[:, 1:]].long() if v is not None else chunk[:, 1:]
             yield chunk[:, :-1], _relabel(v, target, model.config.n_out)
     split = _variant_train(model, v, split_for(model, "train", data_dir=data_dir))
     while True:
@@ -290,8 +290,7 @@ def train(
     checkpoint; cached under the file's digest).
     """
     model = zoo_model(name) if text is None else text_model(text, name)
-    if seed < 0:
-        raise LandscapeError(f"seed must be non-negative, got {seed}")
+    check_seed(seed)
     cache = cache or Cache()
 
     def compute():

@@ -256,3 +256,17 @@ def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory
     at.button(key="gauge_run_claims").click().run()
     _ok(at)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_stray_files_in_the_families_directory_are_warnings_not_crashes(tmp_path, monkeypatch):
+    root = tmp_path / "families"
+    root.mkdir()
+    (root / "broken.json").write_text("[]")
+    (root / ".tmp-abc.json").write_text('{"name": "half')
+    (root / "md.json").write_text('{"name": "![x](http://127.0.0.1:9/x.png)"}')
+    monkeypatch.setenv("LANDSCAPE_FAMILIES", str(root))
+    at = _open("models")
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning if "families directory" in w.value]
+    assert len(warnings) == 2, warnings  # the temporary file is a write in progress, not a problem
+    assert any("broken" in w and "not list" in w for w in warnings)

@@ -75,6 +75,31 @@ def test_text_corpus_windows_and_vocab(tmp_path):
     assert c.decode(w.inputs[0]) == p.read_text()[:8]
 
 
+@pytest.mark.parametrize("extra", ["", "ĀāλЖ🙂" * 40], ids=["ascii", "wide-vocab"])
+def test_text_corpus_is_stored_as_compact_codes(tmp_path, monkeypatch, extra):
+    monkeypatch.setattr(data, "ENCODE_CHUNK", 7)  # several chunks, one cut mid-word
+    text = "to be or not to be, that is the question. " * 10 + extra
+    if extra:  # more than 256 distinct characters: codes wider than a byte
+        text += "".join(chr(0x4E00 + i) for i in range(300))
+    p = tmp_path / "t.txt"
+    p.write_text(text, encoding="utf-8")
+    c = data.text_corpus(p)
+    index = {ch: i for i, ch in enumerate(c.vocab)}
+    expect = torch.tensor([index[ch] for ch in text])
+    assert c.train.dtype == (torch.int16 if extra else torch.uint8)
+    assert torch.equal(torch.cat([c.train, c.val]).long(), expect)
+    w = c.windows("test", 8)
+    assert w.inputs.dtype == w.targets.dtype == torch.int64
+
+
+def test_text_over_the_memory_budget_is_refused_before_reading(tmp_path, monkeypatch):
+    p = tmp_path / "big.txt"
+    p.write_text("abc " * 300_000)  # 1.2 MB
+    monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.001")  # 1 MB: codes for 131 kB of text
+    with pytest.raises(LandscapeError, match="big.txt is 1.1 MB.*LANDSCAPE_MEMORY_GB"):
+        data.text_corpus(p)
+
+
 @pytest.mark.parametrize(
     "content,match",
     [

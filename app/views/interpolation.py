@@ -17,11 +17,14 @@ from app.components import (
     need_seeds,
     page_header,
     parse_combo,
+    plain,
     presentation,
     seed_format,
     show_error,
+    show_warnings,
 )
 from landscape.experiments import GROUPS, METHODS, mean_sem, pairs_for
+from landscape.matching import worst_check
 from landscape.plots import figure_interpolation
 
 page_header(
@@ -62,7 +65,9 @@ if not pairs or not chosen:
     st.info("Choose at least one seed pair and one method.")
     st.stop()
 
-st.subheader(f"Barriers of {name} — {split} split" + (" (TRAIN data)" if split == "train" else ""))
+st.subheader(
+    f"Barriers of {plain(name)} — {split} split" + (" (TRAIN data)" if split == "train" else "")
+)
 table_slot = st.empty()
 progress = st.progress(0.0, text="Aligning and interpolating …")
 series, rows = [], []
@@ -74,6 +79,7 @@ for label in chosen:
         progress.progress(done / total, text=f"{label}: seeds {pair[0]} ↔ {pair[1]} …")
         try:
             results.append(state.barrier(name, pair, method, group, points, split, device()))
+            show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
         done += 1
@@ -89,7 +95,7 @@ for label in chosen:
             f"loss barrier ({split})": f"{loss[0]:.3f} ± {loss[1]:.3f}",
             f"accuracy barrier ({split})": f"{acc[0]:.3f} ± {acc[1]:.3f}",
             "pairs": len(results),
-            "max |Δlogits|": max(r["function_check"] for r in results),
+            "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
         }
     )
     # Partial rows as a static table: a data grid whose row count changes between quick

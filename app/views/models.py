@@ -6,7 +6,17 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components import controls, device, figure, model, page_header, presentation, show_error
+from app.components import (
+    controls,
+    device,
+    figure,
+    literal,
+    model,
+    page_header,
+    plain,
+    presentation,
+    show_error,
+)
 from landscape.plots import figure_zoo_overview
 
 page_header(
@@ -69,7 +79,7 @@ if trained:
 name = model()
 current = next(r for r in rows if r["name"] == name)
 if current["imported"]:
-    with st.expander(f"Members of {name}", expanded=not presentation()):
+    with st.expander(f"Members of {plain(name)}", expanded=not presentation()):
         try:
             with st.spinner("Evaluating the members on the family's test data …"):
                 members = state.family_metrics(name)
@@ -80,11 +90,11 @@ if current["imported"]:
         "An imported family's members are its checkpoints; to add more, import a new family."
     )
 else:
-    with st.expander(f"Seeds of {name}", expanded=not presentation()):
+    with st.expander(f"Seeds of {plain(name)}", expanded=not presentation()):
         if current["seeds"]:
             st.dataframe(pd.DataFrame(current["seeds"]), hide_index=True)
         else:
-            st.info(f"No trained seeds of {name} yet: train some below.")
+            st.info(f"No trained seeds of {plain(name)} yet: train some below.")
 
     st.subheader("Train more seeds")
     with controls():
@@ -93,7 +103,7 @@ else:
         c1, c2, c3 = st.columns([2, 2, 1])
         start = c1.number_input("First seed", 0, 9_999, first_free, key="train_first")
         count = c2.number_input("How many", 1, 32, 1, key="train_count")
-        go = c3.button(f"Train {name}", type="primary", key="train_go")
+        go = c3.button(f"Train {plain(name)}", type="primary", key="train_go")
     if go:
         from landscape.train import train
 
@@ -113,7 +123,7 @@ else:
             try:
                 ckpt, hit = train(name, seed, device=device(), progress=report)
                 st.success(
-                    f"{name} seed {seed}: test accuracy "
+                    f"{plain(name)} seed {seed}: test accuracy "
                     f"{ckpt.meta['metrics']['test_accuracy']:.3f}"
                     + (" (already cached)" if hit else "")
                 )
@@ -177,8 +187,9 @@ if submitted:
             )
         state.clear_memory_caches()
         st.session_state["import_done"] = (
-            f"Imported **{fam.name}**: {len(fam.members)} checkpoint(s), {fam.architecture}, "
-            f"{fam.parameters:,} parameters, evaluated on {fam.dataset}. Choose it under "
+            f"Imported **{plain(fam.name)}**: {len(fam.members)} checkpoint(s), "
+            f"{plain(fam.architecture)}, {fam.parameters:,} parameters, evaluated on "
+            f"{plain(fam.dataset)}. Choose it under "
             "*Model family* in the sidebar."
         )
         st.rerun()
@@ -186,13 +197,15 @@ if submitted:
         show_error(f"Importing {family_name or 'the family'}", err)
 
 imported = [r for r in rows if r["imported"]]
+for problem in state.family_problems():
+    st.warning(f"Skipped in the families directory: {plain(problem)}")
 if imported:
     st.markdown("**Imported families**")
     for r in imported:
         c1, c2 = st.columns([5, 1])
         c1.markdown(
-            f"`{r['name']}` — {len(r['seeds'])} member(s), {r['architecture']}, "
-            f"data: {r['dataset']}"
+            f"{literal(r['name'])} — {len(r['seeds'])} member(s), {plain(r['architecture'])}, "
+            f"data: {plain(r['dataset'])}"
         )
         if c2.button("Remove", key=f"remove_{r['name']}", help="Forget the family; files stay"):
             from landscape.families import remove_family
@@ -206,7 +219,8 @@ info = state.cache_info()
 c1, c2, c3 = st.columns([1, 1, 2])
 c1.metric("Entries", info["entries"])
 c2.metric("Size", f"{info['bytes'] / 2**20:.1f} MB")
-c3.caption(f"`{info['root']}`  \nShared by the app and the CLI; every result is computed once.")
+c3.caption(f"{literal(info['root'])}  \nShared by the app and the CLI; every result is computed "
+           "once.")  # fmt: skip
 with st.popover("Clear the cache"):
     st.warning("Deletes every cached result and trained checkpoint (shipped ones stay).")
     if st.button("Delete everything", type="primary", key="cache_clear"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -18,6 +19,7 @@ from app.components import (
     presentation,
     seed_format,
     show_error,
+    show_warnings,
 )
 from landscape.experiments import GROUPS, METHODS
 from landscape.plots import figure_triangles
@@ -70,6 +72,8 @@ with st.status("Evaluating the triangles …", expanded=False) as status:
             show_error(f"Triangle {label}", err)
     status.update(label=f"{len(results)} triangle(s) ready", state="complete")
 
+for t, r in zip(titles, results, strict=True):
+    show_warnings(f"Triangle {t}", r)
 if results:
     fig = figure_triangles(results, metric=metric, titles=titles, presentation=presentation())
     figure(fig, f"triangle-{name}-{metric}-{split}", key="triangle")
@@ -79,7 +83,7 @@ if results:
                 {
                     "method": t,
                     "basin fraction": r["basin_fraction"],
-                    f"max loss above plane ({split})": max(r["excess_loss"]),
+                    f"max loss above plane ({split})": float(np.max(r["excess_loss"])),
                     "grid points": len(r["points"]),
                 }
                 for t, r in zip(titles, results, strict=True)

@@ -1,0 +1,128 @@
+"""A memory budget for the parts of a request that grow with its size (DESIGN §4).
+
+Evaluation itself is bounded whatever the request: the mixtures of a curve or a triangle are
+formed a chunk of λ at a time (``barrier.MIX_BUDGET_ELEMENTS`` parameters, or what fits the GPU)
+and batches of data are sized to a logit budget. What still grows is what a request asks to
+keep: the points of a curve or a triangle grid (their values, the JSON of the result and its
+cache entry), the evaluation windows of a text, and the encoded text itself. Each is checked
+against the budget **before** any work starts, and refused in one line naming the limit.
+
+The budget is ``$LANDSCAPE_MEMORY_GB`` gigabytes (default 2). The costs below are measured
+peaks per unit (bytes), rounded up about twofold.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from landscape.errors import LandscapeError
+
+__all__ = [
+    "budget_bytes",
+    "check_points",
+    "check_resolution",
+    "check_text_file",
+    "check_windows",
+    "max_points",
+    "max_resolution",
+]
+
+DEFAULT_GB = 2.0
+# One point of a curve: λ, loss, accuracy as tensors, lists, the result dict, its JSON in the
+# cache and on stdout (≈ 510 bytes measured for a 10⁶-point curve).
+BYTES_PER_POINT = 1024
+# One point of a triangle grid: its three weights as well (≈ 1.2 kB measured, 10⁶ points).
+BYTES_PER_GRID_POINT = 2048
+# One token of an evaluation window: int64 input and target.
+BYTES_PER_WINDOW_TOKEN = 16
+# Encoding a text, per byte of the file: with a tokenizer.json the tokenizer's own encoding
+# (ids, offsets, token strings) dominates (≈ 170 bytes measured on 10 MB); bytes or characters
+# keep the file, its decoded text and one uint8 code per token (≈ 4 bytes).
+TEXT_BYTES_TOKENIZER = 256
+TEXT_BYTES_CODES = 8
+# A character model's text (``data.text_corpus``): the file, its decoded text and its digest's
+# UTF-8 copy, plus one compact code per character (≈ 4 bytes per byte measured on 30 MB).
+TEXT_BYTES_CHARACTERS = 8
+
+
+def budget_bytes() -> int:
+    """The memory budget in bytes (``$LANDSCAPE_MEMORY_GB``, default 2 GB)."""
+    raw = os.environ.get("LANDSCAPE_MEMORY_GB")
+    if raw is None or raw == "":
+        return int(DEFAULT_GB * 2**30)
+    try:
+        gb = float(raw)
+    except ValueError:
+        gb = math.nan
+    if not (math.isfinite(gb) and gb > 0):
+        raise LandscapeError(f"LANDSCAPE_MEMORY_GB must be a positive number of GB, got {raw!r}")
+    return int(gb * 2**30)
+
+
+def _budget_text() -> str:
+    return f"memory budget {budget_bytes() / 2**30:g} GB, set by LANDSCAPE_MEMORY_GB"
+
+
+def max_points() -> int:
+    """Most λ points one curve may have within the budget."""
+    return budget_bytes() // BYTES_PER_POINT
+
+
+def check_points(points: int) -> None:
+    """Refuse a curve of more points than the budget holds (one line naming the limit)."""
+    limit = max_points()
+    if points > limit:
+        raise LandscapeError(f"--points {points} exceeds the limit of {limit} ({_budget_text()})")
+
+
+def max_resolution() -> int:
+    """Largest triangle resolution R whose (R+1)(R+2)/2 grid points fit the budget."""
+    points = budget_bytes() // BYTES_PER_GRID_POINT
+    r = math.isqrt(2 * points)  # (r+1)(r+2)/2 > r²/2, so this is never too small
+    while r > 1 and (r + 1) * (r + 2) // 2 > points:
+        r -= 1
+    return r
+
+
+def check_resolution(resolution: int) -> None:
+    """Refuse a triangle grid of more points than the budget holds (one line naming the limit)."""
+    limit = max_resolution()
+    if resolution > limit:
+        raise LandscapeError(
+            f"--resolution {resolution} exceeds the limit of {limit} ({_budget_text()})"
+        )
+
+
+def check_windows(max_windows: int, n_ctx: int) -> None:
+    """Refuse more window tokens (``max_windows × n_ctx``) than the budget holds."""
+    limit = budget_bytes() // (BYTES_PER_WINDOW_TOKEN * max(n_ctx, 1))
+    if max_windows > limit:
+        raise LandscapeError(
+            f"--max-windows {max_windows} exceeds the limit of {limit} for --n-ctx {n_ctx} "
+            f"({_budget_text()})"
+        )
+
+
+def check_text_file(path: str | os.PathLike, bytes_per_byte: int, how: str) -> None:
+    """Refuse a text file whose encoding (``how``) would need more than the budget, before
+    reading it: ``bytes_per_byte`` is the peak cost per byte of the file."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError:
+        return  # reading it names the problem
+    limit = budget_bytes() // bytes_per_byte
+    if size > limit:
+        raise LandscapeError(
+            f"text file {p} is {_size(size)}; encoding it {how} is limited to {_size(limit)} "
+            f"({_budget_text()})"
+        )
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
