@@ -133,7 +133,7 @@ def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = Non
 
     ``data`` (a DataFrame or records) replaces the figure's own traces in the CSV.
     """
-    from landscape import export
+    from landscape.plots import export
 
     key = key or name
     st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})

@@ -9,7 +9,7 @@ import torch
 
 from app import state
 from app.components import literal
-from landscape.zoo import ZOO
+from landscape.models.zoo import ZOO
 
 
 def _human_bytes(n: float) -> str:

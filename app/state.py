@@ -13,9 +13,9 @@ from typing import Any
 
 import streamlit as st
 
-from landscape.cache import Cache, Entry
-from landscape.train import available_seeds, get_checkpoint
-from landscape.zoo import Checkpoint, zoo_table
+from landscape.models.train import available_seeds, get_checkpoint
+from landscape.models.zoo import Checkpoint, zoo_table
+from landscape.store.cache import Cache, Entry
 
 Progress = Callable[[str, float], None]
 
@@ -25,7 +25,7 @@ def zoo_status() -> list[dict[str, Any]]:
     """The zoo with every trained seed (shipped or cached) and its metrics, then the imported
     families (``imported: True``) with their members as seeds (no metrics: see
     :func:`family_metrics`)."""
-    from landscape.families import families, member_rows
+    from landscape.store.families import families, member_rows
 
     rows = zoo_table()
     for r in rows:
@@ -48,7 +48,7 @@ def zoo_status() -> list[dict[str, Any]]:
 @st.cache_data(ttl=5, show_spinner=False)
 def family_problems() -> list[str]:
     """Files in the families directory skipped as invalid (shown on the Models page)."""
-    from landscape.families import family_problems
+    from landscape.store.families import family_problems
 
     return family_problems()
 
@@ -56,7 +56,7 @@ def family_problems() -> list[str]:
 @st.cache_data(max_entries=16, show_spinner=False)
 def family_metrics(name: str) -> list[dict[str, Any]]:
     """Members of a family with their test loss and accuracy (evaluated once, then on disk)."""
-    from landscape.families import member_rows
+    from landscape.store.families import member_rows
 
     return member_rows(name, metrics=True)
 
@@ -116,7 +116,7 @@ def eigenangles(
 
     if learned:
         return experiments.eigenangle_result(model, seeds, device=device)
-    from landscape.eigen import angle_summary, eigenangles, haar_orthogonal
+    from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
 
     a, b = (experiments.load(model, s, device) for s in seeds)
     wm = experiments.align(a, b, "weight", "orth", device=device)
@@ -141,9 +141,10 @@ def atlas(
     group: str,
     projection: str,
 ) -> dict[str, Any]:
-    """Atlas coordinates (``landscape.atlas.atlas``) read from the disk cache; :class:`NotCached`
+    """Atlas coordinates (``landscape.experiments.atlas.atlas``) read from the disk cache;
+    :class:`NotCached`
     when they are not there yet (then :func:`compute_atlas`)."""
-    from landscape.atlas import atlas as read
+    from landscape.experiments.atlas import atlas as read
 
     return read(
         model,
@@ -167,7 +168,7 @@ def compute_atlas(
 ) -> dict[str, Any]:
     """Compute the atlas and store it on disk. Not memoised: a cached function would record the
     progress bar's updates and replay them in later runs, where that bar no longer exists."""
-    from landscape.atlas import atlas as compute
+    from landscape.experiments.atlas import atlas as compute
 
     return compute(
         model,
@@ -210,7 +211,8 @@ def gauge_part(
     trajectory_every: int,
     device: str | None,
 ) -> dict[str, Any]:
-    """One part of the gauge sweep (``landscape.gauge.gauge_sweep``) read from the disk cache;
+    """One part of the gauge sweep (``landscape.experiments.gauge.gauge_sweep``) read from the
+    disk cache;
     :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
     the entry once :func:`compute_gauge_part` has stored it)."""
     return _gauge_sweep_part(
@@ -266,7 +268,7 @@ def _gauge_sweep_part(
     progress: GaugeProgress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
-    from landscape.gauge import gauge_sweep
+    from landscape.experiments.gauge import gauge_sweep
 
     out = gauge_sweep(
         model,
@@ -287,9 +289,10 @@ def _gauge_sweep_part(
 def transport_table(
     model: str, seed: int, gauge_seed: int, device: str | None
 ) -> list[dict[str, Any]]:
-    """Artifacts moved across a random B_d gauge (``landscape.transport.transport_table``),
+    """Artifacts moved across a random B_d gauge
+    (``landscape.experiments.transport.transport_table``),
     read from the disk cache; :class:`NotCached` when not there (as :func:`gauge_part`)."""
-    from landscape.transport import transport_table as table
+    from landscape.experiments.transport import transport_table as table
 
     return table(model, seed, gauge_seed=gauge_seed, device=device, cache=_DiskOnly())
 
@@ -303,7 +306,7 @@ def compute_transport_table(
 ) -> list[dict[str, Any]]:
     """Compute (or read) the transport table and store it on disk (see
     :func:`compute_gauge_part` for why this is not memoised)."""
-    from landscape.transport import transport_table as table
+    from landscape.experiments.transport import transport_table as table
 
     return table(model, seed, gauge_seed=gauge_seed, device=device, progress=progress)
 

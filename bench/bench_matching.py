@@ -47,10 +47,10 @@ from bench.common import (
     version,
     zoo_pair,
 )
-from landscape.barrier import barrier_curve
+from landscape.experiments.curves import barrier_curve
 from landscape.matching import weight_matching
+from landscape.matching.solvers import solve_perm
 from landscape.models import ModelConfig, Params, init_params
-from landscape.solvers import solve_perm
 from landscape.symmetry import PERM, Element, Transform, apply, spec_for
 
 

@@ -43,9 +43,9 @@ from bench.common import (
     timed,
     zoo_pair,
 )
-from landscape.barrier import evaluate_path
-from landscape.learned import learned_matching
+from landscape.experiments.curves import evaluate_path
 from landscape.matching import weight_matching
+from landscape.matching.learned import learned_matching
 from landscape.models import ModelConfig, init_params
 
 WIDTHS = (64, 128, 256, 512, 1024, 2048)

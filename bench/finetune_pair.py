@@ -40,12 +40,12 @@ def _tokenizer(base: Path, out: Path) -> bool:
 
 
 def main() -> None:
-    from landscape import families
+    from landscape.data.text import token_corpus
     from landscape.experiments import barrier
-    from landscape.gauge import adamw_steps
-    from landscape.pairs import load_any, peak_rss_mb
-    from landscape.textdata import token_corpus
-    from landscape.zoo import Checkpoint, save_checkpoint_dir
+    from landscape.experiments.gauge import adamw_steps
+    from landscape.experiments.pairs import load_any, peak_rss_mb
+    from landscape.models.zoo import Checkpoint, save_checkpoint_dir
+    from landscape.store import families
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base")

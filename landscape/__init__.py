@@ -15,21 +15,21 @@ from landscape.models import ModelConfig, forward, init_params
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Cache": "landscape.cache",
-    "get_checkpoint": "landscape.train",
-    "train": "landscape.train",
+    "Cache": "landscape.store.cache",
+    "get_checkpoint": "landscape.models.train",
+    "train": "landscape.models.train",
     "spec_for": "landscape.symmetry",
     "apply": "landscape.symmetry",
     "random_transform": "landscape.symmetry",
     "symmetry_table": "landscape.symmetry",
     "match": "landscape.matching",
-    "evaluate_path": "landscape.barrier",
-    "barrier_from_curve": "landscape.barrier",
+    "evaluate_path": "landscape.experiments.curves",
+    "barrier_from_curve": "landscape.experiments.curves",
     "barrier": "landscape.experiments",
     "triangle": "landscape.experiments",
     "table": "landscape.experiments",
-    "import_checkpoint": "landscape.importers",
-    "add_family": "landscape.families",
+    "import_checkpoint": "landscape.models.importers",
+    "add_family": "landscape.store.families",
 }
 
 __all__ = ["LandscapeError", "ModelConfig", "forward", "init_params", *_LAZY]

@@ -17,10 +17,10 @@ from typing import Any
 
 from safetensors.torch import save_file
 
-from landscape.cache import Cache
-from landscape.paths import assets_root
-from landscape.train import TRAIN_VERSION, tqdm_progress, train
-from landscape.zoo import ZOO
+from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
+from landscape.models.zoo import ZOO
+from landscape.store.cache import Cache
+from landscape.store.paths import assets_root
 
 DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespeare": range(3),
                  "vit-fashion": range(3)}  # fmt: skip
@@ -88,8 +88,8 @@ def verify(models: list[str], out: Path) -> list[dict[str, Any]]:
 def readme_figure(out: Path, pairs: int = 3) -> Path:
     """The README's figure: mlp-digits interpolation curves, naive against aligned (test split)."""
     from landscape.experiments import barrier, pairs_for
-    from landscape.export import to_png
     from landscape.plots import figure_interpolation
+    from landscape.plots.export import to_png
 
     series = []
     for label, method, group in [("naive", "naive", "perm"),

@@ -257,7 +257,7 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 @command("zoo")
 def _zoo(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.zoo import shipped_seeds, zoo_table
+    from landscape.models.zoo import shipped_seeds, zoo_table
 
     rows = zoo_table()
     for r in rows:
@@ -267,10 +267,10 @@ def _zoo(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("train")
 def _train(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.train import compare_with_shipped, tqdm_progress, train
+    from landscape.models.train import compare_with_shipped, tqdm_progress, train
 
     if args.save:  # before training, not after minutes of it
-        from landscape.zoo import check_save_target
+        from landscape.models.zoo import check_save_target
 
         check_save_target(args.save)
     progress = tqdm_progress(f"train {args.model} seed {args.seed}")
@@ -278,7 +278,7 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
                       progress=progress, text=args.text)  # fmt: skip
     saved = None
     if args.save:
-        from landscape.zoo import save_checkpoint_dir
+        from landscape.models.zoo import save_checkpoint_dir
 
         saved = str(save_checkpoint_dir(ckpt, args.save))
     m = ckpt.meta
@@ -313,7 +313,7 @@ def _data(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("cache")
 def _cache(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.cache import Cache
+    from landscape.store.cache import Cache
 
     cache = Cache()
     if args.action == "clear":
@@ -326,8 +326,8 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from landscape.models import init_params
+    from landscape.models.train import get_checkpoint
     from landscape.symmetry import norm_state, symmetry_table
-    from landscape.train import get_checkpoint
 
     ckpt = get_checkpoint(args.model, args.seed, device="cpu")
     cfg, params, source = ckpt.cfg, ckpt.params, "checkpoint"
@@ -385,7 +385,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("controls")
 def _controls(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.controls import controls_table
+    from landscape.experiments.controls import controls_table
 
     with _progress_bar(f"controls {args.model}") as progress:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
@@ -395,7 +395,7 @@ def _controls(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("gauge-sweep")
 def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.gauge import PARTS, gauge_sweep
+    from landscape.experiments.gauge import PARTS, gauge_sweep
 
     _status(f"gauge sweep {args.model} seed {args.seed}")
 
@@ -410,7 +410,7 @@ def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("transport")
 def _transport(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape import transport as tr
+    from landscape.experiments import transport as tr
 
     if args.artifact is None:
         _status(f"transport table {args.model} seed {args.seed}")
@@ -418,8 +418,8 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
                                   device=args.device)  # fmt: skip
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
                 "rows": rows}  # fmt: skip
+    from landscape.models.train import get_checkpoint
     from landscape.symmetry import random_transform, spec_for
-    from landscape.train import get_checkpoint
 
     if args.out is None:
         raise LandscapeError("--artifact needs --out, the path of the transported artifact")
@@ -443,14 +443,14 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("inspect")
 def _inspect(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.importers import inspect_checkpoint
+    from landscape.models.importers import inspect_checkpoint
 
     return inspect_checkpoint(args.path)
 
 
 @command("family")
 def _family(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape import families as fm
+    from landscape.store import families as fm
 
     if args.action == "add":
         n = len(args.paths)
@@ -474,7 +474,7 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("pair-barrier")
 def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.pairs import barrier_paths
+    from landscape.experiments.pairs import barrier_paths
 
     with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
         return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from landscape.train import available_seeds
+from landscape.models.train import available_seeds
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -67,8 +67,8 @@ def test_models_page_renders_and_reruns(tmp_path):
 
 def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path):
     """Two checkpoint directories imported as a family become a model family of every page."""
-    from landscape.train import get_checkpoint
-    from landscape.zoo import save_checkpoint_dir
+    from landscape.models.train import get_checkpoint
+    from landscape.models.zoo import save_checkpoint_dir
 
     _need(2)
     dirs = [str(save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"ckpt-{s}"))
@@ -172,7 +172,7 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
 
 def _fake_parts(monkeypatch) -> None:
     """Cheap stand-ins for the expensive parts (same shapes as the library's results)."""
-    from landscape import gauge, transport
+    from landscape.experiments import gauge, transport
 
     def recovery(task, **kw):
         cols = {
@@ -238,9 +238,9 @@ def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
 
 def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory, tmp_path):
     """A family may hold large models: only the symmetry table on load, the rest on a click."""
-    from landscape.families import add_family
-    from landscape.train import get_checkpoint
-    from landscape.zoo import save_checkpoint_dir
+    from landscape.models.train import get_checkpoint
+    from landscape.models.zoo import save_checkpoint_dir
+    from landscape.store.families import add_family
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
     add_family("one-mlp", dirs, data="digits")

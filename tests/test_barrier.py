@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from landscape.barrier import (
+from landscape.experiments.curves import (
     BarrierCurve,
     TriangleResult,
     barrier_curve,

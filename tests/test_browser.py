@@ -106,7 +106,7 @@ def _settle(page) -> None:
 def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
     from playwright.sync_api import sync_playwright
 
-    from landscape.train import available_seeds
+    from landscape.models.train import available_seeds
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)
@@ -152,9 +152,9 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
     """Register two checkpoint directories as a family, pick it in the sidebar, see its curves."""
     from playwright.sync_api import sync_playwright
 
-    from landscape.families import add_family
-    from landscape.train import available_seeds, get_checkpoint
-    from landscape.zoo import save_checkpoint_dir
+    from landscape.models.train import available_seeds, get_checkpoint
+    from landscape.models.zoo import save_checkpoint_dir
+    from landscape.store.families import add_family
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)

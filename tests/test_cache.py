@@ -4,7 +4,7 @@ import time
 import pytest
 import torch
 
-from landscape.cache import Cache, digest_tensors
+from landscape.store.cache import Cache, digest_tensors
 
 
 def test_round_trip_and_hit(tmp_path):

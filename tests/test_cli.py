@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from landscape.cli import main
-from landscape.train import REPRODUCIBLE_METRICS
+from landscape.models.train import REPRODUCIBLE_METRICS
 
 
 def run_cli(*args, env=None):
@@ -99,8 +99,8 @@ def test_train_is_deterministic_and_cached(cache_env, tmp_path):
 def test_shipped_comparison_keeps_the_promise_that_applies():
     from dataclasses import replace
 
-    from landscape.train import compare_with_shipped
-    from landscape.zoo import load_shipped, shipped
+    from landscape.models.train import compare_with_shipped
+    from landscape.models.zoo import load_shipped, shipped
 
     ckpt = load_shipped("mlp-digits", 0)
     rec = shipped("mlp-digits", 0)
@@ -141,7 +141,7 @@ def test_concurrent_trainings_leave_one_valid_entry(cache_env):
 
 @pytest.mark.slow
 def test_corrupted_checkpoint_entry_is_retrained(cache_env):
-    from landscape.cache import Cache
+    from landscape.store.cache import Cache
 
     first = json.loads(
         run_cli("train", "mlp-digits", "--seed", "2", "--json", env=cache_env).stdout
@@ -199,8 +199,8 @@ def test_train_on_bad_text_file_is_one_line(tmp_path, capsys, cache_env, content
 def test_train_on_user_text(tmp_path, monkeypatch, cache_env):
     import dataclasses
 
-    from landscape import zoo
-    from landscape.train import train
+    from landscape.models import zoo
+    from landscape.models.train import train
 
     base = zoo.ZOO["gpt-shakespeare"]
     quick = dataclasses.replace(base.train, steps=12, warmup=2, eval_every=6, batch_size=4)
@@ -217,7 +217,7 @@ def test_train_on_user_text(tmp_path, monkeypatch, cache_env):
     again, hit = train("gpt-shakespeare", 0, text=str(path))
     assert hit and again.meta["digest"] == ckpt.meta["digest"]
     out = tmp_path / "saved"
-    from landscape.zoo import load_checkpoint_dir, save_checkpoint_dir
+    from landscape.models.zoo import load_checkpoint_dir, save_checkpoint_dir
 
     save_checkpoint_dir(ckpt, out)
     assert load_checkpoint_dir(out).meta["vocab"] == ckpt.meta["vocab"]

@@ -169,7 +169,7 @@ def test_good_edge_values_pass_the_parser(capsys, argv):
 def test_gauge_sweep_refuses_nonsense_before_loading(kwargs, match):
     """The app and the library reach the sweep without the CLI's parser: the same one-line
     errors (formerly a KeyError for a negative step, a ZeroDivisionError for spacing 0)."""
-    from landscape.gauge import gauge_sweep
+    from landscape.experiments.gauge import gauge_sweep
 
     kwargs = {"seed": 0, **kwargs}
     with pytest.raises(LandscapeError, match=re.escape(match)):
@@ -179,14 +179,14 @@ def test_gauge_sweep_refuses_nonsense_before_loading(kwargs, match):
 @pytest.mark.parametrize("seed", [-1, 2**32, 10**20])
 def test_training_refuses_a_seed_out_of_range(seed):
     """The library path (the app, experiments) checks seeds too: no overflow inside torch."""
-    from landscape.train import train
+    from landscape.models.train import train
 
     with pytest.raises(LandscapeError, match="seed must be non-negative and below 2"):
         train("mlp-digits", seed)
 
 
 def test_sweep_parts_refuse_nonsense_when_called_directly():
-    from landscape.gauge import recovery_under_drift, trajectory_transport
+    from landscape.experiments.gauge import recovery_under_drift, trajectory_transport
     from tests.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
@@ -197,7 +197,7 @@ def test_sweep_parts_refuse_nonsense_when_called_directly():
 
 
 def test_scramble_barriers_name_their_split():
-    from landscape.gauge import GAUGE_VERSION, claim_check, scramble_test
+    from landscape.experiments.gauge import GAUGE_VERSION, claim_check, scramble_test
     from tests.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
@@ -212,7 +212,7 @@ def test_scramble_barriers_name_their_split():
 def test_mismatched_members_of_one_family_are_told_apart():
     from landscape.experiments import check_pair
     from landscape.models import init_params
-    from landscape.zoo import Checkpoint
+    from landscape.models.zoo import Checkpoint
     from tests.conftest import tiny_config
 
     cfg = tiny_config("mlp")

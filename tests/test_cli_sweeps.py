@@ -29,9 +29,9 @@ def test_gauge_sweep_unknown_part(capsys):
 
 @pytest.mark.parametrize("mode", ["exact", "perm-only"])
 def test_transport_user_artifact_round_trip(tmp_path, capsys, mode):
+    from landscape.experiments.transport import Artifact, load_artifact, save_artifact
+    from landscape.models.train import get_checkpoint
     from landscape.symmetry import random_transform, spec_for
-    from landscape.train import get_checkpoint
-    from landscape.transport import Artifact, load_artifact, save_artifact
 
     ckpt = get_checkpoint("mlp-digits", 0)
     v = torch.randn(ckpt.cfg.d_model, generator=torch.Generator().manual_seed(0))

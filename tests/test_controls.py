@@ -8,20 +8,20 @@ import pytest
 import torch
 
 from landscape import experiments, matching
-from landscape.cache import Cache
 from landscape.cli import main
-from landscape.controls import (
+from landscape.experiments import Aligned, align, barrier, eval_split, load
+from landscape.experiments.controls import (
     CONTROLS,
     control_pair,
     controls_table,
     function_distance,
     original_coordinates,
 )
-from landscape.experiments import Aligned, align, barrier, eval_split, load
 from landscape.matching import match
 from landscape.models import forward, init_params
-from landscape.train import _variant_train, checkpoint_inputs
-from landscape.zoo import VARIANTS, ZOO, Checkpoint, TrainConfig, split_for
+from landscape.models.train import _variant_train, checkpoint_inputs
+from landscape.models.zoo import VARIANTS, ZOO, Checkpoint, TrainConfig, split_for
+from landscape.store.cache import Cache
 from tests.conftest import tiny_config, tiny_inputs
 
 

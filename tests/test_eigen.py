@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from landscape.eigen import angle_summary, det_sign, eigenangles, haar_orthogonal
+from landscape.experiments.eigen import angle_summary, det_sign, eigenangles, haar_orthogonal
 
 
 def _block_rotation(thetas: list[float]) -> torch.Tensor:

@@ -38,7 +38,7 @@ def test_barrier_of_a_model_with_itself_is_zero():
 
 
 def test_endpoints_are_the_models_own_metrics():
-    from landscape.train import get_checkpoint
+    from landscape.models.train import get_checkpoint
 
     r = barrier("mlp-digits", (0, 1), "weight", "orth", points=5)
     a, b = get_checkpoint("mlp-digits", 0), get_checkpoint("mlp-digits", 1)
@@ -104,7 +104,7 @@ def test_bad_input(capsys, argv, match):
 def test_mismatched_architectures(tmp_path):
     from landscape.experiments import align, load
     from landscape.models import init_params
-    from landscape.zoo import Checkpoint
+    from landscape.models.zoo import Checkpoint
 
     a = load("mlp-digits", 0)
     cfg = a.cfg.replace(d_mlp=32)

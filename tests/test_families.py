@@ -12,14 +12,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
 from landscape import experiments  # noqa: E402
-from landscape import families as fm  # noqa: E402
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.importers import import_checkpoint  # noqa: E402
+from landscape.experiments.transport import (  # noqa: E402
+    Artifact,
+    load_artifact,
+    save_artifact,
+    transport,
+)
+from landscape.models.importers import import_checkpoint  # noqa: E402
+from landscape.models.train import available_seeds, get_checkpoint  # noqa: E402
+from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.store import families as fm  # noqa: E402
 from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
-from landscape.train import available_seeds, get_checkpoint  # noqa: E402
-from landscape.transport import Artifact, load_artifact, save_artifact, transport  # noqa: E402
-from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
 from tests.conftest import tiny_llama  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -132,7 +137,7 @@ def test_a_classifier_family_gives_the_zoo_numbers(home, tmp_path) -> None:
 
 
 def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tunes) -> None:
-    from landscape.transport import transport_table
+    from landscape.experiments.transport import transport_table
 
     rows = transport_table(tunes, 0, adamw_steps_before=3, adamw_steps_after=3)
     exact = {r["artifact"]: r for r in rows if r["mode"] == "exact"}
@@ -145,7 +150,7 @@ def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tun
 
 
 def test_gauge_sweep_on_a_family(tunes) -> None:
-    from landscape.gauge import gauge_sweep
+    from landscape.experiments.gauge import gauge_sweep
 
     out = gauge_sweep(tunes, 0, draws=1, parts=("table", "scramble", "claims"))
     valid = {r["group"]: r["valid"] for r in out["table"]["rows"]}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from landscape import data
-from landscape.gauge import (
+from landscape.experiments.gauge import (
     Task,
     adamw_steps,
     claim_check,
@@ -102,7 +102,7 @@ def test_recover_returns_inverse_gauge():
 @pytest.mark.slow
 def test_trajectory_composition_beats_endpoint_matching():
     # the digits data and the mlp-digits config; the run starts from a fresh initialisation
-    from landscape.zoo import split_for, zoo_model
+    from landscape.models.zoo import split_for, zoo_model
 
     zm = zoo_model("mlp-digits")
     train = split_for(zm, "train")

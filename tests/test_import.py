@@ -21,9 +21,8 @@ transformers = pytest.importorskip("transformers")
 from safetensors.torch import load_file, save_file  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.importers import import_checkpoint, inspect_checkpoint  # noqa: E402
 from landscape.models import forward  # noqa: E402
-from landscape.processing import prepare  # noqa: E402
+from landscape.models.importers import import_checkpoint, inspect_checkpoint  # noqa: E402
 from landscape.symmetry import (  # noqa: E402
     RESID_GROUPS,
     SCALED_PERM,
@@ -32,6 +31,7 @@ from landscape.symmetry import (  # noqa: E402
     random_transform,
     spec_for,
 )
+from landscape.symmetry.processing import prepare  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -270,7 +270,7 @@ TEXT = "the quick brown fox jumps over the lazy dog. " * 40
 def test_token_batches_use_the_models_tokenizer(saved, tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from landscape.textdata import token_corpus
+    from landscape.data.text import token_corpus
 
     vocab = {w: i for i, w in enumerate(["[UNK]", "the", "quick", "brown", "fox", "jumps"])}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
@@ -289,7 +289,7 @@ def test_token_batches_use_the_models_tokenizer(saved, tmp_path):
 
 
 def test_token_batches_fall_back_to_bytes_or_characters(tmp_path):
-    from landscape.textdata import token_corpus
+    from landscape.data.text import token_corpus
 
     text = tmp_path / "text.txt"
     text.write_text(TEXT + "é")

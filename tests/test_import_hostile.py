@@ -22,8 +22,8 @@ transformers = pytest.importorskip("transformers")
 from safetensors.torch import save_model  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.importers import import_checkpoint  # noqa: E402
 from landscape.models import forward  # noqa: E402
+from landscape.models.importers import import_checkpoint  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from landscape.data import Split
-from landscape.learned import apply_dense, learned_matching, project
+from landscape.matching.learned import apply_dense, learned_matching, project
 from landscape.models import forward, init_params
 from landscape.symmetry import apply, random_transform, spec_for
 from tests.conftest import tiny_config, tiny_inputs

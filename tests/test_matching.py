@@ -15,8 +15,8 @@ from landscape.matching import (
     weight_matching,
 )
 from landscape.models import init_params
-from landscape.processing import prepare
 from landscape.symmetry import Element, Transform, apply, random_transform, spec_for
+from landscape.symmetry.processing import prepare
 from tests.conftest import tiny_config, tiny_inputs
 
 ARCHS = ["mlp", "vit", "gpt"]

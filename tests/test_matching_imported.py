@@ -17,15 +17,14 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
-from landscape.barrier import barrier_curve  # noqa: E402
-from landscape.importers import import_checkpoint  # noqa: E402
+from landscape.experiments.curves import barrier_curve  # noqa: E402
 from landscape.matching import (  # noqa: E402
     activation_matching,
     matching_kinds,
     weight_matching,
 )
 from landscape.models import ModelConfig, init_params  # noqa: E402
-from landscape.processing import prepare  # noqa: E402
+from landscape.models.importers import import_checkpoint  # noqa: E402
 from landscape.symmetry import (  # noqa: E402
     GLOBAL_SIGN,
     SIGNED_PERM,
@@ -36,6 +35,7 @@ from landscape.symmetry import (  # noqa: E402
     random_transform,
     spec_for,
 )
+from landscape.symmetry.processing import prepare  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 GROUPS = ["perm", "signed-perm", "orth"]
@@ -174,7 +174,7 @@ def test_bias_free_layernorm_orth_gets_zero_reader_biases() -> None:
 def test_learned_matching_runs_on_grouped_query_llama(imported, group: str) -> None:
     # grouped heads project onto block-moving permutations; gates see |G| (apply checks both)
     from landscape.data import Split
-    from landscape.learned import learned_matching
+    from landscape.matching.learned import learned_matching
 
     cfg0, a0 = imported["llama"]
     cfg, a, b = _planted(cfg0, {k: v.float() for k, v in a0.items()}, group)

@@ -184,7 +184,7 @@ def test_rotary_restricts_within_head_query_key_maps():
 
 @pytest.mark.parametrize("group", ["perm", "signed-perm", "orth"])
 def test_llama_like_resid_gauges(group):
-    from landscape.processing import prepare
+    from landscape.symmetry.processing import prepare
 
     cfg = ext_config(**LLAMA_LIKE)
     params = noisy_params(cfg)

@@ -15,18 +15,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from landscape import barrier, experiments
+from landscape import experiments
 from landscape.budget import BYTES_PER_POINT, budget_bytes, max_resolution
-from landscape.cache import Cache
 from landscape.cli import main
+from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
 from landscape.experiments import align, barrier_pair, summarise_barriers, table, triangle
+from landscape.experiments import curves as barrier
+from landscape.experiments.pairs import barrier_paths
 from landscape.matching import function_warnings, match, worst_check
 from landscape.models import init_params
-from landscape.pairs import barrier_paths
-from landscape.textdata import token_corpus
-from landscape.train import get_checkpoint
-from landscape.zoo import Checkpoint, save_checkpoint_dir
+from landscape.models.train import get_checkpoint
+from landscape.models.zoo import Checkpoint, save_checkpoint_dir
+from landscape.store.cache import Cache
 from tests.conftest import tiny_config
 
 

@@ -10,14 +10,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
-from landscape.cache import Cache  # noqa: E402
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.importers import import_checkpoint  # noqa: E402
+from landscape.experiments.pairs import barrier_paths  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
-from landscape.pairs import barrier_paths  # noqa: E402
+from landscape.models.importers import import_checkpoint  # noqa: E402
+from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.store.cache import Cache  # noqa: E402
 from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
-from landscape.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
 from tests.conftest import tiny_llama  # noqa: E402
 
 transformers.logging.set_verbosity_error()

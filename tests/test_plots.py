@@ -12,8 +12,9 @@ import struct
 import plotly.graph_objects as go
 import pytest
 
-from landscape import export, plots
-from landscape.barrier import barrier_from_curve, barycentric_grid, triangle_from_values
+from landscape import plots
+from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
+from landscape.plots import export
 
 
 def _curve(height: float) -> dict:

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from landscape.processing import (
+from landscape.symmetry import apply, random_transform, spec_for
+from landscape.symmetry.processing import (
     center_writers,
     embed_width,
     fold_norm_biases,
@@ -12,7 +13,6 @@ from landscape.processing import (
     prepare,
     process,
 )
-from landscape.symmetry import apply, random_transform, spec_for
 from tests.conftest import ARCH_NORMS
 from tests.test_symmetry import DTYPES, TOL, max_dlogits, trained_like
 
@@ -117,7 +117,7 @@ def test_fold_norm_biases_on_a_bias_free_layernorm_model():
     import torch
 
     from landscape.models import forward, init_params
-    from landscape.processing import fold_norm_biases
+    from landscape.symmetry.processing import fold_norm_biases
     from tests.conftest import tiny_config, tiny_inputs
 
     cfg = tiny_config("gpt", norm="ln").replace(bias=False)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from landscape.solvers import (
+from landscape.matching.solvers import (
     head_cost,
     perm_matrix,
     solve_heads,

@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from landscape import data
-from landscape import families as fm
-from landscape.cache import Cache
 from landscape.cli import main
 from landscape.errors import LandscapeError
+from landscape.store import families as fm
+from landscape.store.cache import Cache
 
 
 @pytest.fixture
@@ -337,19 +337,19 @@ SAVE_TARGETS = {
 
 @pytest.mark.parametrize("case", list(SAVE_TARGETS), ids=list(SAVE_TARGETS))
 def test_train_save_target_is_checked_before_training(cache_env, capsys, monkeypatch, case):
-    import landscape.train
+    import landscape.models.train
 
     make, below, words = SAVE_TARGETS[case]
     make(cache_env / "out")
     target = cache_env / "out" / below if below else cache_env / "out"
-    monkeypatch.setattr(landscape.train, "train", _no_training)
+    monkeypatch.setattr(landscape.models.train, "train", _no_training)
     assert main(["train", "mlp-digits", "--seed", "0", "--save", str(target)]) == 2
     assert words in _one_line_error(capsys)
 
 
 def test_a_landscape_checkpoint_directory_may_be_saved_again(cache_env):
-    from landscape.train import get_checkpoint
-    from landscape.zoo import load_checkpoint_dir, save_checkpoint_dir
+    from landscape.models.train import get_checkpoint
+    from landscape.models.zoo import load_checkpoint_dir, save_checkpoint_dir
 
     ckpt = get_checkpoint("mlp-digits", 0)
     out = save_checkpoint_dir(ckpt, cache_env / "saved" / "deep")

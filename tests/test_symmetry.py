@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from landscape.models import forward, init_params, param_shapes
-from landscape.processing import fold_norm_gains, prepare
 from landscape.symmetry import (
     GLOBAL_SIGN,
     Element,
@@ -19,6 +18,7 @@ from landscape.symmetry import (
     spec_for,
     symmetry_table,
 )
+from landscape.symmetry.processing import fold_norm_gains, prepare
 from tests.conftest import ARCH_NORMS, tiny_config, tiny_inputs
 
 TOL = {torch.float64: 1e-9, torch.float32: 1e-4}

@@ -9,10 +9,8 @@ import pytest
 import torch
 
 from landscape.errors import LandscapeError
-from landscape.gauge import adamw_steps, readout_features
-from landscape.models import forward
-from landscape.symmetry import Transform, apply, random_transform, spec_for
-from landscape.transport import (
+from landscape.experiments.gauge import adamw_steps, readout_features
+from landscape.experiments.transport import (
     Artifact,
     check_artifact,
     load_artifact,
@@ -22,6 +20,8 @@ from landscape.transport import (
     transport_rows,
     with_lora,
 )
+from landscape.models import forward
+from landscape.symmetry import Transform, apply, random_transform, spec_for
 from tests.test_gauge import synthetic_task
 
 
@@ -63,7 +63,7 @@ def test_exact_transport_commutes_with_the_gauge(arch, gen):
     fa, fb = readout_features(cfg, pa, x, 1), readout_features(cfg, pb, x, 1)
     w, wb = arts["probe"].tensors, moved["probe"].tensors
     assert torch.allclose(fb @ wb["W"], fa @ w["W"], atol=1e-9)
-    from landscape.transport import sae_reconstruct
+    from landscape.experiments.transport import sae_reconstruct
 
     rec_a = sae_reconstruct(arts["sae"], fa)
     rec_b = sae_reconstruct(moved["sae"], fb)

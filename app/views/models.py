@@ -105,7 +105,7 @@ else:
         count = c2.number_input("How many", 1, 32, 1, key="train_count")
         go = c3.button(f"Train {plain(name)}", type="primary", key="train_go")
     if go:
-        from landscape.train import train
+        from landscape.models.train import train
 
         todo = [int(start) + i for i in range(int(count))]
         bar = st.progress(0.0, text=f"Training {name} …")
@@ -169,7 +169,7 @@ with st.form("import", border=True):
     )  # fmt: skip
     submitted = st.form_submit_button("Import")
 if submitted:
-    from landscape.families import add_family
+    from landscape.store.families import add_family
 
     lines = [p.strip() for p in paths.splitlines() if p.strip()]
     try:
@@ -208,7 +208,7 @@ if imported:
             f"data: {plain(r['dataset'])}"
         )
         if c2.button("Remove", key=f"remove_{r['name']}", help="Forget the family; files stay"):
-            from landscape.families import remove_family
+            from landscape.store.families import remove_family
 
             remove_family(r["name"])
             state.clear_memory_caches()
@@ -224,7 +224,7 @@ c3.caption(f"{literal(info['root'])}  \nShared by the app and the CLI; every res
 with st.popover("Clear the cache"):
     st.warning("Deletes every cached result and trained checkpoint (shipped ones stay).")
     if st.button("Delete everything", type="primary", key="cache_clear"):
-        from landscape.cache import Cache
+        from landscape.store.cache import Cache
 
         removed = Cache().clear()
         state.clear_memory_caches()

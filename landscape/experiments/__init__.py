@@ -17,22 +17,22 @@ from typing import Any
 
 import torch
 
-from landscape.barrier import (
+from landscape.budget import check_points, check_resolution
+from landscape.data import Split
+from landscape.device import resolve_device
+from landscape.errors import LandscapeError
+from landscape.experiments.curves import (
     barrier_from_curve,
     check_finite_loss,
     evaluate_path,
     evaluate_triangle,
 )
-from landscape.budget import check_points, check_resolution
-from landscape.cache import Cache, digest_tensors
-from landscape.data import Split
-from landscape.device import resolve_device
-from landscape.eigen import angle_summary, eigenangles, haar_orthogonal
-from landscape.errors import LandscapeError
+from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
 from landscape.matching import function_check, function_warnings, worst_check
 from landscape.models import ModelConfig, Params
-from landscape.train import get_checkpoint
-from landscape.zoo import ZOO, Checkpoint, split_for, zoo_model
+from landscape.models.train import get_checkpoint
+from landscape.models.zoo import ZOO, Checkpoint, split_for, zoo_model
+from landscape.store.cache import Cache, digest_tensors
 
 ALGO_VERSION = 2  # bump when matching or evaluation changes: old cache entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
@@ -55,7 +55,7 @@ def eval_split(ckpt: Checkpoint, split: str) -> Split:
         raise LandscapeError(f"unknown split {split!r}; expected train or test")
     fam = ckpt.meta.get("family")
     if fam:
-        from landscape.families import family_splits
+        from landscape.store.families import family_splits
 
         return family_splits(fam)[0][split]
     name = ckpt.meta.get("name")
@@ -88,7 +88,7 @@ def _eval_options(cfg: ModelConfig, ckpt: Checkpoint, data: Split) -> dict[str, 
     (one λ at a time, batches sized to a logit budget); zoo models use the library defaults."""
     if not ckpt.meta.get("family"):
         return {}
-    from landscape.pairs import eval_batch_size
+    from landscape.experiments.pairs import eval_batch_size
 
     return {"batch_size": eval_batch_size(cfg, data.inputs), "chunk": 1}
 
@@ -269,7 +269,8 @@ def barrier_pair(
     ``coordinates="processed"``: the straight line between processed A and π(B) as matched
     (gains folded for O(d), LayerNorm rewritten as RMSNorm, DESIGN §1). ``"original"``: the
     straight line between the unprocessed A and π(B) written back in the unprocessed
-    parameterisation (``landscape.controls.original_coordinates``). Folding gains or norm
+    parameterisation (``landscape.experiments.controls.original_coordinates``). Folding gains or
+    norm
     biases into the readers makes the two lines different paths between the same functions.
 
     Besides the numbers: ``function_check`` (aligned B against B), ``function_check_a``
@@ -296,7 +297,7 @@ def barrier_pair(
     }
     cfg, pa, pb = al.cfg, al.params_a, al.params_b
     if coordinates == "original":
-        from landscape.controls import original_coordinates
+        from landscape.experiments.controls import original_coordinates
 
         cfg, pa, pb = original_coordinates(a, b, al)
         checks[f"{name_a} in original coordinates"] = function_check(a.cfg, a.params, cfg, pa)
@@ -357,10 +358,10 @@ def barrier_pair(
 
 
 def _data_key(ckpt: Checkpoint) -> dict[str, Any]:
-    from landscape.zoo import data_identity
+    from landscape.models.zoo import data_identity
 
     if ckpt.meta.get("family"):
-        from landscape.families import family_splits
+        from landscape.store.families import family_splits
 
         return family_splits(ckpt.meta["family"])[1]
 
@@ -513,7 +514,7 @@ def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tu
 
     Seeds default to the shipped/cached ones (at least 2·N of them when available).
     """
-    from landscape.train import available_seeds
+    from landscape.models.train import available_seeds
 
     if n < 1:
         raise LandscapeError("--pairs must be at least 1")

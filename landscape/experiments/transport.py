@@ -40,9 +40,8 @@ import torch.nn.functional as F
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from landscape.cache import Cache
 from landscape.errors import LandscapeError
-from landscape.gauge import (
+from landscape.experiments.gauge import (
     Progress,
     Task,
     adamw_init,
@@ -52,6 +51,8 @@ from landscape.gauge import (
     readout_features,
 )
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.zoo import Checkpoint
+from landscape.store.cache import Cache
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
@@ -67,7 +68,6 @@ from landscape.symmetry import (
     random_transform,
     spec_for,
 )
-from landscape.zoo import Checkpoint
 
 ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")
 MODES = ("exact", "perm-only", "none")

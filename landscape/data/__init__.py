@@ -34,7 +34,7 @@ import torch
 
 from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file
 from landscape.errors import LandscapeError
-from landscape.paths import data_root
+from landscape.store.paths import data_root
 
 DIGITS_TRAIN = 1300
 DIGITS_TEST = 497

@@ -18,7 +18,7 @@ B's residual coordinate i is ``s_i · x[π(i)]`` (``Element``: ``G[π(i), i] = s
 
 Recovered gauges are returned as the transform ``h`` that aligns B to A, ``apply(h, θ_B) ≈ θ_A``;
 for B = g(A) the truth is ``h = g⁻¹``. Orientation of every similarity matrix: rows are A's units,
-columns B's (landscape.solvers).
+columns B's (landscape.matching.solvers).
 """
 
 from __future__ import annotations
@@ -32,13 +32,18 @@ from typing import Any
 import torch
 
 from landscape import data
-from landscape.barrier import barrier_curve
-from landscape.cache import Cache, digest_tensors
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError, check_seed
+from landscape.experiments.curves import barrier_curve
+from landscape.matching.solvers import (
+    solve_orth,
+    solve_perm,
+    solve_signed_perm,
+    solve_signed_perm_naive,
+)
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
-from landscape.processing import prepare
-from landscape.solvers import solve_orth, solve_perm, solve_signed_perm, solve_signed_perm_naive
+from landscape.models.zoo import Checkpoint, split_for, zoo_model
+from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import (
     ORTH,
     PERM,
@@ -51,7 +56,7 @@ from landscape.symmetry import (
     spec_for,
     symmetry_table,
 )
-from landscape.zoo import Checkpoint, split_for, zoo_model
+from landscape.symmetry.processing import prepare
 
 GAUGE_VERSION = 2  # bump when a sweep algorithm or result changes: old cache entries stop matching
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -130,12 +135,12 @@ def load_task(
 ) -> Task:
     """Resolve a zoo name (+ seed), a family name (+ member), or a Checkpoint of either into a
     :class:`Task`. A family's task samples minibatches from its training windows or images at
-    the family's ``lr`` and ``batch_size`` (:mod:`landscape.families`).
+    the family's ``lr`` and ``batch_size`` (:mod:`landscape.store.families`).
 
     ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
     64 text windows for activations; the whole test split, or 128 windows for text).
     """
-    from landscape.train import get_checkpoint
+    from landscape.models.train import get_checkpoint
 
     ckpt = model if isinstance(model, Checkpoint) else get_checkpoint(model, seed)
     name = ckpt.meta.get("name", model if isinstance(model, str) else "")
@@ -170,7 +175,7 @@ def load_task(
 def _family_task(
     ckpt: Checkpoint, device: str | torch.device | None, n_act: int | None, n_test: int | None
 ) -> Task:
-    from landscape.families import family, family_splits
+    from landscape.store.families import family, family_splits
 
     fam = family(ckpt.meta["family"])
     splits, data_key = family_splits(fam.name)

@@ -15,7 +15,7 @@ and the app's sidebar lists the family under "Model family".
 
 Evaluation data is part of the family: language models are evaluated on non-overlapping windows
 of a local UTF-8 text file (the first member's ``tokenizer.json`` when present, else bytes or
-characters; the last 10% is the test split, :mod:`landscape.textdata`), classifiers on an image
+characters; the last 10% is the test split, :mod:`landscape.data.text`), classifiers on an image
 data set (``digits`` or ``fashion``). Training-style work on a family (the gauge sweep's drift,
 LoRA, AdamW resumption) samples minibatches from the training split at the family's ``lr``.
 
@@ -41,8 +41,8 @@ from typing import Any
 
 from landscape.data import Split
 from landscape.errors import LandscapeError
-from landscape.paths import cache_root
-from landscape.zoo import Checkpoint
+from landscape.models.zoo import Checkpoint
+from landscape.store.paths import cache_root
 
 __all__ = [
     "Family",
@@ -249,9 +249,9 @@ def add_family(
     Every member is loaded (one-line errors name the file and tensor), all must share one
     architecture and vocabulary, and the evaluation data must load and fit the model.
     """
-    from landscape.importers import describe
-    from landscape.pairs import check_same_architecture, load_any
-    from landscape.zoo import ZOO
+    from landscape.experiments.pairs import check_same_architecture, load_any
+    from landscape.models.importers import describe
+    from landscape.models.zoo import ZOO
 
     if not NAME.fullmatch(name):
         raise LandscapeError(
@@ -331,7 +331,7 @@ def _check_index(fam: Family, i: int | None) -> int:
 
 def load_member(name: str, index: int | None) -> Checkpoint:
     """Member ``index`` of a family as a float32 Checkpoint whose meta names the family."""
-    from landscape.pairs import load_any
+    from landscape.experiments.pairs import load_any
 
     fam = family(name)
     i = _check_index(fam, index)
@@ -342,7 +342,7 @@ def load_member(name: str, index: int | None) -> Checkpoint:
 
 
 def _splits_for(fam: Family, ckpt: Checkpoint, path: str) -> tuple[dict[str, Split], dict]:
-    from landscape.pairs import _splits
+    from landscape.experiments.pairs import _splits
 
     return _splits(ckpt, path, fam.text, fam.data, fam.data_dir, fam.n_ctx, fam.max_windows)
 
@@ -366,7 +366,7 @@ def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
 
 def member_rows(name: str, *, metrics: bool = False) -> list[dict[str, Any]]:
     """One row per member (``seed``, ``label``, ``path``, ``present``), like
-    :func:`landscape.train.available_seeds`. With ``metrics`` each present member is
+    :func:`landscape.models.train.available_seeds`. With ``metrics`` each present member is
     evaluated on the family's test split (``test_loss``, ``test_accuracy``)."""
     fam = family(name)
     rows = []
@@ -383,9 +383,9 @@ def member_metrics(name: str, index: int) -> dict[str, float]:
     """Test loss and accuracy of one member on the family's test split (cached on disk)."""
     import torch
 
-    from landscape.barrier import evaluate_path
-    from landscape.cache import Cache, digest_tensors
-    from landscape.pairs import eval_batch_size
+    from landscape.experiments.curves import evaluate_path
+    from landscape.experiments.pairs import eval_batch_size
+    from landscape.store.cache import Cache, digest_tensors
 
     ckpt = load_member(name, index)
     splits, data_key = family_splits(name)

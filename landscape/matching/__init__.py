@@ -42,7 +42,8 @@ its group: linear assignment (perm), assignment on |M| with ``s_i = sign M[i, π
 |G|, never signed: their cross-products ``γ_A[i]γ_B[j]`` are added to the assignment score
 outside the absolute value. Heads minimise the QK/OV circuit cost
 ``‖Q_A K_Aᵀ − Q_B K_Bᵀ‖² + ‖V_A O_A − V_B O_B‖²`` in d_head×d_head form
-(:func:`landscape.solvers.head_cost`). Variables are visited in a fresh seeded random order each
+(:func:`landscape.matching.solvers.head_cost`). Variables are visited in a fresh seeded random
+order each
 round (as in weight-matching practice: a fixed order can cycle between two partial optima),
 except that the first round starts with ``resid``, and while a variable is still unvisited the
 parameters it touches are left out of the others' similarity (their cross-products would pair
@@ -72,9 +73,8 @@ from typing import Any
 
 import torch
 
+from landscape.matching.solvers import head_cost, solve_heads, solve_orth, solve_perm
 from landscape.models import ModelConfig, Params, forward
-from landscape.processing import prepare
-from landscape.solvers import head_cost, solve_heads, solve_orth, solve_perm
 from landscape.symmetry import (
     ABS,
     GLOBAL_SIGN,
@@ -90,6 +90,7 @@ from landscape.symmetry import (
     apply,
     spec_for,
 )
+from landscape.symmetry.processing import prepare
 
 METHODS = ("naive", "weight", "activation", "learned")
 FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (DESIGN §1)
@@ -144,7 +145,8 @@ class MatchResult:
     def resid_matrix(self) -> torch.Tensor:
         """The residual element G as a dense float64 [d, d] matrix (writers ``W ← W·G``).
 
-        Its eigenangles (``landscape.eigen.eigenangles``) show how far the alignment is from a
+        Its eigenangles (``landscape.experiments.eigen.eigenangles``) show how far the alignment
+        is from a
         coordinate relabelling; the identity when ``resid`` was not matched.
         """
         g = self.transform.matrix("resid")
@@ -675,7 +677,7 @@ def match(
     elif method == "learned":
         if train_split is None:
             raise ValueError("learned matching needs a train_split")
-        from landscape.learned import learned_matching
+        from landscape.matching.learned import learned_matching
 
         r = learned_matching(
             cfg, params_a, params_b, group, train_split, seed=seed, device=device, **kw

@@ -46,7 +46,6 @@ from typing import Any
 import torch
 
 from landscape.budget import check_points
-from landscape.cache import Cache
 from landscape.errors import LandscapeError
 from landscape.experiments import (
     DEFAULT_ROWS,
@@ -58,9 +57,10 @@ from landscape.experiments import (
     summarise_barriers,
 )
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.train import get_checkpoint
+from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
+from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
-from landscape.train import get_checkpoint
-from landscape.zoo import VARIANTS, Checkpoint, zoo_model
 
 Progress = Callable[[str, float], None]
 

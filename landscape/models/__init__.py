@@ -8,7 +8,8 @@ Three architectures share one vocabulary of parameter names and one pre-norm blo
   prepended, learned positions ``W_pos`` added; attention + MLP blocks; the class token is read.
 - ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
 
-Optional extensions, all off by default (imported checkpoints, DESIGN §3; ``landscape.importers``):
+Optional extensions, all off by default (imported checkpoints, DESIGN §3;
+``landscape.models.importers``):
 
 - ``pos``: ``"learned"`` (``W_pos``), ``"rotary"`` (RoPE on q and k, no ``W_pos``; the
   half-split pairing of dimension i with i + r/2 over the first ``rotary_dim`` = r dimensions of

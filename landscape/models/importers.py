@@ -53,8 +53,8 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, param_shapes
+from landscape.models.zoo import Checkpoint, check_params
 from landscape.symmetry import RESID_GROUPS, NormState, resid_needs, spec_for
-from landscape.zoo import Checkpoint, check_params
 
 __all__ = ["SUPPORTED", "import_checkpoint", "inspect_checkpoint"]
 

@@ -1,7 +1,7 @@
 """Barriers between two checkpoints that are not zoo models (issue "Real checkpoints").
 
 ``barrier_paths(A, B, method, group, text=FILE)`` loads two checkpoints (Hugging Face
-directories or ``.gguf`` files through :func:`landscape.importers.import_checkpoint`, or
+directories or ``.gguf`` files through :func:`landscape.models.importers.import_checkpoint`, or
 landscape-format directories written by ``zoo.save_checkpoint_dir``), aligns B to A and
 measures the loss/accuracy barrier along ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` (λ = 1 is A,
 DESIGN §1). Typical use: two fine-tunes of one base model.
@@ -10,7 +10,7 @@ Evaluation data
 ---------------
 - Language models: next-token loss and accuracy on non-overlapping windows of a local UTF-8 text
   file, encoded with A's ``tokenizer.json`` when its directory has one, else UTF-8 bytes or
-  characters (:func:`landscape.textdata.token_corpus`; the result's ``tokens`` says which).
+  characters (:func:`landscape.data.text.token_corpus`; the result's ``tokens`` says which).
   Landscape-format character models use their own vocabulary. The ``test`` split is the last
   10% of the text; ``n_ctx`` tokens per window, at most ``max_windows`` windows.
 - ViT and MLP classifiers: an image data set, ``data="digits"`` (8×8) or ``"fashion"``
@@ -44,12 +44,12 @@ from typing import Any
 import torch
 
 from landscape.budget import TEXT_BYTES_CHARACTERS, check_points, check_text_file, check_windows
-from landscape.cache import Cache, digest_tensors
 from landscape.data import Split
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig
-from landscape.zoo import Checkpoint
+from landscape.models.zoo import Checkpoint
+from landscape.store.cache import Cache, digest_tensors
 
 __all__ = [
     "DATASETS",
@@ -75,8 +75,8 @@ Progress = Callable[[str, float], None]
 
 def load_any(path: str | os.PathLike) -> Checkpoint:
     """A checkpoint from a landscape-format directory or any format the importers read."""
-    from landscape.importers import import_checkpoint
-    from landscape.zoo import load_checkpoint_dir
+    from landscape.models.importers import import_checkpoint
+    from landscape.models.zoo import load_checkpoint_dir
 
     p = Path(path)
     cfg_file = p / "config.json"
@@ -114,7 +114,7 @@ def check_same_architecture(a: Checkpoint, b: Checkpoint, label_a: str, label_b:
 def _text_splits(
     ckpt: Checkpoint, path_a: str, text: str, n_ctx: int, max_windows: int
 ) -> tuple[dict[str, Split], dict[str, Any]]:
-    from landscape.textdata import token_corpus
+    from landscape.data.text import token_corpus
 
     cfg = ckpt.cfg
     if n_ctx > cfg.n_ctx:
@@ -260,7 +260,7 @@ def barrier_paths(
     a, b = load_any(path_a), load_any(path_b)
     check_same_architecture(a, b, str(path_a), str(path_b))
     cfg = a.cfg
-    from landscape.importers import describe
+    from landscape.models.importers import describe
 
     facts = {
         "architecture": describe(cfg, a.meta.get("model_type", "")),
@@ -286,7 +286,11 @@ def barrier_paths(
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         nonlocal a, b
-        from landscape.barrier import barrier_from_curve, check_finite_loss, evaluate_path
+        from landscape.experiments.curves import (
+            barrier_from_curve,
+            check_finite_loss,
+            evaluate_path,
+        )
         from landscape.matching import match
 
         say("match", 0.1)

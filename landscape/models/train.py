@@ -17,11 +17,10 @@ from typing import Any
 import torch
 
 from landscape import data
-from landscape.cache import Cache, digest_tensors
 from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
-from landscape.zoo import (
+from landscape.models.zoo import (
     Checkpoint,
     Variant,
     ZooModel,
@@ -36,6 +35,7 @@ from landscape.zoo import (
     with_variant,
     zoo_model,
 )
+from landscape.store.cache import Cache, digest_tensors
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
 # How far a retrained zoo checkpoint's test metrics may lie from the shipped one's when the two
@@ -135,7 +135,7 @@ def train_model(
 ) -> Checkpoint:
     """Train one zoo model from scratch (no cache). Returns parameters on the CPU.
 
-    ``variant`` names a control variant (``landscape.zoo.VARIANTS``): changed labels, half of
+    ``variant`` names a control variant (``landscape.models.zoo.VARIANTS``): changed labels, half of
     the data, an early stop or a LayerNorm model; its metrics are on its own task's targets.
 
     On the CPU training runs on one thread: the zoo models are small enough that one thread is
@@ -284,7 +284,7 @@ def train(
 ) -> tuple[Checkpoint, bool]:
     """Train (or load from the disk cache) one zoo checkpoint. Returns (checkpoint, cache hit).
 
-    ``variant`` trains a control variant of the model (``landscape.zoo.VARIANTS``), cached
+    ``variant`` trains a control variant of the model (``landscape.models.zoo.VARIANTS``), cached
     under its own key; ``None`` is the zoo recipe itself. ``text`` trains the GPT model ``name``
     on a user's UTF-8 text file instead (its own character vocabulary, stored with the
     checkpoint; cached under the file's digest).
@@ -340,12 +340,12 @@ def get_checkpoint(
     variant: str | None = None,
 ) -> Checkpoint:
     """A zoo checkpoint (disk cache → shipped assets → training), member ``seed`` of an imported
-    family (:mod:`landscape.families`), or a checkpoint directory.
+    family (:mod:`landscape.store.families`), or a checkpoint directory.
 
     Control variants are never shipped: they come from the cache or are trained.
     """
     if model not in _zoo_names():
-        from landscape.families import is_family, load_member
+        from landscape.store.families import is_family, load_member
 
         if is_family(model):
             return load_member(model, seed)
@@ -380,10 +380,10 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
     train_accuracy``. A cached checkpoint wins over the shipped one of the same seed. For an
     imported family: its members (``seed, label, path, present``).
     """
-    from landscape.zoo import read_manifest
+    from landscape.models.zoo import read_manifest
 
     if name not in _zoo_names():
-        from landscape.families import is_family, member_rows
+        from landscape.store.families import is_family, member_rows
 
         if is_family(name):
             return member_rows(name)
@@ -407,7 +407,7 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
 
 
 def _zoo_names() -> tuple[str, ...]:
-    from landscape.zoo import ZOO
+    from landscape.models.zoo import ZOO
 
     return tuple(ZOO)
 

@@ -39,7 +39,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from landscape.errors import LandscapeError
-from landscape.paths import cache_root
+from landscape.store.paths import cache_root
 
 MAGIC = b"LSC2"
 OLD_MAGICS = (b"LSC1",)  # earlier formats: stale, not corrupt

@@ -99,7 +99,7 @@ RESID_GROUPS = {
 }
 GROUPS = (*RESID_GROUPS, "qk", "ov", "scale")
 
-# Processing steps in the order they are run (landscape.processing).
+# Processing steps in the order they are run (landscape.symmetry.processing).
 PROCESSING_ORDER = ("fold_norm_biases", "fold_norm_gains", "center_writers")
 
 
@@ -492,7 +492,7 @@ def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> T
 
 @dataclass(frozen=True)
 class NormState:
-    """Processing state of a parameter set (see ``landscape.processing``)."""
+    """Processing state of a parameter set (see ``landscape.symmetry.processing``)."""
 
     norm: str  # "rms" or "ln"
     gains_folded: bool  # no norm gains left in the dict
@@ -594,7 +594,7 @@ def check_transform(spec: Spec, transform: Transform, params: Params) -> None:
         if steps:
             raise ValueError(
                 f"{e.kind!r} on the residual stream is not exact for this {_describe(state)}: "
-                f"run {' and '.join(steps)} first (landscape.processing)"
+                f"run {' and '.join(steps)} first (landscape.symmetry.processing)"
             )
 
 
@@ -674,14 +674,16 @@ def embed_width(
 
     Writers become ``W·G``, readers ``Gᵀ·W``; ``‖x·G‖ = ‖x‖``, so RMSNorm is unchanged provided it
     still divides by the old width: ``cfg.d_norm`` keeps its value (the √d correction of DESIGN
-    §1). Needs an RMSNorm stream with folded gains (run ``landscape.processing.prepare(cfg,
+    §1). Needs an RMSNorm stream with folded gains (run ``landscape.symmetry.processing.prepare(cfg,
     params, "orth")`` first).
     """
     if d_new < cfg.d_model:
         raise ValueError(f"embed_width widens the stream; got d_new={d_new} < {cfg.d_model}")
     steps = resid_needs(norm_state(cfg, params), SEMI_ORTH)
     if steps:
-        raise ValueError(f"embed_width needs {' and '.join(steps)} first (landscape.processing)")
+        raise ValueError(
+            f"embed_width needs {' and '.join(steps)} first (landscape.symmetry.processing)"
+        )
     gen = torch.Generator().manual_seed(seed)
     g = Element(SEMI_ORTH, matrix=random_semi_orthogonal(cfg.d_model, d_new, gen))
     new = apply(spec_for(cfg), Transform({"resid": g}), params)
@@ -729,7 +731,7 @@ def symmetry_table(
     Rows: ``group``, ``acts_on``, ``valid``, ``max_abs_dlogits``, ``needs``, ``note``.
     """
     # processing builds on this module, so it is imported where needed
-    from landscape.processing import prepare
+    from landscape.symmetry.processing import prepare
 
     params = {k: v.to(dtype) for k, v in params.items()}
     x = probe_inputs(cfg, seed=seed, dtype=dtype)

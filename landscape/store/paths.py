@@ -23,4 +23,4 @@ def data_root() -> Path:
 
 def assets_root() -> Path:
     env = os.environ.get("LANDSCAPE_ASSETS")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parent.parent / "assets"
+    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "assets"

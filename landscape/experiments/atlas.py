@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from landscape.cache import Cache, digest_tensors
 from landscape.errors import LandscapeError
 from landscape.models import Params
-from landscape.processing import prepare
+from landscape.models.train import available_seeds, get_checkpoint
+from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import apply, random_transform, spec_for
-from landscape.train import available_seeds, get_checkpoint
+from landscape.symmetry.processing import prepare
 
 ATLAS_VERSION = 1
 GROUPS = ("perm", "signed-perm")

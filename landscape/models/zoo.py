@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 from landscape import data
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, count_params, param_shapes
-from landscape.paths import assets_root
+from landscape.store.paths import assets_root
 
 
 @dataclass(frozen=True)
@@ -405,7 +405,7 @@ def shipped_seeds(name: str) -> list[int]:
 
 def load_shipped(name: str, seed: int) -> Checkpoint | None:
     """The shipped checkpoint if present, current (same config) and intact (digest verified)."""
-    from landscape.cache import digest_tensors
+    from landscape.store.cache import digest_tensors
 
     rec = shipped(name, seed)
     model = zoo_model(name)
