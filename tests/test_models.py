@@ -1,7 +1,19 @@
 import pytest
 import torch
 
-from landscape.models import count_params, forward, init_params, param_shapes
+from landscape.models import (
+    ARCHITECTURES,
+    ARCHS,
+    ModelConfig,
+    architecture_of,
+    count_params,
+    default_fast,
+    forward,
+    init_params,
+    param_shapes,
+)
+from landscape.models.functional import _attend, attention
+from landscape.models.registry import describe, random_inputs
 from tests.conftest import ARCH_NORMS, tiny_config, tiny_inputs
 
 
@@ -79,15 +91,16 @@ def _case(arch, changes, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("arch", "changes"), INFERENCE_CASES)
 def test_inference_forward_matches_the_reference(monkeypatch, arch, changes, dtype):
-    import landscape.models as models
+    from landscape.models import functional
 
     cfg, params, x = _case(arch, changes, dtype)
-    reference = forward(cfg, params, x, {})  # a cache selects the reference forward
+    reference = forward(cfg, params, x, fast=False)
+    assert torch.equal(reference, forward(cfg, params, x, {}))  # a cache selects the reference
     batched = torch.func.vmap(lambda p: forward(cfg, p, x))({k: v[None] for k, v in params.items()})
     assert torch.allclose(batched[0], reference, atol=TOL[dtype])
     for fused in (False, True):  # attention by hand and through the fused kernel
-        monkeypatch.setattr(models, "_fused_attention_ok", lambda *_, f=fused: f)
-        assert torch.allclose(forward(cfg, params, x), reference, atol=TOL[dtype])
+        monkeypatch.setattr(functional, "_fused_attention_ok", lambda *_, f=fused: f)
+        assert torch.allclose(forward(cfg, params, x, fast=True), reference, atol=TOL[dtype])
 
 
 @pytest.mark.parametrize("arch", ["mlp", "vit", "gpt"])
@@ -95,4 +108,91 @@ def test_training_runs_the_reference_forward(arch):
     # the rounding the shipped checkpoints were trained with: bit for bit
     cfg, params, x = _case(arch, {}, torch.float32)
     trained = {k: v.clone().requires_grad_() for k, v in params.items()}
-    assert torch.equal(forward(cfg, trained, x), forward(cfg, params, x, {}))
+    assert torch.equal(forward(cfg, trained, x), forward(cfg, params, x, fast=False))
+
+
+@pytest.mark.parametrize("arch", ["mlp", "vit", "gpt"])
+def test_default_rule_picks_the_paths_it_names(arch):
+    # fast=None is default_fast: evaluation takes the inference path, recording the reference
+    cfg, params, x = _case(arch, {}, torch.float32)
+    fast, reference = forward(cfg, params, x, fast=True), forward(cfg, params, x, fast=False)
+    assert default_fast(params, x, None) and not default_fast(params, x, {})
+    assert torch.equal(forward(cfg, params, x), fast)
+    with torch.no_grad():
+        trained = {k: v.clone().requires_grad_() for k, v in params.items()}
+        assert torch.equal(forward(cfg, trained, x), fast)  # nothing records under no_grad
+    assert not default_fast(trained, x, None)
+    assert torch.equal(forward(cfg, trained, x).detach(), reference)
+
+
+def test_fast_path_refuses_a_cache():
+    cfg, params, x = _case("gpt", {}, torch.float32)
+    with pytest.raises(ValueError, match="fills no cache"):
+        forward(cfg, params, x, {}, fast=True)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+ARCHES = [pytest.param(a, id=a) for a in ARCHITECTURES]
+
+
+def test_registry_lists_every_config_architecture():
+    assert ARCHS == tuple(ARCHITECTURES) == ("mlp", "vit", "gpt")
+    with pytest.raises(ValueError, match=r"unknown architecture 'cnn'; expected one of \("):
+        ModelConfig("cnn", d_model=4, d_mlp=4, n_layers=1, n_out=2)
+    with pytest.raises(ValueError, match="unknown architecture"):
+        ModelConfig(["mlp"], d_model=4, d_mlp=4, n_layers=1, n_out=2)  # JSON lists are no names
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_registry_facts_match_the_parameters_and_the_forward(arch):
+    cfg = tiny_config(arch)
+    entry = architecture_of(cfg)
+    shapes = param_shapes(cfg)
+    assert entry.name == arch and cfg.has_attn == entry.attention
+    assert entry.embedding(cfg).items() <= shapes.items()
+    assert ("blocks.0.attn.W_Q" in shapes) == entry.attention
+    assert ("pos_embed.W_pos" in shapes) == entry.positions  # learned positions by default
+    x = random_inputs(cfg, 3, torch.Generator().manual_seed(0))
+    assert x.is_floating_point() == (entry.inputs != "tokens")
+    logits = forward(cfg, init_params(cfg, 0), x)
+    assert logits.shape == ((3, cfg.n_ctx, cfg.n_out) if entry.readout == "every position"
+                            else (3, cfg.n_out))  # fmt: skip
+    assert torch.equal(x, tiny_inputs(cfg, 3))  # the same seeded draws as the test inputs
+
+
+@pytest.mark.parametrize("arch", ["vit", "gpt"])
+@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast"])
+def test_registry_causal_flag_is_the_mask(arch, fast):
+    # a later position reaches the earlier ones exactly when the architecture is not causal
+    cfg = tiny_config(arch)
+    params = init_params(cfg, 0)
+    x = torch.randn(2, 5, cfg.d_model, generator=torch.Generator().manual_seed(1))
+    y = x.clone()
+    y[:, -1] += 1.0
+    run = _attend if fast else attention
+    a, b = run(cfg, params, "blocks.0.attn", x), run(cfg, params, "blocks.0.attn", y)
+    assert torch.allclose(a[:, :-1], b[:, :-1]) == architecture_of(cfg).causal
+
+
+ZOO_LINES = {
+    "mlp-digits": "residual MLP, d=32, 2 blocks × 64 GELU units, RMSNorm",
+    "vit-digits": "pre-norm ViT, d=32, 2 layers × 4 heads of 8, MLP 64, RMSNorm",
+    "vit-fashion": "pre-norm ViT, d=64, 2 layers × 4 heads of 16, MLP 128, RMSNorm",
+    "gpt-shakespeare": "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, MLP 256, RMSNorm",
+}
+
+
+def test_descriptions_are_read_from_the_config():
+    from landscape.models.zoo import ZOO
+
+    assert {name: m.architecture for name, m in ZOO.items()} == ZOO_LINES
+    mlp = ZOO["mlp-digits"].config.replace(act="relu", norm="ln")
+    assert describe(mlp) == "residual MLP, d=32, 2 blocks × 64 ReLU units, LayerNorm"
+    gpt = ZOO["gpt-shakespeare"].config.replace(
+        n_kv_heads=2, pos="rotary", mlp="gated", act="silu", bias=False
+    )
+    assert describe(gpt) == (
+        "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, gated SiLU MLP 256, RMSNorm, "
+        "grouped-query attention (2 key/value heads), rotary positions, no biases"
+    )

@@ -1,0 +1,120 @@
+"""The architecture of one model as a frozen dataclass (it doubles as a cache key).
+
+The options and what they change in the function are described in
+:mod:`landscape.models.functional`; what differs per architecture (``arch``) is read from
+:mod:`landscape.models.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from landscape.models.registry import ARCHITECTURES, architecture, architecture_of
+
+ARCHS = tuple(ARCHITECTURES)
+NORMS = ("rms", "ln")
+ACTS = ("gelu", "relu", "silu", "gelu_tanh")
+POS = ("learned", "rotary", "none")
+MLPS = ("plain", "gated")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of one model; frozen so it doubles as a cache key."""
+
+    arch: str
+    d_model: int
+    d_mlp: int
+    n_layers: int
+    n_out: int  # classes, or vocabulary size for gpt
+    n_heads: int = 0
+    d_head: int = 0
+    d_in: int = 0  # mlp: input features; vit: pixels per patch
+    n_ctx: int = 0  # vit: patches + class token; gpt: context length
+    d_vocab: int = 0  # gpt: input vocabulary
+    image_size: int = 0  # vit: side of the square image
+    patch_size: int = 0  # vit: side of the square patch
+    norm: str = "rms"
+    act: str = "gelu"
+    eps: float = 1e-5
+    d_norm: int = 0  # width RMSNorm divides by; 0 means d_model
+    # Extensions (landscape.models.functional's docstring); their defaults are the original
+    # behaviour and are left out of to_dict, so configs that do not use them keep their dicts and
+    # cache keys.
+    pos: str = "learned"
+    rotary_base: float = 10000.0
+    rotary_dim: int = 0  # 0 means d_head
+    n_kv_heads: int = 0  # 0 means n_heads
+    mlp: str = "plain"
+    bias: bool = True
+    attn_scale: float = 0.0  # 0 means 1/√d_head
+    channels: int = 0  # vit: 0 means grey [batch, H, W] images
+
+    def __post_init__(self) -> None:
+        arch = architecture(self.arch)
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {NORMS}")
+        if self.act not in ACTS:
+            raise ValueError(f"unknown activation {self.act!r}; expected one of {ACTS}")
+        if self.pos not in POS:
+            raise ValueError(f"unknown positions {self.pos!r}; expected one of {POS}")
+        if self.mlp not in MLPS:
+            raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
+        if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
+            raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
+        arch.check(self)
+        if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
+            raise ValueError("n_kv_heads must divide n_heads")
+        if self.rotary_dim < 0 or self.rotary_dim % 2 or self.rotary_dim > max(self.d_head, 0):
+            raise ValueError("rotary_dim must be even and at most d_head")
+        if self.channels < 0:
+            raise ValueError("channels must be >= 0")
+        for name, value in arch.derive(self).items():
+            object.__setattr__(self, name, value)
+        if self.d_norm == 0:
+            object.__setattr__(self, "d_norm", self.d_model)
+
+    @property
+    def has_attn(self) -> bool:
+        return architecture_of(self).attention
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads (grouped-query attention when fewer than ``n_heads``)."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def rot_dim(self) -> int:
+        """Dimensions of each head that RoPE rotates (0 without rotary positions)."""
+        return (self.rotary_dim or self.d_head) if self.pos == "rotary" else 0
+
+    @property
+    def gated(self) -> bool:
+        return self.mlp == "gated"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for name, default in _EXTENSION_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        return cls(**d)
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return replace(self, **changes)
+
+
+_EXTENSION_DEFAULTS: dict[str, Any] = {
+    "pos": "learned",
+    "rotary_base": 10000.0,
+    "rotary_dim": 0,
+    "n_kv_heads": 0,
+    "mlp": "plain",
+    "bias": True,
+    "attn_scale": 0.0,
+    "channels": 0,
+}

@@ -1,0 +1,387 @@
+"""Functional models over flat parameter dicts in canonical names.
+
+Three architectures share one vocabulary of parameter names and one pre-norm block:
+
+- ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block
+  ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
+- ``vit``: pre-norm ViT. Patches are embedded by ``W_E`` (+ ``b_E``), a class token ``cls`` is
+  prepended, learned positions ``W_pos`` added; attention + MLP blocks; the class token is read.
+- ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
+
+Optional extensions, all off by default (imported checkpoints, DESIGN §3;
+``landscape.models.importers``):
+
+- ``pos``: ``"learned"`` (``W_pos``), ``"rotary"`` (RoPE on q and k, no ``W_pos``; the
+  half-split pairing of dimension i with i + r/2 over the first ``rotary_dim`` = r dimensions of
+  each head, base ``rotary_base``) or ``"none"``.
+- ``n_kv_heads`` < ``n_heads``: grouped-query attention. ``W_K``/``W_V`` (and ``b_K``/``b_V``) are
+  [n_kv_heads, d_model, d_head]; query head h reads key/value head h // (n_heads / n_kv_heads),
+  so consecutive query heads share a group. ``W_Q``/``W_O`` keep n_heads.
+- ``mlp="gated"``: SwiGLU-style FFN, ``(act(x·W_gate + b_gate) ⊙ (x·W_in + b_in))·W_out + b_out``
+  with ``W_gate`` [d_model, d_mlp] beside ``W_in``.
+- ``bias=False``: no attention, FFN or unembedding biases (embedding/patch and norm parameters
+  are unaffected); ``attn_scale`` > 0 replaces 1/√d_head; ``act="gelu_tanh"`` is the tanh
+  approximation of GELU.
+- ``channels`` > 0 (vit): images are [batch, channels, H, W] and a patch is flattened
+  channel-major (channels × patch × patch, the order of a conv patch embedding's weight);
+  ``channels=0`` keeps grey [batch, H, W] images.
+
+All matrices multiply on the right (``x @ W``). Canonical shapes:
+``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
+``W_in`` [d_model, d_mlp], ``W_out`` [d_mlp, d_model], ``W_U`` [d_model, n_out].
+
+Norm parameters are optional: a missing gain means 1, a missing bias 0. That is how folded
+parameter sets (gains and biases moved into the readers) run through the same forward.
+RMSNorm is written as ``x·√d_norm / √(Σx² + d_norm·ε)`` so that a stream embedded into a wider
+space (``d_norm`` < ``d_model``) keeps the original normalisation exactly.
+
+Two implementations compute this function, and the caller chooses (``forward(..., fast=)``):
+the reference (``fast=False``), one einsum per term, which training uses and whose rounding the
+shipped checkpoints carry; and the inference path (``fast=True``), logits only, with fused norms,
+biases inside the matrix products and attention by the faster kernel for the context length.
+They agree to float32 rounding (tests/test_models.py). ``fast=None``, the default, keeps the rule
+every caller relied on: :func:`default_fast`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from landscape.models.config import ModelConfig
+from landscape.models.params import Params
+from landscape.models.registry import architecture_of
+
+
+def _norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    if cfg.norm == "ln":
+        x = x - x.mean(-1, keepdim=True)
+        x = x / torch.sqrt((x * x).mean(-1, keepdim=True) + cfg.eps)
+    else:
+        dn = cfg.d_norm
+        x = x * math.sqrt(dn) / torch.sqrt((x * x).sum(-1, keepdim=True) + dn * cfg.eps)
+    w = params.get(f"{prefix}.w")
+    if w is not None:
+        x = x * w
+    b = params.get(f"{prefix}.b")
+    if b is not None:
+        x = x + b
+    return x
+
+
+def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    """``_norm`` through one fused kernel (F.layer_norm, F.rms_norm) where one exists."""
+    w, b = params.get(f"{prefix}.w"), params.get(f"{prefix}.b")
+    d = x.shape[-1]
+    if cfg.norm == "ln":
+        return F.layer_norm(x, (d,), w, b, cfg.eps)
+    if cfg.d_norm != d:
+        return _norm(cfg, params, prefix, x)
+    x = F.rms_norm(x, (d,), w, cfg.eps)
+    return x if b is None else x + b
+
+
+def _act(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
+    if cfg.act == "gelu":
+        return F.gelu(x)
+    if cfg.act == "relu":
+        return F.relu(x)
+    if cfg.act == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    return F.silu(x)
+
+
+def _bias(cfg: ModelConfig, params: Params, name: str) -> torch.Tensor | float:
+    """A bias; a ``bias=False`` model may lack it, which means 0."""
+    return params[name] if cfg.bias else params.get(name, 0.0)
+
+
+def embed(cfg: ModelConfig, params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Residual stream before the first block, by the architecture's embedding (registry)."""
+    return architecture_of(cfg).embed(cfg, params, inputs)
+
+
+def rotary(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
+    """RoPE on [batch, pos, heads, d_head] (Su et al. 2021, eq. 34, half-split pairing).
+
+    Dimension i < r/2 pairs with i + r/2 (r = ``rot_dim``) and the pair at position t is rotated
+    by the angle t·base^(−2i/r); dimensions from r on pass unchanged.
+    """
+    r = cfg.rot_dim
+    t = torch.arange(x.shape[1], device=x.device, dtype=torch.float64)
+    inv_freq = cfg.rotary_base ** (-torch.arange(0, r, 2, device=x.device, dtype=torch.float64) / r)
+    angles = torch.outer(t, inv_freq)  # (pos, r/2)
+    cos = angles.cos().to(x.dtype)[None, :, None, :]
+    sin = angles.sin().to(x.dtype)[None, :, None, :]
+    x1, x2, rest = x[..., : r // 2], x[..., r // 2 : r], x[..., r:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
+    """``x @ w + b`` over the last axis of ``x``; the bias rides in the matrix product (addmm)."""
+    if not isinstance(b, torch.Tensor):
+        return x @ w if b == 0.0 else x @ w + b
+    if x.ndim == 2:
+        return torch.addmm(b, x, w)
+    return torch.addmm(b, x.flatten(0, -2), w).unflatten(0, x.shape[:-1])
+
+
+def _qkv_weights(
+    cfg: ModelConfig, params: Params, prefix: str
+) -> tuple[torch.Tensor, torch.Tensor | float]:
+    """``W_Q | W_K | W_V`` side by side, [d_model, (n_heads + 2·kv_heads)·d_head], and their
+    biases in the same order (0.0 for a bias-free model): one matrix product for all three."""
+    mats = [params[f"{prefix}.W_{m}"] for m in "QKV"]
+    w = torch.cat(mats).transpose(0, 1).flatten(1)
+    biases = [_bias(cfg, params, f"{prefix}.b_{m}") for m in "QKV"]
+    if not any(isinstance(b, torch.Tensor) for b in biases):
+        return w, 0.0
+    parts = [
+        b.flatten(-2) if isinstance(b, torch.Tensor) else w.new_zeros(m.shape[0] * m.shape[2])
+        for b, m in zip(biases, mats, strict=True)
+    ]
+    return w, torch.cat(parts)
+
+
+# Contexts up to this length, without a causal mask, use the hand-written attention below;
+# longer or causal ones the fused kernel (F.scaled_dot_product_attention). Measured on the CPU,
+# one thread: the attention of vit-digits (17 positions, d_head 8) runs about 2× faster by hand;
+# a gpt-shakespeare forward (64 positions, causal) 20–25% faster with the fused kernel, which
+# also won at 65 and 197 positions without a mask.
+SHORT_CONTEXT = 32
+
+
+def _fused_attention_ok(q: torch.Tensor, causal: bool, n_keys: int) -> bool:
+    """Whether the fused kernel is the faster choice here. Not under ``torch.func.vmap``: the
+    CPU kernel has no batching rule there and would run one slice at a time."""
+    # A private call, kept because nothing public answers "is this tensor batched by vmap":
+    # torch.func.debug_unwrap is documented for debugging only and also unwraps grad transforms,
+    # and a flag passed down by every vmap caller would silently take the slow path when one
+    # forgets it. Either way the attention is the same up to rounding; only the speed differs.
+    return (causal or n_keys > SHORT_CONTEXT) and not torch._C._functorch.is_batchedtensor(q)
+
+
+def _attend(
+    cfg: ModelConfig,
+    params: Params,
+    prefix: str,
+    x: torch.Tensor,
+    n_query: int = 0,
+) -> torch.Tensor:
+    """``attention`` for inference, on ``x`` [batch, pos, d_model]; the queries of the first
+    ``n_query`` positions only when ``n_query`` > 0 (keys and values cover every position).
+
+    One matrix product gives queries, keys and values (keys and values alone, and a small one for
+    the few queries, when ``n_query`` > 0). Causal or long contexts then go to the fused kernel,
+    short ones to ``_hand_attention``.
+    """
+    h, g, e = cfg.n_heads, cfg.kv_heads, cfg.d_head
+    w, b = _qkv_weights(cfg, params, prefix)
+    if n_query and cfg.pos != "rotary":
+        q = _linear(x[:, :n_query], w[:, : h * e], _part(b, 0, h * e)).unflatten(-1, (h, e))
+        kv = _linear(x, w[:, h * e :], _part(b, h * e, None)).unflatten(-1, (2 * g, e))
+        kv = kv.permute(2, 0, 1, 3).contiguous()  # (2·kv_heads, batch, pos, d_head)
+        z = _hand_attention(cfg, q.permute(2, 0, 1, 3), kv)
+    else:
+        qkv = _linear(x, w, b).unflatten(-1, (h + 2 * g, e))  # (batch, pos, heads, d_head)
+        if cfg.pos == "rotary":  # the same rotation for queries and keys
+            qkv = torch.cat([rotary(cfg, qkv[:, :, : h + g]), qkv[:, :, h + g :]], dim=2)
+        causal = architecture_of(cfg).causal
+        if not n_query and _fused_attention_ok(qkv, causal, x.shape[1]):
+            qkv = qkv.transpose(1, 2)  # (batch, heads, pos, d_head)
+            q, k, v = qkv[:, :h], qkv[:, h : h + g], qkv[:, h + g :]
+            z = F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=cfg.attn_scale or None, enable_gqa=g != h
+            ).transpose(1, 2)  # (batch, pos, n_heads, d_head)
+        else:
+            qkv = qkv.permute(2, 0, 1, 3).contiguous()  # (heads, batch, pos, d_head)
+            z = _hand_attention(cfg, qkv[:h, :, : n_query or None], qkv[h:])
+    w_o, b_o = params[f"{prefix}.W_O"].flatten(0, 1), _bias(cfg, params, f"{prefix}.b_O")
+    return _linear(z.flatten(2), w_o, b_o)
+
+
+def _part(b: torch.Tensor | float, start: int, stop: int | None) -> torch.Tensor | float:
+    """Entries ``start:stop`` of a bias; 0.0 (no bias) stays 0.0."""
+    return b[start:stop] if isinstance(b, torch.Tensor) else b
+
+
+def _hand_attention(cfg: ModelConfig, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    """Softmax attention on head-major blocks: queries ``q`` [n_heads, batch, queries, d_head]
+    (the first positions), keys then values ``kv`` [2·kv_heads, batch, keys, d_head]. Returns
+    the per-head outputs [batch, queries, n_heads, d_head].
+
+    The scores are built transposed, [keys, queries]: the softmax over keys then runs along a
+    strided axis, vectorised across queries, and the small products come out [d_head, queries],
+    each about twice as fast as in the textbook layout for the short contexts here. The h/g query
+    heads of one group (grouped-query attention) read their key/value head without copies.
+    """
+    h, g, e = cfg.n_heads, cfg.kv_heads, cfg.d_head
+    k, v = kv[:g, None], kv[g:, None]  # (kv_heads, 1, batch, keys, d_head)
+    q = q.unflatten(0, (g, h // g))  # (kv_heads, h/g, batch, queries, d_head)
+    scores_t = k @ q.transpose(-1, -2)  # (kv_heads, h/g, batch, keys, queries)
+    scores_t = scores_t * cfg.attn_scale if cfg.attn_scale else scores_t / math.sqrt(e)
+    if architecture_of(cfg).causal:  # key t is hidden from the queries before it
+        tk, tq = scores_t.shape[-2:]
+        future = torch.ones(tk, tq, dtype=torch.bool, device=q.device).tril(-1)
+        scores_t = scores_t.masked_fill(future, float("-inf"))
+    z_t = v.transpose(-1, -2) @ scores_t.softmax(-2)  # (kv_heads, h/g, batch, d_head, queries)
+    return z_t.flatten(0, 1).permute(1, 3, 0, 2)
+
+
+def attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, cache: dict | None = None
+) -> torch.Tensor:
+    q, k, v = (
+        torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_{m}"])
+        + _bias(cfg, params, f"{prefix}.b_{m}")
+        for m in "QKV"
+    )  # (batch, pos, heads, d_head); k and v have kv_heads
+    if cfg.pos == "rotary":
+        q, k = rotary(cfg, q), rotary(cfg, k)
+    if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
+        k = k.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+        v = v.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k)
+    # dividing by √d_head (not multiplying by its inverse) keeps the original rounding
+    scores = scores * cfg.attn_scale if cfg.attn_scale else scores / math.sqrt(cfg.d_head)
+    if architecture_of(cfg).causal:
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+    pattern = scores.softmax(-1)
+    z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
+    if cache is not None:
+        cache[f"{prefix}.z"] = z
+    out = torch.einsum("bqhe,hed->bqd", z, params[f"{prefix}.W_O"])
+    return out + _bias(cfg, params, f"{prefix}.b_O")
+
+
+def forward(
+    cfg: ModelConfig,
+    params: Params,
+    inputs: torch.Tensor,
+    cache: dict | None = None,
+    *,
+    fast: bool | None = None,
+) -> torch.Tensor:
+    """Logits: mlp/vit [batch, n_out]; gpt [batch, pos, n_out].
+
+    If ``cache`` is a dict, it is filled with ``resid.{l}`` (the residual stream entering block l;
+    ``resid.{n_layers}`` enters the final norm), ``blocks.{l}.mlp.hidden`` (post-activation) and
+    ``blocks.{l}.attn.z`` (per-head outputs before W_O). ``fast`` chooses the implementation
+    (:func:`forward_resid`).
+    """
+    return forward_resid(cfg, params, embed(cfg, params, inputs), cache, fast=fast)
+
+
+def forward_resid(
+    cfg: ModelConfig,
+    params: Params,
+    x: torch.Tensor,
+    cache: dict | None = None,
+    *,
+    fast: bool | None = None,
+) -> torch.Tensor:
+    """``forward`` from the residual stream ``x`` that ``embed`` returns: the blocks, the final
+    norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
+    from the same mixture of their embeddings (``curves.evaluate_mixtures``).
+
+    Two implementations of one function, equal up to float32 rounding. ``fast=False``: the
+    reference (``_reference_forward``); the shipped checkpoints were trained with its rounding, and
+    retraining reproduces them bit for bit. ``fast=True``: the inference path
+    (``_inference_forward``), faster, logits only (no ``cache``). ``fast=None`` follows
+    :func:`default_fast`: the inference path exactly when no cache is asked for and autograd does
+    not record.
+    """
+    if fast is None:
+        fast = default_fast(params, x, cache)
+    elif fast and cache is not None:
+        raise ValueError("the fast inference path fills no cache; pass fast=False or no cache")
+    if fast:
+        return _inference_forward(cfg, params, x)
+    return _reference_forward(cfg, params, x, cache)
+
+
+def default_fast(params: Params, x: torch.Tensor, cache: dict | None) -> bool:
+    """The rule ``fast=None`` follows: the inference path for evaluation (no ``cache``, autograd
+    not recording: under ``torch.no_grad`` or with no tensor requiring grad), the reference when
+    autograd records (training, learned matching), so that training keeps the rounding the
+    shipped checkpoints were made with."""
+    return cache is None and not _records_grad(params, x)
+
+
+def _records_grad(params: Params, x: torch.Tensor) -> bool:
+    """Whether autograd records a forward of these parameters on ``x``."""
+    if not torch.is_grad_enabled():
+        return False
+    return x.requires_grad or any(p.requires_grad for p in params.values())
+
+
+def _reference_forward(
+    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None
+) -> torch.Tensor:
+    """The blocks as written in the module docstring, one einsum or matrix product per term."""
+    arch = architecture_of(cfg)
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cache is not None:
+            cache[f"resid.{layer}"] = x
+        if arch.attention:
+            x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
+        xn = _norm(cfg, params, f"{b}.ln2", x)
+        h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
+        if cfg.gated:
+            gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
+            h = _act(cfg, gate) * h
+        else:
+            h = _act(cfg, h)
+        if cache is not None:
+            cache[f"{b}.mlp.hidden"] = h
+        x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
+    if cache is not None:
+        cache[f"resid.{cfg.n_layers}"] = x
+    if arch.readout == "class token":
+        x = x[:, 0]
+    x = _norm(cfg, params, "ln_final", x)
+    return x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
+
+
+def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
+    """``_reference_forward`` for logits alone: fused norms, biases inside the matrix products,
+    ``_attend`` for attention. A model that reads only its class token computes, in its last
+    block, keys and values of every position but the rest for the class token alone."""
+    arch = architecture_of(cfg)
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if arch.attention:
+            last = layer == cfg.n_layers - 1
+            n_query = 1 if arch.readout == "class token" and last else 0
+            out = _attend(
+                cfg, params, f"{b}.attn", _fused_norm(cfg, params, f"{b}.ln1", x), n_query
+            )
+            x = (x[:, :n_query] if n_query else x) + out
+        xn = _fused_norm(cfg, params, f"{b}.ln2", x)
+        h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
+        if cfg.gated:
+            gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))
+            h = _act(cfg, gate) * h
+        else:
+            h = _act(cfg, h)
+        x = x + _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
+    if arch.readout == "class token":
+        x = x[:, 0]
+    x = _fused_norm(cfg, params, "ln_final", x)
+    return _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
+
+
+def loss_and_accuracy(
+    cfg: ModelConfig, logits: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy (nats) and accuracy over every prediction in the batch."""
+    logits = logits.reshape(-1, logits.shape[-1])
+    targets = targets.reshape(-1)
+    loss = F.cross_entropy(logits, targets)
+    acc = (logits.argmax(-1) == targets).float().mean()
+    return loss, acc
