@@ -13,8 +13,9 @@ from typing import Any
 
 import streamlit as st
 
+from landscape.models.checkpoint import Checkpoint
 from landscape.models.train import available_seeds, get_checkpoint
-from landscape.models.zoo import Checkpoint, zoo_table
+from landscape.models.zoo import zoo_table
 from landscape.store.cache import Cache, Entry
 
 Progress = Callable[[str, float], None]

@@ -270,7 +270,7 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.models.train import compare_with_shipped, tqdm_progress, train
 
     if args.save:  # before training, not after minutes of it
-        from landscape.models.zoo import check_save_target
+        from landscape.models.checkpoint import check_save_target
 
         check_save_target(args.save)
     progress = tqdm_progress(f"train {args.model} seed {args.seed}")
@@ -278,7 +278,7 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
                       progress=progress, text=args.text)  # fmt: skip
     saved = None
     if args.save:
-        from landscape.models.zoo import save_checkpoint_dir
+        from landscape.models.checkpoint import save_checkpoint_dir
 
         saved = str(save_checkpoint_dir(ckpt, args.save))
     m = ckpt.meta

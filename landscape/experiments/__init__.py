@@ -30,8 +30,9 @@ from landscape.experiments.curves import (
 from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
 from landscape.matching import function_check, function_warnings, worst_check
 from landscape.models import ModelConfig, Params
+from landscape.models.checkpoint import Checkpoint
 from landscape.models.train import get_checkpoint
-from landscape.models.zoo import ZOO, Checkpoint, split_for, zoo_model
+from landscape.models.zoo import ZOO, split_for, zoo_model
 from landscape.store.cache import Cache, digest_tensors
 
 ALGO_VERSION = 2  # bump when matching or evaluation changes: old cache entries stop matching

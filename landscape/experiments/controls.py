@@ -57,8 +57,9 @@ from landscape.experiments import (
     summarise_barriers,
 )
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.checkpoint import Checkpoint
 from landscape.models.train import get_checkpoint
-from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
+from landscape.models.zoo import VARIANTS, zoo_model
 from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
 

@@ -42,7 +42,8 @@ from landscape.matching.solvers import (
     solve_signed_perm_naive,
 )
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
-from landscape.models.zoo import Checkpoint, split_for, zoo_model
+from landscape.models.checkpoint import Checkpoint
+from landscape.models.zoo import split_for, zoo_model
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import (
     ORTH,

@@ -48,7 +48,7 @@ from landscape.data import Split
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig
-from landscape.models.zoo import Checkpoint
+from landscape.models.checkpoint import Checkpoint
 from landscape.store.cache import Cache, digest_tensors
 
 __all__ = [
@@ -75,8 +75,8 @@ Progress = Callable[[str, float], None]
 
 def load_any(path: str | os.PathLike) -> Checkpoint:
     """A checkpoint from a landscape-format directory or any format the importers read."""
+    from landscape.models.checkpoint import load_checkpoint_dir
     from landscape.models.importers import import_checkpoint
-    from landscape.models.zoo import load_checkpoint_dir
 
     p = Path(path)
     cfg_file = p / "config.json"

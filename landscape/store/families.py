@@ -41,7 +41,7 @@ from typing import Any
 
 from landscape.data import Split
 from landscape.errors import LandscapeError
-from landscape.models.zoo import Checkpoint
+from landscape.models.checkpoint import Checkpoint
 from landscape.store.paths import cache_root
 
 __all__ = [
