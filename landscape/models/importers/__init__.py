@@ -1,0 +1,269 @@
+"""Import Hugging Face checkpoints into the canonical form (DESIGN §3, "Imported checkpoints").
+
+A local directory with ``config.json`` and safetensors weights (``model.safetensors``, or shards
+listed in ``model.safetensors.index.json``) is converted once into a :class:`Checkpoint`: a
+:class:`ModelConfig` and a flat dict in the canonical parameter names and shapes. ``config.json``'s
+``model_type`` picks the converter, one module per source family:
+
+- ``gpt2`` (:mod:`.gpt2`): GPT2LMHeadModel, GPT2Model.
+- ``llama`` (:mod:`.llama`): LlamaForCausalLM, LlamaModel; SmolLM2 and other Llama-architecture
+  models.
+- ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
+
+A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
+converted the same way. What the sources share (tensor sources, checked config readers) is
+:mod:`.common`. Adding a family: one module with ``MODEL_TYPE``, ``FAMILY`` and ``convert``,
+listed in ``_FAMILIES`` below.
+
+Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
+Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
+zeros, or absent with ``bias=False`` when the model has none at all.
+
+Safety and memory: nothing is ever unpickled (a directory with only ``pytorch_model.bin`` is
+refused); tensors are read one at a time through ``safetensors.safe_open`` and converted to
+float32 (or the dtype asked for, e.g. bfloat16).
+
+Every config field read is type- and range-checked (JSON ``true`` is not a layer count, ``32.0``
+not a width), and a field that would change the function is implemented (and tested against
+transformers' logits) or refused: rotary scaling of any kind, wherever it is written
+(``rope_scaling``, ``rope_parameters``, ``type`` or ``rope_type``); sliding windows shorter than
+the context; layer counts that disagree with the weights. Llama ignores ``partial_rotary_factor``
+and so does the import (``meta["ignored_config"]``). A tied embedding is found under either name
+(a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index stay inside the
+checkpoint directory. A GGUF tensor the reader could not load (missing, or of another shape:
+it would be filled with random values) is refused.
+
+Every problem is one :class:`LandscapeError` line naming the file and the tensor or field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from landscape.errors import LandscapeError
+from landscape.models.checkpoint import Checkpoint, check_params
+from landscape.models.config import ModelConfig
+from landscape.models.importers import gpt2, llama, vit
+from landscape.models.importers.common import (
+    DTYPES,
+    Converter,
+    _one_line,
+    _SafetensorsSource,
+    _shard,
+    _show,
+    _Source,
+)
+from landscape.models.importers.gguf import open_gguf
+from landscape.models.params import Params, count_params
+from landscape.models.registry import architecture_of
+from landscape.symmetry import RESID_GROUPS, NormState, resid_needs, spec_for
+
+__all__ = [
+    "DTYPES",
+    "SUPPORTED",
+    "admitted_symmetries",
+    "describe",
+    "import_checkpoint",
+    "inspect_checkpoint",
+]
+
+_FAMILIES = (gpt2, llama, vit)
+SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
+_FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+def _open(path: str | os.PathLike, dtype: torch.dtype) -> tuple[dict[str, Any], _Source, str]:
+    """(config dict, tensor source, format) for a checkpoint directory or a ``.gguf`` file."""
+    p = Path(path)
+    if p.is_file() and p.suffix == ".gguf":
+        return open_gguf(p, dtype)
+    if p.is_file() and p.suffix == ".safetensors":
+        p = p.parent
+    if not p.is_dir():
+        raise LandscapeError(f"{p}: no such checkpoint directory or .gguf file")
+    cfg_file = p / "config.json"
+    single, index = p / "model.safetensors", p / "model.safetensors.index.json"
+    if not single.is_file() and not index.is_file():
+        ggufs = sorted(p.glob("*.gguf"))
+        if ggufs:
+            return open_gguf(ggufs[0], dtype)
+        pickles = [f.name for f in sorted(p.glob("*.bin")) + sorted(p.glob("*.pt*"))]
+        if pickles:
+            raise LandscapeError(
+                f"{p}: only {pickles[0]} (a pickle) found; refusing to unpickle untrusted data; "
+                "convert to safetensors"
+            )
+        raise LandscapeError(f"{p}: no model.safetensors, model.safetensors.index.json or .gguf")
+    if not cfg_file.is_file():
+        raise LandscapeError(f"{p}: missing config.json")
+    try:
+        config = json.loads(cfg_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LandscapeError(f"{cfg_file}: not valid JSON ({_one_line(e)})") from None
+    if not isinstance(config, dict):
+        raise LandscapeError(f"{cfg_file}: expected a JSON object")
+    if single.is_file():
+        return config, _SafetensorsSource.single(single, dtype), "safetensors"
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        files = {name: _shard(p, index, shard) for name, shard in weight_map.items()}
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+        raise LandscapeError(f"{index}: not a safetensors index ({_one_line(e)})") from None
+    return config, _SafetensorsSource(files, str(index), dtype), "safetensors (sharded)"
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _convert(
+    path: str | os.PathLike, dtype: torch.dtype
+) -> tuple[ModelConfig, Params, dict[str, Any]]:
+    if dtype not in DTYPES:
+        raise LandscapeError(f"dtype {dtype} not supported; expected one of {DTYPES}")
+    config, src, fmt = _open(path, dtype)
+    label = str(Path(path) / "config.json") if fmt.startswith("safetensors") else src.label
+    try:
+        model_type = config.get("model_type")
+        if not isinstance(model_type, str) or model_type not in SUPPORTED:
+            shown = repr(model_type) if isinstance(model_type, str) else _show(model_type)
+            raise LandscapeError(
+                f"{label}: unsupported model_type {shown[:40]}; supported: {', '.join(SUPPORTED)}"
+            )
+        try:
+            cfg, params, meta = SUPPORTED[model_type](config, src, label)
+        except ValueError as e:  # ModelConfig's own checks
+            raise LandscapeError(f"{label}: {_one_line(e)}") from None
+        ignored = sorted(set(src.names()) - src.used)
+        source_count = sum(math.prod(src.shape(n)) for n in src.used)
+    finally:
+        src.close()
+    check_params(cfg, params, src.label)
+    meta = {
+        "name": Path(path).name,
+        "source": str(path),
+        "format": fmt,
+        "model_type": model_type,
+        "architectures": config.get("architectures", []),
+        **meta,
+        "source_parameters": int(source_count),
+        "ignored_tensors": ignored,
+    }
+    return cfg, params, meta
+
+
+def import_checkpoint(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> Checkpoint:
+    """Convert a local Hugging Face checkpoint (module docstring) into the canonical form.
+
+    ``path``: a directory with ``config.json`` and safetensors weights (single or sharded), a
+    ``.gguf`` file, or a directory holding one. Returns a :class:`Checkpoint` whose
+    ``forward(cfg, params, x)`` equals the source model's logits (ViT without classifier: the
+    final-norm class token). ``meta`` records the format, ``tied_embeddings`` and tensors the
+    canonical form does not use (``ignored_tensors``, e.g. a ViT pooler).
+    Raises :class:`LandscapeError` (one line, naming file and tensor) on any bad input.
+    """
+    cfg, params, meta = _convert(path, dtype)
+    return Checkpoint(cfg, params, meta)
+
+
+def describe(cfg: ModelConfig, model_type: str = "") -> str:
+    """One line describing an imported architecture."""
+    images = architecture_of(cfg).inputs == "images"
+    family = _FAMILY.get(model_type, "ViT" if images else "causal LM")
+    parts = [
+        f"{family}: d={cfg.d_model}, {cfg.n_layers} layers × {cfg.n_heads} heads of {cfg.d_head}",
+        f"{'SwiGLU' if cfg.gated else cfg.act.upper()} MLP {cfg.d_mlp}",
+        "RMSNorm" if cfg.norm == "rms" else "LayerNorm",
+    ]
+    if cfg.kv_heads != cfg.n_heads:
+        parts.append(f"grouped-query attention ({cfg.kv_heads} key/value heads)")
+    parts.append({"rotary": "rotary positions", "learned": "learned positions"}.get(cfg.pos, ""))
+    return ", ".join(x for x in parts if x)
+
+
+def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
+    """The gauge groups of ``cfg`` as imported (norm gains kept), read from its spec.
+
+    One entry per residual group level (exact now, or the processing steps that make it exact)
+    and per per-layer variable family (kinds admitted, sizes, grouped-query constraint).
+    """
+    spec = spec_for(cfg)
+    state = NormState(cfg.norm, gains_folded=False, biases_folded=cfg.norm != "ln", centred=False)
+    out: list[dict[str, Any]] = []
+    for group, kind in RESID_GROUPS.items():
+        steps = resid_needs(state, kind)
+        out.append(
+            {
+                "variable": "resid",
+                "group": group,
+                "size": cfg.d_model,
+                "exact": not steps,
+                "needs": list(steps),
+            }
+        )
+    for family in ("mlp", "heads", "qk", "ov"):
+        names = spec.family(family)
+        if not names:
+            note = {
+                "qk": "not declared: rotary positions and grouped-query attention restrict "
+                "within-head query/key maps",
+                "ov": "not declared: under grouped-query attention the value/output map must be "
+                "shared by a key/value group",
+            }.get(family, "")
+            if cfg.has_attn and note:
+                out.append({"variable": family, "exact": False, "note": note})
+            continue
+        var = spec.variables[names[0]]
+        entry: dict[str, Any] = {
+            "variable": family,
+            "layers": len(names),
+            "size": var.size,
+            "kinds": list(var.kinds),
+            "exact": True,
+        }
+        if family == "heads" and var.group > 1:
+            entry["group"] = var.group
+            entry["note"] = (
+                f"query heads move with their key/value group of {var.group}; "
+                "K/V heads follow the induced group permutation"
+            )
+        if family == "mlp" and cfg.gated:
+            entry["note"] = "signs and scales act on the up projection; the gate is only permuted"
+        out.append(entry)
+    return out
+
+
+def inspect_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """What a checkpoint is, without keeping it: JSON-serialisable summary for ``landscape
+    inspect PATH``.
+
+    Keys: ``path``, ``format``, ``model_type``, ``architectures``, ``architecture`` (one line),
+    ``config`` (canonical :class:`ModelConfig` dict), ``parameters`` (canonical count, untied
+    embeddings included), ``source_parameters`` (count in the file), ``tied_embeddings``,
+    ``ignored_tensors``, ``ignored_config`` (fields the source model itself ignores, e.g. a Llama
+    ``partial_rotary_factor``), ``symmetries`` (:func:`admitted_symmetries`).
+    """
+    cfg, _, meta = _convert(path, torch.float32)
+    return {
+        "path": str(path),
+        "format": meta["format"],
+        "model_type": meta["model_type"],
+        "architectures": meta["architectures"],
+        "architecture": describe(cfg, meta["model_type"]),
+        "config": cfg.to_dict(),
+        "parameters": count_params(cfg),
+        "source_parameters": meta["source_parameters"],
+        "tied_embeddings": bool(meta.get("tied_embeddings", False)),
+        "readout": meta.get("readout", "logits"),
+        "ignored_tensors": meta["ignored_tensors"],
+        "ignored_config": meta.get("ignored_config", []),
+        "symmetries": admitted_symmetries(cfg),
+    }

@@ -1,0 +1,167 @@
+"""Llama (``model_type`` ``llama``: LlamaForCausalLM, LlamaModel; SmolLM2 and other
+Llama-architecture models) into the canonical form.
+
+RMSNorm, rotary positions (Hugging Face's half-split layout), grouped-query attention, SwiGLU,
+tied or untied embeddings, no biases (zeros, or ``bias=False`` when the model has none at all).
+Rotary scaling of any kind is refused, wherever it is written; sliding windows shorter than the
+context are refused; ``partial_rotary_factor`` is ignored as Llama ignores it
+(``meta["ignored_config"]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from landscape.errors import LandscapeError
+from landscape.models.config import ModelConfig
+from landscape.models.importers.common import (
+    _act,
+    _embedding,
+    _flag,
+    _heads,
+    _heads_in,
+    _heads_out,
+    _int,
+    _layers,
+    _num,
+    _prefix,
+    _show,
+    _Source,
+)
+from landscape.models.params import Params
+
+MODEL_TYPE = "llama"
+FAMILY = "Llama"
+
+
+# Keys a rope dict of the default kind may hold; anything else (a factor, original context,
+# per-layer-type entries) belongs to a scaling kind this importer does not implement.
+_ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+
+
+def _rope_theta(config: dict[str, Any], label: str) -> float:
+    """RoPE base of a Llama config; every scaling kind is refused.
+
+    The scaling may sit in ``rope_scaling`` (older files, kind under ``type`` or ``rope_type``)
+    or ``rope_parameters`` (newer files), and the base in either dict or at the top level.
+    Readers differ on which place wins, so every place is read: any kind other than default
+    anywhere, or two different bases, is refused rather than resolved by a guess.
+    """
+    thetas: list[tuple[str, Any]] = []
+    for where in ("rope_scaling", "rope_parameters"):
+        rope = config.get(where)
+        if rope is None:
+            continue
+        if not isinstance(rope, dict):
+            raise LandscapeError(f"{label}: {where} must be an object, got {_show(rope)}")
+        for key in ("rope_type", "type"):
+            if rope.get(key) not in (None, "default"):
+                raise LandscapeError(
+                    f"{label}: {where}.{key} {_show(rope[key])} is not supported "
+                    "(only default rotary positions)"
+                )
+        extra = sorted(set(rope) - _ROPE_KEYS)
+        if extra:
+            raise LandscapeError(
+                f"{label}: {where}.{extra[0]} is not supported (only default rotary positions)"
+            )
+        if rope.get("rope_theta") is not None:
+            thetas.append((f"{where}.rope_theta", rope["rope_theta"]))
+    if config.get("rope_theta") is not None:
+        thetas.append(("rope_theta", config["rope_theta"]))
+    for key, v in thetas:
+        _num({key: v}, label, key)
+    for key, v in thetas[1:]:
+        if float(v) != float(thetas[0][1]):
+            raise LandscapeError(f"{label}: {key} {_show(v)} disagrees with {thetas[0][0]} "
+                                 f"{_show(thetas[0][1])}")  # fmt: skip
+    return float(thetas[0][1]) if thetas else 10000.0
+
+
+def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
+    d = _int(config, label, "hidden_size")
+    h = _int(config, label, "num_attention_heads")
+    kv = _int(config, label, "num_key_value_heads", default=h)
+    if h % kv:
+        raise LandscapeError(f"{label}: num_key_value_heads {kv} does not divide "
+                             f"num_attention_heads {h}")  # fmt: skip
+    # an explicit head_dim may differ from d / heads (the projections' shapes are checked)
+    e = _int(config, label, "head_dim", default=0)
+    e = e or d // _heads(config, label, d, ("num_attention_heads",))
+    f = _int(config, label, "intermediate_size")
+    n_layers = _int(config, label, "num_hidden_layers")
+    vocab = _int(config, label, "vocab_size")
+    n_ctx = _int(config, label, "max_position_embeddings", default=2048)
+    attn_bias = _flag(config, label, "attention_bias", False)
+    mlp_bias = _flag(config, label, "mlp_bias", False)
+    window = _int(config, label, "sliding_window", default=0, low=0)  # 0: no window
+    if window and window < n_ctx and _flag(config, label, "use_sliding_window", True):
+        raise LandscapeError(
+            f"{label}: sliding_window {window} is shorter than max_position_embeddings {n_ctx}; "
+            "sliding-window attention is not supported"
+        )
+    kinds = config.get("layer_types")
+    if kinds is not None and (not isinstance(kinds, list) or set(kinds) - {"full_attention"}):
+        raise LandscapeError(f"{label}: layer_types {_show(kinds)} is not supported "
+                             "(only full_attention)")  # fmt: skip
+    theta = _rope_theta(config, label)
+    # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
+    # ignores the field), so the field is recorded as ignored rather than applied.
+    places = (config, config.get("rope_scaling") or {}, config.get("rope_parameters") or {})
+    partial = any(r.get("partial_rotary_factor") not in (None, 1) for r in places)
+    ignored_config = ["partial_rotary_factor"] if partial else []
+    cfg = ModelConfig(
+        "gpt",
+        d_model=d,
+        d_mlp=f,
+        n_layers=n_layers,
+        n_out=vocab,
+        n_heads=h,
+        d_head=e,
+        d_vocab=vocab,
+        n_ctx=n_ctx,
+        norm="rms",
+        act=_act(config, label, "hidden_act", "silu"),
+        eps=_num(config, label, "rms_norm_eps", 1e-6),
+        pos="rotary",
+        rotary_base=theta,
+        n_kv_heads=0 if kv == h else kv,
+        mlp="gated",
+        bias=attn_bias or mlp_bias,
+    )
+    t = src.take
+    zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731
+    pre = _prefix(src, ("embed_tokens.weight", "norm.weight"), ("model.", ""))
+    _layers(src, label, f"{pre}layers.", n_layers, "num_hidden_layers")
+    # LlamaConfig does not tie by default
+    tied, w_e = _embedding(config, src, label, f"{pre}embed_tokens.weight", (vocab, d), False)
+    p: Params = {"embed.W_E": w_e}
+    for layer in range(n_layers):
+        s, b = f"{pre}layers.{layer}.", f"blocks.{layer}."
+        p[f"{b}ln1.w"] = t(f"{s}input_layernorm.weight", (d,))
+        p[f"{b}ln2.w"] = t(f"{s}post_attention_layernorm.weight", (d,))
+        for m, n in (("Q", h), ("K", kv), ("V", kv)):
+            name = f"{s}self_attn.{m.lower()}_proj"
+            p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (n * e, d)), n, e)
+            if cfg.bias:
+                bias = t(f"{name}.bias", (n * e,)).reshape(n, e) if attn_bias else zeros(n, e)
+                p[f"{b}attn.b_{m}"] = bias
+        p[f"{b}attn.W_O"] = _heads_out(t(f"{s}self_attn.o_proj.weight", (d, h * e)), h, e)
+        for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
+                                    ("W_out", "down", (d, f))):  # fmt: skip
+            p[f"{b}mlp.{ours}"] = t(f"{s}mlp.{theirs}_proj.weight", shape).T.contiguous()
+            if cfg.bias:
+                b_name = f"{b}mlp.b_{ours[2:]}"
+                p[b_name] = (
+                    t(f"{s}mlp.{theirs}_proj.bias", shape[:1]) if mlp_bias else zeros(shape[0])
+                )
+        if cfg.bias:
+            o_bias = t(f"{s}self_attn.o_proj.bias", (d,)) if attn_bias else zeros(d)
+            p[f"{b}attn.b_O"] = o_bias
+    p["ln_final.w"] = t(f"{pre}norm.weight", (d,))
+    p["unembed.W_U"] = (w_e if tied else t("lm_head.weight", (vocab, d))).T.contiguous()
+    if cfg.bias:
+        p["unembed.b_U"] = zeros(vocab)
+    return cfg, p, {"tied_embeddings": tied, "ignored_config": ignored_config}
