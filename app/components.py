@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import state
+from landscape.plots import export
 
 PRESENTATION_CSS = """
 <style>
@@ -133,8 +134,6 @@ def figure(fig: go.Figure, name: str, *, data: Any = None, key: str | None = Non
 
     ``data`` (a DataFrame or records) replaces the figure's own traces in the CSV.
     """
-    from landscape.plots import export
-
     key = key or name
     st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
     if presentation():

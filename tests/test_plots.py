@@ -1,20 +1,30 @@
-"""Figure builders draw what they are given, and exports are real PNG/SVG files.
+"""Figure builders draw what they are given, read every result field loudly, and exports are
+real PNG/SVG files.
 
-The results fed to the builders are small synthetic dicts in the experiments layer's format, so
-these tests need no training; the kaleido exports start a headless browser (slow).
+The results fed to the builders are small synthetic dicts in the experiments layer's format (and,
+for the gauge page, the real producers run on a tiny untrained model), so these tests need no
+training; the kaleido exports start a headless browser (slow).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 
 import plotly.graph_objects as go
 import pytest
+import torch
 
-from landscape import plots
+from landscape import data, plots
+from landscape.experiments import gauge, transport
 from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
-from landscape.plots import export
+from landscape.experiments.gauge import Task, split_sampler
+from landscape.models import forward, init_params
+from landscape.plots import export, fields
+from landscape.plots.fields import MissingField
+from landscape.symmetry import symmetry_table
+from tests.conftest import tiny_config, tiny_inputs
 
 
 def _curve(height: float) -> dict:
@@ -51,6 +61,18 @@ ATLAS = {
         for k, c in (("seed", 0), ("gauge copy", 1), ("gauge copy", 2))
     ],
 }
+TRAINING = [
+    {
+        "label": f"seed {s}",
+        "curves": {
+            "step": [0, 10, 20],
+            "train_loss": [2.0, 1.0 - 0.1 * s, 0.5],
+            "test_loss": [2.1, 1.1, 0.6 + 0.1 * s],
+            "test_accuracy": [0.1, 0.7, 0.9 - 0.01 * s],
+        },
+    }
+    for s in (0, 1)
+]
 ZOO = [{"name": "mlp-digits", "seeds": [{"seed": 0, "test_accuracy": 0.98},
                                         {"seed": 1, "test_accuracy": 0.97}]}]  # fmt: skip
 
@@ -164,6 +186,7 @@ BUILDERS = {
                                                for i in range(40)]),
     "atlas": lambda: plots.figure_atlas(ATLAS),
     "zoo_overview": lambda: plots.figure_zoo_overview(ZOO),
+    "training_curves": lambda: plots.figure_training_curves(TRAINING),
     "symmetry_check": lambda: plots.figure_symmetry_check(SYMMETRY_ROWS),
     "scramble": lambda: plots.figure_scramble(SCRAMBLE),
     "recovery": lambda: plots.figure_recovery(RECOVERY),
@@ -238,3 +261,166 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert list(transport.data[0].x) == ["steering", "sae"]  # AdamW has no % kept
     assert max(transport.data[1].y) == 200.0  # cut at the cap, labelled with the true value
     assert transport.data[1].text[1] == "18×"  # 1800% of A
+
+
+# ---------------------------------------------------------------- result fields
+
+
+def _rename(record: dict, old: str, new: str) -> dict:
+    return {(new if k == old else k): v for k, v in record.items()}
+
+
+def _rename_rows(rows: list, old: str, new: str) -> list:
+    return [_rename(r, old, new) for r in rows]
+
+
+# Per builder: its input with one field renamed, and the (kind, field) the error must name.
+RENAMED = {
+    "interpolation": (
+        lambda: plots.figure_interpolation(
+            [{"label": "naive", "results": [_rename(_curve(1.0), "lambdas", "lam")]}]
+        ),
+        "barrier result", "lambdas",
+    ),
+    "triangles": (
+        lambda: plots.figure_triangles([_rename(_triangle("naive", 1.0), "basin_fraction", "b")]),
+        "triangle result", "basin_fraction",
+    ),
+    "eigenangles": (
+        lambda: plots.figure_eigenangles(_rename(EIGEN, "angles_wm", "angles_weight")),
+        "eigenangle result", "angles_wm",
+    ),
+    "lm_curve": (
+        lambda: plots.figure_lm_curve([{"step": 0, "merged_loss": 1.0}]),
+        "learned-matching step", "loss",
+    ),
+    "atlas": (
+        lambda: plots.figure_atlas(_rename(ATLAS, "orbit_ratio_raw", "orbit_raw")),
+        "atlas result", "orbit_ratio_raw",
+    ),
+    "zoo_overview": (
+        lambda: plots.figure_zoo_overview(
+            [{"name": "m", "seeds": [{"seed": 0, "accuracy": 0.9}]}]
+        ),
+        "zoo seed", "test_accuracy",
+    ),
+    "training_curves": (
+        lambda: plots.figure_training_curves(
+            [{**TRAINING[0], "curves": _rename(TRAINING[0]["curves"], "step", "steps")}]
+        ),
+        "training curves", "step",
+    ),
+    "symmetry_check": (
+        lambda: plots.figure_symmetry_check(
+            _rename_rows(SYMMETRY_ROWS, "max_abs_dlogits", "max_dlogits")
+        ),
+        "symmetry table row", "max_abs_dlogits",
+    ),
+    "scramble": (
+        lambda: plots.figure_scramble(
+            {"summary": _rename_rows(SCRAMBLE["summary"], "matched_orth", "matched_O(d)")}
+        ),
+        "scramble summary row", "matched_orth",
+    ),
+    "recovery": (
+        lambda: plots.figure_recovery(
+            {"curve": _rename_rows(RECOVERY["curve"], "weights_signed_coord", "weights_coord")}
+        ),
+        "recovery curve point", "weights_signed_coord",
+    ),
+    "trajectory": (
+        lambda: plots.figure_trajectory(
+            {"rows": _rename_rows(TRAJECTORY["rows"], "endpoint_coord", "direct_coord")}
+        ),
+        "trajectory row", "endpoint_coord",
+    ),
+    "claims": (
+        lambda: plots.figure_claims(
+            {**CLAIMS, "summary": _rename_rows(CLAIMS["summary"], "perm_only", "permutation")}
+        ),
+        "claim-check summary row", "perm_only",
+    ),
+    "transport": (
+        lambda: plots.figure_transport(_rename_rows(TRANSPORT, "kept", "kept_percent")),
+        "transport row", "kept",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(RENAMED))
+def test_a_renamed_field_fails_naming_the_field(name):
+    build, kind, field = RENAMED[name]
+    with pytest.raises(KeyError) as err:
+        build()
+    assert isinstance(err.value, MissingField)
+    assert str(err.value).startswith(f"{kind} has no field {field!r}")
+
+
+def test_absent_optional_fields_read_as_their_defaults():
+    eigen = plots.figure_eigenangles({k: v for k, v in EIGEN.items() if k != "angles_correction"})
+    assert [t.name for t in eigen.data] == ["O_WM (weight matching)", "Haar-random rotation"]
+    bare = {k: v for k, v in _triangle("w", 0.3).items() if k not in ("seeds", "split")}
+    tri = plots.figure_triangles([bare])
+    assert tri.layout.ternary.aaxis.title.text == "A (seed A)"
+    assert tri.layout.coloraxis.colorbar.title.text == "test loss (nats)"
+
+
+def test_a_field_a_kind_does_not_declare_is_refused():
+    with pytest.raises(MissingField, match="declares no such field"):
+        fields.SCRAMBLE_SUMMARY.read({"matched_other": 0.0}, "matched_other")
+
+
+def test_every_declared_field_is_read_by_a_figure(monkeypatch):
+    """The declarations are exactly what the figures read: none stale, none missing."""
+    read: set[tuple[str, str]] = set()
+    original = fields.Fields.read
+
+    def spy(self, record, name):
+        read.add((self.kind, name))
+        return original(self, record, name)
+
+    monkeypatch.setattr(fields.Fields, "read", spy)
+    for build in BUILDERS.values():
+        build()
+    for metric in ("train_loss", "test_loss"):
+        plots.figure_training_curves(TRAINING, metric=metric)
+    plots.figure_triangles([_triangle("naive", 1.0)], metric="accuracy")
+    declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
+    assert declared == read
+
+
+def _tiny_task():
+    """A tiny untrained MLP with its own argmax labels as data: enough to produce every gauge
+    result in the shape the sweep writes (the numbers do not matter here)."""
+    cfg = tiny_config("mlp").replace(d_model=16, d_norm=0)
+    params = init_params(cfg, 0)
+    x = tiny_inputs(cfg, batch=128, seed=1)
+    with torch.no_grad():
+        y = forward(cfg, params, x).argmax(-1)
+    split = data.Split(x, y)
+    return Task("tiny-mlp", 0, cfg, params, split_sampler(split), x[:64], y[:64],
+                data.Split(x[64:], y[64:]), lr=3e-3, batch_size=32)  # fmt: skip
+
+
+def test_gauge_figures_read_what_the_sweep_writes():
+    """Each gauge figure drawn from the real producers' output (through JSON, as the cache
+    serves it): a field renamed in the experiments fails here, not as a blank page."""
+    task = _tiny_task()
+    parts = {
+        "table": symmetry_table(task.cfg, task.params),
+        "scramble": gauge.scramble_test(task, draws=1, lambdas=3),
+        "recovery": gauge.recovery_under_drift(task, steps_grid=(0, 2), draws=1),
+        "trajectory": gauge.trajectory_transport(task, steps=4, every=2),
+        "claims": gauge.claim_check(task, draws=1, k=2, classes=[0, 1]),
+        "transport": transport.transport_rows(task, adamw_before=2, adamw_after=2),
+    }
+    parts = json.loads(json.dumps(parts))
+    figures = [
+        plots.figure_symmetry_check(parts["table"]),
+        plots.figure_scramble(parts["scramble"]),
+        plots.figure_recovery(parts["recovery"]),
+        plots.figure_trajectory(parts["trajectory"]),
+        plots.figure_claims(parts["claims"]),
+        plots.figure_transport(parts["transport"]),
+    ]
+    assert all(len(export.figure_frame(fig)) > 0 for fig in figures)

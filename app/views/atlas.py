@@ -15,7 +15,7 @@ from app.components import (
     seed_format,
     show_error,
 )
-from landscape.plots import figure_atlas
+from landscape.plots.atlas import figure_atlas
 
 page_header(
     "Atlas",

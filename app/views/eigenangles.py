@@ -16,7 +16,7 @@ from app.components import (
     seed_format,
     show_error,
 )
-from landscape.plots import figure_eigenangles, figure_lm_curve, figure_objective
+from landscape.plots.eigenangles import figure_eigenangles, figure_lm_curve, figure_objective
 
 page_header(
     "Eigenangles",

@@ -22,7 +22,7 @@ from app.components import (
     seed_format,
     show_error,
 )
-from landscape.plots import (
+from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
     figure_scramble,

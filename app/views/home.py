@@ -6,7 +6,7 @@ import streamlit as st
 
 from app.components import figure, page_header, presentation
 from app.navigation import pages
-from landscape.plots import figure_symmetry_levels
+from landscape.plots.home import figure_symmetry_levels
 
 page_header(
     "Landscape",

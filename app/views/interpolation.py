@@ -25,7 +25,7 @@ from app.components import (
 )
 from landscape.experiments import GROUPS, METHODS, mean_sem, pairs_for
 from landscape.matching import worst_check
-from landscape.plots import figure_interpolation
+from landscape.plots.interpolation import figure_interpolation
 
 page_header(
     "Interpolation curves",

@@ -17,7 +17,7 @@ from app.components import (
     presentation,
     show_error,
 )
-from landscape.plots import figure_zoo_overview
+from landscape.plots.models import figure_zoo_overview
 
 page_header(
     "Models",

@@ -22,7 +22,7 @@ from app.components import (
     show_warnings,
 )
 from landscape.experiments import GROUPS, METHODS
-from landscape.plots import figure_triangles
+from landscape.plots.triangle import figure_triangles
 
 page_header(
     "Triangle heatmaps",

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import io
 import threading
+import warnings
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
+
+from landscape.plots.theme import FONT_FAMILY
 
 PAPER_WIDTH = 900  # px at scale 1: about a full text width at 300 dpi with scale 2.5
 PAPER_HEIGHT = 420
@@ -30,16 +34,14 @@ def paper_figure(fig: go.Figure, *, width: int | None = None, height: int | None
         height=h,
         paper_bgcolor="white",
         plot_bgcolor="white",
-        font={"family": "Helvetica, Arial, sans-serif", "size": PAPER_FONT, "color": "black"},
+        font={"family": FONT_FAMILY, "size": PAPER_FONT, "color": "black"},
     )
     return out
 
 
 def _render(fig: go.Figure, fmt: str, scale: float = 1.0) -> bytes:
     """One image via a kaleido browser kept open for the process (started on first use)."""
-    import warnings
-
-    import kaleido
+    import kaleido  # drives a headless browser: loaded only when an image is asked for
 
     with _server_lock:
         if not _server["running"]:
@@ -78,14 +80,12 @@ def _columns(trace: Any) -> dict[str, list[Any]]:
     return cols
 
 
-def figure_frame(fig: go.Figure):  # -> pandas.DataFrame
+def figure_frame(fig: go.Figure) -> pd.DataFrame:
     """The data of every trace in long form: ``trace, point, x, y[, z, a, b, c, value]``.
 
     Bands drawn as closed polygons and endpoint markers are included as their own traces, so the
     CSV holds everything that is drawn.
     """
-    import pandas as pd
-
     frames = []
     for i, tr in enumerate(fig.data):
         cols = _columns(tr)
@@ -104,8 +104,6 @@ def figure_frame(fig: go.Figure):  # -> pandas.DataFrame
 
 def to_csv(data: Any) -> bytes:
     """CSV bytes of a figure's data (``figure_frame``), a DataFrame or a list of records."""
-    import pandas as pd
-
     if isinstance(data, go.Figure):
         data = figure_frame(data)
     elif not isinstance(data, pd.DataFrame):

@@ -1,0 +1,116 @@
+"""Eigenangles page: how far the rotations found by matching are from the identity."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from landscape.plots.fields import EIGENANGLES, LM_STEP
+from landscape.plots.theme import (
+    LINE_WIDTH,
+    NEUTRAL,
+    PALETTE,
+    THIN_WIDTH,
+    apply_theme,
+    legend_above,
+    rgba,
+)
+
+PI_TICKS = {
+    "tickvals": [-3.141592653589793, -1.5707963267948966, 0.0, 1.5707963267948966,
+                 3.141592653589793],
+    "ticktext": ["−π", "−π/2", "0", "π/2", "π"],
+}  # fmt: skip
+
+
+def figure_eigenangles(result: dict[str, Any], *, bins: int = 24, presentation: bool = False
+                       ) -> go.Figure:  # fmt: skip
+    """Histograms of eigenangles on (−π, π]: O_WM, the correction O_LM·O_WMᵀ, Haar-random.
+
+    Densities (area 1 per histogram) share the bins so the three are directly comparable; a
+    missing series (e.g. no learned matching) is left out.
+    """
+    fig = go.Figure()
+    series = (("angles_wm", "O_WM (weight matching)", PALETTE[0]),
+              ("angles_correction", "O_LM·O_WMᵀ (learned correction)", PALETTE[3]),
+              ("angles_haar", "Haar-random rotation", NEUTRAL))  # fmt: skip
+    width = 2 * math.pi / bins
+    for key, name, colour in series:
+        angles = EIGENANGLES.read(result, key)
+        if not angles:
+            continue
+        fig.add_trace(
+            go.Histogram(
+                x=angles,
+                name=name,
+                histnorm="probability density",
+                xbins={"start": -math.pi, "end": math.pi + 1e-9, "size": width},
+                marker={
+                    "color": rgba(colour, 0.35),
+                    "line": {"color": colour, "width": THIN_WIDTH},
+                },
+                hovertemplate=f"{name}<br>angle %{{x}}<br>density %{{y:.3f}}<extra></extra>",
+            )  # fmt: skip
+        )
+    fig.update_layout(barmode="overlay", bargap=0.0)
+    fig.update_xaxes(title_text="eigenangle φ (rad)", range=[-math.pi, math.pi], **PI_TICKS)
+    fig.update_yaxes(title_text="density")
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(legend=legend_above(), height=420 if presentation else 360)
+    return fig
+
+
+def figure_objective(values: Sequence[float], *, presentation: bool = False) -> go.Figure:
+    """The weight-matching objective ‖θ_A − π(θ_B)‖² per coordinate-descent round."""
+    fig = go.Figure(
+        go.Scatter(
+            x=list(range(len(values))),
+            y=list(values),
+            mode="lines+markers",
+            name="‖θ_A − π(θ_B)‖²",
+            line={"color": PALETTE[0], "width": LINE_WIDTH},
+            marker={"size": 8},
+        )  # fmt: skip
+    )
+    fig.update_xaxes(title_text="round (0 = identity)", dtick=1)
+    fig.update_yaxes(title_text="‖θ_A − π(θ_B)‖²")
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(height=320 if not presentation else 380)
+    return fig
+
+
+def figure_lm_curve(curve: Sequence[dict[str, float]], *, presentation: bool = False) -> go.Figure:
+    """Learned matching: merged-model training loss against step (``[{step, loss}]``).
+
+    From 10 steps on, a running mean over the last ``k = max(5, n // 20)`` steps is drawn over
+    the raw loss (faded).
+    """
+    steps = [LM_STEP.read(c, "step") for c in curve]
+    loss = [LM_STEP.read(c, "loss") for c in curve]
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=loss,
+            mode="lines",
+            name="merged loss",
+            line={"color": PALETTE[3], "width": THIN_WIDTH},
+        )  # fmt: skip
+    )
+    if len(loss) >= 10:  # a running mean makes the trend readable under λ-sampling noise
+        k = max(5, len(loss) // 20)
+        smooth = [sum(loss[max(0, i - k + 1) : i + 1]) / len(loss[max(0, i - k + 1) : i + 1])
+                  for i in range(len(loss))]  # fmt: skip
+        fig.data[0].line.color = rgba(PALETTE[3], 0.35)
+        fig.add_trace(go.Scatter(x=steps, y=smooth, mode="lines", name=f"running mean ({k})",
+                                 line={"color": PALETTE[3], "width": LINE_WIDTH}))  # fmt: skip
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="train loss of the merge (nats)")
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=320 if not presentation else 380,
+        legend=legend_above(),
+    )
+    return fig

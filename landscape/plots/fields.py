@@ -1,0 +1,119 @@
+"""What the figures read from results: one declaration per result kind, read through one accessor.
+
+Results reach the builders as JSON dicts (from the cache, the CLI or the app), some with keys
+built from names (``matched_{group}``, ``{source}_{method}_{metric}``). A renamed key must not
+turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`:
+
+- a ``required`` field that is absent raises :class:`MissingField` naming the kind and the field
+  (its value may still be ``None`` where the producer writes ``None``, e.g. ``perm_only`` of O(d));
+- an ``optional`` field that is absent reads as its declared default;
+- reading a field the kind does not declare raises too, so these declarations stay the complete
+  list of every key the figures read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class MissingField(KeyError):
+    """A figure asked a result for a field that it does not have (or that is not declared)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Fields:
+    """The fields figures read from one kind of result record (a JSON object)."""
+
+    kind: str
+    required: tuple[str, ...]
+    optional: Mapping[str, Any] = field(default_factory=dict)
+
+    def read(self, record: Mapping[str, Any], name: str) -> Any:
+        """``record[name]``; an absent optional field gives its default, an absent required
+        field raises :class:`MissingField` naming ``kind`` and ``name``."""
+        if name in self.required:
+            if name not in record:
+                have = ", ".join(map(str, record)) or "nothing"
+                raise MissingField(f"{self.kind} has no field {name!r} (it has: {have})")
+            return record[name]
+        if name in self.optional:
+            return record.get(name, self.optional[name])
+        raise MissingField(f"figures read {name!r} from a {self.kind}, which declares no such "
+                           "field; add it to its Fields declaration")  # fmt: skip
+
+
+# ---------------------------------------------------------------- models page
+
+TRAINING_RUN = Fields("training run", ("label", "curves"))
+# ``curves`` of a training run: one list per column, index = evaluation
+TRAINING_CURVES = Fields("training curves", ("step", "train_loss", "test_loss", "test_accuracy"))
+ZOO_ROW = Fields("zoo row", ("name", "seeds"))
+ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
+
+# ---------------------------------------------------------------- interpolation page
+
+INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"))
+BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"))
+
+# ---------------------------------------------------------------- triangle page
+
+# A bare TriangleResult has no seeds or split; experiments.triangle adds them with the method.
+TRIANGLE = Fields(
+    "triangle result",
+    ("method", "group", "points", "loss", "accuracy", "excess_loss", "tol", "resolution",
+     "basin_fraction"),
+    {"seeds": ("A", "B", "C"), "split": "test"},
+)  # fmt: skip
+
+# ---------------------------------------------------------------- eigenangles page
+
+# Without learned matching (the app's fast path) there is no correction series.
+EIGENANGLES = Fields("eigenangle result", ("angles_wm", "angles_haar"), {"angles_correction": None})
+LM_STEP = Fields("learned-matching step", ("step", "loss"))
+
+# ---------------------------------------------------------------- atlas page
+
+ATLAS = Fields(
+    "atlas result",
+    ("seeds", "reference", "projection", "points", "explained_raw", "explained_aligned",
+     "orbit_ratio_raw", "orbit_ratio_aligned"),
+)  # fmt: skip
+ATLAS_POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"))
+
+# ---------------------------------------------------------------- gauge page
+
+SYMMETRY_ROW = Fields("symmetry table row", ("group", "valid", "max_abs_dlogits"))
+SCRAMBLE = Fields("scramble result", ("summary",))
+SCRAMBLE_SUMMARY = Fields(
+    "scramble summary row",
+    ("label", "naive", "matched_perm", "matched_signed-perm", "matched_orth"),
+)
+RECOVERY = Fields("recovery result", ("curve",))
+RECOVERY_POINT = Fields(
+    "recovery curve point",
+    ("steps", "drift", "flipped",
+     "weights_marginalised_perm", "weights_signed_perm",
+     "activations_marginalised_perm", "activations_signed_perm",
+     "weights_marginalised_coord", "weights_signed_coord",
+     "activations_marginalised_coord", "activations_signed_coord"),
+)  # fmt: skip
+TRAJECTORY = Fields("trajectory result", ("rows",))
+TRAJECTORY_ROW = Fields(
+    "trajectory row", ("source", "steps", "drift", "local_coord", "endpoint_coord")
+)
+CLAIMS = Fields("claim-check result", ("summary", "chance", "k"))
+CLAIMS_SUMMARY = Fields("claim-check summary row", ("label", "raw", "perm_only", "transported"))
+TRANSPORT_ROW = Fields(
+    "transport row", ("artifact", "mode", "metric", "value", "reference", "kept")
+)
+
+ALL = (
+    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
+    EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
+    RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
+)  # fmt: skip

@@ -1,0 +1,77 @@
+"""Interpolation page: loss and accuracy along the straight line between two aligned models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES
+from landscape.plots.theme import LINE_WIDTH, PALETTE, apply_theme, legend_above, rgba
+
+
+def figure_interpolation(
+    series: Sequence[dict[str, Any]], *, split: str = "test", presentation: bool = False
+) -> go.Figure:
+    """Loss and accuracy against λ (λ = 1 is A), one line per series, mean over pairs.
+
+    ``series``: ``{"label", "results": [barrier result, ...]}``, every result of a series on the
+    same λ grid. The band spans the minimum to the maximum over pairs; endpoints are marked
+    (A at λ = 1, B at λ = 0). The split is named on both axes.
+    """
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    for i, s in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        label = INTERPOLATION_SERIES.read(s, "label")
+        results = INTERPOLATION_SERIES.read(s, "results")
+        lam = np.asarray(BARRIER.read(results[0], "lambdas"))
+        for col, metric in ((1, "loss"), (2, "accuracy")):
+            y = np.asarray([BARRIER.read(r, metric) for r in results])
+            mean = y.mean(0)
+            if len(y) > 1:
+                fig.add_trace(
+                    go.Scatter(
+                        x=np.concatenate([lam, lam[::-1]]),
+                        y=np.concatenate([y.max(0), y.min(0)[::-1]]),
+                        fill="toself", fillcolor=rgba(colour, 0.18), line={"width": 0},
+                        hoverinfo="skip", showlegend=False, name=f"{label} range",
+                        legendgroup=label,
+                    ),  # fmt: skip
+                    row=1, col=col,
+                )  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=lam, y=mean, mode="lines", name=label, legendgroup=label,
+                    showlegend=col == 1, line={"color": colour, "width": LINE_WIDTH},
+                    hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
+                                  "<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+            ends = [mean[np.argmin(np.abs(lam - 1.0))], mean[np.argmin(np.abs(lam))]]
+            fig.add_trace(
+                go.Scatter(
+                    x=[1.0, 0.0], y=ends, mode="markers", showlegend=False,
+                    legendgroup=label, name=f"{label} endpoints",
+                    marker={"color": colour, "size": 10, "symbol": ["circle", "square"],
+                            "line": {"color": "white", "width": 1}},
+                    hovertemplate=["A (λ=1): %{y:.4f}<extra></extra>",
+                                   "B (λ=0): %{y:.4f}<extra></extra>"],
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+    for col in (1, 2):
+        fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
+                         row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{split} accuracy", row=1, col=2)
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(
+        height=460 if presentation else 400,
+        legend=legend_above(),
+        margin={"t": 50},
+    )
+    return fig

@@ -1,0 +1,59 @@
+"""Models page: how well every zoo model trained (and its training curves)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from landscape.plots.fields import TRAINING_CURVES, TRAINING_RUN, ZOO_ROW, ZOO_SEED
+from landscape.plots.theme import PALETTE, apply_theme
+
+CURVE_LABEL = {"test_accuracy": "test accuracy", "test_loss": "test loss (nats)",
+               "train_loss": "train loss (nats)"}  # fmt: skip
+
+
+def figure_training_curves(
+    runs: Sequence[dict[str, Any]], *, metric: str = "test_accuracy", presentation: bool = False
+) -> go.Figure:
+    """Test metric against training step, one line per run (``{"label", "curves"}``)."""
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        c = TRAINING_RUN.read(run, "curves")
+        fig.add_trace(
+            go.Scatter(
+                x=TRAINING_CURVES.read(c, "step"),
+                y=TRAINING_CURVES.read(c, metric),
+                mode="lines",
+                name=TRAINING_RUN.read(run, "label"),
+                line={"color": PALETTE[i % len(PALETTE)], "width": 2},
+            )  # fmt: skip
+        )
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text=CURVE_LABEL.get(metric, metric))
+    return apply_theme(fig, presentation=presentation)
+
+
+def figure_zoo_overview(rows: Sequence[dict[str, Any]], *, presentation: bool = False) -> go.Figure:
+    """Per zoo model, the test accuracy of every available seed (a dot per seed)."""
+    fig = go.Figure()
+    for i, row in enumerate(rows):
+        seeds = ZOO_ROW.read(row, "seeds")
+        accs = [ZOO_SEED.read(s, "test_accuracy") for s in seeds]
+        fig.add_trace(
+            go.Box(
+                y=accs,
+                name=ZOO_ROW.read(row, "name"),
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                marker={"color": PALETTE[i % len(PALETTE)], "size": 8},
+                line={"color": PALETTE[i % len(PALETTE)]},
+                fillcolor="rgba(0,0,0,0)",
+                hovertext=[f"seed {ZOO_SEED.read(s, 'seed')}" for s in seeds],
+            )  # fmt: skip
+        )
+    fig.update_yaxes(title_text="test accuracy (per prediction)")
+    fig.update_layout(showlegend=False)
+    return apply_theme(fig, presentation=presentation)
