@@ -82,12 +82,13 @@ def collect(
 ) -> dict[str, torch.Tensor]:
     """Every cached activation of one forward pass (``landscape.models.forward``'s cache keys).
 
-    ``dtype`` casts the parameters and float inputs first, ``device`` moves them (None: leave
-    them as they are); ``to_cpu`` brings the activations back to the CPU.
+    ``dtype`` casts the parameters first (None: keep theirs) and float inputs follow the
+    parameters' precision; ``device`` moves both (None: leave them where they are); ``to_cpu``
+    brings the activations back to the CPU.
     """
     x = inputs if device is None else inputs.to(device)
-    if dtype is not None and x.is_floating_point():
-        x = x.to(dtype)
+    if x.is_floating_point():
+        x = x.to(dtype if dtype is not None else next(iter(params.values())).dtype)
     if dtype is not None or device is not None:
         params = {k: v.to(device=device, dtype=dtype) for k, v in params.items()}
     cache: dict[str, torch.Tensor] = {}

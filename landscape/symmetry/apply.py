@@ -207,4 +207,3 @@ def apply(spec: Spec, transform: Transform, params: Params, *, check: bool = Tru
                 x = _act_slots(x, axis, slot_axis, e)
         out[name] = x.to(w.dtype)
     return out
-

@@ -261,4 +261,3 @@ def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> T
     if unknown:
         raise KeyError(f"variables {sorted(unknown)} are not in the spec")
     return Transform(out)
-

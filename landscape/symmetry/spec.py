@@ -227,15 +227,14 @@ def spec_for(cfg: ModelConfig) -> Spec:
     return Spec(cfg, variables, axes, norm_readers)
 
 
-
-
 def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[str, str]:
     """Kind per variable of a named group level (the one map from a level to its kinds).
 
     ``perm``/``perm-global-sign``/``signed-perm``/``orth``: that kind on ``resid`` plus
-    permutations of every layer's FFN units and heads (FFN units first, then heads; matching
-    visits variables in this order). ``qk``/``ov``: invertible maps inside every head. ``scale``:
-    positive scalings of every layer's FFN units (exact for ReLU only).
+    permutations of every layer's FFN units and heads (FFN units first, then heads: the order
+    weight matching's seeded visiting order is drawn over). ``qk``/``ov``: invertible maps
+    inside every head. ``scale``: positive scalings of every layer's FFN units (exact for ReLU
+    only).
 
     ``gated_signs``: with a signed or orthogonal residual kind, FFN units that admit signed
     permutations (gated FFNs: the sign acts on the linear up projection, the gate is only
