@@ -8,14 +8,26 @@ import pytest
 import torch
 
 from landscape.matching import (
+    MATCH_GROUPS,
     activation_matching,
     match,
+    matching_kinds,
     naive,
     weight_distance,
     weight_matching,
 )
-from landscape.models import init_params
-from landscape.symmetry import Element, Transform, apply, random_transform, spec_for
+from landscape.matching.activation import GAUGE_SWEEP
+from landscape.matching.weight import weight_similarity
+from landscape.models import ModelConfig, init_params
+from landscape.symmetry import (
+    RESID_GROUPS,
+    Element,
+    Transform,
+    apply,
+    group_kinds,
+    random_transform,
+    spec_for,
+)
 from landscape.symmetry.processing import prepare
 from tests.conftest import tiny_config, tiny_inputs
 
@@ -127,3 +139,39 @@ def test_naive_and_match_entry() -> None:
         match(cfg, a, b, "learned", "perm")
     with pytest.raises(ValueError, match="matching needs a group"):
         match(cfg, a, b, "weight", "qk")
+
+
+def test_one_map_from_group_to_kinds() -> None:
+    """Matching's kinds are the level's kinds, except signed gated units (``gated_signs``)."""
+    assert MATCH_GROUPS == tuple(RESID_GROUPS)
+    gated = ModelConfig("gpt", d_model=8, d_mlp=12, n_layers=2, n_out=7, n_heads=2, d_head=4,
+                        d_vocab=7, n_ctx=6, mlp="gated", act="silu")  # fmt: skip
+    for cfg in (tiny_config("gpt"), gated):
+        spec = spec_for(cfg)
+        for group in MATCH_GROUPS:
+            assert matching_kinds(spec, group) == group_kinds(spec, group, gated_signs=True)
+            plain = group_kinds(spec, group)
+            assert set(plain.values()) - {"perm"} <= {RESID_GROUPS[group]}
+    assert matching_kinds(spec_for(gated), "signed-perm")["mlp0"] == "signed-perm"
+    assert matching_kinds(spec_for(tiny_config("gpt")), "signed-perm")["mlp0"] == "perm"
+
+
+def test_weight_similarity_gains_option() -> None:
+    """Norm gains enter as a separate unsigned score or not at all; the signed part is shared."""
+    cfg, a = _model("gpt")
+    _, b = _model("gpt", seed=2)
+    spec = spec_for(cfg)
+    m, m_abs = weight_similarity(spec, "resid", a, b)
+    m2, none = weight_similarity(spec, "resid", a, b, gains="ignore")
+    assert torch.equal(m, m2) and none is None
+    gains = [k for k in a if spec.is_norm_param(k) and k.endswith(".w")]
+    assert torch.allclose(m_abs, sum(torch.outer(a[k], b[k]) for k in gains))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("group", GROUPS)
+def test_gauge_sweep_options_recover_planted_transform(arch: str, group: str) -> None:
+    """The sweep's option set of activation matching also undoes a planted element exactly."""
+    cfg, a, b = _planted(arch, group)
+    r = activation_matching(cfg, a, b, group, tiny_inputs(cfg, batch=64), options=GAUGE_SWEEP)
+    assert _max_diff(r.params_a, r.params_b) < 1e-6

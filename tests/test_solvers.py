@@ -5,6 +5,8 @@ import torch
 from landscape.matching.solvers import (
     head_cost,
     perm_matrix,
+    solve,
+    solve_grouped_perm,
     solve_heads,
     solve_orth,
     solve_perm,
@@ -12,6 +14,7 @@ from landscape.matching.solvers import (
     solve_signed_perm,
     solve_signed_perm_naive,
 )
+from landscape.symmetry import random_element
 
 
 def _data(n: int, samples: int, gen: torch.Generator) -> torch.Tensor:
@@ -163,3 +166,42 @@ def test_solve_heads_recovers_planted_perm_under_within_head_maps(gen):
     cost = head_cost(wq, wk, wv, wo, wq_b, wk_b, wv_b, wo_b)
     assert cost[torch.arange(h), perm].max() < 1e-9
     assert torch.equal(solve_heads(cost), perm)
+
+
+@pytest.mark.parametrize("kind", ["perm", "signed-perm", "perm-global-sign", "orth"])
+def test_solve_dispatch_recovers_planted_element(gen, kind):
+    """B = A·G: ``solve(kind, M)`` on ``M = X_Aᵀ X_B`` returns the element aligning B to A, G⁻¹."""
+    n = 10
+    g = random_element(kind, n, gen)
+    x = _data(n, 200, gen).T  # (samples, units)
+    m = x.T @ (x @ g.dense())  # similarity of A's units with B = A·G
+    est = solve(kind, m)
+    assert est.kind == kind
+    assert torch.allclose(est.dense(), g.inverse().dense(), atol=1e-9)
+
+
+def test_solve_signs_option_is_the_matrix_solvers(gen):
+    m = torch.randn(8, 8, generator=gen, dtype=torch.float64)
+    for signs, solver in (("marginalised", solve_signed_perm), ("signed", solve_signed_perm_naive)):
+        e = solve("signed-perm", m, signs=signs)
+        perm, s = solver(m)
+        assert torch.equal(e.perm, perm) and torch.equal(e.scale, s)
+    with pytest.raises(ValueError, match="sign handling"):
+        solve("signed-perm", m, signs="nonsense")
+
+
+def test_solve_unsigned_scores_enter_outside_the_absolute_value(gen):
+    """A norm-gain term only sees the permutation: it can outvote a sign-blind assignment."""
+    m = -torch.eye(4, dtype=torch.float64)  # every coordinate flipped
+    unsigned = 3 * torch.eye(4, dtype=torch.float64).flip(0)
+    e = solve("signed-perm", m, unsigned=unsigned)
+    assert torch.equal(e.perm, torch.arange(4).flip(0))  # |M| + U prefers the anti-diagonal
+    assert solve("perm", m, unsigned=unsigned).perm.tolist() == [3, 2, 1, 0]
+
+
+def test_solve_grouped_perm_moves_whole_blocks(gen):
+    score = torch.randn(6, 6, generator=gen, dtype=torch.float64)
+    perm = solve_grouped_perm(score, 2)
+    blocks = perm.view(3, 2) // 2
+    assert bool((blocks == blocks[:, :1]).all())
+    assert torch.equal(solve("perm", score, group=2).perm, perm)

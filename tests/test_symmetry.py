@@ -14,6 +14,7 @@ from landscape.symmetry import (
     compose,
     identity,
     inverse,
+    probe_inputs,
     random_transform,
     spec_for,
     symmetry_table,
@@ -262,3 +263,15 @@ def test_symmetry_table_measures_valid_and_invalid_levels(arch_norm):
     assert not by_group["orth"]["valid"]  # the gains are still per-channel
     assert any(r["group"].startswith("orth after") and r["valid"] for r in rows)
     assert ("qk" in by_group) == cfg.has_attn
+
+
+def test_probe_inputs_caps_token_batches():
+    """One probe builder: the table's whole-context float64 batch, and the capped one."""
+    cfg = tiny_config("gpt").replace(n_ctx=64, d_vocab=50, n_out=50)
+    assert probe_inputs(cfg).shape == (8, 64)
+    x = probe_inputs(cfg, 16, max_tokens=32, max_logits=32 * 50 * 4)
+    assert x.shape == (4, 32) and torch.equal(x, probe_inputs(cfg, 4, max_tokens=32))
+    assert probe_inputs(cfg, 16, max_logits=1).shape[0] == 2  # never fewer than two windows
+    mlp = tiny_config("mlp")
+    assert probe_inputs(mlp).dtype == torch.float64
+    assert probe_inputs(mlp, dtype=torch.float32, max_tokens=1).shape == (8, mlp.d_in)

@@ -202,19 +202,14 @@ def _unfold(cfg: ModelConfig, processed: Params, source: Params, g: torch.Tensor
             beta = source[b_key].double() @ g
             for w_name, bias_name in readers:
                 shift = torch.tensordot(beta, out[w_name].double(),
-                                        dims=([0], [_resid_axis(cfg, w_name)]))  # fmt: skip
+                                        dims=([0], [spec_for(cfg).axis_of(w_name)]))  # fmt: skip
                 out[bias_name] = (out[bias_name].double() - shift).to(out[bias_name].dtype)
             out[b_key] = beta.to(source[b_key].dtype)
     return out
 
 
-def _resid_axis(cfg: ModelConfig, name: str) -> int:
-    roles = spec_for(cfg).axes[name]
-    return next(i for i, r in enumerate(roles) if r is not None and r.var == "resid")
-
-
 def _scale_rows(cfg: ModelConfig, name: str, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    axis = _resid_axis(cfg, name)
+    axis = spec_for(cfg).axis_of(name)
     shape = [1] * w.ndim
     shape[axis] = -1
     return (w.double() * s.view(shape)).to(w.dtype)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -35,12 +35,15 @@ from landscape import data
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
-from landscape.matching.solvers import (
-    solve_orth,
-    solve_perm,
-    solve_signed_perm,
-    solve_signed_perm_naive,
+from landscape.matching.activation import (
+    GAUGE_SWEEP,
+    activation_transform,
+    collect,
+    resid_stack,
 )
+from landscape.matching.activation import activation_similarity as matching_similarity
+from landscape.matching.solvers import Signs, solve
+from landscape.matching.weight import weight_similarity as resid_weight_similarity
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.zoo import split_for, zoo_model
@@ -50,8 +53,10 @@ from landscape.symmetry import (
     PERM,
     SIGNED_PERM,
     Element,
+    Spec,
     Transform,
     apply,
+    group_kinds,
     probe_inputs,
     random_transform,
     spec_for,
@@ -193,96 +198,42 @@ def _family_task(
 
 
 # ----------------------------------------------------------------------------- activations
-
-
-def resid_stack(
-    cfg: ModelConfig, params: Params, inputs: torch.Tensor, *, drop_first: bool = False
-) -> torch.Tensor:
-    """Residual stream at every layer boundary, positions pooled: [n_layers + 1, N·pos, d].
-
-    ``drop_first`` leaves out position 0 (attention-sink coordinates, DESIGN §1).
-    """
-    cache: dict[str, torch.Tensor] = {}
-    with torch.no_grad():
-        forward(cfg, params, inputs, cache)
-    out = []
-    for layer in range(cfg.n_layers + 1):
-        x = cache[f"resid.{layer}"]
-        if x.ndim == 3 and drop_first:
-            x = x[:, 1:]
-        out.append(x.reshape(-1, cfg.d_model))
-    return torch.stack(out)
+# The residual alignment of the sweep: one implementation each in landscape.matching, with the
+# sweep's options (landscape.matching.activation.GAUGE_SWEEP, norm gains left out of weights).
 
 
 def readout_features(cfg: ModelConfig, params: Params, inputs: torch.Tensor, layer: int
                      ) -> torch.Tensor:  # fmt: skip
     """Residual stream entering block ``layer`` at the positions that are read out:
     mlp [N, d]; vit the class token [N, d]; gpt every position [N·T, d]."""
-    cache: dict[str, torch.Tensor] = {}
-    with torch.no_grad():
-        forward(cfg, params, inputs, cache)
-    x = cache[f"resid.{layer}"]
+    x = collect(cfg, params, inputs)[f"resid.{layer}"]
     if cfg.arch == "vit":
         x = x[:, 0]
     return x.reshape(-1, cfg.d_model)
 
 
-def _standardise(x: torch.Tensor) -> torch.Tensor:
-    x = x.double()
-    x = x - x.mean(-2, keepdim=True)
-    return x / (x.norm(dim=-2, keepdim=True) + 1e-12)
-
-
 def activation_similarity(xa: torch.Tensor, xb: torch.Tensor, kind: str) -> torch.Tensor:
-    """Similarity of A's and B's residual coordinates from paired activations [L, N, d]: [d, d].
-
-    Permutation kinds: correlations summed over layers, ``M = Σ_l corr(x_A^l, x_B^l)``
-    (standardised per layer and coordinate). O(d): uncentred cross-moments
-    ``M = Σ_l x_A^lᵀ x_B^l``; for ``x_B = x_A·G`` this is ``(Σ_l x_A^lᵀ x_A^l)·G``, whose polar
-    factor is exactly G (a positive-definite left factor does not change the polar factor).
-    """
-    if kind == ORTH:
-        return torch.einsum("lna,lnb->ab", xa.double(), xb.double())
-    return torch.einsum("lna,lnb->ab", _standardise(xa), _standardise(xb))
+    """Similarity of A's and B's residual coordinates from paired activations [L, N, d]: [d, d],
+    by the sweep's statistic (``landscape.matching.activation.activation_similarity``,
+    ``"cosine"``: correlations summed over layers; O(d): uncentred cross-moments)."""
+    return matching_similarity(xa, xb, kind, GAUGE_SWEEP.statistic)
 
 
 def weight_similarity(cfg: ModelConfig, pa: Params, pb: Params) -> torch.Tensor:
     """Similarity of A's and B's residual coordinates from weights: [d, d].
 
-    ``M = Σ_W W_Aᵀ W_B`` over every parameter the residual gauge acts on by G or G⁻ᵀ, with the
-    residual axis moved last and all other axes (FFN units, heads, vocabulary...) flattened and
-    held fixed: one coordinate-descent step of weight matching (DESIGN §1). Norm gains move by
-    |G| and carry no sign, so they are left out.
+    ``M = Σ_W W_Aᵀ W_B`` over every parameter the residual gauge acts on by G or G⁻ᵀ: one
+    coordinate-descent step of weight matching (``landscape.matching.weight.weight_similarity``).
+    Norm gains move by |G| and carry no sign, so they are left out (``gains="ignore"``).
     """
-    m = torch.zeros(cfg.d_model, cfg.d_model, dtype=torch.float64, device=next(iter(
-        pa.values())).device)  # fmt: skip
-    for name, axis, role in spec_for(cfg).touches("resid"):
-        if role.act == "|G|" or name not in pa:
-            continue
-        wa = pa[name].double().movedim(axis, -1).reshape(-1, cfg.d_model)
-        wb = pb[name].double().movedim(axis, -1).reshape(-1, cfg.d_model)
-        m += wa.T @ wb
-    return m
+    return resid_weight_similarity(spec_for(cfg), "resid", pa, pb, gains="ignore")[0]
 
 
-def solve_resid(m: torch.Tensor, kind: str, method: str = "marginalised") -> Element:
-    """The residual element ``h`` aligning B to A from a similarity ``m`` (rows A, columns B).
-
-    ``perm``: assignment maximising ``Σ_i M[i, π(i)]``. ``signed-perm``: ``method="marginalised"``
-    assigns on ``|M|`` and takes ``s_i = sign M[i, π(i)]`` (exact for B_d); ``"signed"`` assigns
-    on the signed M (cannot pair a flipped coordinate). ``orth``: Procrustes, ``X = UVᵀ``; aligned
-    b is ``X·b``, so the element acting on row vectors is ``Xᵀ``.
-    """
-    n = m.shape[0]
-    if kind == PERM:
-        return Element(PERM, solve_perm(m).cpu(), torch.ones(n, dtype=torch.float64))
-    if kind == SIGNED_PERM:
-        solver = solve_signed_perm if method == "marginalised" else solve_signed_perm_naive
-        perm, signs = solver(m)
-        return Element(SIGNED_PERM, perm.cpu(), signs.cpu())
-    if kind == ORTH:
-        return Element(ORTH, matrix=solve_orth(m).T.contiguous().cpu())
-    raise ValueError(f"no residual solver for kind {kind!r}")
+def solve_resid(m: torch.Tensor, kind: str, method: Signs = "marginalised") -> Element:
+    """The residual element ``h`` aligning B to A from a similarity ``m`` (rows A, columns B):
+    ``landscape.matching.solvers.solve`` with ``method`` ∈ {"marginalised", "signed"} as its
+    sign handling of signed permutations."""
+    return solve(kind, m, signs=method)
 
 
 def coordinate_accuracy(est: Element, true: Element) -> dict[str, float]:
@@ -308,51 +259,25 @@ def align_activations(
     inputs: torch.Tensor,
     resid_kind: str,
     *,
-    method: str = "marginalised",
+    method: Signs = "marginalised",
     drop_first: bool = False,
 ) -> Transform:
-    """Activation matching restricted to ``resid_kind`` on the stream (DESIGN §1, "Matching").
+    """Activation matching restricted to ``resid_kind`` on the stream (DESIGN §1, "Matching"),
+    with the sweep's options (``landscape.matching.activation.GAUGE_SWEEP``).
 
-    Residual: :func:`activation_similarity` + :func:`solve_resid`. FFN units of each layer:
-    assignment on correlations of the hidden activations (they do not see the residual gauge).
-    Heads: assignment on the QK/OV circuit cost of A against B with its stream already aligned.
-    Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``.
+    Residual: :func:`activation_similarity` solved by ``resid_kind`` (``method``: the sign
+    handling). FFN units of each layer: assignment on correlations of the hidden activations
+    (they do not see the residual gauge). Heads: assignment on the QK/OV circuit cost of A
+    against B with its stream already aligned. The parameters are used as given (processed by
+    the caller). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``.
     """
-    spec = spec_for(cfg)
-    ca: dict[str, torch.Tensor] = {}
-    cb: dict[str, torch.Tensor] = {}
-    with torch.no_grad():
-        forward(cfg, pa, inputs, ca)
-        forward(cfg, pb, inputs, cb)
-
-    def stack(c: dict[str, torch.Tensor]) -> torch.Tensor:
-        xs = [c[f"resid.{layer}"] for layer in range(cfg.n_layers + 1)]
-        if xs[0].ndim == 3 and drop_first:
-            xs = [x[:, 1:] for x in xs]
-        return torch.stack([x.reshape(-1, cfg.d_model) for x in xs])
-
-    sim = activation_similarity(stack(ca), stack(cb), resid_kind)
-    elements = {"resid": solve_resid(sim, resid_kind, method)}
-    for layer in range(cfg.n_layers):
-        key = f"blocks.{layer}.mlp.hidden"
-        ha = ca[key].reshape(-1, cfg.d_mlp)[None]
-        hb = cb[key].reshape(-1, cfg.d_mlp)[None]
-        m = activation_similarity(ha, hb, PERM)
-        elements[f"mlp{layer}"] = Element(PERM, solve_perm(m).cpu(),
-                                          torch.ones(cfg.d_mlp, dtype=torch.float64))  # fmt: skip
-    h = Transform(elements)
-    if cfg.has_attn:
-        from landscape.matching import _head_element
-
-        pb1 = apply(spec, h, pb, check=False)
-        for layer in range(cfg.n_layers):
-            # grouped-query heads move with their key/value group (weight matching's solver)
-            elements[f"heads{layer}"] = _head_element(spec, f"heads{layer}", pa, pb1)
-        h = Transform(elements)
-    return h
+    kinds = group_kinds(spec_for(cfg), resid_kind)  # the kind names its own level
+    options = replace(GAUGE_SWEEP, signs=method)
+    return activation_transform(cfg, pa, pb, inputs, kinds, options=options,
+                                drop_first=drop_first)[0]  # fmt: skip
 
 
-def resid_only(spec, kind: str, seed: int) -> Transform:
+def resid_only(spec: Spec, kind: str, seed: int) -> Transform:
     """A random element of ``kind`` on the residual stream only (FFN units and heads fixed)."""
     return random_transform(spec, {"resid": kind}, seed)
 

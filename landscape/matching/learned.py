@@ -39,23 +39,15 @@ import torch
 import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
-from landscape.matching import (
-    MatchResult,
-    _grouped_perm,
-    _solve,
-    function_check,
-    matching_kinds,
-    naive,
-    prepare_pair,
-    weight_distance,
-    weight_matching,
-)
+from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.matching.result import MatchResult, function_check, naive, weight_distance
+from landscape.matching.solvers import solve
+from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
     ORTH,
-    PERM,
     PERM_OF,
     Element,
     Spec,
@@ -76,12 +68,8 @@ def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
 
     ``group`` > 1 (grouped-query heads): permutations moving blocks of that many slots.
     """
-    # matching._solve maximises Σ_i s_i M[i, π(i)] with G[π(i), i] = s_i, i.e. tr(Gᵀ Mᵀ)
-    m = z.detach().to("cpu", torch.float64).T
-    if group > 1 and kind == PERM:
-        perm = _grouped_perm(m, group)
-        return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
-    return _solve(kind, m, None)
+    # solve maximises Σ_i s_i M[i, π(i)] with G[π(i), i] = s_i, i.e. tr(Gᵀ Mᵀ): pass M = Zᵀ
+    return solve(kind, z.detach().to("cpu", torch.float64).T, group=group)
 
 
 def apply_dense(

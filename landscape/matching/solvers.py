@@ -1,7 +1,9 @@
 """Solvers that turn a similarity matrix into a group element (DESIGN §1, "Matching").
 
 Every solver is a pure function of one matrix; building the matrix (weight or activation
-cross-products) is the matching loop's job.
+cross-products) is the matching loop's job. :func:`solve` is the one dispatch from a variable's
+kind to its solver and returns a :class:`landscape.symmetry.Element`; weight, activation and
+learned matching and the gauge sweep all call it.
 
 **Orientation.** Rows of ``M`` index A's units (the target slots), columns index B's units:
 ``M[i, j]`` is the similarity of A's unit i with B's unit j, e.g. ``M = W_Aᵀ W_B`` for weights
@@ -25,11 +27,19 @@ in float64; orthogonal solutions are returned in float64 (cast back outside, STY
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
+from landscape.symmetry import GLOBAL_SIGN, ORTH, PERM, SIGNED_PERM, Element
+
 Matrix = torch.Tensor | np.ndarray
+# How a signed permutation is assigned: on |M| with signs from the picks (exact for B_n), or on
+# the signed M (the signed-correlation baseline that cannot pair a flipped coordinate).
+Signs = Literal["marginalised", "signed"]
+SIGNS: tuple[Signs, ...] = ("marginalised", "signed")
 
 
 def _as_tensor(m: Matrix) -> torch.Tensor:
@@ -69,34 +79,41 @@ def solve_perm(m: Matrix) -> torch.Tensor:
     return _assign(_as_tensor(m), maximize=True)
 
 
-def solve_signed_perm(m: Matrix) -> tuple[torch.Tensor, torch.Tensor]:
+def solve_signed_perm(
+    m: Matrix, unsigned: Matrix | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sign-marginalised signed permutation (the hyperoctahedral group B_n = S_n ⋉ {±1}^n).
 
     ``max over (π, s) of Σ_i s_i M[i, π(i)]``: for any π the best signs are
     ``s_i = sign(M[i, π(i)])``, which turns the objective into ``Σ_i |M[i, π(i)]|``. So π is the
     assignment on ``|M|`` and then ``s_i = sign(M[i, π(i)])`` (a zero entry gets +1). This is
     exact for B_n; it pairs a flipped coordinate (correlation ≈ −1) with its partner.
+    ``unsigned`` (e.g. norm-gain cross-products, which see the permutation but never a sign) is
+    added to the assignment score outside the absolute value: ``Σ_i |M| + U``.
 
     Returns ``(perm, signs)``: aligned coordinate i is ``signs[i] · b[perm[i]]``; matrix form
     ``diag(signs) @ perm_matrix(perm)``. Signs are float64.
     """
     t = _as_tensor(m)
-    perm = _assign(t.abs(), maximize=True)
+    score = t.abs() if unsigned is None else t.abs() + _as_tensor(unsigned)
+    perm = _assign(score, maximize=True)
     picked = t.to(torch.float64)[torch.arange(t.shape[0], device=t.device), perm]
     signs = torch.where(picked < 0, -1.0, 1.0).to(torch.float64)
     return perm, signs
 
 
-def solve_signed_perm_naive(m: Matrix) -> tuple[torch.Tensor, torch.Tensor]:
-    """Signed-correlation baseline: π maximises ``Σ_i M[i, π(i)]`` (signed), then signs from
-    the chosen entries, ``s_i = sign(M[i, π(i)])``.
+def solve_signed_perm_naive(
+    m: Matrix, unsigned: Matrix | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Signed-correlation baseline: π maximises ``Σ_i M[i, π(i)]`` (signed, plus ``unsigned``
+    when given), then signs from the chosen entries, ``s_i = sign(M[i, π(i)])``.
 
     The assignment itself cannot see that a −1 entry is a perfect (flipped) match, so flipped
     coordinates are paired with something else; kept to reproduce the ~50% plateau of
     DESIGN §1, "Signed-permutation transport". Same return convention as ``solve_signed_perm``.
     """
     t = _as_tensor(m)
-    perm = _assign(t, maximize=True)
+    perm = _assign(t if unsigned is None else t + _as_tensor(unsigned), maximize=True)
     picked = t.to(torch.float64)[torch.arange(t.shape[0], device=t.device), perm]
     signs = torch.where(picked < 0, -1.0, 1.0).to(torch.float64)
     return perm, signs
@@ -184,3 +201,80 @@ def solve_heads(cost: Matrix) -> torch.Tensor:
     Same convention as ``solve_perm``: ``perm[i] = j`` puts B's head j into A's slot i.
     """
     return _assign(_as_tensor(cost), maximize=False)
+
+
+def solve_grouped_perm(score: Matrix, group: int) -> torch.Tensor:
+    """Permutation maximising ``Σ_i score[i, π(i)]`` that moves blocks of ``group`` slots.
+
+    Grouped-query heads (S_r ≀ S_{n/r}): block I of A and block J of B score the best assignment
+    of their r query heads to each other; the blocks are then assigned on those scores, and each
+    chosen pair of blocks keeps its inner assignment. Exact optimum over the wreath product.
+    """
+    if group == 1:
+        return solve_perm(score)
+    score = _as_tensor(score)
+    nb = score.shape[0] // group
+    inner: dict[tuple[int, int], torch.Tensor] = {}
+    block = torch.empty(nb, nb, dtype=torch.float64)
+    for i in range(nb):
+        for j in range(nb):
+            sub = score[i * group : (i + 1) * group, j * group : (j + 1) * group]
+            inner[i, j] = solve_perm(sub)
+            block[i, j] = sub[torch.arange(group), inner[i, j]].sum()
+    blocks = solve_perm(block)
+    return torch.cat([int(j) * group + inner[i, int(j)] for i, j in enumerate(blocks)])
+
+
+def solve(
+    kind: str,
+    m: torch.Tensor,
+    *,
+    unsigned: torch.Tensor | None = None,
+    signs: Signs = "marginalised",
+    group: int = 1,
+) -> Element:
+    """The element of ``kind`` aligning B to A from a similarity ``M`` (rows A, columns B).
+
+    Maximises ``Σ_i s_i M[i, π(i)] + U[i, π(i)]`` over the kind's group, with ``U = unsigned``
+    (axes acted on by |G| or P(G), norm gains and gated-FFN gates: they see the permutation, not
+    the signs) and returns it in the spec's orientation, ``G[π(i), i] = s_i`` (writers
+    ``W ← W·G``):
+
+    - ``perm``: linear assignment on ``M + U``; with ``group`` > 1 moving blocks of that many
+      slots (:func:`solve_grouped_perm`, grouped-query heads);
+    - ``signed-perm``: ``signs="marginalised"`` assigns on ``|M| + U`` and takes
+      ``s_i = sign M[i, π(i)]`` (exact for B_d); ``"signed"`` assigns on the signed ``M + U``
+      (the baseline of the gauge sweep's recovery curves);
+    - ``perm-global-sign``: the better of the assignments on ``±M + U``, one sign for all;
+    - ``orth``: Procrustes on M (``U`` unused: gains are folded first); the solver's ``X = UVᵀ``
+      maps column vectors, so the element acting on row vectors is ``Xᵀ``.
+
+    Learned matching projects a latent Z (already in the spec's orientation, ``Z ≈ G``) by
+    passing ``M = Zᵀ``. The element lives on the CPU; M may be on any device (the orthogonal
+    solve runs where M is).
+    """
+    if signs not in SIGNS:
+        raise ValueError(f"unknown sign handling {signs!r}; expected one of {SIGNS}")
+    n = m.shape[0]
+    score = m if unsigned is None else m + unsigned
+    ones = torch.ones(n, dtype=torch.float64)
+    if kind == PERM:
+        perm = solve_perm(score) if group == 1 else solve_grouped_perm(score, group)
+        return Element(kind, perm.cpu(), ones)
+    if kind == SIGNED_PERM:
+        solver = solve_signed_perm if signs == "marginalised" else solve_signed_perm_naive
+        perm, s = solver(m, unsigned)
+        return Element(kind, perm.cpu(), s.cpu())
+    if kind == GLOBAL_SIGN:
+        rows = torch.arange(n, device=m.device)
+        best = None
+        for sign in (1.0, -1.0):
+            signed = sign * m if unsigned is None else sign * m + unsigned
+            perm = solve_perm(signed)
+            total = float(signed[rows, perm].sum())
+            if best is None or total > best[0]:
+                best = (total, Element(kind, perm.cpu(), sign * ones))
+        return best[1]
+    if kind == ORTH:
+        return Element(kind, matrix=solve_orth(m).T.contiguous().cpu())
+    raise ValueError(f"no solver for kind {kind!r}")

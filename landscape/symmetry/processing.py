@@ -11,8 +11,9 @@ unchanged; together they widen the exact residual gauge group from S_d (LayerNor
    LayerNorm's mean subtraction is a no-op and LayerNorm equals RMSNorm: ``cfg.norm`` becomes
    ``"rms"``.
 
-Which group each state admits: :func:`landscape.symmetry.resid_needs`; :func:`prepare` runs the
-steps a group level needs.
+Which group each state admits: :func:`landscape.symmetry.apply.resid_needs`; :func:`prepare` runs
+the steps a group level needs. :func:`embed_width` is the one width-changing rewrite (a
+semi-orthogonal residual gauge and its √d correction), run on a processed RMSNorm stream.
 """
 
 from __future__ import annotations
@@ -22,15 +23,9 @@ from collections.abc import Callable, Mapping
 import torch
 
 from landscape.models import ModelConfig, Params, param_shapes
-from landscape.symmetry import (
-    PROCESSING_ORDER,
-    RESID_GROUPS,
-    NormState,
-    embed_width,
-    norm_state,
-    resid_needs,
-    spec_for,
-)
+from landscape.symmetry.apply import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
+from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
+from landscape.symmetry.spec import RESID_GROUPS, SEMI_ORTH, spec_for
 
 __all__ = [
     "NormState",
@@ -42,11 +37,6 @@ __all__ = [
     "prepare",
     "process",
 ]
-
-
-def _resid_axis(cfg: ModelConfig, name: str) -> int:
-    roles = spec_for(cfg).axes[name]
-    return next(a for a, r in enumerate(roles) if r is not None and r.var == "resid")
 
 
 def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
@@ -70,7 +60,7 @@ def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Par
             continue
         for w_name, b_name in readers:
             w = params[w_name].double()
-            shift = torch.tensordot(beta.double(), w, dims=([0], [_resid_axis(cfg, w_name)]))
+            shift = torch.tensordot(beta.double(), w, dims=([0], [spec.axis_of(w_name)]))
             out[b_name] = (params[b_name].double() + shift).to(params[b_name].dtype)
     return cfg, out
 
@@ -90,7 +80,7 @@ def fold_norm_gains(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Para
             continue
         for w_name, _ in readers:
             w = params[w_name]
-            axis = _resid_axis(cfg, w_name)
+            axis = spec.axis_of(w_name)
             shape = [1] * w.ndim
             shape[axis] = -1
             out[w_name] = (w.double() * gamma.double().view(shape)).to(w.dtype)
@@ -150,3 +140,26 @@ def prepare(
     if kind is None:
         return cfg, params
     return process(cfg, params, resid_needs(norm_state(cfg, params), kind))
+
+
+def embed_width(
+    cfg: ModelConfig, params: Params, d_new: int, seed: int
+) -> tuple[ModelConfig, Params]:
+    """Embed the residual stream into a wider one, ``x ↦ x·G`` with G (d_model × d_new), G·Gᵀ = I.
+
+    Writers become ``W·G``, readers ``Gᵀ·W``; ``‖x·G‖ = ‖x‖``, so RMSNorm is unchanged provided it
+    still divides by the old width: ``cfg.d_norm`` keeps its value (the √d correction of DESIGN
+    §1). Needs an RMSNorm stream with folded gains (run :func:`prepare` with ``"orth"`` first).
+    Not one of the steps of :func:`process`: it changes the width, which no group level asks for.
+    """
+    if d_new < cfg.d_model:
+        raise ValueError(f"embed_width widens the stream; got d_new={d_new} < {cfg.d_model}")
+    steps = resid_needs(norm_state(cfg, params), SEMI_ORTH)
+    if steps:
+        raise ValueError(
+            f"embed_width needs {' and '.join(steps)} first (landscape.symmetry.processing)"
+        )
+    gen = torch.Generator().manual_seed(seed)
+    g = Element(SEMI_ORTH, matrix=random_semi_orthogonal(cfg.d_model, d_new, gen))
+    new = apply(spec_for(cfg), Transform({"resid": g}), params)
+    return cfg.replace(d_model=d_new, d_norm=cfg.d_norm), new

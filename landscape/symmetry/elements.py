@@ -1,0 +1,263 @@
+"""Group elements (DESIGN §1): one variable's :class:`Element`, a whole model's :class:`Transform`.
+
+An :class:`Element` is one variable's group element, stored as a monomial matrix
+(``G[perm[i], i] = scale[i]``: permutations, signed permutations, positive scalings) or as a dense
+float64 matrix (orthogonal, semi-orthogonal, invertible; ``[h, n, n]`` for per-head variables). A
+:class:`Transform` maps variable names to elements; a missing variable is the identity.
+``g.compose(h)`` (also ``g @ h``) is "apply h, then g":
+``apply(g @ h, θ) == apply(g, apply(h, θ))``.
+Per-head maps are indexed by the head slot *after* the head permutation.
+
+Seeded random elements of every kind (:func:`random_element`, :func:`random_transform`) are the
+inputs of every "same outputs" test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from landscape.symmetry.spec import (
+    _CHAIN,
+    ABS,
+    GLOBAL_SIGN,
+    GROUP_OF,
+    INVERTIBLE,
+    ORTH,
+    PERM,
+    PERM_OF,
+    SCALE,
+    SCALED_PERM,
+    SEMI_ORTH,
+    SIGNED_PERM,
+    G,
+    Spec,
+    group_kinds,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Element:
+    """One variable's group element.
+
+    Monomial form: ``G[perm[i], i] = scale[i]`` (``perm`` long, ``scale`` float64), so acting on an
+    axis is ``W'[..., i, ...] = scale[i] · W[..., perm[i], ...]``. Dense form: ``matrix`` float64,
+    ``[n_in, n_out]`` or ``[slots, n, n]`` for a per-slot variable (``over`` names the slots).
+    """
+
+    kind: str
+    perm: torch.Tensor | None = None
+    scale: torch.Tensor | None = None
+    matrix: torch.Tensor | None = None
+    over: str | None = None
+
+    @property
+    def is_monomial(self) -> bool:
+        return self.perm is not None
+
+    @property
+    def size(self) -> int:
+        """Input size (rows of G)."""
+        return len(self.perm) if self.is_monomial else self.matrix.shape[-2]
+
+    def dense(self) -> torch.Tensor:
+        """The element as a float64 matrix (``[slots, n, n]`` for per-slot variables)."""
+        if not self.is_monomial:
+            return self.matrix
+        n = len(self.perm)
+        m = torch.zeros(n, n, dtype=torch.float64)
+        m[self.perm, torch.arange(n)] = self.scale
+        return m
+
+    def inverse(self) -> Element:
+        """G⁻¹ (for a semi-orthogonal G: the left inverse Gᵀ, which undoes the width change)."""
+        if self.is_monomial:
+            inv = torch.argsort(self.perm)
+            return Element(self.kind, inv, (1.0 / self.scale)[inv])
+        if self.kind in (ORTH, SEMI_ORTH):
+            return Element(self.kind, matrix=self.matrix.transpose(-1, -2), over=self.over)
+        return Element(self.kind, matrix=torch.linalg.inv(self.matrix), over=self.over)
+
+    def acting(self, act: str, group: int = 1) -> Element | None:
+        """The element acting on an axis with role ``act`` (None: it cannot act there).
+
+        ``group`` is the variable's block size, used by ``"G/group"``.
+        """
+        if act == G:
+            return self
+        if act in (GROUP_OF, PERM_OF):
+            if not self.is_monomial:
+                return None
+            if act == PERM_OF:
+                return Element(PERM, self.perm, torch.ones_like(self.scale))
+            blocks = self.perm[::group] // group
+            return Element(PERM, blocks, torch.ones(len(blocks), dtype=torch.float64))
+        if self.is_monomial:
+            s = self.scale.abs() if act == ABS else 1.0 / self.scale
+            return Element(self.kind, self.perm, s)
+        if act == ABS:
+            return None
+        if self.kind in (ORTH, SEMI_ORTH):
+            return self  # G⁻ᵀ = G (pseudo-inverse-transpose for semi-orthogonal)
+        inv_t = torch.linalg.inv(self.matrix).transpose(-1, -2)
+        return Element(self.kind, matrix=inv_t, over=self.over)
+
+
+def _join(a: str, b: str) -> str:
+    """Kind of a product of elements of kinds a and b."""
+    if a == b:
+        return a
+    if a in _CHAIN and b in _CHAIN:
+        return max(a, b, key=_CHAIN.index)
+    if {a, b} <= {PERM, SCALE, SCALED_PERM}:
+        return SCALED_PERM
+    if SEMI_ORTH in (a, b) and {a, b} - {SEMI_ORTH} <= set(_CHAIN):
+        return SEMI_ORTH
+    return INVERTIBLE
+
+
+def _matmul(a: Element, b: Element) -> Element:
+    """The element with matrix A·B (acting on an axis: first A, then B)."""
+    kind = _join(a.kind, b.kind)
+    if a.is_monomial and b.is_monomial:
+        return Element(kind, a.perm[b.perm], a.scale[b.perm] * b.scale)
+    return Element(kind, matrix=a.dense() @ b.dense(), over=a.over or b.over)
+
+
+def _permute_slots(m: torch.Tensor, slots: Element | None) -> torch.Tensor:
+    """Per-slot matrices ``m[perm[i]]``: follow the slots through a permutation."""
+    return m if slots is None else m[slots.perm]
+
+
+@dataclass(frozen=True, eq=False)
+class Transform:
+    """A group element of the whole model: variable name → :class:`Element` (missing: identity)."""
+
+    elements: Mapping[str, Element] = field(default_factory=dict)
+
+    def compose(self, other: Transform) -> Transform:
+        """``self ∘ other``: apply ``other`` first, then ``self``.
+
+        Plain variables multiply as matrices along the axis, ``G = G_other · G_self``. Per-slot
+        maps are indexed by the slot after the permutation, so for head permutation π of ``self``
+        ``M[i] = M_other[π(i)] · M_self[i]``.
+        """
+        out: dict[str, Element] = {}
+        for var in dict.fromkeys([*other.elements, *self.elements]):
+            a, b = other.elements.get(var), self.elements.get(var)
+            if a is not None and a.over is not None:
+                a = Element(
+                    a.kind, matrix=_permute_slots(a.matrix, self.elements.get(a.over)), over=a.over
+                )
+            out[var] = a if b is None else b if a is None else _matmul(a, b)
+        return Transform(out)
+
+    def __matmul__(self, other: Transform) -> Transform:
+        return self.compose(other)
+
+    def inverse(self) -> Transform:
+        """g⁻¹ with ``g⁻¹ ∘ g = g ∘ g⁻¹ = identity`` (left inverse for width changes)."""
+        out = {}
+        for var, e in self.elements.items():
+            if e.over is None:
+                out[var] = e.inverse()
+            else:
+                slots = self.elements.get(e.over)
+                m = _permute_slots(e.matrix, None if slots is None else slots.inverse())
+                out[var] = Element(e.kind, matrix=torch.linalg.inv(m), over=e.over)
+        return Transform(out)
+
+    def matrix(self, var: str) -> torch.Tensor | None:
+        """Dense float64 matrix of ``var``'s element (None for the identity)."""
+        e = self.elements.get(var)
+        return None if e is None else e.dense()
+
+
+def identity() -> Transform:
+    return Transform({})
+
+
+def compose(g: Transform, h: Transform) -> Transform:
+    """``g ∘ h``: ``apply(compose(g, h), θ) == apply(g, apply(h, θ))``."""
+    return g.compose(h)
+
+
+def inverse(g: Transform) -> Transform:
+    return g.inverse()
+
+
+def as_matrix(g: Transform, var: str) -> torch.Tensor | None:
+    return g.matrix(var)
+
+
+# ----------------------------------------------------------------------------- random elements
+
+
+def random_orthogonal(n: int, gen: torch.Generator) -> torch.Tensor:
+    """Haar-random O(n) in float64 (QR of a Gaussian with the signs of diag(R) fixed)."""
+    q, r = torch.linalg.qr(torch.randn(n, n, generator=gen, dtype=torch.float64))
+    return q * torch.sign(torch.diagonal(r))
+
+
+def random_semi_orthogonal(d_old: int, d_new: int, gen: torch.Generator) -> torch.Tensor:
+    """G of shape (d_old, d_new) with orthonormal rows, G·Gᵀ = I (float64)."""
+    q, r = torch.linalg.qr(torch.randn(d_new, d_old, generator=gen, dtype=torch.float64))
+    return (q * torch.sign(torch.diagonal(r))).T.contiguous()
+
+
+def random_element(kind: str, n: int, gen: torch.Generator) -> Element:
+    """A random element of the given kind acting on size ``n``."""
+    ones = torch.ones(n, dtype=torch.float64)
+    if kind == PERM:
+        return Element(kind, torch.randperm(n, generator=gen), ones)
+    if kind == GLOBAL_SIGN:
+        sign = 1.0 if torch.rand(1, generator=gen).item() < 0.5 else -1.0
+        return Element(kind, torch.randperm(n, generator=gen), sign * ones)
+    if kind == SIGNED_PERM:
+        s = torch.randint(0, 2, (n,), generator=gen).double() * 2 - 1
+        return Element(kind, torch.randperm(n, generator=gen), s)
+    if kind in (SCALE, SCALED_PERM):
+        s = torch.exp(0.5 * torch.randn(n, generator=gen, dtype=torch.float64))
+        p = torch.randperm(n, generator=gen) if kind == SCALED_PERM else torch.arange(n)
+        return Element(kind, p, s)
+    if kind == ORTH:
+        return Element(kind, matrix=random_orthogonal(n, gen))
+    if kind == INVERTIBLE:
+        # condition number at most e, so float32 round-off stays far below the test tolerance
+        u = torch.rand(n, generator=gen, dtype=torch.float64) - 0.5
+        m = random_orthogonal(n, gen) * torch.exp(u) @ random_orthogonal(n, gen)
+        return Element(kind, matrix=m)
+    raise ValueError(f"no random element of kind {kind!r} (width changes: use embed_width)")
+
+
+def random_grouped_perm(n: int, group: int, gen: torch.Generator) -> Element:
+    """A random permutation of ``n`` slots moving blocks of ``group`` consecutive slots as blocks
+    (any order inside a block): S_group ≀ S_(n/group), e.g. query heads with their KV group."""
+    blocks = torch.randperm(n // group, generator=gen)
+    perm = torch.cat([b * group + torch.randperm(group, generator=gen) for b in blocks.tolist()])
+    return Element(PERM, perm, torch.ones(n, dtype=torch.float64))
+
+
+def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> Transform:
+    """A seeded random element: ``kinds`` maps variables to kinds, or names a group level."""
+    if isinstance(kinds, str):
+        kinds = group_kinds(spec, kinds)
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, var in spec.variables.items():  # spec order, so the seed fixes every element
+        if name not in kinds:
+            continue
+        if var.group > 1 and kinds[name] == PERM:
+            out[name] = random_grouped_perm(var.size, var.group, gen)
+        elif var.over is None:
+            out[name] = random_element(kinds[name], var.size, gen)
+        else:
+            slots = spec.variables[var.over].size
+            mats = [random_element(kinds[name], var.size, gen).dense() for _ in range(slots)]
+            out[name] = Element(kinds[name], matrix=torch.stack(mats), over=var.over)
+    unknown = set(kinds) - set(out)
+    if unknown:
+        raise KeyError(f"variables {sorted(unknown)} are not in the spec")
+    return Transform(out)

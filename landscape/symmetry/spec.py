@@ -1,0 +1,257 @@
+"""The symmetry spec: which gauge variable acts on which parameter axis (DESIGN §1, "Residual
+gauge G acts on ...").
+
+A :class:`Spec` declares, for every parameter name, which gauge variable acts on each axis::
+
+    spec.variables["mlp0"]          -> Variable(name="mlp0", size=12, kinds=("perm",), ...)
+    spec.axes["blocks.0.mlp.W_in"]  -> (Role("resid", "G^-T"), Role("mlp0", "G"))
+    spec.axes["unembed.b_U"]        -> (None,)
+    spec.touches("resid")           -> [("embed.W_E", 1, Role("resid", "G")), ...]
+
+Every other fact (which axes a variable touches, which parameters write into the residual stream,
+which read from it) is derived from ``spec.axes``, never written twice.
+
+Variables: ``resid`` (the residual stream, size d_model), ``mlp{l}`` (FFN hidden units),
+``heads{l}`` (attention heads), ``qk{l}`` and ``ov{l}`` (one d_head×d_head map per head; these are
+*batched* over ``heads{l}``: ``Variable.over == "heads{l}"``).
+
+A :class:`Role` says how an element G of the variable acts on one axis. With the convention
+"act on axis a with matrix M" ≡ ``W'[..., i, ...] = Σ_j M[j, i] · W[..., j, ...]``
+(right multiplication ``W·M`` along that axis), the three actions are
+
+- ``"G"``: M = G. Writers into the stream (``W ← W·G``), FFN ``W_in``/``b_in`` columns,
+  ``W_Q``/``b_Q`` under ``qk``, ``W_V``/``b_V`` under ``ov``, norm biases.
+- ``"G^-T"``: M = G⁻ᵀ. Readers from the stream (``W ← G⁻¹·W``, which is ``Gᵀ·W`` for orthogonal
+  G), ``W_out`` rows, ``W_K``/``b_K`` under ``qk``, ``W_O`` rows under ``ov`` (``W_O ← N⁻¹·W_O``).
+  For a semi-orthogonal G (G·Gᵀ = I) the pseudo-inverse-transpose is G itself.
+- ``"|G|"``: M = |G| (entrywise). Norm gains: ``N(x·G) = N(x)·G`` for a signed permutation G, and
+  ``Gᵀ·diag(γ)·G = diag(γ·|G|)``, so the gain is permuted and never signed. Only monomial G act on
+  gains; a rotation cannot move a gain, which is why O(d) needs the gains folded first.
+
+Extended architectures (``landscape.models`` extensions, imported checkpoints)
+-----------------------------------------------------------------------------
+- Grouped-query attention (``n_kv_heads`` < ``n_heads``, r = n_heads / n_kv_heads query heads per
+  key/value group): ``heads{l}`` has ``Variable.group == r`` and admits only permutations that
+  move whole groups of r consecutive query heads onto groups, in any order inside a group
+  (S_r ≀ S_{n_kv}); ``W_K``/``W_V``/``b_K``/``b_V`` follow by the induced permutation of the
+  groups (act ``"G/group"``). The within-head maps would have to be shared by a whole group, so
+  ``qk{l}``/``ov{l}`` are not declared under GQA.
+- Rotary positions: q and k are rotated by position-dependent 2×2 blocks between W_Q/W_K and the
+  dot product, so only maps M commuting with every block would be exact (one complex scaling per
+  frequency pair). ``qk{l}`` is not declared under RoPE; ``ov{l}`` is unaffected.
+- Gated FFN, ``h = act(x·W_gate) ⊙ (x·W_in)``: ``mlp{l}`` admits signed permutations and positive
+  (and signed) scalings, because the up projection is linear: flipping or scaling column i of
+  ``W_in``/``b_in`` and undoing it on row i of ``W_out`` is exact for any activation. The gate
+  only follows the permutation (act ``"P(G)"``): SiLU/GELU are neither odd nor homogeneous, so a
+  gate unit can be neither flipped nor scaled.
+
+Which residual groups are exact depends on the norm state (DESIGN §1 table):
+:func:`landscape.symmetry.apply.resid_needs`.
+
+Group levels (:data:`RESID_GROUPS`, :data:`GROUPS`) name a kind per variable; :func:`group_kinds`
+turns a level into that mapping for one spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from landscape.models import ModelConfig, param_shapes
+
+G, INV_T, ABS = "G", "G^-T", "|G|"
+GROUP_OF = "G/group"  # the permutation G induces on groups of Variable.group slots (GQA)
+PERM_OF = "P(G)"  # the permutation part of a monomial G, without signs or scales (FFN gate)
+
+# Kinds of group element. The first four form a chain of subgroups of O(d).
+PERM = "perm"
+GLOBAL_SIGN = "perm-global-sign"  # S_d × {±I}: a permutation times one global sign
+SIGNED_PERM = "signed-perm"  # B_d = S_d ⋉ {±1}^d
+ORTH = "orth"  # O(d)
+SEMI_ORTH = "semi-orth"  # G (d_old × d_new), G·Gᵀ = I: width change
+SCALE = "scale"  # positive diagonal
+SCALED_PERM = "scaled-perm"  # permutation × positive diagonal (ReLU units)
+INVERTIBLE = "invertible"  # GL(n)
+KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, SEMI_ORTH, SCALE, SCALED_PERM, INVERTIBLE)
+_CHAIN = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH)
+
+# Group levels by name: the residual kind, plus permutations of FFN units and heads.
+RESID_GROUPS = {
+    "perm": PERM,
+    "perm-global-sign": GLOBAL_SIGN,
+    "signed-perm": SIGNED_PERM,
+    "orth": ORTH,
+}
+GROUPS = (*RESID_GROUPS, "qk", "ov", "scale")
+
+
+class Role(NamedTuple):
+    """How ``var`` acts on one parameter axis: ``act`` ∈ {"G", "G^-T", "|G|", "G/group", "P(G)"}."""
+
+    var: str
+    act: str
+
+    @property
+    def transpose(self) -> bool:
+        """True when the axis transforms by the inverse-transpose (a reader of ``var``)."""
+        return self.act == INV_T
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One gauge variable: its size, the element kinds it admits, and its family/layer."""
+
+    name: str
+    size: int
+    kinds: tuple[str, ...]
+    family: str  # resid, mlp, heads, qk, ov
+    layer: int | None = None
+    over: str | None = None  # per-slot variable: one element per slot of this variable
+    group: int = 1  # >1: permutations must move blocks of this many consecutive slots (GQA)
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """Symmetry spec of one architecture; see the module docstring for the data structure.
+
+    ``norm_readers[prefix]`` lists the (weight, bias) pairs fed by the norm ``prefix`` (``ln1``
+    feeds Q, K, V; ``ln2`` feeds ``W_in``; ``ln_final`` feeds ``W_U``): the folding steps use it.
+    """
+
+    cfg: ModelConfig
+    variables: dict[str, Variable]
+    axes: dict[str, tuple[Role | None, ...]]
+    norm_readers: dict[str, tuple[tuple[str, str], ...]]
+
+    def touches(self, var: str) -> list[tuple[str, int, Role]]:
+        """Every (parameter, axis, role) that ``var`` acts on, in parameter order."""
+        return [
+            (name, axis, role)
+            for name, roles in self.axes.items()
+            for axis, role in enumerate(roles)
+            if role is not None and role.var == var
+        ]
+
+    def is_norm_param(self, name: str) -> bool:
+        return name.rsplit(".", 1)[0] in self.norm_readers
+
+    def axis_of(self, name: str, var: str = "resid") -> int:
+        """The first axis of parameter ``name`` that ``var`` acts on (StopIteration: none)."""
+        return next(a for a, r in enumerate(self.axes[name]) if r is not None and r.var == var)
+
+    @property
+    def writers(self) -> list[tuple[str, int]]:
+        """(parameter, resid axis) of everything added into the residual stream (W ← W·G)."""
+        return [
+            (n, a) for n, a, r in self.touches("resid") if r.act == G and not self.is_norm_param(n)
+        ]
+
+    @property
+    def readers(self) -> list[tuple[str, int]]:
+        """(parameter, resid axis) of everything reading a normalised stream (W ← G⁻¹·W)."""
+        return [(n, a) for n, a, r in self.touches("resid") if r.act == INV_T]
+
+    def family(self, family: str) -> list[str]:
+        return [v.name for v in self.variables.values() if v.family == family]
+
+
+def spec_for(cfg: ModelConfig) -> Spec:
+    """The symmetry spec of ``cfg``'s architecture (mlp, vit and gpt share this one builder)."""
+    shapes = param_shapes(cfg)
+    res_g, res_inv, res_abs = Role("resid", G), Role("resid", INV_T), Role("resid", ABS)
+    variables = {"resid": Variable("resid", cfg.d_model, (*_CHAIN, SEMI_ORTH), "resid")}
+    axes: dict[str, tuple[Role | None, ...]] = {}
+    norm_readers: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def writer(name: str) -> None:
+        if name in shapes:
+            axes[name] = (None,) * (len(shapes[name]) - 1) + (res_g,)
+
+    def norm(prefix: str, readers: tuple[tuple[str, str], ...]) -> None:
+        axes[f"{prefix}.w"] = (res_abs,)
+        # the bias is added after the norm, a vector like x itself; an RMSNorm stream rewritten
+        # from LayerNorm by center_writers may still carry one, so it is declared for both norms
+        axes[f"{prefix}.b"] = (res_g,)
+        norm_readers[prefix] = readers
+
+    def bias(name: str, roles: tuple[Role | None, ...]) -> None:
+        if name in shapes:  # bias-free models (cfg.bias=False) lack it
+            axes[name] = roles
+
+    for name in ("embed.W_E", "embed.b_E", "embed.cls", "pos_embed.W_pos"):
+        writer(name)
+    mlp_kinds = (PERM, SCALE, SCALED_PERM) if cfg.act == "relu" else (PERM,)
+    if cfg.gated:  # module docstring: the linear up projection carries signs and scales
+        mlp_kinds = (PERM, SIGNED_PERM, SCALE, SCALED_PERM)
+    group = cfg.n_heads // cfg.kv_heads if cfg.has_attn else 1
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cfg.has_attn:
+            hv, qk, ov = f"heads{layer}", f"qk{layer}", f"ov{layer}"
+            variables[hv] = Variable(hv, cfg.n_heads, (PERM,), "heads", layer, group=group)
+            inner_maps = {qk: group == 1 and cfg.pos != "rotary", ov: group == 1}
+            for v, declared in inner_maps.items():
+                fam = v.rstrip("0123456789")
+                if declared:
+                    variables[v] = Variable(v, cfg.d_head, (ORTH, INVERTIBLE), fam, layer, over=hv)
+            kv_head = Role(hv, G if group == 1 else GROUP_OF)
+            for m, head, inner in (
+                ("Q", Role(hv, G), Role(qk, G)),
+                ("K", kv_head, Role(qk, INV_T)),
+                ("V", kv_head, Role(ov, G)),
+            ):
+                inner = inner if inner.var in variables else None
+                axes[f"{b}.attn.W_{m}"] = (head, res_inv, inner)
+                bias(f"{b}.attn.b_{m}", (head, inner))
+            inner_o = Role(ov, INV_T) if ov in variables else None
+            axes[f"{b}.attn.W_O"] = (Role(hv, INV_T), inner_o, res_g)
+            writer(f"{b}.attn.b_O")
+            norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
+        mv = f"mlp{layer}"
+        variables[mv] = Variable(mv, cfg.d_mlp, mlp_kinds, "mlp", layer)
+        axes[f"{b}.mlp.W_in"] = (res_inv, Role(mv, G))
+        bias(f"{b}.mlp.b_in", (Role(mv, G),))
+        readers = [(f"{b}.mlp.W_in", f"{b}.mlp.b_in")]
+        if cfg.gated:
+            axes[f"{b}.mlp.W_gate"] = (res_inv, Role(mv, PERM_OF))
+            bias(f"{b}.mlp.b_gate", (Role(mv, PERM_OF),))
+            readers.append((f"{b}.mlp.W_gate", f"{b}.mlp.b_gate"))
+        axes[f"{b}.mlp.W_out"] = (Role(mv, INV_T), res_g)
+        writer(f"{b}.mlp.b_out")
+        norm(f"{b}.ln2", tuple(readers))
+    norm("ln_final", (("unembed.W_U", "unembed.b_U"),))
+    axes["unembed.W_U"] = (res_inv, None)
+    bias("unembed.b_U", (None,))
+    missing = set(shapes) - set(axes)
+    assert not missing, f"spec misses {sorted(missing)}"
+    return Spec(cfg, variables, axes, norm_readers)
+
+
+def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[str, str]:
+    """Kind per variable of a named group level (the one map from a level to its kinds).
+
+    ``perm``/``perm-global-sign``/``signed-perm``/``orth``: that kind on ``resid`` plus
+    permutations of every layer's FFN units and heads (FFN units first, then heads: the order
+    weight matching's seeded visiting order is drawn over). ``qk``/``ov``: invertible maps
+    inside every head. ``scale``: positive scalings of every layer's FFN units (exact for ReLU
+    only).
+
+    ``gated_signs``: with a signed or orthogonal residual kind, FFN units that admit signed
+    permutations (gated FFNs: the sign acts on the linear up projection, the gate is only
+    permuted) get signed permutations instead of permutations. Matching sets it (a sign of a
+    gated unit is a symmetry it should find); random elements of a level and the symmetry table
+    keep the level's plain unit permutations.
+    """
+    if group in RESID_GROUPS:
+        resid = RESID_GROUPS[group]
+        signed = gated_signs and resid in (SIGNED_PERM, ORTH)
+        kinds = {"resid": resid}
+        for v in spec.family("mlp"):
+            kinds[v] = SIGNED_PERM if signed and SIGNED_PERM in spec.variables[v].kinds else PERM
+        kinds.update({v: PERM for v in spec.family("heads")})
+        return kinds
+    if group in ("qk", "ov"):
+        return {v: INVERTIBLE for v in spec.family(group)}
+    if group == "scale":
+        return {v: SCALE for v in spec.family("mlp")}
+    raise ValueError(f"unknown group {group!r}; expected one of {GROUPS}")

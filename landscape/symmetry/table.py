@@ -1,0 +1,200 @@
+"""The symmetry table: which group levels a model admits, measured (DESIGN §1 table).
+
+Every level gets a random element, applied with or without the exactness check, and the largest
+logit change on a fixed probe batch (:func:`probe_inputs`); an invalid level gets a second row
+measured after the processing steps that make it exact.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from landscape.models import ModelConfig, Params, forward
+from landscape.symmetry.apply import apply, norm_state, resid_needs
+from landscape.symmetry.elements import Element, Transform, random_transform
+from landscape.symmetry.processing import embed_width, prepare
+from landscape.symmetry.spec import GLOBAL_SIGN, RESID_GROUPS, SEMI_ORTH, SIGNED_PERM, spec_for
+
+
+def probe_inputs(
+    cfg: ModelConfig,
+    batch: int = 8,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    *,
+    max_tokens: int | None = None,
+    max_logits: int | None = None,
+) -> torch.Tensor:
+    """A fixed seeded input batch for measuring |Δlogits| (the one probe-input builder).
+
+    Gaussian features (mlp) or pixels (vit) of ``dtype``, uniform random tokens (gpt). For token
+    models ``max_tokens`` caps the window (default: the whole context) and ``max_logits`` shrinks
+    the batch, to no fewer than 2 windows, so that it yields at most that many logits: the check
+    of an imported model (context 8192, vocabulary 49152) then stays a few MB. The symmetry table
+    and the gauge sweep use the defaults (float64); matching's function checks use a float32
+    batch of 16 with both caps (``landscape.matching.result.function_probe``).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    if cfg.arch == "mlp":
+        return torch.randn(batch, cfg.d_in, generator=gen, dtype=dtype)
+    if cfg.arch == "vit":
+        channels = (cfg.channels,) if cfg.channels else ()
+        shape = (batch, *channels, cfg.image_size, cfg.image_size)
+        return torch.randn(*shape, generator=gen, dtype=dtype)
+    n = cfg.n_ctx if max_tokens is None else min(cfg.n_ctx, max_tokens)
+    if max_logits is not None:
+        batch = max(2, min(batch, max_logits // (n * cfg.n_out)))
+    return torch.randint(0, cfg.d_vocab, (batch, n), generator=gen)
+
+
+_ACTS_ON = {
+    "perm": "resid S_d; FFN units S_f; heads S_H",
+    "perm-global-sign": "resid S_d × {±I}; FFN units S_f; heads S_H",
+    "signed-perm": "resid B_d (signed permutations); FFN units S_f; heads S_H",
+    "orth": "resid O(d); FFN units S_f; heads S_H",
+    "qk": "inside each head: W_Q·M, W_K·M⁻ᵀ (M invertible)",
+    "ov": "inside each head: W_V·N, N⁻¹·W_O (N invertible)",
+    "scale": "FFN units: positive scalings",
+}
+
+
+def symmetry_table(
+    cfg: ModelConfig, params: Params, seed: int = 0, dtype: torch.dtype = torch.float64
+) -> list[dict[str, object]]:
+    """Which symmetries this model admits, measured.
+
+    For every group level (and the tempting invalid ones: signed permutations or rotations of a
+    LayerNorm stream, rotations with unfolded gains, positive scalings of non-ReLU units, a width
+    change without the √d correction) a random element is applied (``check=False`` for invalid
+    ones) and max |Δlogits| is measured on :func:`probe_inputs`. Invalid levels get a second row
+    measured after the processing steps that make them exact (compared with the original logits).
+    Rows: ``group``, ``acts_on``, ``valid``, ``max_abs_dlogits``, ``needs``, ``note``.
+    """
+    params = {k: v.to(dtype) for k, v in params.items()}
+    x = probe_inputs(cfg, seed=seed, dtype=dtype)
+    base = forward(cfg, params, x)
+    state = norm_state(cfg, params)
+    spec = spec_for(cfg)
+    gains = [v for k, v in params.items() if k.endswith(".w") and spec.is_norm_param(k)]
+    uniform_gains = all(bool((g == g.flatten()[0]).all()) for g in gains)
+
+    def dlogits(c: ModelConfig, p: Params) -> float:
+        return float((forward(c, p, x) - base).abs().max())
+
+    def row(group: str, valid: bool, d: float, needs: str, note: str, acts_on: str = "") -> dict:
+        return {
+            "group": group,
+            "acts_on": acts_on or _ACTS_ON[group.split(" ")[0]],
+            "valid": bool(valid),
+            "max_abs_dlogits": d,
+            "needs": needs,
+            "note": note,
+        }
+
+    notes = {
+        "perm": "Relabelling coordinates, FFN units and heads commutes with every norm and "
+        "activation: exact for every model.",
+        "perm-global-sign": "Flipping the whole stream's sign commutes with subtracting the "
+        "mean and with the norm; gains are permuted, norm biases flip with the stream.",
+        "signed-perm": "RMSNorm only divides by the norm, which per-coordinate sign flips keep; "
+        "LayerNorm also subtracts the mean, and flipping some coordinates changes the mean.",
+        "orth": "A rotation keeps the norm but mixes coordinates, so a per-channel gain cannot "
+        "follow it and LayerNorm's mean (along 1) is not preserved.",
+    }
+    rows = []
+    for group, kind in RESID_GROUPS.items():
+        steps = resid_needs(state, kind)
+        t = random_transform(spec, group, seed)
+        if kind == GLOBAL_SIGN:  # show the flip itself, not the sign +1 half of the group
+            e = t.elements["resid"]
+            t = Transform({**t.elements, "resid": Element(kind, e.perm, -e.scale.abs())})
+        d = dlogits(cfg, apply(spec, t, params, check=False))
+        note = notes[group]
+        if steps and d < 1e-6 and uniform_gains and state.norm == "rms":
+            note += " (Exact here only because every gain is equal; trained gains break it.)"
+        rows.append(row(group, not steps, d, ", ".join(steps), note))
+        if steps:
+            c2, p2 = prepare(cfg, params, group)
+            t2 = random_transform(spec_for(c2), group, seed)
+            d2 = dlogits(c2, apply(spec_for(c2), t2, p2))
+            rows.append(
+                row(
+                    f"{group} after {' + '.join(steps)}",
+                    True,
+                    d2,
+                    "",
+                    "The processing steps are function-preserving and make this group "
+                    "exact: logits compared with the unprocessed model.",
+                )
+            )
+    if cfg.has_attn:
+        for group in ("qk", "ov"):
+            if not spec.family(group):  # not declared under GQA or (qk) rotary positions
+                continue
+            d = dlogits(cfg, apply(spec, random_transform(spec, group, seed), params))
+            rows.append(
+                row(
+                    group,
+                    True,
+                    d,
+                    "",
+                    "Attention only sees q·kᵀ and v·W_O, so any "
+                    "invertible change of basis inside a head cancels.",
+                )
+            )
+    relu = cfg.act == "relu" or cfg.gated
+    if cfg.gated:
+        t = random_transform(spec, {v: SIGNED_PERM for v in spec.family("mlp")}, seed)
+        rows.append(
+            row(
+                "signed-perm (gated FFN units)",
+                True,
+                dlogits(cfg, apply(spec, t, params)),
+                "",
+                "The up projection is linear: a sign flip of a W_in column and the matching "
+                "W_out row cancels; the gate column is only permuted (SiLU is not odd).",
+                "FFN units: signed permutations of W_in/W_out, permutations of W_gate",
+            )
+        )
+    d = dlogits(cfg, apply(spec, random_transform(spec, "scale", seed), params, check=False))
+    rows.append(
+        row(
+            "scale",
+            relu,
+            d,
+            "" if relu else "act='relu' or a gated FFN (no processing step)",
+            "ReLU(s·z) = s·ReLU(z) for s > 0, so W_in columns scale by s and W_out rows "
+            "by 1/s; GELU and SiLU are not positively homogeneous.",
+        )
+    )
+    # width change: a semi-orthogonal embedding into d + d/2 coordinates, on the folded model
+    steps = resid_needs(state, SEMI_ORTH)
+    c2, p2 = prepare(cfg, params, "orth")
+    d_new = cfg.d_model + max(cfg.d_model // 2, 1)
+    c3, p3 = embed_width(c2, p2, d_new, seed)
+    after = f" after {' + '.join(steps)}" if steps else ""
+    acts = f"resid: semi-orthogonal G ({cfg.d_model}×{d_new}), G·Gᵀ = I"
+    rows.append(
+        row(
+            f"semi-orth (width {cfg.d_model}→{d_new}){after}",
+            True,
+            dlogits(c3, p3),
+            "",
+            "Writers W·G, readers Gᵀ·W; RMSNorm still divides by the old width "
+            "(d_norm), so the norm of every vector is unchanged.",
+            acts,
+        )
+    )
+    c4 = c3.replace(d_norm=d_new)
+    rows.append(
+        row(
+            f"semi-orth (width {cfg.d_model}→{d_new}), √d not corrected",
+            False,
+            dlogits(c4, p3),
+            "keep d_norm at the old width",
+            "RMSNorm's √d constant must stay the old width: dividing by the new width "
+            f"rescales every normalised vector by √({d_new}/{cfg.d_model}).",
+            acts,
+        )
+    )
+    return rows
