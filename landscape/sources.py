@@ -271,9 +271,9 @@ class Data:
     ``key`` identifies the data in cache keys; ``split(name)`` is a split as a whole (matching
     learns from ``split("train")``); ``evaluation(name)`` what curves and grids are evaluated
     on; ``eval_options(cfg, inputs)`` the batching of that evaluation; ``lr``, ``batch_size``
-    and ``sampler(cfg, train)`` the fine-tuning recipe; ``task_splits()`` the training and test
-    split of a :class:`Task` and ``task_key`` what it adds to its cache keys (None: the weights
-    and config say it all).
+    and ``sampler(cfg, train)`` the fine-tuning recipe; ``task_splits()``, ``task_sizes(cfg)``
+    the splits and default sizes of a :class:`Task` and ``task_key`` what it adds to its cache
+    keys (None: the weights and config say it all).
     """
 
     key: dict[str, Any]
@@ -301,8 +301,9 @@ class Data:
     def sampler(self, cfg: ModelConfig, train: Split) -> Sampler:
         return split_sampler(train)
 
-    def is_text(self, cfg: ModelConfig) -> bool:
-        return cfg.arch == "gpt"
+    def task_sizes(self, cfg: ModelConfig) -> tuple[int, int | None]:
+        """Default (activation examples, test examples) of a :class:`Task` (None: all)."""
+        return (64, None) if cfg.arch == "gpt" else (512, None)
 
 
 class ZooData(Data):
@@ -331,12 +332,12 @@ class ZooData(Data):
                 split_for(self.model, "test", vocab=self.vocab))  # fmt: skip
 
     def sampler(self, cfg: ModelConfig, train: Split) -> Sampler:
-        if self.is_text(cfg):  # random windows of the whole training text
+        if self.model.dataset == "shakespeare":  # random windows of the whole training text
             return stream_sampler(datasets.shakespeare(self.vocab).train, cfg.n_ctx)
         return split_sampler(train)
 
-    def is_text(self, cfg: ModelConfig) -> bool:
-        return self.model.dataset == "shakespeare"
+    def task_sizes(self, cfg: ModelConfig) -> tuple[int, int | None]:
+        return (64, 128) if self.model.dataset == "shakespeare" else (512, None)
 
 
 class SplitData(Data):
@@ -628,10 +629,8 @@ def load_task(
         data = data_of(ckpt)
         if ZOO[name].config != ckpt.cfg:
             raise LandscapeError(f"checkpoint config differs from the zoo's {name} config")
-    text = data.is_text(ckpt.cfg)
-    n_act = n_act or (64 if text else 512)
-    if n_test is None and isinstance(data, ZooData) and text:
-        n_test = 128
+    default_act, default_test = data.task_sizes(ckpt.cfg)
+    n_act, n_test = n_act or default_act, n_test or default_test
     train, test = data.task_splits()
     test = Split(test.inputs[:n_test].to(device), test.targets[:n_test].to(device))
     params = {k: v.to(device, torch.float32) for k, v in ckpt.params.items()}
