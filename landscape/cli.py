@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.device import resolve_device
+from landscape.device import CPU, resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.progress import Progress, fraction
 
@@ -328,7 +328,7 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from landscape.models import init_params
-    from landscape.sources import CPU, Source
+    from landscape.sources import Source
     from landscape.symmetry import norm_state, symmetry_table
 
     ckpt = Source(args.model, args.seed).load(CPU)
@@ -418,7 +418,7 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
                                       device=args.device, progress=progress)  # fmt: skip
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
                 "rows": rows}  # fmt: skip
-    from landscape.sources import CPU, Source
+    from landscape.sources import Source
     from landscape.symmetry import random_transform, spec_for
 
     if args.out is None:

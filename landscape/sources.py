@@ -39,6 +39,7 @@ from landscape import data as datasets
 from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file, check_windows
 from landscape.data import Split
 from landscape.data.text import token_corpus
+from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params
 from landscape.models.importers import describe, import_checkpoint
@@ -66,7 +67,6 @@ from landscape.store.families import (
 )
 
 __all__ = [
-    "CPU",
     "DATASETS",
     "LOGIT_BUDGET",
     "Data",
@@ -87,7 +87,6 @@ __all__ = [
     "stream_sampler",
 ]
 
-CPU = torch.device("cpu")
 LOGIT_BUDGET = 2**24  # logits (or widest activations) one evaluation batch may hold
 Sampler = Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]
 

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.matching import weight_matching
 from landscape.models import Params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell
-from landscape.sources import CPU, Source, available_seeds
+from landscape.sources import Source, available_seeds
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import apply, random_transform, spec_for
 from landscape.symmetry.processing import prepare

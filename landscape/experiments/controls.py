@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from landscape.budget import check_points
+from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.runs import (
     DEFAULT_ROWS,
@@ -60,7 +61,7 @@ from landscape.experiments.runs import (
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
 from landscape.progress import Progress, tell, within
-from landscape.sources import CPU, Source
+from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
 

@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from landscape.data import Split
+from landscape.device import CPU
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
 from landscape.matching.solvers import (
@@ -49,7 +50,7 @@ from landscape.models import ModelConfig, Params, forward, init_params, loss_and
 from landscape.models.zoo import Checkpoint
 from landscape.optim import adamw_init, adamw_steps, decays
 from landscape.progress import Progress
-from landscape.sources import CPU, Source, Task, load_task, split_sampler, stream_sampler
+from landscape.sources import Source, Task, load_task, split_sampler, stream_sampler
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ORTH,

@@ -37,11 +37,11 @@ from typing import Any
 
 import torch
 
+from landscape.device import CPU
 from landscape.experiments.runs import measure_barrier, peak_rss_mb
 from landscape.models.importers import describe
 from landscape.progress import Progress
 from landscape.sources import (
-    CPU,
     DATASETS,
     LOGIT_BUDGET,
     DataSpec,

@@ -28,6 +28,7 @@ import torch
 
 from landscape.budget import check_points, check_resolution
 from landscape.data import Split
+from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.curves import (
     barrier_from_curve,
@@ -41,7 +42,6 @@ from landscape.models import ModelConfig, Params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import (
-    CPU,
     Data,
     Source,
     available_seeds,

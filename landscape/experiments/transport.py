@@ -40,13 +40,14 @@ import torch.nn.functional as F
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.gauge import readout_features
 from landscape.models import ModelConfig, Params, forward, param_shapes
 from landscape.models.zoo import Checkpoint
 from landscape.optim import adamw_init, adamw_steps
 from landscape.progress import Progress, tell
-from landscape.sources import CPU, Source, Task, load_task
+from landscape.sources import Source, Task, load_task
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ABS,
