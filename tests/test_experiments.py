@@ -135,22 +135,23 @@ def test_gauge_results_are_typed_and_keep_their_keys():
     """Each sweep part is written by its dataclass; reading a result back gives it again, and the
     keys derived from groups and sources are the ones the figures read."""
     from landscape.experiments import gauge
+    from landscape.experiments import gauge_results as gr
     from tests.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
     parts = {
-        gauge.ScrambleResult: gauge.scramble_test(task, draws=1, lambdas=3),
-        gauge.RecoveryResult: gauge.recovery_under_drift(task, steps_grid=(0, 2), draws=1),
-        gauge.TrajectoryResult: gauge.trajectory_transport(task, steps=4, every=2),
-        gauge.ClaimResult: gauge.claim_check(task, draws=1),
+        gr.ScrambleResult: gauge.scramble_test(task, draws=1, lambdas=3),
+        gr.RecoveryResult: gauge.recovery_under_drift(task, steps_grid=(0, 2), draws=1),
+        gr.TrajectoryResult: gauge.trajectory_transport(task, steps=4, every=2),
+        gr.ClaimResult: gauge.claim_check(task, draws=1),
     }
     for cls, result in parts.items():
         assert cls.from_dict(result).to_dict() == result, cls.__name__
-    summary = parts[gauge.ScrambleResult]["summary"][0]
-    assert {gauge.matched_key(g) for g in gauge.SWEEP_GROUPS} <= set(summary)
-    curve = parts[gauge.RecoveryResult]["curve"][0]
-    assert gauge.recovery_key("weights", "marginalised", "coord") in curve
-    assert "draw" not in curve and "draw" in parts[gauge.RecoveryResult]["rows"][0]
+    summary = parts[gr.ScrambleResult]["summary"][0]
+    assert {gr.matched_key(g) for g in gr.SWEEP_GROUPS} <= set(summary)
+    curve = parts[gr.RecoveryResult]["curve"][0]
+    assert gr.recovery_key("weights", "marginalised", "coord") in curve
+    assert "draw" not in curve and "draw" in parts[gr.RecoveryResult]["rows"][0]
 
 
 def test_progress_is_one_protocol():
