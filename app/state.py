@@ -13,12 +13,15 @@ from typing import Any
 
 import streamlit as st
 
-from landscape.models.checkpoint import Checkpoint
-from landscape.models.train import available_seeds, get_checkpoint
-from landscape.models.zoo import zoo_table
+from landscape.device import resolve_device
+from landscape.models.train import available_seeds
+from landscape.models.zoo import Checkpoint, zoo_table
+from landscape.progress import Progress, fraction
+from landscape.sources import Source
 from landscape.store.cache import Cache, Entry
 
-Progress = Callable[[str, float], None]
+# The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
+# once per call, and the library takes the torch.device.
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -57,14 +60,14 @@ def family_problems() -> list[str]:
 @st.cache_data(max_entries=16, show_spinner=False)
 def family_metrics(name: str) -> list[dict[str, Any]]:
     """Members of a family with their test loss and accuracy (evaluated once, then on disk)."""
-    from landscape.store.families import member_rows
+    from landscape.experiments import family_members
 
-    return member_rows(name, metrics=True)
+    return family_members(name)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def checkpoint(model: str, seed: int | None) -> Checkpoint:
-    return get_checkpoint(model, seed, train_if_missing=False)
+    return Source(model, seed).load(train_if_missing=False)  # never trains behind a page's back
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -86,7 +89,7 @@ def barrier(
     from landscape import experiments
 
     return experiments.barrier(
-        model, seeds, method, group, points=points, split=split, device=device
+        model, seeds, method, group, points=points, split=split, device=resolve_device(device)
     )
 
 
@@ -104,7 +107,8 @@ def triangle(
     from landscape import experiments
 
     return experiments.triangle(
-        model, seeds, method, group, resolution=resolution, split=split, device=device
+        model, seeds, method, group, resolution=resolution, split=split,
+        device=resolve_device(device),
     )
 
 
@@ -115,12 +119,13 @@ def eigenangles(
     """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast)."""
     from landscape import experiments
 
+    dev = resolve_device(device)
     if learned:
-        return experiments.eigenangle_result(model, seeds, device=device)
+        return experiments.eigenangle_result(model, seeds, device=dev)
     from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
 
-    a, b = (experiments.load(model, s, device) for s in seeds)
-    wm = experiments.align(a, b, "weight", "orth", device=device)
+    a, b = (experiments.load(model, s, dev) for s in seeds)
+    wm = experiments.align(a, b, "weight", "orth", device=dev)
     o_wm = wm.resid.double()
     haar = haar_orthogonal(o_wm.shape[0], seed=seeds[0] * 1000 + seeds[1])
     out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": o_wm.shape[0]}
@@ -165,11 +170,16 @@ def compute_atlas(
     copies: int,
     group: str,
     projection: str,
-    progress: Progress | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> dict[str, Any]:
     """Compute the atlas and store it on disk. Not memoised: a cached function would record the
-    progress bar's updates and replay them in later runs, where that bar no longer exists."""
+    progress bar's updates and replay them in later runs, where that bar no longer exists.
+    ``progress(text, fraction)`` drives the page's bar."""
     from landscape.experiments.atlas import atlas as compute
+
+    def report(stage: str, done: float, total: float) -> None:
+        if progress is not None:
+            progress(stage, fraction(done, total))
 
     return compute(
         model,
@@ -178,7 +188,7 @@ def compute_atlas(
         copies=copies,
         group=group,
         projection=projection,
-        progress=progress,
+        progress=report,
     )
 
 
@@ -196,9 +206,6 @@ class _DiskOnly(Cache):
         if entry is None:
             raise NotCached(kind)
         return entry, True
-
-
-GaugeProgress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -238,7 +245,7 @@ def compute_gauge_part(
     trajectory_steps: int,
     trajectory_every: int,
     device: str | None,
-    progress: GaugeProgress | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Compute (or read) one gauge-sweep part and store it on disk. Not memoised here: a
     cached function would record the progress bar's updates and replay them in later runs,
@@ -266,7 +273,7 @@ def _gauge_sweep_part(
     trajectory_every: int,
     device: str | None,
     *,
-    progress: GaugeProgress | None = None,
+    progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
     from landscape.experiments.gauge import gauge_sweep
@@ -279,7 +286,7 @@ def _gauge_sweep_part(
         trajectory_steps=trajectory_steps,
         trajectory_every=trajectory_every,
         parts=(part,),
-        device=device,
+        device=resolve_device(device),
         progress=progress,
         cache=cache,
     )
@@ -295,7 +302,8 @@ def transport_table(
     read from the disk cache; :class:`NotCached` when not there (as :func:`gauge_part`)."""
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=device, cache=_DiskOnly())
+    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
+                 cache=_DiskOnly())  # fmt: skip
 
 
 def compute_transport_table(
@@ -303,13 +311,14 @@ def compute_transport_table(
     seed: int,
     gauge_seed: int,
     device: str | None,
-    progress: GaugeProgress | None = None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Compute (or read) the transport table and store it on disk (see
     :func:`compute_gauge_part` for why this is not memoised)."""
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=device, progress=progress)
+    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
+                 progress=progress)  # fmt: skip
 
 
 def clear_memory_caches() -> None:

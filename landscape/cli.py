@@ -16,7 +16,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from landscape.device import CPU, resolve_device
 from landscape.errors import LandscapeError, check_seed
+from landscape.progress import Progress, fraction
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
@@ -326,10 +328,10 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from landscape.models import init_params
-    from landscape.models.train import get_checkpoint
+    from landscape.sources import Source
     from landscape.symmetry import norm_state, symmetry_table
 
-    ckpt = get_checkpoint(args.model, args.seed, device="cpu")
+    ckpt = Source(args.model, args.seed).load(CPU)
     cfg, params, source = ckpt.cfg, ckpt.params, "checkpoint"
     if args.norm is not None:
         cfg = cfg.replace(norm=args.norm)
@@ -398,14 +400,11 @@ def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.gauge import PARTS, gauge_sweep
 
     _status(f"gauge sweep {args.model} seed {args.seed}")
-
-    def progress(stage: str, done: int, total: int) -> None:
-        print(f"landscape: {stage} {done}/{total}", file=sys.stderr, flush=True)
-
-    return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
-                       trajectory_steps=args.trajectory_steps,
-                       trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
-                       device=args.device, progress=progress)  # fmt: skip
+    with _progress_bar(f"gauge sweep {args.model}") as progress:
+        return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
+                           trajectory_steps=args.trajectory_steps,
+                           trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
+                           device=args.device, progress=progress)  # fmt: skip
 
 
 @command("transport")
@@ -414,21 +413,22 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.artifact is None:
         _status(f"transport table {args.model} seed {args.seed}")
-        rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
-                                  device=args.device)  # fmt: skip
+        with _progress_bar(f"transport {args.model}") as progress:
+            rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
+                                      device=args.device, progress=progress)  # fmt: skip
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
                 "rows": rows}  # fmt: skip
-    from landscape.models.train import get_checkpoint
+    from landscape.sources import Source
     from landscape.symmetry import random_transform, spec_for
 
     if args.out is None:
         raise LandscapeError("--artifact needs --out, the path of the transported artifact")
-    a = get_checkpoint(args.model, args.seed, device="cpu")
+    a = Source(args.model, args.seed).load(CPU)
     artifact = tr.load_artifact(args.artifact, a.cfg)
     if args.to_seed is not None:
         from landscape.matching import weight_matching
 
-        b = get_checkpoint(args.model, args.to_seed, device="cpu")
+        b = Source(args.model, args.to_seed).load(CPU)
         # π with π(θ_A) ≈ θ_B carries A's coordinates into B's.
         transform = weight_matching(a.cfg, b.params, a.params, args.group).transform
         target = f"seed {args.to_seed} (weight matching, {args.group})"
@@ -450,23 +450,24 @@ def _inspect(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("family")
 def _family(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import family_members
+    from landscape.sources import add_family
     from landscape.store import families as fm
 
     if args.action == "add":
         n = len(args.paths)
         _status(f"checking {n} checkpoint{'s' if n != 1 else ''} for family {args.name}")
-        fam = fm.add_family(args.name, args.paths, text=args.text, data=args.data,
-                            data_dir=args.data_dir, n_ctx=args.n_ctx,
-                            max_windows=args.max_windows, lr=args.lr, labels=args.labels,
-                            replace=args.replace)  # fmt: skip
-        return {**fam.to_dict(), "members": fm.member_rows(fam.name, metrics=True)}
+        fam = add_family(args.name, args.paths, text=args.text, data=args.data,
+                         data_dir=args.data_dir, n_ctx=args.n_ctx, max_windows=args.max_windows,
+                         lr=args.lr, labels=args.labels, replace=args.replace)  # fmt: skip
+        return {**fam.to_dict(), "members": family_members(fam.name)}
     if args.action == "list":
         return {"families": [{"name": f.name, "members": len(f.members), "arch": f.arch,
                               "parameters": f.parameters, "data": f.dataset}
                              for f in fm.families()]}  # fmt: skip
     if args.action == "show":
         fam = fm.family(args.name)
-        return {**fam.to_dict(), "members": fm.member_rows(fam.name, metrics=True)}
+        return {**fam.to_dict(), "members": family_members(fam.name)}
     if not fm.remove_family(args.name):
         raise LandscapeError(f"no family {args.name!r} to remove")
     return {"removed": args.name}
@@ -489,15 +490,16 @@ def _status(text: str) -> None:
 
 
 @contextlib.contextmanager
-def _progress_bar(desc: str) -> Iterator[Callable[[str, float], None]]:
-    """A progress bar on stderr fed by ``progress(stage, fraction)`` callbacks."""
+def _progress_bar(desc: str) -> Iterator[Progress]:
+    """A progress bar on stderr fed by ``progress(stage, done, total)`` (``landscape.progress``):
+    the bar shows the fraction done, the postfix the stage (and a count that is not a fraction)."""
     from tqdm import tqdm
 
     bar = tqdm(total=100, desc=desc, file=sys.stderr, leave=False)
 
-    def progress(stage: str, frac: float) -> None:
-        bar.set_postfix_str(stage)
-        bar.update(round(100 * frac) - bar.n)
+    def progress(stage: str, done: float, total: float) -> None:
+        bar.set_postfix_str(stage if total == 1 else f"{stage} {done:g}/{total:g}")
+        bar.update(round(100 * fraction(done, total)) - bar.n)
 
     try:
         yield progress
@@ -563,9 +565,8 @@ def _clean(obj: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        from landscape.device import resolve_device
-
-        args.device = str(resolve_device(args.device))
+        # the one place --device is resolved: everything below takes a torch.device
+        args.device = resolve_device(args.device)
         result = COMMANDS[args.command](args)
     except LandscapeError as e:
         print(f"landscape: error: {e}", file=sys.stderr)

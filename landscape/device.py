@@ -9,6 +9,8 @@ import torch
 
 from landscape.errors import LandscapeError
 
+CPU = torch.device("cpu")  # the default of library functions: devices come resolved (CLI, app)
+
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """``None``/``"auto"`` → CUDA if available else CPU; otherwise the named device, checked."""

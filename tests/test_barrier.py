@@ -87,7 +87,7 @@ def test_progress_reaches_the_total_in_order(chunk):
     x, y = _data(cfg)
     calls = []
     evaluate_path(
-        cfg, a, b, x, y, 5, batch_size=4, chunk=chunk, progress=lambda d, t: calls.append((d, t))
+        cfg, a, b, x, y, 5, batch_size=4, chunk=chunk, progress=lambda s, d, t: calls.append((d, t))
     )
     done = [d for d, _ in calls]
     assert done == sorted(done) and calls[-1] == (15, 15)  # 5 models × 3 batches
@@ -110,7 +110,7 @@ def test_float64_models_and_progress(gen):
     x, y = _data(cfg)
     calls = []
     loss, _ = evaluate_path(
-        cfg, a, b, x, y, 4, batch_size=3, chunk=3, progress=lambda d, t: calls.append((d, t))
+        cfg, a, b, x, y, 4, batch_size=3, chunk=3, progress=lambda s, d, t: calls.append((d, t))
     )
     ref_loss, _ = _loop(cfg, a, b, x.double(), y, torch.linspace(0, 1, 4, dtype=torch.float64))
     assert (loss - ref_loss).abs().max() < 1e-12

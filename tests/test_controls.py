@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from landscape import experiments, matching
+from landscape import experiments
 from landscape.cli import main
 from landscape.experiments import Aligned, align, barrier, eval_split, load
 from landscape.experiments.controls import (
@@ -107,7 +107,7 @@ def test_learned_matching_trains_on_the_training_split(monkeypatch):
         seen["split"] = train_split
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(matching, "match", spy)
+    monkeypatch.setattr(experiments.runs, "match", spy)
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     with pytest.raises(RuntimeError, match="stop here"):
         align(a, b, "learned", "orth")

@@ -111,3 +111,54 @@ def test_mismatched_architectures(tmp_path):
     b = Checkpoint(cfg, init_params(cfg, 0), {"name": "mlp-digits", "seed": 99})
     with pytest.raises(LandscapeError, match="mismatched architectures"):
         align(a, b, "weight", "perm")
+
+
+def test_a_checkpoint_path_and_its_zoo_seed_run_through_one_pipeline(tmp_path):
+    """``pair-barrier`` on directories written from zoo seeds measures what ``barrier`` does."""
+    from landscape.experiments.pairs import barrier_paths
+    from landscape.models.zoo import save_checkpoint_dir
+    from landscape.sources import Source
+
+    dirs = [save_checkpoint_dir(Source("mlp-digits", s).load(), tmp_path / f"m{s}")
+            for s in (0, 1)]  # fmt: skip
+    assert Source(str(dirs[0])).kind == "path" and Source("mlp-digits", 0).kind == "zoo"
+    zoo = barrier("mlp-digits", (0, 1), "weight", "orth", points=5)
+    pair = barrier_paths(*dirs, "weight", "orth", data="digits", points=5)
+    assert pair["loss"] == pytest.approx(zoo["loss"], abs=1e-6)
+    assert pair["function_check"] == zoo["function_check"]
+    # a directory written from a zoo checkpoint is evaluated on its zoo model's data
+    path = barrier(str(dirs[0]), (0, 0), "naive", "perm", points=3)
+    assert path["barrier_loss"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_gauge_results_are_typed_and_keep_their_keys():
+    """Each sweep part is written by its dataclass; reading a result back gives it again, and the
+    keys derived from groups and sources are the ones the figures read."""
+    from landscape.experiments import gauge
+    from landscape.experiments import gauge_results as gr
+    from tests.test_gauge import synthetic_task
+
+    task = synthetic_task("mlp")
+    parts = {
+        gr.ScrambleResult: gauge.scramble_test(task, draws=1, lambdas=3),
+        gr.RecoveryResult: gauge.recovery_under_drift(task, steps_grid=(0, 2), draws=1),
+        gr.TrajectoryResult: gauge.trajectory_transport(task, steps=4, every=2),
+        gr.ClaimResult: gauge.claim_check(task, draws=1),
+    }
+    for cls, result in parts.items():
+        assert cls.from_dict(result).to_dict() == result, cls.__name__
+    summary = parts[gr.ScrambleResult]["summary"][0]
+    assert {gr.matched_key(g) for g in gr.SWEEP_GROUPS} <= set(summary)
+    curve = parts[gr.RecoveryResult]["curve"][0]
+    assert gr.recovery_key("weights", "marginalised", "coord") in curve
+    assert "draw" not in curve and "draw" in parts[gr.RecoveryResult]["rows"][0]
+
+
+def test_progress_is_one_protocol():
+    from landscape.progress import within
+
+    seen = []
+    part = within(lambda stage, done, total: seen.append((stage, done, total)), 0.5, 1.0, "b ")
+    part("evaluate", 1, 4)
+    assert seen == [("b evaluate", 0.625, 1.0)]
+    assert within(None, 0, 1) is None

@@ -21,8 +21,9 @@ from landscape.experiments.transport import (  # noqa: E402
     transport,
 )
 from landscape.models.importers import import_checkpoint  # noqa: E402
-from landscape.models.train import available_seeds, get_checkpoint  # noqa: E402
+from landscape.models.train import get_checkpoint  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.sources import Source, add_family, available_seeds  # noqa: E402
 from landscape.store import families as fm  # noqa: E402
 from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
 from tests.conftest import tiny_llama  # noqa: E402
@@ -60,8 +61,8 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def tunes(ckpts, home) -> str:
-    fm.add_family("tunes", [ckpts["a"], ckpts["b"], ckpts["planted"]], text=ckpts["text"],
-                  n_ctx=16, max_windows=8, labels=["ft-a", "ft-b", "planted"])  # fmt: skip
+    add_family("tunes", [ckpts["a"], ckpts["b"], ckpts["planted"]], text=ckpts["text"],
+               n_ctx=16, max_windows=8, labels=["ft-a", "ft-b", "planted"])  # fmt: skip
     return "tunes"
 
 
@@ -70,13 +71,13 @@ def test_a_family_is_registered_listed_and_removed(tunes, ckpts) -> None:
     assert fam.arch == "gpt" and len(fam.members) == 3 and fam.n_ctx == 16
     assert "grouped-query" in fam.architecture and fam.parameters == 27296
     assert [f.name for f in fm.families()] == ["tunes"] and fm.is_family("tunes")
-    rows = fm.member_rows(tunes, metrics=True)
+    rows = experiments.family_members(tunes)
     assert [r["label"] for r in rows] == ["ft-a", "ft-b", "planted"]
     assert all(r["present"] and r["test_loss"] > 0 for r in rows)
     # the planted copy computes the same function as member 0
     assert rows[2]["test_loss"] == pytest.approx(rows[0]["test_loss"], abs=1e-5)
     assert [r["seed"] for r in available_seeds(tunes)] == [0, 1, 2]
-    m = get_checkpoint(tunes, 1)
+    m = Source(tunes, 1).load()
     assert m.meta["family"] == "tunes" and m.meta["seed"] == 1 and m.meta["label"] == "ft-b"
     assert fm.remove_family(tunes) and not fm.is_family(tunes) and not fm.remove_family(tunes)
 
@@ -97,11 +98,11 @@ def test_family_errors_are_one_line_and_name_the_problem(ckpts, home, tunes) -> 
     ]
     for args, kw, words in cases:
         with pytest.raises(LandscapeError, match=words) as err:
-            fm.add_family(*args, **kw)
+            add_family(*args, **kw)
         assert "\n" not in str(err.value)
     assert [f.name for f in fm.families()] == ["tunes"]  # nothing half-registered
     with pytest.raises(LandscapeError, match="no member 3"):
-        get_checkpoint(tunes, 3)
+        Source(tunes, 3).load()
     with pytest.raises(LandscapeError, match="unknown family"):
         fm.family("nope")
 
@@ -127,13 +128,13 @@ def test_a_classifier_family_gives_the_zoo_numbers(home, tmp_path) -> None:
     """mlp-digits seeds saved as directories, registered with --data digits: same barrier."""
     paths = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"m{s}")
              for s in (0, 1)]  # fmt: skip
-    fm.add_family("digit-mlps", paths, data="digits")
+    add_family("digit-mlps", paths, data="digits")
     fam = experiments.barrier("digit-mlps", (0, 1), "weight", "perm", points=5)
     zoo = experiments.barrier("mlp-digits", (0, 1), "weight", "perm", points=5)
     assert fam["loss"] == pytest.approx(zoo["loss"], abs=1e-6)
     assert fam["barrier_loss"] == pytest.approx(zoo["barrier_loss"], abs=1e-6)
     with pytest.raises(LandscapeError, match="needs --data"):
-        fm.add_family("no-data", paths)
+        add_family("no-data", paths)
 
 
 def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tunes) -> None:
@@ -170,7 +171,7 @@ def test_cli_registers_a_family_and_moves_an_artifact_onto_a_planted_member(
     assert main(["barrier", tunes, "--seeds", "0", "2", "--group", "signed-perm",
                  "--points", "3", "--json"]) == 0  # fmt: skip
     assert json.loads(capsys.readouterr().out)["barrier_loss"] < 1e-5
-    a = get_checkpoint(tunes, 0)
+    a = Source(tunes, 0).load()
     vector = torch.randn(a.cfg.d_model, generator=torch.Generator().manual_seed(0))
     art = Artifact("steering", {"vector": vector}, {"layer": 1, "cls": 0, "scale": 1.0})
     save_artifact(tmp_path / "steer", art, a.cfg)

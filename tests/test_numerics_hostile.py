@@ -27,6 +27,7 @@ from landscape.matching import function_warnings, match, worst_check
 from landscape.models import init_params
 from landscape.models.train import get_checkpoint
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir
+from landscape.sources import Source
 from landscape.store.cache import Cache
 from tests.conftest import tiny_config
 
@@ -56,13 +57,13 @@ def scaled(ckpt: Checkpoint, factor: float, only: str = "") -> Checkpoint:
 
 
 def with_members(monkeypatch, members: dict[int, Checkpoint]) -> None:
-    """``experiments.load`` serves these checkpoints for their seeds (mlp-digits otherwise)."""
-    real = experiments.load
+    """Every ``Source`` serves these checkpoints for their seeds (mlp-digits otherwise)."""
+    real = Source.load
 
-    def load(model, seed, device=None):
-        return members[seed] if seed in members else real(model, seed, device)
+    def load(self, *args, **kwargs):
+        return members[self.seed] if self.seed in members else real(self, *args, **kwargs)
 
-    monkeypatch.setattr(experiments, "load", load)
+    monkeypatch.setattr(Source, "load", load)
 
 
 def zoo(seed: int) -> Checkpoint:
@@ -154,7 +155,7 @@ def test_pair_barrier_over_tolerance_warns(tmp_path, capsys) -> None:
     assert "tolerance" in r["warnings"][0] and str(b) in r["warnings"][0]
     argv = ["pair-barrier", str(a), str(b), "--data", "digits", "--points", "3", "--json"]
     assert main(argv) == 0
-    assert "landscape: warning: function check of B" in capsys.readouterr().err
+    assert f"landscape: warning: function check of {b} aligned to {a}" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- 4. A's processing is checked
@@ -184,7 +185,7 @@ def test_points_over_the_budget_are_refused_before_loading(monkeypatch, capsys) 
     def never(*args, **kwargs):
         raise AssertionError("a checkpoint was loaded")
 
-    monkeypatch.setattr(experiments, "load", never)
+    monkeypatch.setattr(Source, "load", never)
     assert main(["barrier", "mlp-digits", "--seeds", "0", "1", "--points", "1000000000"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
     limit = budget_bytes() // BYTES_PER_POINT
@@ -276,14 +277,15 @@ def test_barrier_and_triangle_show_progress_on_stderr(capsys) -> None:
 def test_learned_matching_reports_every_step() -> None:
     seen = []
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 3, "eval_every": 3},
-          progress=lambda stage, frac: seen.append((stage, frac)))  # fmt: skip
+          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
     assert [s for s, _ in seen] == [f"learned matching step {i}/3" for i in (1, 2, 3)]
     assert [f for _, f in seen] == pytest.approx([1 / 3, 2 / 3, 1.0])
     # the barrier maps the matching into the first half of its progress
     seen.clear()
     barrier_pair(zoo(0), zoo(2), "learned", "perm", points=3,
                  options={"steps": 2, "eval_every": 2},
-                 progress=lambda stage, frac: seen.append((stage, frac)))  # fmt: skip
+                 progress=lambda stage, done, total: seen.append((stage, done / total))
+                 )  # fmt: skip
     stages = [s for s, _ in seen]
     assert "learned matching step 2/2" in stages and stages[-1] == "done"
     assert [f for _, f in seen] == sorted(f for _, f in seen)

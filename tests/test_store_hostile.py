@@ -20,6 +20,7 @@ import torch
 from landscape import data
 from landscape.cli import main
 from landscape.errors import LandscapeError
+from landscape.sources import add_family
 from landscape.store import families as fm
 from landscape.store.cache import Cache
 
@@ -251,20 +252,20 @@ def _full_disk(*_args, **_kwargs):
 @pytest.mark.parametrize("where", ["write", "replace"])
 def test_a_failed_family_write_leaves_nothing(cache_env, monkeypatch, where):
     old = fm.Family.from_dict(_record())
-    fm._write(old)
+    fm.save_family(old)
     new = fm.Family.from_dict(_record(parameters=7))
     with monkeypatch.context() as m:
         m.setattr(fm.json if where == "write" else fm.os, "dump" if where == "write" else "replace",
                   _full_disk)  # fmt: skip
         with pytest.raises(LandscapeError, match="cannot write family good.*No space left"):
-            fm._write(new)
+            fm.save_family(new)
     assert sorted(p.name for p in fm.families_root().iterdir()) == ["good.json"]
     assert fm.family("good") == old  # the earlier record is whole, the new one absent
 
 
 def test_a_family_name_with_a_trailing_newline_is_refused(cache_env):
     with pytest.raises(LandscapeError, match="family name"):
-        fm.add_family("ab\n", [cache_env / "nowhere"], data="digits")
+        add_family("ab\n", [cache_env / "nowhere"], data="digits")
     _register("ab")
     assert fm.is_family("ab") and not fm.is_family("ab\n")
     with pytest.raises(LandscapeError, match="unknown family"):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from landscape.errors import LandscapeError
-from landscape.experiments.gauge import adamw_steps, readout_features
+from landscape.experiments.gauge import readout_features
 from landscape.experiments.transport import (
     Artifact,
     check_artifact,
@@ -21,6 +21,7 @@ from landscape.experiments.transport import (
     with_lora,
 )
 from landscape.models import forward
+from landscape.optim import adamw_steps
 from landscape.symmetry import Transform, apply, random_transform, spec_for
 from tests.test_gauge import synthetic_task
 

@@ -11,15 +11,19 @@ UMAP (``umap-learn``, imported only when asked for). The result is cached on dis
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.matching import weight_matching
 from landscape.models import Params
-from landscape.models.train import available_seeds, get_checkpoint
+from landscape.models.zoo import Checkpoint
+from landscape.progress import Progress, tell
+from landscape.sources import Source, available_seeds
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import apply, random_transform, spec_for
 from landscape.symmetry.processing import prepare
@@ -27,7 +31,6 @@ from landscape.symmetry.processing import prepare
 ATLAS_VERSION = 1
 GROUPS = ("perm", "signed-perm")
 PROJECTIONS = ("pca", "umap")
-Progress = Callable[[str, float], None]  # (stage, fraction done)
 
 
 def _flat(params: Params, keys: Sequence[str]) -> np.ndarray:
@@ -72,6 +75,7 @@ def atlas(
     copies: int = 2,
     group: str = "perm",
     projection: str = "pca",
+    device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def atlas(
     if reference not in seeds:
         raise LandscapeError(f"reference seed {reference} is not among the seeds {seeds}")
     cache = cache or Cache()
-    ckpts = {s: get_checkpoint(model, s) for s in seeds}  # as the experiments: train if missing
+    ckpts = {s: Source(model, s).load(device) for s in seeds}  # as everywhere: train if missing
     n_params = sum(v.numel() for v in ckpts[seeds[0]].params.values())
     n_points = len(seeds) * (1 + copies)
     if 2 * n_points * n_params * 8 > ATLAS_BYTES:  # raw and aligned float64 vectors
@@ -122,7 +126,7 @@ def atlas(
 
 
 def _compute(
-    ckpts: dict[int, Any],
+    ckpts: dict[int, Checkpoint],
     seeds: list[int],
     reference: int,
     copies: int,
@@ -130,8 +134,6 @@ def _compute(
     projection: str,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    from landscape.matching import weight_matching
-
     t0 = time.perf_counter()
     cfg = ckpts[seeds[0]].cfg
     cfg_p, ref = prepare(cfg, ckpts[reference].params, group)
@@ -150,8 +152,7 @@ def _compute(
             labels.append({"seed": s, "kind": kind, "copy": k})
             raw.append(_flat(p, keys))
             aligned.append(_flat(r.params_b, keys))
-            if progress:
-                progress(f"seed {s} {kind} {k}", len(labels) / total)
+            tell(progress, f"seed {s} {kind} {k}", len(labels), total)
     out: dict[str, Any] = {
         "seeds": seeds,
         "reference": reference,

@@ -39,17 +39,19 @@ straight line in the unprocessed parameterisation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
 from landscape.budget import check_points
+from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments import (
+from landscape.experiments.runs import (
     DEFAULT_ROWS,
     Aligned,
+    Coordinates,
     barrier_pair,
     eval_split,
     mean_sem,
@@ -57,13 +59,11 @@ from landscape.experiments import (
     summarise_barriers,
 )
 from landscape.models import ModelConfig, Params, forward
-from landscape.models.checkpoint import Checkpoint
-from landscape.models.train import get_checkpoint
-from landscape.models.zoo import VARIANTS, zoo_model
+from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
+from landscape.progress import Progress, tell, within
+from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
-
-Progress = Callable[[str, float], None]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def control_pair(
     control: str | Control,
     seeds: Sequence[int],
     *,
-    device: str | None = None,
+    device: torch.device = CPU,
     cache: Cache | None = None,
 ) -> tuple[Checkpoint, Checkpoint]:
     """A and B of one control pair: seed ``seeds[0]`` with variant A, ``seeds[1]`` with B.
@@ -111,8 +111,8 @@ def control_pair(
     Variants are trained on a cache miss (seeded and deterministic, like every zoo model).
     """
     c = control if isinstance(control, Control) else _control(control)
-    a = get_checkpoint(model, seeds[0], device=device, cache=cache, variant=c.variant_a)
-    b = get_checkpoint(model, seeds[1], device=device, cache=cache, variant=c.variant_b)
+    a = Source(model, seeds[0], variant=c.variant_a).load(device, cache)
+    b = Source(model, seeds[1], variant=c.variant_b).load(device, cache)
     return a, b
 
 
@@ -127,10 +127,9 @@ def _control(name: str) -> Control:
 # ---------------------------------------------------------------- function space
 
 
-def _probabilities(ckpt: Checkpoint, inputs: torch.Tensor, device: str | None) -> torch.Tensor:
-    dev = torch.device(device or "cpu")
-    params = {k: v.to(dev, torch.float64) for k, v in ckpt.params.items()}
-    x = inputs.to(dev)
+def _probabilities(ckpt: Checkpoint, inputs: torch.Tensor, device: torch.device) -> torch.Tensor:
+    params = {k: v.to(device, torch.float64) for k, v in ckpt.params.items()}
+    x = inputs.to(device)
     if x.is_floating_point():
         x = x.double()
     with torch.no_grad():
@@ -139,7 +138,7 @@ def _probabilities(ckpt: Checkpoint, inputs: torch.Tensor, device: str | None) -
 
 
 def function_distance(
-    a: Checkpoint, b: Checkpoint, split: str = "test", device: str | None = None
+    a: Checkpoint, b: Checkpoint, split: str = "test", device: torch.device = CPU
 ) -> dict[str, float]:
     """How far apart two functions are on A's zoo ``split`` (every prediction counts once).
 
@@ -215,6 +214,10 @@ def _scale_rows(cfg: ModelConfig, name: str, w: torch.Tensor, s: torch.Tensor) -
     return (w.double() * s.view(shape)).to(w.dtype)
 
 
+# the barrier pipeline's line in these coordinates: barrier_pair(..., coordinates=ORIGINAL)
+ORIGINAL = Coordinates("original", original_coordinates)
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -229,7 +232,7 @@ def controls_table(
     seeds: Sequence[int] | None = None,
     original: bool = True,
     layernorm: bool = False,
-    device: str | None = None,
+    device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -258,15 +261,11 @@ def controls_table(
     def tick(stage: str) -> None:
         nonlocal done
         done += 1
-        if progress:
-            progress(stage, done / total)
+        tell(progress, stage, done, total)
 
-    def within(stage: str) -> Progress | None:
+    def inside(stage: str) -> Progress | None:
         """Progress inside the next tick (e.g. the steps of learned matching)."""
-        if progress is None:
-            return None
-        lo = done
-        return lambda s, f: progress(f"{stage} {s}", (lo + f) / total)
+        return within(progress, done / total, (done + 1) / total, f"{stage} ")
 
     out_controls, out_rows = [], []
     for c in kinds:
@@ -281,11 +280,11 @@ def controls_table(
             for (a, b), (sa, sb) in zip(ckpts, pair_list, strict=True):
                 stage = f"{c.name} {method}/{group} {sa}-{sb}"
                 r = barrier_pair(a, b, method, group, points=points, split=split, device=device,
-                                 cache=cache, progress=within(stage))  # fmt: skip
+                                 cache=cache, progress=inside(stage))  # fmt: skip
                 if original:
                     o = barrier_pair(a, b, method, group, points=points, split=split,
                                      device=device, cache=cache,
-                                     coordinates="original")  # fmt: skip
+                                     coordinates=ORIGINAL)  # fmt: skip
                     r["barrier_loss_original"] = o["barrier_loss"]
                     r["barrier_accuracy_original"] = o["barrier_accuracy"]
                     r["warnings"] = list(dict.fromkeys(r["warnings"] + o["warnings"]))

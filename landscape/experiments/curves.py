@@ -31,9 +31,9 @@ import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, embed, forward_resid
+from landscape.progress import Progress
 
 Lambdas = int | Sequence[float] | torch.Tensor
-Progress = Callable[[int, int], None]
 
 
 def _as_weights(w: Sequence[float] | torch.Tensor) -> torch.Tensor:
@@ -155,7 +155,7 @@ def evaluate_mixtures(
     *,
     batch_size: int = 512,
     chunk: int | None = None,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss (nats) and accuracy of every mixture ``Σ_c weights[k, c]·θ_c``: two [K] float64.
@@ -164,9 +164,9 @@ def evaluate_mixtures(
     many as keep the activations within a memory budget; on the CPU 1). A chunk of 1 is the plain
     pass: one forward per mixture on slices of the batch (``slice_rows``), the parameters of up
     to ``MIX_BUDGET_ELEMENTS`` mixed at once. On a CUDA out-of-memory error the chunk is halved
-    and the step retried. ``device`` defaults to the endpoints' device. ``progress(done, total)``
-    counts (mixture, batch) steps: it is called after each model of the plain pass and after each
-    (chunk, batch) step of the vectorised one.
+    and the step retried. ``device`` defaults to the endpoints' device. ``progress("evaluate",
+    done, total)`` counts (mixture, batch) steps: it is called after each model of the plain pass
+    and after each (chunk, batch) step of the vectorised one.
     """
     weights = torch.as_tensor(weights, dtype=torch.float64).cpu()
     k_total = weights.shape[0]
@@ -226,7 +226,7 @@ def evaluate_mixtures(
             if not plain:
                 add(lo, hi, *scores(batched(stacked, _mix_tensors(resid, w)), y))
                 if progress is not None:
-                    progress(done + hi - lo, k_total * n_batches)
+                    progress("evaluate", done + hi - lo, k_total * n_batches)
                 continue
             # one model at a time: the plain forward, without vmap's batching rules, on
             # cache-sized slices of the batch
@@ -239,7 +239,7 @@ def evaluate_mixtures(
                 ]
                 per_model.append(scores(torch.cat(parts)[None], y))
                 if progress is not None:
-                    progress(done + len(per_model), k_total * n_batches)
+                    progress("evaluate", done + len(per_model), k_total * n_batches)
             add(lo, hi, *(torch.cat(t) for t in zip(*per_model, strict=True)))
 
     with torch.inference_mode():  # no autograd bookkeeping at all (a few % on small models)
@@ -271,7 +271,7 @@ def evaluate_path(
     *,
     batch_size: int = 512,
     chunk: int | None = None,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss and accuracy of ``θ(λ) = λ·θ_A + (1−λ)·θ_B`` for every λ: two [K] float64 (CPU).
@@ -495,7 +495,7 @@ def evaluate_triangle(
     tol: float = 0.05,
     batch_size: int = 512,
     chunk: int | None = None,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
 ) -> TriangleResult:
     """Evaluate every point of ``barycentric_grid(resolution)`` in one vectorised pass per batch.

@@ -19,22 +19,43 @@ B's residual coordinate i is ``s_i · x[π(i)]`` (``Element``: ``G[π(i), i] = s
 Recovered gauges are returned as the transform ``h`` that aligns B to A, ``apply(h, θ_B) ≈ θ_A``;
 for B = g(A) the truth is ``h = g⁻¹``. Orientation of every similarity matrix: rows are A's units,
 columns B's (landscape.matching.solvers).
+
+Each part returns a JSON-able dict written by its result dataclass
+(:mod:`landscape.experiments.gauge_results`; ``from_dict`` reads a stored one back). The model
+and its data come as a :class:`landscape.sources.Task`; fine-tuning is
+:func:`landscape.optim.adamw_steps`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
 
-from landscape import data
-from landscape.device import resolve_device
+from landscape.data import Split
+from landscape.device import CPU
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
+from landscape.experiments.gauge_results import (
+    RECOVERY_METHODS,
+    RECOVERY_SOURCES,
+    SWEEP_GROUPS,
+    ClaimResult,
+    ClaimRow,
+    ClaimSummary,
+    RecoveryPoint,
+    RecoveryResult,
+    ScrambleResult,
+    ScrambleRow,
+    ScrambleSummary,
+    TrajectoryResult,
+    TrajectoryRow,
+    mean,
+)
 from landscape.matching.activation import (
     GAUGE_SWEEP,
     activation_transform,
@@ -42,12 +63,17 @@ from landscape.matching.activation import (
     resid_stack,
 )
 from landscape.matching.activation import activation_similarity as matching_similarity
-from landscape.matching.solvers import Signs, solve
+from landscape.matching.solvers import (
+    Signs,
+    solve,
+)
 from landscape.matching.weight import weight_similarity as resid_weight_similarity
 from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
 from landscape.models.checkpoint import Checkpoint
-from landscape.models.zoo import split_for, zoo_model
-from landscape.store.cache import Cache, digest_tensors
+from landscape.optim import adamw_init, adamw_steps, decays
+from landscape.progress import Progress
+from landscape.sources import Source, Task, load_task, split_sampler, stream_sampler
+from landscape.store.cache import Cache
 from landscape.symmetry import (
     ORTH,
     PERM,
@@ -64,137 +90,36 @@ from landscape.symmetry import (
 )
 from landscape.symmetry.processing import prepare
 
+__all__ = [
+    "GAUGE_VERSION",
+    "PARTS",
+    "activation_similarity",
+    "align_activations",
+    "check_sweep_args",
+    "claim_check",
+    "coordinate_accuracy",
+    "gauge_sweep",
+    "readout_features",
+    "recover",
+    "recovery_under_drift",
+    "resid_only",
+    "resid_stack",
+    "scramble_test",
+    "solve_resid",
+    "top_coordinates",
+    "trajectory_transport",
+    "weight_similarity",
+    # moved to landscape.sources and landscape.optim; still importable from here
+    "Task",
+    "adamw_init",
+    "adamw_steps",
+    "decays",
+    "load_task",
+    "split_sampler",
+    "stream_sampler",
+]
+
 GAUGE_VERSION = 2  # bump when a sweep algorithm or result changes: old cache entries stop matching
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-# The three residual groups of the sweep, by group-level name (landscape.symmetry.RESID_GROUPS).
-SWEEP_GROUPS = {"perm": PERM, "signed-perm": SIGNED_PERM, "orth": ORTH}
-GROUP_LABEL = {"perm": "S_d", "signed-perm": "B_d", "orth": "O(d)"}
-RECOVERY_METHODS = ("signed", "marginalised")  # signed-correlation vs sign-marginalised assignment
-
-
-# ----------------------------------------------------------------------------- task and data
-
-
-@dataclass
-class Task:
-    """A model with its data: activation/evaluation inputs and a sampler of training batches
-    (the model's own training data). ``sample(gen, batch_size) -> (inputs, targets)``."""
-
-    name: str
-    seed: int
-    cfg: ModelConfig
-    params: Params  # float32, on ``device``
-    sample: Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]
-    act_inputs: torch.Tensor  # inputs for activation statistics (training split)
-    act_targets: torch.Tensor
-    test: data.Split  # evaluation split (barriers, probe/steering metrics)
-    lr: float = 3e-3  # the model's peak training learning rate
-    batch_size: int = 64
-    device: torch.device = torch.device("cpu")
-    data_key: dict[str, Any] | None = None  # families: what identifies the data in cache keys
-
-    @property
-    def digest(self) -> str:
-        return digest_tensors({k: v.cpu() for k, v in self.params.items()})
-
-    def batches(self, seed: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Seeded endless minibatches of the training data, on the task's device."""
-        gen = torch.Generator().manual_seed(seed)
-        while True:
-            x, y = self.sample(gen, self.batch_size)
-            yield x.to(self.device), y.to(self.device)
-
-
-def split_sampler(
-    split: data.Split,
-) -> Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]:
-    """Uniform minibatches (with replacement across batches) from a fixed split."""
-
-    def sample(gen: torch.Generator, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
-        j = torch.randint(0, len(split), (bs,), generator=gen)
-        return split.inputs[j], split.targets[j]
-
-    return sample
-
-
-def stream_sampler(
-    stream: torch.Tensor, n_ctx: int
-) -> Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]:
-    """Random windows of ``n_ctx`` characters and their next-character targets."""
-
-    def sample(gen: torch.Generator, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
-        starts = torch.randint(0, len(stream) - n_ctx - 1, (bs,), generator=gen)
-        chunk = stream[starts[:, None] + torch.arange(n_ctx + 1)].long()  # compact codes
-        return chunk[:, :-1], chunk[:, 1:]
-
-    return sample
-
-
-def load_task(
-    model: str | Checkpoint,
-    seed: int = 0,
-    *,
-    device: str | torch.device | None = "cpu",
-    n_act: int | None = None,
-    n_test: int | None = None,
-) -> Task:
-    """Resolve a zoo name (+ seed), a family name (+ member), or a Checkpoint of either into a
-    :class:`Task`. A family's task samples minibatches from its training windows or images at
-    the family's ``lr`` and ``batch_size`` (:mod:`landscape.store.families`).
-
-    ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
-    64 text windows for activations; the whole test split, or 128 windows for text).
-    """
-    from landscape.models.train import get_checkpoint
-
-    ckpt = model if isinstance(model, Checkpoint) else get_checkpoint(model, seed)
-    name = ckpt.meta.get("name", model if isinstance(model, str) else "")
-    if ckpt.meta.get("family"):
-        return _family_task(ckpt, device, n_act, n_test)
-    try:
-        zm = zoo_model(name)
-    except LandscapeError:
-        raise LandscapeError(
-            f"the gauge sweep needs a zoo model's training data; {name!r} is not a zoo model"
-        ) from None
-    if zm.config != ckpt.cfg:
-        raise LandscapeError(f"checkpoint config differs from the zoo's {name} config")
-    dev = resolve_device(device)
-    vocab = ckpt.meta.get("vocab")
-    text = zm.dataset == "shakespeare"
-    n_act = n_act or (64 if text else 512)
-    n_test = n_test or (128 if text else None)
-    train = split_for(zm, "train", vocab=vocab)
-    test = split_for(zm, "test", vocab=vocab)
-    test = data.Split(test.inputs[:n_test].to(dev), test.targets[:n_test].to(dev))
-    params = {k: v.to(dev, torch.float32) for k, v in ckpt.params.items()}
-    if text:
-        sample = stream_sampler(data.shakespeare(vocab).train, ckpt.cfg.n_ctx)
-    else:
-        sample = split_sampler(train)
-    return Task(name, int(ckpt.meta.get("seed", seed) or 0), ckpt.cfg, params, sample,
-                train.inputs[:n_act].to(dev), train.targets[:n_act].to(dev), test,
-                zm.train.lr, zm.train.batch_size, dev)  # fmt: skip
-
-
-def _family_task(
-    ckpt: Checkpoint, device: str | torch.device | None, n_act: int | None, n_test: int | None
-) -> Task:
-    from landscape.store.families import family, family_splits
-
-    fam = family(ckpt.meta["family"])
-    splits, data_key = family_splits(fam.name)
-    dev = resolve_device(device)
-    text = ckpt.cfg.arch == "gpt"
-    train, test = splits["train"], splits["test"]
-    n_act = n_act or (64 if text else 512)
-    test = data.Split(test.inputs[:n_test].to(dev), test.targets[:n_test].to(dev))
-    params = {k: v.to(dev, torch.float32) for k, v in ckpt.params.items()}
-    return Task(fam.name, int(ckpt.meta["seed"]), ckpt.cfg, params, split_sampler(train),
-                train.inputs[:n_act].to(dev), train.targets[:n_act].to(dev), test,
-                fam.lr, fam.batch_size, dev,
-                {**data_key, "lr": fam.lr, "batch_size": fam.batch_size})  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- activations
@@ -282,78 +207,6 @@ def resid_only(spec: Spec, kind: str, seed: int) -> Transform:
     return random_transform(spec, {"resid": kind}, seed)
 
 
-# ----------------------------------------------------------------------------- training
-
-
-def adamw_init(params: Params) -> dict[str, torch.Tensor]:
-    """Fresh AdamW state: ``exp_avg.{name}``, ``exp_avg_sq.{name}`` zeros, ``step`` 0."""
-    state = {f"exp_avg.{k}": torch.zeros_like(v) for k, v in params.items()}
-    state.update({f"exp_avg_sq.{k}": torch.zeros_like(v) for k, v in params.items()})
-    state["step"] = torch.zeros((), dtype=torch.float64)
-    return state
-
-
-def decays(name: str, w: torch.Tensor) -> bool:
-    """Weight decay on matrices except positions, as in the zoo's training recipe."""
-    return w.ndim >= 2 and "W_pos" not in name
-
-
-def adamw_steps(
-    cfg: ModelConfig,
-    params: Params,
-    state: dict[str, torch.Tensor] | None,
-    batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
-    steps: int,
-    *,
-    lr: float = 1e-3,
-    betas: tuple[float, float] = (0.9, 0.98),
-    eps: float = 1e-8,
-    weight_decay: float = 0.01,
-    grad_clip: float = 1.0,
-    loss_fn: Callable[[Params, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
-    callback: Callable[[int, Params], None] | None = None,
-) -> tuple[Params, dict[str, torch.Tensor]]:
-    """``steps`` of functional AdamW (PyTorch's update, decoupled decay, global-norm clipping).
-
-    ``m ← β₁m + (1−β₁)g``, ``v ← β₂v + (1−β₂)g²``, ``θ ← θ(1 − lr·wd) − lr·m̂/(√v̂ + ε)``.
-    Every operation is elementwise or a global norm, so the update commutes with any signed
-    permutation of the parameters when m moves like θ and v like |G| (the transport rule).
-    ``callback(step, params)`` runs after each step (step counted from 1).
-    """
-    state = dict(adamw_init(params) if state is None else state)
-    p = {k: v.detach().clone() for k, v in params.items()}
-    b1, b2 = betas
-    for i in range(steps):
-        x, y = next(batches)
-        if x.is_floating_point():
-            x = x.to(next(iter(p.values())).dtype)
-        leaves = {k: v.detach().requires_grad_() for k, v in p.items()}
-        if loss_fn is None:
-            loss, _ = loss_and_accuracy(cfg, forward(cfg, leaves, x), y)
-        else:
-            loss = loss_fn(leaves, x, y)
-        grads = torch.autograd.grad(loss, list(leaves.values()))
-        norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
-        coef = min(1.0, grad_clip / (float(norm) + 1e-6))
-        t = float(state["step"]) + 1
-        state["step"] = torch.tensor(t, dtype=torch.float64)
-        new: Params = {}
-        for (k, w), g in zip(leaves.items(), grads, strict=True):
-            w = w.detach()
-            g = g * coef
-            m = state[f"exp_avg.{k}"] * b1 + (1 - b1) * g
-            v = state[f"exp_avg_sq.{k}"] * b2 + (1 - b2) * g * g
-            state[f"exp_avg.{k}"], state[f"exp_avg_sq.{k}"] = m, v
-            if decays(k, w):
-                w = w * (1 - lr * weight_decay)
-            denom = (v / (1 - b2**t)).sqrt() + eps
-            new[k] = w - lr * (m / (1 - b1**t)) / denom
-        p = new
-        if callback is not None:
-            callback(i + 1, p)
-    return p, state
-
-
 # ----------------------------------------------------------------------------- 2. scramble
 
 
@@ -373,8 +226,8 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
     Per draw: max |Δlogits| (function check, float64), the naive barrier, and the barriers after
     activation matching restricted to S_d, B_d and O(d) on the stream. O(d) needs folded gains:
     O(d) scrambles and O(d) matching run on ``prepare(·, "orth")`` parameters (the same function).
-    Rows ``group, draw, max_abs_dlogits, naive, matched_{perm,signed-perm,orth}`` (test loss
-    barriers; accuracy barriers under ``*_acc``) and a per-group mean summary.
+    A :class:`ScrambleResult` as a dict: rows (test loss barriers, accuracy barriers under
+    ``*_acc``) and a per-group mean summary.
     """
     cfg, pa = task.cfg, task.params
     cfg_f, pa_f = prepare(cfg, pa, "orth")
@@ -391,10 +244,9 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
             else:
                 g = random_transform(spec, group, gseed)
                 a_cfg, a, b = cfg, pa, apply(spec, g, pa)
-            row: dict[str, Any] = {"group": group, "draw": d,
-                                   "max_abs_dlogits": max_dlogits(a_cfg, a, b)}  # fmt: skip
-            curve = barrier_curve(a_cfg, a, b, x, y, lambdas)
-            row["naive"], row["naive_acc"] = curve.barrier_loss, curve.barrier_accuracy
+            check = max_dlogits(a_cfg, a, b)
+            naive = barrier_curve(a_cfg, a, b, x, y, lambdas)
+            matched, matched_acc = {}, {}
             for match_group, match_kind in SWEEP_GROUPS.items():
                 if match_kind == ORTH:
                     mc, ma, mb = cfg_f, *_fold_pair(cfg, a_cfg, a, b)
@@ -403,20 +255,15 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
                 h = align_activations(mc, ma, mb, task.act_inputs, match_kind)
                 mb = apply(spec_for(mc), h, mb)
                 curve = barrier_curve(mc, ma, mb, x, y, lambdas)
-                row[f"matched_{match_group}"] = curve.barrier_loss
-                row[f"matched_{match_group}_acc"] = curve.barrier_accuracy
-            rows.append(row)
+                matched[match_group] = curve.barrier_loss
+                matched_acc[match_group] = curve.barrier_accuracy
+            rows.append(ScrambleRow(group, d, check, naive.barrier_loss, naive.barrier_accuracy,
+                                    matched, matched_acc))  # fmt: skip
             done += 1
             if progress:
                 progress("scramble", done, total)
-    keys = ["max_abs_dlogits", "naive", *(f"matched_{g}" for g in SWEEP_GROUPS)]
-    summary = [
-        {"group": g, "label": GROUP_LABEL[g],
-         **{k: _mean(r[k] for r in rows if r["group"] == g) for k in keys}}
-        for g in SWEEP_GROUPS
-    ]  # fmt: skip
-    # Every barrier names the split it was measured on (DESIGN §5); the task's is its test split.
-    return {"rows": rows, "summary": summary, "draws": draws, "lambdas": lambdas, "split": "test"}
+    summary = [ScrambleSummary.of(g, rows) for g in SWEEP_GROUPS]
+    return ScrambleResult(rows, summary, draws, lambdas).to_dict()
 
 
 def _fold_pair(cfg: ModelConfig, a_cfg: ModelConfig, a: Params, b: Params
@@ -424,12 +271,6 @@ def _fold_pair(cfg: ModelConfig, a_cfg: ModelConfig, a: Params, b: Params
     if a_cfg is not cfg:  # already folded
         return a, b
     return prepare(cfg, a, "orth")[1], prepare(cfg, b, "orth")[1]
-
-
-def _mean(xs) -> float | None:
-    """Mean, or None for no values (JSON has no NaN)."""
-    xs = list(xs)
-    return float(sum(xs) / len(xs)) if xs else None
 
 
 # ----------------------------------------------------------------------------- 3. drift
@@ -479,6 +320,7 @@ def recovery_under_drift(
     (:func:`recover`) with signed-correlation and sign-marginalised assignment, scored per
     coordinate against the truth ``g⁻¹`` (:func:`coordinate_accuracy`). Also the relative weight
     drift ``‖θ_k − θ_0‖/‖θ_0‖``. Fine-tuning: AdamW at ``lr`` (no warm-up) on the training data.
+    A :class:`RecoveryResult` as a dict.
     """
     check_sweep_args(draws=draws, steps_grid=steps_grid)
     cfg, spec = task.cfg, spec_for(task.cfg)
@@ -497,28 +339,17 @@ def recovery_under_drift(
         if grid[-1] > 0:
             adamw_steps(cfg, b0, None, task.batches(seed=7 + d), grid[-1], lr=lr, callback=keep)
         for k in grid:
-            row: dict[str, Any] = {
-                "draw": d,
-                "steps": k,
-                "drift": _rel_dist(b0, snaps[k]),
-                "flipped": float((truth.scale < 0).double().mean()),
-            }
-            for source in ("activations", "weights"):
-                for method in RECOVERY_METHODS:
-                    est = recover(cfg, task.params, snaps[k], task.act_inputs, source=source,
-                                  method=method)  # fmt: skip
-                    acc = coordinate_accuracy(est, truth)
-                    for key, v in acc.items():
-                        row[f"{source}_{method}_{key}"] = v
-            rows.append(row)
+            scores = {source: {method: coordinate_accuracy(
+                recover(cfg, task.params, snaps[k], task.act_inputs, source=source,
+                        method=method), truth) for method in RECOVERY_METHODS}
+                for source in RECOVERY_SOURCES}  # fmt: skip
+            rows.append(RecoveryPoint(k, _rel_dist(b0, snaps[k]),
+                                      float((truth.scale < 0).double().mean()), scores,
+                                      draw=d))  # fmt: skip
         if progress:
             progress("recovery", d + 1, draws)
-    cols = [c for c in rows[0] if c not in ("draw", "steps")]
-    curve = [
-        {"steps": k, **{c: _mean(r[c] for r in rows if r["steps"] == k) for c in cols}}
-        for k in grid
-    ]
-    return {"rows": rows, "curve": curve, "steps_grid": grid, "lr": lr, "draws": draws}
+    curve = [RecoveryPoint.mean(k, rows) for k in grid]
+    return RecoveryResult(rows, curve, grid, lr, draws).to_dict()
 
 
 # ----------------------------------------------------------------------------- 4. trajectory
@@ -545,7 +376,7 @@ def trajectory_transport(
     consecutive stored checkpoints (sign-marginalised) and compose,
     ``ĥ_{0←t} = ĥ_{0←t−1} ∘ ĥ_{t−1←t}``.
     *Endpoint*: match stored 0 and stored t directly. Accuracy per coordinate against the
-    distance in steps.
+    distance in steps. A :class:`TrajectoryResult` as a dict.
     """
     check_sweep_args(trajectory_steps=steps, trajectory_every=every)
     cfg, spec = task.cfg, spec_for(task.cfg)
@@ -580,16 +411,12 @@ def trajectory_transport(
             local = (Transform({"resid": local}) @ Transform({"resid": step})).elements["resid"]
             direct = recover(cfg, stored[0], stored[t], task.act_inputs, source=source,
                              method="marginalised")  # fmt: skip
-            rows.append({
-                "source": source,
-                "steps": t * every,
-                "drift": _rel_dist(snaps[0], snaps[t]),
-                "local_coord": coordinate_accuracy(local, truth)["coord"],
-                "endpoint_coord": coordinate_accuracy(direct, truth)["coord"],
-            })  # fmt: skip
+            rows.append(TrajectoryRow(source, t * every, _rel_dist(snaps[0], snaps[t]),
+                                      coordinate_accuracy(local, truth)["coord"],
+                                      coordinate_accuracy(direct, truth)["coord"]))  # fmt: skip
         if progress:
             progress("trajectory", sources.index(source) + 1, len(sources))
-    return {"rows": rows, "steps": steps, "every": every, "lr": lr, "weight_decay": weight_decay}
+    return TrajectoryResult(rows, steps, every, lr, weight_decay).to_dict()
 
 
 # ----------------------------------------------------------------------------- 5. claims
@@ -610,30 +437,25 @@ def _act_on_rows(x: torch.Tensor, e: Element) -> torch.Tensor:
     return (x.double() @ e.matrix.to(x.device)).to(x.dtype)
 
 
-def claim_classes(task: Task, n: int = 3) -> list[int]:
-    """The classes claims are made about: the n most frequent targets (ties: lowest label)."""
-    counts = torch.bincount(task.act_targets.reshape(-1).cpu(), minlength=task.cfg.n_out)
-    return sorted(torch.argsort(-counts.double(), stable=True)[:n].tolist())
-
-
 def claim_check(task: Task, *, draws: int = 3, k: int = 4, seed: int = 0,
                 classes: Sequence[int] | None = None) -> dict[str, Any]:  # fmt: skip
     """Coordinate claims under random gauges (the negative control of a gauge sweep).
 
     The claim is made in A's coordinates at the last layer boundary (``resid.{n_layers}``,
-    read-out positions) on the training inputs. Per gauge g in S_d, B_d, O(d) (gains folded
-    first, which leaves the stream unchanged) and draw: the claim re-made in g(θ) (``raw``: its
-    overlap with the original top-k, expected ≈ k/d), re-made after transporting B's activations
-    back through the gauge recovered by activation matching of the same group (``transported``:
-    1.0), and for B_d also through the recovered permutation without its signs
-    (``perm_only``). The function-level control, the class accuracy, is identical in every gauge.
+    read-out positions) on the training inputs, about ``classes`` (default: the three most
+    frequent). Per gauge g in S_d, B_d, O(d) (gains folded first, which leaves the stream
+    unchanged) and draw: the claim re-made in g(θ) (``raw``: its overlap with the original
+    top-k, expected ≈ k/d), re-made after transporting B's activations back through the gauge
+    recovered by activation matching of the same group (``transported``: 1.0), and for B_d also
+    through the recovered permutation without its signs (``perm_only``). The function-level
+    control, the class accuracy, is identical in every gauge. A :class:`ClaimResult` as a dict.
     """
     cfg, pa = prepare(task.cfg, task.params, "orth")
     spec = spec_for(cfg)
     layer = cfg.n_layers
     x = task.act_inputs
     labels = task.act_targets.reshape(-1)
-    classes = list(classes) if classes is not None else claim_classes(task)
+    classes = list(classes) if classes is not None else task.frequent_classes(3)
     fa = readout_features(cfg, pa, x, layer)
     claims_a = {c: top_coordinates(fa, labels, c, k) for c in classes}
     acc_a = _accuracy(cfg, pa, task.test)
@@ -648,27 +470,17 @@ def claim_check(task: Task, *, draws: int = 3, k: int = 4, seed: int = 0,
             variants = {"raw": fb, "transported": back}
             if kind != ORTH:
                 variants["perm_only"] = _act_on_rows(fb, Element(PERM, h.perm, h.scale.abs()))
-            row: dict[str, Any] = {
-                "group": group,
-                "draw": d,
-                "accuracy_delta": _accuracy(cfg, pb, task.test) - acc_a,
-            }
+            overlap = {}
             for name, f in variants.items():
                 overlaps = [len(set(top_coordinates(f, labels, c, k)) & set(claims_a[c])) / k
                             for c in classes]  # fmt: skip
-                row[name] = _mean(overlaps)
-            rows.append(row)
-    summary = [
-        {"group": g, "label": GROUP_LABEL[g],
-         **{c: _mean(r[c] for r in rows if r["group"] == g and c in r)
-            for c in ("raw", "transported", "perm_only", "accuracy_delta")}}
-        for g in SWEEP_GROUPS
-    ]  # fmt: skip
-    return {"rows": rows, "summary": summary, "k": k, "classes": classes, "layer": layer,
-            "chance": k / cfg.d_model, "accuracy": acc_a, "split": "test"}  # fmt: skip
+                overlap[name] = mean(overlaps)
+            rows.append(ClaimRow(group, d, _accuracy(cfg, pb, task.test) - acc_a, overlap))
+    summary = [ClaimSummary.of(g, rows) for g in SWEEP_GROUPS]
+    return ClaimResult(rows, summary, k, classes, layer, k / cfg.d_model, acc_a).to_dict()
 
 
-def _accuracy(cfg: ModelConfig, params: Params, split: data.Split) -> float:
+def _accuracy(cfg: ModelConfig, params: Params, split: Split) -> float:
     with torch.no_grad():
         return float(loss_and_accuracy(cfg, forward(cfg, params, split.inputs), split.targets)[1])
 
@@ -708,7 +520,7 @@ def check_sweep_args(
 
 
 def gauge_sweep(
-    model: str | Checkpoint,
+    model: str | Checkpoint | Source,
     seed: int = 0,
     *,
     draws: int = 3,
@@ -716,7 +528,7 @@ def gauge_sweep(
     trajectory_steps: int = 1500,
     trajectory_every: int = 10,
     parts: Sequence[str] = PARTS,
-    device: str | torch.device | None = "cpu",
+    device: torch.device = CPU,
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:

@@ -40,18 +40,14 @@ import torch.nn.functional as F
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.gauge import (
-    Progress,
-    Task,
-    adamw_init,
-    adamw_steps,
-    claim_classes,
-    load_task,
-    readout_features,
-)
-from landscape.models import ModelConfig, Params, forward
-from landscape.models.checkpoint import Checkpoint
+from landscape.experiments.gauge import readout_features
+from landscape.models import ModelConfig, Params, forward, param_shapes
+from landscape.models.zoo import Checkpoint
+from landscape.optim import adamw_init, adamw_steps
+from landscape.progress import Progress, tell
+from landscape.sources import Source, Task, load_task
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ABS,
@@ -220,8 +216,6 @@ def check_artifact(cfg: ModelConfig, artifact: Artifact) -> None:
 
 
 def _param_shape(cfg: ModelConfig, name: str) -> tuple[int, ...]:
-    from landscape.models import param_shapes
-
     shapes = param_shapes(cfg)
     if name not in shapes:
         raise LandscapeError(f"{name!r} is not a parameter of this {cfg.arch}")
@@ -556,14 +550,14 @@ def _dist(pa: Params, pb: Params) -> float:
 
 
 def transport_table(
-    model: str | Checkpoint,
+    model: str | Checkpoint | Source,
     seed: int = 0,
     *,
     gauge_seed: int = 0,
     layer: int | None = None,
     adamw_steps_before: int = 30,
     adamw_steps_after: int = 30,
-    device: str | torch.device | None = "cpu",
+    device: torch.device = CPU,
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> list[dict[str, Any]]:
@@ -607,7 +601,7 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     x_te, y_te = task.test.inputs, task.test.targets
     fa_tr, fa_te = (readout_features(cfg, pa, x, layer) for x in (x_tr, x_te))
     fb_te = readout_features(cfg, pb, x_te, layer)
-    classes = claim_classes(task, 2)
+    classes = task.frequent_classes(2)
     rows: list[dict[str, Any]] = []
 
     def add(artifact: str, metric: str, reference: float, values: dict[str, float],
@@ -667,5 +661,4 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
 
 
 def _tick(progress: Progress | None, done: int, total: int) -> None:
-    if progress is not None:
-        progress("transport", done, total)
+    tell(progress, "transport", done, total)

@@ -76,6 +76,14 @@ def _lr(step: int, tc) -> float:
     return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
+def decays(name: str, w: torch.Tensor) -> bool:
+    """The recipe's weight-decay rule: decay matrices, never vectors or positions (``W_pos``).
+
+    The one copy of the rule: the functional AdamW of ``landscape.optim`` uses it too.
+    """
+    return w.ndim >= 2 and "W_pos" not in name
+
+
 # Fixed seeds of the control variants' data changes: the same for every training seed.
 SHUFFLE_SEED, HALVES_SEED = 20_000, 20_001
 
@@ -175,8 +183,8 @@ def _train_model(
     if var is not None:  # metrics on the variant's own task (permuted labels: permuted targets)
         test = data.Split(test.inputs, _relabel(var, test.targets, cfg.n_out))
     params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
-    decay = [v for k, v in params.items() if v.ndim >= 2 and "W_pos" not in k]
-    no_decay = [v for k, v in params.items() if not (v.ndim >= 2 and "W_pos" not in k)]
+    decay = [v for k, v in params.items() if decays(k, v)]
+    no_decay = [v for k, v in params.items() if not decays(k, v)]
     opt = torch.optim.AdamW(
         [
             {"params": decay, "weight_decay": tc.weight_decay},
@@ -342,16 +350,12 @@ def get_checkpoint(
     progress: Progress | None = None,
     variant: str | None = None,
 ) -> Checkpoint:
-    """A zoo checkpoint (disk cache → shipped assets → training), member ``seed`` of an imported
-    family (:mod:`landscape.store.families`), or a checkpoint directory.
+    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory
+    (family members and other checkpoints: ``landscape.sources.Source``).
 
     Control variants are never shipped: they come from the cache or are trained.
     """
     if model not in ZOO:
-        from landscape.store.families import is_family, load_member
-
-        if is_family(model):
-            return load_member(model, seed)
         return load_checkpoint_dir(model)
     if seed is None:
         raise LandscapeError(f"{model} is a zoo model: give a seed")
@@ -380,14 +384,9 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
     """Every seed of a zoo model that is trained: cached (current recipe) or shipped.
 
     Rows: ``seed, source ("cache" | "assets"), test_loss, test_accuracy, train_loss,
-    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed. For an
-    imported family: its members (``seed, label, path, present``).
+    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed (an
+    imported family's members: ``landscape.sources.available_seeds``).
     """
-    if name not in ZOO:
-        from landscape.store.families import is_family, member_rows
-
-        if is_family(name):
-            return member_rows(name)
 
     model = zoo_model(name)
     rows: dict[int, dict[str, Any]] = {}

@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.experiments.gauge import GROUP_LABEL
+from landscape.experiments.gauge_results import GROUP_LABEL
 from landscape.plots.fields import (
     CLAIMS,
     CLAIMS_SUMMARY,

@@ -23,12 +23,14 @@ Storage: one JSON file per family under ``$LANDSCAPE_FAMILIES`` or ``<cache>/fam
 atomically. Clearing the cache keeps the families. Results on a family are cached like any other,
 keyed by the members' weight digests, so moving or renaming a checkpoint file costs nothing and a
 changed file gives new results.
+
+This module is the store of family records only; registering a family (which loads and checks
+its members) and loading a member with its data is :mod:`landscape.sources`' work.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -36,24 +38,23 @@ import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from landscape.data import Split
 from landscape.errors import LandscapeError
-from landscape.models.checkpoint import Checkpoint
 from landscape.store.paths import cache_root
 
 __all__ = [
     "Family",
-    "add_family",
+    "check_member",
     "families",
     "family",
-    "family_splits",
+    "family_problems",
     "is_family",
-    "load_member",
     "member_rows",
     "remove_family",
+    "save_family",
 ]
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # always fullmatch: "$" admits "\n"
@@ -208,7 +209,7 @@ def _scan() -> tuple[list[Family], list[str]]:
     return out, problems
 
 
-def _write(fam: Family) -> Path:
+def save_family(fam: Family) -> Path:
     """Write atomically: the record appears whole or not at all, and no temporary file stays."""
     root = families_root()
     try:
@@ -230,83 +231,6 @@ def _write(fam: Family) -> Path:
     return _file(fam.name)
 
 
-def add_family(
-    name: str,
-    paths: list[str | os.PathLike],
-    *,
-    text: str | os.PathLike | None = None,
-    data: str | None = None,
-    data_dir: str | None = None,
-    n_ctx: int = 128,
-    max_windows: int = 64,
-    lr: float = 1e-4,
-    batch_size: int | None = None,
-    labels: list[str] | None = None,
-    replace: bool = False,
-) -> Family:
-    """Register a family after checking everything a later computation would trip over.
-
-    Every member is loaded (one-line errors name the file and tensor), all must share one
-    architecture and vocabulary, and the evaluation data must load and fit the model.
-    """
-    from landscape.experiments.pairs import check_same_architecture, load_any
-    from landscape.models.importers import describe
-    from landscape.models.zoo import ZOO
-
-    if not NAME.fullmatch(name):
-        raise LandscapeError(
-            f"family name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
-        )
-    if name in ZOO:
-        raise LandscapeError(f"{name!r} is a zoo model; choose another family name")
-    if _file(name).is_file() and not replace:
-        raise LandscapeError(f"family {name!r} exists; remove it first or pass replace")
-    if not paths:
-        raise LandscapeError("a family needs at least one checkpoint path")
-    if labels is not None and len(labels) != len(paths):
-        raise LandscapeError(f"{len(labels)} labels for {len(paths)} checkpoints")
-    members = tuple(str(Path(p).expanduser().resolve()) for p in paths)
-    if len(set(members)) != len(members):
-        raise LandscapeError("the same checkpoint path is given twice")
-    first = load_any(members[0])
-    for p in members[1:]:
-        check_same_architecture(first, load_any(p), members[0], p)
-    cfg = first.cfg
-    if cfg.arch == "gpt":
-        if text is None:
-            raise LandscapeError("a family of language models needs a text file (--text FILE)")
-        if data is not None:
-            raise LandscapeError("language models are evaluated on --text, not --data")
-        text = str(Path(text).expanduser().resolve())
-    else:
-        if data is None:
-            raise LandscapeError(
-                f"a family of {cfg.arch} classifiers needs --data {' or --data '.join(DATASETS)}"
-            )
-        if text is not None:
-            raise LandscapeError("classifiers are evaluated on --data, not --text")
-    if n_ctx < 1 or max_windows < 2 or not (math.isfinite(lr) and lr > 0):
-        raise LandscapeError("n_ctx must be positive, max_windows at least 2 and lr positive")
-    fam = Family(
-        name=name,
-        members=members,
-        arch=cfg.arch,
-        architecture=describe(cfg, first.meta.get("model_type", "")),
-        parameters=sum(v.numel() for v in first.params.values()),
-        text=str(text) if text else None,
-        data=data,
-        data_dir=str(Path(data_dir).expanduser().resolve()) if data_dir else None,
-        n_ctx=min(n_ctx, cfg.n_ctx) if cfg.arch == "gpt" else n_ctx,
-        max_windows=max_windows,
-        lr=lr,
-        batch_size=batch_size or (16 if cfg.arch == "gpt" else 64),
-        labels=tuple(labels) if labels else (),
-    )
-    _splits_for(fam, first, members[0])  # the data loads and fits, or a one-line error
-    _write(fam)
-    return fam
-
-
 def remove_family(name: str) -> bool:
     """Forget a family (its checkpoints and cached results stay). True if it existed."""
     if not NAME.fullmatch(name):
@@ -318,7 +242,8 @@ def remove_family(name: str) -> bool:
     return True
 
 
-def _check_index(fam: Family, i: int | None) -> int:
+def check_member(fam: Family, i: int | None) -> int:
+    """Member number ``i`` of ``fam`` (a family's members play the seeds), or a one-line error."""
     if i is None:
         raise LandscapeError(f"{fam.name} is a family: give a member number (0–"
                              f"{len(fam.members) - 1}) as the seed")  # fmt: skip
@@ -329,76 +254,22 @@ def _check_index(fam: Family, i: int | None) -> int:
     return int(i)
 
 
-def load_member(name: str, index: int | None) -> Checkpoint:
-    """Member ``index`` of a family as a float32 Checkpoint whose meta names the family."""
-    from landscape.experiments.pairs import load_any
-
-    fam = family(name)
-    i = _check_index(fam, index)
-    ckpt = load_any(fam.members[i])
-    meta = {**ckpt.meta, "name": fam.name, "family": fam.name, "seed": i,
-            "member": fam.members[i], "label": fam.label(i)}  # fmt: skip
-    return Checkpoint(ckpt.cfg, ckpt.params, meta)
-
-
-def _splits_for(fam: Family, ckpt: Checkpoint, path: str) -> tuple[dict[str, Split], dict]:
-    from landscape.experiments.pairs import _splits
-
-    return _splits(ckpt, path, fam.text, fam.data, fam.data_dir, fam.n_ctx, fam.max_windows)
-
-
-@functools.lru_cache(maxsize=8)
-def _cached_splits(doc: str) -> tuple[dict[str, Split], dict[str, Any]]:
-    fam = Family.from_dict(json.loads(doc))
-    splits, ident = _splits_for(fam, load_member(fam.name, 0), fam.members[0])
-    key = {k: v for k, v in ident.items() if k != "note"}
-    return splits, {**key, "n_ctx": fam.n_ctx, "max_windows": fam.max_windows}
-
-
-def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
-    """``({"train": Split, "test": Split}, data key)`` of a family; the key identifies the
-    evaluation data in cache keys (text digest and encoding, or image data set; window length
-    and count). Memoised per process on the family's definition, so a family redefined under
-    the same name reads its data again."""
-    fam = family(name)
-    return _cached_splits(json.dumps(fam.to_dict(), sort_keys=True))
-
-
-def member_rows(name: str, *, metrics: bool = False) -> list[dict[str, Any]]:
+def member_rows(name: str) -> list[dict[str, Any]]:
     """One row per member (``seed``, ``label``, ``path``, ``present``), like
-    :func:`landscape.models.train.available_seeds`. With ``metrics`` each present member is
-    evaluated on the family's test split (``test_loss``, ``test_accuracy``)."""
+    :func:`landscape.models.train.available_seeds`; with metrics:
+    :func:`landscape.experiments.family_members`."""
     fam = family(name)
-    rows = []
-    for i, p in enumerate(fam.members):
-        row: dict[str, Any] = {"seed": i, "label": fam.label(i), "path": p,
-                               "present": Path(p).exists()}  # fmt: skip
-        if metrics and row["present"]:
-            row.update(member_metrics(name, i))
-        rows.append(row)
-    return rows
+    return [{"seed": i, "label": fam.label(i), "path": p, "present": Path(p).exists()}
+            for i, p in enumerate(fam.members)]  # fmt: skip
 
 
-def member_metrics(name: str, index: int) -> dict[str, float]:
-    """Test loss and accuracy of one member on the family's test split (cached on disk)."""
-    import torch
+_MOVED = {"add_family": "landscape.sources", "load_member": "landscape.sources",
+          "family_splits": "landscape.sources"}  # fmt: skip
 
-    from landscape.experiments.curves import evaluate_path
-    from landscape.experiments.pairs import eval_batch_size
-    from landscape.store.cache import Cache, digest_tensors
 
-    ckpt = load_member(name, index)
-    splits, data_key = family_splits(name)
-    test = splits["test"]
-    inputs = {"weights": digest_tensors(ckpt.params), "cfg": ckpt.cfg.to_dict(),
-              "data": data_key}  # fmt: skip
-
-    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        p = ckpt.params
-        loss, acc = evaluate_path(ckpt.cfg, p, p, test.inputs, test.targets, [1.0],
-                                  batch_size=eval_batch_size(ckpt.cfg, test.inputs),
-                                  chunk=1)  # fmt: skip
-        return {}, {"test_loss": float(loss[0]), "test_accuracy": float(acc[0])}
-
-    entry, _ = Cache().get_or_compute("family-metrics", inputs, compute)
-    return {"test_loss": entry.meta["test_loss"], "test_accuracy": entry.meta["test_accuracy"]}
+def __getattr__(name: str) -> Any:
+    """Names that moved to :mod:`landscape.sources` (loading members is not the store's work),
+    still found here for callers that import them from the store."""
+    if name in _MOVED:
+        return getattr(import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

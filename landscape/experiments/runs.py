@@ -1,0 +1,750 @@
+"""Cached experiments on checkpoints: matchings, barrier curves, triangles, eigenangles, tables.
+
+This is the layer the CLI and the app call. Every result is stored in the disk cache keyed by
+the weight digests of the checkpoints involved, the method, group and parameters, the data and
+the version of the algorithm, so a second request (from either front end) is served from disk.
+Results are plain JSON-able dicts; the JSON keys follow DESIGN §5.
+
+There is one barrier pipeline, :func:`barrier_pair`: two endpoints (each a
+:class:`~landscape.sources.Source` or a loaded checkpoint) are checked, loaded, aligned and
+evaluated on A's data (:func:`landscape.sources.data_of`), and the whole measurement is cached
+as one entry. ``landscape barrier`` (zoo seeds and family members), ``table``, ``controls``
+and ``pair-barrier`` (checkpoint paths, :mod:`landscape.experiments.pairs`) all run through it.
+Devices arrive resolved (``landscape.device.resolve_device`` at the CLI and the app).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from landscape.budget import check_points, check_resolution
+from landscape.data import Split
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.curves import (
+    barrier_from_curve,
+    check_finite_loss,
+    evaluate_path,
+    evaluate_triangle,
+)
+from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
+from landscape.matching import function_check, function_warnings, match, worst_check
+from landscape.models import ModelConfig, Params
+from landscape.models.zoo import Checkpoint
+from landscape.progress import Progress, tell, within
+from landscape.sources import (
+    Data,
+    Source,
+    available_seeds,
+    check_same_architecture,
+    data_of,
+    eval_batch_size,
+    label,
+    load_member,
+)
+from landscape.store.cache import Cache, digest_tensors
+from landscape.store.families import member_rows
+
+ALGO_VERSION = 2  # bump when matching or triangle evaluation changes: old entries stop matching
+# 2: matchings also check the processed A (``function_check_a``)
+BARRIER_VERSION = 3  # bump when the barrier pipeline changes
+# 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
+METHODS = ("naive", "activation", "weight", "learned")
+GROUPS = ("perm", "signed-perm", "orth")
+SPLITS = ("train", "test")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+Endpoint = Source | Checkpoint
+
+
+# ---------------------------------------------------------------- checkpoints and data
+
+
+def load(model: str, seed: int | None, device: torch.device = CPU) -> Checkpoint:
+    """The checkpoint of a zoo seed, a family member or a path (``Source(model, seed)``)."""
+    return Source(model, seed).load(device)
+
+
+def eval_split(ckpt: Checkpoint, split: str) -> Split:
+    """The data a checkpoint is evaluated on (its zoo model's split, or its family's)."""
+    _check_split(split)
+    return data_of(ckpt).split(split)
+
+
+def health(checks: dict[str, float | None]) -> dict[str, Any]:
+    """``function_ok`` and ``warnings`` of a result from its function checks (what was checked
+    → max |Δlogits|): a check that is NaN or above the tolerance is a warning, never dropped."""
+    warnings = function_warnings(checks)
+    return {"function_ok": not warnings, "warnings": warnings}
+
+
+def check_pair(a: Checkpoint, b: Checkpoint) -> None:
+    """One line naming the first difference of A's and B's architectures or vocabularies."""
+    check_same_architecture(a, b, label(a), label(b))
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MB)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise LandscapeError(f"unknown split {split!r}; expected train or test")
+
+
+def _check_method(method: str, group: str) -> None:
+    if method not in METHODS:
+        raise LandscapeError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if group not in GROUPS:
+        raise LandscapeError(f"unknown group {group!r}; expected one of {', '.join(GROUPS)}")
+
+
+# ---------------------------------------------------------------- matching
+
+
+@dataclass
+class Aligned:
+    """A cached alignment: processed A, aligned B = π(θ_B), the residual matrix and facts."""
+
+    cfg: ModelConfig
+    params_a: Params
+    params_b: Params
+    resid: torch.Tensor  # (d_model, d_model) float64
+    info: dict[str, Any]
+    cached: bool
+
+
+def _split_prefixed(tensors: dict[str, torch.Tensor], prefix: str) -> Params:
+    n = len(prefix)
+    return {k[n:]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def _match(
+    a: Checkpoint,
+    b: Checkpoint,
+    method: str,
+    group: str,
+    seed: int,
+    device: torch.device,
+    options: dict[str, Any],
+    data: Data | None,
+    progress: Progress | None,
+) -> Aligned:
+    """Align B to A (uncached); activation and learned matching learn from A's training split."""
+    needs_data = method in ("activation", "learned")
+    train = (data or data_of(a)).split("train") if needs_data else None
+    extra: dict[str, Any] = {}
+    if method == "learned" and progress is not None:
+        extra["progress"] = lambda done, total: progress(
+            f"learned matching step {done}/{total}", done, total
+        )
+    try:
+        r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
+                  device=str(device), **options, **extra)  # fmt: skip
+    except torch.linalg.LinAlgError as e:  # e.g. weights so large that products overflow
+        raise LandscapeError(
+            f"{method} matching of {label(b)} to {label(a)} under {group} failed: "
+            f"{' '.join(str(e).split())}"
+        ) from None
+    return Aligned(r.cfg, r.params_a, r.params_b, r.resid_matrix(), r.to_dict(), False)
+
+
+def align(
+    a: Checkpoint,
+    b: Checkpoint,
+    method: str,
+    group: str,
+    *,
+    seed: int = 0,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    data: Data | None = None,
+    progress: Progress | None = None,
+) -> Aligned:
+    """Align B to A (cached). ``options`` go to the matching method (and into the cache key);
+    ``data`` is A's (default :func:`landscape.sources.data_of`).
+
+    ``progress`` follows learned matching step by step (the other methods report nothing until
+    they are done).
+    """
+    _check_method(method, group)
+    check_pair(a, b)
+    cache = cache or Cache()
+    options = dict(options or {})
+    inputs = {
+        "a": digest_tensors(a.params),
+        "b": digest_tensors(b.params),
+        "cfg": a.cfg.to_dict(),
+        "method": method,
+        "group": group,
+        "seed": seed,
+        "options": options,
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        al = _match(a, b, method, group, seed, device, options, data, progress)
+        tensors = {f"a.{k}": v for k, v in al.params_a.items()}
+        tensors.update({f"b.{k}": v for k, v in al.params_b.items()})
+        tensors["resid"] = al.resid
+        return tensors, al.info
+
+    entry, hit = cache.get_or_compute("matching", inputs, compute)
+    t = entry.tensors
+    cfg = ModelConfig.from_dict(entry.meta["cfg"])
+    return Aligned(cfg, _split_prefixed(t, "a."), _split_prefixed(t, "b."), t["resid"],
+                   entry.meta, hit)  # fmt: skip
+
+
+# ---------------------------------------------------------------- barrier
+
+
+Unfold = Callable[[Checkpoint, Checkpoint, Aligned], tuple[ModelConfig, Params, Params]]
+
+
+@dataclass(frozen=True)
+class Coordinates:
+    """The coordinates in which a barrier's line is straight.
+
+    ``name`` goes into results and cache keys; ``unfold(a, b, aligned) -> (cfg, A, π(B))``
+    rewrites the matched pair in them (None: the processed pair as matched). The original
+    coordinates of the checkpoints are ``landscape.experiments.controls.ORIGINAL``.
+    """
+
+    name: str
+    unfold: Unfold | None = None
+
+
+PROCESSED = Coordinates("processed")
+
+
+@dataclass
+class BarrierRun:
+    """One barrier measurement: who was compared, on what, and the cached entry.
+
+    ``entry`` holds the ``curve`` (``BarrierCurve.to_dict``), ``function_check`` (aligned B against
+    B), ``function_check_a`` (processed A against A), ``checks_unfolded`` (both endpoints
+    written back in other coordinates, against the checkpoints), ``matching`` (seconds, rounds,
+    objective, kinds, det_flips) and the sizes of the evaluation (``windows``,
+    ``batches_per_lambda``, compute time and memory).
+    """
+
+    labels: tuple[str, str]
+    method: str
+    group: str
+    split: str
+    coordinates: Coordinates
+    cfg: ModelConfig  # A's, as loaded
+    meta: dict[str, Any]  # A's checkpoint metadata
+    parameters: int
+    data: Data
+    entry: dict[str, Any]
+    cached: bool
+    device: torch.device
+    dtype: str
+    seconds: float
+
+    def checks(self) -> dict[str, float | None]:
+        """Every function check of the run, named for messages."""
+        name_a, name_b = self.labels
+        m, g = self.method, self.group
+        out = {f"{name_b} aligned to {name_a} ({m}/{g})": self.entry["function_check"],
+               f"{name_a} processed for {g}": self.entry.get("function_check_a")}  # fmt: skip
+        unfolded = self.entry.get("checks_unfolded")
+        if unfolded:
+            where = self.coordinates.name
+            out[f"{name_a} in {where} coordinates"] = unfolded["a"]
+            out[f"{name_b} aligned, in {where} coordinates"] = unfolded["b"]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result of ``landscape barrier``: method, group, split, the curve, the function
+        checks, ``function_ok``, ``warnings``, times, ``cached`` and ``device``."""
+        e = self.entry
+        out = {
+            "method": self.method,
+            "group": self.group,
+            "split": self.split,
+            **e["curve"],
+            "function_check": e["function_check"],
+            "function_check_a": e.get("function_check_a"),
+            **health(self.checks()),
+            "matching_seconds": e["matching"]["seconds"],
+            "seconds": round(self.seconds, 4),
+            "cached": self.cached,
+            "device": str(self.device),
+        }
+        if self.coordinates is not PROCESSED:
+            out["coordinates"] = self.coordinates.name
+        return out
+
+
+def _open(x: Endpoint, device: torch.device, cache: Cache) -> tuple[Checkpoint, str]:
+    if isinstance(x, Checkpoint):
+        return x, label(x)
+    ckpt = x.load(device, cache)
+    return ckpt, x.label(ckpt)
+
+
+def measure_barrier(
+    a: Endpoint,
+    b: Endpoint,
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    points: int = 25,
+    split: str = "test",
+    seed: int = 0,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    coordinates: Coordinates = PROCESSED,
+    dtype: str = "float32",
+    store_matching: bool = True,
+    progress: Progress | None = None,
+) -> BarrierRun:
+    """The one barrier pipeline: check, load, align B to A, evaluate the line on A's data.
+
+    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (DESIGN §1), in ``coordinates``. Everything is
+    checked before anything is loaded (method, group, split, points against the memory budget,
+    dtype). The measurement is one cache entry (kind ``"barrier"``) keyed by both endpoints'
+    weights, the configuration, method, group, seed, options, points, split, coordinates, A's
+    data key and dtype; on a miss the matching comes from its own entry (``align``) unless
+    ``store_matching`` is off (large imported pairs: it would write two copies of the weights).
+    A NaN or infinite loss anywhere on the line is a LandscapeError naming the λ, and nothing is
+    stored. ``dtype="bfloat16"`` evaluates in bfloat16 (CUDA only; matching stays float32).
+    """
+    _check_method(method, group)
+    _check_split(split)
+    if points < 2:
+        raise LandscapeError("--points must be at least 2 (the endpoints)")
+    check_points(points)
+    if dtype not in DTYPES:
+        raise LandscapeError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    if dtype == "bfloat16" and device.type != "cuda":
+        raise LandscapeError("bfloat16 evaluation is for CUDA; on the CPU pairs run in float32")
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    tell(progress, "load", 0)
+    ckpt_a, name_a = _open(a, device, cache)
+    ckpt_b, name_b = _open(b, device, cache)
+    check_same_architecture(ckpt_a, ckpt_b, name_a, name_b)
+    data = a.data_of(ckpt_a) if isinstance(a, Source) else data_of(ckpt_a)
+    cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
+    n_params = sum(v.numel() for v in ckpt_a.params.values())
+    options = {**data.match_options(cfg_a, method), **(options or {})}
+    inputs = {
+        "a": digest_tensors(ckpt_a.params),
+        "b": digest_tensors(ckpt_b.params),
+        "cfg": cfg_a.to_dict(),
+        "method": method,
+        "group": group,
+        "seed": seed,
+        "options": options,
+        "points": points,
+        "split": split,
+        "coordinates": coordinates.name,
+        "data": data.key,
+        "dtype": dtype,
+        "version": BARRIER_VERSION,
+    }
+    lam = torch.linspace(0, 1, points, dtype=torch.float64)
+
+    def where(i: int) -> str:
+        x = float(lam[i])
+        if x == 1.0:
+            return f"λ = 1 (A, {name_a})"
+        if x == 0.0:
+            return f"λ = 0 (B, {name_b} aligned to A by {method}/{group})"
+        return f"λ = {x:.6g} (between {name_a} and {name_b}, {method}/{group})"
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        nonlocal ckpt_a, ckpt_b
+        t1 = time.perf_counter()
+        tell(progress, "match", 0)
+        sub = within(progress, 0.0, 0.5)
+        if store_matching:
+            al = align(ckpt_a, ckpt_b, method, group, seed=seed, device=device, cache=cache,
+                       options=options, data=data, progress=sub)  # fmt: skip
+        else:
+            al = _match(ckpt_a, ckpt_b, method, group, seed, device, options, data, sub)
+        info = al.info
+        meta: dict[str, Any] = {
+            "function_check": info["function_check"],
+            "function_check_a": info.get("function_check_a"),
+            "matching": {"seconds": info["seconds"], "rounds": info["rounds"],
+                         "objective": info["objective"],
+                         "kinds": sorted(set(info["kinds"].values())),
+                         "det_flips": info["det_flips"]},
+        }  # fmt: skip
+        cfg, pa, pb = al.cfg, al.params_a, al.params_b
+        if coordinates.unfold is not None:
+            cfg, pa, pb = coordinates.unfold(ckpt_a, ckpt_b, al)
+            meta["checks_unfolded"] = {
+                "a": function_check(ckpt_a.cfg, ckpt_a.params, cfg, pa),
+                "b": function_check(ckpt_b.cfg, ckpt_b.params, cfg, pb),
+            }
+        # only the processed A and the aligned B are needed from here on: a large pair holds
+        # two copies of the weights, not four
+        del al
+        ckpt_a = ckpt_b = None
+        if dtype != "float32":
+            pa = {k: v.to(DTYPES[dtype]) for k, v in pa.items()}
+            pb = {k: v.to(DTYPES[dtype]) for k, v in pb.items()}
+        tell(progress, "evaluate", 0.5)
+        ev = data.evaluation(split)
+        opts = data.eval_options(cfg, ev.inputs)
+        loss, acc = evaluate_path(cfg, pa, pb, ev.inputs, ev.targets, lam, device=device,
+                                  progress=within(progress, 0.5, 1.0), **opts)  # fmt: skip
+        check_finite_loss(loss, where, split)  # refused, and nothing is stored
+        meta["curve"] = barrier_from_curve(lam, loss, acc).to_dict()
+        size = opts.get("batch_size")
+        meta.update({
+            "windows": len(ev),
+            "batches_per_lambda": -(-len(ev) // size) if size else None,
+            "compute_seconds": round(time.perf_counter() - t1, 4),
+            "compute_peak_rss_mb": round(peak_rss_mb(), 1),
+        })  # fmt: skip
+        return {}, meta
+
+    entry, hit = cache.get_or_compute("barrier", inputs, compute)
+    tell(progress, "done", 1)
+    return BarrierRun((name_a, name_b), method, group, split, coordinates, cfg_a, meta_a,
+                      n_params, data, entry.meta, hit, device, dtype,
+                      time.perf_counter() - t0)  # fmt: skip
+
+
+def barrier_pair(
+    a: Endpoint,
+    b: Endpoint,
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    points: int = 25,
+    split: str = "test",
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    coordinates: Coordinates = PROCESSED,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The barrier between two endpoints (sources or checkpoints), evaluated on A's ``split``
+    (:func:`measure_barrier`, written out as :meth:`BarrierRun.to_dict`).
+
+    ``coordinates=PROCESSED``: the straight line between processed A and π(B) as matched
+    (gains folded for O(d), LayerNorm rewritten as RMSNorm, DESIGN §1). ``controls.ORIGINAL``:
+    the straight line between the unprocessed A and π(B) written back in the unprocessed
+    parameterisation. Folding gains or norm biases into the readers makes the two lines
+    different paths between the same functions.
+
+    Besides the numbers: ``function_check`` (aligned B against B), ``function_check_a``
+    (processed A against A), in other coordinates also both unfolded endpoints against the
+    checkpoints; ``function_ok`` and one line in ``warnings`` per check that is NaN or above the
+    tolerance. ``progress`` follows matching (learned: per step) and evaluation.
+    """
+    return measure_barrier(a, b, method, group, points=points, split=split, device=device,
+                           cache=cache, options=options, coordinates=coordinates,
+                           progress=progress).to_dict()  # fmt: skip
+
+
+def barrier(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    points: int = 25,
+    split: str = "test",
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    coordinates: Coordinates = PROCESSED,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two seeds of a zoo model
+    (or members of a family), λ = 1 is A (DESIGN §1); see :func:`barrier_pair`."""
+    if len(seeds) != 2:
+        raise LandscapeError("barrier needs two seeds: --seeds A B")
+    t0 = time.perf_counter()
+    out = barrier_pair(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
+                       points=points, split=split, device=device, cache=cache, options=options,
+                       coordinates=coordinates, progress=progress)  # fmt: skip
+    out = {"model": model, "seeds": list(seeds), **out}
+    out["seconds"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+# ---------------------------------------------------------------- triangle
+
+
+def triangle(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "orth",
+    *,
+    resolution: int = 10,
+    tol: float = 0.05,
+    split: str = "test",
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A.
+
+    ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
+    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
+    infinite loss at any grid point is a LandscapeError naming the point.
+    """
+    if len(seeds) != 3:
+        raise LandscapeError("triangle needs three seeds: --seeds A B C")
+    if resolution < 1:
+        raise LandscapeError("--resolution must be at least 1")
+    check_resolution(resolution)
+    _check_method(method, group)
+    _check_split(split)
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b, c = (load(model, s, device) for s in seeds)
+    data = data_of(a)
+    tell(progress, "match B", 0)
+    ab = align(a, b, method, group, device=device, cache=cache, data=data,
+               progress=within(progress, 0.0, 0.25))  # fmt: skip
+    tell(progress, "match C", 0.25)
+    ac = align(a, c, method, group, device=device, cache=cache, data=data,
+               progress=within(progress, 0.25, 0.5))  # fmt: skip
+    names = [label(x) for x in (a, b, c)]
+    checks = {
+        f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
+        f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
+        f"{names[0]} processed for {group}": worst_check(
+            [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
+        ),
+    }
+    inputs = {
+        "a": digest_tensors(ab.params_a),
+        "b": digest_tensors(ab.params_b),
+        "c": digest_tensors(ac.params_b),
+        "cfg": ab.cfg.to_dict(),
+        "resolution": resolution,
+        "tol": tol,
+        "split": split,
+        "data": data.key,
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        ev = data.evaluation(split)
+        r = evaluate_triangle(ab.cfg, ab.params_a, ab.params_b, ac.params_b, ev.inputs,
+                              ev.targets, resolution, tol=tol, device=device,
+                              progress=within(progress, 0.5, 1.0),
+                              **data.eval_options(ab.cfg, ev.inputs))  # fmt: skip
+
+        def where(i: int) -> str:
+            w = ", ".join(f"{x:.4g}" for x in r.points[i])
+            return f"the point (w_A, w_B, w_C) = ({w}) of {', '.join(names)} ({method}/{group})"
+
+        check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
+        return {}, r.to_dict()
+
+    tell(progress, "evaluate", 0.5)
+    entry, hit = cache.get_or_compute("triangle", inputs, compute)
+    tell(progress, "done", 1)
+    return {
+        "model": model,
+        "seeds": list(seeds),
+        "method": method,
+        "group": group,
+        "split": split,
+        **entry.meta,
+        "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
+        "function_check_a": checks[f"{names[0]} processed for {group}"],
+        **health(checks),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": hit and ab.cached and ac.cached,
+        "device": str(device),
+    }
+
+
+# ---------------------------------------------------------------- eigenangles
+
+
+def eigenangle_result(
+    model: str,
+    seeds: Sequence[int],
+    *,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation.
+
+    ``progress`` follows learned matching step by step.
+    """
+    if len(seeds) != 2:
+        raise LandscapeError("eigenangles needs two seeds: --seeds A B")
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    wm = align(a, b, "weight", "orth", device=device, cache=cache)
+    lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
+    o_wm, o_lm = wm.resid.double(), lm.resid.double()
+    d = o_wm.shape[0]
+    angles = {
+        "angles_wm": eigenangles(o_wm),
+        "angles_correction": eigenangles(o_lm @ o_wm.T),
+        "angles_haar": eigenangles(haar_orthogonal(d, seed=seeds[0] * 1000 + seeds[1])),
+    }
+    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d}
+    for k, v in angles.items():
+        out[k] = [float(x) for x in v]
+        out[k.replace("angles_", "summary_")] = angle_summary(v)
+    out["wm_objective"] = wm.info["objective"]
+    out["lm_curve"] = lm.info["lm_curve"]
+    out["det_flip"] = lm.info["det_flips"]
+    out["seconds"] = round(time.perf_counter() - t0, 4)
+    out["cached"] = wm.cached and lm.cached
+    return out
+
+
+# ---------------------------------------------------------------- tables
+
+
+def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """N pairs of seeds: disjoint consecutive pairs when there are enough seeds, else all pairs.
+
+    Seeds default to the shipped/cached ones (a family's members; at least 2·N of them when
+    available).
+    """
+    if n < 1:
+        raise LandscapeError("--pairs must be at least 1")
+    if seeds is None:
+        seeds = [r["seed"] for r in available_seeds(model)]
+        if len(seeds) < 2:
+            seeds = list(range(max(2, 2 * n)))
+    seeds = list(seeds)
+    if 2 * n <= len(seeds):
+        return [(seeds[2 * i], seeds[2 * i + 1]) for i in range(n)]
+    combos = list(itertools.combinations(seeds, 2))
+    if n > len(combos):
+        raise LandscapeError(f"{len(seeds)} seeds give only {len(combos)} pairs; asked for {n}")
+    return combos[:n]
+
+
+def mean_sem(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ± standard error of the loss and accuracy barriers of several pairs' results.
+
+    Nothing NaN is dropped: a NaN barrier makes the mean NaN, a NaN function check makes
+    ``function_check`` NaN; ``function_ok`` holds only if it holds for every pair, and
+    ``warnings`` collects every pair's warnings.
+    """
+    bl = mean_sem([r["barrier_loss"] for r in results])
+    ba = mean_sem([r["barrier_accuracy"] for r in results])
+    return {
+        "barrier_loss": bl[0],
+        "barrier_loss_sem": bl[1],
+        "barrier_accuracy": ba[0],
+        "barrier_accuracy_sem": ba[1],
+        "per_pair_loss": [r["barrier_loss"] for r in results],
+        "function_check": worst_check(r["function_check"] for r in results),
+        "function_ok": all(r.get("function_ok", True) for r in results),
+        "warnings": list(dict.fromkeys(w for r in results for w in r.get("warnings", []))),
+    }
+
+
+DEFAULT_ROWS = (("naive", "perm"), ("activation", "perm"), ("weight", "perm"),
+                ("weight", "orth"), ("learned", "perm"), ("learned", "orth"))  # fmt: skip
+
+
+def table(
+    model: str,
+    pairs: int = 3,
+    *,
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
+    split: str = "test",
+    points: int = 25,
+    seeds: Sequence[int] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Table-2-style grid: rows method × group, mean ± standard error over pairs.
+
+    ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
+    """
+    check_points(points)
+    pair_list = pairs_for(model, pairs, seeds)
+    out_rows = []
+    total = len(rows) * len(pair_list)
+    done = 0
+    for method, group in rows:
+        results = []
+        for sa, sb in pair_list:
+            stage = f"{method}/{group} {sa}-{sb}"
+            # within one barrier too, e.g. the steps of learned matching
+            sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
+            results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
+                                   device=device, cache=cache, progress=sub))  # fmt: skip
+            done += 1
+            tell(progress, stage, done, total)
+        out_rows.append({
+            "method": method,
+            "group": group,
+            **summarise_barriers(results),
+            "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
+        })  # fmt: skip
+    warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
+    return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
+            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+
+
+# ---------------------------------------------------------------- family members
+
+
+def member_metrics(name: str, index: int, cache: Cache | None = None) -> dict[str, float]:
+    """Test loss and accuracy of one family member on the family's test split (cached)."""
+    ckpt = load_member(name, index)
+    data = data_of(ckpt)
+    test = data.split("test")
+    inputs = {"weights": digest_tensors(ckpt.params), "cfg": ckpt.cfg.to_dict(),
+              "data": data.key}  # fmt: skip
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        p = ckpt.params
+        loss, acc = evaluate_path(ckpt.cfg, p, p, test.inputs, test.targets, [1.0],
+                                  batch_size=eval_batch_size(ckpt.cfg, test.inputs),
+                                  chunk=1)  # fmt: skip
+        return {}, {"test_loss": float(loss[0]), "test_accuracy": float(acc[0])}
+
+    entry, _ = (cache or Cache()).get_or_compute("family-metrics", inputs, compute)
+    return {"test_loss": entry.meta["test_loss"], "test_accuracy": entry.meta["test_accuracy"]}
+
+
+def family_members(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
+    """The members of a family (``store.families.member_rows``), each present one with its
+    test loss and accuracy (:func:`member_metrics`)."""
+    rows = member_rows(name)
+    for row in rows:
+        if row["present"]:
+            row.update(member_metrics(name, row["seed"], cache))
+    return rows

@@ -1,0 +1,111 @@
+"""Functional AdamW: parameters and optimizer state are flat dicts of tensors, never mutated.
+
+The one functional copy of the optimizer. Zoo training keeps ``torch.optim.AdamW`` (its shipped
+checkpoints are reproduced bit for bit, and the fused update rounds differently); both apply the
+recipe's weight-decay rule, :func:`landscape.models.train.decays`. The state is a dict
+``exp_avg.{name}``, ``exp_avg_sq.{name}``, ``step`` so that it can be saved and transported like
+any other artifact (``landscape.experiments.transport``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import torch
+
+from landscape.models import ModelConfig, Params, forward, loss_and_accuracy
+from landscape.models.train import decays
+
+__all__ = ["adamw_init", "adamw_steps", "adamw_update", "decays"]
+
+State = dict[str, torch.Tensor]
+LossFn = Callable[[Params, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def adamw_init(params: Params) -> State:
+    """Fresh AdamW state: ``exp_avg.{name}``, ``exp_avg_sq.{name}`` zeros, ``step`` 0."""
+    state = {f"exp_avg.{k}": torch.zeros_like(v) for k, v in params.items()}
+    state.update({f"exp_avg_sq.{k}": torch.zeros_like(v) for k, v in params.items()})
+    state["step"] = torch.zeros((), dtype=torch.float64)
+    return state
+
+
+def adamw_update(
+    params: Params,
+    grads: Params,
+    state: State,
+    *,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.98),
+    eps: float = 1e-8,
+    weight_decay: float = 0.01,
+    grad_clip: float = 1.0,
+) -> tuple[Params, State]:
+    """One AdamW step (PyTorch's update, decoupled decay, global-norm clipping): new params and
+    state, the inputs untouched.
+
+    ``g ← g·min(1, c/(‖g‖ + 10⁻⁶))`` over all gradients at once, ``m ← β₁m + (1−β₁)g``,
+    ``v ← β₂v + (1−β₂)g²``, ``θ ← θ(1 − lr·wd) − lr·m̂/(√v̂ + ε)`` with ``m̂ = m/(1−β₁ᵗ)``,
+    ``v̂ = v/(1−β₂ᵗ)``; decay only where :func:`decays` says so. Every operation is
+    elementwise or a global norm, so the update commutes with any signed permutation of the
+    parameters when m moves like θ and v like |G| (the transport rule).
+    """
+    b1, b2 = betas
+    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
+    coef = min(1.0, grad_clip / (float(norm) + 1e-6))
+    t = float(state["step"]) + 1
+    state = dict(state)
+    state["step"] = torch.tensor(t, dtype=torch.float64)
+    new: Params = {}
+    for k, w in params.items():
+        g = grads[k] * coef
+        m = state[f"exp_avg.{k}"] * b1 + (1 - b1) * g
+        v = state[f"exp_avg_sq.{k}"] * b2 + (1 - b2) * g * g
+        state[f"exp_avg.{k}"], state[f"exp_avg_sq.{k}"] = m, v
+        if decays(k, w):
+            w = w * (1 - lr * weight_decay)
+        denom = (v / (1 - b2**t)).sqrt() + eps
+        new[k] = w - lr * (m / (1 - b1**t)) / denom
+    return new, state
+
+
+def adamw_steps(
+    cfg: ModelConfig,
+    params: Params,
+    state: State | None,
+    batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
+    steps: int,
+    *,
+    lr: float = 1e-3,
+    betas: tuple[float, float] = (0.9, 0.98),
+    eps: float = 1e-8,
+    weight_decay: float = 0.01,
+    grad_clip: float = 1.0,
+    loss_fn: LossFn | None = None,
+    callback: Callable[[int, Params], None] | None = None,
+) -> tuple[Params, State]:
+    """``steps`` of :func:`adamw_update` on minibatches from ``batches``; returns the final
+    parameters and state (``state=None`` starts fresh).
+
+    The loss is the model's cross-entropy (``loss_and_accuracy``) unless ``loss_fn(params, x,
+    y)`` is given. ``callback(step, params)`` runs after each step (step counted from 1).
+    """
+    state = dict(adamw_init(params) if state is None else state)
+    p = {k: v.detach().clone() for k, v in params.items()}
+    for i in range(steps):
+        x, y = next(batches)
+        if x.is_floating_point():
+            x = x.to(next(iter(p.values())).dtype)
+        leaves = {k: v.detach().requires_grad_() for k, v in p.items()}
+        if loss_fn is None:
+            loss, _ = loss_and_accuracy(cfg, forward(cfg, leaves, x), y)
+        else:
+            loss = loss_fn(leaves, x, y)
+        grads = torch.autograd.grad(loss, list(leaves.values()))
+        detached = {k: w.detach() for k, w in leaves.items()}
+        p, state = adamw_update(detached, dict(zip(leaves, grads, strict=True)), state, lr=lr,
+                                betas=betas, eps=eps, weight_decay=weight_decay,
+                                grad_clip=grad_clip)  # fmt: skip
+        if callback is not None:
+            callback(i + 1, p)
+    return p, state
