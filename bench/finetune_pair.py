@@ -41,11 +41,11 @@ def _tokenizer(base: Path, out: Path) -> bool:
 
 def main() -> None:
     from landscape.data.text import token_corpus
-    from landscape.experiments import barrier
+    from landscape.experiments import barrier, family_members
     from landscape.experiments.gauge import adamw_steps
     from landscape.experiments.pairs import load_any, peak_rss_mb
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
-    from landscape.store import families
+    from landscape.sources import add_family
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base")
@@ -92,9 +92,9 @@ def main() -> None:
         del params
     del base
     name = "finetune-pair"
-    families.add_family(name, dirs, text=args.text, n_ctx=args.n_ctx,
-                        max_windows=args.windows, replace=True)  # fmt: skip
-    report["members"] = families.member_rows(name, metrics=True)
+    add_family(name, dirs, text=args.text, n_ctx=args.n_ctx,
+               max_windows=args.windows, replace=True)  # fmt: skip
+    report["members"] = family_members(name)
     rows = []
     for method, group in (("naive", "perm"), ("weight", "perm"), ("weight", "orth")):
         t = time.perf_counter()

@@ -29,7 +29,7 @@ _LAZY = {
     "triangle": "landscape.experiments",
     "table": "landscape.experiments",
     "import_checkpoint": "landscape.models.importers",
-    "add_family": "landscape.store.families",
+    "add_family": "landscape.sources",
 }
 
 __all__ = ["LandscapeError", "ModelConfig", "forward", "init_params", *_LAZY]

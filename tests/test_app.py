@@ -240,7 +240,7 @@ def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory
     """A family may hold large models: only the symmetry table on load, the rest on a click."""
     from landscape.models.train import get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
-    from landscape.store.families import add_family
+    from landscape.sources import add_family
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
     add_family("one-mlp", dirs, data="digits")

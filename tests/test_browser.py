@@ -154,7 +154,7 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
 
     from landscape.models.train import available_seeds, get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
-    from landscape.store.families import add_family
+    from landscape.sources import add_family
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)

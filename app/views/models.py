@@ -169,7 +169,7 @@ with st.form("import", border=True):
     )  # fmt: skip
     submitted = st.form_submit_button("Import")
 if submitted:
-    from landscape.store.families import add_family
+    from landscape.sources import add_family
 
     lines = [p.strip() for p in paths.splitlines() if p.strip()]
     try:

@@ -38,7 +38,6 @@ import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -262,14 +261,3 @@ def member_rows(name: str) -> list[dict[str, Any]]:
     return [{"seed": i, "label": fam.label(i), "path": p, "present": Path(p).exists()}
             for i, p in enumerate(fam.members)]  # fmt: skip
 
-
-_MOVED = {"add_family": "landscape.sources", "load_member": "landscape.sources",
-          "family_splits": "landscape.sources"}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    """Names that moved to :mod:`landscape.sources` (loading members is not the store's work),
-    still found here for callers that import them from the store."""
-    if name in _MOVED:
-        return getattr(import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
