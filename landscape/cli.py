@@ -18,6 +18,7 @@ from typing import Any
 
 from landscape.device import CPU, resolve_device
 from landscape.errors import LandscapeError, check_seed
+from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
 from landscape.progress import Progress, fraction
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
@@ -118,23 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "with this norm (to compare RMSNorm with LayerNorm)")  # fmt: skip
     p.add_argument("--draw", type=_seed, default=0, help="seed of the random group elements")
 
-    methods = ["naive", "activation", "weight", "learned"]
-    groups = ["perm", "signed-perm", "orth"]
     p = sub.add_parser(
         "barrier", parents=[common], help="loss/accuracy barrier along a linear path"
     )
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
-    p.add_argument("--method", choices=methods, default="weight")
-    p.add_argument("--group", choices=groups, default="perm")
+    p.add_argument("--method", choices=METHODS, default="weight")
+    p.add_argument("--group", choices=GROUPS, default="perm")
     p.add_argument("--points", type=_points, default=25)
     p.add_argument("--split", choices=["test", "train"], default="test")
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"))
-    p.add_argument("--method", choices=methods, default="weight")
-    p.add_argument("--group", choices=groups, default="orth")
+    p.add_argument("--method", choices=METHODS, default="weight")
+    p.add_argument("--group", choices=GROUPS, default="orth")
     p.add_argument("--resolution", type=_count, default=10)
     p.add_argument("--tol", type=_float_in(0, math.inf), default=0.05,
                    help="basin tolerance above the chord (nats)")  # fmt: skip
@@ -165,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--artifact", help="transport this artifact (.safetensors + .json sidecar)")
     p.add_argument("--to-seed", type=_seed,
                    help="with --artifact: into this seed's coordinates")  # fmt: skip
-    p.add_argument("--group", choices=["perm", "signed-perm"], default="signed-perm")
+    p.add_argument("--group", choices=MONOMIAL_GROUPS, default="signed-perm")
     p.add_argument("--mode", choices=["exact", "perm-only", "none"], default="exact")
     p.add_argument("--out", help="with --artifact: where to write the transported artifact")
 
@@ -232,8 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("a", help="checkpoint A (λ = 1)")
     p.add_argument("b", help="checkpoint B, aligned to A")
-    p.add_argument("--method", choices=methods, default="weight")
-    p.add_argument("--group", choices=groups, default="perm")
+    p.add_argument("--method", choices=METHODS, default="weight")
+    p.add_argument("--group", choices=GROUPS, default="perm")
     p.add_argument("--text", help="UTF-8 text file for language models")
     p.add_argument("--data", choices=["digits", "fashion"], help="image data for classifiers")
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")

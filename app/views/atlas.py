@@ -15,6 +15,7 @@ from app.components import (
     seed_format,
     show_error,
 )
+from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
 
 page_header(
@@ -39,7 +40,7 @@ with controls():
     copies = c2.slider("Gauge copies per seed", 0, 6, 2, key="atlas_copies")
     group = c3.radio(
         "Copies drawn from",
-        ["perm", "signed-perm"],
+        list(MONOMIAL_GROUPS),
         horizontal=True,
         key="atlas_group",
         help="perm: FFN units, heads and residual coordinates "

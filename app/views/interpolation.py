@@ -23,8 +23,8 @@ from app.components import (
     show_error,
     show_warnings,
 )
-from landscape.experiments import GROUPS, METHODS, mean_sem, pairs_for
-from landscape.matching import worst_check
+from landscape.experiments import mean_sem, pairs_for
+from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.plots.interpolation import figure_interpolation
 
 page_header(

@@ -21,7 +21,7 @@ from app.components import (
     show_error,
     show_warnings,
 )
-from landscape.experiments import GROUPS, METHODS
+from landscape.matching import GROUPS, METHODS
 from landscape.plots.triangle import figure_triangles
 
 page_header(

@@ -19,7 +19,7 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.matching import weight_matching
+from landscape.matching import MONOMIAL_GROUPS, weight_matching
 from landscape.models import Params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell
@@ -29,7 +29,6 @@ from landscape.symmetry import apply, random_transform, spec_for
 from landscape.symmetry.processing import prepare
 
 ATLAS_VERSION = 1
-GROUPS = ("perm", "signed-perm")
 PROJECTIONS = ("pca", "umap")
 
 
@@ -86,8 +85,10 @@ def atlas(
     collapse statistic ``orbit_ratio_*``: mean full-dimensional distance of a copy to its seed over
     the mean distance between different seeds (≈ 0 once the symmetry is factored out).
     """
-    if group not in GROUPS:
-        raise LandscapeError(f"atlas group must be one of {', '.join(GROUPS)}, got {group!r}")
+    if group not in MONOMIAL_GROUPS:
+        raise LandscapeError(
+            f"atlas group must be one of {', '.join(MONOMIAL_GROUPS)}, got {group!r}"
+        )
     if copies < 0:
         raise LandscapeError("copies must be non-negative")
     if seeds is None:

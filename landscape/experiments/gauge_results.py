@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from landscape.symmetry import ORTH, PERM, SIGNED_PERM
+from landscape.matching import GROUPS
+from landscape.symmetry import RESID_GROUPS
 
 __all__ = [
     "CLAIM_VARIANTS",
@@ -38,8 +39,8 @@ __all__ = [
     "recovery_key",
 ]
 
-# The three residual groups of the sweep, by group-level name (landscape.symmetry.RESID_GROUPS).
-SWEEP_GROUPS = {"perm": PERM, "signed-perm": SIGNED_PERM, "orth": ORTH}
+# The three residual groups of the sweep (the chain S_d ⊂ B_d ⊂ O(d)), name -> residual kind.
+SWEEP_GROUPS = {g: RESID_GROUPS[g] for g in GROUPS}
 GROUP_LABEL = {"perm": "S_d", "signed-perm": "B_d", "orth": "O(d)"}
 RECOVERY_METHODS = ("signed", "marginalised")  # signed-correlation vs sign-marginalised assignment
 RECOVERY_SOURCES = ("activations", "weights")

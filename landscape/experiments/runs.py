@@ -37,7 +37,14 @@ from landscape.experiments.curves import (
     evaluate_triangle,
 )
 from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
-from landscape.matching import function_check, function_warnings, match, worst_check
+from landscape.matching import (
+    GROUPS,
+    METHODS,
+    function_check,
+    function_warnings,
+    match,
+    worst_check,
+)
 from landscape.models import ModelConfig, Params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
@@ -58,8 +65,6 @@ ALGO_VERSION = 2  # bump when matching or triangle evaluation changes: old entri
 # 2: matchings also check the processed A (``function_check_a``)
 BARRIER_VERSION = 3  # bump when the barrier pipeline changes
 # 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
-METHODS = ("naive", "activation", "weight", "learned")
-GROUPS = ("perm", "signed-perm", "orth")
 SPLITS = ("train", "test")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 Endpoint = Source | Checkpoint
