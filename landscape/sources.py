@@ -41,7 +41,7 @@ from landscape.data import Split
 from landscape.data.text import token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.models import ModelConfig, Params
+from landscape.models import ModelConfig, Params, architecture_of
 from landscape.models.importers import describe, import_checkpoint
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
@@ -188,7 +188,7 @@ def _image_splits(
 ) -> tuple[dict[str, Split], dict[str, Any]]:
     if data not in DATASETS:
         raise LandscapeError(f"unknown data set {data!r}; expected one of {', '.join(DATASETS)}")
-    flat = cfg.arch == "mlp"
+    flat = architecture_of(cfg).inputs == "features"
     if data == "digits":
         splits = {s: datasets.digits(s, flat=flat) for s in ("train", "test")}
     else:
@@ -196,9 +196,9 @@ def _image_splits(
         if flat:
             splits = {s: Split(v.inputs.flatten(1), v.targets) for s, v in splits.items()}
     x = splits["test"].inputs
-    if cfg.arch == "mlp" and x.shape[1] != cfg.d_in:
+    if flat and x.shape[1] != cfg.d_in:
         raise LandscapeError(f"{data} has {x.shape[1]} features; the model expects {cfg.d_in}")
-    if cfg.arch == "vit":
+    if architecture_of(cfg).inputs == "images":
         if cfg.channels > 1:
             raise LandscapeError(
                 f"the model expects {cfg.channels}-channel images; {data} is grey (1 channel)"
@@ -224,7 +224,7 @@ def spec_splits(
     cfg = ckpt.cfg
     if spec.n_ctx < 1 or spec.max_windows < 1:
         raise LandscapeError("--n-ctx and --max-windows must be positive")
-    if cfg.arch == "gpt":
+    if architecture_of(cfg).inputs == "tokens":
         if spec.text is None:
             raise LandscapeError("a language model pair needs --text FILE (a UTF-8 text file)")
         return _text_splits(ckpt, path, str(spec.text), spec.n_ctx, spec.max_windows)
@@ -238,7 +238,7 @@ def spec_splits(
 def eval_batch_size(cfg: ModelConfig, inputs: torch.Tensor) -> int:
     """Rows per evaluation batch of these inputs (windows of tokens, or images) so that one
     batch's widest activation fits ``LOGIT_BUDGET``."""
-    positions = inputs.shape[1] if cfg.arch == "gpt" else cfg.n_ctx or 1
+    positions = inputs.shape[1] if architecture_of(cfg).inputs == "tokens" else cfg.n_ctx or 1
     width = max(cfg.n_out, cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * positions)
     return max(1, min(512, LOGIT_BUDGET // (positions * width)))
 
@@ -302,7 +302,7 @@ class Data:
 
     def task_sizes(self, cfg: ModelConfig) -> tuple[int, int | None]:
         """Default (activation examples, test examples) of a :class:`Task` (None: all)."""
-        return (64, None) if cfg.arch == "gpt" else (512, None)
+        return (64, None) if architecture_of(cfg).inputs == "tokens" else (512, None)
 
 
 class ZooData(Data):
@@ -363,7 +363,8 @@ class SplitData(Data):
         if method != "activation" or tokens is None:
             return {}
         train = self.splits["train"]
-        positions = train.inputs.shape[1] if train.inputs.ndim == 2 and cfg.arch == "gpt" else 1
+        tokens_in = architecture_of(cfg).inputs == "tokens"
+        positions = train.inputs.shape[1] if train.inputs.ndim == 2 and tokens_in else 1
         return {"batch": max(1, tokens // positions)}
 
 
@@ -462,7 +463,8 @@ def add_family(
     for p in members[1:]:
         check_same_architecture(first, load_any(p), members[0], p)
     cfg = first.cfg
-    if cfg.arch == "gpt":
+    language = architecture_of(cfg).inputs == "tokens"
+    if language:
         if text is None:
             raise LandscapeError("a family of language models needs a text file (--text FILE)")
         if data is not None:
@@ -486,10 +488,10 @@ def add_family(
         text=str(text) if text else None,
         data=data,
         data_dir=str(Path(data_dir).expanduser().resolve()) if data_dir else None,
-        n_ctx=min(n_ctx, cfg.n_ctx) if cfg.arch == "gpt" else n_ctx,
+        n_ctx=min(n_ctx, cfg.n_ctx) if language else n_ctx,
         max_windows=max_windows,
         lr=lr,
-        batch_size=batch_size or (16 if cfg.arch == "gpt" else 64),
+        batch_size=batch_size or (16 if language else 64),
         labels=tuple(labels) if labels else (),
     )
     spec_splits(first, members[0], DataSpec.of(fam))  # the data loads and fits, or one line

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from landscape.models import ModelConfig
+from landscape.models.registry import random_inputs
 
 # The test models are tiny: one thread is fastest, and spinning OpenMP workers slow every test
 # badly when another process holds a core.
@@ -47,12 +48,7 @@ def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
 
 
 def tiny_inputs(cfg: ModelConfig, batch: int = 4, seed: int = 0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    if cfg.arch == "mlp":
-        return torch.randn(batch, cfg.d_in, generator=gen)
-    if cfg.arch == "vit":
-        return torch.randn(batch, cfg.image_size, cfg.image_size, generator=gen)
-    return torch.randint(0, cfg.d_vocab, (batch, cfg.n_ctx), generator=gen)
+    return random_inputs(cfg, batch, torch.Generator().manual_seed(seed))
 
 
 ARCH_NORMS = [

@@ -68,7 +68,14 @@ from landscape.matching.solvers import (
     solve,
 )
 from landscape.matching.weight import weight_similarity as resid_weight_similarity
-from landscape.models import ModelConfig, Params, forward, init_params, loss_and_accuracy
+from landscape.models import (
+    ModelConfig,
+    Params,
+    architecture_of,
+    forward,
+    init_params,
+    loss_and_accuracy,
+)
 from landscape.models.checkpoint import Checkpoint
 from landscape.optim import adamw_init, adamw_steps, decays
 from landscape.progress import Progress
@@ -132,7 +139,7 @@ def readout_features(cfg: ModelConfig, params: Params, inputs: torch.Tensor, lay
     """Residual stream entering block ``layer`` at the positions that are read out:
     mlp [N, d]; vit the class token [N, d]; gpt every position [N·T, d]."""
     x = collect(cfg, params, inputs)[f"resid.{layer}"]
-    if cfg.arch == "vit":
+    if architecture_of(cfg).readout == "class token":
         x = x[:, 0]
     return x.reshape(-1, cfg.d_model)
 

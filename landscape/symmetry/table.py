@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from landscape.models import ModelConfig, Params, forward
+from landscape.models import ModelConfig, Params, architecture_of, forward
+from landscape.models.registry import random_inputs
 from landscape.symmetry.apply import apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_transform
 from landscape.symmetry.processing import embed_width, prepare
@@ -35,16 +36,12 @@ def probe_inputs(
     batch of 16 with both caps (``landscape.matching.result.function_probe``).
     """
     gen = torch.Generator().manual_seed(seed)
-    if cfg.arch == "mlp":
-        return torch.randn(batch, cfg.d_in, generator=gen, dtype=dtype)
-    if cfg.arch == "vit":
-        channels = (cfg.channels,) if cfg.channels else ()
-        shape = (batch, *channels, cfg.image_size, cfg.image_size)
-        return torch.randn(*shape, generator=gen, dtype=dtype)
+    if architecture_of(cfg).inputs != "tokens":
+        return random_inputs(cfg, batch, gen, dtype=dtype)
     n = cfg.n_ctx if max_tokens is None else min(cfg.n_ctx, max_tokens)
     if max_logits is not None:
         batch = max(2, min(batch, max_logits // (n * cfg.n_out)))
-    return torch.randint(0, cfg.d_vocab, (batch, n), generator=gen)
+    return random_inputs(cfg, batch, gen, positions=n)
 
 
 _ACTS_ON = {
