@@ -16,7 +16,7 @@ import streamlit as st
 from landscape.device import resolve_device
 from landscape.models.train import available_seeds
 from landscape.models.zoo import Checkpoint, zoo_table
-from landscape.progress import Progress, fraction
+from landscape.progress import Progress
 from landscape.sources import Source
 from landscape.store.cache import Cache, Entry
 
@@ -170,16 +170,12 @@ def compute_atlas(
     copies: int,
     group: str,
     projection: str,
-    progress: Callable[[str, float], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Compute the atlas and store it on disk. Not memoised: a cached function would record the
     progress bar's updates and replay them in later runs, where that bar no longer exists.
-    ``progress(text, fraction)`` drives the page's bar."""
+    ``progress`` drives the page's bar."""
     from landscape.experiments.atlas import atlas as compute
-
-    def report(stage: str, done: float, total: float) -> None:
-        if progress is not None:
-            progress(stage, fraction(done, total))
 
     return compute(
         model,
@@ -188,7 +184,7 @@ def compute_atlas(
         copies=copies,
         group=group,
         projection=projection,
-        progress=report,
+        progress=progress,
     )
 
 

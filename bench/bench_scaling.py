@@ -90,7 +90,7 @@ def lm_step_seconds(cfg: ModelConfig, a, b, split, device: torch.device) -> floa
     stamps: list[float] = []
     learned_matching(
         cfg, a, b, "perm", split, init="identity", steps=6, eval_every=10**6, eval_size=256,
-        device=device, progress=lambda s, n: stamps.append(time.perf_counter()),
+        device=device, progress=lambda stage, done, total: stamps.append(time.perf_counter()),
     )  # fmt: skip
     gaps = sorted(stamps[i + 1] - stamps[i] for i in range(4))
     return (gaps[1] + gaps[2]) / 2

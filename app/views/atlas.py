@@ -17,6 +17,7 @@ from app.components import (
 )
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
+from landscape.progress import fraction
 
 page_header(
     "Atlas",
@@ -67,7 +68,12 @@ except state.NotCached:
     with st.status("Placing checkpoints …", expanded=False) as status:
         bar = st.progress(0.0)
         try:
-            result = state.compute_atlas(*args, progress=lambda text, f: bar.progress(f, text=text))
+            result = state.compute_atlas(
+                *args,
+                progress=lambda stage, done, total: bar.progress(
+                    fraction(done, total), text=stage
+                ),
+            )
             status.update(label=f"{len(result['points'])} checkpoints placed", state="complete")
         except Exception as err:
             status.update(label="Atlas failed", state="error")

@@ -30,6 +30,7 @@ from landscape.plots.gauge import (
     figure_trajectory,
     figure_transport,
 )
+from landscape.progress import Progress
 
 # Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing,
 # the parts computed on page load, and what the others cost. The character GPT is slow on a
@@ -118,7 +119,7 @@ args = (
 )
 
 
-def progress_bar() -> Callable[[str, int, int], None]:
+def progress_bar() -> Progress:
     bar = st.progress(0.0)
     return lambda stage, done, total: bar.progress(
         done / max(total, 1), text=f"{stage} {done}/{total}"

@@ -112,12 +112,11 @@ else:
         for n, seed in enumerate(todo):
 
             def report(
-                step: int, total: int, metrics: dict[str, float], n: int = n, seed: int = seed
-            ) -> None:
+                stage: str, step: float, total: float, n: int = n, seed: int = seed
+            ) -> None:  # the stage is the test metrics at this step
                 bar.progress(
                     (n + step / total) / len(todo),
-                    text=f"seed {seed}: step {step}/{total}, test accuracy "
-                    f"{metrics['test_accuracy']:.3f}",
+                    text=f"seed {seed}: step {step:.0f}/{total:.0f}, {stage}",
                 )
 
             try:

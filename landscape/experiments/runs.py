@@ -148,11 +148,7 @@ def _match(
     """Align B to A (uncached); activation and learned matching learn from A's training split."""
     needs_data = method in ("activation", "learned")
     train = (data or data_of(a)).split("train") if needs_data else None
-    extra: dict[str, Any] = {}
-    if method == "learned" and progress is not None:
-        extra["progress"] = lambda done, total: progress(
-            f"learned matching step {done}/{total}", done, total
-        )
+    extra: dict[str, Any] = {"progress": progress} if method == "learned" else {}
     try:
         r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
                   device=str(device), **options, **extra)  # fmt: skip

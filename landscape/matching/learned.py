@@ -44,6 +44,7 @@ from landscape.matching.result import MatchResult, function_check, naive, weight
 from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params, forward
+from landscape.progress import Progress
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
@@ -58,7 +59,6 @@ from landscape.symmetry import (
 
 LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
 INITS = ("weight", "identity")
-Progress = Callable[[int, int], None]
 
 __all__ = ["INITS", "LAMBDAS", "apply_dense", "learned_matching", "project"]
 
@@ -162,7 +162,8 @@ def learned_matching(
     transform is scored by the merged loss on a fixed slice of ``eval_size`` training rows at
     three λ (the quartiles of the λ distribution), and the best one seen, the start included,
     is returned (``info["selected_step"]``, ``info["eval_curve"]``).
-    ``progress(step, steps)`` is called per step.
+    ``progress`` (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)``
+    after each step i.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
     units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
@@ -257,7 +258,7 @@ def learned_matching(
             if current < best_loss:
                 best, best_loss, best_step = elements, current, step + 1
         if progress is not None:
-            progress(step + 1, steps)
+            progress(f"learned matching step {step + 1}/{steps}", step + 1, steps)
 
     elements = best
     transform = Transform(elements)

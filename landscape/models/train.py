@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,6 +37,7 @@ from landscape.models.zoo import (
     with_variant,
     zoo_model,
 )
+from landscape.progress import Progress
 from landscape.store.cache import Cache, digest_tensors
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
@@ -48,7 +48,6 @@ TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries
 # |Δacc| ≤ 0.004, |Δloss| ≤ 0.009 nats; vit-digits (memorised, so its test loss moves most)
 # |Δacc| ≤ 0.012, |Δloss| ≤ 0.069 nats.
 REPRODUCIBLE_METRICS = {"test_accuracy": 0.02, "test_loss": 0.1}
-Progress = Callable[[int, int, dict[str, float]], None]
 
 
 def evaluate(
@@ -223,8 +222,10 @@ def _train_model(
             for k, v in zip(curves, row, strict=True):
                 curves[k].append(v)
             running, n_running = 0.0, 0
-            if progress:
-                progress(step + 1, steps, {"test_loss": test_loss, "test_accuracy": test_acc})
+            if progress:  # the stage carries the test metrics, for the bar to show
+                progress(
+                    f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
+                )
     final = {k: v.detach().cpu() for k, v in params.items()}
     train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
     if model.is_text:
@@ -407,15 +408,16 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
 
 
 def tqdm_progress(desc: str) -> Progress:
+    """A bar on stderr of the training steps done; its postfix is the stage (the test metrics)."""
     from tqdm import tqdm
 
     bar: dict[str, Any] = {}
 
-    def update(step: int, total: int, metrics: dict[str, float]) -> None:
+    def update(stage: str, step: float, total: float) -> None:
         if "bar" not in bar:
             bar["bar"] = tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
         bar["bar"].update(step - bar["bar"].n)
-        bar["bar"].set_postfix({k: round(v, 4) for k, v in metrics.items()})
+        bar["bar"].set_postfix_str(stage)
         if step >= total:
             bar["bar"].close()
 
