@@ -42,9 +42,9 @@ def _tokenizer(base: Path, out: Path) -> bool:
 def main() -> None:
     from landscape.data.text import token_corpus
     from landscape.experiments import barrier, family_members
-    from landscape.experiments.gauge import adamw_steps
     from landscape.experiments.pairs import load_any, peak_rss_mb
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
+    from landscape.optim import adamw_steps
     from landscape.sources import add_family
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

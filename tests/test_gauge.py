@@ -8,18 +8,17 @@ import torch
 
 from landscape import data
 from landscape.experiments.gauge import (
-    Task,
-    adamw_steps,
     claim_check,
     coordinate_accuracy,
     recover,
     recovery_under_drift,
     resid_only,
     scramble_test,
-    split_sampler,
     trajectory_transport,
 )
 from landscape.models import forward, init_params
+from landscape.optim import adamw_steps
+from landscape.sources import Task, split_sampler
 from landscape.symmetry import SIGNED_PERM, apply, spec_for
 from tests.conftest import tiny_config, tiny_inputs
 

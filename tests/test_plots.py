@@ -19,10 +19,10 @@ import torch
 from landscape import data, plots
 from landscape.experiments import gauge, transport
 from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
-from landscape.experiments.gauge import Task, split_sampler
 from landscape.models import forward, init_params
 from landscape.plots import export, fields
 from landscape.plots.fields import MissingField
+from landscape.sources import Task, split_sampler
 from landscape.symmetry import symmetry_table
 from tests.conftest import tiny_config, tiny_inputs
 

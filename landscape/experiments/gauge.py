@@ -77,9 +77,9 @@ from landscape.models import (
     loss_and_accuracy,
 )
 from landscape.models.checkpoint import Checkpoint
-from landscape.optim import adamw_init, adamw_steps, decays
+from landscape.optim import adamw_steps
 from landscape.progress import Progress
-from landscape.sources import Source, Task, load_task, split_sampler, stream_sampler
+from landscape.sources import Source, Task, load_task
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ORTH,
@@ -116,14 +116,6 @@ __all__ = [
     "top_coordinates",
     "trajectory_transport",
     "weight_similarity",
-    # moved to landscape.sources and landscape.optim; still importable from here
-    "Task",
-    "adamw_init",
-    "adamw_steps",
-    "decays",
-    "load_task",
-    "split_sampler",
-    "stream_sampler",
 ]
 
 GAUGE_VERSION = 2  # bump when a sweep algorithm or result changes: old cache entries stop matching
