@@ -39,7 +39,7 @@ Two implementations compute this function, and the caller chooses (``forward(...
 the reference (``fast=False``), one einsum per term, which training uses and whose rounding the
 shipped checkpoints carry; and the inference path (``fast=True``), logits only, with fused norms,
 biases inside the matrix products and attention by the faster kernel for the context length.
-They agree to float32 rounding (tests/test_models.py). ``fast=None``, the default, keeps the rule
+They agree to float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps the rule
 every caller relied on: :func:`default_fast`.
 """
 

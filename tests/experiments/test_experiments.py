@@ -136,7 +136,7 @@ def test_gauge_results_are_typed_and_keep_their_keys():
     keys derived from groups and sources are the ones the figures read."""
     from landscape.experiments import gauge
     from landscape.experiments import gauge_results as gr
-    from tests.test_gauge import synthetic_task
+    from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
     parts = {

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from landscape.models.train import available_seeds
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 
 
 @pytest.fixture(autouse=True)

@@ -307,7 +307,7 @@ def _fresh_memory():
 def _page(page: str):
     from streamlit.testing.v1 import AppTest
 
-    main_py = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+    main_py = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
     at = AppTest.from_file(main_py, default_timeout=120)
     at.switch_page(f"views/{page}.py")
     return at.run()

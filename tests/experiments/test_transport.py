@@ -23,7 +23,7 @@ from landscape.experiments.transport import (
 from landscape.models import forward
 from landscape.optim import adamw_steps
 from landscape.symmetry import Transform, apply, random_transform, spec_for
-from tests.test_gauge import synthetic_task
+from tests.experiments.test_gauge import synthetic_task
 
 
 def random_artifacts(cfg, gen) -> dict[str, Artifact]:

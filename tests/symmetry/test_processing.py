@@ -14,7 +14,7 @@ from landscape.symmetry.processing import (
     process,
 )
 from tests.conftest import ARCH_NORMS
-from tests.test_symmetry import DTYPES, TOL, max_dlogits, trained_like
+from tests.symmetry.test_symmetry import DTYPES, TOL, max_dlogits, trained_like
 
 ARCHS = ["mlp", "vit", "gpt"]
 

@@ -187,7 +187,7 @@ def test_training_refuses_a_seed_out_of_range(seed):
 
 def test_sweep_parts_refuse_nonsense_when_called_directly():
     from landscape.experiments.gauge import recovery_under_drift, trajectory_transport
-    from tests.test_gauge import synthetic_task
+    from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
     with pytest.raises(LandscapeError, match="--steps"):
@@ -198,7 +198,7 @@ def test_sweep_parts_refuse_nonsense_when_called_directly():
 
 def test_scramble_barriers_name_their_split():
     from landscape.experiments.gauge import GAUGE_VERSION, claim_check, scramble_test
-    from tests.test_gauge import synthetic_task
+    from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
     assert scramble_test(task, draws=1, lambdas=3)["split"] == "test"
@@ -274,7 +274,7 @@ def test_plain_shows_any_text_literally(text):
 def _import_page(paths: str, name: str = "bad"):
     from streamlit.testing.v1 import AppTest
 
-    main_py = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+    main_py = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
     at = AppTest.from_file(main_py, default_timeout=120)
     at.switch_page("views/models.py")
     at.run()
