@@ -39,8 +39,8 @@ Two implementations compute this function, and the caller chooses (``forward(...
 the reference (``fast=False``), one einsum per term, which training uses and whose rounding the
 shipped checkpoints carry; and the inference path (``fast=True``), logits only, with fused norms,
 biases inside the matrix products and attention by the faster kernel for the context length.
-They agree to float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps the rule
-every caller relied on: :func:`default_fast`.
+They agree to float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps
+the rule every caller relied on: :func:`default_fast`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from landscape import data
+from landscape.data import datasets
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import (  # noqa: F401  (tests and bench import them from here)
     Checkpoint,
@@ -254,7 +255,7 @@ def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any
         sizes = {}
         for img, lab in data.FASHION_FILES.values():
             for stem in (img, lab):
-                sizes[stem] = data._find(d, stem).stat().st_size
+                sizes[stem] = datasets._find(d, stem).stat().st_size
         return {"name": "fashion-mnist", "files": sizes}
     corpus = corpus_for(model)
     if model.dataset == "text":

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from landscape import data
+from landscape.data import datasets
 from landscape.errors import LandscapeError
 
 
@@ -77,7 +78,7 @@ def test_text_corpus_windows_and_vocab(tmp_path):
 
 @pytest.mark.parametrize("extra", ["", "ĀāλЖ🙂" * 40], ids=["ascii", "wide-vocab"])
 def test_text_corpus_is_stored_as_compact_codes(tmp_path, monkeypatch, extra):
-    monkeypatch.setattr(data, "ENCODE_CHUNK", 7)  # several chunks, one cut mid-word
+    monkeypatch.setattr(datasets, "ENCODE_CHUNK", 7)  # several chunks, one cut mid-word
     text = "to be or not to be, that is the question. " * 10 + extra
     if extra:  # more than 256 distinct characters: codes wider than a byte
         text += "".join(chr(0x4E00 + i) for i in range(300))
@@ -138,7 +139,7 @@ def test_fetch_shakespeare_from_local_archive(tmp_path, monkeypatch):
             tar.addfile(info, io.BytesIO(blob))
     # a stand-in for the real text: the check accepts exactly the text with the known digest
     want = ("first play. " * 20 + "second play. " * 20).encode()
-    monkeypatch.setattr(data, "SHAKESPEARE_SHA256", hashlib.sha256(want).hexdigest())
+    monkeypatch.setattr(datasets, "SHAKESPEARE_SHA256", hashlib.sha256(want).hexdigest())
     path = data.fetch_shakespeare(archive)
     assert path.read_text() == "first play. " * 20 + "second play. " * 20
     assert data.shakespeare().vocab == "".join(sorted(set(path.read_text())))

