@@ -442,9 +442,9 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("inspect")
 def _inspect(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.models.importers import inspect_checkpoint
+    from landscape.sources import inspect
 
-    return inspect_checkpoint(args.path)
+    return inspect(args.path)
 
 
 @command("family")

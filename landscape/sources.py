@@ -42,7 +42,7 @@ from landscape.data.text import token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, architecture_of
-from landscape.models.importers import describe, import_checkpoint
+from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
 from landscape.models.zoo import (
@@ -65,6 +65,7 @@ from landscape.store.families import (
     member_rows,
     save_family,
 )
+from landscape.symmetry import admitted_symmetries
 
 __all__ = [
     "DATASETS",
@@ -639,3 +640,11 @@ def load_task(
                 data.sampler(ckpt.cfg, train), train.inputs[:n_act].to(device),
                 train.targets[:n_act].to(device), test, data.lr, data.batch_size, device,
                 data.task_key)  # fmt: skip
+
+
+def inspect(path: str | os.PathLike) -> dict[str, Any]:
+    """``landscape inspect PATH``: what a checkpoint is (:func:`~landscape.models.importers.
+    inspect_checkpoint`) and, under ``symmetries``, the gauge groups it admits as imported
+    (:func:`landscape.symmetry.admitted_symmetries`)."""
+    cfg, info = inspect_checkpoint(path)
+    return {**info, "symmetries": admitted_symmetries(cfg)}

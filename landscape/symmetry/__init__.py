@@ -62,7 +62,7 @@ from landscape.symmetry.spec import (
     group_kinds,
     spec_for,
 )
-from landscape.symmetry.table import probe_inputs, symmetry_table
+from landscape.symmetry.table import admitted_symmetries, probe_inputs, symmetry_table
 
 __all__ = [
     "ABS",
@@ -106,4 +106,5 @@ __all__ = [
     "resid_needs",
     "spec_for",
     "symmetry_table",
+    "admitted_symmetries",
 ]

@@ -7,11 +7,13 @@ measured after the processing steps that make it exact.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from landscape.models import ModelConfig, Params, architecture_of, forward
 from landscape.models.registry import random_inputs
-from landscape.symmetry.apply import apply, norm_state, resid_needs
+from landscape.symmetry.apply import NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_transform
 from landscape.symmetry.processing import embed_width, prepare
 from landscape.symmetry.spec import GLOBAL_SIGN, RESID_GROUPS, SEMI_ORTH, SIGNED_PERM, spec_for
@@ -195,3 +197,55 @@ def symmetry_table(
         )
     )
     return rows
+
+
+def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
+    """The gauge groups of ``cfg`` as imported (norm gains kept), read from its spec.
+
+    One entry per residual group level (exact now, or the processing steps that make it exact)
+    and per per-layer variable family (kinds admitted, sizes, grouped-query constraint).
+    """
+    spec = spec_for(cfg)
+    state = NormState(cfg.norm, gains_folded=False, biases_folded=cfg.norm != "ln", centred=False)
+    out: list[dict[str, Any]] = []
+    for group, kind in RESID_GROUPS.items():
+        steps = resid_needs(state, kind)
+        out.append(
+            {
+                "variable": "resid",
+                "group": group,
+                "size": cfg.d_model,
+                "exact": not steps,
+                "needs": list(steps),
+            }
+        )
+    for family in ("mlp", "heads", "qk", "ov"):
+        names = spec.family(family)
+        if not names:
+            note = {
+                "qk": "not declared: rotary positions and grouped-query attention restrict "
+                "within-head query/key maps",
+                "ov": "not declared: under grouped-query attention the value/output map must be "
+                "shared by a key/value group",
+            }.get(family, "")
+            if cfg.has_attn and note:
+                out.append({"variable": family, "exact": False, "note": note})
+            continue
+        var = spec.variables[names[0]]
+        entry: dict[str, Any] = {
+            "variable": family,
+            "layers": len(names),
+            "size": var.size,
+            "kinds": list(var.kinds),
+            "exact": True,
+        }
+        if family == "heads" and var.group > 1:
+            entry["group"] = var.group
+            entry["note"] = (
+                f"query heads move with their key/value group of {var.group}; "
+                "K/V heads follow the induced group permutation"
+            )
+        if family == "mlp" and cfg.gated:
+            entry["note"] = "signs and scales act on the up projection; the gate is only permuted"
+        out.append(entry)
+    return out

@@ -22,7 +22,8 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.models import forward  # noqa: E402
-from landscape.models.importers import import_checkpoint, inspect_checkpoint  # noqa: E402
+from landscape.models.importers import import_checkpoint  # noqa: E402
+from landscape.sources import inspect as inspect_checkpoint  # noqa: E402
 from landscape.symmetry import (  # noqa: E402
     RESID_GROUPS,
     SCALED_PERM,

@@ -62,12 +62,10 @@ from landscape.models.importers.common import (
 from landscape.models.importers.gguf import open_gguf
 from landscape.models.params import Params, count_params
 from landscape.models.registry import architecture_of
-from landscape.symmetry import RESID_GROUPS, NormState, resid_needs, spec_for
 
 __all__ = [
     "DTYPES",
     "SUPPORTED",
-    "admitted_symmetries",
     "describe",
     "import_checkpoint",
     "inspect_checkpoint",
@@ -189,70 +187,19 @@ def describe(cfg: ModelConfig, model_type: str = "") -> str:
     return ", ".join(x for x in parts if x)
 
 
-def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
-    """The gauge groups of ``cfg`` as imported (norm gains kept), read from its spec.
-
-    One entry per residual group level (exact now, or the processing steps that make it exact)
-    and per per-layer variable family (kinds admitted, sizes, grouped-query constraint).
-    """
-    spec = spec_for(cfg)
-    state = NormState(cfg.norm, gains_folded=False, biases_folded=cfg.norm != "ln", centred=False)
-    out: list[dict[str, Any]] = []
-    for group, kind in RESID_GROUPS.items():
-        steps = resid_needs(state, kind)
-        out.append(
-            {
-                "variable": "resid",
-                "group": group,
-                "size": cfg.d_model,
-                "exact": not steps,
-                "needs": list(steps),
-            }
-        )
-    for family in ("mlp", "heads", "qk", "ov"):
-        names = spec.family(family)
-        if not names:
-            note = {
-                "qk": "not declared: rotary positions and grouped-query attention restrict "
-                "within-head query/key maps",
-                "ov": "not declared: under grouped-query attention the value/output map must be "
-                "shared by a key/value group",
-            }.get(family, "")
-            if cfg.has_attn and note:
-                out.append({"variable": family, "exact": False, "note": note})
-            continue
-        var = spec.variables[names[0]]
-        entry: dict[str, Any] = {
-            "variable": family,
-            "layers": len(names),
-            "size": var.size,
-            "kinds": list(var.kinds),
-            "exact": True,
-        }
-        if family == "heads" and var.group > 1:
-            entry["group"] = var.group
-            entry["note"] = (
-                f"query heads move with their key/value group of {var.group}; "
-                "K/V heads follow the induced group permutation"
-            )
-        if family == "mlp" and cfg.gated:
-            entry["note"] = "signs and scales act on the up projection; the gate is only permuted"
-        out.append(entry)
-    return out
-
-
-def inspect_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """What a checkpoint is, without keeping it: JSON-serialisable summary for ``landscape
-    inspect PATH``.
+def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, Any]]:
+    """What a checkpoint is, without keeping it: its configuration and a JSON-serialisable
+    summary (``landscape inspect PATH`` adds the symmetries it admits:
+    :func:`landscape.sources.inspect`).
 
     Keys: ``path``, ``format``, ``model_type``, ``architectures``, ``architecture`` (one line),
     ``config`` (canonical :class:`ModelConfig` dict), ``parameters`` (canonical count, untied
     embeddings included), ``source_parameters`` (count in the file), ``tied_embeddings``,
     ``ignored_tensors``, ``ignored_config`` (fields the source model itself ignores, e.g. a Llama
-    ``partial_rotary_factor``), ``symmetries`` (:func:`admitted_symmetries`).
+    ``partial_rotary_factor``).
     """
     cfg, _, meta = _convert(path, torch.float32)
-    return {
+    return cfg, {
         "path": str(path),
         "format": meta["format"],
         "model_type": meta["model_type"],
@@ -265,5 +212,4 @@ def inspect_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         "readout": meta.get("readout", "logits"),
         "ignored_tensors": meta["ignored_tensors"],
         "ignored_config": meta.get("ignored_config", []),
-        "symmetries": admitted_symmetries(cfg),
     }
