@@ -1,7 +1,8 @@
 """Experiments on checkpoints, cached on disk: the layer the CLI and the app call.
 
 - :mod:`~landscape.experiments.runs`: matchings, the one barrier pipeline, triangles,
-  eigenangles, tables (re-exported here);
+  eigenangles (re-exported here); :mod:`~landscape.experiments.tables`: pairs of seeds and the
+  methods × groups table (re-exported here);
 - :mod:`~landscape.experiments.curves`: loss and accuracy along lines and over triangles;
 - :mod:`~landscape.experiments.pairs`: barriers between checkpoint paths;
 - :mod:`~landscape.experiments.controls`: control pairs and the original coordinates of a path;
@@ -10,7 +11,7 @@
   :mod:`~landscape.experiments.eigen`: eigenangles of rotations.
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs``.
+``transport.transport``); the functions re-exported here are those of ``runs`` and ``tables``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 from landscape.experiments.runs import (
     ALGO_VERSION,
     BARRIER_VERSION,
-    DEFAULT_ROWS,
     GROUPS,
     METHODS,
     PROCESSED,
@@ -35,13 +35,16 @@ from landscape.experiments.runs import (
     family_members,
     health,
     load,
-    mean_sem,
     measure_barrier,
     member_metrics,
+    triangle,
+)
+from landscape.experiments.tables import (
+    DEFAULT_ROWS,
+    mean_sem,
     pairs_for,
     summarise_barriers,
     table,
-    triangle,
 )
 
 __all__ = [

@@ -48,16 +48,8 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.runs import (
-    DEFAULT_ROWS,
-    Aligned,
-    Coordinates,
-    barrier_pair,
-    eval_split,
-    mean_sem,
-    pairs_for,
-    summarise_barriers,
-)
+from landscape.experiments.runs import Aligned, Coordinates, barrier_pair, eval_split
+from landscape.experiments.tables import DEFAULT_ROWS, mean_sem, pairs_for, summarise_barriers
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
 from landscape.progress import Progress, tell, within

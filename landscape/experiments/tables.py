@@ -1,0 +1,122 @@
+"""Tables over pairs: which pairs of seeds, mean ± standard error of their barriers, and the
+methods × groups grid of the paper's Table 2 (``landscape table``; controls build on it).
+
+Every barrier comes from the one pipeline (:func:`landscape.experiments.runs.barrier`), so a
+table is a view of cached barriers: rerunning it, or asking for one of its cells on another
+page, reads them from disk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from landscape.budget import check_points
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.runs import barrier
+from landscape.matching import worst_check
+from landscape.progress import Progress, tell, within
+from landscape.sources import available_seeds
+from landscape.store.cache import Cache
+
+
+def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """N pairs of seeds: disjoint consecutive pairs when there are enough seeds, else all pairs.
+
+    Seeds default to the shipped/cached ones (a family's members; at least 2·N of them when
+    available).
+    """
+    if n < 1:
+        raise LandscapeError("--pairs must be at least 1")
+    if seeds is None:
+        seeds = [r["seed"] for r in available_seeds(model)]
+        if len(seeds) < 2:
+            seeds = list(range(max(2, 2 * n)))
+    seeds = list(seeds)
+    if 2 * n <= len(seeds):
+        return [(seeds[2 * i], seeds[2 * i + 1]) for i in range(n)]
+    combos = list(itertools.combinations(seeds, 2))
+    if n > len(combos):
+        raise LandscapeError(f"{len(seeds)} seeds give only {len(combos)} pairs; asked for {n}")
+    return combos[:n]
+
+
+def mean_sem(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ± standard error of the loss and accuracy barriers of several pairs' results.
+
+    Nothing NaN is dropped: a NaN barrier makes the mean NaN, a NaN function check makes
+    ``function_check`` NaN; ``function_ok`` holds only if it holds for every pair, and
+    ``warnings`` collects every pair's warnings.
+    """
+    bl = mean_sem([r["barrier_loss"] for r in results])
+    ba = mean_sem([r["barrier_accuracy"] for r in results])
+    return {
+        "barrier_loss": bl[0],
+        "barrier_loss_sem": bl[1],
+        "barrier_accuracy": ba[0],
+        "barrier_accuracy_sem": ba[1],
+        "per_pair_loss": [r["barrier_loss"] for r in results],
+        "function_check": worst_check(r["function_check"] for r in results),
+        "function_ok": all(r.get("function_ok", True) for r in results),
+        "warnings": list(dict.fromkeys(w for r in results for w in r.get("warnings", []))),
+    }
+
+
+DEFAULT_ROWS = (("naive", "perm"), ("activation", "perm"), ("weight", "perm"),
+                ("weight", "orth"), ("learned", "perm"), ("learned", "orth"))  # fmt: skip
+
+
+def table(
+    model: str,
+    pairs: int = 3,
+    *,
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
+    split: str = "test",
+    points: int = 25,
+    seeds: Sequence[int] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Table-2-style grid: rows method × group, mean ± standard error over pairs.
+
+    ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
+    """
+    check_points(points)
+    pair_list = pairs_for(model, pairs, seeds)
+    out_rows = []
+    total = len(rows) * len(pair_list)
+    done = 0
+    for method, group in rows:
+        results = []
+        for sa, sb in pair_list:
+            stage = f"{method}/{group} {sa}-{sb}"
+            # within one barrier too, e.g. the steps of learned matching
+            sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
+            results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
+                                   device=device, cache=cache, progress=sub))  # fmt: skip
+            done += 1
+            tell(progress, stage, done, total)
+        out_rows.append({
+            "method": method,
+            "group": group,
+            **summarise_barriers(results),
+            "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
+        })  # fmt: skip
+    warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
+    return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
+            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
