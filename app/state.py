@@ -119,23 +119,8 @@ def eigenangles(
     """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast)."""
     from landscape import experiments
 
-    dev = resolve_device(device)
-    if learned:
-        return experiments.eigenangle_result(model, seeds, device=dev)
-    from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
-
-    a, b = (experiments.load(model, s, dev) for s in seeds)
-    wm = experiments.align(a, b, "weight", "orth", device=dev)
-    o_wm = wm.resid.double()
-    haar = haar_orthogonal(o_wm.shape[0], seed=seeds[0] * 1000 + seeds[1])
-    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": o_wm.shape[0]}
-    for key, g in (("wm", o_wm), ("haar", haar)):
-        angles = eigenangles(g)
-        out[f"angles_{key}"] = [float(x) for x in angles]
-        out[f"summary_{key}"] = angle_summary(angles)
-    out["wm_objective"] = wm.info["objective"]
-    out["lm_curve"] = []
-    return out
+    return experiments.eigenangle_result(model, seeds, learned=learned,
+                                         device=resolve_device(device))  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

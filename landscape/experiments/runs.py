@@ -582,13 +582,16 @@ def eigenangle_result(
     model: str,
     seeds: Sequence[int],
     *,
+    learned: bool = True,
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation.
 
-    ``progress`` follows learned matching step by step.
+    ``learned=False`` leaves out learned matching (minutes on a GPT): then only O_WM and the
+    Haar reference, no ``angles_correction`` and an empty ``lm_curve``. ``progress`` follows
+    learned matching step by step.
     """
     if len(seeds) != 2:
         raise LandscapeError("eigenangles needs two seeds: --seeds A B")
@@ -596,23 +599,24 @@ def eigenangle_result(
     cache = cache or Cache()
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     wm = align(a, b, "weight", "orth", device=device, cache=cache)
-    lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
-    o_wm, o_lm = wm.resid.double(), lm.resid.double()
+    o_wm = wm.resid.double()
     d = o_wm.shape[0]
-    angles = {
-        "angles_wm": eigenangles(o_wm),
-        "angles_correction": eigenangles(o_lm @ o_wm.T),
-        "angles_haar": eigenangles(haar_orthogonal(d, seed=seeds[0] * 1000 + seeds[1])),
-    }
+    angles = {"angles_wm": eigenangles(o_wm)}
+    lm = None
+    if learned:
+        lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
+        angles["angles_correction"] = eigenangles(lm.resid.double() @ o_wm.T)
+    angles["angles_haar"] = eigenangles(haar_orthogonal(d, seed=seeds[0] * 1000 + seeds[1]))
     out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d}
     for k, v in angles.items():
         out[k] = [float(x) for x in v]
         out[k.replace("angles_", "summary_")] = angle_summary(v)
     out["wm_objective"] = wm.info["objective"]
-    out["lm_curve"] = lm.info["lm_curve"]
-    out["det_flip"] = lm.info["det_flips"]
+    out["lm_curve"] = lm.info["lm_curve"] if lm is not None else []
+    if lm is not None:
+        out["det_flip"] = lm.info["det_flips"]
     out["seconds"] = round(time.perf_counter() - t0, 4)
-    out["cached"] = wm.cached and lm.cached
+    out["cached"] = wm.cached and (lm is None or lm.cached)
     return out
 
 

@@ -162,3 +162,14 @@ def test_progress_is_one_protocol():
     part("evaluate", 1, 4)
     assert seen == [("b evaluate", 0.625, 1.0)]
     assert within(None, 0, 1) is None
+
+
+def test_eigenangles_without_learned_matching_are_the_weight_matching_part():
+    from landscape.experiments import eigenangle_result
+
+    fast = eigenangle_result("mlp-digits", (0, 1), learned=False)
+    full = eigenangle_result("mlp-digits", (0, 1))
+    assert "angles_correction" not in fast and fast["lm_curve"] == []
+    assert len(full["angles_correction"]) == full["d_model"] and full["lm_curve"]
+    for key in ("angles_wm", "angles_haar", "summary_wm", "wm_objective", "d_model"):
+        assert fast[key] == full[key], key
