@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from landscape.errors import LandscapeError
 from landscape.models import ModelConfig
+from landscape.models.importers import import_checkpoint
 from landscape.models.registry import random_inputs
 
 # The test models are tiny: one thread is fastest, and spinning OpenMP workers slow every test
@@ -83,3 +85,14 @@ def tiny_llama(seed: int, kv: int = 2):
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
     return model
+
+
+def refused_import(path, *fragments: str) -> str:
+    """Importing ``path`` fails with one line holding every fragment; the line is returned."""
+    with pytest.raises(LandscapeError) as err:
+        import_checkpoint(path)
+    msg = str(err.value)
+    assert "\n" not in msg
+    for f in fragments:
+        assert f in msg, msg
+    return msg

@@ -33,6 +33,7 @@ from landscape.symmetry import (  # noqa: E402
     spec_for,
 )
 from landscape.symmetry.processing import prepare  # noqa: E402
+from tests.conftest import refused_import  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -207,21 +208,12 @@ def _copy(saved, name: str, tmp_path: Path) -> Path:
     return d
 
 
-def _one_line_error(path: Path, *fragments: str) -> None:
-    with pytest.raises(LandscapeError) as err:
-        import_checkpoint(path)
-    msg = str(err.value)
-    assert "\n" not in msg
-    for f in fragments:
-        assert f in msg, msg
-
-
 def test_missing_tensor(saved, tmp_path):
     d = _copy(saved, "gpt2", tmp_path)
     tensors = load_file(d / "model.safetensors")
     del tensors["transformer.h.1.mlp.c_fc.weight"]
     save_file(tensors, d / "model.safetensors")
-    _one_line_error(d, "model.safetensors", "missing tensor transformer.h.1.mlp.c_fc.weight")
+    refused_import(d, "model.safetensors", "missing tensor transformer.h.1.mlp.c_fc.weight")
 
 
 def test_wrong_shape(saved, tmp_path):
@@ -230,7 +222,7 @@ def test_wrong_shape(saved, tmp_path):
     tensors["model.layers.0.self_attn.k_proj.weight"] = torch.zeros(24, 32)
     save_file(tensors, d / "model.safetensors")
     name = "model.layers.0.self_attn.k_proj.weight"
-    _one_line_error(d, f"tensor {name} has shape (24, 32)", "expected (16, 32)")
+    refused_import(d, f"tensor {name} has shape (24, 32)", "expected (16, 32)")
 
 
 def test_pickle_only_is_refused_without_unpickling(saved, tmp_path):
@@ -238,14 +230,14 @@ def test_pickle_only_is_refused_without_unpickling(saved, tmp_path):
     d.mkdir()
     shutil.copy(saved["gpt2"][0] / "config.json", d)
     (d / "pytorch_model.bin").write_bytes(b"not even a pickle")
-    _one_line_error(d, "pytorch_model.bin", "refusing to unpickle", "convert to safetensors")
+    refused_import(d, "pytorch_model.bin", "refusing to unpickle", "convert to safetensors")
 
 
 def test_truncated_safetensors(saved, tmp_path):
     d = _copy(saved, "vit-classifier", tmp_path)
     f = d / "model.safetensors"
     f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
-    _one_line_error(d, "model.safetensors")
+    refused_import(d, "model.safetensors")
 
 
 def test_unknown_model_type(saved, tmp_path):
@@ -253,13 +245,13 @@ def test_unknown_model_type(saved, tmp_path):
     config = json.loads((d / "config.json").read_text())
     config["model_type"] = "bert"
     (d / "config.json").write_text(json.dumps(config))
-    _one_line_error(d, "config.json", "unsupported model_type 'bert'")
+    refused_import(d, "config.json", "unsupported model_type 'bert'")
 
 
 def test_gguf_without_reader_or_bad_file_is_one_line(tmp_path):
     f = tmp_path / "model.gguf"
     f.write_bytes(b"GGUF broken")
-    _one_line_error(f, "model.gguf")
+    refused_import(f, "model.gguf")
 
 
 # ----------------------------------------------------------------------------- text batches

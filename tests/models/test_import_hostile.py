@@ -21,9 +21,9 @@ transformers = pytest.importorskip("transformers")
 
 from safetensors.torch import save_model  # noqa: E402
 
-from landscape.errors import LandscapeError  # noqa: E402
 from landscape.models import forward  # noqa: E402
 from landscape.models.importers import import_checkpoint  # noqa: E402
+from tests.conftest import refused_import  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -111,16 +111,6 @@ def _gap(d: Path, x: torch.Tensor) -> float:
     return (forward(ckpt.cfg, ckpt.params, x) - _reference(d, x)).abs().max().item()
 
 
-def _refused(path: Path, *fragments: str) -> str:
-    with pytest.raises(LandscapeError) as err:
-        import_checkpoint(path)
-    msg = str(err.value)
-    assert "\n" not in msg
-    for f in fragments:
-        assert f in msg, msg
-    return msg
-
-
 # ----------------------------------------------------------------------------- rotary positions
 
 
@@ -171,7 +161,7 @@ ROPE_CASES = {
 def test_rotary_scaling_is_refused_wherever_it_is_written(saved, tmp_path, name):
     config, field = ROPE_CASES[name]
     d = _copy(saved, "llama", tmp_path, **{"rope_parameters": None, **config})
-    _refused(d, "config.json", field)
+    refused_import(d, "config.json", field)
 
 
 def test_refused_linear_scaling_does_change_transformers_logits(saved, tmp_path):
@@ -248,7 +238,7 @@ FIELD_CASES = [
     [pytest.param(n, c, f, id=f"{n}-{'-'.join(c)}-{i}") for i, (n, c, f) in enumerate(FIELD_CASES)],
 )
 def test_bad_config_fields_are_one_line_naming_the_field(saved, tmp_path, name, config, fragment):
-    msg = _refused(_copy(saved, name, tmp_path, **config), fragment)
+    msg = refused_import(_copy(saved, name, tmp_path, **config), fragment)
     assert "config.json" in msg or "model.safetensors" in msg  # names the file it read
 
 
@@ -294,7 +284,7 @@ def test_tied_config_with_a_different_stored_head_is_refused(saved, tmp_path, ti
     assert _gap(d, _tokens(8)) < 1e-4
     tensors["lm_head.weight"] = torch.randn(VOCAB, 16)
     save_file(tensors, d / "model.safetensors")
-    _refused(d, "config.json", "tie_word_embeddings is true but lm_head.weight differs")
+    refused_import(d, "config.json", "tie_word_embeddings is true but lm_head.weight differs")
 
 
 # ----------------------------------------------------------------------------- shard indexes
@@ -328,7 +318,7 @@ def test_shard_paths_stay_inside_the_checkpoint(sharded, where):
         "etc-passwd": "/etc/passwd",
     }[where]
     _write_index(d, index)
-    _refused(d, "model.safetensors.index.json", "outside the checkpoint directory")
+    refused_import(d, "model.safetensors.index.json", "outside the checkpoint directory")
 
 
 def test_linked_shard_inside_the_checkpoint_still_loads(sharded):
@@ -349,7 +339,7 @@ def test_index_naming_a_tensor_its_shard_lacks(sharded):
     wrong = next(s for s in shards if s != index["weight_map"][name])
     index["weight_map"][name] = wrong
     _write_index(d, index)
-    _refused(d, wrong, f"shard lacks tensor {name}", "model.safetensors.index.json")
+    refused_import(d, wrong, f"shard lacks tensor {name}", "model.safetensors.index.json")
 
 
 # ----------------------------------------------------------------------------- GGUF
@@ -403,7 +393,7 @@ def test_gguf_missing_tensor_is_refused(tmp_path):
     # the reader would fill it with random values, a different function on every load
     f = tmp_path / "tiny.gguf"
     _write_gguf(f, drop="blk.0.ffn_up.weight")
-    _refused(f, "tiny.gguf", "missing tensor model.layers.0.mlp.up_proj.weight")
+    refused_import(f, "tiny.gguf", "missing tensor model.layers.0.mlp.up_proj.weight")
 
 
 def test_gguf_wrong_shape_is_one_quiet_line(tmp_path, caplog):
@@ -412,7 +402,7 @@ def test_gguf_wrong_shape_is_one_quiet_line(tmp_path, caplog):
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_warning()  # as a fresh process has it
     try:
-        _refused(f, "tensor model.layers.0.mlp.up_proj.weight has shape (26, 16)", "(24, 16)")
+        refused_import(f, "tensor model.layers.0.mlp.up_proj.weight has shape (26, 16)", "(24, 16)")
     finally:
         transformers.logging.set_verbosity(verbosity)
     assert "LOAD REPORT" not in caplog.text  # the reader's multi-line report is silenced
