@@ -87,6 +87,28 @@ def tiny_llama(seed: int, kv: int = 2):
     return model
 
 
+def llama_checkpoints(root, planted_seed: int) -> dict:
+    """Checkpoint paths under ``root`` for pair and family tests: two independent tiny Llamas
+    ``a`` and ``b`` (GQA with 2 key/value heads), ``mha`` (4 key/value heads, another shape),
+    ``planted`` (``a`` moved by the signed permutation drawn with ``planted_seed``, in the
+    landscape format) and ``text`` (a short text file). Needs transformers."""
+    from landscape.models.importers import import_checkpoint
+    from landscape.models.zoo import Checkpoint, save_checkpoint_dir
+    from landscape.symmetry import apply, random_transform, spec_for
+
+    paths = {}
+    for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
+        paths[name] = root / name
+        tiny_llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
+    a = import_checkpoint(paths["a"])
+    spec = spec_for(a.cfg)
+    moved = apply(spec, random_transform(spec, "signed-perm", planted_seed), a.params)
+    paths["planted"] = save_checkpoint_dir(Checkpoint(a.cfg, moved, {}), root / "planted")
+    paths["text"] = root / "text.txt"
+    paths["text"].write_text("To be, or not to be, that is the question. " * 60)
+    return paths
+
+
 def refused_import(path, *fragments: str) -> str:
     """Importing ``path`` fails with one line holding every fragment; the line is returned."""
     with pytest.raises(LandscapeError) as err:

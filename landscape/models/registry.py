@@ -185,23 +185,24 @@ def architecture_of(cfg: ModelConfig) -> Architecture:
 _ACT_NAMES = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "gelu_tanh": "GELU (tanh)"}
 
 
-def describe(cfg: ModelConfig) -> str:
+def describe(cfg: ModelConfig, title: str | None = None) -> str:
     """One line describing the architecture, read from the whole config.
 
     The defaults (GELU, learned positions, biases, every head its own keys and values) are left
-    unsaid; every other choice is named.
+    unsaid; every other choice is named. ``title`` replaces the architecture's own name (an
+    importer names the source family, e.g. "Llama-family causal LM").
     """
     arch = architecture_of(cfg)
+    name = arch.title if title is None else title
     norm = "RMSNorm" if cfg.norm == "rms" else "LayerNorm"
     units = ("gated " if cfg.gated else "") + _ACT_NAMES[cfg.act]
     extras = [] if cfg.bias else ["no biases"]
     if not arch.attention:
-        head = f"{arch.title}, d={cfg.d_model}, {cfg.n_layers} blocks × {cfg.d_mlp} {units} units"
+        head = f"{name}, d={cfg.d_model}, {cfg.n_layers} blocks × {cfg.d_mlp} {units} units"
         return ", ".join([head, norm, *extras])
     mlp = "MLP" if units == "GELU" else f"{units} MLP"
     parts = [
-        f"{arch.title}, d={cfg.d_model}, {cfg.n_layers} layers × {cfg.n_heads} heads of "
-        f"{cfg.d_head}",
+        f"{name}, d={cfg.d_model}, {cfg.n_layers} layers × {cfg.n_heads} heads of {cfg.d_head}",
         f"{mlp} {cfg.d_mlp}",
         norm,
     ]

@@ -14,11 +14,9 @@ from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.pairs import barrier_paths  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
-from landscape.models.importers import import_checkpoint  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
-from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
-from tests.conftest import tiny_llama  # noqa: E402
+from tests.conftest import llama_checkpoints  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 KEYS = {
@@ -30,19 +28,7 @@ KEYS = {
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """Paths of two Llama fine-tune stand-ins, a planted-gauge copy of A, an MHA model, text."""
-    root = tmp_path_factory.mktemp("pairs")
-    paths = {}
-    for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
-        paths[name] = root / name
-        tiny_llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
-    a = import_checkpoint(paths["a"])
-    spec = spec_for(a.cfg)
-    moved = apply(spec, random_transform(spec, "signed-perm", 4), a.params)
-    paths["planted"] = save_checkpoint_dir(Checkpoint(a.cfg, moved, {}), root / "planted")
-    text = root / "text.txt"
-    text.write_text("To be, or not to be, that is the question. " * 60)
-    paths["text"] = text
-    return paths
+    return llama_checkpoints(tmp_path_factory.mktemp("pairs"), 4)
 
 
 def _run(pair, b: str, tmp_path, **kw) -> dict:

@@ -20,13 +20,12 @@ from landscape.experiments.transport import (  # noqa: E402
     save_artifact,
     transport,
 )
-from landscape.models.importers import import_checkpoint  # noqa: E402
 from landscape.models.train import get_checkpoint  # noqa: E402
-from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.models.zoo import save_checkpoint_dir  # noqa: E402
 from landscape.sources import Source, add_family, available_seeds  # noqa: E402
 from landscape.store import families as fm  # noqa: E402
-from landscape.symmetry import apply, random_transform, spec_for  # noqa: E402
-from tests.conftest import tiny_llama  # noqa: E402
+from landscape.symmetry import random_transform, spec_for  # noqa: E402
+from tests.conftest import llama_checkpoints  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -38,18 +37,7 @@ PLANTED_GAUGE = 7  # seed of the signed-permutation element planted in member 2
 def ckpts(tmp_path_factory):
     """Two independent tiny Llamas (GQA, RoPE, SwiGLU), a planted-gauge copy of the first, an
     MHA model of another shape, and a text file."""
-    root = tmp_path_factory.mktemp("family")
-    paths = {}
-    for name, seed, kv in (("a", 0, 2), ("b", 1, 2), ("mha", 2, 4)):
-        paths[name] = root / name
-        tiny_llama(seed, kv).save_pretrained(paths[name], safe_serialization=True)
-    a = import_checkpoint(paths["a"])
-    spec = spec_for(a.cfg)
-    moved = apply(spec, random_transform(spec, "signed-perm", PLANTED_GAUGE), a.params)
-    paths["planted"] = save_checkpoint_dir(Checkpoint(a.cfg, moved, {}), root / "planted")
-    paths["text"] = root / "text.txt"
-    paths["text"].write_text("To be, or not to be, that is the question. " * 60)
-    return paths
+    return llama_checkpoints(tmp_path_factory.mktemp("family"), PLANTED_GAUGE)
 
 
 @pytest.fixture

@@ -62,6 +62,7 @@ from landscape.models.importers.common import (
 from landscape.models.importers.gguf import open_gguf
 from landscape.models.params import Params, count_params
 from landscape.models.registry import architecture_of
+from landscape.models.registry import describe as registry_describe
 
 __all__ = [
     "DTYPES",
@@ -173,18 +174,10 @@ def import_checkpoint(path: str | os.PathLike, dtype: torch.dtype = torch.float3
 
 
 def describe(cfg: ModelConfig, model_type: str = "") -> str:
-    """One line describing an imported architecture."""
+    """One line describing an imported architecture: the registry's line under the source
+    family's name (:func:`landscape.models.registry.describe`)."""
     images = architecture_of(cfg).inputs == "images"
-    family = _FAMILY.get(model_type, "ViT" if images else "causal LM")
-    parts = [
-        f"{family}: d={cfg.d_model}, {cfg.n_layers} layers × {cfg.n_heads} heads of {cfg.d_head}",
-        f"{'SwiGLU' if cfg.gated else cfg.act.upper()} MLP {cfg.d_mlp}",
-        "RMSNorm" if cfg.norm == "rms" else "LayerNorm",
-    ]
-    if cfg.kv_heads != cfg.n_heads:
-        parts.append(f"grouped-query attention ({cfg.kv_heads} key/value heads)")
-    parts.append({"rotary": "rotary positions", "learned": "learned positions"}.get(cfg.pos, ""))
-    return ", ".join(x for x in parts if x)
+    return registry_describe(cfg, _FAMILY.get(model_type, "ViT" if images else "causal LM"))
 
 
 def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, Any]]:
