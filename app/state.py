@@ -84,13 +84,13 @@ def barrier(
     points: int,
     split: str,
     device: str | None,
+    space: str = "weights",
 ) -> dict[str, Any]:
-    """One interpolation curve and its barriers (``experiments.barrier``)."""
+    """One interpolation curve and its barriers in merge ``space`` (``experiments.barrier``)."""
     from landscape import experiments
 
-    return experiments.barrier(
-        model, seeds, method, group, points=points, split=split, device=resolve_device(device)
-    )
+    return experiments.barrier(model, seeds, method, group, points=points, split=split,
+                               space=space, device=resolve_device(device))  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -107,7 +107,12 @@ def triangle(
     from landscape import experiments
 
     return experiments.triangle(
-        model, seeds, method, group, resolution=resolution, split=split,
+        model,
+        seeds,
+        method,
+        group,
+        resolution=resolution,
+        split=split,
         device=resolve_device(device),
     )
 

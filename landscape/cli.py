@@ -19,11 +19,14 @@ from typing import Any
 from landscape.device import CPU, resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
+from landscape.models.circuits import SPACES
 from landscape.progress import Progress, fraction
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
 COMMANDS: dict[str, Handler] = {}
+SPACE_HELP = ("merge space of the straight line: weights (the model's own parameters) or "
+              "circuits (every head rewritten as its QK and OV circuits)")  # fmt: skip
 
 
 def _common() -> argparse.ArgumentParser:
@@ -40,6 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
 # ---------------------------------------------------------------- argument types
 # Checked while parsing, so nonsense fails in one line before any model or data is loaded.
+
 
 def _int_at_least(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
@@ -128,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", choices=GROUPS, default="perm")
     p.add_argument("--points", type=_points, default=25)
     p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
@@ -138,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tol", type=_float_in(0, math.inf), default=0.05,
                    help="basin tolerance above the chord (nats)")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
@@ -173,12 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=_count, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=_points, default=25)
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")
     p.add_argument("--pairs", type=_count, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=_points, default=25)
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
 
@@ -242,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-windows", type=_count, default=64, help="windows evaluated (default 64)")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                    help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     return parser
 
 
@@ -352,7 +361,8 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
     _status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
     with _progress_bar(f"barrier {args.method}/{args.group}") as progress:
         return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
-                       split=args.split, device=args.device, progress=progress)  # fmt: skip
+                       split=args.split, space=args.space, device=args.device,
+                       progress=progress)  # fmt: skip
 
 
 @command("triangle")
@@ -363,7 +373,7 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
     with _progress_bar(f"triangle {args.method}/{args.group}") as progress:
         return triangle(args.model, args.seeds, args.method, args.group,
                         resolution=args.resolution, tol=args.tol, split=args.split,
-                        device=args.device, progress=progress)  # fmt: skip
+                        space=args.space, device=args.device, progress=progress)  # fmt: skip
 
 
 @command("eigenangles")
@@ -381,7 +391,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 
     with _progress_bar(f"table {args.model}") as progress:
         return table(args.model, args.pairs, split=args.split, points=args.points,
-                     device=args.device, progress=progress)  # fmt: skip
+                     space=args.space, device=args.device, progress=progress)  # fmt: skip
 
 
 @command("controls")
@@ -390,8 +400,8 @@ def _controls(args: argparse.Namespace) -> dict[str, Any]:
 
     with _progress_bar(f"controls {args.model}") as progress:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
-                              layernorm=args.layernorm, device=args.device,
-                              progress=progress)  # fmt: skip
+                              layernorm=args.layernorm, space=args.space,
+                              device=args.device, progress=progress)  # fmt: skip
 
 
 @command("gauge-sweep")
@@ -480,7 +490,7 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
         return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
                              data=args.data, data_dir=args.data_dir, points=args.points,
                              split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
-                             device=args.device, dtype=args.dtype,
+                             space=args.space, device=args.device, dtype=args.dtype,
                              progress=progress)  # fmt: skip
 
 

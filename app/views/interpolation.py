@@ -25,13 +25,17 @@ from app.components import (
 )
 from landscape.experiments import mean_sem, pairs_for
 from landscape.matching import GROUPS, METHODS, worst_check
+from landscape.models.registry import architecture
 from landscape.plots.interpolation import figure_interpolation
 
 page_header(
     "Interpolation curves",
     "Loss and accuracy of θ(λ) = λ·θ_A + (1−λ)·π(θ_B), with π found by the chosen matching "
     "method under the chosen symmetry group. λ = 1 is A (circle), λ = 0 is the aligned B "
-    "(square). Lines are means over the selected pairs; bands span their range.",
+    "(square). Lines are means over the selected pairs; bands span their range. For "
+    "transformers the line can be straight in the weights (the model's own factors W_Q, W_K, …) "
+    "or in the circuits (every head rewritten as its products QKᵀ and VO, which average "
+    "differently): two paths between the same two functions.",
 )
 
 name = model()
@@ -60,6 +64,19 @@ with controls():
     )
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="interp_split")
     points = c3.slider("Points on λ", 5, 51, 25, step=2, key="interp_points")
+    row = next((r for r in state.zoo_status() if r["name"] == name), {})
+    spaces = ["weights"]
+    if architecture(row.get("arch", "mlp")).attention:
+        choice = c3.radio(
+            "Merge space",
+            ["weights", "circuits", "both"],
+            horizontal=True,
+            key="interp_space",
+            help="weights: the straight line between the parameters as stored. circuits: "
+            "between the heads' QK and OV circuits (not for rotary positions). both: two curves "
+            "per method, circuits dashed.",
+        )
+        spaces = ["weights", "circuits"] if choice == "both" else [choice]
 
 if not pairs or not chosen:
     st.info("Choose at least one seed pair and one method.")
@@ -71,27 +88,29 @@ st.subheader(
 table_slot = st.empty()
 progress = st.progress(0.0, text="Aligning and interpolating …")
 series, rows = [], []
-total, done = len(chosen) * len(pairs), 0
-for label in chosen:
-    method, group = parse_combo(label)
+total, done = len(chosen) * len(pairs) * len(spaces), 0
+for (index, combo), space in itertools.product(enumerate(chosen), spaces):
+    method, group = parse_combo(combo)
+    label = combo if len(spaces) == 1 else f"{combo} · {space}"
     results = []
     for pair in pairs:
         progress.progress(done / total, text=f"{label}: seeds {pair[0]} ↔ {pair[1]} …")
         try:
-            results.append(state.barrier(name, pair, method, group, points, split, device()))
+            results.append(state.barrier(name, pair, method, group, points, split, device(), space))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
         done += 1
     if not results:
         continue
-    series.append({"label": label, "results": results})
+    series.append({"label": label, "results": results, "space": space, "colour": index})
     loss = mean_sem([r["barrier_loss"] for r in results])
     acc = mean_sem([r["barrier_accuracy"] for r in results])
     rows.append(
         {
             "method": method,
             "group": "—" if method == "naive" else group,
+            "space": space,
             f"loss barrier ({split})": f"{loss[0]:.3f} ± {loss[1]:.3f}",
             f"accuracy barrier ({split})": f"{acc[0]:.3f} ± {acc[1]:.3f}",
             "pairs": len(results),
@@ -107,7 +126,8 @@ if rows:
 if rows:
     st.caption(
         "Mean ± standard error over pairs (Table-2 layout). max |Δlogits| checks that the "
-        "aligned B computes the same function as B."
+        "aligned B computes the same function as B; in the circuits space a warning above "
+        "names any circuit form that does not keep its model's function."
     )
 
 if series:

@@ -51,6 +51,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.runs import Aligned, Coordinates, barrier_pair, eval_split
 from landscape.experiments.tables import DEFAULT_ROWS, mean_sem, pairs_for, summarise_barriers
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.circuits import check_circuit_form, check_space
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
 from landscape.progress import Progress, tell, within
 from landscape.sources import Source
@@ -224,6 +225,7 @@ def controls_table(
     seeds: Sequence[int] | None = None,
     original: bool = True,
     layernorm: bool = False,
+    space: str = "weights",
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
@@ -237,12 +239,16 @@ def controls_table(
     (None where the naive barrier is below 1e-6). ``original`` adds the barrier along the
     straight line in unprocessed coordinates (``barrier_loss_original``); ``layernorm`` adds the
     ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
+    Every line is straight in merge ``space`` (``experiments.runs.in_space``).
     ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
     """
     if not rows or rows[0][0] != "naive":
         raise LandscapeError("the first row must be the naive one (fractions are relative to it)")
     check_points(points)  # before any variant is trained
     t0 = time.perf_counter()
+    check_space(space)
+    if space == "circuits":
+        check_circuit_form(zoo_model(model).config)
     zoo_model(model)
     cache = cache or Cache()
     pair_list = pairs_for(model, pairs, seeds)
@@ -271,11 +277,11 @@ def controls_table(
             res = []
             for (a, b), (sa, sb) in zip(ckpts, pair_list, strict=True):
                 stage = f"{c.name} {method}/{group} {sa}-{sb}"
-                r = barrier_pair(a, b, method, group, points=points, split=split, device=device,
-                                 cache=cache, progress=inside(stage))  # fmt: skip
+                r = barrier_pair(a, b, method, group, points=points, split=split, space=space,
+                                 device=device, cache=cache, progress=inside(stage))  # fmt: skip
                 if original:
                     o = barrier_pair(a, b, method, group, points=points, split=split,
-                                     device=device, cache=cache,
+                                     space=space, device=device, cache=cache,
                                      coordinates=ORIGINAL)  # fmt: skip
                     r["barrier_loss_original"] = o["barrier_loss"]
                     r["barrier_accuracy_original"] = o["barrier_accuracy"]
@@ -313,6 +319,7 @@ def controls_table(
     return {
         "model": model,
         "split": split,
+        "space": space,
         "pairs": [list(p) for p in pair_list],
         "path_task": "every path and endpoint is scored on the normal task: the zoo "
                      f"{split} split with its true targets",

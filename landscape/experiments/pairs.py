@@ -81,6 +81,7 @@ def barrier_paths(
     max_windows: int = 64,
     device: torch.device = CPU,
     dtype: str = "float32",
+    space: str = "weights",
     seed: int = 0,
     cache: Cache | None = None,
     progress: Progress | None = None,
@@ -94,6 +95,7 @@ def barrier_paths(
     ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the function
     checks of aligned B and processed A (``function_check``, ``function_check_a``),
     ``function_ok`` and ``warnings`` (one line per check that is NaN or above the tolerance).
+    ``space``: the merge space of the line (``experiments.runs.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
     the text are checked against the memory budget (``landscape.budget``) before work starts.
     """
@@ -101,7 +103,7 @@ def barrier_paths(
                     activation_tokens=AM_TOKENS)  # fmt: skip
     run = measure_barrier(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
                           method, group, points=points, split=split, seed=seed, device=device,
-                          cache=cache, dtype=dtype, store_matching=False,
+                          cache=cache, dtype=dtype, space=space, store_matching=False,
                           progress=progress)  # fmt: skip
     e = run.entry
     matching = {**e["matching"], "seconds": round(e["matching"]["seconds"], 4)}

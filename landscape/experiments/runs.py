@@ -44,6 +44,7 @@ from landscape.matching import (
     worst_check,
 )
 from landscape.models import ModelConfig, Params
+from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import (
@@ -217,14 +218,41 @@ class Coordinates:
 
     ``name`` goes into results and cache keys; ``unfold(a, b, aligned) -> (cfg, A, π(B))``
     rewrites the matched pair in them (None: the processed pair as matched). The original
-    coordinates of the checkpoints are ``landscape.experiments.controls.ORIGINAL``.
+    coordinates of the checkpoints are ``landscape.experiments.controls.ORIGINAL``. ``space``
+    is the merge space (``landscape.models.circuits``): ``"weights"``, the model's own factors,
+    or ``"circuits"``, every head rewritten as its full QK and OV circuits (:func:`in_space`).
     """
 
     name: str
     unfold: Unfold | None = None
+    space: str = "weights"
+
+    @property
+    def key(self) -> str:
+        """The name in cache keys (weights-space keys are the names alone, as before spaces)."""
+        return self.name if self.space == "weights" else f"{self.name}/{self.space}"
 
 
 PROCESSED = Coordinates("processed")
+
+
+def in_space(coordinates: Coordinates, space: str) -> Coordinates:
+    """``coordinates`` in merge space ``space``: for ``"circuits"``, both endpoints in these
+    coordinates, then rewritten in circuit form (``circuit_form``: the same functions, the line
+    averages QKᵀ and VO instead of the factors)."""
+    check_space(space)
+    if space == coordinates.space:
+        return coordinates
+    if coordinates.space != "weights":
+        raise LandscapeError(f"{coordinates.name} coordinates are already in {coordinates.space}")
+    inner = coordinates.unfold
+
+    def unfold(a: Checkpoint, b: Checkpoint, al: Aligned) -> tuple[ModelConfig, Params, Params]:
+        cfg, pa, pb = (al.cfg, al.params_a, al.params_b) if inner is None else inner(a, b, al)
+        cfg_c, ca = circuit_form(cfg, pa)
+        return cfg_c, ca, circuit_form(cfg, pb)[1]
+
+    return Coordinates(coordinates.name, unfold, space)
 
 
 @dataclass
@@ -261,19 +289,21 @@ class BarrierRun:
                f"{name_a} processed for {g}": self.entry.get("function_check_a")}  # fmt: skip
         unfolded = self.entry.get("checks_unfolded")
         if unfolded:
-            where = self.coordinates.name
-            out[f"{name_a} in {where} coordinates"] = unfolded["a"]
-            out[f"{name_b} aligned, in {where} coordinates"] = unfolded["b"]
+            c = self.coordinates
+            where = f"{c.name} coordinates" + (", circuit form" if c.space == "circuits" else "")
+            out[f"{name_a} in {where}"] = unfolded["a"]
+            out[f"{name_b} aligned, in {where}"] = unfolded["b"]
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The result of ``landscape barrier``: method, group, split, the curve, the function
-        checks, ``function_ok``, ``warnings``, times, ``cached`` and ``device``."""
+        """The result of ``landscape barrier``: method, group, split, merge space, the curve, the
+        function checks, ``function_ok``, ``warnings``, times, ``cached`` and ``device``."""
         e = self.entry
         out = {
             "method": self.method,
             "group": self.group,
             "split": self.split,
+            "space": self.coordinates.space,
             **e["curve"],
             "function_check": e["function_check"],
             "function_check_a": e.get("function_check_a"),
@@ -283,7 +313,7 @@ class BarrierRun:
             "cached": self.cached,
             "device": str(self.device),
         }
-        if self.coordinates is not PROCESSED:
+        if self.coordinates.name != PROCESSED.name:
             out["coordinates"] = self.coordinates.name
         return out
 
@@ -308,13 +338,15 @@ def measure_barrier(
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
     coordinates: Coordinates = PROCESSED,
+    space: str = "weights",
     dtype: str = "float32",
     store_matching: bool = True,
     progress: Progress | None = None,
 ) -> BarrierRun:
     """The one barrier pipeline: check, load, align B to A, evaluate the line on A's data.
 
-    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (DESIGN §1), in ``coordinates``. Everything is
+    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (DESIGN §1), in ``coordinates`` and merge
+    ``space`` (``"weights"`` or ``"circuits"``: :func:`in_space`). Everything is
     checked before anything is loaded (method, group, split, points against the memory budget,
     dtype). The measurement is one cache entry (kind ``"barrier"``) keyed by both endpoints'
     weights, the configuration, method, group, seed, options, points, split, coordinates, A's
@@ -325,6 +357,7 @@ def measure_barrier(
     """
     _check_method(method, group)
     _check_split(split)
+    coordinates = in_space(coordinates, space)
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
     check_points(points)
@@ -338,6 +371,8 @@ def measure_barrier(
     ckpt_a, name_a = _open(a, device, cache)
     ckpt_b, name_b = _open(b, device, cache)
     check_same_architecture(ckpt_a, ckpt_b, name_a, name_b)
+    if coordinates.space == "circuits":
+        check_circuit_form(ckpt_a.cfg)
     data = a.data_of(ckpt_a) if isinstance(a, Source) else data_of(ckpt_a)
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
@@ -352,7 +387,7 @@ def measure_barrier(
         "options": options,
         "points": points,
         "split": split,
-        "coordinates": coordinates.name,
+        "coordinates": coordinates.key,
         "data": data.key,
         "dtype": dtype,
         "version": BARRIER_VERSION,
@@ -435,6 +470,7 @@ def barrier_pair(
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
     coordinates: Coordinates = PROCESSED,
+    space: str = "weights",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The barrier between two endpoints (sources or checkpoints), evaluated on A's ``split``
@@ -444,7 +480,8 @@ def barrier_pair(
     (gains folded for O(d), LayerNorm rewritten as RMSNorm, DESIGN §1). ``controls.ORIGINAL``:
     the straight line between the unprocessed A and π(B) written back in the unprocessed
     parameterisation. Folding gains or norm biases into the readers makes the two lines
-    different paths between the same functions.
+    different paths between the same functions. ``space="circuits"``: the line between the
+    circuit forms of those endpoints (``landscape.models.circuits``), another path again.
 
     Besides the numbers: ``function_check`` (aligned B against B), ``function_check_a``
     (processed A against A), in other coordinates also both unfolded endpoints against the
@@ -452,7 +489,7 @@ def barrier_pair(
     tolerance. ``progress`` follows matching (learned: per step) and evaluation.
     """
     return measure_barrier(a, b, method, group, points=points, split=split, device=device,
-                           cache=cache, options=options, coordinates=coordinates,
+                           cache=cache, options=options, coordinates=coordinates, space=space,
                            progress=progress).to_dict()  # fmt: skip
 
 
@@ -468,6 +505,7 @@ def barrier(
     cache: Cache | None = None,
     options: dict[str, Any] | None = None,
     coordinates: Coordinates = PROCESSED,
+    space: str = "weights",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two seeds of a zoo model
@@ -477,7 +515,7 @@ def barrier(
     t0 = time.perf_counter()
     out = barrier_pair(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
                        points=points, split=split, device=device, cache=cache, options=options,
-                       coordinates=coordinates, progress=progress)  # fmt: skip
+                       coordinates=coordinates, space=space, progress=progress)  # fmt: skip
     out = {"model": model, "seeds": list(seeds), **out}
     out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
@@ -495,11 +533,13 @@ def triangle(
     resolution: int = 10,
     tol: float = 0.05,
     split: str = "test",
+    space: str = "weights",
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A.
+    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
+    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`).
 
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
     that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
@@ -512,9 +552,12 @@ def triangle(
     check_resolution(resolution)
     _check_method(method, group)
     _check_split(split)
+    check_space(space)
     t0 = time.perf_counter()
     cache = cache or Cache()
     a, b, c = (load(model, s, device) for s in seeds)
+    if space == "circuits":
+        check_circuit_form(a.cfg)
     data = data_of(a)
     tell(progress, "match B", 0)
     ab = align(a, b, method, group, device=device, cache=cache, data=data,
@@ -530,6 +573,12 @@ def triangle(
             [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
         ),
     }
+    cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
+    if space == "circuits":
+        forms = [circuit_form(ab.cfg, p) for p in corners]
+        cfg, corners = forms[0][0], [p for _, p in forms]
+        for ckpt, p in zip((a, b, c), corners, strict=True):
+            checks[f"{label(ckpt)} in circuit form"] = function_check(ckpt.cfg, ckpt.params, cfg, p)
     inputs = {
         "a": digest_tensors(ab.params_a),
         "b": digest_tensors(ab.params_b),
@@ -540,14 +589,14 @@ def triangle(
         "split": split,
         "data": data.key,
         "version": ALGO_VERSION,
+        **({"space": space} if space != "weights" else {}),  # weights keys as before spaces
     }
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         ev = data.evaluation(split)
-        r = evaluate_triangle(ab.cfg, ab.params_a, ab.params_b, ac.params_b, ev.inputs,
-                              ev.targets, resolution, tol=tol, device=device,
-                              progress=within(progress, 0.5, 1.0),
-                              **data.eval_options(ab.cfg, ev.inputs))  # fmt: skip
+        r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
+                              device=device, progress=within(progress, 0.5, 1.0),
+                              **data.eval_options(cfg, ev.inputs))  # fmt: skip
 
         def where(i: int) -> str:
             w = ", ".join(f"{x:.4g}" for x in r.points[i])
@@ -565,6 +614,7 @@ def triangle(
         "method": method,
         "group": group,
         "split": split,
+        "space": space,
         **entry.meta,
         "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
         "function_check_a": checks[f"{names[0]} processed for {group}"],

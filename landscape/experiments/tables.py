@@ -88,11 +88,13 @@ def table(
     split: str = "test",
     points: int = 25,
     seeds: Sequence[int] | None = None,
+    space: str = "weights",
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Table-2-style grid: rows method × group, mean ± standard error over pairs.
+    """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
+    along the straight line in merge ``space`` (``experiments.runs.in_space``).
 
     ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
     """
@@ -108,7 +110,8 @@ def table(
             # within one barrier too, e.g. the steps of learned matching
             sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
             results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
-                                   device=device, cache=cache, progress=sub))  # fmt: skip
+                                   space=space, device=device, cache=cache,
+                                   progress=sub))  # fmt: skip
             done += 1
             tell(progress, stage, done, total)
         out_rows.append({
@@ -118,5 +121,6 @@ def table(
             "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
         })  # fmt: skip
     warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
-    return {"model": model, "split": split, "pairs": [list(p) for p in pair_list],
+    return {"model": model, "split": split, "space": space,
+            "pairs": [list(p) for p in pair_list],
             "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip

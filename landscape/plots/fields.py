@@ -57,7 +57,8 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
 # ---------------------------------------------------------------- interpolation page
 
-INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"))
+INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
+                              {"space": "weights", "colour": None})  # fmt: skip
 BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"))
 
 # ---------------------------------------------------------------- triangle page

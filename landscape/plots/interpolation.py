@@ -19,12 +19,16 @@ def figure_interpolation(
     """Loss and accuracy against λ (λ = 1 is A), one line per series, mean over pairs.
 
     ``series``: ``{"label", "results": [barrier result, ...]}``, every result of a series on the
-    same λ grid. The band spans the minimum to the maximum over pairs; endpoints are marked
+    same λ grid; optional ``space`` (``"circuits"`` is drawn dashed beside the solid weights
+    line) and ``colour`` (an index into the palette, so that one method keeps its colour in
+    both spaces). The band spans the minimum to the maximum over pairs; endpoints are marked
     (A at λ = 1, B at λ = 0). The split is named on both axes.
     """
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
     for i, s in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
+        index = INTERPOLATION_SERIES.read(s, "colour")
+        colour = PALETTE[(i if index is None else index) % len(PALETTE)]
+        dash = "dash" if INTERPOLATION_SERIES.read(s, "space") == "circuits" else "solid"
         label = INTERPOLATION_SERIES.read(s, "label")
         results = INTERPOLATION_SERIES.read(s, "results")
         lam = np.asarray(BARRIER.read(results[0], "lambdas"))
@@ -45,7 +49,8 @@ def figure_interpolation(
             fig.add_trace(
                 go.Scatter(
                     x=lam, y=mean, mode="lines", name=label, legendgroup=label,
-                    showlegend=col == 1, line={"color": colour, "width": LINE_WIDTH},
+                    showlegend=col == 1,
+                    line={"color": colour, "width": LINE_WIDTH, "dash": dash},
                     hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
                                   "<extra></extra>",
                 ),  # fmt: skip

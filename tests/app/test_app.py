@@ -110,6 +110,18 @@ def test_interpolation_page_renders_and_reruns():
     assert len(at.dataframe[0].value) == 1
 
 
+def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
+    at = _open("interpolation")
+    at.sidebar.selectbox(key="model").set_value("vit-digits").run()
+    _ok(at)
+    at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
+    at.radio(key="interp_space").set_value("both").run()
+    _ok(at)
+    frame = at.dataframe[0].value
+    assert list(frame["space"]) == ["weights", "circuits"]
+    assert frame["loss barrier (test)"].nunique() == 2  # two paths, two barriers
+
+
 def test_triangle_page_renders_and_reruns():
     _need(3)
     at = _open("triangle")

@@ -173,3 +173,31 @@ def test_eigenangles_without_learned_matching_are_the_weight_matching_part():
     assert len(full["angles_correction"]) == full["d_model"] and full["lm_curve"]
     for key in ("angles_wm", "angles_haar", "summary_wm", "wm_objective", "d_model"):
         assert fast[key] == full[key], key
+
+
+@pytest.mark.parametrize("space", ["weights", "circuits"])
+def test_a_model_with_itself_has_no_barrier_in_either_space(space) -> None:
+    r = barrier("vit-digits", (0, 0), "naive", "perm", points=3, space=space)
+    assert r["space"] == space and r["function_ok"], r["warnings"]
+    assert r["barrier_loss"] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_the_circuit_line_is_another_path_between_the_same_functions(capsys) -> None:
+    argv = ["barrier", "vit-digits", "--seeds", "0", "1", "--method", "weight", "--group", "orth",
+            "--points", "5", "--json"]  # fmt: skip
+    runs = {}
+    for space in ("weights", "circuits"):
+        assert main([*argv, "--space", space]) == 0
+        runs[space] = json.loads(capsys.readouterr().out)
+    w, c = runs["weights"], runs["circuits"]
+    assert c["space"] == "circuits" and c["function_ok"], c["warnings"]
+    assert c["endpoint_loss"] == pytest.approx(w["endpoint_loss"], abs=1e-4)
+    assert abs(c["barrier_loss"] - w["barrier_loss"]) > 1e-3
+
+
+def test_circuits_refuse_a_model_without_heads(capsys) -> None:
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--space", "circuits"]
+    assert main(argv) == 2
+    assert "rewrites attention heads" in capsys.readouterr().err
+    with pytest.raises(LandscapeError, match="rewrites attention heads"):
+        table("mlp-digits", 1, rows=[("naive", "perm")], points=3, space="circuits")

@@ -424,3 +424,13 @@ def test_gauge_figures_read_what_the_sweep_writes():
         plots.figure_transport(parts["transport"]),
     ]
     assert all(len(export.figure_frame(fig)) > 0 for fig in figures)
+
+
+def test_interpolation_draws_the_circuit_line_dashed_in_its_method_colour() -> None:
+    fig = plots.figure_interpolation(
+        [{"label": "weight/orth · weights", "results": [_curve(0.5)], "colour": 1},
+         {"label": "weight/orth · circuits", "results": [_curve(0.1)], "space": "circuits",
+          "colour": 1}])  # fmt: skip
+    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend]
+    assert [t.line.dash for t in lines] == ["solid", "dash"]
+    assert lines[0].line.color == lines[1].line.color
