@@ -206,6 +206,13 @@ def align(
                    entry.meta, hit)  # fmt: skip
 
 
+def learned_space(method: str, space: str) -> dict[str, Any]:
+    """The matching option that makes learned matching descend the loss along the line that is
+    measured: in the circuits space, the circuit line (none in the weights space, so its cache
+    keys are those of before spaces)."""
+    return {"space": space} if method == "learned" and space != "weights" else {}
+
+
 # ---------------------------------------------------------------- barrier
 
 
@@ -376,7 +383,8 @@ def measure_barrier(
     data = a.data_of(ckpt_a) if isinstance(a, Source) else data_of(ckpt_a)
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
-    options = {**data.match_options(cfg_a, method), **(options or {})}
+    options = {**data.match_options(cfg_a, method), **learned_space(method, coordinates.space),
+               **(options or {})}  # fmt: skip
     inputs = {
         "a": digest_tensors(ckpt_a.params),
         "b": digest_tensors(ckpt_b.params),
@@ -560,10 +568,11 @@ def triangle(
         check_circuit_form(a.cfg)
     data = data_of(a)
     tell(progress, "match B", 0)
-    ab = align(a, b, method, group, device=device, cache=cache, data=data,
+    options = learned_space(method, space)
+    ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
                progress=within(progress, 0.0, 0.25))  # fmt: skip
     tell(progress, "match C", 0.25)
-    ac = align(a, c, method, group, device=device, cache=cache, data=data,
+    ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
                progress=within(progress, 0.25, 0.5))  # fmt: skip
     names = [label(x) for x in (a, b, c)]
     checks = {

@@ -1,19 +1,28 @@
 """Learned matching (DESIGN §1, "Matching"): learn π by descending the loss of the merged model.
 
-For every matched gauge variable v (``resid``; ``mlp{l}``; ``heads{l}``) an unconstrained latent
-matrix Z_v is kept, in the spec's orientation (Z_v ≈ G_v, writers ``W ← W·G``). Each step
-projects Z_v onto v's group,
+Rotations (``orth`` variables, ``orth="exp"``, the default) are parametrised as
+
+    G = G₀ · exp(S − Sᵀ)
+
+with G₀ the starting element and S a free latent: every latent gives an exact orthogonal matrix
+in G₀'s component of O(d), the gradient is exact, and nothing passes through a singular matrix.
+For every other matched variable (``mlp{l}``, ``heads{l}`` permutations; rotations with
+``orth="polar"``) an unconstrained latent Z_v is kept, in the spec's orientation (Z_v ≈ G_v,
+writers ``W ← W·G``), and each step projects it onto v's group,
 
     perm:        G = argmax_{P ∈ S_n} tr(Pᵀ Z)           (linear assignment)
     signed-perm: G = argmax_{P ∈ B_n} tr(Pᵀ Z)           (assignment on |Z|, signs of the picks)
     orth:        G = argmax_{O ∈ O(n)} tr(Oᵀ Z) = U Vᵀ   (polar factor, Z = U Σ Vᵀ, float64)
 
-and uses the straight-through estimator ``G_ste = Z + (G − Z).detach()``: the forward pass sees
+with the straight-through estimator ``G_ste = Z + (G − Z).detach()``: the forward pass sees
 the exact group element, the backward pass treats the projection as the identity. The loss is
 
     E_{λ ~ p(λ)} CE( λ·θ_A + (1−λ)·π_G(θ_B) )
 
-on training batches, with p(λ) = U(0.4, 0.6) by default (also U(0, 1) or the midpoint only).
+on training batches, with p(λ) = U(0.4, 0.6) by default (also U(0, 1) or the midpoint only), in
+the weights or, with ``space="circuits"``, between the two circuit forms
+(``landscape.models.circuits``: heads as their QK and OV products). The latents move by
+``torch.optim.Adam`` with a cosine schedule.
 Only the transform is learned, so π(θ_B) stays exactly B's function: the final hard transform is
 re-applied with :func:`landscape.symmetry.apply` and the logits are compared.
 
@@ -23,9 +32,10 @@ of an entry in units of the RMS entry. With a fixed absolute learning rate a per
 (entries 1 and 0) would need hundreds of steps before any assignment can change, and "learned
 permutations" would silently equal their initialisation.
 
-Determinant flips: the sign of det G_resid is tracked; a change means Z crossed a singular
-matrix and the polar factor jumped between the two components of O(d) (or, for permutations, an
-odd relabelling). They are counted and reported.
+Determinant flips: the sign of det G_resid is tracked; under the polar parametrisation a change
+means Z crossed a singular matrix and the polar factor jumped between the two components of O(d)
+(or, for permutations, an odd relabelling). They are counted and reported; the exponential
+parametrisation has none.
 """
 
 from __future__ import annotations
@@ -44,6 +54,8 @@ from landscape.matching.result import MatchResult, function_check, naive, weight
 from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.registry import architecture_of
 from landscape.progress import Progress
 from landscape.symmetry import (
     ABS,
@@ -59,8 +71,11 @@ from landscape.symmetry import (
 
 LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
 INITS = ("weight", "identity")
+ORTH_PARAMS = ("exp", "polar")
+EVAL_ROWS = 1024  # rows of the fixed scoring slice (images, feature vectors)
+EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's windows
 
-__all__ = ["INITS", "LAMBDAS", "apply_dense", "learned_matching", "project"]
+__all__ = ["INITS", "LAMBDAS", "ORTH_PARAMS", "apply_dense", "learned_matching", "project"]
 
 
 def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
@@ -114,16 +129,6 @@ def _lambda_sampler(lam: str, gen: torch.Generator) -> Callable[[], float]:
     raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
 
 
-def _adam_step(
-    z: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float
-) -> None:
-    """One Adam update in place (β = 0.9, 0.999; ε = 1e-8), without torch.optim's import cost."""
-    m.mul_(0.9).add_(grad, alpha=0.1)
-    v.mul_(0.999).addcmul_(grad, grad, value=0.001)
-    m_hat, v_hat = m / (1 - 0.9**t), v / (1 - 0.999**t)
-    z.sub_(lr * m_hat / (v_hat.sqrt() + 1e-8))
-
-
 def _eval_lambdas(lam: str) -> list[float]:
     """Quartiles of the λ distribution: where the kept transform is scored."""
     return {"u(0.4,0.6)": [0.45, 0.5, 0.55], "u(0,1)": [0.25, 0.5, 0.75], "0.5": [0.5]}[lam]
@@ -146,22 +151,28 @@ def learned_matching(
     lr: float = 0.03,
     lr_perm: float = 0.1,
     batch_size: int = 256,
+    orth: str = "exp",
+    space: str = "weights",
     seed: int = 0,
     device: str | torch.device | None = None,
     eval_every: int = 25,
-    eval_size: int = 1024,
+    eval_size: int | None = None,
     progress: Progress | None = None,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
     ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
     ``batch_size`` rows are drawn in seeded shuffled epochs. ``init="weight"`` starts from
-    weight matching under ``group`` (seed ``seed``), ``"identity"`` from the identity. ``lr``
-    (orthogonal latents) and ``lr_perm`` (permutation latents) are Adam's step in units of the
-    latent's RMS entry 1/√n, decayed to 0 on a cosine. Every ``eval_every`` steps the projected
-    transform is scored by the merged loss on a fixed slice of ``eval_size`` training rows at
-    three λ (the quartiles of the λ distribution), and the best one seen, the start included,
-    is returned (``info["selected_step"]``, ``info["eval_curve"]``).
+    weight matching under ``group`` (seed ``seed``), ``"identity"`` from the identity. ``orth``
+    is the parametrisation of rotations: ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or
+    ``"polar"`` (a free latent projected each step, straight-through). ``space`` is the merge
+    space of the loss: ``"weights"`` or ``"circuits"`` (both endpoints in circuit form,
+    ``landscape.models.circuits``). ``lr`` (rotations) and ``lr_perm`` (permutation latents)
+    are Adam's step in units of the group element's RMS entry 1/√n, decayed to 0 on a cosine.
+    Every ``eval_every`` steps the projected transform is scored by the merged loss on a fixed
+    slice of the training rows (``eval_size``; default 1,024 rows, or 16,384 tokens of a
+    language model's windows) at three λ (the quartiles of the λ distribution), and the best one
+    seen, the start included, is returned (``info["selected_step"]``, ``info["eval_curve"]``).
     ``progress`` (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)``
     after each step i.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
@@ -171,8 +182,13 @@ def learned_matching(
     t0 = time.perf_counter()
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
+    if orth not in ORTH_PARAMS:
+        raise ValueError(f"unknown orth parametrisation {orth!r}; expected one of {ORTH_PARAMS}")
+    check_space(space)
     dev = torch.device(device) if device is not None else torch.device("cpu")
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
+    if space == "circuits":
+        check_circuit_form(cfg_p)
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
     if init == "weight":
@@ -190,27 +206,53 @@ def learned_matching(
 
     a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
     b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b.items()}
-    latents = {v: g.to(dev, torch.float32).clone().requires_grad_(True) for v, g in g_init.items()}
-
+    # rotations by the exponential of a skew matrix: G₀·exp(K) is orthogonal for every latent,
+    # stays in G₀'s component of O(d) and needs no projection; the rest: projected latents
+    rotations = {v for v in kinds if kinds[v] == ORTH and orth == "exp"}
+    g0 = {v: g_init[v].to(dev, torch.float32) for v in rotations}
+    latents = {
+        v: (
+            torch.zeros_like(g0[v]) if v in rotations else g.to(dev, torch.float32).clone()
+        ).requires_grad_(True)
+        for v, g in g_init.items()
+    }
     base_lr = {v: (lr if kinds[v] == ORTH else lr_perm) / math.sqrt(sizes[v]) for v in kinds}
-    adam = {v: (torch.zeros_like(z), torch.zeros_like(z)) for v, z in latents.items()}
+    opt = torch.optim.Adam([{"params": [z], "lr": base_lr[v]} for v, z in latents.items()])
+    # cosine decay to 0: late steps only polish, so the final projection is no random jump
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: 0.5 * (1 + math.cos(math.pi * step / max(steps, 1)))
+    )
     gen = torch.Generator().manual_seed(seed)
     draw_lambda = _lambda_sampler(lam, gen)
     inputs, targets = train_split.inputs, train_split.targets
     n = inputs.shape[0]
     order, cursor = torch.randperm(n, generator=gen), 0
 
+    if space == "circuits":
+        cfg_m, a_m = circuit_form(cfg_p, a_dev)
+
+        def in_space(p: Params) -> Params:
+            return circuit_form(cfg_p, p)[1]
+    else:
+        cfg_m, a_m = cfg_p, a_dev
+
+        def in_space(p: Params) -> Params:
+            return p
+
     # a fixed slice of the training data scores the hard transform every ``eval_every`` steps at
     # three λ of the training distribution; the best transform seen (the start included) is kept
+    if eval_size is None:
+        tokens = architecture_of(cfg).inputs == "tokens" and inputs.ndim == 2
+        eval_size = max(64, EVAL_TOKENS // inputs.shape[1]) if tokens else EVAL_ROWS
     ev = torch.randperm(n, generator=gen)[: min(n, eval_size)]
     x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
     lam_ev = _eval_lambdas(lam)
 
     def merged_loss(mats, abs_mats, x, y, ts) -> torch.Tensor:
-        b_t = apply_dense(spec, mats, b_dev, abs_mats)
+        b_t = in_space(apply_dense(spec, mats, b_dev, abs_mats))
         total = 0.0
         for t in ts:
-            logits = forward(cfg_p, {k: t * a_dev[k] + (1 - t) * b_t[k] for k in a_dev}, x)
+            logits = forward(cfg_m, {k: t * a_m[k] + (1 - t) * b_t[k] for k in a_m}, x)
             total = total + F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         return total / len(ts)
 
@@ -219,7 +261,16 @@ def learned_matching(
             mats = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
             return float(merged_loss(mats, None, x_ev, y_ev, lam_ev))
 
-    best = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
+    def rotation(v: str) -> torch.Tensor:
+        z = latents[v]
+        return g0[v] @ torch.linalg.matrix_exp(z - z.T)
+
+    def hard_elements() -> dict[str, Element]:
+        with torch.no_grad():
+            return {v: project(kinds[v], rotation(v) if v in rotations else z, groups[v])
+                    for v, z in latents.items()}  # fmt: skip
+
+    best = hard_elements()
     best_loss, best_step = score(best), 0
     eval_curve = [{"step": 0, "loss": best_loss}]
     curve: list[dict[str, float]] = []
@@ -232,27 +283,32 @@ def learned_matching(
         cursor += batch_size
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
 
-        elements = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
-        hard = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
-        ste = {v: z + (hard[v] - z).detach() for v, z in latents.items()}
-        signs = {v: torch.where(h < 0, -1.0, 1.0) for v, h in hard.items()}
-        abs_ste = {v: signs[v] * g for v, g in ste.items()}  # value |G|, gradient through G
-        loss = merged_loss(ste, abs_ste, x, y, [draw_lambda()])
-        grads = torch.autograd.grad(loss, list(latents.values()))
-        # cosine decay to 0: late steps only polish, so the final projection is no random jump
-        decay = 0.5 * (1 + math.cos(math.pi * step / max(steps, 1)))
+        mats, abs_mats, hard = {}, {}, {}
+        for v, z in latents.items():
+            if v in rotations:  # an exact group element with its own gradient
+                mats[v] = hard[v] = rotation(v)
+                abs_mats[v] = mats[v].abs()
+                continue
+            hard[v] = project(kinds[v], z, groups[v]).dense().to(dev, torch.float32)
+            mats[v] = z + (hard[v] - z).detach()  # straight through the projection
+            abs_mats[v] = torch.where(hard[v] < 0, -1.0, 1.0) * mats[v]  # value |G|, grad via G
+        loss = merged_loss(mats, abs_mats, x, y, [draw_lambda()])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        schedule.step()
         with torch.no_grad():
-            for (v, z), grad in zip(latents.items(), grads, strict=True):
-                _adam_step(z, grad, *adam[v], step + 1, base_lr[v] * decay)
-                z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
+            for v, z in latents.items():
+                if v not in rotations:  # projections ignore the scale: keep the RMS entry 1/√n
+                    z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
         curve.append({"step": step, "loss": float(loss.detach())})
-        det = _det_sign(hard["resid"].double())
+        det = _det_sign(hard["resid"].detach().double())
         if det != last_det:
             det_flips += 1
             flip_steps.append(step)
         last_det = det
         if (step + 1) % eval_every == 0 or step + 1 == steps:
-            elements = {v: project(kinds[v], z, groups[v]) for v, z in latents.items()}
+            elements = hard_elements()
             current = score(elements)
             eval_curve.append({"step": step + 1, "loss": current})
             if current < best_loss:
@@ -284,6 +340,9 @@ def learned_matching(
         "lr": lr,
         "lr_perm": lr_perm,
         "batch_size": batch_size,
+        "orth": orth,
+        "space": space,
+        "eval_size": int(x_ev.shape[0]),
         "seed": seed,
         "moved": moved,
         "resid_change": float((elements["resid"].dense() - g_init["resid"]).norm()),

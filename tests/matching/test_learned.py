@@ -92,3 +92,39 @@ def test_learned_rejects_unknown_settings() -> None:
         learned_matching(cfg, a, a, "perm", split, init="random", steps=1)
     with pytest.raises(ValueError, match="λ distribution"):
         learned_matching(cfg, a, a, "perm", split, lam="u(0,2)", steps=1)
+    with pytest.raises(ValueError, match="orth parametrisation"):
+        learned_matching(cfg, a, a, "orth", split, orth="cayley", steps=1)
+
+
+@pytest.mark.parametrize("orth", ["exp", "polar"])
+def test_both_rotation_parametrisations_lower_the_merged_loss(orth: str) -> None:
+    cfg, a, split = _task("vit")
+    b = init_params(cfg, 2)
+    r = learned_matching(cfg, a, b, "orth", split, steps=40, batch_size=64, lam="0.5", orth=orth,
+                         eval_every=10)  # fmt: skip
+    evals = [e["loss"] for e in r.info["eval_curve"]]
+    assert min(evals) < evals[0] and r.info["orth"] == orth
+    assert r.function_check < 1e-4
+    g = r.resid_matrix()
+    assert (g @ g.T - torch.eye(cfg.d_model, dtype=torch.float64)).abs().max() < 1e-10
+    if orth == "exp":  # G₀·exp(S − Sᵀ) never leaves G₀'s component of O(d)
+        assert r.det_flips == 0
+
+
+def test_learned_matching_in_the_circuit_space_descends_the_circuit_line() -> None:
+    from landscape.models.circuits import circuit_form
+
+    cfg, a, split = _task("vit")
+    b = init_params(cfg, 2)
+    r = learned_matching(cfg, a, b, "orth", split, steps=30, batch_size=64, lam="0.5",
+                         space="circuits", eval_every=10)  # fmt: skip
+    assert r.info["space"] == "circuits" and r.function_check < 1e-4
+
+    def circuit_mid_loss(pb) -> float:
+        cfg_c, ca = circuit_form(r.cfg, r.params_a)
+        cb = circuit_form(r.cfg, pb)[1]
+        logits = forward(cfg_c, {k: (ca[k] + cb[k]) / 2 for k in ca}, split.inputs)
+        return float(torch.nn.functional.cross_entropy(logits, split.targets))
+
+    start = learned_matching(cfg, a, b, "orth", split, steps=0, space="circuits")
+    assert circuit_mid_loss(r.params_b) < circuit_mid_loss(start.params_b)
