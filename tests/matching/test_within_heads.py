@@ -7,8 +7,9 @@ import torch
 
 from landscape.matching import match, weight_matching
 from landscape.matching.solvers import MAX_COND, solve_within_heads, within_head_cost
+from landscape.matching.weight import _follow_heads
 from landscape.models import ModelConfig, init_params
-from landscape.symmetry import apply, random_element, random_transform, spec_for
+from landscape.symmetry import Transform, apply, random_element, random_transform, spec_for
 from landscape.symmetry.processing import prepare
 from tests.conftest import tiny_config
 
@@ -152,14 +153,30 @@ def test_within_heads_is_a_no_op_without_within_head_variables() -> None:
     assert r.function_check < 1e-4
 
 
-def test_within_head_maps_follow_their_heads() -> None:
-    """A head permutation found after the maps moves the maps with their B heads: planting a
-    head permutation and QK maps together is undone exactly whatever the visiting order."""
+def test_planted_heads_and_maps_are_undone_in_any_visiting_order() -> None:
+    """Head permutations planted together with QK maps (indexed by the permuted slots)."""
     cfg, a = _processed("gpt")
     spec = spec_for(cfg)
-    kinds = {"heads0": "perm", "heads1": "perm"}
-    g = random_transform(spec, kinds, 7) @ random_transform(spec, "qk", 8)
-    b = apply(spec, g, a)
+    g = random_transform(spec, {"heads0": "perm", "heads1": "perm"}, 7)
+    b = apply(spec, g @ random_transform(spec, "qk", 8), a)
     for seed in range(3):
         r = weight_matching(cfg, a, b, "perm", within_heads=True, seed=seed)
         assert _gap(a, r.params_b) < 1e-8
+
+
+def test_within_head_maps_follow_their_heads() -> None:
+    """When a head permutation changes, each B head keeps the map it had: slot i of the new
+    permutation holds what slot ``old⁻¹[new[i]]`` held before."""
+    cfg, a = _processed("gpt")
+    spec = spec_for(cfg)
+    old, new = (random_transform(spec, {"heads0": "perm"}, s).elements["heads0"] for s in (1, 2))
+    maps = random_transform(spec, {"qk0": "invertible"}, 3).elements["qk0"]
+    before = apply(spec, Transform({"heads0": old, "qk0": maps}), a)
+    after = apply(spec, Transform({"heads0": new, "qk0": _follow_heads(maps, old, new)}), a)
+    slots = torch.argsort(old.perm)[new.perm]
+    assert not torch.equal(old.perm, new.perm)
+    for name in ("W_Q", "b_Q", "W_K", "b_K"):
+        w = f"blocks.0.attn.{name}"
+        assert torch.allclose(after[w], before[w][slots], atol=1e-12)
+    first = _follow_heads(maps, None, new)  # from the identity permutation
+    assert torch.equal(first.matrix, maps.matrix[new.perm])
