@@ -18,6 +18,9 @@ last axis is B's units (a writer, ``W`` row vectors) becomes ``W @ Xᵀ``.
 - Signed permutations: aligned coordinate i is ``signs[i] · b[perm[i]]``; the matrix form is
   ``diag(signs) @ P``.
 - Orthogonal: ``G = U Vᵀ`` for ``M = U Σ Vᵀ``; ``aligned b = G @ b``.
+- Within-head maps (:func:`solve_within_heads`) are the exception: their objective is not linear
+  in the element (it holds both M and M⁻ᵀ), so they take the stacked factors, not one matrix,
+  and return the spec's per-head matrices directly.
 
 DESIGN's residual gauge multiplies writers on the right (``W ← W·G``), so its G is the
 transpose of X here; equivalently, pass ``Mᵀ`` (rows = B, columns = A) and use the result as is.
@@ -33,13 +36,16 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from landscape.symmetry import GLOBAL_SIGN, ORTH, PERM, SIGNED_PERM, Element
+from landscape.symmetry import GLOBAL_SIGN, INVERTIBLE, ORTH, PERM, SIGNED_PERM, Element
 
 Matrix = torch.Tensor | np.ndarray
 # How a signed permutation is assigned: on |M| with signs from the picks (exact for B_n), or on
 # the signed M (the signed-correlation baseline that cannot pair a flipped coordinate).
 Signs = Literal["marginalised", "signed"]
 SIGNS: tuple[Signs, ...] = ("marginalised", "signed")
+# A within-head map more ill-conditioned than this is never returned: it would amplify float32
+# round-off of the aligned factors by as much (and a singular one is no symmetry at all).
+MAX_COND = 1e8
 
 
 def _as_tensor(m: Matrix) -> torch.Tensor:
@@ -278,3 +284,152 @@ def solve(
     if kind == ORTH:
         return Element(kind, matrix=solve_orth(m).T.contiguous().cpu())
     raise ValueError(f"no solver for kind {kind!r}")
+
+
+def within_head_cost(
+    m: torch.Tensor, xa: torch.Tensor, xb: torch.Tensor, ya: torch.Tensor, yb: torch.Tensor
+) -> torch.Tensor:
+    """``f(M_h) = ‖X^A_h − X^B_h M_h‖² + ‖Y^A_h − Y^B_h M_h⁻ᵀ‖²`` per head: [H], float64.
+
+    ``X`` stacks, as rows, every factor a head's map acts on by ``M`` (``[W_Q; b_Q]`` for QK,
+    ``[W_V; b_V]`` for OV), ``Y`` every factor it acts on by ``M⁻ᵀ`` (``[W_K; b_K]``; for OV
+    ``W_Oᵀ``, since ``W_O ← N⁻¹·W_O`` is ``W_Oᵀ ← W_Oᵀ·N⁻ᵀ``): [H, rows, n]. Infinite where
+    M_h is singular.
+    """
+    inv, info = torch.linalg.inv_ex(m)
+    f = (xa - xb @ m).pow(2).sum((-1, -2)) + (ya - yb @ inv.mT).pow(2).sum((-1, -2))
+    return torch.where((info == 0) & torch.isfinite(f), f, torch.inf)
+
+
+def _cond(m: torch.Tensor) -> torch.Tensor:
+    """2-norm condition number per matrix (inf where singular or not finite)."""
+    s = torch.linalg.svdvals(torch.nan_to_num(m, nan=0.0, posinf=0.0, neginf=0.0))
+    c = s[..., 0] / s[..., -1]
+    return torch.where(torch.isfinite(m).all(-1).all(-1) & torch.isfinite(c), c, torch.inf)
+
+
+def _dot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (x * y).sum((-1, -2))
+
+
+def _newton_step(
+    m: torch.Tensor,
+    xa: torch.Tensor,
+    xb: torch.Tensor,
+    ya: torch.Tensor,
+    yb: torch.Tensor,
+    mu: torch.Tensor,
+    cg_steps: int = 5,
+) -> torch.Tensor:
+    """E of the damped Newton step ``M ← M(I + E)`` of :func:`solve_within_heads` [H, n, n]:
+    a few preconditioned CG steps on ``H[E] + μE = C`` (a few suffice: the outer iterations and
+    the damping do the rest)."""
+    n = m.shape[-1]
+    xm, yn = xb @ m, yb @ torch.linalg.inv(m).mT
+    rx, ry = xa - xm, ya - yn
+    gx, gy, k = xm.mT @ xm, yn.mT @ yn, yn.mT @ ry
+    alpha, u = torch.linalg.eigh(gx)
+    beta, v = torch.linalg.eigh(gy)
+    # μ relative to the curvature's size, so the damping does not depend on the units
+    damp = (mu * (alpha.sum(-1) + beta.sum(-1)) / n)[:, None, None]
+    denom = alpha[:, :, None] + beta[:, None, :] + damp
+
+    def gauss_newton(r: torch.Tensor) -> torch.Tensor:  # the Sylvester solve, exact
+        return u @ ((u.mT @ r @ v) / denom) @ v.mT
+
+    def hessian(e: torch.Tensor) -> torch.Tensor:
+        return gx @ e + e @ gy + damp * e - (k.mT @ e.mT + e.mT @ k.mT)
+
+    r = xm.mT @ rx - ry.mT @ yn
+    e, z = torch.zeros_like(r), gauss_newton(r)
+    p, rz, first = z, _dot(r, z), z
+    active = rz > 0
+    for _ in range(cg_steps):
+        hp = hessian(p)
+        php = _dot(p, hp)
+        active &= php > 0  # negative curvature: keep what CG has so far
+        a = torch.where(active, rz / torch.where(active, php, 1.0), 0.0)
+        e, r = e + a[:, None, None] * p, r - a[:, None, None] * hp
+        z = gauss_newton(r)
+        rz_new = _dot(r, z)
+        p = z + torch.where(active, rz_new / rz.clamp_min(1e-300), 0.0)[:, None, None] * p
+        rz = rz_new
+        if not bool(active.any()):
+            break
+    # negative curvature on the first direction: the Gauss-Newton step
+    return torch.where((_dot(e, e) > 0)[:, None, None], e, first)
+
+
+def solve_within_heads(
+    kind: str,
+    xa: torch.Tensor,
+    xb: torch.Tensor,
+    ya: torch.Tensor,
+    yb: torch.Tensor,
+    start: torch.Tensor | None = None,
+    *,
+    max_iter: int = 50,
+    max_cond: float = MAX_COND,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-head maps minimising :func:`within_head_cost`, batched over heads, float64.
+
+    ``X`` [H, r, n] and ``Y`` [H, s, n] as in :func:`within_head_cost` (A's factors and B's with
+    every other variable applied); returns ``(M, cond)``: M [H, n, n] in the spec's orientation
+    (``X^B ← X^B·M``, ``Y^B ← Y^B·M⁻ᵀ``) and each map's 2-norm condition number [H].
+
+    ``orth``: ``M⁻ᵀ = M``, so ``f = const − 2⟨S, M⟩`` with ``S = X^BᵀX^A + Y^BᵀY^A``, and M is
+    the polar factor ``UVᵀ`` of ``S = UΣVᵀ`` (per-head Procrustes).
+
+    ``invertible``: f is not convex in M. Per head, the best of four starts: ``start`` (the
+    current element, else the identity, so the result is never worse than it), the
+    least-squares map of the X side ``X^B⁺X^A``, that of the Y side ``(Y^B⁺Y^A)⁻ᵀ``, and the
+    orthogonal solution above (each least-squares map alone fits its side and wrecks the other
+    when the two disagree; the orthogonal one balances them). Then damped Newton steps
+    ``M ← M(I + E)``: with ``X_M = X^B M``, ``Y_N = Y^B M⁻ᵀ`` and residuals ``R_X = X^A − X_M``,
+    ``R_Y = Y^A − Y_N``, expanding ``(I + E)⁻ᵀ = I − Eᵀ + Eᵀ² − …`` gives the gradient
+    ``−2C`` and the Hessian ``2H`` at E = 0,
+
+        C = X_MᵀR_X − R_YᵀY_N,    H[E] = (X_MᵀX_M) E + E (Y_NᵀY_N) − (KᵀEᵀ + EᵀKᵀ),
+
+    ``K = Y_NᵀR_Y``. ``H[E] + μE = C`` is solved by conjugate gradients preconditioned with its
+    Gauss-Newton part (K = 0), a Sylvester equation solved exactly from the eigendecompositions
+    ``X_MᵀX_M = U diag(α) Uᵀ``, ``Y_NᵀY_N = V diag(β) Vᵀ``: ``E = U [(UᵀCV)_ij/(α_i + β_j + μ)]
+    Vᵀ``; at negative curvature CG stops (on its first direction: the Gauss-Newton step). A step
+    is kept only where it lowers f and keeps ``cond(M) ≤ max_cond``; μ shrinks after a kept
+    step and grows after a refused one (Levenberg-Marquardt). O(H n²(r + s + n)) per step.
+
+    A planted map (B's factors equal to A's moved by ``M₀⁻¹``) is recovered to round-off by
+    either least-squares start. Otherwise the result is a stationary point no worse than any
+    start, never singular.
+    """
+    xa, xb, ya, yb = (t.to(torch.float64) for t in (xa, xb, ya, yb))
+    h, n = xa.shape[0], xa.shape[-1]
+    eye = torch.eye(n, dtype=torch.float64, device=xa.device).expand(h, n, n)
+    u, _, vh = torch.linalg.svd(xb.mT @ xa + yb.mT @ ya)
+    procrustes = u @ vh
+    if kind == ORTH:
+        return procrustes, _cond(procrustes)
+    if kind != INVERTIBLE:
+        raise ValueError(f"no within-head solver for kind {kind!r}")
+    m = eye.clone() if start is None else start.to(xa).clone()
+    f = within_head_cost(m, xa, xb, ya, yb)
+    inv_y, info = torch.linalg.inv_ex(torch.linalg.pinv(yb) @ ya)
+    from_y = torch.where((info == 0)[:, None, None], inv_y.mT, eye)
+    for cand in (torch.linalg.pinv(xb) @ xa, from_y, procrustes):
+        fc = within_head_cost(cand, xa, xb, ya, yb)
+        better = (fc < f) & (_cond(cand) <= max_cond)
+        m, f = torch.where(better[:, None, None], cand, m), torch.where(better, fc, f)
+    scale = xa.pow(2).sum((-1, -2)) + ya.pow(2).sum((-1, -2)) + 1e-300
+    mu = torch.full((h,), 1e-3, dtype=torch.float64, device=xa.device)
+    done = f <= 1e-28 * scale
+    for _ in range(max_iter):
+        if bool(done.all()):
+            break
+        step = m @ (eye + _newton_step(m, xa, xb, ya, yb, mu))
+        fs = within_head_cost(step, xa, xb, ya, yb)
+        keep = (fs < f) & (_cond(step) <= max_cond) & ~done
+        gain = torch.where(keep, f - fs, 0.0)
+        m, f = torch.where(keep[:, None, None], step, m), torch.where(keep, fs, f)
+        mu = torch.where(keep, (mu / 10).clamp_min(1e-12), mu * 10)
+        done |= (keep & (gain <= 1e-13 * scale)) | (mu > 1e8) | (f <= 1e-28 * scale)
+    return m, _cond(m)

@@ -18,6 +18,18 @@ starts with ``resid``, and while a variable is still unvisited the parameters it
 left out of the others' similarity (their cross-products would pair unaligned units: noise that
 traps the descent, worst for O(d)). The objective recorded per round is ``‖θ_A − π(θ_B)‖²`` over
 every parameter (float64).
+
+**Within-head maps** (``within_heads=True``, or the group levels ``qk``/``ov`` alone). The head
+cost leaves each head's factors in B's own bases, so the straight line between the factored
+weights averages A's Q with B's Q in unrelated bases. With the option on, every layer's
+``qk{l}``/``ov{l}`` (one invertible d_head×d_head map per head, batched over the head slots
+*after* the head permutation) is visited right after ``heads{l}`` and minimises its part of the
+objective, ``‖[W_Q; b_Q]^A − [W_Q; b_Q]^{B'}·M‖² + ‖[W_K; b_K]^A − [W_K; b_K]^{B'}·M⁻ᵀ‖²`` (OV:
+``‖[W_V; b_V]^A − [W_V; b_V]^{B'}·N‖² + ‖W_O^A − N⁻¹·W_O^{B'}‖²``) with every other variable
+held (:func:`within_head_element`, :func:`landscape.matching.solvers.solve_within_heads`). When
+a head permutation changes, the maps follow their heads to the new slots, so a map always
+belongs to the B head it was fitted to. Architectures without these variables (grouped-query
+attention; ``qk`` under rotary positions) are matched as without the option.
 """
 
 from __future__ import annotations
@@ -36,19 +48,32 @@ from landscape.matching.result import (
     moved,
     weight_distance,
 )
-from landscape.matching.solvers import head_cost, solve, solve_grouped_perm, solve_heads
+from landscape.matching.solvers import (
+    head_cost,
+    solve,
+    solve_grouped_perm,
+    solve_heads,
+    solve_within_heads,
+)
 from landscape.models import ModelConfig, Params
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
+    INV_T,
+    INVERTIBLE,
     ORTH,
     PERM,
     PERM_OF,
     Element,
+    G,
     Spec,
     Transform,
+    group_kinds,
     spec_for,
 )
+
+# Group levels made of within-head maps alone (landscape.symmetry.group_kinds)
+INNER_GROUPS = ("qk", "ov")
 
 # How norm gains (|G|) and gated-FFN gates (P(G)) enter a similarity: as a separate unsigned
 # score (weight matching), or not at all (the gauge sweep's residual recovery from weights).
@@ -127,6 +152,52 @@ def head_element(
     return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
 
 
+def within_head_element(
+    spec: Spec,
+    var: str,
+    kind: str,
+    a: Params,
+    b: Params,
+    elements: Mapping[str, Element] | None = None,
+) -> tuple[Element, torch.Tensor]:
+    """Per-head maps of ``var`` (``qk{l}``/``ov{l}``) with every other variable held.
+
+    Every parameter ``var`` touches is laid out per head slot as rows over its map's axis,
+    ``[H, rows, d_head]``: those it multiplies by M (``W_Q``, ``b_Q``; ``W_V``, ``b_V``) form X,
+    those it multiplies by M⁻ᵀ (``W_K``, ``b_K``; ``W_O`` with its d_head axis last, ``W_Oᵀ``)
+    form Y, of A and of ``B' = π_{−v}(θ_B)`` (heads permuted, stream aligned, so slot i of B'
+    is the B head matched to A's head i). The current element of ``var`` is the solver's start,
+    so the visit never raises ``‖θ_A − π(θ_B)‖²``. Returns the element ``[H, n, n]`` and each
+    map's condition number.
+    """
+    v = spec.variables[var]
+    others = {k: e for k, e in (elements or {}).items() if k != var}
+    rows: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {G: ([], []), INV_T: ([], [])}
+    for name, axis, role in spec.touches(var):
+        if name not in a:
+            continue
+        slot = spec.axis_of(name, v.over)
+        for side, t in enumerate((a[name].double(), moved(spec, others, b, name))):
+            per_head = t.movedim((slot, axis), (0, -1))
+            rows[role.act][side].append(per_head.reshape(per_head.shape[0], -1, v.size))
+    xa, xb, ya, yb = (torch.cat(rows[act][side], 1) for act in (G, INV_T) for side in (0, 1))
+    current = (elements or {}).get(var)
+    start = None if current is None else current.matrix
+    m, cond = solve_within_heads(kind, xa, xb, ya, yb, start)
+    return Element(kind, matrix=m.cpu(), over=v.over), cond.cpu()
+
+
+def _follow_heads(inner: Element, old: Element | None, new: Element) -> Element:
+    """Per-head maps re-indexed after the head permutation changed from ``old`` to ``new``.
+
+    Slot i of the old permutation held B's head ``old.perm[i]`` and its map ``M[i]``; under the
+    new one slot i holds B's head ``new.perm[i]``, whose map sat at slot
+    ``old.perm⁻¹[new.perm[i]]``.
+    """
+    where = new.perm if old is None else torch.argsort(old.perm)[new.perm]
+    return Element(inner.kind, matrix=inner.matrix[where], over=inner.over)
+
+
 def _changed(old: Element | None, new: Element) -> bool:
     """Whether a monomial element changed (dense ones are judged by the objective)."""
     if not new.is_monomial:
@@ -142,6 +213,27 @@ def _sq_norm(p: Params) -> float:
     return float(sum(float(v.double().pow(2).sum()) for v in p.values()))
 
 
+def weight_kinds(
+    spec: Spec, group: str, within_heads: bool = False
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Kind per matched variable, and the within-head maps visited right after each head variable.
+
+    A residual level gives :func:`landscape.matching.methods.matching_kinds`, plus, with
+    ``within_heads``, every declared ``qk{l}``/``ov{l}`` as invertible maps (listed after
+    ``heads{l}`` in the second mapping). ``qk``/``ov`` alone give their maps and nothing else
+    (heads stay in place, so ``within_heads`` changes nothing there).
+    """
+    if group in INNER_GROUPS:
+        return group_kinds(spec, group), {}
+    kinds = matching_kinds(spec, group)
+    after: dict[str, tuple[str, ...]] = {}
+    if within_heads:
+        for v in (v for family in INNER_GROUPS for v in spec.family(family)):
+            kinds[v] = INVERTIBLE
+            after[spec.variables[v].over] = (*after.get(spec.variables[v].over, ()), v)
+    return kinds, after
+
+
 def weight_matching(
     cfg: ModelConfig,
     params_a: Params,
@@ -150,45 +242,61 @@ def weight_matching(
     *,
     max_rounds: int = 50,
     seed: int = 0,
+    within_heads: bool = False,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
     Starts at the identity; each round visits every variable once in a seeded random order and
     replaces its element by the best one with the others held fixed. Stops when a round changes
-    no monomial element and (with a dense residual element) ``‖θ_A − π(θ_B)‖²`` improved by at
-    most 1e-10 relative to ``‖θ_A‖² + ‖θ_B‖²``, or after ``max_rounds``.
+    no monomial element and (with a dense element: orthogonal stream, within-head maps)
+    ``‖θ_A − π(θ_B)‖²`` improved by at most 1e-10 relative to ``‖θ_A‖² + ‖θ_B‖²``, or after
+    ``max_rounds``. ``within_heads`` also matches the per-head maps ``qk{l}``/``ov{l}`` (each
+    visited right after its layer's head permutation; the visiting order of the other variables
+    is the one drawn without the option); their condition numbers are in ``info``.
     """
     t0 = time.perf_counter()
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
     spec = spec_for(cfg_p)
-    kinds = matching_kinds(spec, group)
+    kinds, after = weight_kinds(spec, group, within_heads)
+    dense = any(k in (ORTH, INVERTIBLE) for k in kinds.values())
     scale = _sq_norm(a) + _sq_norm(b)
     gen = torch.Generator().manual_seed(seed)
-    names = list(kinds)
+    # the order is drawn over the variables without the within-head maps, so the option leaves
+    # the seeded order of the others as it was
+    names = [v for v in kinds if not any(v in inner for inner in after.values())]
     elements: dict[str, Element] = {}
+    conds: dict[str, torch.Tensor] = {}
     objective = [weight_distance(a, b)]
     rounds = 0
     while rounds < max_rounds:
         rounds += 1
         changed = False
         order = [names[i] for i in torch.randperm(len(names), generator=gen).tolist()]
-        if rounds == 1:  # the stream first: embeddings and unembedding involve nothing else
+        if rounds == 1 and "resid" in kinds:  # the stream first: embeddings and unembedding
             order = ["resid"] + [v for v in order if v != "resid"]
-        for var in order:
+        for var in (w for v in order for w in (v, *after.get(v, ()))):
             # B' = π_{−v}(θ_B) is formed one touched parameter at a time inside the helpers
-            if spec.variables[var].family == "heads":
+            family = spec.variables[var].family
+            if family == "heads":
                 new = head_element(spec, var, a, b, elements)
+                for inner in (w for w in after.get(var, ()) if w in elements):
+                    elements[inner] = _follow_heads(elements[inner], elements.get(var), new)
+            elif family in INNER_GROUPS:
+                new, conds[var] = within_head_element(spec, var, kinds[var], a, b, elements)
             else:
-                unsolved = set(names) - set(elements) - {var}
+                unsolved = set(kinds) - set(elements) - {var}
                 m, m_abs = weight_similarity(spec, var, a, b, elements=elements, unsolved=unsolved)
                 new = solve(kinds[var], m, unsigned=m_abs)
             changed |= _changed(elements.get(var), new)
             elements[var] = new
         objective.append(aligned_distance(spec, elements, a, b))
         settled = abs(objective[-2] - objective[-1]) <= 1e-10 * scale
-        if not changed and (kinds["resid"] != ORTH or settled):
+        if not changed and (not dense or settled):
             break
     transform = Transform(dict(elements))
+    info = {"order": "random per round", "seed": seed, "converged": rounds < max_rounds}
+    if conds:  # the last visit's maps are the ones in the transform
+        info["within_heads_cond"] = {v: [float(x) for x in c] for v, c in conds.items()}
     return finish(
         "weight",
         group,
@@ -201,5 +309,5 @@ def weight_matching(
         t0,
         objective=objective,
         rounds=rounds,
-        info={"order": "random per round", "seed": seed, "converged": rounds < max_rounds},
+        info=info,
     )
