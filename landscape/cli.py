@@ -438,8 +438,10 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
         from landscape.matching import weight_matching
 
         b = Source(args.model, args.to_seed).load(CPU)
-        # π with π(θ_A) ≈ θ_B carries A's coordinates into B's.
-        transform = weight_matching(a.cfg, b.params, a.params, args.group).transform
+        # π with π(θ_A) ≈ θ_B carries A's coordinates into B's; artifacts live in the stream
+        # and FFN coordinates, so the within-head maps are not needed
+        transform = weight_matching(a.cfg, b.params, a.params, args.group,
+                                    within_heads=False).transform  # fmt: skip
         target = f"seed {args.to_seed} (weight matching, {args.group})"
     else:
         transform = random_transform(spec_for(a.cfg), args.group, args.gauge_seed)

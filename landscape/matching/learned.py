@@ -129,6 +129,17 @@ def _lambda_sampler(lam: str, gen: torch.Generator) -> Callable[[], float]:
     raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
 
 
+def _on_own_heads(inner: Element, heads: Element) -> Element:
+    """Per-head maps indexed by slot after ``heads`` (slot i holds B's head ``heads.perm[i]``),
+    re-indexed by B's own head numbers."""
+    return Element(inner.kind, matrix=inner.matrix[torch.argsort(heads.perm)], over=inner.over)
+
+
+def _on_slots(inner: Element, heads: Element) -> Element:
+    """Per-head maps indexed by B's own heads, re-indexed by slot after ``heads``."""
+    return Element(inner.kind, matrix=inner.matrix[heads.perm], over=inner.over)
+
+
 def _eval_lambdas(lam: str) -> list[float]:
     """Quartiles of the λ distribution: where the kept transform is scored."""
     return {"u(0.4,0.6)": [0.45, 0.5, 0.55], "u(0,1)": [0.25, 0.5, 0.75], "0.5": [0.5]}[lam]
@@ -153,6 +164,7 @@ def learned_matching(
     batch_size: int = 256,
     orth: str = "exp",
     space: str = "weights",
+    within_heads: bool = True,
     seed: int = 0,
     device: str | torch.device | None = None,
     eval_every: int = 25,
@@ -192,7 +204,8 @@ def learned_matching(
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
     if init == "weight":
-        start = weight_matching(cfg, params_a, params_b, group, seed=seed)
+        start = weight_matching(cfg, params_a, params_b, group, seed=seed,
+                                within_heads=within_heads)  # fmt: skip
     else:
         start = naive(cfg, params_a, params_b, group)
     sizes = {v: spec.variables[v].size for v in kinds}
@@ -205,7 +218,12 @@ def learned_matching(
     }
 
     a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
-    b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b.items()}
+    # the start's within-head maps stay as found: moved onto B's own heads once, they travel
+    # with them whatever head permutation is learned (re-indexed at the end)
+    inner = {v: e for v, e in start.transform.elements.items() if e.over is not None}
+    in_b = {v: _on_own_heads(e, start.transform.elements[e.over]) for v, e in inner.items()}
+    b_inner = apply(spec, Transform(in_b), b) if in_b else b
+    b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
     # rotations by the exponential of a skew matrix: G₀·exp(K) is orthogonal for every latent,
     # stays in G₀'s component of O(d) and needs no projection; the rest: projected latents
     rotations = {v for v in kinds if kinds[v] == ORTH and orth == "exp"}
@@ -317,7 +335,9 @@ def learned_matching(
             progress(f"learned matching step {step + 1}/{steps}", step + 1, steps)
 
     elements = best
-    transform = Transform(elements)
+    transform = Transform(
+        {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in in_b.items()}}
+    )
     dtype = next(iter(params_b.values())).dtype
     aligned = {k: v.to(dtype) for k, v in apply(spec, transform, b).items()}
     check = function_check(cfg, params_b, cfg_p, aligned)
@@ -342,6 +362,7 @@ def learned_matching(
         "batch_size": batch_size,
         "orth": orth,
         "space": space,
+        "within_heads": sorted(in_b),
         "eval_size": int(x_ev.shape[0]),
         "seed": seed,
         "moved": moved,

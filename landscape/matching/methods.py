@@ -38,7 +38,8 @@ def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
     admit signed permutations (signs act on the linear up projection, the gate is only
     permuted), so with a signed or orthogonal residual group they are matched as signed
     permutations; ``perm`` keeps plain permutations everywhere. Only residual levels are
-    matched (the within-head maps are left to the head cost, which is invariant to them).
+    matched here; weight matching adds the within-head maps
+    (:func:`landscape.matching.weight.weight_kinds`).
     """
     if group not in RESID_GROUPS:
         raise ValueError(f"matching needs a group in {MATCH_GROUPS}, got {group!r}")

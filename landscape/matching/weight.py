@@ -242,7 +242,7 @@ def weight_matching(
     *,
     max_rounds: int = 50,
     seed: int = 0,
-    within_heads: bool = False,
+    within_heads: bool = True,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 

@@ -163,10 +163,9 @@ def _act(x: torch.Tensor, axis: int, e: Element) -> torch.Tensor:
 def _act_slots(x: torch.Tensor, axis: int, slot_axis: int, e: Element) -> torch.Tensor:
     """Per-slot maps: slot k of ``slot_axis`` is multiplied by ``M[k]`` along ``axis``."""
     y = x.movedim((slot_axis, axis), (0, -1))
-    m = e.matrix.to(x.device)
-    m = m.reshape(m.shape[0], *([1] * (y.ndim - 2)), *m.shape[1:])
-    y = (y.unsqueeze(-2) @ m).squeeze(-2)
-    return y.movedim((0, -1), (slot_axis, axis))
+    # one batched product per slot: [slots, rows, n] @ [slots, n, n]
+    z = y.reshape(y.shape[0], -1, y.shape[-1]) @ e.matrix.to(x.device, y.dtype)
+    return z.reshape(y.shape).movedim((0, -1), (slot_axis, axis))
 
 
 def apply(spec: Spec, transform: Transform, params: Params, *, check: bool = True) -> Params:

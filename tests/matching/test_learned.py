@@ -80,7 +80,10 @@ def test_learned_orth_lowers_merged_loss_and_stays_in_group(arch: str) -> None:
     assert last < first
     g = r.resid_matrix()
     assert (g @ g.T - torch.eye(cfg.d_model, dtype=torch.float64)).abs().max() < 1e-10
-    assert all(_is_perm(e) for v, e in r.transform.elements.items() if v != "resid")
+    elements = r.transform.elements
+    assert all(_is_perm(e) for v, e in elements.items() if v != "resid" and e.over is None)
+    inner = [e for e in elements.values() if e.over is not None]  # within-head maps, invertible
+    assert (len(inner) > 0) == (arch == "vit") and all(e.kind == "invertible" for e in inner)
     assert r.function_check < 1e-4
     assert r.det_flips == len(r.info["det_flip_steps"])
     assert r.to_dict()["method"] == "learned"

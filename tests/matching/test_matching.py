@@ -138,7 +138,7 @@ def test_naive_and_match_entry() -> None:
     with pytest.raises(ValueError, match="needs a train_split"):
         match(cfg, a, b, "learned", "perm")
     with pytest.raises(ValueError, match="matching needs a group"):
-        match(cfg, a, b, "weight", "qk")
+        match(cfg, a, b, "weight", "scale")
 
 
 def test_one_map_from_group_to_kinds() -> None:
