@@ -72,6 +72,10 @@ from landscape.symmetry import (
 LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
 INITS = ("weight", "identity")
 ORTH_PARAMS = ("exp", "polar")
+# Defaults measured on zoo pairs and a 2-layer GPT-2 pair (300 steps; test-loss barriers):
+# batches of 64 images or 8,192 tokens, lr 0.1, did as well as 256 at a quarter of the time.
+BATCH_ROWS = 64  # rows per step (images, feature vectors)
+BATCH_TOKENS = 8192  # positions per step of a language model's windows
 EVAL_ROWS = 1024  # rows of the fixed scoring slice (images, feature vectors)
 EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's windows
 
@@ -159,9 +163,9 @@ def learned_matching(
     init: str = "weight",
     lam: str = "u(0.4,0.6)",
     steps: int = 300,
-    lr: float = 0.03,
+    lr: float = 0.1,
     lr_perm: float = 0.1,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     orth: str = "exp",
     space: str = "weights",
     within_heads: bool = True,
@@ -174,7 +178,8 @@ def learned_matching(
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
     ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
-    ``batch_size`` rows are drawn in seeded shuffled epochs. ``init="weight"`` starts from
+    ``batch_size`` rows (default 64, or 8,192 tokens of a language model's windows) are drawn in
+    seeded shuffled epochs. ``init="weight"`` starts from
     weight matching under ``group`` (seed ``seed``), ``"identity"`` from the identity. ``orth``
     is the parametrisation of rotations: ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or
     ``"polar"`` (a free latent projected each step, straight-through). ``space`` is the merge
@@ -259,8 +264,11 @@ def learned_matching(
 
     # a fixed slice of the training data scores the hard transform every ``eval_every`` steps at
     # three λ of the training distribution; the best transform seen (the start included) is kept
+    tokens = architecture_of(cfg).inputs == "tokens" and inputs.ndim == 2
+    if batch_size is None:
+        batch_size = max(1, BATCH_TOKENS // inputs.shape[1]) if tokens else BATCH_ROWS
+    batch_size = min(batch_size, n)
     if eval_size is None:
-        tokens = architecture_of(cfg).inputs == "tokens" and inputs.ndim == 2
         eval_size = max(64, EVAL_TOKENS // inputs.shape[1]) if tokens else EVAL_ROWS
     ev = torch.randperm(n, generator=gen)[: min(n, eval_size)]
     x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
