@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="basin tolerance above the chord (nats)")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    p.add_argument("--joint", action="store_true",
+                   help="with --method learned: align B and C together over the whole "
+                        "triangle (mixtures drawn on the simplex), not edge by edge")  # fmt: skip
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
@@ -373,7 +376,8 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
     with _progress_bar(f"triangle {args.method}/{args.group}") as progress:
         return triangle(args.model, args.seeds, args.method, args.group,
                         resolution=args.resolution, tol=args.tol, split=args.split,
-                        space=args.space, device=args.device, progress=progress)  # fmt: skip
+                        space=args.space, joint=args.joint, device=args.device,
+                        progress=progress)  # fmt: skip
 
 
 @command("eigenangles")

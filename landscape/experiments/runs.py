@@ -43,6 +43,7 @@ from landscape.matching import (
     match,
     worst_check,
 )
+from landscape.matching.learned import learned_triangle
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
@@ -211,6 +212,56 @@ def learned_space(method: str, space: str) -> dict[str, Any]:
     measured: in the circuits space, the circuit line (none in the weights space, so its cache
     keys are those of before spaces)."""
     return {"space": space} if method == "learned" and space != "weights" else {}
+
+
+def align_joint(
+    a: Checkpoint,
+    b: Checkpoint,
+    c: Checkpoint,
+    group: str,
+    *,
+    seed: int = 0,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    data: Data | None = None,
+    progress: Progress | None = None,
+) -> tuple[Aligned, Aligned]:
+    """Learned alignment of B and C onto A jointly over the triangle
+    (:func:`landscape.matching.learned.learned_triangle`), cached as one entry."""
+    _check_method("learned", group)
+    check_pair(a, b)
+    check_pair(a, c)
+    cache = cache or Cache()
+    options = dict(options or {})
+    inputs = {
+        "a": digest_tensors(a.params),
+        "b": digest_tensors(b.params),
+        "c": digest_tensors(c.params),
+        "cfg": a.cfg.to_dict(),
+        "method": "learned-joint",
+        "group": group,
+        "seed": seed,
+        "options": options,
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        train = (data or data_of(a)).split("train")
+        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train, seed=seed,
+                                  device=str(device), progress=progress, **options)  # fmt: skip
+        tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
+        for name, r in (("b", rb), ("c", rc)):
+            r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)
+            tensors.update({f"{name}.{k}": v for k, v in r.params_b.items()})
+            tensors[f"resid_{name}"] = r.resid_matrix()
+        return tensors, {"cfg": rb.cfg.to_dict(), "b": rb.to_dict(), "c": rc.to_dict()}
+
+    entry, hit = cache.get_or_compute("matching", inputs, compute)
+    t, cfg = entry.tensors, ModelConfig.from_dict(entry.meta["cfg"])
+    pa = _split_prefixed(t, "a.")
+    return tuple(Aligned(cfg, pa, _split_prefixed(t, f"{x}."), t[f"resid_{x}"], entry.meta[x], hit)
+                 for x in ("b", "c"))  # type: ignore[return-value]  # fmt: skip
 
 
 # ---------------------------------------------------------------- barrier
@@ -542,12 +593,15 @@ def triangle(
     tol: float = 0.05,
     split: str = "test",
     space: str = "weights",
+    joint: bool = False,
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
-    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`).
+    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`). ``joint``
+    (learned matching only): B and C are aligned together over the whole triangle
+    (:func:`align_joint`) instead of edge by edge.
 
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
     that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
@@ -555,6 +609,10 @@ def triangle(
     """
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
+    if joint and method != "learned":
+        raise LandscapeError(
+            "--joint aligns B and C together by learned matching: use --method learned"
+        )
     if resolution < 1:
         raise LandscapeError("--resolution must be at least 1")
     check_resolution(resolution)
@@ -569,11 +627,15 @@ def triangle(
     data = data_of(a)
     tell(progress, "match B", 0)
     options = learned_space(method, space)
-    ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
-               progress=within(progress, 0.0, 0.25))  # fmt: skip
-    tell(progress, "match C", 0.25)
-    ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
-               progress=within(progress, 0.25, 0.5))  # fmt: skip
+    if joint:
+        ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
+                             data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
+    else:
+        ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
+                   progress=within(progress, 0.0, 0.25))  # fmt: skip
+        tell(progress, "match C", 0.25)
+        ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
+                   progress=within(progress, 0.25, 0.5))  # fmt: skip
     names = [label(x) for x in (a, b, c)]
     checks = {
         f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
@@ -599,6 +661,7 @@ def triangle(
         "data": data.key,
         "version": ALGO_VERSION,
         **({"space": space} if space != "weights" else {}),  # weights keys as before spaces
+        **({"joint": True} if joint else {}),
     }
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -624,6 +687,7 @@ def triangle(
         "group": group,
         "split": split,
         "space": space,
+        "joint": joint,
         **entry.meta,
         "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
         "function_check_a": checks[f"{names[0]} processed for {group}"],

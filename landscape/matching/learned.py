@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -79,7 +80,15 @@ BATCH_TOKENS = 8192  # positions per step of a language model's windows
 EVAL_ROWS = 1024  # rows of the fixed scoring slice (images, feature vectors)
 EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's windows
 
-__all__ = ["INITS", "LAMBDAS", "ORTH_PARAMS", "apply_dense", "learned_matching", "project"]
+__all__ = [
+    "INITS",
+    "LAMBDAS",
+    "ORTH_PARAMS",
+    "apply_dense",
+    "learned_matching",
+    "learned_triangle",
+    "project",
+]
 
 
 def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
@@ -179,23 +188,117 @@ def learned_matching(
 
     ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
     ``batch_size`` rows (default 64, or 8,192 tokens of a language model's windows) are drawn in
-    seeded shuffled epochs. ``init="weight"`` starts from
-    weight matching under ``group`` (seed ``seed``), ``"identity"`` from the identity. ``orth``
-    is the parametrisation of rotations: ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or
-    ``"polar"`` (a free latent projected each step, straight-through). ``space`` is the merge
-    space of the loss: ``"weights"`` or ``"circuits"`` (both endpoints in circuit form,
-    ``landscape.models.circuits``). ``lr`` (rotations) and ``lr_perm`` (permutation latents)
-    are Adam's step in units of the group element's RMS entry 1/√n, decayed to 0 on a cosine.
-    Every ``eval_every`` steps the projected transform is scored by the merged loss on a fixed
-    slice of the training rows (``eval_size``; default 1,024 rows, or 16,384 tokens of a
-    language model's windows) at three λ (the quartiles of the λ distribution), and the best one
-    seen, the start included, is returned (``info["selected_step"]``, ``info["eval_curve"]``).
-    ``progress`` (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)``
-    after each step i.
+    seeded shuffled epochs. ``init="weight"`` starts from weight matching under ``group`` (seed
+    ``seed``), ``"identity"`` from the identity. ``orth`` is the parametrisation of rotations:
+    ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or ``"polar"`` (a free latent projected each
+    step, straight-through). ``space`` is the merge space of the loss: ``"weights"`` or
+    ``"circuits"`` (both endpoints in circuit form, ``landscape.models.circuits``). ``lr``
+    (rotations) and ``lr_perm`` (permutation latents) are Adam's step in units of the group
+    element's RMS entry 1/√n, decayed to 0 on a cosine. Every ``eval_every`` steps the projected
+    transform is scored by the merged loss on a fixed slice of the training rows (``eval_size``;
+    default 1,024 rows, or 16,384 tokens of a language model's windows) at three λ (the
+    quartiles of the λ distribution), and the best one seen, the start included, is returned
+    (``info["selected_step"]``, ``info["eval_curve"]``). ``progress``
+    (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)`` after each
+    step i.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
     units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
     """
+    if lam not in LAMBDAS:
+        raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
+    gen = torch.Generator().manual_seed(seed)
+    draw = _lambda_sampler(lam, gen)
+
+    def sample() -> list[float]:
+        t = draw()
+        return [t, 1 - t]
+
+    mixes = [[t, 1 - t] for t in _eval_lambdas(lam)]
+    (r,) = _learn(cfg, params_a, [params_b], group, train_split, sample, mixes, gen,
+                  init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
+                  orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
+                  eval_every=eval_every, eval_size=eval_size, progress=progress,
+                  settings={"lam": lam})  # fmt: skip
+    return r
+
+
+def learned_triangle(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    params_c: Params,
+    group: str,
+    train_split: Any,
+    *,
+    init: str = "weight",
+    steps: int = 300,
+    lr: float = 0.1,
+    lr_perm: float = 0.1,
+    batch_size: int | None = None,
+    orth: str = "exp",
+    space: str = "weights",
+    within_heads: bool = True,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    eval_every: int = 25,
+    eval_size: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[MatchResult, MatchResult]:
+    """Learn the transforms of B and C onto A jointly, over the whole triangle.
+
+    The loss is ``E_w CE(w_A·θ_A + w_B·π_B(θ_B) + w_C·π_C(θ_C))`` with ``w`` drawn uniformly on
+    the simplex (Dirichlet(1, 1, 1)), so the two transforms are learned for every mixture of the
+    three models, not edge by edge; the scoring slice is evaluated at the centroid and the three
+    edge midpoints. Each transform starts from its own pairwise start (weight matching onto A, or
+    the identity) and keeps its model's function exactly. Settings as :func:`learned_matching`;
+    returns (B's result, C's result), each with ``info["joint"] = True``.
+    """
+    gen = torch.Generator().manual_seed(seed)
+
+    def sample() -> list[float]:
+        e = -torch.rand(3, generator=gen, dtype=torch.float64).clamp_min(1e-12).log()
+        return (e / e.sum()).tolist()
+
+    third, half = 1.0 / 3.0, 0.5
+    mixes = [[third] * 3, [half, half, 0.0], [half, 0.0, half], [0.0, half, half]]
+    b, c = _learn(cfg, params_a, [params_b, params_c], group, train_split, sample, mixes, gen,
+                  init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
+                  orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
+                  eval_every=eval_every, eval_size=eval_size, progress=progress,
+                  settings={"lam": "dirichlet(1,1,1)", "joint": True})  # fmt: skip
+    return b, c
+
+
+def _learn(
+    cfg: ModelConfig,
+    params_a: Params,
+    others: list[Params],
+    group: str,
+    train_split: Any,
+    sample: Callable[[], list[float]],
+    mixes: list[list[float]],
+    gen: torch.Generator,
+    *,
+    init: str,
+    steps: int,
+    lr: float,
+    lr_perm: float,
+    batch_size: int | None,
+    orth: str,
+    space: str,
+    within_heads: bool,
+    seed: int,
+    device: str | torch.device | None,
+    eval_every: int,
+    eval_size: int | None,
+    progress: Progress | None,
+    settings: dict[str, Any],
+) -> list[MatchResult]:
+    """The learning loop of :func:`learned_matching` and :func:`learned_triangle`: one set of
+    latents per model in ``others``, all moved by one optimiser on the loss of the mixture
+    ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
+    slice is evaluated at."""
     t0 = time.perf_counter()
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
@@ -203,50 +306,55 @@ def learned_matching(
         raise ValueError(f"unknown orth parametrisation {orth!r}; expected one of {ORTH_PARAMS}")
     check_space(space)
     dev = torch.device(device) if device is not None else torch.device("cpu")
-    cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
+    prepared = [prepare_pair(cfg, params_a, p, group) for p in others]
+    cfg_p, a = prepared[0][0], prepared[0][1]
     if space == "circuits":
         check_circuit_form(cfg_p)
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
-    if init == "weight":
-        start = weight_matching(cfg, params_a, params_b, group, seed=seed,
-                                within_heads=within_heads)  # fmt: skip
-    else:
-        start = naive(cfg, params_a, params_b, group)
     sizes = {v: spec.variables[v].size for v in kinds}
     groups = {v: spec.variables[v].group for v in kinds}
-    g_init = {
-        v: start.transform.matrix(v)
-        if v in start.transform.elements
-        else torch.eye(sizes[v], dtype=torch.float64)
-        for v in kinds
-    }
-
-    a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
-    # the start's within-head maps stay as found: moved onto B's own heads once, they travel
-    # with them whatever head permutation is learned (re-indexed at the end)
-    inner = {v: e for v, e in start.transform.elements.items() if e.over is not None}
-    in_b = {v: _on_own_heads(e, start.transform.elements[e.over]) for v, e in inner.items()}
-    b_inner = apply(spec, Transform(in_b), b) if in_b else b
-    b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
     # rotations by the exponential of a skew matrix: G₀·exp(K) is orthogonal for every latent,
     # stays in G₀'s component of O(d) and needs no projection; the rest: projected latents
     rotations = {v for v in kinds if kinds[v] == ORTH and orth == "exp"}
-    g0 = {v: g_init[v].to(dev, torch.float32) for v in rotations}
-    latents = {
-        v: (
-            torch.zeros_like(g0[v]) if v in rotations else g.to(dev, torch.float32).clone()
-        ).requires_grad_(True)
-        for v, g in g_init.items()
-    }
+    a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
+
+    members = []
+    for params, (_, _, b) in zip(others, prepared, strict=True):
+        if init == "weight":
+            start = weight_matching(cfg, params_a, params, group, seed=seed,
+                                    within_heads=within_heads)  # fmt: skip
+        else:
+            start = naive(cfg, params_a, params, group)
+        g_init = {
+            v: start.transform.matrix(v)
+            if v in start.transform.elements
+            else torch.eye(sizes[v], dtype=torch.float64)
+            for v in kinds
+        }
+        # the start's within-head maps stay as found: moved onto B's own heads once, they travel
+        # with them whatever head permutation is learned (re-indexed at the end)
+        inner = {v: e for v, e in start.transform.elements.items() if e.over is not None}
+        in_b = {v: _on_own_heads(e, start.transform.elements[e.over]) for v, e in inner.items()}
+        b_inner = apply(spec, Transform(in_b), b) if in_b else b
+        g0 = {v: g_init[v].to(dev, torch.float32) for v in rotations}
+        latents = {
+            v: (
+                torch.zeros_like(g0[v]) if v in rotations else g.to(dev, torch.float32).clone()
+            ).requires_grad_(True)
+            for v, g in g_init.items()
+        }
+        b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
+        members.append(_Member(params, b, start, g_init, in_b, g0, latents, b_dev))
+
     base_lr = {v: (lr if kinds[v] == ORTH else lr_perm) / math.sqrt(sizes[v]) for v in kinds}
-    opt = torch.optim.Adam([{"params": [z], "lr": base_lr[v]} for v, z in latents.items()])
+    opt = torch.optim.Adam(
+        [{"params": [z], "lr": base_lr[v]} for m in members for v, z in m.latents.items()]
+    )
     # cosine decay to 0: late steps only polish, so the final projection is no random jump
     schedule = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda step: 0.5 * (1 + math.cos(math.pi * step / max(steps, 1)))
     )
-    gen = torch.Generator().manual_seed(seed)
-    draw_lambda = _lambda_sampler(lam, gen)
     inputs, targets = train_split.inputs, train_split.targets
     n = inputs.shape[0]
     order, cursor = torch.randperm(n, generator=gen), 0
@@ -262,8 +370,9 @@ def learned_matching(
         def in_space(p: Params) -> Params:
             return p
 
-    # a fixed slice of the training data scores the hard transform every ``eval_every`` steps at
-    # three λ of the training distribution; the best transform seen (the start included) is kept
+    # a fixed slice of the training data scores the hard transforms every ``eval_every`` steps
+    # at mixtures of the training distribution; the best transforms seen (the start included)
+    # are kept
     tokens = architecture_of(cfg).inputs == "tokens" and inputs.ndim == 2
     if batch_size is None:
         batch_size = max(1, BATCH_TOKENS // inputs.shape[1]) if tokens else BATCH_ROWS
@@ -272,36 +381,39 @@ def learned_matching(
         eval_size = max(64, EVAL_TOKENS // inputs.shape[1]) if tokens else EVAL_ROWS
     ev = torch.randperm(n, generator=gen)[: min(n, eval_size)]
     x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
-    lam_ev = _eval_lambdas(lam)
 
-    def merged_loss(mats, abs_mats, x, y, ts) -> torch.Tensor:
-        b_t = in_space(apply_dense(spec, mats, b_dev, abs_mats))
+    def merged_loss(mats, abs_mats, x, y, ws) -> torch.Tensor:
+        moved_all = [in_space(apply_dense(spec, mt, m.b_dev, ab))
+                     for m, mt, ab in zip(members, mats, abs_mats, strict=True)]  # fmt: skip
         total = 0.0
-        for t in ts:
-            logits = forward(cfg_m, {k: t * a_m[k] + (1 - t) * b_t[k] for k in a_m}, x)
+        for w in ws:
+            mix = {k: w[0] * a_m[k] + sum(wi * p[k] for wi, p in zip(w[1:], moved_all, strict=True))
+                   for k in a_m}  # fmt: skip
+            logits = forward(cfg_m, mix, x)
             total = total + F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        return total / len(ts)
+        return total / len(ws)
 
-    def score(elements: dict[str, Element]) -> float:
+    def score(elements: list[dict[str, Element]]) -> float:
         with torch.no_grad():
-            mats = {v: e.dense().to(dev, torch.float32) for v, e in elements.items()}
-            return float(merged_loss(mats, None, x_ev, y_ev, lam_ev))
+            mats = [{v: e.dense().to(dev, torch.float32) for v, e in el.items()}
+                    for el in elements]  # fmt: skip
+            return float(merged_loss(mats, [None] * len(mats), x_ev, y_ev, mixes))
 
-    def rotation(v: str) -> torch.Tensor:
-        z = latents[v]
-        return g0[v] @ torch.linalg.matrix_exp(z - z.T)
+    def rotation(m: _Member, v: str) -> torch.Tensor:
+        z = m.latents[v]
+        return m.g0[v] @ torch.linalg.matrix_exp(z - z.T)
 
-    def hard_elements() -> dict[str, Element]:
+    def hard_elements() -> list[dict[str, Element]]:
         with torch.no_grad():
-            return {v: project(kinds[v], rotation(v) if v in rotations else z, groups[v])
-                    for v, z in latents.items()}  # fmt: skip
+            return [{v: project(kinds[v], rotation(m, v) if v in rotations else z, groups[v])
+                     for v, z in m.latents.items()} for m in members]  # fmt: skip
 
     best = hard_elements()
     best_loss, best_step = score(best), 0
     eval_curve = [{"step": 0, "loss": best_loss}]
     curve: list[dict[str, float]] = []
-    det_flips, flip_steps = 0, []
-    last_det = _det_sign(g_init["resid"])
+    flips: list[list[int]] = [[] for _ in members]
+    last_det = [_det_sign(m.g_init["resid"]) for m in members]
     for step in range(steps):
         if cursor + batch_size > n:
             order, cursor = torch.randperm(n, generator=gen), 0
@@ -309,30 +421,36 @@ def learned_matching(
         cursor += batch_size
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
 
-        mats, abs_mats, hard = {}, {}, {}
-        for v, z in latents.items():
-            if v in rotations:  # an exact group element with its own gradient
-                mats[v] = hard[v] = rotation(v)
-                abs_mats[v] = mats[v].abs()
-                continue
-            hard[v] = project(kinds[v], z, groups[v]).dense().to(dev, torch.float32)
-            mats[v] = z + (hard[v] - z).detach()  # straight through the projection
-            abs_mats[v] = torch.where(hard[v] < 0, -1.0, 1.0) * mats[v]  # value |G|, grad via G
-        loss = merged_loss(mats, abs_mats, x, y, [draw_lambda()])
+        mats, abs_mats, hards = [], [], []
+        for m in members:
+            mt, ab, hard = {}, {}, {}
+            for v, z in m.latents.items():
+                if v in rotations:  # an exact group element with its own gradient
+                    mt[v] = hard[v] = rotation(m, v)
+                    ab[v] = mt[v].abs()
+                    continue
+                hard[v] = project(kinds[v], z, groups[v]).dense().to(dev, torch.float32)
+                mt[v] = z + (hard[v] - z).detach()  # straight through the projection
+                ab[v] = torch.where(hard[v] < 0, -1.0, 1.0) * mt[v]  # value |G|, grad via G
+            mats.append(mt)
+            abs_mats.append(ab)
+            hards.append(hard)
+        loss = merged_loss(mats, abs_mats, x, y, [sample()])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         schedule.step()
         with torch.no_grad():
-            for v, z in latents.items():
-                if v not in rotations:  # projections ignore the scale: keep the RMS entry 1/√n
-                    z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
+            for m in members:
+                for v, z in m.latents.items():
+                    if v not in rotations:  # projections ignore the scale: keep RMS entry 1/√n
+                        z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
         curve.append({"step": step, "loss": float(loss.detach())})
-        det = _det_sign(hard["resid"].detach().double())
-        if det != last_det:
-            det_flips += 1
-            flip_steps.append(step)
-        last_det = det
+        for i, hard in enumerate(hards):
+            det = _det_sign(hard["resid"].detach().double())
+            if det != last_det[i]:
+                flips[i].append(step)
+            last_det[i] = det
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             elements = hard_elements()
             current = score(elements)
@@ -342,59 +460,76 @@ def learned_matching(
         if progress is not None:
             progress(f"learned matching step {step + 1}/{steps}", step + 1, steps)
 
-    elements = best
-    transform = Transform(
-        {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in in_b.items()}}
-    )
-    dtype = next(iter(params_b.values())).dtype
-    aligned = {k: v.to(dtype) for k, v in apply(spec, transform, b).items()}
-    check = function_check(cfg, params_b, cfg_p, aligned)
-    if not check < 1e-3:
-        # NaN included: a model whose logits are not finite has no function to keep
-        raise LandscapeError(
-            f"learned matching: the learned transform changes B's function (max |Δlogits| "
-            f"{check:.3g}; B's logits {'are not finite' if math.isnan(check) else 'moved'})"
-        )
-    moved = {  # units whose assignment differs from the start
-        v: int((project(kinds[v], g_init[v], groups[v]).perm != e.perm).sum())
-        for v, e in elements.items()
-        if e.is_monomial
-    }
     a64 = {k: v.double() for k, v in a.items()}
-    info = {
-        "init": init,
-        "lam": lam,
-        "steps": steps,
-        "lr": lr,
-        "lr_perm": lr_perm,
-        "batch_size": batch_size,
-        "orth": orth,
-        "space": space,
-        "within_heads": sorted(in_b),
-        "eval_size": int(x_ev.shape[0]),
-        "seed": seed,
-        "moved": moved,
-        "resid_change": float((elements["resid"].dense() - g_init["resid"]).norm()),
-        "det_flip_steps": flip_steps,
-        "selected_step": best_step,
-        "eval_curve": eval_curve,
-        "start_objective": start.objective[-1],
-    }
-    return MatchResult(
-        "learned",
-        group,
-        transform,
-        cfg_p,
-        {k: v.to(dtype) for k, v in a.items()},
-        aligned,
-        objective=[
-            weight_distance(a64, {k: v.double() for k, v in start.params_b.items()}),
-            weight_distance(a64, {k: v.double() for k, v in aligned.items()}),
-        ],
-        rounds=steps,
-        det_flips=det_flips,
-        lm_curve=curve,
-        function_check=check,
-        seconds=time.perf_counter() - t0,
-        info=info,
-    )
+    out = []
+    for m, elements, flip_steps in zip(members, best, flips, strict=True):
+        transform = Transform(
+            {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in m.in_b.items()}}
+        )
+        dtype = next(iter(m.params.values())).dtype
+        aligned = {k: v.to(dtype) for k, v in apply(spec, transform, m.b).items()}
+        check = function_check(cfg, m.params, cfg_p, aligned)
+        if not check < 1e-3:
+            # NaN included: a model whose logits are not finite has no function to keep
+            raise LandscapeError(
+                f"learned matching: the learned transform changes B's function (max |Δlogits| "
+                f"{check:.3g}; B's logits {'are not finite' if math.isnan(check) else 'moved'})"
+            )
+        moved = {  # units whose assignment differs from the start
+            v: int((project(kinds[v], m.g_init[v], groups[v]).perm != e.perm).sum())
+            for v, e in elements.items()
+            if e.is_monomial
+        }
+        info = {
+            "init": init,
+            **settings,
+            "steps": steps,
+            "lr": lr,
+            "lr_perm": lr_perm,
+            "batch_size": batch_size,
+            "orth": orth,
+            "space": space,
+            "within_heads": sorted(m.in_b),
+            "eval_size": int(x_ev.shape[0]),
+            "seed": seed,
+            "moved": moved,
+            "resid_change": float((elements["resid"].dense() - m.g_init["resid"]).norm()),
+            "det_flip_steps": flip_steps,
+            "selected_step": best_step,
+            "eval_curve": eval_curve,
+            "start_objective": m.start.objective[-1],
+        }
+        out.append(MatchResult(
+            "learned",
+            group,
+            transform,
+            cfg_p,
+            {k: v.to(dtype) for k, v in a.items()},
+            aligned,
+            objective=[
+                weight_distance(a64, {k: v.double() for k, v in m.start.params_b.items()}),
+                weight_distance(a64, {k: v.double() for k, v in aligned.items()}),
+            ],
+            rounds=steps,
+            det_flips=len(flip_steps),
+            lm_curve=curve,
+            function_check=check,
+            seconds=time.perf_counter() - t0,
+            info=info,
+        ))  # fmt: skip
+    return out
+
+
+@dataclass
+class _Member:
+    """One model whose transform onto A is learned: its parameters (as given and processed),
+    its start, the start's within-head maps on its own heads, and its latents."""
+
+    params: Params
+    b: Params  # processed
+    start: MatchResult
+    g_init: dict[str, torch.Tensor]
+    in_b: dict[str, Element]
+    g0: dict[str, torch.Tensor]
+    latents: dict[str, torch.Tensor]
+    b_dev: Params  # processed, within-head maps applied, on the device in float32

@@ -201,3 +201,14 @@ def test_circuits_refuse_a_model_without_heads(capsys) -> None:
     assert "rewrites attention heads" in capsys.readouterr().err
     with pytest.raises(LandscapeError, match="rewrites attention heads"):
         table("mlp-digits", 1, rows=[("naive", "perm")], points=3, space="circuits")
+
+
+def test_joint_triangle_is_learned_together_and_keeps_every_function(capsys) -> None:
+    r = triangle("vit-digits", (0, 1, 2), "learned", "orth", resolution=2, joint=True)
+    assert r["joint"] and r["function_ok"], r["warnings"]
+    assert r["function_check"] < 1e-4 and r["function_check_a"] < 1e-4
+    again = triangle("vit-digits", (0, 1, 2), "learned", "orth", resolution=2, joint=True)
+    assert again["cached"] and again["excess_loss"] == r["excess_loss"]
+    argv = ["triangle", "vit-digits", "--seeds", "0", "1", "2", "--method", "weight", "--joint"]
+    assert main(argv) == 2
+    assert "--method learned" in capsys.readouterr().err

@@ -131,3 +131,19 @@ def test_learned_matching_in_the_circuit_space_descends_the_circuit_line() -> No
 
     start = learned_matching(cfg, a, b, "orth", split, steps=0, space="circuits")
     assert circuit_mid_loss(r.params_b) < circuit_mid_loss(start.params_b)
+
+
+def test_joint_triangle_alignment_keeps_every_function_and_lowers_the_centroid_loss() -> None:
+    from landscape.matching.learned import learned_triangle
+
+    cfg, a, split = _task("vit")
+    b, c = init_params(cfg, 2), init_params(cfg, 3)
+    rb, rc = learned_triangle(cfg, a, b, c, "orth", split, steps=30, batch_size=64,
+                              eval_every=10)  # fmt: skip
+    assert rb.function_check < 1e-4 and rc.function_check < 1e-4
+    assert rb.info["joint"] and rb.info["lam"] == "dirichlet(1,1,1)"
+    evals = [e["loss"] for e in rb.info["eval_curve"]]
+    assert min(evals) < evals[0]  # the mixture losses at the centroid and edge midpoints fell
+    for r in (rb, rc):
+        g = r.resid_matrix()
+        assert (g @ g.T - torch.eye(cfg.d_model, dtype=torch.float64)).abs().max() < 1e-10
