@@ -23,7 +23,7 @@ from app.components import (
     show_error,
     show_warnings,
 )
-from landscape.experiments import mean_sem, pairs_for
+from landscape.experiments import PAPER_REFERENCE, mean_sem, pairs_for
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.registry import architecture
 from landscape.plots.interpolation import figure_interpolation
@@ -128,6 +128,13 @@ if rows:
         "Mean ± standard error over pairs (Table-2 layout). max |Δlogits| checks that the "
         "aligned B computes the same function as B; in the circuits space a warning above "
         "names any circuit form that does not keep its model's function."
+    )
+    ref = PAPER_REFERENCE
+    learned = ", ".join(f"{v} ({k})" for k, v in ref["learned/orth"].items())
+    st.caption(
+        f"For comparison, the paper's Table 2 (test-loss barriers in the circuits space, "
+        f"independently trained ViTs and GPT-2): naive {ref['naive']}, weight matching "
+        f"{ref['weight']}, learned rotations {learned}."
     )
 
 if series:

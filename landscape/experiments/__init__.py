@@ -41,6 +41,7 @@ from landscape.experiments.runs import (
 )
 from landscape.experiments.tables import (
     DEFAULT_ROWS,
+    PAPER_REFERENCE,
     mean_sem,
     pairs_for,
     summarise_barriers,
@@ -51,6 +52,7 @@ __all__ = [
     "ALGO_VERSION",
     "BARRIER_VERSION",
     "DEFAULT_ROWS",
+    "PAPER_REFERENCE",
     "GROUPS",
     "METHODS",
     "PROCESSED",
