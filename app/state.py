@@ -102,19 +102,16 @@ def triangle(
     resolution: int,
     split: str,
     device: str | None,
+    space: str = "weights",
+    joint: bool = False,
 ) -> dict[str, Any]:
-    """Loss/accuracy over the barycentric grid of three aligned models."""
+    """Loss/accuracy over the barycentric grid of three aligned models, mixed in merge ``space``;
+    ``joint`` aligns B and C together (learned matching)."""
     from landscape import experiments
 
-    return experiments.triangle(
-        model,
-        seeds,
-        method,
-        group,
-        resolution=resolution,
-        split=split,
-        device=resolve_device(device),
-    )
+    return experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
+                                space=space, joint=joint,
+                                device=resolve_device(device))  # fmt: skip
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -22,6 +22,7 @@ from app.components import (
     show_warnings,
 )
 from landscape.matching import GROUPS, METHODS
+from landscape.models.registry import architecture
 from landscape.plots.triangle import figure_triangles
 
 page_header(
@@ -51,6 +52,23 @@ with controls():
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="tri_split")
     resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, 10, key="tri_resolution")
+    row = next((r for r in state.zoo_status() if r["name"] == name), {})
+    space = "weights"
+    if architecture(row.get("arch", "mlp")).attention:
+        space = c3.radio(
+            "Merge space",
+            ["weights", "circuits"],
+            horizontal=True,
+            key="tri_space",
+            help="weights: mix the parameters as stored. circuits: mix the heads' QK and OV "
+            "circuits (not for rotary positions).",
+        )
+    joint = c2.toggle(
+        "Learned matching: align B and C together",
+        key="tri_joint",
+        help="Learn both transforms at once on mixtures drawn over the whole triangle, instead "
+        "of B onto A and C onto A separately (learned panels only).",
+    )
 
 if len(chosen_seeds) != 3 or not chosen:
     st.info("Choose exactly three seeds and at least one method.")
@@ -64,7 +82,15 @@ with st.status("Evaluating the triangles …", expanded=False) as status:
         try:
             results.append(
                 state.triangle(
-                    name, tuple(chosen_seeds), method, group, resolution, split, device()
+                    name,
+                    tuple(chosen_seeds),
+                    method,
+                    group,
+                    resolution,
+                    split,
+                    device(),
+                    space,
+                    joint and method == "learned",
                 )
             )
             titles.append(label)
