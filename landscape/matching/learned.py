@@ -75,7 +75,18 @@ ORTH_PARAMS = ("exp", "polar")
 EVAL_ROWS = 1024  # rows of the fixed scoring slice (images, feature vectors)
 EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's windows
 
-__all__ = ["INITS", "LAMBDAS", "ORTH_PARAMS", "apply_dense", "learned_matching", "project"]
+# Told the projected elements at every scoring point (step 0: the start)
+OnEval = Callable[[int, Mapping[str, Element]], None]
+
+__all__ = [
+    "INITS",
+    "LAMBDAS",
+    "ORTH_PARAMS",
+    "OnEval",
+    "apply_dense",
+    "learned_matching",
+    "project",
+]
 
 
 def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
@@ -170,6 +181,7 @@ def learned_matching(
     eval_every: int = 25,
     eval_size: int | None = None,
     progress: Progress | None = None,
+    on_eval: OnEval | None = None,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
@@ -186,7 +198,10 @@ def learned_matching(
     language model's windows) at three λ (the quartiles of the λ distribution), and the best one
     seen, the start included, is returned (``info["selected_step"]``, ``info["eval_curve"]``).
     ``progress`` (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)``
-    after each step i.
+    after each step i. ``on_eval(step, elements)`` is told the projected elements at every
+    scoring point (step 0, the start, included), within-head maps by slot as in the returned
+    transform, acting on B as processed (``prepare_pair`` under ``group``); the one returned is
+    the call at ``info["selected_step"]``.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
     units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
@@ -288,8 +303,14 @@ def learned_matching(
             return {v: project(kinds[v], rotation(v) if v in rotations else z, groups[v])
                     for v, z in latents.items()}  # fmt: skip
 
+    def with_inner(elements: dict[str, Element]) -> dict[str, Element]:
+        # the start's within-head maps, from B's own heads to the slots of ``elements``' heads
+        return {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in in_b.items()}}
+
     best = hard_elements()
     best_loss, best_step = score(best), 0
+    if on_eval is not None:
+        on_eval(0, with_inner(best))
     eval_curve = [{"step": 0, "loss": best_loss}]
     curve: list[dict[str, float]] = []
     det_flips, flip_steps = 0, []
@@ -329,15 +350,15 @@ def learned_matching(
             elements = hard_elements()
             current = score(elements)
             eval_curve.append({"step": step + 1, "loss": current})
+            if on_eval is not None:
+                on_eval(step + 1, with_inner(elements))
             if current < best_loss:
                 best, best_loss, best_step = elements, current, step + 1
         if progress is not None:
             progress(f"learned matching step {step + 1}/{steps}", step + 1, steps)
 
     elements = best
-    transform = Transform(
-        {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in in_b.items()}}
-    )
+    transform = Transform(with_inner(elements))
     dtype = next(iter(params_b.values())).dtype
     aligned = {k: v.to(dtype) for k, v in apply(spec, transform, b).items()}
     check = function_check(cfg, params_b, cfg_p, aligned)
