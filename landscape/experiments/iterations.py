@@ -38,7 +38,7 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
-from landscape.experiments.runs import SPLITS, health
+from landscape.experiments.runs import ALGO_VERSION, SPLITS, health
 from landscape.matching import GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
@@ -58,6 +58,8 @@ ROUND_STRIDE = 5  # ... then every ROUND_STRIDE-th, and the last
 LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (DESIGN §1)
 STEPS = 300  # learned matching's own default, so the final transform is the usual one
 CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS steps
+
+Prepared = tuple[ModelConfig, Params, Params]  # prepare_pair's processed config, A and B
 
 __all__ = ["FULL_ROUNDS", "ITERATIONS_VERSION", "LEARNED_GROUP", "ROUND_STRIDE",
            "iteration_barriers", "measured_rounds"]  # fmt: skip
@@ -130,9 +132,6 @@ class _Line:
                 "lambda_peak_loss": c.lambda_peak_loss, "function_check": check}  # fmt: skip
 
 
-Prepared = tuple[ModelConfig, Params, Params]
-
-
 def _aligned(method: str, group: str, b: Checkpoint, prepared: Prepared,
              elements: Mapping[str, Element]) -> MatchResult:  # fmt: skip
     """B aligned by ``elements`` (acting on B as ``prepared`` for ``group``: ``prepare_pair``),
@@ -155,7 +154,8 @@ def _rounds(line: _Line, group: str, max_rounds: int | None, seed: int,
     kept: list[dict[str, Element]] = []
     tell(progress, f"weight matching {group}", 0)
     t0 = time.perf_counter()
-    options = {} if max_rounds is None else {"max_rounds": max_rounds}
+    options = {**line.data.match_options(a.cfg, "weight"),
+               **({} if max_rounds is None else {"max_rounds": max_rounds})}  # fmt: skip
     wm = weight_matching(a.cfg, a.params, b.params, group, seed=seed,
                          on_round=lambda r, el: kept.append(dict(el)), **options)  # fmt: skip
     matching_seconds = time.perf_counter() - t0
@@ -273,6 +273,7 @@ def iteration_barriers(
         "space": space,
         "data": data.key,
         "version": ITERATIONS_VERSION,
+        "matching_version": ALGO_VERSION,
     }
     parts = [("weight", g) for g in groups] + [("learned", i) for i in inits]
     # learned matching costs a few hundred forward-backward passes, a round a few products
