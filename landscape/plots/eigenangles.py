@@ -1,4 +1,5 @@
-"""Eigenangles page: how far the rotations found by matching are from the identity."""
+"""Eigenangles page: how far the rotations found by matching are from the identity, and the
+barrier after every weight-matching round and learned-matching checkpoint."""
 
 from __future__ import annotations
 
