@@ -152,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
+    p.add_argument("--iterations", action="store_true",
+                   help="also the barrier per weight-matching round (perm and orth) and per "
+                        "learned-matching checkpoint (from the identity and from weight "
+                        "matching), under the key iterations")  # fmt: skip
+    p.add_argument("--max-rounds", type=_count, help="cap on weight-matching rounds "
+                   "(with --iterations; default: weight matching's own)")  # fmt: skip
+    p.add_argument("--checkpoints", type=_count, help="learned-matching checkpoints after "
+                   "the start (with --iterations; default 6)")  # fmt: skip
+    p.add_argument("--points", type=_points, help="λ points of every line "
+                   "(with --iterations; default 11)")  # fmt: skip
 
     p = sub.add_parser("gauge-sweep", parents=[common],
                        help="which coordinate claims survive random gauges")  # fmt: skip
@@ -382,11 +392,28 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("eigenangles")
 def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments import eigenangle_result
+    from landscape.budget import check_points
+    from landscape.experiments import eigenangle_result, iteration_barriers
 
+    options = {k: getattr(args, k) for k in ("max_rounds", "checkpoints", "points")
+               if getattr(args, k) is not None}  # fmt: skip
+    if options and not args.iterations:
+        flags = ", ".join("--" + k.replace("_", "-") for k in options)
+        raise LandscapeError(f"{flags} only with --iterations")
+    if "points" in options:  # before minutes of matching, not after them
+        check_points(options["points"])
     _status(f"eigenangles {args.model} {args.seeds}")
     with _progress_bar("eigenangles learned/orth") as progress:
-        return eigenangle_result(args.model, args.seeds, device=args.device, progress=progress)
+        out = eigenangle_result(args.model, args.seeds, device=args.device, progress=progress)
+    if args.iterations:
+        _status(f"iterations {args.model} {args.seeds}")
+        with _progress_bar("iterations") as progress:
+            it = iteration_barriers(args.model, args.seeds, device=args.device,
+                                    progress=progress, **options)  # fmt: skip
+        for warning in it["warnings"]:  # main says only the top level's
+            print(f"landscape: warning: iterations: {warning}", file=sys.stderr)
+        out["iterations"] = it
+    return out
 
 
 @command("table")

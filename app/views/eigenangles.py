@@ -1,4 +1,5 @@
-"""Eigenangles: how far the weight-matching rotation is from a relabelling, and what LM fixes."""
+"""Eigenangles: how far the weight-matching rotation is from a relabelling, and what LM fixes;
+on request, the barrier after every weight-matching round and learned-matching checkpoint."""
 
 from __future__ import annotations
 
@@ -15,8 +16,18 @@ from app.components import (
     presentation,
     seed_format,
     show_error,
+    show_warnings,
 )
-from landscape.plots.eigenangles import figure_eigenangles, figure_lm_curve, figure_objective
+from landscape.device import resolve_device
+from landscape.experiments import iteration_barriers
+from landscape.plots.eigenangles import (
+    figure_checkpoint_barriers,
+    figure_eigenangles,
+    figure_lm_curve,
+    figure_objective,
+    figure_round_barriers,
+)
+from landscape.progress import fraction
 
 page_header(
     "Eigenangles",
@@ -29,7 +40,7 @@ page_header(
 name = model()
 seeds = need_seeds(name, 2)
 with controls():
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3, c4 = st.columns(4)
     label = seed_format(name)
     seed_a = c1.selectbox("Seed A", seeds, index=0, key=f"eig_a_{name}", format_func=label)
     others = [s for s in seeds if s != seed_a]
@@ -40,6 +51,14 @@ with controls():
         key="eig_learned",
         help="Trains the rotation on the merge loss: slow the first time, then "
         "cached. Off: only O_WM and the Haar reference.",
+    )
+    iterate = c4.toggle(
+        "Barrier per round",
+        value=False,
+        key="eig_iterations",
+        help="Measures the barrier after every weight-matching round (permutations and "
+        "rotations) and, with learned matching, at its checkpoints from the identity and from "
+        "weight matching: one line evaluation each, minutes the first time, then cached.",
     )
 
 result = None
@@ -98,3 +117,43 @@ if result is not None:
             )
         else:
             st.info("Turn on learned matching to see its training curve.")
+
+if iterate:
+    st.subheader("Barrier along the way of matching")
+    st.caption(
+        "Round 0 is no alignment (the naive barrier); the last round is the weight-matching "
+        "barrier of the Interpolation page. Learned matching is scored at its checkpoints; step "
+        "0 is its start."
+    )
+    iterations = None
+    with st.status("Measuring the barrier per round …", expanded=False) as status:
+        bar = st.progress(0.0)
+        try:
+            iterations = iteration_barriers(
+                name,
+                (seed_a, seed_b),
+                learned=learned,
+                device=resolve_device(device()),
+                progress=lambda stage, done, total: bar.progress(fraction(done, total), text=stage),
+            )
+            status.update(label="Barriers per round ready", state="complete")
+        except Exception as err:
+            status.update(label="Barriers per round failed", state="error")
+            show_error("The barrier per round", err)
+    if iterations is not None:
+        show_warnings("Barrier per round", iterations)
+        st.markdown("**Iterated weight matching: barrier per round**")
+        figure(
+            figure_round_barriers(iterations, presentation=presentation()),
+            f"round-barriers-{name}-{seed_a}-{seed_b}",
+            key="round-barriers",
+        )
+        st.markdown("**Learned matching: barrier per checkpoint**")
+        if iterations["checkpoints"]:
+            figure(
+                figure_checkpoint_barriers(iterations, presentation=presentation()),
+                f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",
+                key="checkpoint-barriers",
+            )
+        else:
+            st.info("Turn on learned matching to see its barrier per checkpoint.")

@@ -8,14 +8,18 @@
 - :mod:`~landscape.experiments.controls`: control pairs and the original coordinates of a path;
 - :mod:`~landscape.experiments.gauge`: the gauge sweep; :mod:`~landscape.experiments.transport`:
   artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
-  :mod:`~landscape.experiments.eigen`: eigenangles of rotations.
+  :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
+  :mod:`~landscape.experiments.iterations`: the barrier per weight-matching round and per
+  learned-matching checkpoint (its :func:`iteration_barriers` re-exported here).
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs`` and ``tables``.
+``transport.transport``); the functions re-exported here are those of ``runs`` and ``tables``,
+and ``iteration_barriers``.
 """
 
 from __future__ import annotations
 
+from landscape.experiments.iterations import iteration_barriers
 from landscape.experiments.runs import (
     ALGO_VERSION,
     BARRIER_VERSION,
@@ -68,6 +72,7 @@ __all__ = [
     "eval_split",
     "family_members",
     "health",
+    "iteration_barriers",
     "load",
     "mean_sem",
     "measure_barrier",

@@ -80,10 +80,14 @@ BATCH_TOKENS = 8192  # positions per step of a language model's windows
 EVAL_ROWS = 1024  # rows of the fixed scoring slice (images, feature vectors)
 EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's windows
 
+# Told the projected elements at every scoring point (step 0: the start)
+OnEval = Callable[[int, Mapping[str, Element]], None]
+
 __all__ = [
     "INITS",
     "LAMBDAS",
     "ORTH_PARAMS",
+    "OnEval",
     "apply_dense",
     "learned_matching",
     "learned_triangle",
@@ -183,6 +187,7 @@ def learned_matching(
     eval_every: int = 25,
     eval_size: int | None = None,
     progress: Progress | None = None,
+    on_eval: OnEval | None = None,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
@@ -200,7 +205,10 @@ def learned_matching(
     quartiles of the λ distribution), and the best one seen, the start included, is returned
     (``info["selected_step"]``, ``info["eval_curve"]``). ``progress``
     (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)`` after each
-    step i.
+    step i. ``on_eval(step, elements)`` is told the projected elements at every scoring point
+    (step 0, the start, included), within-head maps by slot as in the returned transform, acting
+    on B as processed (``prepare_pair`` under ``group``); the one returned is the call at
+    ``info["selected_step"]``.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
     units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
@@ -219,6 +227,7 @@ def learned_matching(
                   init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
                   orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
                   eval_every=eval_every, eval_size=eval_size, progress=progress,
+                  on_eval=None if on_eval is None else lambda step, els: on_eval(step, els[0]),
                   settings={"lam": lam})  # fmt: skip
     return r
 
@@ -294,6 +303,7 @@ def _learn(
     eval_size: int | None,
     progress: Progress | None,
     settings: dict[str, Any],
+    on_eval: Callable[[int, list[dict[str, Element]]], None] | None = None,
 ) -> list[MatchResult]:
     """The learning loop of :func:`learned_matching` and :func:`learned_triangle`: one set of
     latents per model in ``others``, all moved by one optimiser on the loss of the mixture
@@ -408,8 +418,15 @@ def _learn(
             return [{v: project(kinds[v], rotation(m, v) if v in rotations else z, groups[v])
                      for v, z in m.latents.items()} for m in members]  # fmt: skip
 
+    def with_inner(elements: list[dict[str, Element]]) -> list[dict[str, Element]]:
+        # each start's within-head maps, from its own heads to the slots of ``elements``' heads
+        return [{**el, **{v: _on_slots(e, el[e.over]) for v, e in m.in_b.items()}}
+                for m, el in zip(members, elements, strict=True)]  # fmt: skip
+
     best = hard_elements()
     best_loss, best_step = score(best), 0
+    if on_eval is not None:
+        on_eval(0, with_inner(best))
     eval_curve = [{"step": 0, "loss": best_loss}]
     curve: list[dict[str, float]] = []
     flips: list[list[int]] = [[] for _ in members]
@@ -455,6 +472,8 @@ def _learn(
             elements = hard_elements()
             current = score(elements)
             eval_curve.append({"step": step + 1, "loss": current})
+            if on_eval is not None:
+                on_eval(step + 1, with_inner(elements))
             if current < best_loss:
                 best, best_loss, best_step = elements, current, step + 1
         if progress is not None:
@@ -462,10 +481,8 @@ def _learn(
 
     a64 = {k: v.double() for k, v in a.items()}
     out = []
-    for m, elements, flip_steps in zip(members, best, flips, strict=True):
-        transform = Transform(
-            {**elements, **{v: _on_slots(e, elements[e.over]) for v, e in m.in_b.items()}}
-        )
+    for m, elements, full, flip_steps in zip(members, best, with_inner(best), flips, strict=True):
+        transform = Transform(full)
         dtype = next(iter(m.params.values())).dtype
         aligned = {k: v.to(dtype) for k, v in apply(spec, transform, m.b).items()}
         check = function_check(cfg, m.params, cfg_p, aligned)

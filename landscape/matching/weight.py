@@ -35,7 +35,7 @@ attention; ``qk`` under rotary positions) are matched as without the option.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal
 
 import torch
@@ -78,6 +78,9 @@ INNER_GROUPS = ("qk", "ov")
 # How norm gains (|G|) and gated-FFN gates (P(G)) enter a similarity: as a separate unsigned
 # score (weight matching), or not at all (the gauge sweep's residual recovery from weights).
 Gains = Literal["unsigned", "ignore"]
+
+# Told the elements after every round of the descent (round 0: the identity, no element yet)
+OnRound = Callable[[int, Mapping[str, Element]], None]
 
 
 def weight_similarity(
@@ -243,6 +246,7 @@ def weight_matching(
     max_rounds: int = 50,
     seed: int = 0,
     within_heads: bool = True,
+    on_round: OnRound | None = None,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
@@ -253,6 +257,10 @@ def weight_matching(
     ``max_rounds``. ``within_heads`` also matches the per-head maps ``qk{l}``/``ov{l}`` (each
     visited right after its layer's head permutation; the visiting order of the other variables
     is the one drawn without the option); their condition numbers are in ``info``.
+    ``on_round(r, elements)`` is told the elements after round r (r = 0 before the first round:
+    none, the identity), acting on B as processed (:func:`prepare_pair` under ``group``), with
+    ``objective[r]`` their ``‖θ_A − π(θ_B)‖²``; the last call holds the returned transform.
+    It receives a copy, so it may keep it.
     """
     t0 = time.perf_counter()
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
@@ -267,6 +275,8 @@ def weight_matching(
     elements: dict[str, Element] = {}
     conds: dict[str, torch.Tensor] = {}
     objective = [weight_distance(a, b)]
+    if on_round is not None:
+        on_round(0, {})
     rounds = 0
     while rounds < max_rounds:
         rounds += 1
@@ -290,6 +300,8 @@ def weight_matching(
             changed |= _changed(elements.get(var), new)
             elements[var] = new
         objective.append(aligned_distance(spec, elements, a, b))
+        if on_round is not None:
+            on_round(rounds, dict(elements))
         settled = abs(objective[-2] - objective[-1]) <= 1e-10 * scale
         if not changed and (not dense or settled):
             break

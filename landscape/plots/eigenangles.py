@@ -1,4 +1,5 @@
-"""Eigenangles page: how far the rotations found by matching are from the identity."""
+"""Eigenangles page: how far the rotations found by matching are from the identity, and the
+barrier after every weight-matching round and learned-matching checkpoint."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from landscape.plots.fields import EIGENANGLES, LM_STEP
+from landscape.plots.fields import (
+    EIGENANGLES,
+    ITERATION_ROUND,
+    ITERATIONS,
+    LEARNED_CHECKPOINT,
+    LM_STEP,
+    Fields,
+)
 from landscape.plots.theme import (
     LINE_WIDTH,
     NEUTRAL,
@@ -18,6 +27,14 @@ from landscape.plots.theme import (
     legend_above,
     rgba,
 )
+
+# One colour per series of the iteration figures: rotations as O_WM above, the learned start
+# from the identity as the correction, permutations apart from both.
+GROUP_STYLE = {"perm": ("permutations (perm)", PALETTE[1]),
+               "signed-perm": ("signed permutations", PALETTE[2]),
+               "orth": ("rotations (orth)", PALETTE[0])}  # fmt: skip
+INIT_STYLE = {"weight": ("from weight matching", PALETTE[0]),
+              "identity": ("from the identity", PALETTE[3])}  # fmt: skip
 
 PI_TICKS = {
     "tickvals": [-3.141592653589793, -1.5707963267948966, 0.0, 1.5707963267948966,
@@ -114,3 +131,57 @@ def figure_lm_curve(curve: Sequence[dict[str, float]], *, presentation: bool = F
         legend=legend_above(),
     )
     return fig
+
+
+def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series: str, x: str,
+                    styles: dict[str, tuple[str, str]], x_title: str,
+                    presentation: bool) -> go.Figure:  # fmt: skip
+    """Loss barrier (left) and accuracy barrier (right) against ``x``, one line per ``series``
+    value of the rows in ``result[rows_key]``, in the order the rows name them."""
+    rows = ITERATIONS.read(result, rows_key)
+    split, space = ITERATIONS.read(result, "split"), ITERATIONS.read(result, "space")
+    names = list(dict.fromkeys(kind.read(r, series) for r in rows))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    for i, name in enumerate(names):
+        label, colour = styles.get(name, (str(name), PALETTE[i % len(PALETTE)]))
+        mine = sorted((r for r in rows if kind.read(r, series) == name),
+                      key=lambda r: kind.read(r, x))  # fmt: skip
+        xs = [kind.read(r, x) for r in mine]
+        for col, metric in ((1, "loss"), (2, "accuracy")):
+            fig.add_trace(
+                go.Scatter(
+                    x=xs, y=[kind.read(r, f"barrier_{metric}") for r in mine],
+                    mode="lines+markers", name=label, legendgroup=label, showlegend=col == 1,
+                    line={"color": colour, "width": LINE_WIDTH}, marker={"size": 7},
+                    hovertemplate=f"{label}<br>{x} %{{x}}<br>{metric} barrier %{{y:.4f}}"
+                                  "<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+    where = "" if space == "weights" else f", {space} space"
+    for col in (1, 2):
+        fig.update_xaxes(title_text=x_title, row=1, col=col)
+    fig.update_yaxes(title_text=f"{split} loss barrier (nats{where})", rangemode="tozero",
+                     row=1, col=1)  # fmt: skip
+    fig.update_yaxes(title_text=f"{split} accuracy barrier{where}", rangemode="tozero",
+                     row=1, col=2)  # fmt: skip
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(height=420 if presentation else 360, legend=legend_above())
+    return fig
+
+
+def figure_round_barriers(result: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+    """Iterated weight matching: the loss and accuracy barriers after each coordinate-descent
+    round (0 = identity, the naive barrier), one line per group (``result["rounds"]`` of
+    ``experiments.iteration_barriers``)."""
+    return _barrier_panels(result, "rounds", ITERATION_ROUND, "group", "round", GROUP_STYLE,
+                           "weight-matching round (0 = identity)", presentation)  # fmt: skip
+
+
+def figure_checkpoint_barriers(result: dict[str, Any], *, presentation: bool = False
+                               ) -> go.Figure:  # fmt: skip
+    """Learned matching: the loss and accuracy barriers of the transform at each scoring
+    checkpoint (step 0 = its start), one line per start (``result["checkpoints"]`` of
+    ``experiments.iteration_barriers``)."""
+    return _barrier_panels(result, "checkpoints", LEARNED_CHECKPOINT, "init", "step",
+                           INIT_STYLE, "learned-matching step", presentation)  # fmt: skip

@@ -76,6 +76,13 @@ TRIANGLE = Fields(
 # Without learned matching (the app's fast path) there is no correction series.
 EIGENANGLES = Fields("eigenangle result", ("angles_wm", "angles_haar"), {"angles_correction": None})
 LM_STEP = Fields("learned-matching step", ("step", "loss"))
+# experiments.iteration_barriers: rows per weight-matching round and per learned checkpoint
+ITERATIONS = Fields("iterations result", ("rounds", "checkpoints"),
+                    {"split": "test", "space": "weights"})  # fmt: skip
+ITERATION_ROUND = Fields("weight-matching round",
+                         ("group", "round", "barrier_loss", "barrier_accuracy"))  # fmt: skip
+LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
+                            ("init", "step", "barrier_loss", "barrier_accuracy"))  # fmt: skip
 
 # ---------------------------------------------------------------- atlas page
 
@@ -117,4 +124,5 @@ ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT,
 )  # fmt: skip

@@ -282,3 +282,18 @@ def test_stray_files_in_the_families_directory_are_warnings_not_crashes(tmp_path
     warnings = [w.value for w in at.warning if "families directory" in w.value]
     assert len(warnings) == 2, warnings  # the temporary file is a write in progress, not a problem
     assert any("broken" in w and "not list" in w for w in warnings)
+
+
+def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle():
+    _need(2)
+    at = _open("eigenangles")
+    _ok(at)
+    assert at.toggle(key="eig_iterations").value is False  # off by default: it takes time
+    charts = len(at.get("plotly_chart"))
+    at.toggle(key="eig_iterations").set_value(True).run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == charts + 2  # per round, per learned checkpoint
+    at.toggle(key="eig_learned").set_value(False).run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 2 + 1  # histogram, objective; rounds only
+    assert any("barrier per checkpoint" in i.value for i in at.info)

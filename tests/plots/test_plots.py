@@ -21,6 +21,7 @@ from landscape.experiments import gauge, transport
 from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
 from landscape.models import forward, init_params
 from landscape.plots import export, fields
+from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round_barriers
 from landscape.plots.fields import MissingField
 from landscape.sources import Task, split_sampler
 from landscape.symmetry import symmetry_table
@@ -47,6 +48,14 @@ EIGEN = {
     "angles_correction": [0.05 * (i - 16) for i in range(32)],
     "angles_haar": [math.pi * (i / 16 - 1) + 0.01 for i in range(32)],
 }
+ITERATIONS = {
+    "split": "test",
+    "space": "weights",
+    "rounds": [{"group": g, "round": r, "barrier_loss": h / (r + 1), "barrier_accuracy": h / 9}
+               for g, h in (("perm", 2.0), ("orth", 1.0)) for r in range(4)],
+    "checkpoints": [{"init": i, "step": s, "barrier_loss": h / (s + 1), "barrier_accuracy": 0.1}
+                    for i, h in (("identity", 3.0), ("weight", 1.0)) for s in (0, 10, 20)],
+}  # fmt: skip
 ATLAS = {
     "seeds": [0, 1],
     "reference": 0,
@@ -184,6 +193,8 @@ BUILDERS = {
     "objective": lambda: plots.figure_objective([10.0, 6.0, 5.5, 5.5]),
     "lm_curve": lambda: plots.figure_lm_curve([{"step": i, "loss": 1 / (i + 1)}
                                                for i in range(40)]),
+    "round_barriers": lambda: figure_round_barriers(ITERATIONS),
+    "checkpoint_barriers": lambda: figure_checkpoint_barriers(ITERATIONS),
     "atlas": lambda: plots.figure_atlas(ATLAS),
     "zoo_overview": lambda: plots.figure_zoo_overview(ZOO),
     "training_curves": lambda: plots.figure_training_curves(TRAINING),
@@ -434,3 +445,21 @@ def test_interpolation_draws_the_circuit_line_dashed_in_its_method_colour() -> N
     lines = [t for t in fig.data if t.mode == "lines" and t.showlegend]
     assert [t.line.dash for t in lines] == ["solid", "dash"]
     assert lines[0].line.color == lines[1].line.color
+
+
+def test_iteration_figures_draw_one_line_per_series_in_both_panels():
+    rounds = BUILDERS["round_barriers"]()
+    legend = [t.name for t in rounds.data if t.showlegend]
+    assert legend == ["permutations (perm)", "rotations (orth)"]
+    assert len(rounds.data) == 4  # loss and accuracy panels
+    orth_loss = next(t for t in rounds.data if t.name == "rotations (orth)" and t.xaxis == "x")
+    assert list(orth_loss.x) == [0, 1, 2, 3] and orth_loss.y[0] == 1.0
+    assert rounds.layout.yaxis.title.text == "test loss barrier (nats)"
+    learned = BUILDERS["checkpoint_barriers"]()
+    assert [t.name for t in learned.data if t.showlegend] == ["from the identity",
+                                                              "from weight matching"]  # fmt: skip
+    circuits = figure_checkpoint_barriers({**ITERATIONS, "space": "circuits"})
+    assert circuits.layout.yaxis2.title.text == "test accuracy barrier, circuits space"
+    with pytest.raises(MissingField, match="learned-matching checkpoint has no field 'init'"):
+        figure_checkpoint_barriers({**ITERATIONS, "checkpoints": _rename_rows(
+            ITERATIONS["checkpoints"], "init", "start")})  # fmt: skip
