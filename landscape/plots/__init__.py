@@ -12,9 +12,11 @@ from __future__ import annotations
 from landscape.plots.atlas import figure_atlas
 from landscape.plots.eigenangles import (
     PI_TICKS,
+    figure_checkpoint_barriers,
     figure_eigenangles,
     figure_lm_curve,
     figure_objective,
+    figure_round_barriers,
 )
 from landscape.plots.gauge import (
     GAUGE_LABEL,
@@ -51,7 +53,9 @@ __all__ = [
     "apply_theme",
     "figure_atlas",
     "figure_claims",
+    "figure_checkpoint_barriers",
     "figure_eigenangles",
+    "figure_round_barriers",
     "figure_interpolation",
     "figure_lm_curve",
     "figure_objective",
