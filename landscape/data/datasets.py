@@ -61,7 +61,7 @@ class Split:
         return len(self.targets)
 
 
-def _check_split(split: str) -> None:
+def check_split(split: str) -> None:
     if split not in SPLITS:
         raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
 
@@ -77,7 +77,7 @@ def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def digits(split: str, flat: bool = False) -> Split:
     """The fixed 1300/497 digits split; images [N, 8, 8], or [N, 64] with ``flat``."""
-    _check_split(split)
+    check_split(split)
     images, targets, order = _digits()
     idx = order[:DIGITS_TRAIN] if split == "train" else order[DIGITS_TRAIN:]
     x = torch.from_numpy(images[idx])
@@ -125,7 +125,7 @@ def _find(directory: Path, stem: str) -> Path:
 
 def fashion(split: str, directory: str | os.PathLike | None = None) -> Split:
     """Fashion-MNIST images [N, 28, 28] in [0, 1] and labels."""
-    _check_split(split)
+    check_split(split)
     d = fashion_dir(directory)
     img_stem, lab_stem = FASHION_FILES[split]
     images = _read_idx(_find(d, img_stem))
@@ -162,7 +162,7 @@ class TextCorpus:
     digest: str  # sha256 of the UTF-8 text
 
     def stream(self, split: str) -> torch.Tensor:
-        _check_split(split)
+        check_split(split)
         return self.train if split == "train" else self.val
 
     def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:

@@ -1,7 +1,8 @@
 """Experiments on checkpoints, cached on disk: the layer the CLI and the app call.
 
-- :mod:`~landscape.experiments.runs`: matchings, the one barrier pipeline, triangles,
-  eigenangles (re-exported here); :mod:`~landscape.experiments.tables`: pairs of seeds and the
+- :mod:`~landscape.experiments.runs`: matchings, the one barrier pipeline, eigenangles
+  (re-exported here); :mod:`~landscape.experiments.triangles`: triangles, edge by edge or
+  jointly aligned (re-exported here); :mod:`~landscape.experiments.tables`: pairs of seeds and the
   methods × groups table (re-exported here);
 - :mod:`~landscape.experiments.curves`: loss and accuracy along lines and over triangles;
 - :mod:`~landscape.experiments.pairs`: barriers between checkpoint paths;
@@ -13,8 +14,8 @@
   learned-matching checkpoint (its :func:`iteration_barriers` re-exported here).
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs`` and ``tables``,
-and ``iteration_barriers``.
+``transport.transport``); the functions re-exported here are those of ``runs``, ``triangles``
+and ``tables``, and ``iteration_barriers``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from landscape.experiments.runs import (
     load,
     measure_barrier,
     member_metrics,
-    triangle,
 )
 from landscape.experiments.tables import (
     DEFAULT_ROWS,
@@ -51,6 +51,7 @@ from landscape.experiments.tables import (
     summarise_barriers,
     table,
 )
+from landscape.experiments.triangles import align_joint, triangle
 
 __all__ = [
     "ALGO_VERSION",
@@ -65,6 +66,7 @@ __all__ = [
     "BarrierRun",
     "Coordinates",
     "align",
+    "align_joint",
     "barrier",
     "barrier_pair",
     "check_pair",

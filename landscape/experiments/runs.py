@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from landscape.budget import check_points, check_resolution
+from landscape.budget import check_points
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
@@ -32,7 +32,6 @@ from landscape.experiments.curves import (
     barrier_from_curve,
     check_finite_loss,
     evaluate_path,
-    evaluate_triangle,
 )
 from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
 from landscape.matching import (
@@ -41,9 +40,7 @@ from landscape.matching import (
     function_check,
     function_warnings,
     match,
-    worst_check,
 )
-from landscape.matching.learned import learned_triangle
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
@@ -79,7 +76,7 @@ def load(model: str, seed: int | None, device: torch.device = CPU) -> Checkpoint
 
 def eval_split(ckpt: Checkpoint, split: str) -> Split:
     """The data a checkpoint is evaluated on (its zoo model's split, or its family's)."""
-    _check_split(split)
+    check_split(split)
     return data_of(ckpt).split(split)
 
 
@@ -101,12 +98,12 @@ def peak_rss_mb() -> float:
     return rss / (2**20 if sys.platform == "darwin" else 2**10)
 
 
-def _check_split(split: str) -> None:
+def check_split(split: str) -> None:
     if split not in SPLITS:
         raise LandscapeError(f"unknown split {split!r}; expected train or test")
 
 
-def _check_method(method: str, group: str) -> None:
+def check_method(method: str, group: str) -> None:
     if method not in METHODS:
         raise LandscapeError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if group not in GROUPS:
@@ -128,7 +125,7 @@ class Aligned:
     cached: bool
 
 
-def _split_prefixed(tensors: dict[str, torch.Tensor], prefix: str) -> Params:
+def split_prefixed(tensors: dict[str, torch.Tensor], prefix: str) -> Params:
     n = len(prefix)
     return {k[n:]: v for k, v in tensors.items() if k.startswith(prefix)}
 
@@ -178,7 +175,7 @@ def align(
     ``progress`` follows learned matching step by step (the other methods report nothing until
     they are done).
     """
-    _check_method(method, group)
+    check_method(method, group)
     check_pair(a, b)
     cache = cache or Cache()
     options = dict(options or {})
@@ -203,7 +200,7 @@ def align(
     entry, hit = cache.get_or_compute("matching", inputs, compute)
     t = entry.tensors
     cfg = ModelConfig.from_dict(entry.meta["cfg"])
-    return Aligned(cfg, _split_prefixed(t, "a."), _split_prefixed(t, "b."), t["resid"],
+    return Aligned(cfg, split_prefixed(t, "a."), split_prefixed(t, "b."), t["resid"],
                    entry.meta, hit)  # fmt: skip
 
 
@@ -212,56 +209,6 @@ def learned_space(method: str, space: str) -> dict[str, Any]:
     measured: in the circuits space, the circuit line (none in the weights space, so its cache
     keys are those of before spaces)."""
     return {"space": space} if method == "learned" and space != "weights" else {}
-
-
-def align_joint(
-    a: Checkpoint,
-    b: Checkpoint,
-    c: Checkpoint,
-    group: str,
-    *,
-    seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
-    data: Data | None = None,
-    progress: Progress | None = None,
-) -> tuple[Aligned, Aligned]:
-    """Learned alignment of B and C onto A jointly over the triangle
-    (:func:`landscape.matching.learned.learned_triangle`), cached as one entry."""
-    _check_method("learned", group)
-    check_pair(a, b)
-    check_pair(a, c)
-    cache = cache or Cache()
-    options = dict(options or {})
-    inputs = {
-        "a": digest_tensors(a.params),
-        "b": digest_tensors(b.params),
-        "c": digest_tensors(c.params),
-        "cfg": a.cfg.to_dict(),
-        "method": "learned-joint",
-        "group": group,
-        "seed": seed,
-        "options": options,
-        "version": ALGO_VERSION,
-    }
-
-    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        train = (data or data_of(a)).split("train")
-        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train, seed=seed,
-                                  device=str(device), progress=progress, **options)  # fmt: skip
-        tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
-        for name, r in (("b", rb), ("c", rc)):
-            r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)
-            tensors.update({f"{name}.{k}": v for k, v in r.params_b.items()})
-            tensors[f"resid_{name}"] = r.resid_matrix()
-        return tensors, {"cfg": rb.cfg.to_dict(), "b": rb.to_dict(), "c": rc.to_dict()}
-
-    entry, hit = cache.get_or_compute("matching", inputs, compute)
-    t, cfg = entry.tensors, ModelConfig.from_dict(entry.meta["cfg"])
-    pa = _split_prefixed(t, "a.")
-    return tuple(Aligned(cfg, pa, _split_prefixed(t, f"{x}."), t[f"resid_{x}"], entry.meta[x], hit)
-                 for x in ("b", "c"))  # type: ignore[return-value]  # fmt: skip
 
 
 # ---------------------------------------------------------------- barrier
@@ -413,8 +360,8 @@ def measure_barrier(
     A NaN or infinite loss anywhere on the line is a LandscapeError naming the λ, and nothing is
     stored. ``dtype="bfloat16"`` evaluates in bfloat16 (CUDA only; matching stays float32).
     """
-    _check_method(method, group)
-    _check_split(split)
+    check_method(method, group)
+    check_split(split)
     coordinates = in_space(coordinates, space)
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
@@ -578,124 +525,6 @@ def barrier(
     out = {"model": model, "seeds": list(seeds), **out}
     out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
-
-
-# ---------------------------------------------------------------- triangle
-
-
-def triangle(
-    model: str,
-    seeds: Sequence[int],
-    method: str = "weight",
-    group: str = "orth",
-    *,
-    resolution: int = 10,
-    tol: float = 0.05,
-    split: str = "test",
-    space: str = "weights",
-    joint: bool = False,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
-    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`). ``joint``
-    (learned matching only): B and C are aligned together over the whole triangle
-    (:func:`align_joint`) instead of edge by edge.
-
-    ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
-    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
-    infinite loss at any grid point is a LandscapeError naming the point.
-    """
-    if len(seeds) != 3:
-        raise LandscapeError("triangle needs three seeds: --seeds A B C")
-    if joint and method != "learned":
-        raise LandscapeError(
-            "--joint aligns B and C together by learned matching: use --method learned"
-        )
-    if resolution < 1:
-        raise LandscapeError("--resolution must be at least 1")
-    check_resolution(resolution)
-    _check_method(method, group)
-    _check_split(split)
-    check_space(space)
-    t0 = time.perf_counter()
-    cache = cache or Cache()
-    a, b, c = (load(model, s, device) for s in seeds)
-    if space == "circuits":
-        check_circuit_form(a.cfg)
-    data = data_of(a)
-    tell(progress, "match B", 0)
-    options = learned_space(method, space)
-    if joint:
-        ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
-                             data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
-    else:
-        ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
-                   progress=within(progress, 0.0, 0.25))  # fmt: skip
-        tell(progress, "match C", 0.25)
-        ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
-                   progress=within(progress, 0.25, 0.5))  # fmt: skip
-    names = [label(x) for x in (a, b, c)]
-    checks = {
-        f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
-        f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
-        f"{names[0]} processed for {group}": worst_check(
-            [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
-        ),
-    }
-    cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
-    if space == "circuits":
-        forms = [circuit_form(ab.cfg, p) for p in corners]
-        cfg, corners = forms[0][0], [p for _, p in forms]
-        for ckpt, p in zip((a, b, c), corners, strict=True):
-            checks[f"{label(ckpt)} in circuit form"] = function_check(ckpt.cfg, ckpt.params, cfg, p)
-    inputs = {
-        "a": digest_tensors(ab.params_a),
-        "b": digest_tensors(ab.params_b),
-        "c": digest_tensors(ac.params_b),
-        "cfg": ab.cfg.to_dict(),
-        "resolution": resolution,
-        "tol": tol,
-        "split": split,
-        "data": data.key,
-        "version": ALGO_VERSION,
-        **({"space": space} if space != "weights" else {}),  # weights keys as before spaces
-        **({"joint": True} if joint else {}),
-    }
-
-    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        ev = data.evaluation(split)
-        r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
-                              device=device, progress=within(progress, 0.5, 1.0),
-                              **data.eval_options(cfg, ev.inputs))  # fmt: skip
-
-        def where(i: int) -> str:
-            w = ", ".join(f"{x:.4g}" for x in r.points[i])
-            return f"the point (w_A, w_B, w_C) = ({w}) of {', '.join(names)} ({method}/{group})"
-
-        check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
-        return {}, r.to_dict()
-
-    tell(progress, "evaluate", 0.5)
-    entry, hit = cache.get_or_compute("triangle", inputs, compute)
-    tell(progress, "done", 1)
-    return {
-        "model": model,
-        "seeds": list(seeds),
-        "method": method,
-        "group": group,
-        "split": split,
-        "space": space,
-        "joint": joint,
-        **entry.meta,
-        "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
-        "function_check_a": checks[f"{names[0]} processed for {group}"],
-        **health(checks),
-        "seconds": round(time.perf_counter() - t0, 4),
-        "cached": hit and ab.cached and ac.cached,
-        "device": str(device),
-    }
 
 
 # ---------------------------------------------------------------- eigenangles

@@ -1,0 +1,204 @@
+"""Triangles: loss and accuracy over the plane through three models, B and C aligned onto A
+edge by edge (:func:`landscape.experiments.runs.align`) or jointly (:func:`align_joint`), in
+either merge space; cached like every other experiment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from landscape.budget import check_resolution
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.curves import check_finite_loss, evaluate_triangle
+from landscape.experiments.runs import (
+    ALGO_VERSION,
+    Aligned,
+    align,
+    check_method,
+    check_pair,
+    check_split,
+    health,
+    learned_space,
+    load,
+    split_prefixed,
+)
+from landscape.matching import function_check, worst_check
+from landscape.matching.learned import learned_triangle
+from landscape.models import ModelConfig
+from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.zoo import Checkpoint
+from landscape.progress import Progress, tell, within
+from landscape.sources import Data, data_of, label
+from landscape.store.cache import Cache, digest_tensors
+
+__all__ = ["align_joint", "triangle"]
+
+
+def align_joint(
+    a: Checkpoint,
+    b: Checkpoint,
+    c: Checkpoint,
+    group: str,
+    *,
+    seed: int = 0,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    options: dict[str, Any] | None = None,
+    data: Data | None = None,
+    progress: Progress | None = None,
+) -> tuple[Aligned, Aligned]:
+    """Learned alignment of B and C onto A jointly over the triangle
+    (:func:`landscape.matching.learned.learned_triangle`), cached as one entry."""
+    check_method("learned", group)
+    check_pair(a, b)
+    check_pair(a, c)
+    cache = cache or Cache()
+    options = dict(options or {})
+    inputs = {
+        "a": digest_tensors(a.params),
+        "b": digest_tensors(b.params),
+        "c": digest_tensors(c.params),
+        "cfg": a.cfg.to_dict(),
+        "method": "learned-joint",
+        "group": group,
+        "seed": seed,
+        "options": options,
+        "version": ALGO_VERSION,
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        train = (data or data_of(a)).split("train")
+        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train, seed=seed,
+                                  device=str(device), progress=progress, **options)  # fmt: skip
+        tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
+        for name, r in (("b", rb), ("c", rc)):
+            r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)
+            tensors.update({f"{name}.{k}": v for k, v in r.params_b.items()})
+            tensors[f"resid_{name}"] = r.resid_matrix()
+        return tensors, {"cfg": rb.cfg.to_dict(), "b": rb.to_dict(), "c": rc.to_dict()}
+
+    entry, hit = cache.get_or_compute("matching", inputs, compute)
+    t, cfg = entry.tensors, ModelConfig.from_dict(entry.meta["cfg"])
+    pa = split_prefixed(t, "a.")
+    return tuple(Aligned(cfg, pa, split_prefixed(t, f"{x}."), t[f"resid_{x}"], entry.meta[x], hit)
+                 for x in ("b", "c"))  # type: ignore[return-value]  # fmt: skip
+
+
+def triangle(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "orth",
+    *,
+    resolution: int = 10,
+    tol: float = 0.05,
+    split: str = "test",
+    space: str = "weights",
+    joint: bool = False,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
+    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`). ``joint``
+    (learned matching only): B and C are aligned together over the whole triangle
+    (:func:`align_joint`) instead of edge by edge.
+
+    ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
+    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
+    infinite loss at any grid point is a LandscapeError naming the point.
+    """
+    if len(seeds) != 3:
+        raise LandscapeError("triangle needs three seeds: --seeds A B C")
+    if joint and method != "learned":
+        raise LandscapeError(
+            "--joint aligns B and C together by learned matching: use --method learned"
+        )
+    if resolution < 1:
+        raise LandscapeError("--resolution must be at least 1")
+    check_resolution(resolution)
+    check_method(method, group)
+    check_split(split)
+    check_space(space)
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    a, b, c = (load(model, s, device) for s in seeds)
+    if space == "circuits":
+        check_circuit_form(a.cfg)
+    data = data_of(a)
+    tell(progress, "match B", 0)
+    options = learned_space(method, space)
+    if joint:
+        ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
+                             data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
+    else:
+        ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
+                   progress=within(progress, 0.0, 0.25))  # fmt: skip
+        tell(progress, "match C", 0.25)
+        ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
+                   progress=within(progress, 0.25, 0.5))  # fmt: skip
+    names = [label(x) for x in (a, b, c)]
+    checks = {
+        f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
+        f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
+        f"{names[0]} processed for {group}": worst_check(
+            [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
+        ),
+    }
+    cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
+    if space == "circuits":
+        forms = [circuit_form(ab.cfg, p) for p in corners]
+        cfg, corners = forms[0][0], [p for _, p in forms]
+        for ckpt, p in zip((a, b, c), corners, strict=True):
+            checks[f"{label(ckpt)} in circuit form"] = function_check(ckpt.cfg, ckpt.params, cfg, p)
+    inputs = {
+        "a": digest_tensors(ab.params_a),
+        "b": digest_tensors(ab.params_b),
+        "c": digest_tensors(ac.params_b),
+        "cfg": ab.cfg.to_dict(),
+        "resolution": resolution,
+        "tol": tol,
+        "split": split,
+        "data": data.key,
+        "version": ALGO_VERSION,
+        **({"space": space} if space != "weights" else {}),  # weights keys as before spaces
+        **({"joint": True} if joint else {}),
+    }
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        ev = data.evaluation(split)
+        r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
+                              device=device, progress=within(progress, 0.5, 1.0),
+                              **data.eval_options(cfg, ev.inputs))  # fmt: skip
+
+        def where(i: int) -> str:
+            w = ", ".join(f"{x:.4g}" for x in r.points[i])
+            return f"the point (w_A, w_B, w_C) = ({w}) of {', '.join(names)} ({method}/{group})"
+
+        check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
+        return {}, r.to_dict()
+
+    tell(progress, "evaluate", 0.5)
+    entry, hit = cache.get_or_compute("triangle", inputs, compute)
+    tell(progress, "done", 1)
+    return {
+        "model": model,
+        "seeds": list(seeds),
+        "method": method,
+        "group": group,
+        "split": split,
+        "space": space,
+        "joint": joint,
+        **entry.meta,
+        "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
+        "function_check_a": checks[f"{names[0]} processed for {group}"],
+        **health(checks),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": hit and ab.cached and ac.cached,
+        "device": str(device),
+    }
