@@ -8,10 +8,12 @@
 - :mod:`~landscape.experiments.controls`: control pairs and the original coordinates of a path;
 - :mod:`~landscape.experiments.gauge`: the gauge sweep; :mod:`~landscape.experiments.transport`:
   artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
-  :mod:`~landscape.experiments.eigen`: eigenangles of rotations.
+  :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
+  :mod:`~landscape.experiments.widths`: barriers against narrower models (re-exported here).
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs`` and ``tables``.
+``transport.transport``); the functions re-exported here are those of ``runs``, ``tables``
+and ``widths``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ from landscape.experiments.tables import (
     summarise_barriers,
     table,
 )
+from landscape.experiments.widths import (
+    WIDTH_GROUP,
+    check_factors,
+    default_factors,
+    embed_checkpoint,
+    narrow_checkpoint,
+    narrow_model,
+    width_barriers,
+    width_rows,
+)
 
 __all__ = [
     "ALGO_VERSION",
@@ -55,14 +67,18 @@ __all__ = [
     "METHODS",
     "PROCESSED",
     "SPLITS",
+    "WIDTH_GROUP",
     "Aligned",
     "BarrierRun",
     "Coordinates",
     "align",
     "barrier",
     "barrier_pair",
+    "check_factors",
     "check_pair",
+    "default_factors",
     "eigenangle_result",
+    "embed_checkpoint",
     "eval_split",
     "family_members",
     "health",
@@ -70,8 +86,12 @@ __all__ = [
     "mean_sem",
     "measure_barrier",
     "member_metrics",
+    "narrow_checkpoint",
+    "narrow_model",
     "pairs_for",
     "summarise_barriers",
     "table",
     "triangle",
+    "width_barriers",
+    "width_rows",
 ]
