@@ -200,8 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
                    help="seed of A (width d) and of every narrow B")  # fmt: skip
     p.add_argument("--factors", type=_count, nargs="+",
-                   help="width factors k (B has width d/k: k must divide d, d/k ≥ d_head; "
-                        "default 2 4 8 16 as far as the model allows)")  # fmt: skip
+                   help="width factors k (B has width d/k; k must divide d; default those "
+                        "of 2 4 8 16 that do)")  # fmt: skip
     p.add_argument("--methods", choices=METHODS, nargs="+", default=["naive", "weight"])
     p.add_argument("--points", type=_points, default=11)
     p.add_argument("--split", choices=["test", "train"], default="test")

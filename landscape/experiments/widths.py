@@ -70,7 +70,8 @@ WIDTH_GROUP = "orth"  # O(d) on the embedded B is the semi-orthogonal group on B
 # A row's fields in the order they are shown (the curves last: they make wide table cells)
 ROW_KEYS = ("factor", "width", "method", "group", "barrier_loss", "barrier_accuracy",
             "endpoint_loss", "endpoint_accuracy", "function_check", "function_check_embedded",
-            "function_check_a", "lambda_peak_loss", "matching_seconds", "cached", "lambdas",
+            "function_check_a", "within_head_cond", "lambda_peak_loss", "matching_seconds",
+            "cached", "lambdas",
             "loss", "accuracy")  # fmt: skip
 
 
@@ -78,11 +79,11 @@ def check_factors(cfg: ModelConfig, factors: Sequence[int]) -> tuple[int, ...]:
     """The width factors k as a tuple, or one line naming the first that is refused.
 
     A factor must be a whole number k ≥ 1 that divides ``d_model`` (k = 1 is the same-width
-    reference: B itself, embedded by a random rotation), each may be given once, and with
-    attention the width d/k may not fall below ``d_head``: a head of B would read and write
-    through a d/k × d_head factor of rank below d_head, so its within-head maps are not
-    determined (on vit-digits at d/8 weight matching drives them to the conditioning cap of
-    1e8).
+    reference: B itself, embedded by a random rotation), and each may be given once. A width
+    below ``d_head`` is allowed: B is a valid model and its embedding exact, but each head then
+    reads through a d/k × d_head factor of rank below d_head, so its within-head maps are not
+    unique (weight matching walks along the flat directions to the conditioning cap; the rows
+    report ``within_head_cond``, and the aligned B keeps its function).
     """
     if not factors:
         raise LandscapeError("give at least one width factor (--factors 2 4 8)")
@@ -96,12 +97,6 @@ def check_factors(cfg: ModelConfig, factors: Sequence[int]) -> tuple[int, ...]:
                 f"width factor {k} does not divide d_model = {d}: the narrow model would have "
                 f"width {d / k:g}"
             )
-        if cfg.has_attn and d // k < cfg.d_head:
-            raise LandscapeError(
-                f"width factor {k} leaves width {d // k}, below d_head = {cfg.d_head}: the "
-                "heads' within-head maps would not be determined (largest factor "
-                f"{d // cfg.d_head})"
-            )
         if k in out:
             raise LandscapeError(f"width factor {k} is given twice")
         out.append(k)
@@ -109,9 +104,8 @@ def check_factors(cfg: ModelConfig, factors: Sequence[int]) -> tuple[int, ...]:
 
 
 def default_factors(cfg: ModelConfig) -> tuple[int, ...]:
-    """k = 2, 4, 8, 16 (the paper's d/2 … d/16) as far as :func:`check_factors` allows."""
-    return tuple(k for k in (2, 4, 8, 16) if not cfg.d_model % k
-                 and (not cfg.has_attn or cfg.d_model // k >= cfg.d_head))  # fmt: skip
+    """k = 2, 4, 8, 16 (the paper's d/2 … d/16), those that divide ``d_model``."""
+    return tuple(k for k in (2, 4, 8, 16) if not cfg.d_model % k)
 
 
 def narrow_model(model: str, factor: int) -> ZooModel:
@@ -193,7 +187,8 @@ def width_rows(
     Rows: ``factor, width, method, group, barrier_loss, barrier_accuracy, endpoint_loss,
     endpoint_accuracy, lambda_peak_loss, lambdas, loss, accuracy, function_check`` (the
     aligned B against the narrow B), ``function_check_embedded`` (against the embedded B),
-    ``function_check_a``, ``matching_seconds``, ``cached``.
+    ``function_check_a``, ``within_head_cond`` (the largest condition number of the matched
+    within-head maps, None without them), ``matching_seconds``, ``cached``.
     """
     d, width = a.cfg.d_model, narrow.cfg.d_model
     if width > d or d % width:
@@ -209,12 +204,15 @@ def width_rows(
         al = align(a, b, method, WIDTH_GROUP, device=device, cache=cache, options=options,
                    data=run.data)  # fmt: skip
         check = function_check(narrow.cfg, narrow.params, al.cfg, al.params_b)
+        conds = al.info["info"].get("within_heads_cond", {})
+        cond = max((max(c) for c in conds.values()), default=None)
         out = run.to_dict()
         tag = f"d/{d // width}, {method}"
         warnings += [f"{tag}: {w}" for w in out["warnings"]]
         warnings += [f"{tag}: {w}" for w in
                      function_warnings({"B aligned, against the narrow B": check})]  # fmt: skip
-        row = {**out, "factor": d // width, "width": width, "group": WIDTH_GROUP}
+        row = {**out, "factor": d // width, "width": width, "group": WIDTH_GROUP,
+               "within_head_cond": cond}  # fmt: skip
         row.update(function_check=check, function_check_embedded=out["function_check"])
         rows.append(_ordered(row))
     return rows, warnings

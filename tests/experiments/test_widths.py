@@ -80,18 +80,34 @@ def test_planted_width_change_has_zero_barrier(short_recipe):
         assert r["factor"] == 2 and r["width"] == 16 and r["function_check"] < 1e-4
 
 
+def test_weight_matching_does_not_depend_on_the_embedding(short_recipe):
+    """Every embedding G0 reaches the same aligned B: O(d) matching of the embedded B is the
+    semi-orthogonal matching of B itself (experiments/widths.py)."""
+    a = narrow_checkpoint(short_recipe, 1, 0)
+    narrow = narrow_checkpoint(short_recipe, 2, 1)
+    embedded = [embed_checkpoint(narrow, 32, seed).params for seed in (0, 1)]
+    aligned = [align(a, embed_checkpoint(narrow, 32, seed), "weight", "orth").params_b
+               for seed in (0, 1)]  # fmt: skip
+
+    def gap(x, y):
+        return max(float((x[k] - y[k]).abs().max()) for k in x)
+
+    assert gap(*embedded) > 0.1 and gap(*aligned) < 1e-5  # float32 round-off
+
+
 def test_width_barriers_rows_keep_every_function_and_cache(short_recipe):
-    kw = {"factors": (2, 4), "methods": ("naive", "weight"), "points": 5}
+    kw = {"factors": (2, 8), "methods": ("naive", "weight"), "points": 5}  # d/8: below d_head
     r = width_barriers(short_recipe, 0, 1, **kw)
     assert [(x["factor"], x["width"], x["method"]) for x in r["rows"]] == [
-        (2, 16, "naive"), (2, 16, "weight"), (4, 8, "naive"), (4, 8, "weight")]  # fmt: skip
+        (2, 16, "naive"), (2, 16, "weight"), (8, 4, "naive"), (8, 4, "weight")]  # fmt: skip
     assert r["function_ok"] and not r["warnings"] and r["group"] == "orth"
     for row in r["rows"]:
         assert row["function_check"] < 1e-4 and row["function_check_embedded"] < 1e-4
         assert len(row["lambdas"]) == 5 and row["lambdas"][-1] == 1.0
         # λ = 1 is A itself in every row
         assert row["endpoint_loss"][0] == pytest.approx(r["rows"][0]["endpoint_loss"][0], abs=1e-6)
-    assert [n["width"] for n in r["narrow"]] == [16, 8]
+    assert [n["width"] for n in r["narrow"]] == [16, 4]
+    assert r["rows"][0]["within_head_cond"] is None and r["rows"][1]["within_head_cond"] >= 1
     json.dumps(r)
     again = width_barriers(short_recipe, 0, 1, **kw)
     assert again["cached"] and again["rows"] == r["rows"]
@@ -102,7 +118,6 @@ def test_width_barriers_rows_keep_every_function_and_cache(short_recipe):
     [
         pytest.param((3,), "does not divide d_model = 32", id="not-a-divisor"),
         pytest.param((64,), "does not divide", id="wider-than-the-model"),
-        pytest.param((8,), "below d_head = 8", id="narrower-than-a-head"),
         pytest.param((0,), "at least 1", id="zero"),
         pytest.param((2.0,), "whole number", id="float"),
         pytest.param((True,), "whole number", id="bool"),
@@ -119,10 +134,10 @@ def test_bad_factors_are_refused_before_training(factors, fragment, tmp_path):
 
 
 def test_factors_allowed_and_by_default():
-    assert check_factors(ZOO[MODEL].config, [1, 2, 4]) == (1, 2, 4)  # 1: same-width reference
-    assert default_factors(ZOO[MODEL].config) == (2, 4)  # d/4 = d_head
-    assert default_factors(ZOO["vit-fashion"].config) == (2, 4)
-    assert default_factors(ZOO["mlp-digits"].config) == (2, 4, 8, 16)  # no heads: no floor
+    # 1: the same-width reference; 8 and 32 leave widths below d_head = 8, which are allowed
+    assert check_factors(ZOO[MODEL].config, [1, 2, 8, 32]) == (1, 2, 8, 32)
+    assert default_factors(ZOO[MODEL].config) == (2, 4, 8, 16)
+    assert default_factors(ZOO[MODEL].config.replace(d_model=24)) == (2, 4, 8)
 
 
 def test_cli_widths_json(short_recipe, capsys):
