@@ -19,8 +19,9 @@ rectangular similarity of A's stream with B's, the embedded B's is M·G, and its
 solution X = UVᵀ gives G·Xᵀ = (U_M V_Mᵀ)ᵀ, the thin-SVD solution of M itself
 (``matching.solvers.solve(SEMI_ORTH, M)``; tests/matching/test_semi_orth.py). So ``weight`` is
 weight matching under ``orth`` on the embedded B, with the FFN and head permutations and the
-within-head maps, and every method of the pipeline applies. ``naive`` is the embedding with a
-random G and no matching.
+within-head maps, and every method of the pipeline applies; whatever G the embedding drew,
+weight matching reaches the same aligned B (tests/experiments/test_widths.py). ``naive`` is the
+embedding with a random G and no matching.
 
 Every row's ``function_check`` is max |Δlogits| of the aligned (or merely embedded) B, in A's
 configuration, against the narrow B itself.
@@ -71,8 +72,7 @@ WIDTH_GROUP = "orth"  # O(d) on the embedded B is the semi-orthogonal group on B
 ROW_KEYS = ("factor", "width", "method", "group", "barrier_loss", "barrier_accuracy",
             "endpoint_loss", "endpoint_accuracy", "function_check", "function_check_embedded",
             "function_check_a", "within_head_cond", "lambda_peak_loss", "matching_seconds",
-            "cached", "lambdas",
-            "loss", "accuracy")  # fmt: skip
+            "cached", "lambdas", "loss", "accuracy")  # fmt: skip
 
 
 def check_factors(cfg: ModelConfig, factors: Sequence[int]) -> tuple[int, ...]:
