@@ -203,6 +203,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
 
+    p = sub.add_parser("widths", parents=[common],
+                       help="barriers against narrower models (width d/k, semi-orthogonal G)",
+                       description="Seed A of a zoo model (width d) against seed B of the same "
+                       "recipe at width d/k for every factor k (trained on a cache miss), B "
+                       "embedded into width d by a semi-orthogonal G and aligned to A; the "
+                       "straight line is evaluated on A's split.")  # fmt: skip
+    p.add_argument("model", help="zoo model")
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   help="seed of A (width d) and of every narrow B")  # fmt: skip
+    p.add_argument("--factors", type=_count, nargs="+",
+                   help="width factors k (B has width d/k; k must divide d; default those "
+                        "of 2 4 8 16 that do)")  # fmt: skip
+    p.add_argument("--methods", choices=METHODS, nargs="+", default=["naive", "weight"])
+    p.add_argument("--points", type=_points, default=11)
+    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--embed-seed", type=_seed, default=0, help="seed of the embedding G")
+
     p = sub.add_parser("inspect", parents=[common],
                        help="what a checkpoint is and which symmetries it admits")  # fmt: skip
     p.add_argument("path", help="Hugging Face directory (config.json + safetensors) or .gguf file")
@@ -433,6 +450,21 @@ def _controls(args: argparse.Namespace) -> dict[str, Any]:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
                               layernorm=args.layernorm, space=args.space,
                               device=args.device, progress=progress)  # fmt: skip
+
+
+@command("widths")
+def _widths(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import check_factors, default_factors, width_barriers
+    from landscape.models.zoo import zoo_model
+
+    cfg = zoo_model(args.model).config
+    factors = check_factors(cfg, args.factors or default_factors(cfg))  # before the status line
+    _status(f"widths {args.model} {args.seeds} factors {list(factors)}")
+    with _progress_bar(f"widths {args.model}") as progress:
+        return width_barriers(args.model, *args.seeds, factors=factors,
+                              methods=args.methods, points=args.points, split=args.split,
+                              embed_seed=args.embed_seed, device=args.device,
+                              progress=progress)  # fmt: skip
 
 
 @command("gauge-sweep")

@@ -11,11 +11,12 @@
   artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
   :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
   :mod:`~landscape.experiments.iterations`: the barrier per weight-matching round and per
-  learned-matching checkpoint (its :func:`iteration_barriers` re-exported here).
+  learned-matching checkpoint (its :func:`iteration_barriers` re-exported here);
+  :mod:`~landscape.experiments.widths`: barriers against narrower models (re-exported here).
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs``, ``triangles``
-and ``tables``, and ``iteration_barriers``.
+``transport.transport``); the functions re-exported here are those of ``runs``, ``triangles``,
+``tables`` and ``widths``, and ``iteration_barriers``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ from landscape.experiments.tables import (
     table,
 )
 from landscape.experiments.triangles import align_joint, triangle
+from landscape.experiments.widths import (
+    WIDTH_GROUP,
+    check_factors,
+    default_factors,
+    embed_checkpoint,
+    narrow_checkpoint,
+    narrow_model,
+    width_barriers,
+    width_rows,
+)
 
 __all__ = [
     "ALGO_VERSION",
@@ -62,6 +73,7 @@ __all__ = [
     "METHODS",
     "PROCESSED",
     "SPLITS",
+    "WIDTH_GROUP",
     "Aligned",
     "BarrierRun",
     "Coordinates",
@@ -69,8 +81,11 @@ __all__ = [
     "align_joint",
     "barrier",
     "barrier_pair",
+    "check_factors",
     "check_pair",
+    "default_factors",
     "eigenangle_result",
+    "embed_checkpoint",
     "eval_split",
     "family_members",
     "health",
@@ -79,8 +94,12 @@ __all__ = [
     "mean_sem",
     "measure_barrier",
     "member_metrics",
+    "narrow_checkpoint",
+    "narrow_model",
     "pairs_for",
     "summarise_barriers",
     "table",
     "triangle",
+    "width_barriers",
+    "width_rows",
 ]

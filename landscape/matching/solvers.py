@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from landscape.symmetry import GLOBAL_SIGN, INVERTIBLE, ORTH, PERM, SIGNED_PERM, Element
+from landscape.symmetry import GLOBAL_SIGN, INVERTIBLE, ORTH, PERM, SEMI_ORTH, SIGNED_PERM, Element
 
 Matrix = torch.Tensor | np.ndarray
 # How a signed permutation is assigned: on |M| with signs from the picks (exact for B_n), or on
@@ -253,7 +253,10 @@ def solve(
       (the baseline of the gauge sweep's recovery curves);
     - ``perm-global-sign``: the better of the assignments on ``±M + U``, one sign for all;
     - ``orth``: Procrustes on M (``U`` unused: gains are folded first); the solver's ``X = UVᵀ``
-      maps column vectors, so the element acting on row vectors is ``Xᵀ``.
+      maps column vectors, so the element acting on row vectors is ``Xᵀ``;
+    - ``semi-orth``: a narrower B (width change): M is [d_A, d_B] with d_A ≥ d_B and
+      ``X = UVᵀ`` of its thin SVD (:func:`solve_semi_orth`, orthonormal columns); the element is
+      ``G = Xᵀ`` (d_B × d_A, ``G·Gᵀ = I``), which embeds B's stream into A's, ``x ↦ x·G``.
 
     Learned matching projects a latent Z (already in the spec's orientation, ``Z ≈ G``) by
     passing ``M = Zᵀ``. The element lives on the CPU; M may be on any device (the orthogonal
@@ -283,6 +286,13 @@ def solve(
         return best[1]
     if kind == ORTH:
         return Element(kind, matrix=solve_orth(m).T.contiguous().cpu())
+    if kind == SEMI_ORTH:
+        if m.ndim != 2 or m.shape[0] < m.shape[1]:
+            raise ValueError(
+                "a semi-orthogonal element widens B's stream: M must be [d_A, d_B] with "
+                f"d_A ≥ d_B, got {tuple(m.shape)}"
+            )
+        return Element(kind, matrix=solve_semi_orth(m).T.contiguous().cpu())
     raise ValueError(f"no solver for kind {kind!r}")
 
 

@@ -13,11 +13,14 @@ unchanged; together they widen the exact residual gauge group from S_d (LayerNor
 
 Which group each state admits: :func:`landscape.symmetry.apply.resid_needs`; :func:`prepare` runs
 the steps a group level needs. :func:`embed_width` is the one width-changing rewrite (a
-semi-orthogonal residual gauge and its √d correction), run on a processed RMSNorm stream.
+semi-orthogonal residual gauge and its √d correction), run on a processed RMSNorm stream;
+:func:`rescale_norm` then moves that correction out of the config (RMSNorm divides by the new
+width, writers and readers rescaled), so the embedded model has the wider model's configuration.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 import torch
@@ -36,6 +39,7 @@ __all__ = [
     "norm_state",
     "prepare",
     "process",
+    "rescale_norm",
 ]
 
 
@@ -163,3 +167,38 @@ def embed_width(
     g = Element(SEMI_ORTH, matrix=random_semi_orthogonal(cfg.d_model, d_new, gen))
     new = apply(spec_for(cfg), Transform({"resid": g}), params)
     return cfg.replace(d_model=d_new, d_norm=cfg.d_norm), new
+
+
+def rescale_norm(cfg: ModelConfig, params: Params, d_norm: int) -> tuple[ModelConfig, Params]:
+    """The same function with RMSNorm dividing by another width: ``cfg.d_norm ← n``.
+
+    With ``c = √(n / d_norm)``, every writer and every norm bias is multiplied by c and every
+    reader (the matrices fed by a norm) by 1/c. The stream becomes c·x, and since
+    ``c²·d_norm = n``,
+
+        N_n(c·x) = c·x·√n / √(c²Σx² + n·ε) = c · x·√d_norm / √(Σx² + d_norm·ε) = c·N(x)
+
+    exactly, ε included; a norm bias β is added after the norm, so it scales with it (c·β), and
+    the readers' 1/c gives back ``(N(x)·γ + β)·W``. Gains are untouched.
+
+    This is the √d correction of a width change (DESIGN §1) written into the weights: after
+    :func:`embed_width` into width d_new the stream still divides by its old width;
+    ``rescale_norm(..., d_new)`` makes it a model of the wider configuration itself, whose
+    parameters can be interpolated with a model trained at that width.
+    """
+    if cfg.norm != "rms":
+        raise ValueError(
+            "rescale_norm sets the width RMSNorm divides by; LayerNorm averages over the actual "
+            "width (rewrite it as RMSNorm first: center_writers)"
+        )
+    if d_norm < 1:
+        raise ValueError(f"d_norm must be positive, got {d_norm}")
+    if d_norm == cfg.d_norm:
+        return cfg, dict(params)
+    spec = spec_for(cfg)
+    c = math.sqrt(d_norm / cfg.d_norm)
+    scale = {name: c for name, _ in spec.writers}
+    scale.update({f"{p}.b": c for p in spec.norm_readers})
+    scale.update({name: 1.0 / c for name, _ in spec.readers})
+    out = {k: (v.double() * scale[k]).to(v.dtype) if k in scale else v for k, v in params.items()}
+    return cfg.replace(d_norm=d_norm), out
