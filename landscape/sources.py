@@ -131,9 +131,12 @@ def check_same_architecture(a: Checkpoint, b: Checkpoint, label_a: str, label_b:
     diff = [k for k in da if da[k] != db[k]]
     if diff:
         k = diff[0]
+        hint = ""
+        if set(diff) <= {"d_model", "d_norm"}:  # residual width only: a semi-orthogonal embedding
+            hint = "; they differ only in width: compare them with `landscape widths`"
         raise LandscapeError(
             f"mismatched architectures: {label_a} and {label_b} differ in {diff}: {label_a} has "
-            f"{k}={da[k]!r}, {label_b} has {k}={db[k]!r}"
+            f"{k}={da[k]!r}, {label_b} has {k}={db[k]!r}{hint}"
         )
     if a.meta.get("vocab") != b.meta.get("vocab"):
         raise LandscapeError(f"{label_a} and {label_b} use different character vocabularies")

@@ -195,13 +195,26 @@ def align(
         tensors = {f"a.{k}": v for k, v in al.params_a.items()}
         tensors.update({f"b.{k}": v for k, v in al.params_b.items()})
         tensors["resid"] = al.resid
-        return tensors, al.info
+        return unshared(tensors), al.info
 
     entry, hit = cache.get_or_compute("matching", inputs, compute)
     t = entry.tensors
     cfg = ModelConfig.from_dict(entry.meta["cfg"])
     return Aligned(cfg, split_prefixed(t, "a."), split_prefixed(t, "b."), t["resid"],
                    entry.meta, hit)  # fmt: skip
+
+
+def unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copies of the tensors whose storage another one already uses (e.g. a parameter the
+    processing left untouched in both endpoints): the cache's file format stores each tensor's
+    memory once and refuses shared storage."""
+    seen: set[int] = set()
+    out = {}
+    for k, v in tensors.items():
+        ptr = v.untyped_storage().data_ptr()
+        out[k] = v.clone() if ptr in seen else v
+        seen.add(ptr)
+    return out
 
 
 def learned_space(method: str, space: str) -> dict[str, Any]:

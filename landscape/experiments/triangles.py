@@ -26,6 +26,7 @@ from landscape.experiments.runs import (
     learned_space,
     load,
     split_prefixed,
+    unshared,
 )
 from landscape.matching import function_check, worst_check
 from landscape.matching.learned import learned_triangle
@@ -80,7 +81,7 @@ def align_joint(
             r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)
             tensors.update({f"{name}.{k}": v for k, v in r.params_b.items()})
             tensors[f"resid_{name}"] = r.resid_matrix()
-        return tensors, {"cfg": rb.cfg.to_dict(), "b": rb.to_dict(), "c": rc.to_dict()}
+        return unshared(tensors), {"cfg": rb.cfg.to_dict(), "b": rb.to_dict(), "c": rc.to_dict()}
 
     entry, hit = cache.get_or_compute("matching", inputs, compute)
     t, cfg = entry.tensors, ModelConfig.from_dict(entry.meta["cfg"])

@@ -38,7 +38,7 @@ from landscape.symmetry.elements import (
     random_semi_orthogonal,
     random_transform,
 )
-from landscape.symmetry.processing import embed_width
+from landscape.symmetry.processing import embed_width, rescale_norm
 from landscape.symmetry.spec import (
     ABS,
     GLOBAL_SIGN,
@@ -93,6 +93,7 @@ __all__ = [
     "check_transform",
     "compose",
     "embed_width",
+    "rescale_norm",
     "group_kinds",
     "identity",
     "inverse",

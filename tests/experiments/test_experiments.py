@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
@@ -212,3 +213,29 @@ def test_joint_triangle_is_learned_together_and_keeps_every_function(capsys) -> 
     argv = ["triangle", "vit-digits", "--seeds", "0", "1", "2", "--method", "weight", "--joint"]
     assert main(argv) == 2
     assert "--method learned" in capsys.readouterr().err
+
+
+def test_a_pair_that_shares_a_tensor_is_aligned_and_cached(tmp_path) -> None:
+    """Endpoints holding one tensor in common (B derived from A) are stored in the cache."""
+    from landscape.experiments import align, load
+    from landscape.models.zoo import Checkpoint
+    from landscape.store.cache import Cache
+
+    a = load("vit-digits", 0)
+    b = load("vit-digits", 1)
+    b = Checkpoint(b.cfg, {**b.params, "unembed.b_U": a.params["unembed.b_U"]}, b.meta)
+    cache = Cache(tmp_path / "c")
+    first = align(a, b, "weight", "perm", cache=cache)
+    again = align(a, b, "weight", "perm", cache=cache)
+    assert not first.cached and again.cached
+    assert torch.equal(again.params_b["unembed.b_U"], first.params_b["unembed.b_U"])
+
+
+def test_a_width_only_difference_points_to_widths() -> None:
+    from landscape.experiments import barrier_pair, load
+    from landscape.experiments.widths import narrow_checkpoint
+
+    a = load("vit-digits", 0)
+    b = narrow_checkpoint("vit-digits", 2, 1)
+    with pytest.raises(LandscapeError, match="landscape widths"):
+        barrier_pair(a, b, "naive", "perm", points=3)
