@@ -23,10 +23,14 @@ from app.components import (
     show_error,
     show_warnings,
 )
-from landscape.experiments import PAPER_REFERENCE, mean_sem, pairs_for
+from landscape.device import resolve_device
+from landscape.experiments import PAPER_REFERENCE, mean_sem, pairs_for, width_barriers
+from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.registry import architecture
-from landscape.plots.interpolation import figure_interpolation
+from landscape.models.zoo import ZOO
+from landscape.plots.interpolation import figure_interpolation, figure_widths
+from landscape.progress import fraction
 
 page_header(
     "Interpolation curves",
@@ -140,3 +144,47 @@ if rows:
 if series:
     fig = figure_interpolation(series, split=split, presentation=presentation())
     figure(fig, f"interpolation-{name}-{split}", key="interp")
+
+if name in ZOO and architecture(ZOO[name].config.arch).attention:
+    st.subheader("Different widths")
+    st.caption(
+        "A against narrower versions of B (width d/k, the zoo recipe otherwise unchanged), each "
+        "embedded into width d by a semi-orthogonal map (the same function) and aligned under "
+        "O(d). Each narrow model is trained once (about a minute) and then read from the cache."
+    )
+    w1, w2 = st.columns([3, 2])
+    factors = w1.multiselect(
+        "Width factors k (B has width d/k)",
+        list(default_factors(ZOO[name].config)),
+        default=[2, 4],
+        key=f"width_factors_{name}",
+    )
+    run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")
+    if run_widths and factors and pairs:
+        a_seed, b_seed = pairs[0]
+        widths = None
+        with st.status("Training and aligning the narrow models …", expanded=False) as status:
+            bar = st.progress(0.0)
+            try:
+                widths = width_barriers(
+                    name,
+                    a_seed,
+                    b_seed,
+                    factors=sorted(factors),
+                    split=split,
+                    device=resolve_device(device()),
+                    progress=lambda stage, done, total: bar.progress(
+                        fraction(done, total), text=stage
+                    ),
+                )
+                status.update(label="Width barriers ready", state="complete")
+            except Exception as err:
+                status.update(label="Width barriers failed", state="error")
+                show_error("Different widths", err)
+        if widths is not None:
+            show_warnings("Different widths", widths)
+            figure(
+                figure_widths(widths, split=split, presentation=presentation()),
+                f"widths-{name}-{a_seed}-{b_seed}-{split}",
+                key="widths",
+            )

@@ -34,7 +34,7 @@ from landscape.plots.gauge import (
     figure_transport,
 )
 from landscape.plots.home import SYMMETRY_LEVELS, figure_symmetry_levels
-from landscape.plots.interpolation import figure_interpolation
+from landscape.plots.interpolation import figure_interpolation, figure_widths
 from landscape.plots.models import figure_training_curves, figure_zoo_overview
 from landscape.plots.theme import PALETTE, apply_theme
 from landscape.plots.triangle import figure_triangles
@@ -57,6 +57,7 @@ __all__ = [
     "figure_eigenangles",
     "figure_round_barriers",
     "figure_interpolation",
+    "figure_widths",
     "figure_lm_curve",
     "figure_objective",
     "figure_recovery",

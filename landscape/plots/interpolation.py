@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES
+from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
 from landscape.plots.theme import LINE_WIDTH, PALETTE, apply_theme, legend_above, rgba
 
 
@@ -79,4 +79,40 @@ def figure_interpolation(
         legend=legend_above(),
         margin={"t": 50},
     )
+    return fig
+
+
+def figure_widths(result: dict[str, Any], *, split: str = "test", presentation: bool = False
+                  ) -> go.Figure:  # fmt: skip
+    """Barriers between A (width d) and narrower models embedded into width d, against B's
+    width (``experiments.widths.width_barriers``): loss and accuracy barrier, one line per
+    method, widths on a log₂ axis with d on the right."""
+    rows = WIDTHS.read(result, "rows")
+    d = WIDTHS.read(result, "d_model")
+    methods = list(dict.fromkeys(WIDTH_ROW.read(r, "method") for r in rows))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    for i, method in enumerate(methods):
+        mine = sorted((r for r in rows if WIDTH_ROW.read(r, "method") == method),
+                      key=lambda r: WIDTH_ROW.read(r, "width"))  # fmt: skip
+        widths = [WIDTH_ROW.read(r, "width") for r in mine]
+        for col, metric in ((1, "barrier_loss"), (2, "barrier_accuracy")):
+            fig.add_trace(
+                go.Scatter(
+                    x=widths, y=[WIDTH_ROW.read(r, metric) for r in mine], mode="lines+markers",
+                    name=method, legendgroup=method, showlegend=col == 1,
+                    line={"color": PALETTE[i % len(PALETTE)], "width": LINE_WIDTH},
+                    marker={"size": 9},
+                    hovertemplate=f"{method}<br>width %{{x}}<br>%{{y:.4f}}<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+    ticks = sorted({WIDTH_ROW.read(r, "width") for r in rows} | {d})
+    for col in (1, 2):
+        fig.update_xaxes(title_text=f"width of B (A: {d})", type="log", tickvals=ticks,
+                         ticktext=[str(t) for t in ticks], row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=f"{split} accuracy barrier", rangemode="tozero", row=1, col=2)
+    apply_theme(fig, presentation=presentation)
+    fig.update_layout(height=460 if presentation else 400, legend=legend_above(),
+                      margin={"t": 50})  # fmt: skip
     return fig

@@ -122,6 +122,17 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     assert frame["loss barrier (test)"].nunique() == 2  # two paths, two barriers
 
 
+def test_interpolation_page_measures_the_width_barriers():
+    at = _open("interpolation")
+    at.sidebar.selectbox(key="model").set_value("vit-digits").run()
+    at.multiselect(key="interp_combos").set_value(["naive"]).run()
+    at.multiselect(key="width_factors_vit-digits").set_value([2]).run()
+    at.toggle(key="width_run_vit-digits").set_value(True).run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == 2  # the curves and the width barriers
+    assert any("Different widths" in h.value for h in at.subheader)
+
+
 def test_triangle_page_renders_and_reruns():
     _need(3)
     at = _open("triangle")

@@ -182,11 +182,18 @@ TRANSPORT = [
     for m, v in (("exact", 100.0), ("perm-only", 1800.0), ("none", -3.0))
 ]
 
+WIDTHS = {
+    "d_model": 64,
+    "rows": [{"width": w, "method": m, "barrier_loss": b, "barrier_accuracy": b / 4}
+             for w in (32, 16, 8) for m, b in (("naive", 2.0), ("weight", 1.0 + w / 64))],
+}  # fmt: skip
+
 BUILDERS = {
     "symmetry_levels": lambda: plots.figure_symmetry_levels(),
     "interpolation": lambda: plots.figure_interpolation(
         [{"label": "naive", "results": [_curve(1.0), _curve(1.2)]},
          {"label": "weight/orth", "results": [_curve(0.05)]}]),
+    "widths": lambda: plots.figure_widths(WIDTHS),
     "triangles": lambda: plots.figure_triangles([_triangle("naive", 1.0),
                                                  _triangle("weight", 0.01)]),
     "eigenangles": lambda: plots.figure_eigenangles(EIGEN),
@@ -463,3 +470,11 @@ def test_iteration_figures_draw_one_line_per_series_in_both_panels():
     with pytest.raises(MissingField, match="learned-matching checkpoint has no field 'init'"):
         figure_checkpoint_barriers({**ITERATIONS, "checkpoints": _rename_rows(
             ITERATIONS["checkpoints"], "init", "start")})  # fmt: skip
+
+
+def test_widths_figure_draws_one_line_per_method_against_width() -> None:
+    fig = plots.figure_widths(WIDTHS)
+    lines = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in lines] == ["naive", "weight"]
+    assert list(lines[1].x) == [8, 16, 32] and lines[1].y[-1] == 1.5
+    assert fig.layout.xaxis.type == "log" and 64 in fig.layout.xaxis.tickvals
