@@ -43,9 +43,9 @@ import torch
 from landscape.matching.methods import matching_kinds, prepare_pair
 from landscape.matching.result import MatchResult, aligned_distance, finish, weight_distance
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
-from landscape.matching.weight import head_element
+from landscape.matching.weight import INNER_GROUPS, head_element, within_head_element
 from landscape.models import ModelConfig, Params, forward
-from landscape.symmetry import ORTH, PERM, Element, Transform, apply, spec_for
+from landscape.symmetry import INVERTIBLE, ORTH, PERM, Element, Transform, apply, spec_for
 
 # "pearson": per-coordinate z-scores averaged over rows, layers summed one at a time (O(d): the
 # centred cross-covariance, one scale per model). "cosine": centred unit-norm columns contracted
@@ -249,6 +249,7 @@ def activation_matching(
     drop_first: bool = False,
     device: str | torch.device | None = None,
     options: ActivationOptions = MATCHING,
+    within_heads: bool = True,
 ) -> MatchResult:
     """Activation matching on one fixed batch ``inputs`` (module docstring, :data:`MATCHING`).
 
@@ -259,6 +260,10 @@ def activation_matching(
     residual kind. FFN units: correlation of ``mlp.hidden``. Heads: cosine similarity of each
     head's residual write, assigned as a permutation. ``drop_first`` leaves out position 0
     (attention sinks of text models). ``device`` runs the forward passes (default: the CPU).
+    ``within_heads``: then each head's own invertible QK/OV maps, which no activation of the
+    stream can see, by their weight objective with everything else held
+    (:func:`landscape.matching.weight.within_head_element`, one visit each); without them the
+    straight line between factored weights averages every head's factors in unrelated bases.
     """
     t0 = time.perf_counter()
     dev = torch.device(device) if device is not None else torch.device("cpu")
@@ -268,6 +273,15 @@ def activation_matching(
     transform, similarity = activation_transform(
         cfg_p, a, b, inputs, kinds, options=options, drop_first=drop_first, device=dev
     )
+    info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first, "similarity": similarity}
+    if within_heads:
+        elements, conds = dict(transform.elements), {}
+        for v in (v for family in INNER_GROUPS for v in spec.family(family)):
+            elements[v], cond = within_head_element(spec, v, INVERTIBLE, a, b, elements)
+            conds[v] = [float(c) for c in cond]
+        transform = Transform(elements)
+        if conds:
+            info["within_heads_cond"] = conds
     objective = [weight_distance(a, b), aligned_distance(spec, transform.elements, a, b)]
     return finish(
         "activation",
@@ -281,5 +295,5 @@ def activation_matching(
         t0,
         objective=objective,
         rounds=1,
-        info={"batch": int(inputs.shape[0]), "drop_first": drop_first, "similarity": similarity},
+        info=info,
     )

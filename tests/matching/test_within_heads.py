@@ -180,3 +180,21 @@ def test_within_head_maps_follow_their_heads() -> None:
         assert torch.allclose(after[w], before[w][slots], atol=1e-12)
     first = _follow_heads(maps, None, new)  # from the identity permutation
     assert torch.equal(first.matrix, maps.matrix[new.perm])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_activation_matching_adds_the_within_head_maps(arch: str) -> None:
+    """Activations cannot see a head's own maps; activation matching then solves them from the
+    weights, so a copy moved by a rotation and random QK/OV maps comes back onto A."""
+    from landscape.matching.activation import activation_matching
+    from tests.conftest import tiny_inputs
+
+    cfg, a = _processed(arch)
+    spec = spec_for(cfg)
+    g = random_transform(spec, "orth", 4) @ random_transform(spec, "qk", 5)
+    b = apply(spec, g @ random_transform(spec, "ov", 6), a)
+    x = tiny_inputs(cfg, batch=256, seed=3)
+    on = activation_matching(cfg, a, b, "orth", x)
+    off = activation_matching(cfg, a, b, "orth", x, within_heads=False)
+    assert on.function_check < 1e-4 and set(on.info["within_heads_cond"]) >= {"qk0", "ov0"}
+    assert _gap(a, on.params_b) < 1e-6 < 0.1 < _gap(a, off.params_b)
