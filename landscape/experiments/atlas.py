@@ -28,7 +28,7 @@ from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import apply, random_transform, spec_for
 from landscape.symmetry.processing import prepare
 
-ATLAS_VERSION = 1
+ATLAS_VERSION = 2  # 2: weight matching also solves the within-head maps
 PROJECTIONS = ("pca", "umap")
 
 

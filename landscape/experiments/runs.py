@@ -57,10 +57,12 @@ from landscape.sources import (
 from landscape.store.cache import Cache, digest_tensors
 from landscape.store.families import member_rows
 
-ALGO_VERSION = 2  # bump when matching or triangle evaluation changes: old entries stop matching
+ALGO_VERSION = 3  # bump when matching or triangle evaluation changes: old entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
-BARRIER_VERSION = 3  # bump when the barrier pipeline changes
+# 3: within-head maps in weight and activation matching; learned rotations as G₀·exp(S − Sᵀ)
+BARRIER_VERSION = 4  # bump when the barrier pipeline changes
 # 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
+# 4: the matchings of ALGO_VERSION 3 (a barrier entry does not hold the matching's version)
 SPLITS = ("train", "test")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 Endpoint = Source | Checkpoint
