@@ -11,7 +11,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import state
+from landscape.models.registry import architecture
 from landscape.plots import export
+from landscape.progress import Progress, fraction
 
 PRESENTATION_CSS = """
 <style>
@@ -77,22 +79,52 @@ def device() -> str | None:
     return st.session_state.get("device")
 
 
+def _row(name: str) -> dict[str, Any] | None:
+    """The zoo model's or imported family's row of ``state.zoo_status``."""
+    return next((r for r in state.zoo_status() if r["name"] == name), None)
+
+
 def seeds_of(name: str) -> list[int]:
     """Trained seeds (shipped or cached) of a zoo model."""
-    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    row = _row(name)
     return [s["seed"] for s in row["seeds"]] if row else []
 
 
 def seed_format(name: str) -> Callable[[int], str]:
     """How a seed reads in a control: the number, and a family member's label."""
-    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    row = _row(name)
     labels = {s["seed"]: s.get("label") for s in row["seeds"]} if row else {}
     return lambda s: f"{s} · {labels[s]}" if labels.get(s) else str(s)
 
 
 def is_imported(name: str) -> bool:
-    row = next((r for r in state.zoo_status() if r["name"] == name), None)
+    row = _row(name)
     return bool(row and row["imported"])
+
+
+def has_heads(name: str) -> bool:
+    """Whether the model has attention heads (and so a circuits merge space)."""
+    row = _row(name)
+    return bool(row) and architecture(row["arch"]).attention
+
+
+def run_in_status(
+    compute: Callable[[Progress], Any], *, running: str, done: str | Callable[[Any], str],
+    failed: str, what: str,
+) -> Any:  # fmt: skip
+    """``compute(progress)`` under a collapsed status box with a progress bar. The box says
+    ``running``, then ``done`` (a text, or one made from the result); on an error it says
+    ``failed`` and an error card names ``what``. Returns the result, or None when it failed."""
+    with st.status(running, expanded=False) as status:
+        bar = st.progress(0.0)
+        try:
+            result = compute(lambda stage, d, total: bar.progress(fraction(d, total), text=stage))
+        except Exception as err:
+            status.update(label=failed, state="error")
+            show_error(what, err)
+            return None
+        status.update(label=done(result) if callable(done) else done, state="complete")
+    return result
 
 
 def need_seeds(name: str, n: int) -> list[int]:

@@ -12,12 +12,12 @@ from app.components import (
     need_seeds,
     page_header,
     presentation,
+    run_in_status,
     seed_format,
     show_error,
 )
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
-from landscape.progress import fraction
 
 page_header(
     "Atlas",
@@ -64,20 +64,13 @@ args = (name, tuple(sorted(chosen)), reference, copies, group, projection)
 try:
     result = state.atlas(*args)
 except state.NotCached:
-    result = None
-    with st.status("Placing checkpoints …", expanded=False) as status:
-        bar = st.progress(0.0)
-        try:
-            result = state.compute_atlas(
-                *args,
-                progress=lambda stage, done, total: bar.progress(
-                    fraction(done, total), text=stage
-                ),
-            )
-            status.update(label=f"{len(result['points'])} checkpoints placed", state="complete")
-        except Exception as err:
-            status.update(label="Atlas failed", state="error")
-            show_error("The atlas", err)
+    result = run_in_status(
+        lambda progress: state.compute_atlas(*args, progress=progress),
+        running="Placing checkpoints …",
+        done=lambda r: f"{len(r['points'])} checkpoints placed",
+        failed="Atlas failed",
+        what="The atlas",
+    )
 except Exception as err:
     result = None
     show_error("The atlas", err)

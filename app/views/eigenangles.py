@@ -14,6 +14,7 @@ from app.components import (
     need_seeds,
     page_header,
     presentation,
+    run_in_status,
     seed_format,
     show_error,
     show_warnings,
@@ -27,7 +28,6 @@ from landscape.plots.eigenangles import (
     figure_objective,
     figure_round_barriers,
 )
-from landscape.progress import fraction
 
 page_header(
     "Eigenangles",
@@ -125,21 +125,19 @@ if iterate:
         "barrier of the Interpolation page. Learned matching is scored at its checkpoints; step "
         "0 is its start."
     )
-    iterations = None
-    with st.status("Measuring the barrier per round …", expanded=False) as status:
-        bar = st.progress(0.0)
-        try:
-            iterations = iteration_barriers(
-                name,
-                (seed_a, seed_b),
-                learned=learned,
-                device=resolve_device(device()),
-                progress=lambda stage, done, total: bar.progress(fraction(done, total), text=stage),
-            )
-            status.update(label="Barriers per round ready", state="complete")
-        except Exception as err:
-            status.update(label="Barriers per round failed", state="error")
-            show_error("The barrier per round", err)
+    iterations = run_in_status(
+        lambda progress: iteration_barriers(
+            name,
+            (seed_a, seed_b),
+            learned=learned,
+            device=resolve_device(device()),
+            progress=progress,
+        ),
+        running="Measuring the barrier per round …",
+        done="Barriers per round ready",
+        failed="Barriers per round failed",
+        what="The barrier per round",
+    )
     if iterations is not None:
         show_warnings("Barrier per round", iterations)
         st.markdown("**Iterated weight matching: barrier per round**")

@@ -13,12 +13,15 @@ from app.components import (
     controls,
     device,
     figure,
+    has_heads,
+    is_imported,
     model,
     need_seeds,
     page_header,
     parse_combo,
     plain,
     presentation,
+    run_in_status,
     seed_format,
     show_error,
     show_warnings,
@@ -27,10 +30,8 @@ from landscape.device import resolve_device
 from landscape.experiments import PAPER_REFERENCE, mean_sem, pairs_for, width_barriers
 from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
-from landscape.models.registry import architecture
 from landscape.models.zoo import ZOO
 from landscape.plots.interpolation import figure_interpolation, figure_widths
-from landscape.progress import fraction
 
 page_header(
     "Interpolation curves",
@@ -68,9 +69,8 @@ with controls():
     )
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="interp_split")
     points = c3.slider("Points on λ", 5, 51, 25, step=2, key="interp_points")
-    row = next((r for r in state.zoo_status() if r["name"] == name), {})
     spaces = ["weights"]
-    if architecture(row.get("arch", "mlp")).attention:
+    if has_heads(name):
         choice = c3.radio(
             "Merge space",
             ["weights", "circuits", "both"],
@@ -145,7 +145,7 @@ if series:
     fig = figure_interpolation(series, split=split, presentation=presentation())
     figure(fig, f"interpolation-{name}-{split}", key="interp")
 
-if name in ZOO and architecture(ZOO[name].config.arch).attention:
+if has_heads(name) and not is_imported(name):
     st.subheader("Different widths")
     st.caption(
         "A against narrower versions of B (width d/k, the zoo recipe otherwise unchanged), each "
@@ -162,25 +162,21 @@ if name in ZOO and architecture(ZOO[name].config.arch).attention:
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")
     if run_widths and factors and pairs:
         a_seed, b_seed = pairs[0]
-        widths = None
-        with st.status("Training and aligning the narrow models …", expanded=False) as status:
-            bar = st.progress(0.0)
-            try:
-                widths = width_barriers(
-                    name,
-                    a_seed,
-                    b_seed,
-                    factors=sorted(factors),
-                    split=split,
-                    device=resolve_device(device()),
-                    progress=lambda stage, done, total: bar.progress(
-                        fraction(done, total), text=stage
-                    ),
-                )
-                status.update(label="Width barriers ready", state="complete")
-            except Exception as err:
-                status.update(label="Width barriers failed", state="error")
-                show_error("Different widths", err)
+        widths = run_in_status(
+            lambda progress: width_barriers(
+                name,
+                a_seed,
+                b_seed,
+                factors=sorted(factors),
+                split=split,
+                device=resolve_device(device()),
+                progress=progress,
+            ),
+            running="Training and aligning the narrow models …",
+            done="Width barriers ready",
+            failed="Width barriers failed",
+            what="Different widths",
+        )
         if widths is not None:
             show_warnings("Different widths", widths)
             figure(

@@ -12,6 +12,7 @@ from app.components import (
     controls,
     device,
     figure,
+    has_heads,
     model,
     need_seeds,
     page_header,
@@ -22,7 +23,6 @@ from app.components import (
     show_warnings,
 )
 from landscape.matching import GROUPS, METHODS
-from landscape.models.registry import architecture
 from landscape.plots.triangle import figure_triangles
 
 page_header(
@@ -52,9 +52,8 @@ with controls():
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="tri_split")
     resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, 10, key="tri_resolution")
-    row = next((r for r in state.zoo_status() if r["name"] == name), {})
     space = "weights"
-    if architecture(row.get("arch", "mlp")).attention:
+    if has_heads(name):
         space = c3.radio(
             "Merge space",
             ["weights", "circuits"],

@@ -247,9 +247,9 @@ def controls_table(
     check_points(points)  # before any variant is trained
     t0 = time.perf_counter()
     check_space(space)
+    entry = zoo_model(model)  # an unknown model is refused before anything is trained
     if space == "circuits":
-        check_circuit_form(zoo_model(model).config)
-    zoo_model(model)
+        check_circuit_form(entry.config)
     cache = cache or Cache()
     pair_list = pairs_for(model, pairs, seeds)
     kinds = [_control(c) for c in controls] + ([LN_CONTROL] if layernorm else [])

@@ -43,7 +43,7 @@ import torch
 from landscape.matching.methods import matching_kinds, prepare_pair
 from landscape.matching.result import MatchResult, aligned_distance, finish, weight_distance
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
-from landscape.matching.weight import INNER_GROUPS, head_element, within_head_element
+from landscape.matching.weight import head_element, within_head_element, within_head_variables
 from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import INVERTIBLE, ORTH, PERM, Element, Transform, apply, spec_for
 
@@ -276,7 +276,7 @@ def activation_matching(
     info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first, "similarity": similarity}
     if within_heads:
         elements, conds = dict(transform.elements), {}
-        for v in (v for family in INNER_GROUPS for v in spec.family(family)):
+        for v in within_head_variables(spec):
             elements[v], cond = within_head_element(spec, v, INVERTIBLE, a, b, elements)
             conds[v] = [float(c) for c in cond]
         transform = Transform(elements)

@@ -216,6 +216,12 @@ def _sq_norm(p: Params) -> float:
     return float(sum(float(v.double().pow(2).sum()) for v in p.values()))
 
 
+def within_head_variables(spec: Spec) -> list[str]:
+    """The declared per-head maps, ``qk{l}`` then ``ov{l}`` (none under grouped-query attention,
+    no ``qk`` under rotary positions)."""
+    return [v for family in INNER_GROUPS for v in spec.family(family)]
+
+
 def weight_kinds(
     spec: Spec, group: str, within_heads: bool = False
 ) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
@@ -231,7 +237,7 @@ def weight_kinds(
     kinds = matching_kinds(spec, group)
     after: dict[str, tuple[str, ...]] = {}
     if within_heads:
-        for v in (v for family in INNER_GROUPS for v in spec.family(family)):
+        for v in within_head_variables(spec):
             kinds[v] = INVERTIBLE
             after[spec.variables[v].over] = (*after.get(spec.variables[v].over, ()), v)
     return kinds, after
