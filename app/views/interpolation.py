@@ -27,7 +27,14 @@ from app.components import (
     show_warnings,
 )
 from landscape.device import resolve_device
-from landscape.experiments import PAPER_REFERENCE, mean_sem, pairs_for, width_barriers
+from landscape.experiments import (
+    PAPER_REFERENCE,
+    mean_sem,
+    model_arch,
+    pairs_for,
+    paper_value,
+    width_barriers,
+)
 from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
@@ -44,6 +51,7 @@ page_header(
 )
 
 name = model()
+arch = model_arch(name)
 seeds = need_seeds(name, 2)
 all_pairs = list(itertools.combinations(seeds, 2))
 seed_label = seed_format(name)
@@ -119,6 +127,7 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
             f"accuracy barrier ({split})": f"{acc[0]:.3f} ± {acc[1]:.3f}",
             "pairs": len(results),
             "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
+            "paper (test loss, circuits)": paper_value(method, group, arch),
         }
     )
     # Partial rows as a static table: a data grid whose row count changes between quick

@@ -48,9 +48,12 @@ from landscape.experiments.tables import (
     DEFAULT_ROWS,
     PAPER_REFERENCE,
     mean_sem,
+    model_arch,
     pairs_for,
+    paper_value,
     summarise_barriers,
     table,
+    table_spaces,
 )
 from landscape.experiments.triangles import align_joint, triangle
 from landscape.experiments.widths import (
@@ -69,6 +72,9 @@ __all__ = [
     "BARRIER_VERSION",
     "DEFAULT_ROWS",
     "PAPER_REFERENCE",
+    "model_arch",
+    "paper_value",
+    "table_spaces",
     "GROUPS",
     "METHODS",
     "PROCESSED",

@@ -130,6 +130,42 @@ ZOO: dict[str, ZooModel] = {
             TrainConfig(steps=1500, batch_size=64, lr=3e-3, warmup=100, eval_every=250),
             eval_windows=512,
         ),
+        ZooModel(
+            "vit-fashion-d256",
+            "fashion",
+            "wider, deeper ViT on Fashion-MNIST (width 256, 4 layers, eight heads of 32)",
+            ModelConfig(
+                "vit",
+                d_model=256,
+                d_mlp=512,
+                n_layers=4,
+                n_out=10,
+                n_heads=8,
+                d_head=32,
+                image_size=28,
+                patch_size=7,
+            ),  # fmt: skip
+            TrainConfig(steps=2500, batch_size=128, lr=2e-3, warmup=200, eval_every=500),
+        ),
+        ZooModel(
+            "gpt-shakespeare-d128",
+            "shakespeare",
+            "wider, deeper character GPT on Shakespeare (width 128, 4 layers, 128 characters of "
+            "context), for the transformer barriers",
+            ModelConfig(
+                "gpt",
+                d_model=128,
+                d_mlp=512,
+                n_layers=4,
+                n_out=84,
+                n_heads=4,
+                d_head=32,
+                d_vocab=84,
+                n_ctx=128,
+            ),  # fmt: skip
+            TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500),
+            eval_windows=512,
+        ),
     ]
 }
 

@@ -24,7 +24,15 @@ def cache_env(tmp_path, monkeypatch):
     return {"LANDSCAPE_CACHE": str(tmp_path / "cache")}
 
 
-def test_zoo_json_lists_the_four_models(capsys, cache_env):
+def test_table_both_spaces(capsys, cache_env):
+    argv = ["table", "mlp-digits", "--pairs", "1", "--points", "5", "--space", "both", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["spaces"] == ["weights"]  # no heads: no circuits space
+    assert [r["paper"] for r in out["rows"]][:1] == ["1.69–2.84"]
+
+
+def test_zoo_json_lists_the_models(capsys, cache_env):
     assert main(["zoo", "--json"]) == 0
     models = json.loads(capsys.readouterr().out)["models"]
     assert [m["name"] for m in models] == [
@@ -32,6 +40,8 @@ def test_zoo_json_lists_the_four_models(capsys, cache_env):
         "vit-digits",
         "vit-fashion",
         "gpt-shakespeare",
+        "vit-fashion-d256",
+        "gpt-shakespeare-d128",
     ]
     for m in models:
         assert m["dataset"] and m["architecture"] and m["parameters"] > 1000

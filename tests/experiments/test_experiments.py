@@ -7,7 +7,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments import barrier, mean_sem, pairs_for, table, triangle
+from landscape.experiments import barrier, mean_sem, pairs_for, paper_value, table, triangle
 
 BARRIER_KEYS = {"lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
                 "endpoint_accuracy", "function_check", "seconds", "cached", "device"}  # fmt: skip
@@ -60,6 +60,25 @@ def test_table_rows_equal_barrier_numbers():
         assert row["barrier_loss"] == pytest.approx(sum(singles) / 2)
     naive, weight = t["rows"]
     assert naive["barrier_loss"] > weight["barrier_loss"]
+
+
+def test_table_in_both_spaces_reads_against_the_paper():
+    rows = (("naive", "perm"), ("weight", "orth"), ("activation", "perm"))
+    t = table("vit-digits", 1, rows=rows, points=5, space="both")
+    assert t["spaces"] == ["weights", "circuits"]
+    got = [(r["method"], r["group"], r["space"]) for r in t["rows"]]
+    assert got == [(m, g, s) for m, g in rows for s in ("weights", "circuits")]
+    for row in t["rows"]:  # each cell is the one barrier of that space
+        b = barrier("vit-digits", (0, 1), row["method"], row["group"], points=5,
+                    space=row["space"])  # fmt: skip
+        assert row["per_pair_loss"] == [b["barrier_loss"]]
+    assert [r["paper"] for r in t["rows"][::2]] == ["1.69–2.84", "0.34–0.69", ""]
+    assert paper_value("learned", "orth", "vit") == "0.00"
+    assert paper_value("learned", "orth", "gpt") == "0.02"
+    # without heads there is no circuits space: both is the weights alone
+    assert table("mlp-digits", 1, rows=rows[:1], points=5, space="both")["spaces"] == ["weights"]
+    with pytest.raises(LandscapeError, match="unknown space"):
+        table("mlp-digits", 1, rows=rows[:1], points=5, space="circuit")
 
 
 def test_triangle_keys():

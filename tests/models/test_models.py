@@ -180,6 +180,9 @@ ZOO_LINES = {
     "vit-digits": "pre-norm ViT, d=32, 2 layers × 4 heads of 8, MLP 64, RMSNorm",
     "vit-fashion": "pre-norm ViT, d=64, 2 layers × 4 heads of 16, MLP 128, RMSNorm",
     "gpt-shakespeare": "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, MLP 256, RMSNorm",
+    "vit-fashion-d256": "pre-norm ViT, d=256, 4 layers × 8 heads of 32, MLP 512, RMSNorm",
+    "gpt-shakespeare-d128": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, MLP 512, "
+    "RMSNorm",
 }
 
 
@@ -196,3 +199,19 @@ def test_descriptions_are_read_from_the_config():
         "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, gated SiLU MLP 256, RMSNorm, "
         "grouped-query attention (2 key/value heads), rotary positions, no biases"
     )
+
+
+def test_shipped_assets_fit_the_budget_and_verify():
+    """Every manifest record's file is shipped and intact (its digest verified, its recipe the
+    zoo's), every zoo model ships at least two seeds, and assets/ stays within its budget."""
+    from landscape.assets import ASSETS_BUDGET_MB
+    from landscape.models.zoo import ZOO, load_shipped, read_manifest
+    from landscape.store.paths import assets_root
+
+    records = read_manifest()
+    for rec in records:
+        assert load_shipped(rec["name"], rec["seed"]) is not None, (rec["name"], rec["seed"])
+    for name in ZOO:
+        assert sum(r["name"] == name for r in records) >= 2, name
+    size = sum(f.stat().st_size for f in assets_root().rglob("*") if f.is_file())
+    assert size <= ASSETS_BUDGET_MB * 2**20
