@@ -192,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=_count, default=3)
     p.add_argument("--split", choices=["test", "train"], default="test")
     p.add_argument("--points", type=_points, default=25)
-    p.add_argument("--space", choices=[*SPACES, "both"], default="weights",
-                   help=SPACE_HELP + "; both: every row in each space (the Table 2 layout)")
+    both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
+    p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")
