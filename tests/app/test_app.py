@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from landscape.models.train import available_seeds
+from landscape.models.zoo import ZOO
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 
@@ -52,7 +53,8 @@ def test_models_page_renders_and_reruns(tmp_path):
     at = _open("models")
     _ok(at)
     frame = at.dataframe[0].value
-    assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare"]
+    assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
+                                    "vit-fashion-d256", "gpt-shakespeare-d128"]  # fmt: skip
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
     _ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
@@ -81,7 +83,7 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     assert any("my-mlps" in s.value for s in at.success)
     assert "my-mlps" in at.sidebar.selectbox(key="model").options[-1]
     frame = at.dataframe[0].value
-    assert list(frame["kind"]) == ["zoo"] * 4 + ["imported"]
+    assert list(frame["kind"]) == ["zoo"] * len(ZOO) + ["imported"]
     at.sidebar.selectbox(key="model").set_value("my-mlps").run()
     _ok(at)
     members = next(e for e in at.expander if "my-mlps" in e.label)
