@@ -133,7 +133,8 @@ ZOO: dict[str, ZooModel] = {
         ZooModel(
             "vit-fashion-d256",
             "fashion",
-            "wider, deeper ViT on Fashion-MNIST (width 256, 4 layers, eight heads of 32)",
+            "ViT on Fashion-MNIST as sixteen 7×7 patches, width 256 and 4 layers (the barrier "
+            "tables' ViT)",
             ModelConfig(
                 "vit",
                 d_model=256,
@@ -150,8 +151,8 @@ ZOO: dict[str, ZooModel] = {
         ZooModel(
             "gpt-shakespeare-d128",
             "shakespeare",
-            "wider, deeper character GPT on Shakespeare (width 128, 4 layers, 128 characters of "
-            "context), for the transformer barriers",
+            "character-level causal GPT on Shakespeare, width 128 and 4 layers, 128 characters of "
+            "context (the barrier tables' GPT)",
             ModelConfig(
                 "gpt",
                 d_model=128,
