@@ -84,6 +84,7 @@ __all__ = [
     "load_any",
     "load_member",
     "load_task",
+    "model_arch",
     "split_sampler",
     "stream_sampler",
 ]
@@ -510,6 +511,13 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
     if name not in ZOO and is_family(name):
         return member_rows(name)
     return zoo_seeds(name, cache)
+
+
+def model_arch(name: str) -> str:
+    """The architecture name of a zoo model or an imported family (``mlp``, ``vit``, …)."""
+    if name not in ZOO and is_family(name):
+        return family(name).arch
+    return zoo_model(name).config.arch  # the zoo's error for an unknown name
 
 
 # ---------------------------------------------------------------- sources

@@ -30,7 +30,6 @@ from landscape.device import resolve_device
 from landscape.experiments import (
     PAPER_REFERENCE,
     mean_sem,
-    model_arch,
     pairs_for,
     paper_value,
     width_barriers,
@@ -39,6 +38,7 @@ from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
 from landscape.plots.interpolation import figure_interpolation, figure_widths
+from landscape.sources import model_arch
 
 page_header(
     "Interpolation curves",

@@ -22,11 +22,9 @@ from landscape.experiments.runs import barrier
 from landscape.matching import worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
-from landscape.models.zoo import ZOO, zoo_model
 from landscape.progress import Progress, tell, within
-from landscape.sources import available_seeds
+from landscape.sources import available_seeds, model_arch
 from landscape.store.cache import Cache
-from landscape.store.families import family, is_family
 
 
 def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
@@ -135,6 +133,7 @@ def table(
     out_rows = []
     total = len(rows) * len(pair_list) * len(spaces)
     done = 0
+    # rows in order, each in every space: weights then circuits under a method, as the paper reads
     for (method, group), space_ in itertools.product(rows, spaces):
         results = []
         for sa, sb in pair_list:
@@ -154,8 +153,6 @@ def table(
             "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
             "paper": paper_value(method, group, arch),
         })  # fmt: skip
-    if len(spaces) > 1:  # weights then circuits under each method, as the paper's table reads
-        out_rows.sort(key=lambda r: rows.index((r["method"], r["group"])))
     warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
     return {"model": model, "split": split, "space": space, "spaces": list(spaces),
             "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
@@ -169,12 +166,3 @@ def table_spaces(model: str, space: str) -> tuple[str, ...]:
         check_space(space)
         return (space,)
     return SPACES if architecture(model_arch(model)).attention else ("weights",)
-
-
-def model_arch(model: str) -> str:
-    """The architecture name of a zoo model or an imported family (``mlp``, ``vit``, …)."""
-    if model in ZOO:
-        return ZOO[model].config.arch
-    if is_family(model):
-        return family(model).arch
-    return zoo_model(model).config.arch  # the zoo's error for an unknown name
