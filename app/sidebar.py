@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 import torch
 
 from app import state
 from app.components import literal
 from landscape.models.zoo import ZOO
+from landscape.threads import cores
 
 
 def _human_bytes(n: float) -> str:
@@ -36,14 +35,15 @@ def sidebar() -> None:
         )
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         st.selectbox("Device", devices, index=len(devices) - 1, key="device")
-        cores = os.cpu_count() or 1
+        n, default = cores(), state.default_threads()
         threads = st.select_slider(
             "CPU threads",
-            sorted({1, 2, 4, cores} & set(range(1, cores + 1))),
-            value=1,
+            sorted({1, 2, 4, n, default} & set(range(1, n + 1))),
+            value=default,
             key="threads",
-            help="The zoo models are small: one thread is usually fastest, and idle threads "
-            "spin while other processes hold the cores.",
+            help="Starts at the command line's automatic choice (`--threads auto`): the fewest "
+            "threads that run work of this width fastest here, capped by the cores other "
+            "processes leave free. Idle threads spin while other processes hold the cores.",
         )
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)

@@ -19,6 +19,7 @@ from landscape.models.zoo import Checkpoint, zoo_table
 from landscape.progress import Progress
 from landscape.sources import Source
 from landscape.store.cache import Cache, Entry
+from landscape.threads import choose_threads
 
 # The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
 # once per call, and the library takes the torch.device.
@@ -68,6 +69,13 @@ def family_metrics(name: str) -> list[dict[str, Any]]:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def checkpoint(model: str, seed: int | None) -> Checkpoint:
     return Source(model, seed).load(train_if_missing=False)  # never trains behind a page's back
+
+
+@st.cache_resource(show_spinner=False)
+def default_threads() -> int:
+    """The sidebar's starting thread count: ``--threads auto`` as the app starts (once per
+    server; the user's choice then lives in the session)."""
+    return choose_threads()
 
 
 @st.cache_data(ttl=5, show_spinner=False)

@@ -1,6 +1,7 @@
 """The ``landscape`` command line (DESIGN §5).
 
-Every command takes ``--json`` (one JSON object on stdout; progress on stderr) and ``--device``.
+Every command takes ``--json`` (one JSON object on stdout; progress on stderr), ``--device`` and
+``--threads`` (``landscape.threads``).
 Bad input exits with status 2 and one line on stderr naming the problem; set
 ``LANDSCAPE_DEBUG=1`` to see tracebacks of unexpected errors.
 """
@@ -21,6 +22,7 @@ from landscape.errors import LandscapeError, check_seed
 from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
 from landscape.models.circuits import SPACES
 from landscape.progress import Progress, fraction
+from landscape.threads import AUTO, parse_threads, resolve_threads, using
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
@@ -33,6 +35,14 @@ def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument(
+        "--threads",
+        default=os.environ.get("LANDSCAPE_THREADS", AUTO),
+        type=_threads,
+        help="CPU threads torch computes with: a count, or auto (default; $LANDSCAPE_THREADS "
+        "overrides it): the fewest that run work of the model's width fastest on this machine, "
+        "capped by the cores other processes leave free. Training always uses one.",
+    )
     return p
 
 
@@ -57,6 +67,21 @@ def _int_at_least(low: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _threads(text: str) -> int | str:
+    try:
+        return parse_threads(text)
+    except LandscapeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _width(args: argparse.Namespace) -> int:
+    """The model width that ``--threads auto`` is chosen for: the zoo model's, else 256."""
+    from landscape.models.zoo import ZOO
+
+    model = getattr(args, "model", None)
+    return ZOO[model].config.d_model if isinstance(model, str) and model in ZOO else 256
 
 
 def _seed(text: str) -> int:
@@ -642,7 +667,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         # the one place --device is resolved: everything below takes a torch.device
         args.device = resolve_device(args.device)
-        result = COMMANDS[args.command](args)
+        # and --threads: torch's count for the command, restored after it
+        with using(resolve_threads(args.threads, _width(args))):
+            result = COMMANDS[args.command](args)
     except LandscapeError as e:
         print(f"landscape: error: {e}", file=sys.stderr)
         return 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -11,8 +13,10 @@ from landscape.models.importers import import_checkpoint
 from landscape.models.registry import random_inputs
 
 # The test models are tiny: one thread is fastest, and spinning OpenMP workers slow every test
-# badly when another process holds a core.
+# badly when another process holds a core. The command line reads the same count
+# (``--threads`` defaults to $LANDSCAPE_THREADS), so its numbers are those of the library here.
 torch.set_num_threads(1)
+os.environ["LANDSCAPE_THREADS"] = "1"
 
 
 def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:

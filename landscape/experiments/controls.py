@@ -57,6 +57,7 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
+from landscape.threads import threaded
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ ORIGINAL = Coordinates("original", original_coordinates)
 # ---------------------------------------------------------------- the table
 
 
+@threaded
 def controls_table(
     model: str,
     pairs: int = 3,

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params, embed, forward_resid
 from landscape.progress import Progress
+from landscape.threads import threaded
 
 Lambdas = int | Sequence[float] | torch.Tensor
 
@@ -261,6 +262,7 @@ def evaluate_mixtures(
     return loss_sum / count, correct / count
 
 
+@threaded
 def evaluate_path(
     cfg: ModelConfig,
     params_a: Params,

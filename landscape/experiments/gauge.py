@@ -96,6 +96,7 @@ from landscape.symmetry import (
     symmetry_table,
 )
 from landscape.symmetry.processing import prepare
+from landscape.threads import threaded
 
 __all__ = [
     "GAUGE_VERSION",
@@ -518,6 +519,7 @@ def check_sweep_args(
         )
 
 
+@threaded
 def gauge_sweep(
     model: str | Checkpoint | Source,
     seed: int = 0,

@@ -51,6 +51,7 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, check_same_architecture
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import Element, Transform
+from landscape.threads import threaded
 
 ITERATIONS_VERSION = 1  # bump when what is measured per round or checkpoint changes
 FULL_ROUNDS = 10  # every round up to this one is measured ...
@@ -216,6 +217,7 @@ def _learned(line: _Line, init: str, steps: int, checkpoints: int, seed: int,
     }
 
 
+@threaded
 def iteration_barriers(
     model: str,
     seeds: Sequence[int],

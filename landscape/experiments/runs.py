@@ -56,6 +56,7 @@ from landscape.sources import (
 )
 from landscape.store.cache import Cache, digest_tensors
 from landscape.store.families import member_rows
+from landscape.threads import threaded
 
 ALGO_VERSION = 3  # bump when matching or triangle evaluation changes: old entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
@@ -158,6 +159,7 @@ def _match(
     return Aligned(r.cfg, r.params_a, r.params_b, r.resid_matrix(), r.to_dict(), False)
 
 
+@threaded
 def align(
     a: Checkpoint,
     b: Checkpoint,
@@ -345,6 +347,7 @@ def _open(x: Endpoint, device: torch.device, cache: Cache) -> tuple[Checkpoint, 
     return ckpt, x.label(ckpt)
 
 
+@threaded
 def measure_barrier(
     a: Endpoint,
     b: Endpoint,
@@ -479,6 +482,7 @@ def measure_barrier(
                       time.perf_counter() - t0)  # fmt: skip
 
 
+@threaded
 def barrier_pair(
     a: Endpoint,
     b: Endpoint,
@@ -514,6 +518,7 @@ def barrier_pair(
                            progress=progress).to_dict()  # fmt: skip
 
 
+@threaded
 def barrier(
     model: str,
     seeds: Sequence[int],
@@ -545,6 +550,7 @@ def barrier(
 # ---------------------------------------------------------------- eigenangles
 
 
+@threaded
 def eigenangle_result(
     model: str,
     seeds: Sequence[int],

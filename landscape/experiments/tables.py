@@ -25,6 +25,7 @@ from landscape.models.registry import architecture
 from landscape.progress import Progress, tell, within
 from landscape.sources import available_seeds, model_arch
 from landscape.store.cache import Cache
+from landscape.threads import threaded
 
 
 def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
@@ -106,6 +107,7 @@ def paper_value(method: str, group: str, arch: str = "") -> str:
     return ""
 
 
+@threaded
 def table(
     model: str,
     pairs: int = 3,

@@ -64,6 +64,7 @@ from landscape.symmetry import (
     random_transform,
     spec_for,
 )
+from landscape.threads import threaded
 
 ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")
 MODES = ("exact", "perm-only", "none")
@@ -549,6 +550,7 @@ def _dist(pa: Params, pb: Params) -> float:
 # ----------------------------------------------------------------------------- the table
 
 
+@threaded
 def transport_table(
     model: str | Checkpoint | Source,
     seed: int = 0,

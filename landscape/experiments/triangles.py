@@ -36,10 +36,12 @@ from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, data_of, label
 from landscape.store.cache import Cache, digest_tensors
+from landscape.threads import threaded
 
 __all__ = ["align_joint", "triangle"]
 
 
+@threaded
 def align_joint(
     a: Checkpoint,
     b: Checkpoint,
@@ -90,6 +92,7 @@ def align_joint(
                  for x in ("b", "c"))  # type: ignore[return-value]  # fmt: skip
 
 
+@threaded
 def triangle(
     model: str,
     seeds: Sequence[int],

@@ -54,6 +54,7 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Source
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry.processing import embed_width, prepare, rescale_norm
+from landscape.threads import threaded
 
 __all__ = [
     "WIDTH_GROUP",
@@ -222,6 +223,7 @@ def _ordered(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ROW_KEYS}
 
 
+@threaded
 def width_barriers(
     model: str,
     seed_a: int,

@@ -76,6 +76,7 @@ from landscape.matching.result import (
 )
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params
+from landscape.threads import threaded
 
 # the old name of the function-check batch (it was defined here)
 probe_inputs = function_probe
@@ -107,6 +108,7 @@ __all__ = [
 ]
 
 
+@threaded
 def match(
     cfg: ModelConfig,
     params_a: Params,

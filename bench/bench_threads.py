@@ -1,0 +1,132 @@
+"""Torch thread count: every workload at each thread count and at the automatic choice, idle
+and under load.
+
+Workloads (zoo checkpoints, seeds 0 and 1): a 5-point barrier curve on the test split
+(``evaluate_path``), 5 rounds of weight matching and 10 steps of learned matching, both under
+rotations. "Under load" runs other processes that keep every core busy (one single-threaded
+1024² sgemm loop per core) for the whole measurement.
+For each workload the table gives the seconds at 1 … N threads, the choice of
+:func:`landscape.threads.choose_threads` and the ratio of the choice's time to the best fixed
+count's (1.00: the choice is as good as the best). Asserts nothing about time.
+
+    .venv/bin/python bench/bench_threads.py [--models vit-fashion vit-fashion-d256 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from bench.common import machine_line, table
+from landscape import threads as T
+from landscape.experiments.curves import evaluate_path
+from landscape.matching.learned import learned_matching
+from landscape.matching.weight import weight_matching
+from landscape.models.train import get_checkpoint
+from landscape.sources import data_of
+
+
+def _spin(stop: mp.Event) -> None:  # one busy core
+    torch.set_num_threads(1)
+    a = torch.randn(1024, 1024)
+    while not stop.is_set():
+        a @ a
+
+
+class Load:
+    """Another process on every core for the ``with`` block (nothing when ``on`` is false)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on, self.procs, self.stop = on, [], None
+
+    def __enter__(self) -> Load:
+        if self.on:
+            ctx = mp.get_context("spawn")
+            self.stop = ctx.Event()
+            self.procs = [ctx.Process(target=_spin, args=(self.stop,)) for _ in range(T.cores())]
+            for p in self.procs:
+                p.start()
+            time.sleep(2.0)  # let them start spinning
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on:
+            self.stop.set()
+            for p in self.procs:
+                p.join()
+
+
+def workloads(name: str) -> dict[str, tuple[int, object]]:
+    """name → (model width, a function of no arguments that runs the workload once)."""
+    a, b = get_checkpoint(name, 0), get_checkpoint(name, 1)
+    data = data_of(a)
+    test, train = data.evaluation("test"), data.split("train")
+    pa = {k: v.float() for k, v in a.params.items()}
+    pb = {k: v.float() for k, v in b.params.items()}
+    cfg = a.cfg
+    x, y = test.inputs, test.targets
+    out = {
+        f"{name}: curve, 5 points": lambda: evaluate_path(cfg, pa, pb, x, y, 5),
+        f"{name}: weight matching, orth, 5 rounds": lambda: weight_matching(
+            cfg, pa, pb, "orth", max_rounds=5
+        ),
+        f"{name}: learned, orth, 10 steps": lambda: learned_matching(
+            cfg, pa, pb, "orth", train, steps=10, eval_every=1000
+        ),
+    }
+    return {k: (cfg.d_model, f) for k, f in out.items()}
+
+
+def seconds(fn: object, n: int, repeats: int) -> float:
+    with T.using(n):
+        fn()  # warm-up
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--models", nargs="+", default=["vit-fashion", "vit-fashion-d256", "gpt-shakespeare-d128"]
+    )
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    counts = list(range(1, T.cores() + 1))
+    jobs = {k: v for m in args.models for k, v in workloads(m).items()}
+    for loaded in (False, True):
+        rows = []
+        with Load(loaded):
+            print(machine_line(), "| under load" if loaded else "| idle", flush=True)
+            for label, (width, fn) in jobs.items():
+                times = {n: seconds(fn, n, args.repeats) for n in counts}
+                choice = T.choose_threads(width)
+                t_choice = times[choice]
+                rows.append(
+                    [
+                        label,
+                        *(f"{times[n]:.3f}" for n in counts),
+                        str(choice),
+                        f"{t_choice / min(times.values()):.2f}",
+                    ]
+                )
+                print("  ", rows[-1], flush=True)
+        print(
+            table(
+                ["workload", *(f"{n} thread(s) s" for n in counts), "choice", "choice / best"], rows
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
