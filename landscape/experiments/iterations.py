@@ -42,7 +42,7 @@ from landscape.experiments.runs import ALGO_VERSION, SPLITS, health
 from landscape.matching import GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
-from landscape.matching.result import MatchResult, finish
+from landscape.matching.result import MatchResult, circuit_check, finish
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
@@ -53,7 +53,8 @@ from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import Element, Transform
 from landscape.threads import threaded
 
-ITERATIONS_VERSION = 1  # bump when what is measured per round or checkpoint changes
+ITERATIONS_VERSION = 2  # bump when what is measured per round or checkpoint changes
+# 2: circuit-form checks in float64
 FULL_ROUNDS = 10  # every round up to this one is measured ...
 ROUND_STRIDE = 5  # ... then every ROUND_STRIDE-th, and the last
 LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (DESIGN §1)
@@ -115,11 +116,11 @@ class _Line:
         cfg, pa, pb = r.cfg, r.params_a, r.params_b
         check = r.function_check
         if self.space == "circuits":
+            check = worst_check([check, circuit_check(self.a.cfg, self.a.params, cfg, pa),
+                                 circuit_check(self.b.cfg, self.b.params, cfg, pb)])  # fmt: skip
             cfg_c, pa = circuit_form(cfg, pa)
             pb = circuit_form(cfg, pb)[1]
             cfg = cfg_c
-            check = worst_check([check, function_check(self.a.cfg, self.a.params, cfg, pa),
-                                 function_check(self.b.cfg, self.b.params, cfg, pb)])  # fmt: skip
         loss, acc = evaluate_path(cfg, pa, pb, self.ev.inputs, self.ev.targets, self.lam,
                                   device=self.device,
                                   **self.data.eval_options(cfg, self.ev.inputs))  # fmt: skip

@@ -19,7 +19,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -41,6 +41,7 @@ from landscape.matching import (
     function_warnings,
     match,
 )
+from landscape.matching.result import check_dtype
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
@@ -61,9 +62,10 @@ from landscape.threads import threaded
 ALGO_VERSION = 3  # bump when matching or triangle evaluation changes: old entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
 # 3: within-head maps in weight and activation matching; learned rotations as G₀·exp(S − Sᵀ)
-BARRIER_VERSION = 4  # bump when the barrier pipeline changes
+BARRIER_VERSION = 5  # bump when the barrier pipeline changes
 # 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
 # 4: the matchings of ALGO_VERSION 3 (a barrier entry does not hold the matching's version)
+# 5: function checks of endpoints in other coordinates (circuit form, original) in float64
 SPLITS = ("train", "test")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 Endpoint = Source | Checkpoint
@@ -258,6 +260,27 @@ class Coordinates:
 PROCESSED = Coordinates("processed")
 
 
+def unfolded_checks(
+    coordinates: Coordinates, a: Checkpoint, b: Checkpoint, al: Aligned
+) -> dict[str, float]:
+    """Both endpoints written in ``coordinates`` against the checkpoints, max |Δlogits|.
+
+    Whether the rewrite keeps each function, so it is done from float64 copies and evaluated in
+    float64 (:func:`landscape.matching.result.check_dtype`; see ``circuit_check``). What the
+    float32 line is then evaluated on is the same rewrite, rounded once more.
+    """
+    dtype = check_dtype(a.params)
+
+    def cast(p: Params) -> Params:
+        return {k: v.to(dtype) for k, v in p.items()}
+
+    a_, b_ = replace(a, params=cast(a.params)), replace(b, params=cast(b.params))
+    al_ = replace(al, params_a=cast(al.params_a), params_b=cast(al.params_b))
+    cfg, pa, pb = coordinates.unfold(a_, b_, al_)
+    return {"a": function_check(a.cfg, a_.params, cfg, pa, dtype),
+            "b": function_check(b.cfg, b_.params, cfg, pb, dtype)}  # fmt: skip
+
+
 def in_space(coordinates: Coordinates, space: str) -> Coordinates:
     """``coordinates`` in merge space ``space``: for ``"circuits"``, both endpoints in these
     coordinates, then rewritten in circuit form (``circuit_form``: the same functions, the line
@@ -447,11 +470,8 @@ def measure_barrier(
         }  # fmt: skip
         cfg, pa, pb = al.cfg, al.params_a, al.params_b
         if coordinates.unfold is not None:
+            meta["checks_unfolded"] = unfolded_checks(coordinates, ckpt_a, ckpt_b, al)
             cfg, pa, pb = coordinates.unfold(ckpt_a, ckpt_b, al)
-            meta["checks_unfolded"] = {
-                "a": function_check(ckpt_a.cfg, ckpt_a.params, cfg, pa),
-                "b": function_check(ckpt_b.cfg, ckpt_b.params, cfg, pb),
-            }
         # only the processed A and the aligned B are needed from here on: a large pair holds
         # two copies of the weights, not four
         del al

@@ -30,6 +30,7 @@ from landscape.experiments.runs import (
 )
 from landscape.matching import function_check, worst_check
 from landscape.matching.learned import learned_triangle
+from landscape.matching.result import circuit_check
 from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
@@ -156,10 +157,11 @@ def triangle(
     }
     cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
     if space == "circuits":
+        for ckpt, p in zip((a, b, c), corners, strict=True):
+            checks[f"{label(ckpt)} in circuit form"] = circuit_check(ckpt.cfg, ckpt.params,
+                                                                     ab.cfg, p)  # fmt: skip
         forms = [circuit_form(ab.cfg, p) for p in corners]
         cfg, corners = forms[0][0], [p for _, p in forms]
-        for ckpt, p in zip((a, b, c), corners, strict=True):
-            checks[f"{label(ckpt)} in circuit form"] = function_check(ckpt.cfg, ckpt.params, cfg, p)
     inputs = {
         "a": digest_tensors(ab.params_a),
         "b": digest_tensors(ab.params_b),

@@ -69,3 +69,17 @@ def test_models_without_a_circuit_form_are_refused() -> None:
     mlp = ModelConfig(arch="mlp", d_model=8, d_mlp=16, n_layers=1, n_out=3, d_in=5)
     with pytest.raises(LandscapeError, match="no"):
         circuit_form(mlp, init_params(mlp, 0))
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_circuit_check_is_made_in_float64(name: str) -> None:
+    """The check of a rewrite measures the rewrite, not float32 rounding: exact to ~1e-12 on a
+    float32 model, while a wrong rewrite (one head's circuit off by 1e-4) is still caught."""
+    from landscape.matching.result import circuit_check
+
+    cfg = CONFIGS[name]
+    params = _perturbed(cfg, 0)
+    assert circuit_check(cfg, params, cfg, params) < 1e-10
+    wrong = dict(params)
+    wrong["blocks.1.attn.W_Q"] = params["blocks.1.attn.W_Q"] * (1 + 1e-3)
+    assert circuit_check(cfg, params, cfg, wrong) > 1e-6
