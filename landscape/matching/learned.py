@@ -366,8 +366,10 @@ def _learn(
         opt, lambda step: 0.5 * (1 + math.cos(math.pi * step / max(steps, 1)))
     )
     inputs, targets = train_split.inputs, train_split.targets
+    if dev.type == "cuda":  # the split on the device once: no host copy (and wait) per step
+        inputs, targets = inputs.to(dev), targets.to(dev)
     n = inputs.shape[0]
-    order, cursor = torch.randperm(n, generator=gen), 0
+    order, cursor = torch.randperm(n, generator=gen).to(inputs.device), 0
 
     if space == "circuits":
         cfg_m, a_m = circuit_form(cfg_p, a_dev)
@@ -430,12 +432,12 @@ def _learn(
     if on_eval is not None:
         on_eval(0, with_inner(best))
     eval_curve = [{"step": 0, "loss": best_loss}]
-    curve: list[dict[str, float]] = []
+    losses: list[torch.Tensor] = []
     flips: list[list[int]] = [[] for _ in members]
     last_det = [_det_sign(m.g_init["resid"]) for m in members]
     for step in range(steps):
         if cursor + batch_size > n:
-            order, cursor = torch.randperm(n, generator=gen), 0
+            order, cursor = torch.randperm(n, generator=gen).to(inputs.device), 0
         idx = order[cursor : cursor + batch_size]
         cursor += batch_size
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
@@ -464,12 +466,13 @@ def _learn(
                 for v, z in m.latents.items():
                     if v not in rotations:  # projections ignore the scale: keep RMS entry 1/√n
                         z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
-        curve.append({"step": step, "loss": float(loss.detach())})
-        for i, hard in enumerate(hards):
-            det = _det_sign(hard["resid"].detach().double())
-            if det != last_det[i]:
-                flips[i].append(step)
-            last_det[i] = det
+        losses.append(loss.detach())  # read once after the loop: no host sync per step
+        if "resid" not in rotations:  # G₀·exp(S − Sᵀ) keeps det G₀: nothing can flip
+            for i, hard in enumerate(hards):
+                det = _det_sign(hard["resid"].detach().double())
+                if det != last_det[i]:
+                    flips[i].append(step)
+                last_det[i] = det
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             elements = hard_elements()
             current = score(elements)
@@ -481,6 +484,8 @@ def _learn(
         if progress is not None:
             progress(f"learned matching step {step + 1}/{steps}", step + 1, steps)
 
+    values = torch.stack(losses).tolist() if losses else []
+    curve = [{"step": i, "loss": v} for i, v in enumerate(values)]
     a64 = {k: v.double() for k, v in a.items()}
     out = []
     for m, elements, full, flip_steps in zip(members, best, with_inner(best), flips, strict=True):
