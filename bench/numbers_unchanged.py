@@ -9,7 +9,8 @@ and ``pair-barrier`` on two imported checkpoints (mlp-digits seeds 0 and 1 writt
 directories, evaluated on digits). ``--check`` compares every number in the JSON outputs
 (timings and cache flags left out) to the recorded ones and prints the largest difference;
 it exits 1 when one exceeds ``--tol`` (default 1e-6) or a field appears or disappears.
-Floats are compared on one machine: CPU kernels of another instruction set round differently.
+Floats are compared on one machine and one torch thread: CPU kernels of another instruction set,
+and another thread count, round differently.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 def collect() -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "LANDSCAPE_CACHE": str(Path(tmp) / "cache"), "PYTHONHASHSEED": "0"}
+        # one thread: ``--threads auto`` would follow the machine's load, and float32 results
+        # (function checks) round differently on another thread count
+        env = {**os.environ, "LANDSCAPE_CACHE": str(Path(tmp) / "cache"), "PYTHONHASHSEED": "0",
+               "LANDSCAPE_THREADS": "1"}  # fmt: skip
         runs = {
             "table": ["table", "mlp-digits", "--pairs", "3"],
             "controls": ["controls", "mlp-digits", "--pairs", "1"],

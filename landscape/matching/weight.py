@@ -250,6 +250,7 @@ def weight_matching(
     group: str,
     *,
     max_rounds: int = 50,
+    tol: float = 1e-10,
     seed: int = 0,
     within_heads: bool = True,
     on_round: OnRound | None = None,
@@ -259,10 +260,14 @@ def weight_matching(
     Starts at the identity; each round visits every variable once in a seeded random order and
     replaces its element by the best one with the others held fixed. Stops when a round changes
     no monomial element and (with a dense element: orthogonal stream, within-head maps)
-    ``‖θ_A − π(θ_B)‖²`` improved by at most 1e-10 relative to ``‖θ_A‖² + ‖θ_B‖²``, or after
-    ``max_rounds``. ``within_heads`` also matches the per-head maps ``qk{l}``/``ov{l}`` (each
-    visited right after its layer's head permutation; the visiting order of the other variables
-    is the one drawn without the option); their condition numbers are in ``info``.
+    ``‖θ_A − π(θ_B)‖²`` improved by at most ``tol`` relative to ``‖θ_A‖² + ‖θ_B‖²``, or after
+    ``max_rounds``. With the dense within-head maps the default 1e-10 is never met on the zoo's
+    transformers: the objective keeps falling by 1e-5–1e-6 of itself per round, and all
+    ``max_rounds`` run (the barrier moves by a few hundredths over the last 30 rounds, in
+    either direction); ``tol=1e-4`` stops there after 15–25 rounds. ``within_heads`` also
+    matches the per-head maps ``qk{l}``/``ov{l}`` (each visited right after its layer's head
+    permutation; the visiting order of the other variables is the one drawn without the
+    option); their condition numbers are in ``info``.
     ``on_round(r, elements)`` is told the elements after round r (r = 0 before the first round:
     none, the identity), acting on B as processed (:func:`prepare_pair` under ``group``), with
     ``objective[r]`` their ``‖θ_A − π(θ_B)‖²``; the last call holds the returned transform.
@@ -308,7 +313,7 @@ def weight_matching(
         objective.append(aligned_distance(spec, elements, a, b))
         if on_round is not None:
             on_round(rounds, dict(elements))
-        settled = abs(objective[-2] - objective[-1]) <= 1e-10 * scale
+        settled = abs(objective[-2] - objective[-1]) <= tol * scale
         if not changed and (not dense or settled):
             break
     transform = Transform(dict(elements))
