@@ -64,8 +64,6 @@ from landscape.matching.methods import (
 )
 from landscape.matching.result import (
     FUNCTION_TOLERANCE,
-    PROBE_LOGITS,
-    PROBE_TOKENS,
     MatchResult,
     function_check,
     function_probe,
@@ -76,6 +74,7 @@ from landscape.matching.result import (
 )
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params
+from landscape.symmetry.table import PROBE_LOGITS, PROBE_TOKENS
 from landscape.threads import threaded
 
 # the old name of the function-check batch (it was defined here)

@@ -23,8 +23,6 @@ from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import Element, Spec, Transform, apply, probe_inputs, spec_for
 
 FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (DESIGN §1)
-PROBE_TOKENS = 128  # longest probe window (the zoo's contexts are shorter)
-PROBE_LOGITS = 2**23  # most logits one probe batch may produce
 
 
 @dataclass
@@ -89,11 +87,10 @@ class MatchResult:
 
 def function_probe(cfg: ModelConfig, batch: int = 16, seed: int = 0) -> torch.Tensor:
     """The fixed, seeded batch of every function check: :func:`landscape.symmetry.probe_inputs`
-    in the default float dtype (float32), token windows at most ``PROBE_TOKENS`` long and the
-    batch shrunk for large vocabularies (at most ``PROBE_LOGITS`` logits), so the check of an
-    imported model (context 8192, vocabulary 49152) stays a few MB of logits."""
-    return probe_inputs(cfg, batch, seed, torch.get_default_dtype(), max_tokens=PROBE_TOKENS,
-                        max_logits=PROBE_LOGITS)  # fmt: skip
+    in the default float dtype (float32), with its caps (``PROBE_TOKENS``, ``PROBE_LOGITS``),
+    so the check of an imported model (context 8192, vocabulary 49152) stays a few MB of
+    logits."""
+    return probe_inputs(cfg, batch, seed, torch.get_default_dtype())
 
 
 def function_check(

@@ -18,6 +18,9 @@ from landscape.symmetry.elements import Element, Transform, random_transform
 from landscape.symmetry.processing import embed_width, prepare
 from landscape.symmetry.spec import GLOBAL_SIGN, RESID_GROUPS, SEMI_ORTH, SIGNED_PERM, spec_for
 
+PROBE_TOKENS = 128  # longest probe window (the zoo's contexts are shorter)
+PROBE_LOGITS = 2**23  # most logits one probe batch may produce
+
 
 def probe_inputs(
     cfg: ModelConfig,
@@ -25,17 +28,20 @@ def probe_inputs(
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     *,
-    max_tokens: int | None = None,
-    max_logits: int | None = None,
+    max_tokens: int | None = PROBE_TOKENS,
+    max_logits: int | None = PROBE_LOGITS,
 ) -> torch.Tensor:
     """A fixed seeded input batch for measuring |Δlogits| (the one probe-input builder).
 
     Gaussian features (mlp) or pixels (vit) of ``dtype``, uniform random tokens (gpt). For token
-    models ``max_tokens`` caps the window (default: the whole context) and ``max_logits`` shrinks
-    the batch, to no fewer than 2 windows, so that it yields at most that many logits: the check
-    of an imported model (context 8192, vocabulary 49152) then stays a few MB. The symmetry table
-    and the gauge sweep use the defaults (float64); matching's function checks use a float32
-    batch of 16 with both caps (``landscape.matching.result.function_probe``).
+    models ``max_tokens`` caps the window (None: the whole context) and ``max_logits`` shrinks
+    the batch, to no fewer than 2 windows, so that it yields at most that many logits. Without
+    the caps the probe of an imported model (context 8192, vocabulary 49152) is 8 windows of
+    8,192 tokens: 24 GiB of float64 logits, which is where the symmetry table of SmolLM2 ran
+    out of memory; with them it is 2 windows of 128 tokens (100 MB). The zoo's contexts and
+    vocabularies are under both caps. The symmetry table and the gauge sweep use the defaults
+    (float64); matching's function checks a float32 batch of 16
+    (``landscape.matching.result.function_probe``).
     """
     gen = torch.Generator().manual_seed(seed)
     if architecture_of(cfg).inputs != "tokens":
