@@ -17,12 +17,18 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.device import CPU, resolve_device
 from landscape.errors import LandscapeError, check_seed
-from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
-from landscape.models.circuits import SPACES
 from landscape.progress import Progress, fraction
-from landscape.threads import AUTO, parse_threads, resolve_threads, using
+
+# The parser is built without torch, numpy or scipy, so that `--help` answers at once: what
+# needs them is imported by the handlers and by main(). The choices the parser offers are
+# therefore written here; a test keeps them equal to the library's (landscape.matching.methods,
+# landscape.models.circuits, landscape.threads).
+METHODS = ("naive", "activation", "weight", "learned")
+GROUPS = ("perm", "signed-perm", "orth")
+MONOMIAL_GROUPS = ("perm", "signed-perm")
+SPACES = ("weights", "circuits")
+AUTO = "auto"
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
@@ -70,6 +76,8 @@ def _int_at_least(low: int) -> Callable[[str], int]:
 
 
 def _threads(text: str) -> int | str:
+    from landscape.threads import parse_threads
+
     try:
         return parse_threads(text)
     except LandscapeError as e:
@@ -391,6 +399,7 @@ def _cache(args: argparse.Namespace) -> dict[str, Any]:
 def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from landscape.device import CPU
     from landscape.models import init_params
     from landscape.sources import Source
     from landscape.symmetry import norm_state, symmetry_table
@@ -516,6 +525,7 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
                                       device=args.device, progress=progress)  # fmt: skip
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
                 "rows": rows}  # fmt: skip
+    from landscape.device import CPU
     from landscape.sources import Source
     from landscape.symmetry import random_transform, spec_for
 
@@ -665,6 +675,9 @@ def _clean(obj: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        from landscape.device import resolve_device
+        from landscape.threads import resolve_threads, using
+
         # the one place --device is resolved: everything below takes a torch.device
         args.device = resolve_device(args.device)
         # and --threads: torch's count for the command, restored after it
