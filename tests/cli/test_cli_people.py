@@ -3,10 +3,13 @@ for misspelt names, same-seed pairs refused, and readable output without --json.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import landscape.cli as cli
 
@@ -58,3 +61,51 @@ def test_the_parsers_choices_are_the_librarys():
     assert cli.METHODS == METHODS and cli.GROUPS == GROUPS
     assert cli.MONOMIAL_GROUPS == MONOMIAL_GROUPS and cli.SPACES == SPACES
     assert cli.AUTO == threads.AUTO
+
+
+# ---------------------------------------------------------------- help and defaults
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every (sub)command's parser, with the words that reach it."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helped = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                assert helped.get(name), f"landscape {' '.join((*path, name))} has no help"
+                yield from _commands(sub, (*path, name))
+
+
+COMMANDS = [pytest.param(path, id=" ".join(path) or "landscape") for path, _ in
+            _commands(cli.build_parser())]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", COMMANDS)
+def test_every_option_has_help_and_shows_its_default(path, capsys):
+    parser = dict(_commands(cli.build_parser()))[path]
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        name = "/".join(action.option_strings) or action.dest
+        assert action.help, f"{name} of landscape {' '.join(path)} has no help"
+        meaningful = action.default is not None and action.default is not False  # 0 is one
+        if meaningful and action.option_strings:
+            assert "default" in formatter._get_help_string(action), name
+    with pytest.raises(SystemExit) as done:
+        cli.main([*path, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: landscape")
+
+
+def test_help_shows_defaults_but_not_for_flags(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["barrier", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # unwrapped
+    assert "(default: 25)" in out and "(default: weight)" in out and "(default: perm)" in out
+    assert "(default: False)" not in out and "(default: None)" not in out
+    with pytest.raises(SystemExit):
+        cli.main(["gauge-sweep", "--help"])
+    assert "(default: 0 10 30 100 300)" in " ".join(capsys.readouterr().out.split())
