@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.errors import LandscapeError, check_seed
+from landscape.errors import LandscapeError, check_seed, did_you_mean
 from landscape.progress import Progress, fraction
 
 # The parser is built without torch, numpy or scipy, so that `--help` answers at once: what
@@ -84,6 +84,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # one line, non-zero, never a traceback
         raise LandscapeError(f"{self.prog}: {message}")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as e:  # a misspelt choice: the nearest one, on that line
+            hint = did_you_mean(value, action.choices) if isinstance(value, str) else ""
+            raise argparse.ArgumentError(action, e.message + hint) from None
 
 
 # ---------------------------------------------------------------- argument types

@@ -109,3 +109,59 @@ def test_help_shows_defaults_but_not_for_flags(capsys):
     with pytest.raises(SystemExit):
         cli.main(["gauge-sweep", "--help"])
     assert "(default: 0 10 30 100 300)" in " ".join(capsys.readouterr().out.split())
+
+
+# ---------------------------------------------------------------- suggestions
+
+
+@pytest.fixture
+def _stores(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
+
+
+@pytest.mark.parametrize(
+    "argv,hint",
+    [
+        pytest.param(
+            ["barrier", "mlp-digits", "--seeds", "0", "1", "--method", "wieght"],
+            "did you mean weight?",
+            id="method",
+        ),
+        pytest.param(
+            ["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "ortho"],
+            "did you mean orth?",
+            id="group",
+        ),
+        pytest.param(
+            ["table", "mlp-digits", "--space", "circuit"], "did you mean circuits?", id="space"
+        ),
+        pytest.param(["barier"], "did you mean barrier?", id="command"),
+        pytest.param(
+            ["train", "mlp-digit", "--seed", "0"], "did you mean mlp-digits?", id="zoo-model"
+        ),
+        pytest.param(
+            ["symmetries", "vit-digts", "--seed", "0"],
+            "did you mean vit-digits?",
+            id="model-or-path",
+        ),
+    ],
+)
+def test_a_misspelt_name_gets_the_nearest_one_on_one_line(capsys, _stores, argv, hint):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("landscape: error:"), err
+    assert err.endswith(hint), err
+
+
+def test_the_barrier_of_a_misspelt_model_suggests_the_zoo_name(capsys, _stores):
+    assert cli.main(["barrier", "mlp-digit", "--seeds", "0", "1"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("landscape: error: mlp-digit is not a zoo model")
+    assert last.endswith("did you mean mlp-digits?")
+
+
+def test_nothing_near_is_no_suggestion(capsys, _stores):
+    assert cli.main(["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "xyzzy"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'xyzzy'" in err and "did you mean" not in err
