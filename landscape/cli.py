@@ -153,6 +153,23 @@ def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[s
     return parse
 
 
+def _distinct(what: str) -> type[argparse.Action]:
+    """The action of ``--seeds`` of one model: equal seeds are one model, refused while parsing
+    (its ``what`` against itself is 0 by construction, not a measurement)."""
+
+    class Distinct(argparse.Action):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+            if len(set(values)) < len(values):
+                seen = " ".join(str(v) for v in values)
+                raise argparse.ArgumentError(
+                    self, f"seeds must differ (got {seen}): a model against itself has no "
+                    f"{what} to measure"
+                )  # fmt: skip
+            setattr(namespace, self.dest, values)
+
+    return Distinct
+
+
 _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
@@ -199,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
-                   help=PAIR_HELP)  # fmt: skip
+                   action=_distinct("barrier"), help=PAIR_HELP)  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
     p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
@@ -209,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"),
+                   action=_distinct("barrier"),
                    help="models A, B and C (seeds or member numbers); B and C are aligned to "
                         "A")  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
@@ -227,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   action=_distinct("rotation"),
                    help="models A and B (seeds or member numbers); the rotations align B to "
                         "A")  # fmt: skip
     p.add_argument("--iterations", action="store_true",

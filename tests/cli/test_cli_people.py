@@ -165,3 +165,32 @@ def test_nothing_near_is_no_suggestion(capsys, _stores):
     assert cli.main(["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "xyzzy"]) == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'xyzzy'" in err and "did you mean" not in err
+
+
+# ---------------------------------------------------------------- same-seed pairs
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["barrier", "mlp-digits", "--seeds", "0", "0"], id="barrier"),
+        pytest.param(["barrier", "nope", "--seeds", "3", "3", "--json"], id="barrier-unknown"),
+        pytest.param(["triangle", "mlp-digits", "--seeds", "0", "1", "0"], id="triangle-a-c"),
+        pytest.param(["triangle", "mlp-digits", "--seeds", "2", "1", "1"], id="triangle-b-c"),
+        pytest.param(["eigenangles", "mlp-digits", "--seeds", "1", "1"], id="eigenangles"),
+    ],
+)
+def test_a_model_against_itself_is_refused_while_parsing(capsys, _stores, argv):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and not captured.out, captured.err  # nothing loaded, no status line
+    assert "argument --seeds: seeds must differ" in lines[0]
+    assert "a model against itself has no" in lines[0]
+
+
+def test_distinct_seeds_still_parse():
+    args = cli.build_parser().parse_args(["triangle", "mlp-digits", "--seeds", "0", "1", "2"])
+    assert args.seeds == [0, 1, 2]
+    args = cli.build_parser().parse_args(["barrier", "mlp-digits", "--seeds", "1", "0"])
+    assert args.seeds == [1, 0]
