@@ -4,6 +4,7 @@ for misspelt names, same-seed pairs refused, and readable output without --json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -194,3 +195,184 @@ def test_distinct_seeds_still_parse():
     assert args.seeds == [0, 1, 2]
     args = cli.build_parser().parse_args(["barrier", "mlp-digits", "--seeds", "1", "0"])
     assert args.seeds == [1, 0]
+
+
+# ---------------------------------------------------------------- output for people
+
+
+def _curve(n: int = 25) -> dict:
+    lam = [i / (n - 1) for i in range(n)]
+    loss = [0.1 + 0.5 * (1 - abs(2 * x - 1)) + 0.001 * i for i, x in enumerate(lam)]
+    acc = [0.95 - 0.1 * (1 - abs(2 * x - 1)) for x in lam]
+    return {"lambdas": lam, "loss": loss, "accuracy": acc}
+
+
+BARRIER = {
+    "model": "mlp-digits", "seeds": [0, 1], "method": "weight", "group": "orth", "split": "test",
+    "space": "weights", **_curve(), "barrier_loss": 0.41234, "barrier_accuracy": 0.123456,
+    "endpoint_accuracy": [0.95, 0.95], "endpoint_loss": [0.124, 0.1], "lambda_peak_accuracy": 0.5,
+    "lambda_peak_loss": 0.5, "function_check": 3.3e-06, "function_check_a": 1.4e-06,
+    "function_ok": True, "warnings": [], "matching_seconds": 0.0123, "seconds": 0.9575,
+    "cached": False, "device": "cpu",
+}  # fmt: skip
+
+
+def _fits(text: str) -> None:
+    long = [line for line in text.splitlines() if len(line) > cli.WIDTH]
+    assert not long, long
+
+
+def test_the_barrier_summary_leads_with_the_barriers_in_units():
+    text = cli._show("barrier", BARRIER)
+    lines = text.splitlines()
+    assert lines[0].startswith("loss barrier") and "0.4123 nats" in lines[0]
+    assert "λ = 0.5" in lines[0]
+    assert lines[1].startswith("accuracy barrier") and "12.35%" in lines[1]
+    assert "A 0.124, B 0.1 nats" in text and "A 95.00%, B 95.00%" in text
+    assert "0.9575 s" in text and "0.0123 s" in text
+    # the curve: a few rows, not 25 numbers; its endpoints and the peak among them
+    curve = lines[lines.index("curve, 5 of 25 points (--json has all)") + 1 :]
+    assert len(curve) == 6 and curve[0].split() == ["λ", "loss", "(nats)", "accuracy"]
+    assert curve[1].split() == ["0", "0.1", "95.00%"]
+    assert curve[3].split()[:3] == ["0.5", "0.612", "85.00%"] and "peak" in curve[3]
+    assert curve[-1].split() == ["1", "0.124", "95.00%"]
+    _fits(text)
+
+
+def test_a_failed_function_check_is_said_in_the_summary():
+    text = cli._show("barrier", {**BARRIER, "function_ok": False})
+    assert "FAILED" in text
+    assert ": ok" in cli._show("barrier", BARRIER)
+
+
+def test_the_barrier_summary_matches_the_json(capsys, _stores):
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "orth", "--points", "5"]
+    assert cli.main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert cli.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["loss", "barrier", f"{r['barrier_loss']:.4g}", "nats,"]
+    assert f"{100 * r['barrier_accuracy']:.2f}%" in lines[1]
+
+
+def test_json_is_the_result_itself(capsys, monkeypatch):
+    result = {"b": [1, 2.5, float("nan")], "a": {"x": float("inf"), "y": "z"}, "warnings": []}
+    monkeypatch.setitem(cli.COMMANDS, "zoo", lambda args: result)
+    assert cli.main(["zoo", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out == '{"b": [1, 2.5, null], "a": {"x": null, "y": "z"}, "warnings": []}\n'
+
+
+def test_any_result_reads_with_units_and_summarised_lists():
+    result = {"test_loss": 0.029655566, "test_accuracy": 0.993963782, "seconds": 1.0712,
+              "bytes": 620932322, "parameters": 2126602, "warnings": ["said on stderr"],
+              "values": [i / 7 for i in range(30)], "pair": [0.5, 0.25]}  # fmt: skip
+    text = "\n".join(cli._human(result))
+    assert "test loss      0.02966 nats" in text and "test accuracy  99.40%" in text
+    assert "1.071 s" in text and "620.9 MB" in text and "2,126,602" in text
+    assert "said on stderr" not in text  # main prints warnings on stderr
+    assert "30 values from 0 to 4.143" in text and "0.5, 0.25" in text
+
+
+def test_wide_tables_fit_and_keep_every_word():
+    prose = "a rotation keeps the norm but mixes coordinates, so a per-channel gain cannot follow"
+    rows = [{"group": f"group-{i}", "acts_on": "resid O(d); FFN units S_f; heads S_H " * 2,
+             "valid": i % 2 == 0, "max_abs_dlogits": 10.0**-i, "note": prose}
+            for i in range(3)]  # fmt: skip
+    lines = cli._columns(rows)
+    _fits("\n".join(lines))
+    words = " ".join(lines).split()
+    assert words.count("rotation") == 3 and "group-2" in words
+    assert lines[0].split()[:3] == ["group", "acts", "on"]
+
+
+def test_long_tables_show_their_ends():
+    lines = cli._columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
+    assert len(lines) == 1 + cli.MAX_ROWS - 5 + 1 + 5
+    assert "260 more rows" in lines[cli.MAX_ROWS - 4]
+    assert lines[-1].split() == ["299", "0.003333"]
+
+
+def test_zoo_fits_in_a_hundred_columns(capsys, _stores):
+    assert cli.main(["zoo"]) == 0
+    out = capsys.readouterr().out
+    _fits(out)
+    assert "mlp-digits" in out and "10,890" in out and "0–11" in out
+
+
+TABLE_ROW = {"method": "weight", "group": "orth", "space": "weights", "barrier_loss": 0.02710,
+             "barrier_loss_sem": 0.00123, "barrier_accuracy": 0.0080483,
+             "barrier_accuracy_sem": 0.001, "per_pair_loss": [0.0271, 0.028],
+             "function_check": 3.3e-06, "function_ok": True, "warnings": [],
+             "matching_seconds": 0.0084, "paper": "0.34–0.69"}  # fmt: skip
+
+
+def test_the_table_is_columns_of_barriers_with_their_errors():
+    result = {"model": "mlp-digits", "split": "test", "space": "weights", "spaces": ["weights"],
+              "paper": {"source": "a paper, Table 2"}, "pairs": [[0, 1], [2, 3]],
+              "rows": [TABLE_ROW, {**TABLE_ROW, "method": "naive", "group": "perm",
+                                   "barrier_loss": 0.7312, "paper": "1.69–2.84"}],
+              "function_ok": True, "warnings": []}  # fmt: skip
+    text = cli._show("table", result)
+    lines = text.splitlines()
+    assert lines[0].startswith("mlp-digits: barriers over 2 pairs of seeds (0–1, 2–3)")
+    head = next(i for i, line in enumerate(lines) if line.startswith("method"))
+    assert "loss barrier (nats) ± s.e.m." in lines[head] and "accuracy barrier" in lines[head]
+    row = lines[head + 1]
+    assert row.split()[:5] == ["weight", "orth", "0.0271", "±", "0.00123"]
+    assert "0.80% ± 0.10%" in row and row.endswith("0.34–0.69")
+    assert "paper: a paper, Table 2" in text
+    _fits(text)
+
+
+def test_controls_read_as_one_table_and_a_legend():
+    rows = [
+        {**TABLE_ROW, "control": c, "method": m, "fraction_removed": f}
+        for c in ("real", "permuted-labels")
+        for m, f in (("naive", 0.0), ("weight", 0.5))
+    ]
+    legend = [{"control": c, "description": "a normal model against one trained " * 4,
+               "disagreement": 0.5} for c in ("real", "permuted-labels")]  # fmt: skip
+    result = {"model": "mlp-digits", "split": "test", "space": "weights", "pairs": [[0, 1]],
+              "path_task": "every path is scored on the normal task", "controls": legend,
+              "rows": rows, "function_ok": True, "warnings": [], "seconds": 1.5}  # fmt: skip
+    text = cli._show("controls", result)
+    _fits(text)
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("control"))
+    assert lines[head].split()[:6] == ["control", "method", "group", "loss", "barrier", "(nats)"]
+    assert lines[head + 1].split() == ["real", "naive", "orth", "0.0271", "0.80%", "0.00%"]
+    assert lines[head + 2].split() == ["weight", "orth", "0.0271", "0.80%", "50.00%"]  # once
+    assert "Every path is scored on the normal task." in text and "1.5 s" in text
+
+
+def test_the_triangle_leads_with_its_barrier_and_basin():
+    points = [[1, 0, 0], [0.5, 0.5, 0], [0, 1, 0], [0.5, 0, 0.5], [0, 0.5, 0.5], [0, 0, 1]]
+    result = {"model": "mlp-digits", "seeds": [0, 1, 2], "method": "weight", "group": "orth",
+              "split": "test", "space": "weights", "joint": False, "points": points,
+              "accuracy": [0.99, 0.97, 0.99, 0.96, 0.98, 0.99],
+              "excess_loss": [0, 0.02, 0, 0.0880213, 0.01, 0], "basin_fraction": 5 / 6,
+              "corner_loss": [0.03, 0.028, 0.031], "corner_accuracy": [0.99, 0.99, 0.99],
+              "loss": [0.03] * 6, "resolution": 2, "tol": 0.05, "function_check": 3.8e-06,
+              "function_check_a": 1.4e-06, "function_ok": True, "warnings": [],
+              "seconds": 0.72, "cached": False, "device": "cpu"}  # fmt: skip
+    lines = cli._show("triangle", result).splitlines()
+    assert lines[0].startswith("loss barrier") and "0.08802 nats" in lines[0]
+    assert "(w_A, w_B, w_C) = (0.5, 0, 0.5)" in lines[0]
+    assert lines[1].startswith("basin") and "83.33% of 6 points" in lines[1]
+    assert lines[2].startswith("lowest accuracy") and "96.00%" in lines[2]
+
+
+def test_eigenangles_are_a_table_of_rotations():
+    summary = {"share_small": 0.15625, "median_abs": 1.5432887, "mean_abs": 1.51163, "n": 32,
+               "small": 0.3}  # fmt: skip
+    result = {"model": "mlp-digits", "seeds": [0, 1], "d_model": 32, "angles_wm": [0.1] * 32,
+              "summary_wm": summary, "angles_haar": [0.2] * 32, "summary_haar": summary,
+              "wm_objective": [284.945, 116.911], "lm_curve": [], "seconds": 0.01,
+              "cached": True}  # fmt: skip
+    lines = cli._show("eigenangles", result).splitlines()
+    assert "radians" in lines[0]
+    head = next(i for i, line in enumerate(lines) if line.startswith("rotation"))
+    assert "median |θ|" in lines[head] and "share |θ| < 0.3" in lines[head]
+    assert lines[head + 1].split()[-3:] == ["1.543", "1.512", "15.62%"]
+    assert "objective 284.9 → 116.9 over 2 rounds" in "\n".join(lines)
