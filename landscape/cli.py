@@ -1023,11 +1023,12 @@ def _curve(r: dict[str, Any]) -> list[str]:
 @layout("barrier", "pair-barrier")
 def _show_barrier(r: dict[str, Any]) -> list[str]:
     if "a" in r:  # pair-barrier: two checkpoint paths
-        models = f"A = {r['a']} at λ = 1, B = {r['b']} at λ = 0, aligned to A"
+        models = [("model A", f"{r['a']}, at λ = 1"), ("model B", f"{r['b']}, at λ = 0")]
     else:
         word = _member(r["model"])
         a, b = r["seeds"]
-        models = f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, aligned to A"
+        models = [("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
+                             "aligned to A")]  # fmt: skip
     (la, lb), (aa, ab) = r["endpoint_loss"], r["endpoint_accuracy"]
     peak = r.get("lambda_peak_accuracy")
     facts = [
@@ -1035,15 +1036,18 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
                          f"{_num(r['lambda_peak_loss'])}"),
         ("accuracy barrier", _pct(r["barrier_accuracy"])
                              + (f", highest at λ = {_num(peak)}" if peak is not None else "")),
-        ("models", models),
+        *models,
         ("alignment", _alignment(r)),
         ("measured on", _where(r)),
         ("endpoint losses", f"A {_num(la)}, B {_nats(lb)}"),
         ("endpoint accuracies", f"A {_pct(aa)}, B {_pct(ab)}"),
     ]  # fmt: skip
     if "a" in r:
-        facts += [("architecture", f"{r['architecture']}, {_bare('count', r['parameters'])} "
-                                   "parameters"), ("data", str(r["data"]))]  # fmt: skip
+        data = r.get("data")
+        if isinstance(data, dict):  # what was evaluated: the note says it in words
+            data = data.get("note") or _value("data", data)
+        facts += [("architecture", r["architecture"]),
+                  ("parameters", _bare("count", r["parameters"])), ("data", str(data))]  # fmt: skip
     facts += [("function check", _checks(r)), ("time", _time(r))]
     return [*_facts(facts), "", *_curve(r)]
 

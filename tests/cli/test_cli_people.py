@@ -376,3 +376,19 @@ def test_eigenangles_are_a_table_of_rotations():
     assert "median |θ|" in lines[head] and "share |θ| < 0.3" in lines[head]
     assert lines[head + 1].split()[-3:] == ["1.543", "1.512", "15.62%"]
     assert "objective 284.9 → 116.9 over 2 rounds" in "\n".join(lines)
+
+
+def test_the_pair_barrier_names_its_paths_and_data():
+    result = {
+        **BARRIER,
+        "a": "ckpt/a",
+        "b": "ckpt/b",
+        "architecture": "GPT-2, d=64",
+        "parameters": 124865,
+        "data": {"tokens": "characters", "note": "65 characters"},
+    }
+    del result["model"], result["seeds"]
+    text = cli._show("pair-barrier", result)
+    assert text.splitlines()[0].startswith("loss barrier") and "0.4123 nats" in text
+    assert "ckpt/a, at λ = 1" in text and "ckpt/b, at λ = 0" in text
+    assert "124,865" in text and "65 characters" in text and "{" not in text
