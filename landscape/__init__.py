@@ -10,11 +10,14 @@ from importlib import import_module
 from typing import Any
 
 from landscape.errors import LandscapeError
-from landscape.models import ModelConfig, forward, init_params
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    # the models need torch: on first use too, so that `landscape --help` starts without it
+    "ModelConfig": "landscape.models",
+    "forward": "landscape.models",
+    "init_params": "landscape.models",
     "Cache": "landscape.store.cache",
     "get_checkpoint": "landscape.models.train",
     "train": "landscape.models.train",
@@ -32,7 +35,7 @@ _LAZY = {
     "add_family": "landscape.sources",
 }
 
-__all__ = ["LandscapeError", "ModelConfig", "forward", "init_params", *_LAZY]
+__all__ = ["LandscapeError", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,10 @@
 """One error type for bad input: the CLI prints its message on one line and exits non-zero."""
 
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
 
 class LandscapeError(Exception):
     """A problem with the user's input or environment, stated in one line."""
@@ -15,3 +20,10 @@ def check_seed(seed: int, what: str = "seed") -> int:
     if not 0 <= seed < SEED_LIMIT:
         raise LandscapeError(f"{what} must be non-negative and below 2**32, got {seed}")
     return seed
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for the known name closest to a misspelt ``name``, else ``""``:
+    the tail of a one-line error about an unknown name."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""

@@ -40,7 +40,7 @@ from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file, check_windo
 from landscape.data import Split
 from landscape.data.text import token_corpus
 from landscape.device import CPU
-from landscape.errors import LandscapeError
+from landscape.errors import LandscapeError, did_you_mean
 from landscape.models import ModelConfig, Params, architecture_of
 from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
 from landscape.models.train import available_seeds as zoo_seeds
@@ -60,6 +60,7 @@ from landscape.store.families import (
     NAME,
     Family,
     check_member,
+    families,
     family,
     is_family,
     member_rows,
@@ -101,7 +102,10 @@ def load_any(path: str | os.PathLike) -> Checkpoint:
     (:func:`landscape.models.importers.import_checkpoint`)."""
     p = Path(path)
     if not p.exists():
-        raise LandscapeError(f"{p} is not a zoo model, a family or a checkpoint path")
+        known = [*ZOO, *(f.name for f in families())]
+        raise LandscapeError(
+            f"{p} is not a zoo model, a family or a checkpoint path{did_you_mean(str(p), known)}"
+        )
     cfg_file = p / "config.json"
     if p.is_dir() and cfg_file.is_file():
         try:

@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 
 from landscape import data
 from landscape.data import datasets
-from landscape.errors import LandscapeError
+from landscape.errors import LandscapeError, did_you_mean
 from landscape.models.checkpoint import (  # noqa: F401  (tests and bench import them from here)
     Checkpoint,
     load_checkpoint_dir,
@@ -232,7 +232,9 @@ def with_variant(model: ZooModel, name: str | None) -> ZooModel:
 
 def zoo_model(name: str) -> ZooModel:
     if name not in ZOO:
-        raise LandscapeError(f"unknown model {name!r}; the zoo has {', '.join(ZOO)}")
+        raise LandscapeError(
+            f"unknown model {name!r}; the zoo has {', '.join(ZOO)}{did_you_mean(name, ZOO)}"
+        )
     return ZOO[name]
 
 
