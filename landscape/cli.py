@@ -31,6 +31,11 @@ GROUPS = ("perm", "signed-perm", "orth")
 MONOMIAL_GROUPS = ("perm", "signed-perm")
 SPACES = ("weights", "circuits")
 AUTO = "auto"
+# the commands whose result the app draws take --figure, and its formats
+# (landscape.plots.files.BUILDERS and SUFFIXES)
+FIGURE_COMMANDS = ("barrier", "triangle", "eigenangles", "widths", "symmetries", "gauge-sweep",
+                   "transport")  # fmt: skip
+FIGURE_SUFFIXES = (".html", ".png", ".svg")
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 COMMANDS: dict[str, Handler] = {}
@@ -153,6 +158,19 @@ def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[s
         return value
 
     return parse
+
+
+def _figure_path(text: str) -> str:
+    from pathlib import Path
+
+    p = Path(text)
+    if p.suffix.lower() not in FIGURE_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"{text}: the suffix picks the format: {', '.join(FIGURE_SUFFIXES)}"
+        )
+    if not p.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: the folder {p.parent} does not exist")
+    return text
 
 
 def _distinct(what: str) -> type[argparse.Action]:
@@ -387,6 +405,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                    help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    for name in FIGURE_COMMANDS:
+        sub.choices[name].add_argument(
+            "--figure", type=_figure_path, metavar="PATH",
+            help="also write the figure the app draws for this result: .html (interactive, "
+            "opens offline), .png or .svg (needs a Chromium browser); a command with several "
+            "figures writes one file per part, named PATH-<part>",
+        )  # fmt: skip
     return parser
 
 
@@ -1248,6 +1273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"landscape: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    if getattr(args, "figure", None):
+        try:
+            from landscape.plots.files import write_figures
+
+            result["figures"] = write_figures(args.command, result, args.figure)
+        except LandscapeError as e:  # the result stands; say that the figure failed
+            print(f"landscape: error: {e}", file=sys.stderr)
+            print(json.dumps(_clean(result)) if args.json else _show(args.command, result))
+            return 2
     # a broken function or a NaN check is never only a field: it is said on stderr too
     for warning in result.get("warnings", []):
         print(f"landscape: warning: {warning}", file=sys.stderr)

@@ -1,0 +1,147 @@
+"""The figures of command results, written to files: what ``--figure PATH`` draws.
+
+Each command that the app draws has one builder here, which calls the same figure function
+as its page (``landscape.plots``) on the command's JSON result, so a figure from the command
+line is the figure the page shows. The file's suffix picks the format: ``.html`` (the
+interactive figure, plotly.js included, opens offline), ``.png`` and ``.svg`` (the app's
+export theme, drawn by a headless browser; :mod:`landscape.plots.export`). A command with
+several figures (the gauge sweep: one per part) writes ``PATH`` with the part's name before
+the suffix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from landscape.errors import LandscapeError
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+SUFFIXES = (".html", ".png", ".svg")
+Builder = Callable[[dict[str, Any]], "dict[str, go.Figure]"]
+
+
+def check_figure_path(path: str) -> str:
+    """``path`` if its suffix is one this module writes and its folder exists, else refused."""
+    p = Path(path)
+    if p.suffix.lower() not in SUFFIXES:
+        raise LandscapeError(
+            f"--figure {path}: the suffix picks the format; use one of {', '.join(SUFFIXES)}"
+        )
+    if not p.parent.is_dir():
+        raise LandscapeError(f"--figure {path}: the folder {p.parent} does not exist")
+    return path
+
+
+def _barrier(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.interpolation import figure_interpolation
+
+    method, group = result["method"], result["group"]
+    label = "naive" if method == "naive" else f"{method}/{group}"
+    series = [{"label": label, "results": [result], "space": result.get("space", "weights")}]
+    return {"": figure_interpolation(series, split=result.get("split", "test"))}
+
+
+def _triangle(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.triangle import figure_triangles
+
+    return {"": figure_triangles([result])}
+
+
+def _eigenangles(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.eigenangles import (
+        figure_checkpoint_barriers,
+        figure_eigenangles,
+        figure_round_barriers,
+    )
+
+    out = {"": figure_eigenangles(result)}
+    if "iterations" in result:
+        out["rounds"] = figure_round_barriers(result["iterations"])
+        if result["iterations"].get("checkpoints"):
+            out["checkpoints"] = figure_checkpoint_barriers(result["iterations"])
+    return out
+
+
+def _widths(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.interpolation import figure_widths
+
+    return {"": figure_widths(result, split=result.get("split", "test"))}
+
+
+def _symmetries(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.gauge import figure_symmetry_check
+
+    return {"": figure_symmetry_check(result["rows"])}
+
+
+def _gauge_sweep(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots import gauge as g
+
+    builders = {
+        "table": lambda part: g.figure_symmetry_check(part["rows"]),
+        "scramble": g.figure_scramble,
+        "recovery": g.figure_recovery,
+        "trajectory": g.figure_trajectory,
+        "claims": g.figure_claims,
+    }
+    return {name: build(result[name]) for name, build in builders.items() if name in result}
+
+
+def _transport(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.gauge import figure_transport
+
+    if "rows" not in result:
+        raise LandscapeError("--figure: transport draws its table (without --artifact)")
+    return {"": figure_transport(result["rows"])}
+
+
+BUILDERS: dict[str, Builder] = {
+    "barrier": _barrier,
+    "triangle": _triangle,
+    "eigenangles": _eigenangles,
+    "widths": _widths,
+    "symmetries": _symmetries,
+    "gauge-sweep": _gauge_sweep,
+    "transport": _transport,
+}
+
+
+def write_figures(command: str, result: dict[str, Any], path: str) -> list[str]:
+    """Draw ``command``'s ``result`` as its page does and write it to ``path`` (one file per
+    figure; a named figure goes to ``<stem>-<name><suffix>``). Returns the paths written."""
+    from landscape.plots import export
+
+    p = Path(check_figure_path(path))
+    written = []
+    for name, fig in BUILDERS[command](result).items():
+        target = p if not name else p.with_name(f"{p.stem}-{name}{p.suffix}")
+        suffix = p.suffix.lower()
+        if suffix == ".html":
+            data = fig.to_html(include_plotlyjs=True, full_html=True).encode()
+        else:
+            try:
+                data = export.to_png(fig) if suffix == ".png" else export.to_svg(fig)
+            except Exception as e:  # kaleido or its browser missing: one line, what to do
+                raise LandscapeError(
+                    f"--figure {target}: drawing {suffix[1:].upper()} needs kaleido and a "
+                    f"Chromium browser ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                    "an .html figure needs neither"
+                ) from None
+        _write(target, data)
+        written.append(str(target))
+    return written
+
+
+def _write(target: Path, data: bytes) -> None:
+    """Whole or not at all: a full disk leaves no half-written figure under ``target``."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise LandscapeError(f"--figure {target}: cannot write it ({e.strerror})") from None

@@ -1,0 +1,67 @@
+"""--figure: the figure the app draws for a command's result, written from the command line."""
+
+import json
+
+import pytest
+
+from landscape import cli
+from landscape.cli import main
+from landscape.plots import files
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+
+
+def test_the_parser_lists_what_the_builders_draw():
+    assert set(cli.FIGURE_COMMANDS) == set(files.BUILDERS)
+    assert cli.FIGURE_SUFFIXES == files.SUFFIXES
+
+
+def test_barrier_figure_is_the_interpolation_figure(tmp_path, capsys, cache_env):
+    out = tmp_path / "curve.html"
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--group", "orth", "--points", "5"]
+    assert main([*argv, "--json", "--figure", str(out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["figures"] == [str(out)]
+    html = out.read_text()
+    assert "Plotly.newPlot" in html and "orth" in html
+    assert not list(tmp_path.glob(".*.tmp"))  # written whole, no temporary left
+    # the figure draws the command's own curve
+    fig = files.BUILDERS["barrier"](result)[""]
+    lines = [t for t in fig.data if t.name == "weight/orth" and len(t.y) == len(result["loss"])]
+    assert [list(t.y) for t in lines] == [result["loss"], result["accuracy"]]
+
+
+def test_a_command_with_several_figures_writes_one_per_part(tmp_path, capsys, cache_env):
+    out = tmp_path / "sweep.html"
+    argv = ["gauge-sweep", "mlp-digits", "--parts", "table", "--draws", "1", "--json"]
+    assert main([*argv, "--figure", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["figures"] == [str(tmp_path / "sweep-table.html")]
+    assert (tmp_path / "sweep-table.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("bad", ["curve.pdf", "missing-folder/curve.html"])
+def test_bad_figure_paths_are_refused_before_anything_runs(tmp_path, capsys, bad):
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--figure", str(tmp_path / bad)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--figure" in err and len(err.splitlines()) == 1
+
+
+def test_commands_the_app_does_not_draw_have_no_figure_option(capsys):
+    assert main(["table", "mlp-digits", "--figure", "x.html"]) == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_png_figure(tmp_path, capsys, cache_env):
+    pytest.importorskip("kaleido")
+    out = tmp_path / "symmetries.png"
+    rc = main(["symmetries", "mlp-digits", "--seed", "0", "--figure", str(out), "--json"])
+    err = capsys.readouterr().err
+    if rc == 2 and "Chromium browser" in err:
+        pytest.skip("no browser to draw PNG here")
+    assert rc == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
