@@ -243,6 +243,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
 
+    p = sub.add_parser("align", parents=[common],
+                       help="write B aligned to A (or their merge) as a checkpoint")  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   action=_distinct("alignment"), help=PAIR_HELP)  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--out", required=True,
+                   help="new folder to write: B's own format (a Hugging Face directory for a "
+                        "model imported from one, else the landscape format)")  # fmt: skip
+    p.add_argument("--merge", type=_float_in(0.0, 1.0), metavar="λ",
+                   help="write the model at λ on the line instead (λ = 1 is A), and its loss "
+                        "beside the curve's value there")  # fmt: skip
+    p.add_argument("--split", choices=["test", "train"], default="test",
+                   help="data split the merge's loss is measured on")  # fmt: skip
+
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--seeds", type=_seed, nargs=3, required=True, metavar=("A", "B", "C"),
@@ -525,6 +541,17 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
         return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
                        split=args.split, space=args.space, device=args.device,
                        progress=progress)  # fmt: skip
+
+
+@command("align")
+def _align(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.export import write_aligned
+
+    _status(f"align {args.model} {args.seeds} {args.method}/{args.group} → {args.out}")
+    with _progress_bar(f"align {args.method}/{args.group}") as progress:
+        return write_aligned(args.model, args.seeds, args.out, args.method, args.group,
+                             merge=args.merge, split=args.split, device=args.device,
+                             progress=progress)  # fmt: skip
 
 
 @command("triangle")

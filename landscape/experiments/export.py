@@ -1,0 +1,140 @@
+"""Aligned checkpoints out: π(θ_B), or the merge λ·θ_A + (1−λ)·π(θ_B), written as a checkpoint.
+
+:func:`write_aligned` aligns B to A (the cached matching of ``experiments.align``) and writes
+the aligned B, or with ``merge=λ`` the model at λ on the straight line (λ = 1 is A, DESIGN §1),
+in B's own format: a Hugging Face directory for a model imported from one
+(:func:`landscape.models.exporters.export_hf`: config.json + safetensors in the source's tensor
+names, tokenizer files beside them), the landscape format (config.json + model.safetensors)
+for zoo models, GGUF files and landscape directories. The written files are read back and
+checked: the aligned B against B (max |Δlogits| on the function-check batch), the merge
+against the line's own parameters, and the merge's loss against the curve's value at λ.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.curves import evaluate_path
+from landscape.experiments.runs import align, check_pair, check_split, load
+from landscape.matching import function_check
+from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_checkpoint_dir
+from landscape.models.config import ModelConfig
+from landscape.models.exporters import export_hf
+from landscape.models.importers import import_checkpoint
+from landscape.models.params import Params, param_shapes
+from landscape.progress import Progress, tell, within
+from landscape.sources import data_of
+from landscape.store.cache import Cache
+from landscape.threads import threaded
+
+
+def _hf_source(ckpt: Checkpoint) -> str | None:
+    """The Hugging Face directory B was imported from, if it was."""
+    fmt, source = ckpt.meta.get("format", ""), ckpt.meta.get("source")
+    if source and str(fmt).startswith("safetensors") and (Path(source) / "config.json").is_file():
+        return str(source)
+    return None
+
+
+def _completed(cfg: ModelConfig, params: Params) -> Params:
+    """Every parameter the format stores: norm gains and biases that processing folded away
+    are written as what they mean, ones and zeros."""
+    out = dict(params)
+    like = next(iter(params.values()))
+    for name, shape in param_shapes(cfg).items():
+        if name not in out:
+            if not name.endswith((".w", ".b")):
+                raise LandscapeError(f"the aligned model has no {name}")
+            fill = torch.ones if name.endswith(".w") else torch.zeros
+            out[name] = fill(shape, dtype=like.dtype, device=like.device)
+    return out
+
+
+@threaded
+def write_aligned(
+    model: str,
+    seeds: Sequence[int],
+    out: str | os.PathLike,
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    merge: float | None = None,
+    split: str = "test",
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Align seed ``seeds[1]`` of ``model`` to ``seeds[0]`` and write it (module docstring).
+
+    Returns ``path``, ``format``, ``written`` (what the writer reports), ``function_check``
+    (aligned B as written, reloaded, against B; for a merge, the reloaded merge against the
+    line's parameters at λ), ``function_ok`` and, for a merge, ``loss``/``accuracy`` of the
+    reloaded model on A's ``split`` beside ``curve_loss``/``curve_accuracy``, the line's value.
+    """
+    if len(seeds) != 2 or seeds[0] == seeds[1]:
+        raise LandscapeError("give two different seeds: A and B")
+    if merge is not None and not 0.0 <= merge <= 1.0:
+        raise LandscapeError(f"--merge must lie in [0, 1] (λ = 1 is A), got {merge}")
+    target = Path(out)
+    if target.exists():
+        raise LandscapeError(f"{target} exists; choose a new folder")
+    if not target.parent.is_dir():
+        raise LandscapeError(f"{target.parent} does not exist")
+    tell(progress, "load", 0)
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    check_pair(a, b)
+    cache = cache or Cache()
+    al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
+               progress=within(progress, 0.0, 0.8))  # fmt: skip
+    cfg = al.cfg
+    if merge is None:
+        params = al.params_b
+    else:
+        params = {k: merge * al.params_a[k] + (1.0 - merge) * al.params_b[k] for k in al.params_b}
+    tell(progress, "write", 0.8)
+    source = _hf_source(b)
+    meta = {"name": f"{b.name} aligned to {a.name}", "aligned": {
+        "model": model, "seeds": list(seeds), "method": method, "group": group,
+        "merge": merge}}  # fmt: skip
+    if source is not None:
+        written = export_hf(cfg, params, source, target)
+        back = import_checkpoint(target)
+    else:
+        save_checkpoint_dir(Checkpoint(cfg, _completed(cfg, params), {**b.meta, **meta}), target)
+        written = {"path": str(target), "format": "landscape"}
+        back = load_checkpoint_dir(target)
+    tell(progress, "check", 0.9)
+    if merge is None:
+        check = function_check(b.cfg, b.params, back.cfg, back.params)
+    else:
+        check = function_check(cfg, params, back.cfg, back.params)
+    result: dict[str, Any] = {
+        "model": model, "seeds": list(seeds), "method": method, "group": group, "merge": merge,
+        "path": str(target), "format": written["format"], "written": written,
+        "function_check": check, "function_ok": bool(check < 1e-4),
+        "warnings": [] if check < 1e-4 else [
+            f"the written model's logits differ by {check:.3g} from what it should compute"],
+    }  # fmt: skip
+    if merge is not None:
+        check_split(split)
+        data = data_of(a)
+        ev = data.evaluation(split)  # what the barrier's curve is evaluated on
+        opts = data.eval_options(cfg, ev.inputs)
+        line_loss, line_acc = evaluate_path(cfg, al.params_a, al.params_b, ev.inputs,
+                                            ev.targets, [merge], **opts)  # fmt: skip
+        own_loss, own_acc = evaluate_path(back.cfg, back.params, back.params, ev.inputs,
+                                          ev.targets, [1.0], **opts)  # fmt: skip
+        result.update({"split": split, "loss": float(own_loss[0]), "accuracy": float(own_acc[0]),
+                       "curve_loss": float(line_loss[0]),
+                       "curve_accuracy": float(line_acc[0])})  # fmt: skip
+    tell(progress, "done", 1.0)
+    return result

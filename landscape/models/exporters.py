@@ -1,0 +1,165 @@
+"""Write canonical parameters back in a Hugging Face source's own format (the importers'
+inverse), so an aligned or merged model leaves the tool as a checkpoint that transformers, and
+any tool built on it, loads.
+
+:func:`export_hf` takes the configuration and parameters (aligned B, or a merge, in the
+coordinates the alignment left them: norm gains folded for rotations) and the source directory
+they were imported from; it writes ``config.json`` (the source's, with ``tie_word_embeddings``
+set to what the tensors are), ``model.safetensors`` in the source's tensor names and layouts and
+the tokenizer files beside them. A model the source architecture cannot express is refused
+with the reason:
+
+- **GPT-2** (LayerNorm, Conv1D layout): the stream must still be a LayerNorm stream. Permutations
+  are exact on it; signed permutations and rotations need the writers centred and LayerNorm
+  replaced by RMSNorm, which GPT-2's format has no place for (align with ``--group perm``).
+  GPT-2 has no unembedding bias, so one folded there is refused.
+- **Llama** family (RMSNorm, gated MLP, rotary positions, grouped-query heads): every group the
+  alignment admits. A folded gain is written as ones; an unembedding that no longer equals the
+  embedding's transpose (a folded final gain) is written as its own ``lm_head.weight``.
+
+Files are written whole: into a temporary folder beside ``out``, renamed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from landscape.errors import LandscapeError
+from landscape.models.config import ModelConfig
+from landscape.models.params import Params
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "vocab.json", "merges.txt", "tokenizer.model",
+                   "generation_config.json")  # fmt: skip
+
+
+def _gain(params: Params, name: str, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """A norm gain, or ones where processing folded it into its readers."""
+    return params[name] if name in params else torch.ones(d, dtype=dtype)
+
+
+def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    if cfg.norm != "ln":
+        raise LandscapeError(
+            "GPT-2's format has LayerNorm only; this alignment centred the stream and uses "
+            "RMSNorm (signed permutations and rotations need that): align with --group perm"
+        )
+    if any(f"blocks.{i}.ln1.b" not in p for i in range(cfg.n_layers)):
+        raise LandscapeError("GPT-2's format has LayerNorm biases; these were folded away")
+    if "unembed.b_U" in p and bool(p["unembed.b_U"].abs().max() > 0):
+        raise LandscapeError("GPT-2 has no unembedding bias, and this model has one")
+    h, e, d = cfg.n_heads, cfg.d_head, cfg.d_model
+    dtype = p["embed.W_E"].dtype
+    out = {"transformer.wte.weight": p["embed.W_E"], "transformer.wpe.weight": p["pos_embed.W_pos"]}
+    for layer in range(cfg.n_layers):
+        s, b = f"transformer.h.{layer}.", f"blocks.{layer}."
+        for ours, theirs in (("ln1", "ln_1"), ("ln2", "ln_2")):
+            out[f"{s}{theirs}.weight"] = _gain(p, f"{b}{ours}.w", d, dtype)
+            out[f"{s}{theirs}.bias"] = p[f"{b}{ours}.b"]
+        # Conv1D: [in, out]; Q | K | V side by side, each head's columns together
+        out[f"{s}attn.c_attn.weight"] = torch.cat(
+            [p[f"{b}attn.W_{m}"].transpose(0, 1).reshape(d, h * e) for m in "QKV"], dim=1
+        )
+        out[f"{s}attn.c_attn.bias"] = torch.cat([p[f"{b}attn.b_{m}"].reshape(h * e)
+                                                 for m in "QKV"])  # fmt: skip
+        out[f"{s}attn.c_proj.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d)
+        out[f"{s}attn.c_proj.bias"] = p[f"{b}attn.b_O"]
+        out[f"{s}mlp.c_fc.weight"] = p[f"{b}mlp.W_in"]
+        out[f"{s}mlp.c_fc.bias"] = p[f"{b}mlp.b_in"]
+        out[f"{s}mlp.c_proj.weight"] = p[f"{b}mlp.W_out"]
+        out[f"{s}mlp.c_proj.bias"] = p[f"{b}mlp.b_out"]
+    out["transformer.ln_f.weight"] = _gain(p, "ln_final.w", d, dtype)
+    out["transformer.ln_f.bias"] = p["ln_final.b"]
+    _head(out, p, config, "transformer.wte.weight")
+    return out
+
+
+def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    if cfg.norm != "rms":
+        raise LandscapeError("Llama's format has RMSNorm only")
+    h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
+    dtype = p["embed.W_E"].dtype
+    attn_bias = bool(config.get("attention_bias", False))
+    mlp_bias = bool(config.get("mlp_bias", False))
+    for name, v in p.items():  # a bias the format has no place for must be zero
+        allowed = (attn_bias and ".attn.b_" in name) or (mlp_bias and ".mlp.b_" in name)
+        if name.rsplit(".", 1)[-1].startswith("b_") and not allowed and bool(v.abs().max() > 0):
+            raise LandscapeError(f"this Llama has no bias {name}, and the model has one")
+    out = {"model.embed_tokens.weight": p["embed.W_E"]}
+    for layer in range(cfg.n_layers):
+        s, b = f"model.layers.{layer}.", f"blocks.{layer}."
+        out[f"{s}input_layernorm.weight"] = _gain(p, f"{b}ln1.w", d, dtype)
+        out[f"{s}post_attention_layernorm.weight"] = _gain(p, f"{b}ln2.w", d, dtype)
+        for m, n in (("Q", h), ("K", g), ("V", g)):
+            name = f"{s}self_attn.{m.lower()}_proj"
+            out[f"{name}.weight"] = p[f"{b}attn.W_{m}"].transpose(1, 2).reshape(n * e, d)
+            if attn_bias:
+                out[f"{name}.bias"] = p[f"{b}attn.b_{m}"].reshape(n * e)
+        out[f"{s}self_attn.o_proj.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d).T
+        if attn_bias:
+            out[f"{s}self_attn.o_proj.bias"] = p[f"{b}attn.b_O"]
+        for ours, theirs in (("W_gate", "gate"), ("W_in", "up"), ("W_out", "down")):
+            out[f"{s}mlp.{theirs}_proj.weight"] = p[f"{b}mlp.{ours}"].T
+            if mlp_bias:
+                out[f"{s}mlp.{theirs}_proj.bias"] = p[f"{b}mlp.b_{ours[2:]}"]
+    out["model.norm.weight"] = _gain(p, "ln_final.w", d, dtype)
+    _head(out, p, config, "model.embed_tokens.weight")
+    return out
+
+
+def _head(out: dict[str, torch.Tensor], p: Params, config: dict[str, Any], embed: str) -> None:
+    """Tie the head to the embedding when the tensors still allow it, else write it."""
+    w_u = p["unembed.W_U"].T
+    tied = bool(torch.equal(w_u, out[embed]))
+    config["tie_word_embeddings"] = tied
+    if not tied:
+        out["lm_head.weight"] = w_u
+
+
+EXPORTERS = {"gpt2": _gpt2, "llama": _llama}
+
+
+def export_hf(
+    cfg: ModelConfig, params: Params, source: str | os.PathLike, out: str | os.PathLike
+) -> dict[str, Any]:
+    """Write ``params`` as a checkpoint of the Hugging Face ``source`` directory's family in
+    ``out`` (module docstring); returns what was written. ``out`` must not exist yet."""
+    from safetensors.torch import save_file
+
+    src, dst = Path(source), Path(out)
+    if src.suffix == ".gguf" or not (src / "config.json").is_file():
+        raise LandscapeError(f"{src}: not a Hugging Face directory with config.json (a .gguf "
+                             "source is written in the landscape format instead)")  # fmt: skip
+    if dst.exists():
+        raise LandscapeError(f"{dst} exists; choose a new folder")
+    if not dst.parent.is_dir():
+        raise LandscapeError(f"{dst.parent} does not exist")
+    config = json.loads((src / "config.json").read_text())
+    model_type = config.get("model_type")
+    if model_type not in EXPORTERS:
+        raise LandscapeError(f"writing model_type {model_type!r} is not supported; "
+                             f"supported: {', '.join(EXPORTERS)}")  # fmt: skip
+    tensors = EXPORTERS[model_type](cfg, params, config)
+    tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir()
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        copied = [f for f in TOKENIZER_FILES if (src / f).is_file()]
+        for f in copied:
+            shutil.copy2(src / f, tmp / f)
+        tmp.rename(dst)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise LandscapeError(f"cannot write {dst}: {e.strerror}") from None
+    return {"path": str(dst), "format": "safetensors", "model_type": model_type,
+            "tensors": len(tensors), "tied_embeddings": config["tie_word_embeddings"],
+            "tokenizer_files": copied}  # fmt: skip

@@ -1,0 +1,105 @@
+"""Aligned checkpoints out: written in the source's own format, loadable by transformers."""
+
+import json
+
+import pytest
+import torch
+
+from landscape.cli import main
+from landscape.errors import LandscapeError
+from landscape.experiments.export import write_aligned
+from landscape.models import forward
+from landscape.models.importers import import_checkpoint
+from landscape.sources import add_family
+from tests.conftest import tiny_llama
+
+transformers = pytest.importorskip("transformers")
+
+TEXT = "To be, or not to be, that is the question. Whether tis nobler in the mind. " * 40
+
+
+def _gpt2(seed: int):
+    torch.manual_seed(seed)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=256, n_positions=16,
+                                  attn_implementation="eager")  # fmt: skip
+    model = transformers.GPT2LMHeadModel(cfg)
+    with torch.no_grad():  # gains away from 1 and biases away from 0
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def _family(tmp_path, build, name):
+    paths = []
+    for seed in (0, 1):
+        paths.append(tmp_path / f"{name}{seed}")
+        build(seed).save_pretrained(paths[-1], safe_serialization=True)
+    (tmp_path / "text.txt").write_text(TEXT)
+    add_family(name, paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    return paths
+
+
+def _logits(path, x):
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32,
+                                                              attn_implementation="eager")
+    with torch.no_grad():
+        return model.eval()(x).logits
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize(("build", "group"), [(_gpt2, "perm"), (tiny_llama, "perm"),
+                                              (tiny_llama, "orth")])  # fmt: skip
+def test_aligned_b_loads_in_transformers_with_b_s_logits(tmp_path, cache_env, build, group):
+    name = f"{build.__name__.strip('_')}-pair"
+    paths = _family(tmp_path, build, name)
+    out = tmp_path / "aligned"
+    r = write_aligned(name, [0, 1], out, "weight", group)
+    assert r["format"] == "safetensors" and r["function_ok"], r
+    x = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(0))
+    ref, got = _logits(paths[1], x), _logits(out, x)
+    assert (ref - got).abs().max() < 1e-4
+    # and it is really moved: its weights are not B's
+    a_sd = transformers.AutoModelForCausalLM.from_pretrained(paths[1]).state_dict()
+    b_sd = transformers.AutoModelForCausalLM.from_pretrained(out).state_dict()
+    assert any(not torch.equal(a_sd[k], b_sd[k]) for k in a_sd if k in b_sd)
+
+
+def test_the_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsys):
+    paths = _family(tmp_path, tiny_llama, "llama-merge")
+    out = tmp_path / "merged"
+    argv = ["align", "llama-merge", "--seeds", "0", "1", "--group", "orth", "--merge", "0.3",
+            "--out", str(out), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["function_ok"] and r["loss"] == pytest.approx(r["curve_loss"], abs=1e-5)
+    # transformers computes what the landscape line computes at λ = 0.3
+    merged = import_checkpoint(out)
+    x = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(1))
+    assert (_logits(out, x) - forward(merged.cfg, merged.params, x)).abs().max() < 1e-4
+    assert paths  # both members were written
+
+
+def test_gpt2_refuses_rotations_with_the_reason(tmp_path, cache_env):
+    _family(tmp_path, _gpt2, "gpt2-rot")
+    with pytest.raises(LandscapeError, match="LayerNorm only.*--group perm"):
+        write_aligned("gpt2-rot", [0, 1], tmp_path / "out", "weight", "orth")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_nothing_is_overwritten(tmp_path, cache_env):
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(LandscapeError, match="exists"):
+        write_aligned("mlp-digits", [0, 1], tmp_path / "taken")
+
+
+def test_zoo_models_are_written_in_the_landscape_format(tmp_path, capsys, cache_env):
+    out = tmp_path / "zoo-aligned"
+    assert main(["align", "mlp-digits", "--seeds", "0", "1", "--group", "orth", "--out",
+                 str(out), "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert r["format"] == "landscape" and r["function_ok"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
