@@ -13,9 +13,10 @@ with the reason:
   are exact on it; signed permutations and rotations need the writers centred and LayerNorm
   replaced by RMSNorm, which GPT-2's format has no place for (align with ``--group perm``).
   GPT-2 has no unembedding bias, so one folded there is refused.
-- **Llama** family (RMSNorm, gated MLP, rotary positions, grouped-query heads): every group the
-  alignment admits. A folded gain is written as ones; an unembedding that no longer equals the
-  embedding's transpose (a folded final gain) is written as its own ``lm_head.weight``.
+- **Llama**, **Mistral** and **Qwen2** (RMSNorm, gated MLP, rotary positions, grouped-query
+  heads; Qwen2's q/k/v biases): every group the alignment admits. A folded gain is written as
+  ones; an unembedding that no longer equals the embedding's transpose (a folded final gain) is
+  written as its own ``lm_head.weight``.
 
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
@@ -82,13 +83,19 @@ def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
 
 def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
     if cfg.norm != "rms":
-        raise LandscapeError("Llama's format has RMSNorm only")
+        raise LandscapeError(f"{config.get('model_type')}'s format has RMSNorm only")
     h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
     dtype = p["embed.W_E"].dtype
-    attn_bias = bool(config.get("attention_bias", False))
+    qwen = config.get("model_type") == "qwen2"  # q, k and v biases, none on the output
+    qkv_bias = qwen or bool(config.get("attention_bias", False))
+    o_bias = not qwen and bool(config.get("attention_bias", False))
     mlp_bias = bool(config.get("mlp_bias", False))
     for name, v in p.items():  # a bias the format has no place for must be zero
-        allowed = (attn_bias and ".attn.b_" in name) or (mlp_bias and ".mlp.b_" in name)
+        allowed = (
+            (qkv_bias and any(f".attn.b_{m}" in name for m in "QKV"))
+            or (o_bias and ".attn.b_O" in name)
+            or (mlp_bias and ".mlp.b_" in name)
+        )
         if name.rsplit(".", 1)[-1].startswith("b_") and not allowed and bool(v.abs().max() > 0):
             raise LandscapeError(f"this Llama has no bias {name}, and the model has one")
     out = {"model.embed_tokens.weight": p["embed.W_E"]}
@@ -99,10 +106,10 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
         for m, n in (("Q", h), ("K", g), ("V", g)):
             name = f"{s}self_attn.{m.lower()}_proj"
             out[f"{name}.weight"] = p[f"{b}attn.W_{m}"].transpose(1, 2).reshape(n * e, d)
-            if attn_bias:
+            if qkv_bias:
                 out[f"{name}.bias"] = p[f"{b}attn.b_{m}"].reshape(n * e)
         out[f"{s}self_attn.o_proj.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d).T
-        if attn_bias:
+        if o_bias:
             out[f"{s}self_attn.o_proj.bias"] = p[f"{b}attn.b_O"]
         for ours, theirs in (("W_gate", "gate"), ("W_in", "up"), ("W_out", "down")):
             out[f"{s}mlp.{theirs}_proj.weight"] = p[f"{b}mlp.{ours}"].T
@@ -122,7 +129,7 @@ def _head(out: dict[str, torch.Tensor], p: Params, config: dict[str, Any], embed
         out["lm_head.weight"] = w_u
 
 
-EXPORTERS = {"gpt2": _gpt2, "llama": _llama}
+EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama}
 
 
 def export_hf(

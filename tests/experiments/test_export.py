@@ -29,6 +29,19 @@ def _gpt2(seed: int):
     return model
 
 
+def _qwen2(seed: int):
+    torch.manual_seed(seed)
+    cfg = transformers.Qwen2Config(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=24, vocab_size=256, max_position_embeddings=32, tie_word_embeddings=True,
+    )  # fmt: skip
+    model = transformers.Qwen2ForCausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
 def _family(tmp_path, build, name):
     paths = []
     for seed in (0, 1):
@@ -52,7 +65,7 @@ def cache_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("build", "group"), [(_gpt2, "perm"), (tiny_llama, "perm"),
-                                              (tiny_llama, "orth")])  # fmt: skip
+                                              (tiny_llama, "orth"), (_qwen2, "orth")])  # fmt: skip
 def test_aligned_b_loads_in_transformers_with_b_s_logits(tmp_path, cache_env, build, group):
     name = f"{build.__name__.strip('_')}-pair"
     paths = _family(tmp_path, build, name)

@@ -8,6 +8,8 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
 - ``gpt2`` (:mod:`.gpt2`): GPT2LMHeadModel, GPT2Model.
 - ``llama`` (:mod:`.llama`): LlamaForCausalLM, LlamaModel; SmolLM2 and other Llama-architecture
   models.
+- ``mistral`` (:mod:`.mistral`) and ``qwen2`` (:mod:`.qwen2`, Qwen2 and Qwen2.5): the Llama
+  layout, Qwen2 with query, key and value biases.
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
@@ -49,7 +51,7 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
-from landscape.models.importers import gpt2, llama, vit
+from landscape.models.importers import gpt2, llama, mistral, qwen2, vit
 from landscape.models.importers.common import (
     DTYPES,
     Converter,
@@ -72,7 +74,7 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, vit)
+_FAMILIES = (gpt2, llama, mistral, qwen2, vit)
 SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
 _FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
 

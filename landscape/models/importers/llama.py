@@ -81,6 +81,15 @@ def _rope_theta(config: dict[str, Any], label: str) -> float:
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
+    attn_bias = _flag(config, label, "attention_bias", False)
+    return convert_llama_like(config, src, label, qkv_bias=attn_bias, o_bias=attn_bias)
+
+
+def convert_llama_like(
+    config: dict[str, Any], src: _Source, label: str, *, qkv_bias: bool, o_bias: bool
+) -> tuple[ModelConfig, Params, dict]:
+    """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
+    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2."""
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
     kv = _int(config, label, "num_key_value_heads", default=h)
@@ -94,7 +103,6 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     n_layers = _int(config, label, "num_hidden_layers")
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings", default=2048)
-    attn_bias = _flag(config, label, "attention_bias", False)
     mlp_bias = _flag(config, label, "mlp_bias", False)
     window = _int(config, label, "sliding_window", default=0, low=0)  # 0: no window
     if window and window < n_ctx and _flag(config, label, "use_sliding_window", True):
@@ -129,7 +137,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         rotary_base=theta,
         n_kv_heads=0 if kv == h else kv,
         mlp="gated",
-        bias=attn_bias or mlp_bias,
+        bias=qkv_bias or o_bias or mlp_bias,
     )
     t = src.take
     zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731
@@ -146,7 +154,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
             name = f"{s}self_attn.{m.lower()}_proj"
             p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (n * e, d)), n, e)
             if cfg.bias:
-                bias = t(f"{name}.bias", (n * e,)).reshape(n, e) if attn_bias else zeros(n, e)
+                bias = t(f"{name}.bias", (n * e,)).reshape(n, e) if qkv_bias else zeros(n, e)
                 p[f"{b}attn.b_{m}"] = bias
         p[f"{b}attn.W_O"] = _heads_out(t(f"{s}self_attn.o_proj.weight", (d, h * e)), h, e)
         for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
@@ -158,8 +166,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
                     t(f"{s}mlp.{theirs}_proj.bias", shape[:1]) if mlp_bias else zeros(shape[0])
                 )
         if cfg.bias:
-            o_bias = t(f"{s}self_attn.o_proj.bias", (d,)) if attn_bias else zeros(d)
-            p[f"{b}attn.b_O"] = o_bias
+            p[f"{b}attn.b_O"] = t(f"{s}self_attn.o_proj.bias", (d,)) if o_bias else zeros(d)
     p["ln_final.w"] = t(f"{pre}norm.weight", (d,))
     p["unembed.W_U"] = (w_e if tied else t("lm_head.weight", (vocab, d))).T.contiguous()
     if cfg.bias:

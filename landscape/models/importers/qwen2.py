@@ -1,0 +1,22 @@
+"""Qwen2 and Qwen2.5 (``model_type`` ``qwen2``: Qwen2ForCausalLM) into the canonical form.
+
+The Llama layout (:mod:`.llama`) with biases on the query, key and value projections and none
+on the output projection; tied embeddings in the small sizes. Sliding-window attention
+(``use_sliding_window``) with a window shorter than the context is refused, as for Llama.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from landscape.models.config import ModelConfig
+from landscape.models.importers.common import _Source
+from landscape.models.importers.llama import convert_llama_like
+from landscape.models.params import Params
+
+MODEL_TYPE = "qwen2"
+FAMILY = "Qwen2"
+
+
+def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
+    return convert_llama_like(config, src, label, qkv_bias=True, o_bias=False)

@@ -1,0 +1,54 @@
+"""Qwen2 and Mistral: the Llama layout with their own biases and options, against transformers."""
+
+import pytest
+import torch
+
+from landscape.errors import LandscapeError
+from landscape.models import forward
+from landscape.models.importers import import_checkpoint
+from landscape.symmetry import symmetry_table
+
+transformers = pytest.importorskip("transformers")
+
+SMALL = dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+             intermediate_size=24, vocab_size=64, max_position_embeddings=32)  # fmt: skip
+
+
+def _build(kind: str, **extra):
+    torch.manual_seed(0)
+    if kind == "qwen2":
+        cfg = transformers.Qwen2Config(**SMALL, tie_word_embeddings=True, **extra)
+        model = transformers.Qwen2ForCausalLM(cfg)
+    else:
+        cfg = transformers.MistralConfig(**SMALL, head_dim=16, **{"sliding_window": None, **extra})
+        model = transformers.MistralForCausalLM(cfg)
+    with torch.no_grad():  # gains away from 1 and biases away from 0
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model.eval()
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "mistral"])
+def test_logits_equal_transformers_and_admitted_gauges_keep_them(tmp_path, kind):
+    model = _build(kind)
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    ckpt = import_checkpoint(tmp_path)
+    x = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = model(x).logits
+    assert (forward(ckpt.cfg, ckpt.params, x) - ref).abs().max() < 1e-4
+    if kind == "qwen2":  # the q/k/v biases are read, the output projection has none
+        assert bool(ckpt.params["blocks.0.attn.b_Q"].abs().max() > 0)
+        assert bool(ckpt.params["blocks.0.attn.b_O"].abs().max() == 0)
+    else:
+        assert ckpt.cfg.d_head == 16 and not ckpt.cfg.bias
+    assert ckpt.meta["model_type"] == kind
+    rows = symmetry_table(ckpt.cfg, ckpt.params)
+    assert all(r["max_abs_dlogits"] < 1e-8 for r in rows if r["valid"])
+    assert any(not r["valid"] and r["max_abs_dlogits"] > 1e-3 for r in rows)  # orth, unfolded
+
+
+def test_mistral_sliding_window_shorter_than_the_context_is_refused(tmp_path):
+    _build("mistral", sliding_window=8).save_pretrained(tmp_path, safe_serialization=True)
+    with pytest.raises(LandscapeError, match="sliding_window 8"):
+        import_checkpoint(tmp_path)
