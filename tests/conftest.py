@@ -84,10 +84,15 @@ def tiny_llama(seed: int, kv: int = 2):
         intermediate_size=24, vocab_size=256, max_position_embeddings=32,
         tie_word_embeddings=False,
     )  # fmt: skip
-    model = transformers.LlamaForCausalLM(cfg)
+    return perturbed(transformers.LlamaForCausalLM(cfg))
+
+
+def perturbed(model, scale: float = 0.1):
+    """``model`` with every parameter moved by seeded-global noise of ``scale``: gains away
+    from 1 and biases away from 0, so that no symmetry holds by accident."""
     with torch.no_grad():
         for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
+            p.add_(scale * torch.randn_like(p))
     return model
 
 

@@ -11,7 +11,7 @@ from landscape.experiments.export import write_aligned
 from landscape.models import forward
 from landscape.models.importers import import_checkpoint
 from landscape.sources import add_family
-from tests.conftest import tiny_llama
+from tests.conftest import perturbed, tiny_llama
 
 transformers = pytest.importorskip("transformers")
 
@@ -22,11 +22,7 @@ def _gpt2(seed: int):
     torch.manual_seed(seed)
     cfg = transformers.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=256, n_positions=16,
                                   attn_implementation="eager")  # fmt: skip
-    model = transformers.GPT2LMHeadModel(cfg)
-    with torch.no_grad():  # gains away from 1 and biases away from 0
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model
+    return perturbed(transformers.GPT2LMHeadModel(cfg))
 
 
 def _qwen2(seed: int):
@@ -35,11 +31,7 @@ def _qwen2(seed: int):
         num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=24, vocab_size=256, max_position_embeddings=32, tie_word_embeddings=True,
     )  # fmt: skip
-    model = transformers.Qwen2ForCausalLM(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model
+    return perturbed(transformers.Qwen2ForCausalLM(cfg))
 
 
 def _family(tmp_path, build, name):

@@ -7,6 +7,7 @@ from landscape.errors import LandscapeError
 from landscape.models import forward
 from landscape.models.importers import import_checkpoint
 from landscape.symmetry import symmetry_table
+from tests.conftest import perturbed
 
 transformers = pytest.importorskip("transformers")
 
@@ -22,10 +23,7 @@ def _build(kind: str, **extra):
     else:
         cfg = transformers.MistralConfig(**SMALL, head_dim=16, **{"sliding_window": None, **extra})
         model = transformers.MistralForCausalLM(cfg)
-    with torch.no_grad():  # gains away from 1 and biases away from 0
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model.eval()
+    return perturbed(model).eval()
 
 
 @pytest.mark.parametrize("kind", ["qwen2", "mistral"])
