@@ -364,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", parents=[common],
                        help="what a checkpoint is and which symmetries it admits")  # fmt: skip
     p.add_argument("path", help="Hugging Face directory (config.json + safetensors) or .gguf file")
+    p.add_argument("--audit", action="store_true",
+                   help="also load the weights and measure every group: a random element of "
+                        "each applied, max |Δlogits| in float64, and why an invalid one fails "
+                        "(holds the model twice in float64: 16 bytes a parameter)")  # fmt: skip
 
     p = sub.add_parser(
         "family", parents=[common], help="imported families: checkpoints used like zoo models",
@@ -679,7 +683,7 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 def _inspect(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.sources import inspect
 
-    return inspect(args.path)
+    return inspect(args.path, audit=args.audit)
 
 
 @command("family")

@@ -657,9 +657,22 @@ def load_task(
                 data.task_key)  # fmt: skip
 
 
-def inspect(path: str | os.PathLike) -> dict[str, Any]:
+def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
     """``landscape inspect PATH``: what a checkpoint is (:func:`~landscape.models.importers.
     inspect_checkpoint`) and, under ``symmetries``, the gauge groups it admits as imported
-    (:func:`landscape.symmetry.admitted_symmetries`)."""
+    (:func:`landscape.symmetry.admitted_symmetries`, read from the configuration).
+
+    ``audit``: also ``audit``, the measured symmetry table of the weights
+    (:func:`landscape.symmetry.symmetry_table`): every group level with a random element
+    applied, its max |Δlogits| in float64, whether it is valid, what it needs and why (which
+    norm or gain blocks it), and for an invalid level the row measured after the processing
+    that makes it exact.
+    """
     cfg, info = inspect_checkpoint(path)
-    return {**info, "symmetries": admitted_symmetries(cfg)}
+    out = {**info, "symmetries": admitted_symmetries(cfg)}
+    if audit:
+        from landscape.symmetry import symmetry_table
+
+        ckpt = load_any(path)
+        out["audit"] = symmetry_table(ckpt.cfg, ckpt.params)
+    return out

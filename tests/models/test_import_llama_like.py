@@ -50,3 +50,19 @@ def test_mistral_sliding_window_shorter_than_the_context_is_refused(tmp_path):
     _build("mistral", sliding_window=8).save_pretrained(tmp_path, safe_serialization=True)
     with pytest.raises(LandscapeError, match="sliding_window 8"):
         import_checkpoint(tmp_path)
+
+
+def test_inspect_audit_measures_every_group_and_says_why(tmp_path, capsys):
+    import json
+
+    from landscape.cli import main
+
+    _build("qwen2").save_pretrained(tmp_path, safe_serialization=True)
+    assert main(["inspect", str(tmp_path), "--audit", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["group"]: r for r in out["audit"]}
+    assert rows["signed-perm"]["valid"] and rows["signed-perm"]["max_abs_dlogits"] < 1e-8
+    orth = rows["orth"]  # trained gains block rotations until they are folded
+    assert not orth["valid"] and orth["needs"] == "fold_norm_gains" and "gain" in orth["note"]
+    assert orth["max_abs_dlogits"] > 1e-3
+    assert rows["orth after fold_norm_gains"]["max_abs_dlogits"] < 1e-8
