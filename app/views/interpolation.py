@@ -40,6 +40,12 @@ from landscape.models.zoo import ZOO
 from landscape.plots.interpolation import figure_interpolation, figure_widths
 from landscape.sources import model_arch
 
+
+def _mean_sem(value: tuple[float, float], n: int) -> str:
+    """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
+    return f"{value[0]:.3f} ± {value[1]:.3f}" if n > 1 else f"{value[0]:.3f} (n = 1)"
+
+
 page_header(
     "Interpolation curves",
     "Loss and accuracy of θ(λ) = λ·θ_A + (1−λ)·π(θ_B), with π found by the chosen matching "
@@ -123,8 +129,8 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
             "method": method,
             "group": "—" if method == "naive" else group,
             "space": space,
-            f"loss barrier ({split})": f"{loss[0]:.3f} ± {loss[1]:.3f}",
-            f"accuracy barrier ({split})": f"{acc[0]:.3f} ± {acc[1]:.3f}",
+            f"loss barrier ({split}, nats)": _mean_sem(loss, len(results)),
+            f"accuracy barrier ({split}, fraction)": _mean_sem(acc, len(results)),
             "pairs": len(results),
             "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
             "paper (test loss, circuits)": paper_value(method, group, arch),
