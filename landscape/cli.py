@@ -331,6 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=_count, default=3, help=PAIRS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: every cell in this process; ray: each pair × method × group a "
+                        "Ray task, results stored in this machine's cache (pip install "
+                        "'landscape[ray]')")  # fmt: skip
+    p.add_argument("--address", help="with --executor ray: a running Ray cluster to use "
+                                     "(default: start a local one for the sweep)")  # fmt: skip
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
 
@@ -602,7 +608,8 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 
     with _progress_bar(f"table {args.model}") as progress:
         return table(args.model, args.pairs, split=args.split, points=args.points,
-                     space=args.space, device=args.device, progress=progress)  # fmt: skip
+                     space=args.space, device=args.device, executor=args.executor,
+                     address=args.address, progress=progress)  # fmt: skip
 
 
 @command("controls")

@@ -325,6 +325,7 @@ class BarrierRun:
     device: torch.device
     dtype: str
     seconds: float
+    key: str = ""  # the entry's cache key (kind "barrier")
 
     def checks(self) -> dict[str, float | None]:
         """Every function check of the run, named for messages."""
@@ -499,7 +500,7 @@ def measure_barrier(
     tell(progress, "done", 1)
     return BarrierRun((name_a, name_b), method, group, split, coordinates, cfg_a, meta_a,
                       n_params, data, entry.meta, hit, device, dtype,
-                      time.perf_counter() - t0)  # fmt: skip
+                      time.perf_counter() - t0, entry.key)  # fmt: skip
 
 
 @threaded

@@ -119,6 +119,8 @@ def table(
     space: str = "weights",
     device: torch.device = CPU,
     cache: Cache | None = None,
+    executor: str = "local",
+    address: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
@@ -126,11 +128,23 @@ def table(
     every row in the weights and then in the circuits space (models without heads have only
     the weights). Each row carries the paper's number for it (:func:`paper_value`).
 
-    ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
+    ``executor="ray"`` computes the cells as Ray tasks (on the cluster at ``address``, else a
+    local one) and stores them in ``cache`` first (:mod:`landscape.experiments.sweeps`); the
+    table is then assembled from the cache as in the serial run. ``function_ok`` and
+    ``warnings`` (also per row) gather those of every barrier.
     """
+    from landscape.experiments.sweeps import barrier_cells, check_executor
+
+    check_executor(executor, address)
     check_points(points)
     spaces = table_spaces(model, space)
     pair_list = pairs_for(model, pairs, seeds)
+    if executor == "ray":
+        cells = [(pair, method, group, space_) for (method, group), space_
+                 in itertools.product(rows, spaces) for pair in pair_list]  # fmt: skip
+        barrier_cells(model, cells, points=points, split=split, address=address, cache=cache,
+                      progress=within(progress, 0.0, 0.9, "ray "))  # fmt: skip
+        progress = within(progress, 0.9, 1.0)
     arch = model_arch(model)
     out_rows = []
     total = len(rows) * len(pair_list) * len(spaces)
