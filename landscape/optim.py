@@ -50,23 +50,41 @@ def adamw_update(
     elementwise or a global norm, so the update commutes with any signed permutation of the
     parameters when m moves like θ and v like |G| (the transport rule).
     """
+    params = {k: v.clone() for k, v in params.items()}
+    state = {k: v.clone() for k, v in state.items()}
+    _step_(params, dict(grads), state, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+           grad_clip=grad_clip)  # fmt: skip
+    return params, state
+
+
+def _step_(
+    params: Params,
+    grads: Params,
+    state: State,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    weight_decay: float,
+    grad_clip: float,
+) -> None:
+    """:func:`adamw_update` in place on ``params`` and ``state``; each gradient is dropped from
+    ``grads`` once used. The same operations in the same order, so the same bits, without a
+    second copy of the parameters and moments (a 163M-parameter model: 2 GB less at the peak)."""
     b1, b2 = betas
     norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
     coef = min(1.0, grad_clip / (float(norm) + 1e-6))
     t = float(state["step"]) + 1
-    state = dict(state)
     state["step"] = torch.tensor(t, dtype=torch.float64)
-    new: Params = {}
     for k, w in params.items():
-        g = grads[k] * coef
-        m = state[f"exp_avg.{k}"] * b1 + (1 - b1) * g
-        v = state[f"exp_avg_sq.{k}"] * b2 + (1 - b2) * g * g
-        state[f"exp_avg.{k}"], state[f"exp_avg_sq.{k}"] = m, v
+        g = grads.pop(k) * coef
+        m = state[f"exp_avg.{k}"].mul_(b1).add_((1 - b1) * g)
+        v = state[f"exp_avg_sq.{k}"].mul_(b2).add_((1 - b2) * g * g)
+        del g
         if decays(k, w):
-            w = w * (1 - lr * weight_decay)
+            w.mul_(1 - lr * weight_decay)
         denom = (v / (1 - b2**t)).sqrt() + eps
-        new[k] = w - lr * (m / (1 - b1**t)) / denom
-    return new, state
+        w.sub_(lr * (m / (1 - b1**t)) / denom)
 
 
 def adamw_steps(
@@ -88,9 +106,12 @@ def adamw_steps(
     parameters and state (``state=None`` starts fresh).
 
     The loss is the model's cross-entropy (``loss_and_accuracy``) unless ``loss_fn(params, x,
-    y)`` is given. ``callback(step, params)`` runs after each step (step counted from 1).
+    y)`` is given. ``callback(step, params)`` runs after each step (step counted from 1) with
+    the live parameters, which later steps change in place: a callback that keeps them keeps
+    a copy.
     """
-    state = dict(adamw_init(params) if state is None else state)
+    # private copies, updated in place step after step (the caller's tensors are never touched)
+    state = adamw_init(params) if state is None else {k: v.clone() for k, v in state.items()}
     p = {k: v.detach().clone() for k, v in params.items()}
     for i in range(steps):
         x, y = next(batches)
@@ -101,11 +122,10 @@ def adamw_steps(
             loss, _ = loss_and_accuracy(cfg, forward(cfg, leaves, x), y)
         else:
             loss = loss_fn(leaves, x, y)
-        grads = torch.autograd.grad(loss, list(leaves.values()))
-        detached = {k: w.detach() for k, w in leaves.items()}
-        p, state = adamw_update(detached, dict(zip(leaves, grads, strict=True)), state, lr=lr,
-                                betas=betas, eps=eps, weight_decay=weight_decay,
-                                grad_clip=grad_clip)  # fmt: skip
+        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values())), strict=True))
+        del loss, leaves
+        _step_(p, grads, state, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+               grad_clip=grad_clip)  # fmt: skip
         if callback is not None:
             callback(i + 1, p)
     return p, state

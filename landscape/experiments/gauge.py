@@ -333,8 +333,8 @@ def recovery_under_drift(
         snaps = {0: b0} if 0 in grid else {}
 
         def keep(step: int, p: Params, snaps=snaps) -> None:
-            if step in grid:
-                snaps[step] = p
+            if step in grid:  # a copy: the steps after it update p in place
+                snaps[step] = {k: v.clone() for k, v in p.items()}
 
         if grid[-1] > 0:
             adamw_steps(cfg, b0, None, task.batches(seed=7 + d), grid[-1], lr=lr, callback=keep)
@@ -385,8 +385,8 @@ def trajectory_transport(
     snaps[0] = {k: v.to(task.device) for k, v in snaps[0].items()}
 
     def keep(step: int, p: Params) -> None:
-        if step % every == 0:
-            snaps.append(p)
+        if step % every == 0:  # a copy: the steps after it update p in place
+            snaps.append({k: v.clone() for k, v in p.items()})
 
     adamw_steps(
         cfg,
