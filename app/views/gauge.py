@@ -350,7 +350,8 @@ if transport is not None:
             "metric": [r["metric"] for r in transport],
             "value on g(A)": [r["value"] for r in transport],
             "value on A": [r["reference"] for r in transport],
-            "% kept": [r["kept"] for r in transport],
+            # AdamW has no percentage (its metric is a distance, the caption says so)
+            "% kept": [r["kept"] if r["kept"] is not None else "—" for r in transport],
         }
     )
     left, right = st.columns([3, 2], gap="large")
