@@ -25,9 +25,7 @@ def tell(progress: Progress | None, stage: str, done: float, total: float = 1.0)
         progress(stage, done, total)
 
 
-def within(
-    progress: Progress | None, lo: float, hi: float, prefix: str = ""
-) -> Progress | None:
+def within(progress: Progress | None, lo: float, hi: float, prefix: str = "") -> Progress | None:
     """``progress`` of a part of the work that runs from fraction ``lo`` to ``hi`` of the whole:
     the part's ``done/total`` is mapped to ``lo + (hi − lo)·done/total`` (reported with total 1)
     and its stages are prefixed with ``prefix``."""

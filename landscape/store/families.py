@@ -260,4 +260,3 @@ def member_rows(name: str) -> list[dict[str, Any]]:
     fam = family(name)
     return [{"seed": i, "label": fam.label(i), "path": p, "present": Path(p).exists()}
             for i, p in enumerate(fam.members)]  # fmt: skip
-

@@ -45,8 +45,9 @@ def _family(tmp_path, build, name):
 
 
 def _logits(path, x):
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32,
-                                                              attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager"
+    )
     with torch.no_grad():
         return model.eval()(x).logits
 
