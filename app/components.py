@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -209,3 +210,25 @@ def parse_combo(label: str) -> tuple[str, str]:
     """``"weight/orth"`` → ("weight", "orth"); ``"naive"`` → ("naive", "perm")."""
     method, _, group = label.partition("/")
     return method, group or "perm"
+
+
+VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
+
+
+def styled_table(rows: list[dict[str, Any]]):  # -> pandas Styler
+    """A symmetry table (``landscape.symmetry.symmetry_table`` rows) as the pages show it:
+    valid rows green, invalid ones orange, |Δlogits| in scientific notation."""
+    frame = pd.DataFrame(
+        {
+            "group": [r["group"] for r in rows],
+            "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
+            "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
+            "to make it valid": [r["needs"] or "—" for r in rows],
+            "acts on": [r["acts_on"] for r in rows],
+            "why": [r["note"] for r in rows],
+        }
+    )
+    colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
+    return frame.style.apply(
+        lambda col: [f"background-color: {c}" for c in colours], axis=0
+    ).format({"max |Δlogits|": "{:.1e}"})

@@ -71,6 +71,15 @@ def checkpoint(model: str, seed: int | None) -> Checkpoint:
     return Source(model, seed).load(train_if_missing=False)  # never trains behind a page's back
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def symmetry_audit(model: str, seed: int) -> list[dict[str, Any]]:
+    """The measured symmetry table of one checkpoint (``landscape inspect --audit``)."""
+    from landscape.symmetry import symmetry_table
+
+    ckpt = checkpoint(model, seed)
+    return symmetry_table(ckpt.cfg, ckpt.params)
+
+
 @st.cache_resource(show_spinner=False)
 def default_threads() -> int:
     """The sidebar's starting thread count: ``--threads auto`` as the app starts (once per

@@ -21,6 +21,7 @@ from app.components import (
     presentation,
     seed_format,
     show_error,
+    styled_table,
 )
 from landscape.plots.gauge import (
     figure_claims,
@@ -61,7 +62,6 @@ IMPORTED = {
     "cost": "long for a large model on a CPU",
 }
 TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
-VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
 
 page_header(
     "Gauge sweeps",
@@ -174,23 +174,6 @@ def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
         )
     st.caption(f"Not computed yet for these settings ({cost}). Results are kept on disk.")
     return None
-
-
-def styled_table(rows: list[dict[str, Any]]):  # -> pandas Styler
-    frame = pd.DataFrame(
-        {
-            "group": [r["group"] for r in rows],
-            "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
-            "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
-            "to make it valid": [r["needs"] or "—" for r in rows],
-            "acts on": [r["acts_on"] for r in rows],
-            "why": [r["note"] for r in rows],
-        }
-    )
-    colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
-    return frame.style.apply(
-        lambda col: [f"background-color: {c}" for c in colours], axis=0
-    ).format({"max |Δlogits|": "{:.1e}"})
 
 
 pres = presentation()

@@ -16,6 +16,7 @@ from app.components import (
     plain,
     presentation,
     show_error,
+    styled_table,
 )
 from landscape.plots.models import figure_zoo_overview
 
@@ -89,6 +90,21 @@ if current["imported"]:
     st.caption(
         "An imported family's members are its checkpoints; to add more, import a new family."
     )
+    with st.expander(f"Symmetry audit of {plain(name)}, member 0 (measured)"):
+        st.caption(
+            "Every group level gets a random element, applied to this checkpoint's weights, and "
+            "the largest logit change is measured in float64: a valid gauge moves the logits "
+            "by rounding only, an invalid one by order 1, and the table says what blocks it. "
+            "Loads the model twice in float64 (16 bytes a parameter); kept on the Gauge page too."
+        )
+        if st.button("Measure the symmetry table", key=f"audit_{name}",
+                     icon=":material/play_arrow:"):  # fmt: skip
+            try:
+                with st.spinner("Applying a random element of every group …"):
+                    audit = state.symmetry_audit(name, 0)
+                st.table(styled_table(audit))
+            except Exception as err:
+                show_error(f"Measuring the symmetries of {name}", err)
 else:
     with st.expander(f"Seeds of {plain(name)}", expanded=not presentation()):
         if current["seeds"]:

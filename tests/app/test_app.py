@@ -98,6 +98,26 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     assert "my-mlps" not in " ".join(at.sidebar.selectbox(key="model").options)
 
 
+def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_path):
+    from landscape.models.train import get_checkpoint
+    from landscape.models.zoo import save_checkpoint_dir
+    from landscape.sources import add_family
+
+    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
+    add_family("audit-mlp", dirs, data="digits")
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.switch_page("views/models.py")
+    at.session_state["model"] = "audit-mlp"
+    at.run()
+    _ok(at)
+    assert not at.table  # nothing measured until asked
+    at.button(key="audit_audit-mlp").click().run()
+    _ok(at)
+    frame = at.table[0].value
+    assert "✗ invalid" in set(frame["valid"]) and "✓ valid" in set(frame["valid"])
+    assert "fold_norm_gains" in set(frame["to make it valid"])
+
+
 def test_interpolation_page_renders_and_reruns():
     _need(2)
     at = _open("interpolation")
