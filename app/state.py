@@ -8,6 +8,7 @@ callbacks) are not hashed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from landscape.models.zoo import Checkpoint, zoo_table
 from landscape.progress import Progress
 from landscape.sources import Source
 from landscape.store.cache import Cache, Entry
-from landscape.threads import choose_threads
+from landscape.threads import AUTO, resolve_threads
 
 # The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
 # once per call, and the library takes the torch.device.
@@ -82,9 +83,9 @@ def symmetry_audit(model: str, seed: int) -> list[dict[str, Any]]:
 
 @st.cache_resource(show_spinner=False)
 def default_threads() -> int:
-    """The sidebar's starting thread count: ``--threads auto`` as the app starts (once per
-    server; the user's choice then lives in the session)."""
-    return choose_threads()
+    """The sidebar's starting thread count, as the command line's default: ``$LANDSCAPE_THREADS``
+    if set, else ``auto`` (once per server; the user's choice then lives in the session)."""
+    return resolve_threads(os.environ.get("LANDSCAPE_THREADS", AUTO))
 
 
 @st.cache_data(ttl=5, show_spinner=False)

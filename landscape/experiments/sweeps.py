@@ -5,8 +5,10 @@ sends each cell (one pair × method × group × space of a barrier table) to a R
 measures it through the one barrier pipeline (``experiments.measure_barrier``, its own machine's
 cache for checkpoints and matchings) and returns the barrier's cache entry. The driver stores
 every entry in its own content-addressed cache, then assembles the table there exactly as the
-serial run does, now reading every cell from the cache: the same table, and a rerun on this
-machine reads it without Ray. A task whose worker dies is retried by Ray (``MAX_RETRIES``).
+serial run does, now reading every cell from the cache: the same table (bit for bit against a
+serial run on one thread, as each worker runs; float32 rounds differently on other thread
+counts), and a rerun on this machine reads it without Ray. A task whose worker dies is
+retried by Ray (``MAX_RETRIES``).
 
 ``address`` connects to a running cluster (``ray start --head``, or ``auto``); without it a
 local one is started for the sweep with one worker per core and shut down after it. Ray is an
