@@ -28,6 +28,20 @@ def _open(page: str) -> AppTest:
     return at.run()
 
 
+def _open_family(tmp_path: Path, name: str, page: str, timeout: int) -> AppTest:
+    """``page`` opened on a one-member family ``name`` (mlp-digits seed 0 as a checkpoint)."""
+    from landscape.models.train import get_checkpoint
+    from landscape.models.zoo import save_checkpoint_dir
+    from landscape.sources import add_family
+
+    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
+    add_family(name, dirs, data="digits")
+    at = AppTest.from_file(MAIN, default_timeout=timeout)
+    at.switch_page(f"views/{page}.py")
+    at.session_state["model"] = name
+    return at.run()
+
+
 def _ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
@@ -99,16 +113,7 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
 
 
 def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_path):
-    from landscape.models.train import get_checkpoint
-    from landscape.models.zoo import save_checkpoint_dir
-    from landscape.sources import add_family
-
-    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
-    add_family("audit-mlp", dirs, data="digits")
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.switch_page("views/models.py")
-    at.session_state["model"] = "audit-mlp"
-    at.run()
+    at = _open_family(tmp_path, "audit-mlp", "models", timeout=120)
     _ok(at)
     assert not at.table  # nothing measured until asked
     at.button(key="audit_audit-mlp").click().run()
@@ -283,16 +288,7 @@ def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
 
 def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory, tmp_path):
     """A family may hold large models: only the symmetry table on load, the rest on a click."""
-    from landscape.models.train import get_checkpoint
-    from landscape.models.zoo import save_checkpoint_dir
-    from landscape.sources import add_family
-
-    dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
-    add_family("one-mlp", dirs, data="digits")
-    at = AppTest.from_file(MAIN, default_timeout=300)
-    at.switch_page("views/gauge.py")
-    at.session_state["model"] = "one-mlp"
-    at.run()
+    at = _open_family(tmp_path, "one-mlp", "gauge", timeout=300)
     _ok(at)
     assert len(at.get("plotly_chart")) == 1  # the symmetry check alone
     keys = [b.key for b in at.button]
