@@ -163,6 +163,8 @@ def ceiling(width: int) -> int:
         known = json.loads(path.read_text())
     except (OSError, ValueError):
         known = {}
+    if not isinstance(known, dict):  # a damaged store: measured again and rewritten
+        known = {}
     if isinstance(known.get(key), int):
         return known[key]
     idle = free_cores() == cores()

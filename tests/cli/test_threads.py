@@ -56,6 +56,16 @@ def test_calibration_is_kept_only_when_measured_idle(monkeypatch, tmp_path):
     assert list(stored.values()) == [3] and list(stored)[0].endswith("|4|128")
 
 
+def test_a_damaged_calibration_store_is_measured_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path))
+    monkeypatch.setattr(T, "cores", lambda: 4)
+    monkeypatch.setattr(T, "calibrate", lambda width: 2)
+    monkeypatch.setattr(T, "free_cores", lambda sample_s=0.1: 4)
+    (tmp_path / "threads.json").write_text("[1, 2]")
+    assert T.ceiling(64) == 2
+    assert isinstance(json.loads((tmp_path / "threads.json").read_text()), dict)
+
+
 def test_calibration_picks_the_fewest_threads_near_the_fastest(monkeypatch):
     monkeypatch.setattr(T, "cores", lambda: 4)
     speeds = {1: 1.0, 2: 0.52, 3: 0.50, 4: 0.60}  # seconds: 2 is within 10% of 3, the best
