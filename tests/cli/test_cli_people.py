@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import landscape.cli as cli
+from landscape import summaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -218,12 +219,12 @@ BARRIER = {
 
 
 def _fits(text: str) -> None:
-    long = [line for line in text.splitlines() if len(line) > cli.WIDTH]
+    long = [line for line in text.splitlines() if len(line) > summaries.WIDTH]
     assert not long, long
 
 
 def test_the_barrier_summary_leads_with_the_barriers_in_units():
-    text = cli._show("barrier", BARRIER)
+    text = summaries.show("barrier", BARRIER)
     lines = text.splitlines()
     assert lines[0].startswith("loss barrier") and "0.4123 nats" in lines[0]
     assert "λ = 0.5" in lines[0]
@@ -240,9 +241,9 @@ def test_the_barrier_summary_leads_with_the_barriers_in_units():
 
 
 def test_a_failed_function_check_is_said_in_the_summary():
-    text = cli._show("barrier", {**BARRIER, "function_ok": False})
+    text = summaries.show("barrier", {**BARRIER, "function_ok": False})
     assert "FAILED" in text
-    assert ": ok" in cli._show("barrier", BARRIER)
+    assert ": ok" in summaries.show("barrier", BARRIER)
 
 
 def test_the_barrier_summary_matches_the_json(capsys, _stores):
@@ -267,7 +268,7 @@ def test_any_result_reads_with_units_and_summarised_lists():
     result = {"test_loss": 0.029655566, "test_accuracy": 0.993963782, "seconds": 1.0712,
               "bytes": 620932322, "parameters": 2126602, "warnings": ["said on stderr"],
               "values": [i / 7 for i in range(30)], "pair": [0.5, 0.25]}  # fmt: skip
-    text = "\n".join(cli._human(result))
+    text = "\n".join(summaries.human(result))
     assert "test loss      0.02966 nats" in text and "test accuracy  99.40%" in text
     assert "1.071 s" in text and "620.9 MB" in text and "2,126,602" in text
     assert "said on stderr" not in text  # main prints warnings on stderr
@@ -279,7 +280,7 @@ def test_wide_tables_fit_and_keep_every_word():
     rows = [{"group": f"group-{i}", "acts_on": "resid O(d); FFN units S_f; heads S_H " * 2,
              "valid": i % 2 == 0, "max_abs_dlogits": 10.0**-i, "note": prose}
             for i in range(3)]  # fmt: skip
-    lines = cli._columns(rows)
+    lines = summaries.columns(rows)
     _fits("\n".join(lines))
     words = " ".join(lines).split()
     assert words.count("rotation") == 3 and "group-2" in words
@@ -287,9 +288,9 @@ def test_wide_tables_fit_and_keep_every_word():
 
 
 def test_long_tables_show_their_ends():
-    lines = cli._columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
-    assert len(lines) == 1 + cli.MAX_ROWS - 5 + 1 + 5
-    assert "260 more rows" in lines[cli.MAX_ROWS - 4]
+    lines = summaries.columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
+    assert len(lines) == 1 + summaries.MAX_ROWS - 5 + 1 + 5
+    assert "260 more rows" in lines[summaries.MAX_ROWS - 4]
     assert lines[-1].split() == ["299", "0.003333"]
 
 
@@ -313,7 +314,7 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
               "rows": [TABLE_ROW, {**TABLE_ROW, "method": "naive", "group": "perm",
                                    "barrier_loss": 0.7312, "paper": "1.69–2.84"}],
               "function_ok": True, "warnings": []}  # fmt: skip
-    text = cli._show("table", result)
+    text = summaries.show("table", result)
     lines = text.splitlines()
     assert lines[0].startswith("mlp-digits: barriers over 2 pairs of seeds (0–1, 2–3)")
     head = next(i for i, line in enumerate(lines) if line.startswith("method"))
@@ -336,7 +337,7 @@ def test_controls_read_as_one_table_and_a_legend():
     result = {"model": "mlp-digits", "split": "test", "space": "weights", "pairs": [[0, 1]],
               "path_task": "every path is scored on the normal task", "controls": legend,
               "rows": rows, "function_ok": True, "warnings": [], "seconds": 1.5}  # fmt: skip
-    text = cli._show("controls", result)
+    text = summaries.show("controls", result)
     _fits(text)
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("control"))
@@ -356,7 +357,7 @@ def test_the_triangle_leads_with_its_barrier_and_basin():
               "loss": [0.03] * 6, "resolution": 2, "tol": 0.05, "function_check": 3.8e-06,
               "function_check_a": 1.4e-06, "function_ok": True, "warnings": [],
               "seconds": 0.72, "cached": False, "device": "cpu"}  # fmt: skip
-    lines = cli._show("triangle", result).splitlines()
+    lines = summaries.show("triangle", result).splitlines()
     assert lines[0].startswith("loss barrier") and "0.08802 nats" in lines[0]
     assert "(w_A, w_B, w_C) = (0.5, 0, 0.5)" in lines[0]
     assert lines[1].startswith("basin") and "83.33% of 6 points" in lines[1]
@@ -370,7 +371,7 @@ def test_eigenangles_are_a_table_of_rotations():
               "summary_wm": summary, "angles_haar": [0.2] * 32, "summary_haar": summary,
               "wm_objective": [284.945, 116.911], "lm_curve": [], "seconds": 0.01,
               "cached": True}  # fmt: skip
-    lines = cli._show("eigenangles", result).splitlines()
+    lines = summaries.show("eigenangles", result).splitlines()
     assert "radians" in lines[0]
     head = next(i for i, line in enumerate(lines) if line.startswith("rotation"))
     assert "median |θ|" in lines[head] and "share |θ| < 0.3" in lines[head]
@@ -388,7 +389,7 @@ def test_the_pair_barrier_names_its_paths_and_data():
         "data": {"tokens": "characters", "note": "65 characters"},
     }
     del result["model"], result["seeds"]
-    text = cli._show("pair-barrier", result)
+    text = summaries.show("pair-barrier", result)
     assert text.splitlines()[0].startswith("loss barrier") and "0.4123 nats" in text
     assert "ckpt/a, at λ = 1" in text and "ckpt/b, at λ = 0" in text
     assert "124,865" in text and "65 characters" in text and "{" not in text

@@ -1,0 +1,534 @@
+"""The command line's summaries for people: what ``landscape COMMAND`` prints without ``--json``.
+
+Without --json a result is a summary for a person: the headline numbers first, with their
+units (losses and barriers in nats, accuracies and shares in percent, times in s), four
+significant digits, curves as a few rows, tables as columns within WIDTH characters. A command
+with a layout in LAYOUTS gets it; any other result is laid out from its keys (human). --json
+prints the result itself, unchanged (``landscape.cli``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+WIDTH = 100
+MAX_ROWS = 40  # a longer table shows its first rows and its last five
+# a cell that reads as a number (a percentage, a mean ± its error, a missing one): right-aligned
+NUMBER = re.compile(r"–|([-+]?(\d[\d,]*(\.\d*)?(e[-+]?\d+)?|nan|inf)%?( ± \S+)?)")
+Layout = Callable[[dict[str, Any]], list[str]]
+LAYOUTS: dict[str, Layout] = {}
+METHOD_WORDS = {"activation": "activation matching", "weight": "weight matching",
+                "learned": "learned matching"}  # fmt: skip
+GROUP_WORDS = {"perm": "perm (permutations)", "signed-perm": "signed-perm (signed permutations)",
+               "orth": "orth (rotations)"}  # fmt: skip
+
+
+def layout(*names: str) -> Callable[[Layout], Layout]:
+    def register(fn: Layout) -> Layout:
+        LAYOUTS.update(dict.fromkeys(names, fn))
+        return fn
+
+    return register
+
+
+def show(command: str, result: dict[str, Any]) -> str:
+    return "\n".join(LAYOUTS.get(command, human)(result))
+
+
+def _num(v: Any) -> str:
+    """A number to four significant digits (an int as it is); a missing one as –."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)  # nan and inf are said, never hidden
+        return "0" if v == 0 else f"{v:.4g}"
+    return str(v)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _kind(key: str) -> str:
+    """The unit of the value under ``key``, read from its name: ``s``, ``nats``, ``%`` (a
+    fraction: accuracies, shares), ``bytes``, ``MB``, ``count`` (thousands separated) or none."""
+    k = key.lower()
+    if k == "seconds" or k.endswith("_seconds"):
+        return "s"
+    if k == "bytes" or k.endswith("_bytes"):
+        return "bytes"
+    if k.endswith("_mb"):
+        return "MB"
+    if "accuracy" in k or k.startswith(("share", "fraction", "basin")) or k == "disagreement":
+        return "%"
+    if k == "loss" or "_loss" in k or k.startswith("loss"):
+        return "nats"
+    if k in ("parameters", "characters", "entries"):
+        return "count"
+    return ""
+
+
+def _bare(kind: str, v: Any) -> str:
+    """``v`` without a trailing unit (a percentage keeps its sign)."""
+    if not _is_num(v) or (isinstance(v, float) and not math.isfinite(v)):
+        return _num(v)
+    if kind == "%":
+        return f"{100 * v:.2f}%"
+    if kind == "count" and isinstance(v, int):
+        return f"{v:,}"
+    if kind == "bytes":
+        for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+            if v >= scale:
+                return f"{v / scale:.4g} {unit}"
+    return _num(v)
+
+
+def _suffix(kind: str, v: Any = 0) -> str:
+    if kind == "bytes" and _is_num(v) and v < 1e3:
+        return " bytes"
+    return f" {kind}" if kind in ("s", "nats", "MB") and v is not None else ""
+
+
+def _with_unit(kind: str, v: Any) -> str:
+    return _bare(kind, v) + _suffix(kind, v)
+
+
+def _nats(v: Any) -> str:
+    return _with_unit("nats", v)
+
+
+def _pct(v: Any) -> str:
+    return _with_unit("%", v)
+
+
+def _secs(v: Any) -> str:
+    return _with_unit("s", v)
+
+
+def _value(key: str, v: Any) -> str:
+    """One value on one line (wrapped later): lists joined or, when long, summarised."""
+    kind = _kind(key)
+    if isinstance(v, dict):
+        return "; ".join(f"{k.replace('_', ' ')} {_value(k, x)}" for k, x in v.items()) or "–"
+    if not isinstance(v, (list, tuple)):
+        return _with_unit(kind, v)
+    if not v:
+        return "none"
+    if all(_is_num(x) or x is None for x in v):
+        if len(v) <= 8:
+            return ", ".join(_bare(kind, x) for x in v) + _suffix(kind)
+        finite = [x for x in v if _is_num(x) and math.isfinite(x)]
+        span = f" from {_bare(kind, min(finite))} to {_bare(kind, max(finite))}" if finite else ""
+        return f"{len(v)} values{span}{_suffix(kind)} (--json has them all)"
+    if all(isinstance(x, (list, tuple)) for x in v):
+        if len(v) > 8:
+            return f"{len(v)} entries (--json has them all)"
+        return ", ".join("(" + ", ".join(_bare(kind, y) for y in x) + ")" for x in v)
+    if all(isinstance(x, dict) for x in v):
+        return f"{len(v)} entries"
+    shown = ", ".join(_num(x) for x in v[:8])
+    return shown + (f", … ({len(v)} in all)" if len(v) > 8 else "")
+
+
+def _wrap(prefix: str, text: str, width: int = WIDTH) -> list[str]:
+    """``prefix`` + ``text`` wrapped within ``width``, continued under the text."""
+    lines = textwrap.wrap(text, width, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                          break_long_words=False, break_on_hyphens=False)  # fmt: skip
+    return lines or [prefix.rstrip()]
+
+
+def _facts(pairs: Sequence[tuple[str, str]], pad: str = "") -> list[str]:
+    """``label  value`` lines, labels aligned, values wrapped under themselves."""
+    width = max((len(k) for k, _ in pairs), default=0)
+    return [line for k, v in pairs for line in _wrap(f"{pad}{k.ljust(width)}  ", v)]
+
+
+def human(obj: dict[str, Any], pad: str = "") -> list[str]:
+    """Lines for any result, from its keys: ``key  value`` (keys aligned), a nested dict
+    indented under its key, a list of rows as columns; ``warnings`` is left out (main says each
+    on stderr)."""
+    items = [(k, v) for k, v in obj.items() if k != "warnings"]
+
+    def block(v: Any) -> bool:
+        return (isinstance(v, dict) and bool(v)) or _rows(v)
+
+    width = min(24, max((len(k) for k, v in items if not block(v)), default=0))
+    lines: list[str] = []
+    for k, v in items:
+        name = k.replace("_", " ")
+        if isinstance(v, dict) and v:
+            lines += [pad + name, *human(v, pad + "  ")]
+        elif _rows(v):
+            lines += [pad + name, *columns(v, pad + "  ")]
+        else:
+            lines += _wrap(f"{pad}{name.ljust(width)}  ", _value(k, v))
+    return lines
+
+
+def _rows(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(r, dict) for r in v)
+
+
+def _empty(v: Any) -> bool:
+    return v is None or v == "" or v == [] or v == {}
+
+
+def _head(col: str) -> str:
+    kind = _kind(col)
+    return col.replace("_", " ") + (f" ({kind})" if kind in ("nats", "s", "MB") else "")
+
+
+def _cell(col: str, v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (list, tuple, dict)):
+        return _value(col, v)
+    return _bare(_kind(col), v)
+
+
+def columns(rows: list[dict[str, Any]], pad: str = "", heads: dict[str, str] | None = None,
+             width: int = WIDTH) -> list[str]:  # fmt: skip
+    """Rows as aligned columns within ``width``: columns empty in every row left out, units in
+    the headers (nats, s) or the cells (%), numbers right-aligned. When the row is too wide,
+    long text is wrapped in its column (to no less than 20 characters; a newline in a cell
+    starts a paragraph); when even that is too wide, the longest prose goes under its row, and
+    what still does not fit continues in further blocks under the same leading columns. More
+    than MAX_ROWS rows: the first ones and the last five."""
+    cols = [c for c in dict.fromkeys(k for r in rows for k in r)
+            if c != "warnings" and not all(_empty(r.get(c)) for r in rows)]  # fmt: skip
+    if not cols:
+        return [pad + "none"]
+    shown: list[dict[str, Any] | None] = list(rows)
+    if len(rows) > MAX_ROWS:
+        shown = [*rows[: MAX_ROWS - 5], None, *rows[-5:]]
+    head = [(heads or {}).get(c) or _head(c) for c in cols]
+    cells = [None if r is None else [_cell(c, r.get(c)) for c in cols] for r in shown]
+    numeric = [all(NUMBER.fullmatch(row[i]) for row in cells if row and row[i])
+               for i in range(len(cols))]  # fmt: skip
+    widths = [max([len(h)] + [len(p) for row in cells if row for p in row[i].split("\n")])
+              for i, h in enumerate(head)]  # fmt: skip
+    room = width - len(pad)
+
+    def least(i: int) -> int:
+        return widths[i] if numeric[i] else min(widths[i], max(20, len(head[i])))
+
+    def span(idx: Sequence[int], size: Callable[[int], int] = widths.__getitem__) -> int:
+        return sum(size(i) for i in idx) + 2 * (len(idx) - 1)
+
+    grid, below = list(range(len(cols))), []
+    while span(grid, least) > room:  # not even wrapped: the longest prose goes under its row
+        prose = [i for i in grid[1:] if not numeric[i] and widths[i] > 40]
+        if not prose:
+            break
+        below.append(max(prose, key=widths.__getitem__))
+        grid.remove(below[-1])
+    while span(grid) > room:  # wrapped: the widest text column a character narrower each time
+        text = [i for i in grid if widths[i] > least(i)]
+        if not text:
+            break
+        widths[max(text, key=widths.__getitem__)] -= 1
+    keys = 1
+    while keys < len(grid) and not numeric[grid[keys]] and span(grid[: keys + 1]) <= room // 2:
+        keys += 1
+    blocks: list[list[int]] = [[]]
+    for i in grid[keys:]:
+        if blocks[-1] and span([*grid[:keys], *blocks[-1], i]) > room:
+            blocks.append([])
+        blocks[-1].append(i)
+    out: list[str] = []
+    for b, block in enumerate(blocks):
+        idx = [*grid[:keys], *block]
+        under = below if b == len(blocks) - 1 else []
+        if out:
+            out.append("")
+        line = [head[i].rjust(widths[i]) if numeric[i] else head[i].ljust(widths[i]) for i in idx]
+        out.append((pad + "  ".join(line)).rstrip())
+        wrapped = [None if row is None else
+                   {i: [ln for p in row[i].split("\n") for ln in
+                        (textwrap.wrap(p, widths[i]) or [""])] for i in idx}
+                   for row in cells]  # fmt: skip
+        # rows of several lines each are told apart by a blank line
+        apart = bool(under) or any(len(p) > 1 for ps in wrapped if ps for p in ps.values())
+        for k, (row, parts) in enumerate(zip(cells, wrapped, strict=True)):
+            if row is None or parts is None:
+                out.append(f"{pad}… {len(rows) - MAX_ROWS} more rows (--json has them all)")
+                continue
+            if apart and k:
+                out.append("")
+            for n in range(max(len(p) for p in parts.values())):
+                line = []
+                for i in idx:
+                    text = parts[i][n] if n < len(parts[i]) else ""
+                    line.append(text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i]))
+                out.append((pad + "  ".join(line)).rstrip())
+            for i in under:
+                label = f"{pad}    {head[i]}: "
+                for p, text in enumerate(t for t in row[i].split("\n") if t):
+                    out += _wrap(label if p == 0 else " " * len(label), text, width)
+    return out
+
+
+# ---------------------------------------------------------------- layouts of the main commands
+
+
+def _member(model: str) -> str:
+    """How a seed of ``model`` is called: a zoo seed, or a family's member number."""
+    from landscape.models.zoo import ZOO
+
+    return "seed" if model in ZOO else "member"
+
+
+def _checks(r: dict[str, Any], aligned: str = "B") -> str:
+    parts = [f"{_num(r.get('function_check'))} for aligned {aligned}"]
+    if r.get("function_check_a") is not None:
+        parts.append(f"{_num(r['function_check_a'])} for processed A")
+    verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
+    return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
+
+
+def _time(r: dict[str, Any]) -> str:
+    text = _secs(r.get("seconds"))
+    if r.get("matching_seconds") is not None:
+        text += f" (matching {_secs(r['matching_seconds'])})"
+    if r.get("device"):
+        text += f" on {r['device']}"
+    if "cached" in r:
+        text += ", read from the cache" if r["cached"] else ", computed now"
+    return text
+
+
+def _where(r: dict[str, Any], path: str = "along the straight line") -> str:
+    space = r.get("space") or "weights"
+    return f"the {r['split']} split, {path} in the {space} space"
+
+
+def _alignment(r: dict[str, Any]) -> str:
+    if r["method"] == "naive":
+        return "none (naive): B as trained"
+    method = METHOD_WORDS.get(r["method"], r["method"])
+    return f"{method} under {GROUP_WORDS.get(r['group'], r['group'])}"
+
+
+def _at(point: Sequence[float]) -> str:
+    return "(w_A, w_B, w_C) = (" + ", ".join(_num(x) for x in point) + ")"
+
+
+def _index(values: Sequence[float], target: float) -> int:
+    return min(range(len(values)), key=lambda i: abs(values[i] - target))
+
+
+def _curve(r: dict[str, Any]) -> list[str]:
+    """The curve as a few rows: λ = 0, ¼, ½, ¾, 1 and the two peaks (every row if few)."""
+    lam, loss, acc = r["lambdas"], r["loss"], r["accuracy"]
+    n = len(lam)
+    peaks = {_index(lam, r["lambda_peak_loss"]): "loss barrier peak"}
+    if r.get("lambda_peak_accuracy") is not None:
+        i = _index(lam, r["lambda_peak_accuracy"])
+        peaks[i] = "both peaks" if i in peaks else "accuracy barrier peak"
+    pick = set(range(n)) if n <= 9 else {round(q * (n - 1)) for q in (0, 0.25, 0.5, 0.75, 1)}
+    rows = [{"λ": lam[i], "loss": loss[i], "accuracy": acc[i], "": peaks.get(i, "")}
+            for i in sorted(pick | set(peaks))]  # fmt: skip
+    title = "curve" if len(rows) == n else f"curve, {len(rows)} of {n} points (--json has all)"
+    return [title, *columns(rows, "  ")]
+
+
+@layout("barrier", "pair-barrier")
+def _show_barrier(r: dict[str, Any]) -> list[str]:
+    if "a" in r:  # pair-barrier: two checkpoint paths
+        models = [("model A", f"{r['a']}, at λ = 1"), ("model B", f"{r['b']}, at λ = 0")]
+    else:
+        word = _member(r["model"])
+        a, b = r["seeds"]
+        models = [("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
+                             "aligned to A")]  # fmt: skip
+    (la, lb), (aa, ab) = r["endpoint_loss"], r["endpoint_accuracy"]
+    peak = r.get("lambda_peak_accuracy")
+    facts = [
+        ("loss barrier", f"{_nats(r['barrier_loss'])}, highest at λ = "
+                         f"{_num(r['lambda_peak_loss'])}"),
+        ("accuracy barrier", _pct(r["barrier_accuracy"])
+                             + (f", highest at λ = {_num(peak)}" if peak is not None else "")),
+        *models,
+        ("alignment", _alignment(r)),
+        ("measured on", _where(r)),
+        ("endpoint losses", f"A {_num(la)}, B {_nats(lb)}"),
+        ("endpoint accuracies", f"A {_pct(aa)}, B {_pct(ab)}"),
+    ]  # fmt: skip
+    if "a" in r:
+        data = r.get("data")
+        if isinstance(data, dict):  # what was evaluated: the note says it in words
+            data = data.get("note") or _value("data", data)
+        facts += [("architecture", r["architecture"]),
+                  ("parameters", _bare("count", r["parameters"])), ("data", str(data))]  # fmt: skip
+    facts += [("function check", _checks(r)), ("time", _time(r))]
+    return [*_facts(facts), "", *_curve(r)]
+
+
+@layout("triangle")
+def _show_triangle(r: dict[str, Any]) -> list[str]:
+    excess, acc, points = r["excess_loss"], r["accuracy"], r["points"]
+    top = max(range(len(excess)), key=lambda i: excess[i])
+    low = min(range(len(acc)), key=lambda i: acc[i])
+    word = _member(r["model"])
+    a, b, c = r["seeds"]
+    how = "together over the triangle" if r.get("joint") else "edge by edge"
+    (la, lb, lc), (aa, ab, ac) = r["corner_loss"], r["corner_accuracy"]
+    facts = [
+        ("loss barrier", f"{_nats(excess[top])} above the corners' loss plane, at "
+                         f"{_at(points[top])}"),
+        ("basin", f"{_pct(r['basin_fraction'])} of {len(points)} points lie at most "
+                  f"{_nats(r['tol'])} above that plane"),
+        ("lowest accuracy", f"{_pct(acc[low])} at {_at(points[low])}"),
+        ("models", f"{r['model']}: A = {word} {a}, B = {word} {b}, C = {word} {c}; B and C "
+                   f"aligned to A {how}"),
+        ("alignment", _alignment(r)),
+        ("measured on", _where(r, "over the plane through the three")),
+        ("corner losses", f"A {_num(la)}, B {_num(lb)}, C {_nats(lc)}"),
+        ("corner accuracies", f"A {_pct(aa)}, B {_pct(ab)}, C {_pct(ac)}"),
+        ("function check", _checks(r, "B and C")),
+        ("time", _time(r)),
+    ]  # fmt: skip
+    return _facts(facts)
+
+
+def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:
+    n = len(pairs)
+    return f"{n} pair{'s' if n != 1 else ''} of seeds (" + ", ".join(
+        f"{a}–{b}" for a, b in pairs) + ")"  # fmt: skip
+
+
+def _pm(kind: str, mean: Any, sem: Any, many: bool) -> str:
+    """A mean, ± its standard error where there is more than one pair."""
+    text = _bare(kind, mean)
+    return f"{text} ± {_bare(kind, sem)}" if many and sem is not None else text
+
+
+def _health(r: dict[str, Any]) -> str:
+    bad = [x for x in r.get("rows", []) if not x.get("function_ok", True)]
+    if not bad and r.get("function_ok", True):
+        return "function checks: every alignment kept both functions"
+    return f"function checks: {len(bad)} row(s) FAILED, see the warnings above"
+
+
+@layout("table")
+def _show_table(r: dict[str, Any]) -> list[str]:
+    many = len(r["pairs"]) > 1
+    spaces = r.get("spaces") or [r.get("space", "weights")]
+    rows = [{"method": x["method"], "group": x["group"],
+             **({"space": x["space"]} if len(spaces) > 1 else {}),
+             "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
+             "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"), many),
+             "paper": x.get("paper") or ""} for x in r["rows"]]  # fmt: skip
+    where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
+    title = f"{r['model']}: barriers over {_pairs_text(r['pairs'])}; {r['split']} split, {where}"
+    heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
+             "accuracy": "accuracy barrier", "paper": "paper's loss barrier (nats)"}  # fmt: skip
+    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    paper = r.get("paper")
+    if isinstance(paper, dict) and paper.get("source"):
+        lines += _wrap("paper: ", paper["source"])
+    return [*lines, _health(r)]
+
+
+@layout("controls")
+def _show_controls(r: dict[str, Any]) -> list[str]:
+    many = len(r["pairs"]) > 1
+    rows, last = [], None
+    for x in r["rows"]:
+        rows.append({"control": x["control"] if x["control"] != last else "",
+                     "method": x["method"], "group": x["group"],
+                     "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
+                     "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
+                                     many),
+                     "removed": _pct(x.get("fraction_removed"))})  # fmt: skip
+        last = x["control"]
+    heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
+             "accuracy": "accuracy barrier", "removed": "of naive removed"}  # fmt: skip
+    title = (f"{r['model']}: real pairs against control pairs over {_pairs_text(r['pairs'])}; "
+             f"{r['split']} split, {r.get('space') or 'weights'} space")  # fmt: skip
+    legend = [{"control": c["control"], "disagreement": c.get("disagreement"),
+               "what the pair is": c["description"]} for c in r.get("controls", [])]  # fmt: skip
+    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    if legend:
+        heads = {"disagreement": "predictions differ"}
+        lines += ["the controls", *columns(legend, "  ", heads=heads), ""]
+    if r.get("path_task"):
+        lines += _wrap("", r["path_task"][0].upper() + r["path_task"][1:] + ".")
+    return [*lines, _health(r), f"time: {_time(r)}"]
+
+
+@layout("eigenangles")
+def _show_eigenangles(r: dict[str, Any]) -> list[str]:
+    word = _member(r["model"])
+    a, b = r["seeds"]
+    names = {"wm": "O_WM, weight matching", "correction": "O_LM·O_WMᵀ, learned correction",
+             "haar": "a Haar-random rotation (reference)"}  # fmt: skip
+    small = next(r[f"summary_{k}"]["small"] for k in names if f"summary_{k}" in r)
+    rows = [{"rotation": name, "median |θ|": s["median_abs"], "mean |θ|": s["mean_abs"],
+             "share": s["share_small"]} for k, name in names.items()
+            if (s := r.get(f"summary_{k}"))]  # fmt: skip
+    lines = _wrap("", f"eigenangles θ (radians) of the rotations aligning {r['model']} {word} "
+                      f"{b} to {word} {a}: {r['d_model']} each")  # fmt: skip
+    lines += ["", *columns(rows, heads={"share": f"share |θ| < {_num(small)}"}), ""]
+    facts = []
+    wm = r.get("wm_objective") or []
+    if wm:
+        facts.append(("weight matching", f"objective {_num(wm[0])} → {_num(wm[-1])} over "
+                                         f"{len(wm)} rounds"))  # fmt: skip
+    lm = r.get("lm_curve") or []
+    if lm:
+        facts.append(("learned matching", f"merged loss {_nats(lm[0]['loss'])} at step "
+                      f"{lm[0]['step']}, {_nats(lm[-1]['loss'])} at step {lm[-1]['step']} "
+                      "(at the λ drawn each step)"))  # fmt: skip
+    if "det_flip" in r:
+        facts.append(("det G sign flips", f"{r['det_flip']} during learned matching"))
+    facts.append(("time", _time(r)))
+    lines += _facts(facts)
+    if r.get("iterations"):
+        lines += ["", "iterations", *human(r["iterations"], "  ")]
+    return lines
+
+
+def _seed_ranges(seeds: Sequence[int]) -> str:
+    """0, 1, 2, 5 → 0–2, 5."""
+    out: list[tuple[int, int]] = []
+    for s in sorted(seeds):
+        if out and out[-1][1] == s - 1:
+            out[-1] = (out[-1][0], s)
+        else:
+            out.append((s, s))
+    return ", ".join(f"{a}–{b}" if b > a else str(a) for a, b in out) or "none"
+
+
+@layout("zoo")
+def _show_zoo(r: dict[str, Any]) -> list[str]:
+    rows = [{"name": m["name"], "dataset": m["dataset"], "parameters": m["parameters"],
+             "seeds": _seed_ranges(m.get("shipped_seeds") or []),
+             "description": f"{m['description']}\n{m['architecture']}"}
+            for m in r["models"]]  # fmt: skip
+    return [f"{len(rows)} zoo models; the seeds shown are shipped and load at once, any other is "
+            "trained on first use", "", *columns(rows)]  # fmt: skip
+
+
+@layout("widths")
+def _show_widths(r: dict[str, Any]) -> list[str]:
+    narrow = {n["factor"]: n for n in r.get("narrow", [])}
+    rows = [{"k": x["factor"], "width": x["width"], "method": x["method"],
+             "loss": x["barrier_loss"], "accuracy barrier": x["barrier_accuracy"],
+             "B test loss": narrow.get(x["factor"], {}).get("test_loss"),
+             "B test accuracy": narrow.get(x["factor"], {}).get("test_accuracy")}
+            for x in r["rows"]]  # fmt: skip
+    a, b = r["seeds"]
+    title = (f"{r['model']} seed {a} (width {r['d_model']}) against seed {b} at width "
+             f"{r['d_model']}/k, embedded semi-orthogonally and aligned under "
+             f"{r.get('group', 'orth')}; {_where(r)}")  # fmt: skip
+    heads = {"loss": "loss barrier (nats)", "B test loss": "B test loss (nats)"}
+    return [*_wrap("", title), "", *columns(rows, heads=heads), "", _health(r),
+            f"time: {_time(r)}"]  # fmt: skip
