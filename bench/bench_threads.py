@@ -18,13 +18,14 @@ import argparse
 import multiprocessing as mp
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from bench.common import machine_line, table
+from bench.common import machine_line, table, timed
 from landscape import threads as T
 from landscape.experiments.curves import evaluate_path
 from landscape.matching.learned import learned_matching
@@ -84,15 +85,10 @@ def workloads(name: str) -> dict[str, tuple[int, object]]:
     return {k: (cfg.d_model, f) for k, f in out.items()}
 
 
-def seconds(fn: object, n: int, repeats: int) -> float:
+def seconds(fn: Callable[[], object], n: int, repeats: int) -> float:
+    """Median seconds of ``fn`` at ``n`` torch threads, after one warm-up run."""
     with T.using(n):
-        fn()  # warm-up
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2]
+        return timed(fn, repeats)[0]
 
 
 def main() -> None:
