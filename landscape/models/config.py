@@ -17,6 +17,9 @@ NORMS = ("rms", "ln")
 ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
+# Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
+# "pre" is added with the importer that needs it.
+BLOCKS = ("pre",)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class ModelConfig:
     bias: bool = True
     attn_scale: float = 0.0  # 0 means 1/√d_head
     channels: int = 0  # vit: 0 means grey [batch, H, W] images
+    block: str = "pre"  # norm placement in a block; BLOCKS
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -61,6 +65,8 @@ class ModelConfig:
             raise ValueError(f"unknown positions {self.pos!r}; expected one of {POS}")
         if self.mlp not in MLPS:
             raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
+        if self.block not in BLOCKS:
+            raise ValueError(f"unknown block {self.block!r}; expected one of {BLOCKS}")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         arch.check(self)
@@ -117,4 +123,5 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "bias": True,
     "attn_scale": 0.0,
     "channels": 0,
+    "block": "pre",
 }
