@@ -1,7 +1,9 @@
 """Token batches for imported language models from any local UTF-8 text file.
 
 The text is encoded with the model's own tokenizer when its checkpoint directory holds a
-``tokenizer.json`` (read with the ``tokenizers`` library; no hub access). Otherwise it falls back
+``tokenizer.json`` (read with the ``tokenizers`` library; no hub access), or when the checkpoint
+is a GGUF file, whose stored tokenizer is extracted once into the cache
+(:func:`landscape.models.importers.gguf.gguf_tokenizer`). Otherwise it falls back
 to UTF-8 bytes (ids 0–255, when the model's vocabulary has at least 256 entries) or characters
 (the file's sorted character set), and says so in :attr:`TokenCorpus.tokenizer` and
 :attr:`TokenCorpus.note`: a model trained on another tokenizer sees meaningless ids then, so
@@ -39,7 +41,7 @@ class TokenCorpus:
 
     train: torch.Tensor  # (n_train,) uint8 or int32 codes
     test: torch.Tensor  # (n_test,) same dtype
-    tokenizer: str  # "tokenizer.json", "bytes" or "characters"
+    tokenizer: str  # "tokenizer.json", "gguf", "bytes" or "characters"
     vocab_size: int  # ids are < vocab_size
     source: str
     digest: str  # sha256 of the UTF-8 text
@@ -58,13 +60,22 @@ class TokenCorpus:
         return Split(out.inputs.long(), out.targets.long())  # ids index embeddings: int64
 
 
-def _tokenizer_file(checkpoint: str | os.PathLike | None) -> Path | None:
+def _tokenizer_file(checkpoint: str | os.PathLike | None) -> tuple[Path | None, str, str]:
+    """``(tokenizer.json, kind, what it is)``: the checkpoint directory's own file, else the
+    tokenizer a GGUF checkpoint stores; ``(None, "", why not)`` when neither is found."""
     if checkpoint is None:
-        return None
+        return None, "", ""
     p = Path(checkpoint)
-    p = p.parent if p.is_file() else p
-    f = p / "tokenizer.json"
-    return f if f.is_file() else None
+    f = (p.parent if p.is_file() else p) / "tokenizer.json"
+    if f.is_file():
+        return f, "tokenizer.json", f"the model's own tokenizer ({f})"
+    from landscape.models.importers.gguf import gguf_file, gguf_tokenizer
+
+    g = gguf_file(p)
+    if g is None:
+        return None, "", ""
+    found, what = gguf_tokenizer(g)
+    return found, ("gguf" if found else ""), what
 
 
 def token_corpus(
@@ -78,7 +89,7 @@ def token_corpus(
     ``checkpoint``: the model's directory (for ``tokenizer.json``); ``d_vocab``: the model's
     input vocabulary, used to refuse ids it cannot embed.
     """
-    tok_file = _tokenizer_file(checkpoint)
+    tok_file, tok_kind, tok_what = _tokenizer_file(checkpoint)
     if tok_file is not None:
         check_text_file(path, TEXT_BYTES_TOKENIZER, f"with {tok_file}")
     else:
@@ -98,12 +109,14 @@ def token_corpus(
         except Exception as e:
             msg = " ".join(str(e).split())
             raise LandscapeError(f"{tok_file}: not a readable tokenizer ({msg})") from None
-        kind, vocab = "tokenizer.json", tok.get_vocab_size(with_added_tokens=True)
+        kind, vocab = tok_kind, tok.get_vocab_size(with_added_tokens=True)
         ids = torch.tensor(tok.encode(text, add_special_tokens=False).ids, dtype=torch.int32)
-        note = f"encoded with the model's own tokenizer ({tok_file})"
+        note = f"encoded with {tok_what}"
     elif d_vocab is None or d_vocab >= 256:
         ids, kind, vocab = torch.frombuffer(bytearray(raw), dtype=torch.uint8), "bytes", 256
         note = "no tokenizer.json found: UTF-8 bytes as ids 0-255"
+        if tok_what:  # a GGUF whose tokenizer could not be extracted
+            note = f"{tok_what}: UTF-8 bytes as ids 0-255"
         if d_vocab not in (None, 256):
             note += " (not the model's tokenizer: its loss on these ids is only a smoke test)"
     else:
