@@ -24,8 +24,9 @@ The straight line between the circuit forms of A and π(B) averages the products
 *circuits* merge space next to the *weights* one (DESIGN §1, "Loss barrier"). Every other
 parameter (embeddings, norms, FFN, unembedding) is the same in both spaces.
 
-Rotary positions rotate q and k by position between the two factors, so their product is no
-single matrix: such models have no circuit form and are refused.
+Rotary positions rotate q and k by position between the two factors, and a q/k norm
+(``qk_norm``) divides them by their RMS there, so their product is no single matrix: such
+models have no circuit form and are refused.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def check_circuit_form(cfg: ModelConfig) -> None:
         raise LandscapeError(
             "the circuits space needs attention without rotary positions: RoPE rotates q and k "
             "by position between W_Q and W_K, so QKᵀ is no single matrix (use --space weights)"
+        )
+    if cfg.qk_norm != "none":
+        raise LandscapeError(
+            "the circuits space needs attention without a q/k norm: it divides q and k by their "
+            "RMS between W_Q and W_K, so QKᵀ is no single matrix (use --space weights)"
         )
 
 

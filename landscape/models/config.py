@@ -19,7 +19,9 @@ POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
 # Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
 # "pre" is added with the importer that needs it.
-BLOCKS = ("pre",)
+BLOCKS = ("pre", "post")
+# RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
+QK_NORMS = ("none", "head", "full")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ModelConfig:
     attn_scale: float = 0.0  # 0 means 1/√d_head
     channels: int = 0  # vit: 0 means grey [batch, H, W] images
     block: str = "pre"  # norm placement in a block; BLOCKS
+    qk_norm: str = "none"  # RMSNorm on queries and keys: per head or over all heads; QK_NORMS
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -67,6 +70,14 @@ class ModelConfig:
             raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
         if self.block not in BLOCKS:
             raise ValueError(f"unknown block {self.block!r}; expected one of {BLOCKS}")
+        if self.block == "post" and self.norm != "rms":
+            # a post norm's output is added to the stream as it is: centring the writers
+            # (LayerNorm → RMSNorm, landscape.symmetry.processing) would not centre the stream
+            raise ValueError("block 'post' needs norm 'rms' (post-norm LayerNorm: not implemented)")
+        if self.qk_norm not in QK_NORMS:
+            raise ValueError(f"unknown qk_norm {self.qk_norm!r}; expected one of {QK_NORMS}")
+        if self.qk_norm != "none" and not arch.attention:
+            raise ValueError(f"qk_norm {self.qk_norm!r} needs attention; {self.arch} has none")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         arch.check(self)
@@ -124,4 +135,5 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "attn_scale": 0.0,
     "channels": 0,
     "block": "pre",
+    "qk_norm": "none",
 }

@@ -13,10 +13,14 @@ with the reason:
   are exact on it; signed permutations and rotations need the writers centred and LayerNorm
   replaced by RMSNorm, which GPT-2's format has no place for (align with ``--group perm``).
   GPT-2 has no unembedding bias, so one folded there is refused.
-- **Llama**, **Mistral** and **Qwen2** (RMSNorm, gated MLP, rotary positions, grouped-query
-  heads; Qwen2's q/k/v biases): every group the alignment admits. A folded gain is written as
-  ones; an unembedding that no longer equals the embedding's transpose (a folded final gain) is
-  written as its own ``lm_head.weight``.
+- **Llama**, **Mistral**, **Qwen2**, **Qwen3** and **OLMo 2** (RMSNorm, gated MLP, rotary
+  positions, grouped-query heads; Qwen2's q/k/v biases; the q/k norm gains of Qwen3, per head,
+  and OLMo 2, over all heads; OLMo 2's post-norm blocks): every group the alignment admits. A
+  folded gain is written as ones; an unembedding that no longer equals the embedding's
+  transpose (a folded final gain) is written as its own ``lm_head.weight``. The q/k norm and
+  post-norm gains are never folded (no processing step can), and alignment refuses rotations of
+  OLMo 2 before anything is written. A model whose q/k norm or norm placement is not the
+  format's is refused.
 
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
@@ -81,9 +85,19 @@ def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
     return out
 
 
+# (block, qk_norm) of the Llama-layout formats that differ from Llama's ("pre", "none")
+_LAYOUTS = {"qwen3": ("pre", "head"), "olmo2": ("post", "full")}
+
+
 def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
     if cfg.norm != "rms":
         raise LandscapeError(f"{config.get('model_type')}'s format has RMSNorm only")
+    block, qk_norm = _LAYOUTS.get(config.get("model_type"), ("pre", "none"))
+    if (cfg.block, cfg.qk_norm) != (block, qk_norm):
+        raise LandscapeError(
+            f"{config.get('model_type')}'s format has block {block!r} and qk_norm {qk_norm!r}; "
+            f"this model has {cfg.block!r} and {cfg.qk_norm!r}"
+        )
     h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
     dtype = p["embed.W_E"].dtype
     qwen = config.get("model_type") == "qwen2"  # q, k and v biases, none on the output
@@ -101,8 +115,15 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
     out = {"model.embed_tokens.weight": p["embed.W_E"]}
     for layer in range(cfg.n_layers):
         s, b = f"model.layers.{layer}.", f"blocks.{layer}."
-        out[f"{s}input_layernorm.weight"] = _gain(p, f"{b}ln1.w", d, dtype)
-        out[f"{s}post_attention_layernorm.weight"] = _gain(p, f"{b}ln2.w", d, dtype)
+        if block == "pre":
+            out[f"{s}input_layernorm.weight"] = _gain(p, f"{b}ln1.w", d, dtype)
+            out[f"{s}post_attention_layernorm.weight"] = _gain(p, f"{b}ln2.w", d, dtype)
+        else:  # OLMo 2: the same name on the attention output, then the MLP output's norm
+            out[f"{s}post_attention_layernorm.weight"] = p[f"{b}ln1_post.w"]
+            out[f"{s}post_feedforward_layernorm.weight"] = p[f"{b}ln2_post.w"]
+        if qk_norm != "none":  # [d_head], or [heads, d_head] flattened as OLMo 2 stores it
+            for m in "qk":
+                out[f"{s}self_attn.{m}_norm.weight"] = p[f"{b}attn.{m}_norm.w"].reshape(-1)
         for m, n in (("Q", h), ("K", g), ("V", g)):
             name = f"{s}self_attn.{m.lower()}_proj"
             out[f"{name}.weight"] = p[f"{b}attn.W_{m}"].transpose(1, 2).reshape(n * e, d)
@@ -129,7 +150,8 @@ def _head(out: dict[str, torch.Tensor], p: Params, config: dict[str, Any], embed
         out["lm_head.weight"] = w_u
 
 
-EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama}
+EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama,
+             "qwen3": _llama, "olmo2": _llama}  # fmt: skip
 
 
 def export_hf(

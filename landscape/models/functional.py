@@ -25,6 +25,14 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 - ``channels`` > 0 (vit): images are [batch, channels, H, W] and a patch is flattened
   channel-major (channels × patch × patch, the order of a conv patch embedding's weight);
   ``channels=0`` keeps grey [batch, H, W] images.
+- ``qk_norm``: an RMSNorm on queries and keys after their projection (and bias), before RoPE,
+  always RMS whatever ``norm`` is, epsilon ``eps`` (:func:`qk_norm`). ``"head"`` (Qwen3):
+  over each head's d_head entries, gains ``attn.q_norm.w``/``attn.k_norm.w`` [d_head] shared by
+  every head; ``"full"`` (OLMo 2): over all n_heads·d_head query entries of a position
+  (kv_heads·d_head for keys), gains [n_heads, d_head] and [kv_heads, d_head].
+- ``block="post"`` (OLMo 2): the norm moves from a sublayer's input to its output, each block
+  ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``, gains ``ln1_post``/``ln2_post`` and no
+  ``ln1``/``ln2``; the final norm stays (:func:`_block_input`, :func:`_post_norm`).
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -46,6 +54,7 @@ the rule every caller relied on: :func:`default_fast`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -81,6 +90,42 @@ def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) 
         return _norm(cfg, params, prefix, x)
     x = F.rms_norm(x, (d,), w, cfg.eps)
     return x if b is None else x + b
+
+
+def _block_input(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, norm: Callable
+) -> torch.Tensor:
+    """What a sublayer reads from the stream ``x``: ``norm`` with the parameters ``prefix``
+    (``ln1``, ``ln2``), or ``x`` itself in a post-norm block, whose norms sit at the output."""
+    return x if cfg.block == "post" else norm(cfg, params, prefix, x)
+
+
+def _post_norm(
+    cfg: ModelConfig, params: Params, prefix: str, y: torch.Tensor, norm: Callable
+) -> torch.Tensor:
+    """What a sublayer's output ``y`` adds to the stream: ``y`` in a pre-norm block, else
+    ``norm`` with the parameters ``{prefix}_post`` (``ln1_post`` after attention, ``ln2_post``
+    after the FFN), the output norm of a post-norm block ``x + N(f(x))``."""
+    return y if cfg.block == "pre" else norm(cfg, params, f"{prefix}_post", y)
+
+
+def qk_norm(
+    cfg: ModelConfig, params: Params, prefix: str, which: str, x: torch.Tensor, fused: bool = False
+) -> torch.Tensor:
+    """The q/k norm (``cfg.qk_norm``) of queries (``which="q"``) or keys (``"k"``) ``x``
+    [..., heads, d_head], with the gain ``{prefix}.{which}_norm.w`` (missing: 1).
+
+    RMSNorm ``x·√n / √(Σx² + n·ε)`` over the n = d_head entries of each head (``"head"``) or the
+    n = heads·d_head entries of each position (``"full"``), ε = ``cfg.eps``, whatever ``cfg.norm``
+    is: Qwen3 and OLMo 2 normalise q and k by RMS alone. ``fused`` computes it by F.rms_norm.
+    """
+    dims = x.shape[-1:] if cfg.qk_norm == "head" else x.shape[-2:]
+    w = params.get(f"{prefix}.{which}_norm.w")
+    if fused:
+        return F.rms_norm(x, dims, w, cfg.eps)
+    n, axes = math.prod(dims), tuple(range(-len(dims), 0))
+    y = x * math.sqrt(n) / torch.sqrt((x * x).sum(axes, keepdim=True) + n * cfg.eps)
+    return y if w is None else y * w
 
 
 def _act(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
@@ -182,10 +227,18 @@ def _attend(
     if n_query and cfg.pos != "rotary":
         q = _linear(x[:, :n_query], w[:, : h * e], _part(b, 0, h * e)).unflatten(-1, (h, e))
         kv = _linear(x, w[:, h * e :], _part(b, h * e, None)).unflatten(-1, (2 * g, e))
+        if cfg.qk_norm != "none":
+            q = qk_norm(cfg, params, prefix, "q", q, fused=True)
+            k = qk_norm(cfg, params, prefix, "k", kv[:, :, :g], fused=True)
+            kv = torch.cat([k, kv[:, :, g:]], dim=2)
         kv = kv.permute(2, 0, 1, 3).contiguous()  # (2·kv_heads, batch, pos, d_head)
         z = _hand_attention(cfg, q.permute(2, 0, 1, 3), kv)
     else:
         qkv = _linear(x, w, b).unflatten(-1, (h + 2 * g, e))  # (batch, pos, heads, d_head)
+        if cfg.qk_norm != "none":  # before RoPE, as the projections' output
+            q = qk_norm(cfg, params, prefix, "q", qkv[:, :, :h], fused=True)
+            k = qk_norm(cfg, params, prefix, "k", qkv[:, :, h : h + g], fused=True)
+            qkv = torch.cat([q, k, qkv[:, :, h + g :]], dim=2)
         if cfg.pos == "rotary":  # the same rotation for queries and keys
             qkv = torch.cat([rotary(cfg, qkv[:, :, : h + g]), qkv[:, :, h + g :]], dim=2)
         causal = architecture_of(cfg).causal
@@ -238,6 +291,8 @@ def attention(
         + _bias(cfg, params, f"{prefix}.b_{m}")
         for m in "QKV"
     )  # (batch, pos, heads, d_head); k and v have kv_heads
+    if cfg.qk_norm != "none":
+        q, k = qk_norm(cfg, params, prefix, "q", q), qk_norm(cfg, params, prefix, "k", k)
     if cfg.pos == "rotary":
         q, k = rotary(cfg, q), rotary(cfg, k)
     if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
@@ -329,8 +384,10 @@ def _reference_forward(
         if cache is not None:
             cache[f"resid.{layer}"] = x
         if arch.attention:
-            x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
-        xn = _norm(cfg, params, f"{b}.ln2", x)
+            xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
+            out = attention(cfg, params, f"{b}.attn", xn, cache)
+            x = x + _post_norm(cfg, params, f"{b}.ln1", out, _norm)
+        xn = _block_input(cfg, params, f"{b}.ln2", x, _norm)
         h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
         if cfg.gated:
             gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
@@ -339,7 +396,11 @@ def _reference_forward(
             h = _act(cfg, h)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
-        x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
+        if cfg.block == "pre":  # (x + h·W_out) + b_out: the rounding the checkpoints carry
+            x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
+        else:
+            out = h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
+            x = x + _post_norm(cfg, params, f"{b}.ln2", out, _norm)
     if cache is not None:
         cache[f"resid.{cfg.n_layers}"] = x
     if arch.readout == "class token":
@@ -358,18 +419,19 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
         if arch.attention:
             last = layer == cfg.n_layers - 1
             n_query = 1 if arch.readout == "class token" and last else 0
-            out = _attend(
-                cfg, params, f"{b}.attn", _fused_norm(cfg, params, f"{b}.ln1", x), n_query
-            )
+            xn = _block_input(cfg, params, f"{b}.ln1", x, _fused_norm)
+            out = _attend(cfg, params, f"{b}.attn", xn, n_query)
+            out = _post_norm(cfg, params, f"{b}.ln1", out, _fused_norm)
             x = (x[:, :n_query] if n_query else x) + out
-        xn = _fused_norm(cfg, params, f"{b}.ln2", x)
+        xn = _block_input(cfg, params, f"{b}.ln2", x, _fused_norm)
         h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
         if cfg.gated:
             gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))
             h = _act(cfg, gate) * h
         else:
             h = _act(cfg, h)
-        x = x + _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
+        out = _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
+        x = x + _post_norm(cfg, params, f"{b}.ln2", out, _fused_norm)
     if arch.readout == "class token":
         x = x[:, 0]
     x = _fused_norm(cfg, params, "ln_final", x)

@@ -6,6 +6,11 @@ the architecture (:mod:`landscape.models.registry`), then per block ``ln1`` (att
 [n_heads, d_head, d_model], ``b_O``, ``ln2``, ``mlp.W_in`` (and ``W_gate``) [d_model, d_mlp],
 ``mlp.W_out`` [d_mlp, d_model] with their biases; then ``ln_final`` and ``unembed.W_U``
 [d_model, n_out], ``b_U``. Norms have a gain ``w`` and, for LayerNorm, a bias ``b``.
+
+A q/k norm (``qk_norm``) adds gains ``attn.q_norm.w``/``attn.k_norm.w``: [d_head] each for
+"head", [n_heads, d_head] and [kv_heads, d_head] for "full". Post-norm blocks (``block="post"``)
+have ``ln1_post`` after the attention output and ``ln2_post`` after the FFN output instead of
+``ln1``/``ln2``.
 """
 
 from __future__ import annotations
@@ -39,14 +44,23 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if arch.attention:
-            norm(f"{b}.ln1")
+            if cfg.block != "post":
+                norm(f"{b}.ln1")
             for m in "QKV":
                 hm = h if m == "Q" else cfg.kv_heads
                 shapes[f"{b}.attn.W_{m}"] = (hm, d, e)
                 shapes[f"{b}.attn.b_{m}"] = (hm, e)
+            if cfg.qk_norm == "head":
+                shapes[f"{b}.attn.q_norm.w"] = shapes[f"{b}.attn.k_norm.w"] = (e,)
+            elif cfg.qk_norm == "full":
+                shapes[f"{b}.attn.q_norm.w"] = (h, e)
+                shapes[f"{b}.attn.k_norm.w"] = (cfg.kv_heads, e)
             shapes[f"{b}.attn.W_O"] = (h, e, d)
             shapes[f"{b}.attn.b_O"] = (d,)
-        norm(f"{b}.ln2")
+            if cfg.block != "pre":
+                norm(f"{b}.ln1_post")
+        if cfg.block != "post":
+            norm(f"{b}.ln2")
         shapes[f"{b}.mlp.W_in"] = (d, f)
         shapes[f"{b}.mlp.b_in"] = (f,)
         if cfg.gated:
@@ -54,6 +68,8 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             shapes[f"{b}.mlp.b_gate"] = (f,)
         shapes[f"{b}.mlp.W_out"] = (f, d)
         shapes[f"{b}.mlp.b_out"] = (d,)
+        if cfg.block != "pre":
+            norm(f"{b}.ln2_post")
     norm("ln_final")
     shapes["unembed.W_U"] = (d, cfg.n_out)
     shapes["unembed.b_U"] = (cfg.n_out,)

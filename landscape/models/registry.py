@@ -210,6 +210,10 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts.append(f"grouped-query attention ({cfg.kv_heads} key/value heads)")
     if cfg.pos != "learned":
         parts.append({"rotary": "rotary positions", "none": "no positions"}[cfg.pos])
+    if cfg.qk_norm != "none":
+        parts.append({"head": "per-head q/k norm", "full": "q/k norm over all heads"}[cfg.qk_norm])
+    if cfg.block == "post":
+        parts.append("post-norm blocks")
     return ", ".join(parts + extras)
 
 

@@ -60,6 +60,7 @@ from landscape.symmetry.spec import (
     Spec,
     Variable,
     group_kinds,
+    resid_blocked,
     spec_for,
 )
 from landscape.symmetry.table import admitted_symmetries, probe_inputs, symmetry_table
@@ -104,6 +105,7 @@ __all__ = [
     "random_orthogonal",
     "random_semi_orthogonal",
     "random_transform",
+    "resid_blocked",
     "resid_needs",
     "spec_for",
     "symmetry_table",

@@ -5,7 +5,9 @@ of its variable, in float64, and returns a new dict. Which residual kinds are ex
 the parameters' norm state (DESIGN §1 table), see :func:`resid_needs`: RMSNorm with gains kept
 admits B_d (signed permutations); RMSNorm with folded gains O(d) and semi-orthogonal width
 changes; LayerNorm admits S_d × {±I} (a global sign, the only sign pattern that commutes with
-subtracting the mean) and becomes RMSNorm after ``processing.center_writers``.
+subtracting the mean) and becomes RMSNorm after ``processing.center_writers``. A model whose
+post norms keep gains no reader can absorb (``spec.resid_blocked``) admits no rotation in any
+state: its ``resid`` variable lacks the kinds, and the refusal says which norm blocks them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from landscape.symmetry.spec import (
     SIGNED_PERM,
     Spec,
     Variable,
+    resid_blocked,
     spec_for,
 )
 
@@ -134,6 +137,9 @@ def check_transform(spec: Spec, transform: Transform, params: Params) -> None:
         if name not in spec.variables:
             raise KeyError(f"{name!r} is not a gauge variable of this {spec.cfg.arch}")
         var = spec.variables[name]
+        why = resid_blocked(spec.cfg) if name == "resid" and e.kind not in var.kinds else ""
+        if why:
+            raise ValueError(f"{e.kind!r} on the residual stream is not exact here: {why}")
         _check_element(var, e)
         steps = resid_needs(state, e.kind) if name == "resid" else ()
         if steps:

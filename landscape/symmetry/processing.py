@@ -12,7 +12,10 @@ unchanged; together they widen the exact residual gauge group from S_d (LayerNor
    ``"rms"``.
 
 Which group each state admits: :func:`landscape.symmetry.apply.resid_needs`; :func:`prepare` runs
-the steps a group level needs. :func:`embed_width` is the one width-changing rewrite (a
+the steps a group level needs, and refuses a level no step makes exact (rotations of a model with
+post-norm gains, :func:`landscape.symmetry.spec.resid_blocked`). The steps leave q/k norm gains
+(``attn.q_norm``/``attn.k_norm``) and post-norm gains where they are: none of them has readers
+to fold into. :func:`embed_width` is the one width-changing rewrite (a
 semi-orthogonal residual gauge and its √d correction), run on a processed RMSNorm stream;
 :func:`rescale_norm` then moves that correction out of the config (RMSNorm divides by the new
 width, writers and readers rescaled), so the embedded model has the wider model's configuration.
@@ -28,7 +31,7 @@ import torch
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.symmetry.apply import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
-from landscape.symmetry.spec import RESID_GROUPS, SEMI_ORTH, spec_for
+from landscape.symmetry.spec import RESID_GROUPS, SEMI_ORTH, resid_blocked, spec_for
 
 __all__ = [
     "NormState",
@@ -143,6 +146,10 @@ def prepare(
         kind = group.get("resid")
     if kind is None:
         return cfg, params
+    why = resid_blocked(cfg)
+    if why and kind not in spec_for(cfg).variables["resid"].kinds:
+        # folding the gains it can would leave the group inexact: refuse instead
+        raise ValueError(f"{kind!r} on the residual stream cannot be made exact here: {why}")
     return process(cfg, params, resid_needs(norm_state(cfg, params), kind))
 
 

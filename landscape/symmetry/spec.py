@@ -45,8 +45,28 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   only follows the permutation (act ``"P(G)"``): SiLU/GELU are neither odd nor homogeneous, so a
   gate unit can be neither flipped nor scaled.
 
+- Q/K norms (``qk_norm``, Qwen3 "head", OLMo 2 "full"): an RMSNorm on q and k sits after
+  W_Q/W_K, so the residual groups are untouched (W_Q, W_K still read the stream like any reader).
+  Head permutations stay exact: the "head" gain is shared by every head, and the "full" norm
+  divides by the RMS over all heads, which a permutation of heads keeps, while the gains
+  [heads, d_head] move with their heads (``q_norm.w`` like ``W_Q``, ``k_norm.w`` with the
+  key/value group, like ``W_K``). The within-head QK maps are not exact under a q/k norm, even
+  without RoPE: W_Q·M and W_K·M⁻ᵀ cancel only in the bilinear q·kᵀ, and the norm sits between
+  the projection and that product. It divides by ‖q‖ (of the head or of the whole position),
+  which an M that is not orthogonal changes; and even an orthogonal M must commute with the
+  per-coordinate gains (``N(q·M)·γ ≠ N(q)·γ·M``), which a rotation does not. ``qk{l}`` is
+  therefore not declared under a q/k norm; ``ov{l}`` is unaffected (V and O have no norm).
+- Post-norm blocks (``block="post"``, OLMo 2): ``x + N(f(x))`` with gains ``ln1_post``/``ln2_post``
+  (role ``"|G|"``). A post norm's gain multiplies a block's output before the residual add, so
+  no reader can absorb it (every later reader and the final norm see the sum of all blocks'
+  outputs): :func:`fixed_gain_norms`. The RMS norm is odd and permutation-equivariant,
+  ``N(a·G)·(γ·|G|) = N(a)·γ·G`` for a signed permutation G (W_O, W_out write ``a·G``), so B_d is
+  exact; a rotation cannot move γ, even after ``fold_norm_gains`` (which folds only the final
+  norm here), so the ``resid`` variable of such a model admits no orthogonal or semi-orthogonal
+  kind (:func:`resid_blocked` says why).
+
 Which residual groups are exact depends on the norm state (DESIGN §1 table):
-:func:`landscape.symmetry.apply.resid_needs`.
+:func:`landscape.symmetry.apply.resid_needs`, and on :func:`resid_blocked`.
 
 Group levels (:data:`RESID_GROUPS`, :data:`GROUPS`) name a kind per variable; :func:`group_kinds`
 turns a level into that mapping for one spec.
@@ -155,11 +175,33 @@ class Spec:
         return [v.name for v in self.variables.values() if v.family == family]
 
 
+def fixed_gain_norms(cfg: ModelConfig) -> tuple[str, ...]:
+    """Norms whose gain no processing can fold: the post norms (``blocks.{l}.ln1_post``,
+    ``ln2_post``), whose output is added to the stream (module docstring)."""
+    if cfg.block == "pre":
+        return ()
+    subs = ("ln1", "ln2") if cfg.has_attn else ("ln2",)
+    return tuple(f"blocks.{layer}.{n}_post" for layer in range(cfg.n_layers) for n in subs)
+
+
+def resid_blocked(cfg: ModelConfig) -> str:
+    """Why no processing makes a rotation (or a width change) of the stream exact; "" when
+    :func:`landscape.symmetry.apply.resid_needs` names the steps that do."""
+    if not fixed_gain_norms(cfg):
+        return ""
+    return (
+        "the post-norm gains (ln1_post, ln2_post) multiply each block's output before the "
+        "residual add, where no reader can absorb them: a rotation cannot move them, even "
+        "after fold_norm_gains"
+    )
+
+
 def spec_for(cfg: ModelConfig) -> Spec:
     """The symmetry spec of ``cfg``'s architecture (mlp, vit and gpt share this one builder)."""
     shapes = param_shapes(cfg)
     res_g, res_inv, res_abs = Role("resid", G), Role("resid", INV_T), Role("resid", ABS)
-    variables = {"resid": Variable("resid", cfg.d_model, (*_CHAIN, SEMI_ORTH), "resid")}
+    resid_kinds = (PERM, GLOBAL_SIGN, SIGNED_PERM) if resid_blocked(cfg) else (*_CHAIN, SEMI_ORTH)
+    variables = {"resid": Variable("resid", cfg.d_model, resid_kinds, "resid")}
     axes: dict[str, tuple[Role | None, ...]] = {}
     norm_readers: dict[str, tuple[tuple[str, str], ...]] = {}
 
@@ -178,6 +220,11 @@ def spec_for(cfg: ModelConfig) -> Spec:
         if name in shapes:  # bias-free models (cfg.bias=False) lack it
             axes[name] = roles
 
+    def post_norm(prefix: str) -> None:
+        # a post norm's gain has no readers (module docstring): it is permuted, never folded
+        if f"{prefix}.w" in shapes:
+            axes[f"{prefix}.w"] = (res_abs,)
+
     for name in ("embed.W_E", "embed.b_E", "embed.cls", "pos_embed.W_pos"):
         writer(name)
     mlp_kinds = (PERM, SCALE, SCALED_PERM) if cfg.act == "relu" else (PERM,)
@@ -189,7 +236,8 @@ def spec_for(cfg: ModelConfig) -> Spec:
         if cfg.has_attn:
             hv, qk, ov = f"heads{layer}", f"qk{layer}", f"ov{layer}"
             variables[hv] = Variable(hv, cfg.n_heads, (PERM,), "heads", layer, group=group)
-            inner_maps = {qk: group == 1 and cfg.pos != "rotary", ov: group == 1}
+            qk_ok = group == 1 and cfg.pos != "rotary" and cfg.qk_norm == "none"
+            inner_maps = {qk: qk_ok, ov: group == 1}
             for v, declared in inner_maps.items():
                 fam = v.rstrip("0123456789")
                 if declared:
@@ -206,7 +254,14 @@ def spec_for(cfg: ModelConfig) -> Spec:
             inner_o = Role(ov, INV_T) if ov in variables else None
             axes[f"{b}.attn.W_O"] = (Role(hv, INV_T), inner_o, res_g)
             writer(f"{b}.attn.b_O")
-            norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
+            if cfg.qk_norm == "full":  # gains move with their heads, key gains with their group
+                axes[f"{b}.attn.q_norm.w"] = (Role(hv, G), None)
+                axes[f"{b}.attn.k_norm.w"] = (kv_head, None)
+            elif cfg.qk_norm == "head":  # one gain shared by every head: nothing acts on it
+                axes[f"{b}.attn.q_norm.w"] = axes[f"{b}.attn.k_norm.w"] = (None,)
+            if cfg.block != "post":
+                norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
+            post_norm(f"{b}.ln1_post")
         mv = f"mlp{layer}"
         variables[mv] = Variable(mv, cfg.d_mlp, mlp_kinds, "mlp", layer)
         axes[f"{b}.mlp.W_in"] = (res_inv, Role(mv, G))
@@ -218,7 +273,9 @@ def spec_for(cfg: ModelConfig) -> Spec:
             readers.append((f"{b}.mlp.W_gate", f"{b}.mlp.b_gate"))
         axes[f"{b}.mlp.W_out"] = (Role(mv, INV_T), res_g)
         writer(f"{b}.mlp.b_out")
-        norm(f"{b}.ln2", tuple(readers))
+        if cfg.block != "post":
+            norm(f"{b}.ln2", tuple(readers))
+        post_norm(f"{b}.ln2_post")
     norm("ln_final", (("unembed.W_U", "unembed.b_U"),))
     axes["unembed.W_U"] = (res_inv, None)
     bias("unembed.b_U", (None,))

@@ -2,11 +2,13 @@
 
 Every level gets a random element, applied with or without the exactness check, and the largest
 logit change on a fixed probe batch (:func:`probe_inputs`); an invalid level gets a second row
-measured after the processing steps that make it exact.
+measured after the processing steps that make it exact; a level that no processing makes exact
+(rotations of a model with post-norm gains) gets its note saying which norm blocks it instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -15,8 +17,15 @@ from landscape.models import ModelConfig, Params, architecture_of, forward
 from landscape.models.registry import random_inputs
 from landscape.symmetry.apply import NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_transform
-from landscape.symmetry.processing import embed_width, prepare
-from landscape.symmetry.spec import GLOBAL_SIGN, RESID_GROUPS, SEMI_ORTH, SIGNED_PERM, spec_for
+from landscape.symmetry.processing import embed_width, prepare, process
+from landscape.symmetry.spec import (
+    GLOBAL_SIGN,
+    RESID_GROUPS,
+    SEMI_ORTH,
+    SIGNED_PERM,
+    resid_blocked,
+    spec_for,
+)
 
 PROBE_TOKENS = 128  # longest probe window (the zoo's contexts are shorter)
 PROBE_LOGITS = 2**23  # most logits one probe batch may produce
@@ -107,6 +116,8 @@ def symmetry_table(
         "follow it and LayerNorm's mean (along 1) is not preserved.",
     }
     rows = []
+    blocked = resid_blocked(cfg)  # post-norm gains: no processing makes rotations exact
+    resid_kinds = spec.variables["resid"].kinds
     for group, kind in RESID_GROUPS.items():
         steps = resid_needs(state, kind)
         t = random_transform(spec, group, seed)
@@ -114,6 +125,9 @@ def symmetry_table(
             e = t.elements["resid"]
             t = Transform({**t.elements, "resid": Element(kind, e.perm, -e.scale.abs())})
         d = dlogits(cfg, apply(spec, t, params, check=False))
+        if kind not in resid_kinds:
+            rows.extend(_blocked_rows(cfg, params, group, steps, seed, d, blocked, dlogits, row))
+            continue
         note = notes[group]
         if steps and d < 1e-6 and uniform_gains and state.norm == "rms":
             note += " (Exact here only because every gain is equal; trained gains break it.)"
@@ -172,6 +186,8 @@ def symmetry_table(
             "by 1/s; GELU and SiLU are not positively homogeneous.",
         )
     )
+    if SEMI_ORTH not in resid_kinds:  # the orth rows say why: no width change either
+        return rows
     # width change: a semi-orthogonal embedding into d + d/2 coordinates, on the folded model
     steps = resid_needs(state, SEMI_ORTH)
     c2, p2 = prepare(cfg, params, "orth")
@@ -205,6 +221,31 @@ def symmetry_table(
     return rows
 
 
+def _blocked_rows(
+    cfg: ModelConfig,
+    params: Params,
+    group: str,
+    steps: tuple[str, ...],
+    seed: int,
+    d: float,
+    why: str,
+    dlogits: Callable[[ModelConfig, Params], float],
+    row: Callable[..., dict],
+) -> list[dict]:
+    """The rows of a residual level no processing makes exact (``spec.resid_blocked``): the
+    level as it is, and, where other models need steps for it, after those steps too (measured
+    with ``check=False``), which shows that they do not help here."""
+    needs = "not exact in any processing state"
+    rows = [row(group, False, d, needs, f"Not exact: {why}.")]
+    if steps:
+        c2, p2 = process(cfg, params, steps)
+        spec2 = spec_for(c2)
+        d2 = dlogits(c2, apply(spec2, random_transform(spec2, group, seed), p2, check=False))
+        rows.append(row(f"{group} after {' + '.join(steps)}", False, d2, needs,
+                        f"Still not exact: {why}."))  # fmt: skip
+    return rows
+
+
 def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
     """The gauge groups of ``cfg`` as imported (norm gains kept), read from its spec.
 
@@ -216,21 +257,17 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for group, kind in RESID_GROUPS.items():
         steps = resid_needs(state, kind)
-        out.append(
-            {
-                "variable": "resid",
-                "group": group,
-                "size": cfg.d_model,
-                "exact": not steps,
-                "needs": list(steps),
-            }
-        )
+        entry = {"variable": "resid", "group": group, "size": cfg.d_model, "exact": not steps,
+                 "needs": list(steps)}  # fmt: skip
+        if kind not in spec.variables["resid"].kinds:
+            entry.update(exact=False, needs=[], note=f"not exact: {resid_blocked(cfg)}")
+        out.append(entry)
     for family in ("mlp", "heads", "qk", "ov"):
         names = spec.family(family)
         if not names:
             note = {
-                "qk": "not declared: rotary positions and grouped-query attention restrict "
-                "within-head query/key maps",
+                "qk": "not declared: rotary positions, grouped-query attention and q/k norms "
+                "(the norm sits between W_Q/W_K and q·kᵀ) restrict within-head query/key maps",
                 "ov": "not declared: under grouped-query attention the value/output map must be "
                 "shared by a key/value group",
             }.get(family, "")

@@ -10,6 +10,9 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
   models.
 - ``mistral`` (:mod:`.mistral`) and ``qwen2`` (:mod:`.qwen2`, Qwen2 and Qwen2.5): the Llama
   layout, Qwen2 with query, key and value biases.
+- ``qwen3`` (:mod:`.qwen3`): the Llama layout with a per-head RMSNorm on queries and keys.
+- ``olmo2`` (:mod:`.olmo2`, OLMo 2): post-norm blocks (the norms on the attention and MLP
+  outputs) and an RMSNorm over all heads' queries and keys.
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
@@ -52,7 +55,7 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
-from landscape.models.importers import gpt2, llama, mistral, qwen2, vit
+from landscape.models.importers import gpt2, llama, mistral, olmo2, qwen2, qwen3, vit
 from landscape.models.importers.common import (
     DTYPES,
     Converter,
@@ -75,7 +78,7 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, vit)
+_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, vit)
 SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
 _FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
 

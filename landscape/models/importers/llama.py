@@ -86,10 +86,28 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
 
 
 def convert_llama_like(
-    config: dict[str, Any], src: _Source, label: str, *, qkv_bias: bool, o_bias: bool
+    config: dict[str, Any],
+    src: _Source,
+    label: str,
+    *,
+    qkv_bias: bool,
+    o_bias: bool,
+    qk_norm: str = "none",
+    block: str = "pre",
+    head_dim: int = 0,
+    eps: float = 1e-6,
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
-    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2."""
+    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2.
+
+    ``qk_norm``: the q/k norm gains ``self_attn.q_norm``/``k_norm`` (``ModelConfig.qk_norm``:
+    "head" [head_dim] as Qwen3 stores them, "full" [heads·head_dim] as OLMo 2 does).
+    ``block="post"``: OLMo 2's norms on the sublayer outputs, ``post_attention_layernorm`` after
+    attention and ``post_feedforward_layernorm`` after the MLP, no ``input_layernorm`` (in the
+    pre-norm layout ``post_attention_layernorm`` is the norm before the MLP). ``head_dim`` and
+    ``eps``: the family's defaults when config.json has no ``head_dim`` (0: hidden_size /
+    num_attention_heads) or ``rms_norm_eps``.
+    """
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
     kv = _int(config, label, "num_key_value_heads", default=h)
@@ -97,7 +115,7 @@ def convert_llama_like(
         raise LandscapeError(f"{label}: num_key_value_heads {kv} does not divide "
                              f"num_attention_heads {h}")  # fmt: skip
     # an explicit head_dim may differ from d / heads (the projections' shapes are checked)
-    e = _int(config, label, "head_dim", default=0)
+    e = _int(config, label, "head_dim", default=head_dim)
     e = e or d // _heads(config, label, d, ("num_attention_heads",))
     f = _int(config, label, "intermediate_size")
     n_layers = _int(config, label, "num_hidden_layers")
@@ -132,12 +150,14 @@ def convert_llama_like(
         n_ctx=n_ctx,
         norm="rms",
         act=_act(config, label, "hidden_act", "silu"),
-        eps=_num(config, label, "rms_norm_eps", 1e-6),
+        eps=_num(config, label, "rms_norm_eps", eps),
         pos="rotary",
         rotary_base=theta,
         n_kv_heads=0 if kv == h else kv,
         mlp="gated",
         bias=qkv_bias or o_bias or mlp_bias,
+        block=block,
+        qk_norm=qk_norm,
     )
     t = src.take
     zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731
@@ -148,8 +168,17 @@ def convert_llama_like(
     p: Params = {"embed.W_E": w_e}
     for layer in range(n_layers):
         s, b = f"{pre}layers.{layer}.", f"blocks.{layer}."
-        p[f"{b}ln1.w"] = t(f"{s}input_layernorm.weight", (d,))
-        p[f"{b}ln2.w"] = t(f"{s}post_attention_layernorm.weight", (d,))
+        if block == "pre":
+            p[f"{b}ln1.w"] = t(f"{s}input_layernorm.weight", (d,))
+            p[f"{b}ln2.w"] = t(f"{s}post_attention_layernorm.weight", (d,))
+        else:
+            p[f"{b}ln1_post.w"] = t(f"{s}post_attention_layernorm.weight", (d,))
+            p[f"{b}ln2_post.w"] = t(f"{s}post_feedforward_layernorm.weight", (d,))
+        if qk_norm != "none":
+            for m, n in (("q", h), ("k", kv)):
+                shape = (e,) if qk_norm == "head" else (n * e,)
+                gain = t(f"{s}self_attn.{m}_norm.weight", shape)
+                p[f"{b}attn.{m}_norm.w"] = gain if qk_norm == "head" else gain.reshape(n, e)
         for m, n in (("Q", h), ("K", kv), ("V", kv)):
             name = f"{s}self_attn.{m.lower()}_proj"
             p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (n * e, d)), n, e)
