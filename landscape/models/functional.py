@@ -92,6 +92,10 @@ def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) 
     return x if b is None else x + b
 
 
+# Block layouts whose sublayer outputs pass through a norm before the residual add.
+POST_NORM_BLOCKS = ("post", "sandwich")
+
+
 def _block_input(
     cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, norm: Callable
 ) -> torch.Tensor:
@@ -106,7 +110,7 @@ def _post_norm(
     """What a sublayer's output ``y`` adds to the stream: ``y`` in a pre-norm block, else
     ``norm`` with the parameters ``{prefix}_post`` (``ln1_post`` after attention, ``ln2_post``
     after the FFN), the output norm of a post-norm block ``x + N(f(x))``."""
-    return y if cfg.block == "pre" else norm(cfg, params, f"{prefix}_post", y)
+    return norm(cfg, params, f"{prefix}_post", y) if cfg.block in POST_NORM_BLOCKS else y
 
 
 def qk_norm(
