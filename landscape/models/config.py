@@ -18,8 +18,8 @@ ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
 # Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
-# "pre" is added with the importer that needs it.
-BLOCKS = ("pre",)
+# "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia).
+BLOCKS = ("pre", "parallel")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,9 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 - ``channels`` > 0 (vit): images are [batch, channels, H, W] and a patch is flattened
   channel-major (channels × patch × patch, the order of a conv patch embedding's weight);
   ``channels=0`` keeps grey [batch, H, W] images.
+- ``block="parallel"`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and MLP read
+  the same stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the MLP reading
+  ``x + attn(N1(x))``. Both norms keep their own parameters (``ln1``, ``ln2``).
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -328,9 +331,10 @@ def _reference_forward(
         b = f"blocks.{layer}"
         if cache is not None:
             cache[f"resid.{layer}"] = x
+        x_in = x
         if arch.attention:
             x = x + attention(cfg, params, f"{b}.attn", _norm(cfg, params, f"{b}.ln1", x), cache)
-        xn = _norm(cfg, params, f"{b}.ln2", x)
+        xn = _norm(cfg, params, f"{b}.ln2", x_in if cfg.block == "parallel" else x)
         h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
         if cfg.gated:
             gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
@@ -355,6 +359,7 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
     arch = architecture_of(cfg)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
+        x_in = x
         if arch.attention:
             last = layer == cfg.n_layers - 1
             n_query = 1 if arch.readout == "class token" and last else 0
@@ -362,7 +367,8 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
                 cfg, params, f"{b}.attn", _fused_norm(cfg, params, f"{b}.ln1", x), n_query
             )
             x = (x[:, :n_query] if n_query else x) + out
-        xn = _fused_norm(cfg, params, f"{b}.ln2", x)
+            x_in = x_in[:, :n_query] if n_query else x_in
+        xn = _fused_norm(cfg, params, f"{b}.ln2", x_in if cfg.block == "parallel" else x)
         h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
         if cfg.gated:
             gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))

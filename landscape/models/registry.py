@@ -210,6 +210,10 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts.append(f"grouped-query attention ({cfg.kv_heads} key/value heads)")
     if cfg.pos != "learned":
         parts.append({"rotary": "rotary positions", "none": "no positions"}[cfg.pos])
+    if cfg.pos == "rotary" and cfg.rot_dim < cfg.d_head:
+        parts[-1] += f" on {cfg.rot_dim} of {cfg.d_head} head dimensions"
+    if cfg.block == "parallel":
+        parts.append("parallel attention and MLP")
     return ", ".join(parts + extras)
 
 
