@@ -10,6 +10,11 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
   models.
 - ``mistral`` (:mod:`.mistral`) and ``qwen2`` (:mod:`.qwen2`, Qwen2 and Qwen2.5): the Llama
   layout, Qwen2 with query, key and value biases.
+- ``phi3`` (:mod:`.phi3`): Phi3ForCausalLM; the Llama layout with fused ``qkv_proj`` and
+  ``gate_up_proj`` (read as their parts) and ``partial_rotary_factor`` honoured.
+- ``gpt_neox`` (:mod:`.gpt_neox`): GPTNeoXForCausalLM, GPTNeoXModel; GPT-NeoX and Pythia.
+  LayerNorm with biases, parallel attention and MLP (``use_parallel_residual``), a fused
+  head-interleaved ``query_key_value``, rotary positions on part of each head (``rotary_pct``).
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
@@ -31,10 +36,11 @@ not a width), and a field that would change the function is implemented (and tes
 transformers' logits) or refused: rotary scaling of any kind, wherever it is written
 (``rope_scaling``, ``rope_parameters``, ``type`` or ``rope_type``); sliding windows shorter than
 the context; layer counts that disagree with the weights. Llama ignores ``partial_rotary_factor``
-and so does the import (``meta["ignored_config"]``). A tied embedding is found under either name
-(a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index stay inside the
-checkpoint directory. A GGUF tensor the reader could not load (missing, or of another shape:
-it would be filled with random values) is refused.
+and so does the import (``meta["ignored_config"]``); Phi-3 and GPT-NeoX honour it (NeoX as
+``rotary_pct``), and so does the import (``ModelConfig.rotary_dim``). A tied embedding is found
+under either name (a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index
+stay inside the checkpoint directory. A GGUF tensor the reader could not load (missing, or of
+another shape: it would be filled with random values) is refused.
 
 Every problem is one :class:`LandscapeError` line naming the file and the tensor or field.
 """
@@ -52,7 +58,7 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
-from landscape.models.importers import gpt2, llama, mistral, qwen2, vit
+from landscape.models.importers import gpt2, gpt_neox, llama, mistral, phi3, qwen2, vit
 from landscape.models.importers.common import (
     DTYPES,
     Converter,
@@ -75,7 +81,7 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, vit)
+_FAMILIES = (gpt2, llama, mistral, qwen2, vit, gpt_neox, phi3)
 SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
 _FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
 
