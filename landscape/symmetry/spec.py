@@ -45,6 +45,12 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   only follows the permutation (act ``"P(G)"``): SiLU/GELU are neither odd nor homogeneous, so a
   gate unit can be neither flipped nor scaled.
 
+- Parallel blocks (``block="parallel"``, GPT-NeoX: ``x + attn(N1(x)) + mlp(N2(x))``): the spec
+  is the pre-norm one. Both norms read the one stream x entering the block, which every gauge
+  maps to x·G as it maps the stream the MLP's norm reads in a pre-norm block, and the writers
+  and readers are the same parameters; so every group of the pre-norm block is exact here, on
+  the same conditions.
+
 Which residual groups are exact depends on the norm state (DESIGN §1 table):
 :func:`landscape.symmetry.apply.resid_needs`.
 
