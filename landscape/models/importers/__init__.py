@@ -20,8 +20,8 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
 converted the same way; the tokenizer it stores is written out once as a ``tokenizer.json`` in
 the cache, so its text is encoded with the model's own ids. What the sources share (tensor
-sources, checked config readers) is :mod:`.common`. Adding a family: one module with ``MODEL_TYPE``, ``FAMILY`` and ``convert``,
-listed in ``_FAMILIES`` below.
+sources, checked config readers) is :mod:`.common`. Adding a family: one module with
+``MODEL_TYPE``, ``FAMILY`` and ``convert``, listed in ``_FAMILIES`` below.
 
 Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
 Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
