@@ -18,8 +18,11 @@ ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
 # Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
-# "pre" is added with the importer that needs it.
-BLOCKS = ("pre", "post")
+# "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia; "post": OLMo 2).
+BLOCKS = ("pre", "post", "parallel")
+# Layouts whose sublayer outputs pass through their own norm (ln1_post, ln2_post) before the
+# residual add.
+POST_NORM_BLOCKS = ("post", "sandwich")
 # RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
 QK_NORMS = ("none", "head", "full")
 

@@ -21,6 +21,12 @@ with the reason:
   post-norm gains are never folded (no processing step can), and alignment refuses rotations of
   OLMo 2 before anything is written. A model whose q/k norm or norm placement is not the
   format's is refused.
+- **GPT-NeoX / Pythia** (LayerNorm, parallel or sequential blocks, head-interleaved fused
+  ``query_key_value``): as GPT-2, the stream must still be a LayerNorm stream (permutations,
+  and the global sign); one that processing centred into RMSNorm is refused with the reason.
+  The unembedding is written as ``embed_out.weight`` unless it is still tied.
+- **Phi-3** (the Llama layout with fused ``qkv_proj`` and ``gate_up_proj``): the Llama
+  writer's tensors, the projections fused again (q | k | v rows, gate | up rows); no biases.
 
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
@@ -111,7 +117,8 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
             or (mlp_bias and ".mlp.b_" in name)
         )
         if name.rsplit(".", 1)[-1].startswith("b_") and not allowed and bool(v.abs().max() > 0):
-            raise LandscapeError(f"this Llama has no bias {name}, and the model has one")
+            raise LandscapeError(f"this {config.get('model_type')} checkpoint has no bias {name}, "
+                                 "and the model has one")  # fmt: skip
     out = {"model.embed_tokens.weight": p["embed.W_E"]}
     for layer in range(cfg.n_layers):
         s, b = f"model.layers.{layer}.", f"blocks.{layer}."
@@ -141,17 +148,78 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
     return out
 
 
-def _head(out: dict[str, torch.Tensor], p: Params, config: dict[str, Any], embed: str) -> None:
+def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    if cfg.norm != "ln":
+        raise LandscapeError(
+            "GPT-NeoX's format has LayerNorm only; this alignment centred the stream and uses "
+            "RMSNorm (signed permutations and rotations need that): align with --group perm"
+        )
+    if any(f"blocks.{i}.ln1.b" not in p for i in range(cfg.n_layers)):
+        raise LandscapeError("GPT-NeoX's format has LayerNorm biases; these were folded away")
+    if (cfg.block == "parallel") != bool(config.get("use_parallel_residual", True)):
+        raise LandscapeError(f"this model's {cfg.block} blocks differ from the source's "
+                             "use_parallel_residual")  # fmt: skip
+    attn_bias = bool(config.get("attention_bias", True))
+    for name, v in p.items():  # biases the format has no place for must be zero
+        no_place = name == "unembed.b_U" or (not attn_bias and ".attn.b_" in name)
+        if no_place and bool(v.abs().max() > 0):
+            raise LandscapeError(f"this GPT-NeoX has no bias {name}, and the model has one")
+    h, e, d = cfg.n_heads, cfg.d_head, cfg.d_model
+    dtype = p["embed.W_E"].dtype
+    out = {"gpt_neox.embed_in.weight": p["embed.W_E"]}
+    for layer in range(cfg.n_layers):
+        s, b = f"gpt_neox.layers.{layer}.", f"blocks.{layer}."
+        for ours, theirs in (("ln1", "input_layernorm"), ("ln2", "post_attention_layernorm")):
+            out[f"{s}{theirs}.weight"] = _gain(p, f"{b}{ours}.w", d, dtype)
+            out[f"{s}{theirs}.bias"] = p[f"{b}{ours}.b"]
+        # nn.Linear [out, in]; per head its q, k and v rows in turn (the importer's inverse)
+        qkv = torch.stack([p[f"{b}attn.W_{m}"].transpose(1, 2) for m in "QKV"], dim=1)
+        out[f"{s}attention.query_key_value.weight"] = qkv.reshape(3 * d, d)
+        out[f"{s}attention.dense.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d).T
+        if attn_bias:
+            qkv_b = torch.stack([p[f"{b}attn.b_{m}"] for m in "QKV"], dim=1)
+            out[f"{s}attention.query_key_value.bias"] = qkv_b.reshape(3 * d)
+            out[f"{s}attention.dense.bias"] = p[f"{b}attn.b_O"]
+        out[f"{s}mlp.dense_h_to_4h.weight"] = p[f"{b}mlp.W_in"].T
+        out[f"{s}mlp.dense_h_to_4h.bias"] = p[f"{b}mlp.b_in"]
+        out[f"{s}mlp.dense_4h_to_h.weight"] = p[f"{b}mlp.W_out"].T
+        out[f"{s}mlp.dense_4h_to_h.bias"] = p[f"{b}mlp.b_out"]
+    out["gpt_neox.final_layer_norm.weight"] = _gain(p, "ln_final.w", d, dtype)
+    out["gpt_neox.final_layer_norm.bias"] = p["ln_final.b"]
+    _head(out, p, config, "gpt_neox.embed_in.weight", "embed_out.weight")
+    return out
+
+
+def _phi3(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    # Phi-3 reads no bias flags: the Llama writer sees none, so every bias must be zero
+    llama_config = {k: v for k, v in config.items() if k not in ("attention_bias", "mlp_bias")}
+    out = _llama(cfg, p, llama_config)
+    config["tie_word_embeddings"] = llama_config["tie_word_embeddings"]
+    for layer in range(cfg.n_layers):
+        a, m = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp."
+        out[f"{a}qkv_proj.weight"] = torch.cat([out.pop(f"{a}{x}_proj.weight") for x in "qkv"])
+        out[f"{m}gate_up_proj.weight"] = torch.cat([out.pop(f"{m}{x}_proj.weight")
+                                                    for x in ("gate", "up")])  # fmt: skip
+    return out
+
+
+def _head(
+    out: dict[str, torch.Tensor],
+    p: Params,
+    config: dict[str, Any],
+    embed: str,
+    head: str = "lm_head.weight",
+) -> None:
     """Tie the head to the embedding when the tensors still allow it, else write it."""
     w_u = p["unembed.W_U"].T
     tied = bool(torch.equal(w_u, out[embed]))
     config["tie_word_embeddings"] = tied
     if not tied:
-        out["lm_head.weight"] = w_u
+        out[head] = w_u
 
 
 EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama,
-             "qwen3": _llama, "olmo2": _llama}  # fmt: skip
+             "qwen3": _llama, "olmo2": _llama, "gpt_neox": _neox, "phi3": _phi3}  # fmt: skip
 
 
 def export_hf(

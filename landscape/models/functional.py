@@ -33,6 +33,9 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 - ``block="post"`` (OLMo 2): the norm moves from a sublayer's input to its output, each block
   ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``, gains ``ln1_post``/``ln2_post`` and no
   ``ln1``/``ln2``; the final norm stays (:func:`_block_input`, :func:`_post_norm`).
+- ``block="parallel"`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and MLP read
+  the same stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the MLP reading
+  ``x + attn(N1(x))``. Both norms keep their own parameters (``ln1``, ``ln2``).
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -59,7 +62,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from landscape.models.config import ModelConfig
+from landscape.models.config import POST_NORM_BLOCKS, ModelConfig
 from landscape.models.params import Params
 from landscape.models.registry import architecture_of
 
@@ -90,10 +93,6 @@ def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) 
         return _norm(cfg, params, prefix, x)
     x = F.rms_norm(x, (d,), w, cfg.eps)
     return x if b is None else x + b
-
-
-# Block layouts whose sublayer outputs pass through a norm before the residual add.
-POST_NORM_BLOCKS = ("post", "sandwich")
 
 
 def _block_input(
@@ -387,11 +386,13 @@ def _reference_forward(
         b = f"blocks.{layer}"
         if cache is not None:
             cache[f"resid.{layer}"] = x
+        x_in = x
         if arch.attention:
             xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
             out = attention(cfg, params, f"{b}.attn", xn, cache)
             x = x + _post_norm(cfg, params, f"{b}.ln1", out, _norm)
-        xn = _block_input(cfg, params, f"{b}.ln2", x, _norm)
+        x_mlp = x_in if cfg.block == "parallel" else x  # parallel: the MLP reads the block's input
+        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _norm)
         h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
         if cfg.gated:
             gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
@@ -420,6 +421,7 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
     arch = architecture_of(cfg)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
+        x_in = x
         if arch.attention:
             last = layer == cfg.n_layers - 1
             n_query = 1 if arch.readout == "class token" and last else 0
@@ -427,7 +429,9 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
             out = _attend(cfg, params, f"{b}.attn", xn, n_query)
             out = _post_norm(cfg, params, f"{b}.ln1", out, _fused_norm)
             x = (x[:, :n_query] if n_query else x) + out
-        xn = _block_input(cfg, params, f"{b}.ln2", x, _fused_norm)
+            x_in = x_in[:, :n_query] if n_query else x_in
+        x_mlp = x_in if cfg.block == "parallel" else x
+        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _fused_norm)
         h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
         if cfg.gated:
             gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))

@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from landscape.models.config import ModelConfig
+from landscape.models.config import POST_NORM_BLOCKS, ModelConfig
 from landscape.models.registry import architecture_of
 
 Params = dict[str, torch.Tensor]
@@ -57,7 +57,7 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
                 shapes[f"{b}.attn.k_norm.w"] = (cfg.kv_heads, e)
             shapes[f"{b}.attn.W_O"] = (h, e, d)
             shapes[f"{b}.attn.b_O"] = (d,)
-            if cfg.block != "pre":
+            if cfg.block in POST_NORM_BLOCKS:
                 norm(f"{b}.ln1_post")
         if cfg.block != "post":
             norm(f"{b}.ln2")
@@ -68,7 +68,7 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             shapes[f"{b}.mlp.b_gate"] = (f,)
         shapes[f"{b}.mlp.W_out"] = (f, d)
         shapes[f"{b}.mlp.b_out"] = (d,)
-        if cfg.block != "pre":
+        if cfg.block in POST_NORM_BLOCKS:
             norm(f"{b}.ln2_post")
     norm("ln_final")
     shapes["unembed.W_U"] = (d, cfg.n_out)

@@ -210,10 +210,14 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts.append(f"grouped-query attention ({cfg.kv_heads} key/value heads)")
     if cfg.pos != "learned":
         parts.append({"rotary": "rotary positions", "none": "no positions"}[cfg.pos])
+    if cfg.pos == "rotary" and cfg.rot_dim < cfg.d_head:
+        parts[-1] += f" on {cfg.rot_dim} of {cfg.d_head} head dimensions"
     if cfg.qk_norm != "none":
         parts.append({"head": "per-head q/k norm", "full": "q/k norm over all heads"}[cfg.qk_norm])
     if cfg.block == "post":
         parts.append("post-norm blocks")
+    if cfg.block == "parallel":
+        parts.append("parallel attention and MLP")
     return ", ".join(parts + extras)
 
 

@@ -11,6 +11,10 @@ unchanged; together they widen the exact residual gauge group from S_d (LayerNor
    LayerNorm's mean subtraction is a no-op and LayerNorm equals RMSNorm: ``cfg.norm`` becomes
    ``"rms"``.
 
+Each step is exact on parallel blocks (``block="parallel"``, both norms reading the stream that
+enters the block) as on pre-norm ones: folding rewrites a norm and its own readers only, and
+after centring every stream a norm reads, the block's input included, is a sum of centred writes.
+
 Which group each state admits: :func:`landscape.symmetry.apply.resid_needs`; :func:`prepare` runs
 the steps a group level needs, and refuses a level no step makes exact (rotations of a model with
 post-norm gains, :func:`landscape.symmetry.spec.resid_blocked`). The steps leave q/k norm gains

@@ -64,6 +64,11 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   exact; a rotation cannot move γ, even after ``fold_norm_gains`` (which folds only the final
   norm here), so the ``resid`` variable of such a model admits no orthogonal or semi-orthogonal
   kind (:func:`resid_blocked` says why).
+- Parallel blocks (``block="parallel"``, GPT-NeoX: ``x + attn(N1(x)) + mlp(N2(x))``): the spec
+  is the pre-norm one. Both norms read the one stream x entering the block, which every gauge
+  maps to x·G as it maps the stream the MLP's norm reads in a pre-norm block, and the writers
+  and readers are the same parameters; so every group of the pre-norm block is exact here, on
+  the same conditions.
 
 Which residual groups are exact depends on the norm state (DESIGN §1 table):
 :func:`landscape.symmetry.apply.resid_needs`, and on :func:`resid_blocked`.
@@ -78,6 +83,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from landscape.models import ModelConfig, param_shapes
+from landscape.models.config import POST_NORM_BLOCKS
 
 G, INV_T, ABS = "G", "G^-T", "|G|"
 GROUP_OF = "G/group"  # the permutation G induces on groups of Variable.group slots (GQA)
@@ -178,7 +184,7 @@ class Spec:
 def fixed_gain_norms(cfg: ModelConfig) -> tuple[str, ...]:
     """Norms whose gain no processing can fold: the post norms (``blocks.{l}.ln1_post``,
     ``ln2_post``), whose output is added to the stream (module docstring)."""
-    if cfg.block == "pre":
+    if cfg.block not in POST_NORM_BLOCKS:
         return ()
     subs = ("ln1", "ln2") if cfg.has_attn else ("ln2",)
     return tuple(f"blocks.{layer}.{n}_post" for layer in range(cfg.n_layers) for n in subs)

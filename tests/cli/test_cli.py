@@ -126,12 +126,14 @@ def test_shipped_comparison_keeps_the_promise_that_applies():
     # Other kernels: metrics within the tolerance are reproduced, beyond it they are not.
     other = dict(rec["kernels"], cpu_isa="elsewhere")
     near = {**rec["metrics"], "test_accuracy": rec["metrics"]["test_accuracy"] - 0.01}
-    r = compare_with_shipped(replace(ckpt, params=moved, meta=dict(same, kernels=other,
-                                                                  digest="0" * 64, metrics=near)))
+    r = compare_with_shipped(
+        replace(ckpt, params=moved, meta=dict(same, kernels=other, digest="0" * 64, metrics=near))
+    )
     assert not r["same_kernels"] and r["reproduced"]
     far = {**rec["metrics"], "test_loss": rec["metrics"]["test_loss"] + 0.5}
-    r = compare_with_shipped(replace(ckpt, params=moved, meta=dict(same, kernels=other,
-                                                                  digest="0" * 64, metrics=far)))
+    r = compare_with_shipped(
+        replace(ckpt, params=moved, meta=dict(same, kernels=other, digest="0" * 64, metrics=far))
+    )
     assert not r["reproduced"]
 
 

@@ -13,13 +13,18 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
 - ``qwen3`` (:mod:`.qwen3`): the Llama layout with a per-head RMSNorm on queries and keys.
 - ``olmo2`` (:mod:`.olmo2`, OLMo 2): post-norm blocks (the norms on the attention and MLP
   outputs) and an RMSNorm over all heads' queries and keys.
+- ``phi3`` (:mod:`.phi3`): Phi3ForCausalLM; the Llama layout with fused ``qkv_proj`` and
+  ``gate_up_proj`` (read as their parts) and ``partial_rotary_factor`` honoured.
+- ``gpt_neox`` (:mod:`.gpt_neox`): GPTNeoXForCausalLM, GPTNeoXModel; GPT-NeoX and Pythia.
+  LayerNorm with biases, parallel attention and MLP (``use_parallel_residual``), a fused
+  head-interleaved ``query_key_value``, rotary positions on part of each head (``rotary_pct``).
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
 converted the same way; the tokenizer it stores is written out once as a ``tokenizer.json`` in
 the cache, so its text is encoded with the model's own ids. What the sources share (tensor
-sources, checked config readers) is :mod:`.common`. Adding a family: one module with ``MODEL_TYPE``, ``FAMILY`` and ``convert``,
-listed in ``_FAMILIES`` below.
+sources, checked config readers) is :mod:`.common`. Adding a family: one module with
+``MODEL_TYPE``, ``FAMILY`` and ``convert``, listed in ``_FAMILIES`` below.
 
 Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
 Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
@@ -34,10 +39,11 @@ not a width), and a field that would change the function is implemented (and tes
 transformers' logits) or refused: rotary scaling of any kind, wherever it is written
 (``rope_scaling``, ``rope_parameters``, ``type`` or ``rope_type``); sliding windows shorter than
 the context; layer counts that disagree with the weights. Llama ignores ``partial_rotary_factor``
-and so does the import (``meta["ignored_config"]``). A tied embedding is found under either name
-(a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index stay inside the
-checkpoint directory. A GGUF tensor the reader could not load (missing, or of another shape:
-it would be filled with random values) is refused.
+and so does the import (``meta["ignored_config"]``); Phi-3 and GPT-NeoX honour it (NeoX as
+``rotary_pct``), and so does the import (``ModelConfig.rotary_dim``). A tied embedding is found
+under either name (a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index
+stay inside the checkpoint directory. A GGUF tensor the reader could not load (missing, or of
+another shape: it would be filled with random values) is refused.
 
 Every problem is one :class:`LandscapeError` line naming the file and the tensor or field.
 """
@@ -55,7 +61,17 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
-from landscape.models.importers import gpt2, llama, mistral, olmo2, qwen2, qwen3, vit
+from landscape.models.importers import (
+    gpt2,
+    gpt_neox,
+    llama,
+    mistral,
+    olmo2,
+    phi3,
+    qwen2,
+    qwen3,
+    vit,
+)
 from landscape.models.importers.common import (
     DTYPES,
     Converter,
@@ -78,7 +94,7 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, vit)
+_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, vit)
 SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
 _FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
 

@@ -155,6 +155,45 @@ class _DictSource(_Source):
         return self._tensors[name]
 
 
+class _PartsSource(_Source):
+    """``base`` with fused tensors also readable as their parts, so that a converter written for
+    separate projections reads a fused layout (Phi-3's ``qkv_proj`` and ``gate_up_proj`` as the
+    Llama ``q_proj``, ``k_proj``, ... ).
+
+    ``parts[name] = (fused, fused_shape, start, stop)``: part ``name`` is rows ``start:stop`` of
+    tensor ``fused``, which is checked against ``fused_shape`` (errors name the fused tensor, the
+    one in the file) and counted as used in ``base``.
+    """
+
+    def __init__(self, base: _Source, parts: dict[str, tuple[str, tuple[int, ...], int, int]]):
+        super().__init__(base.label, base.dtype)
+        self.base, self.parts = base, parts
+        self.used = base.used  # what the import reports as read is what the file holds
+        self._last: tuple[str, torch.Tensor] | None = None  # the parts of one tensor come in a row
+
+    def names(self) -> list[str]:
+        return self.base.names()
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.base.shape(name)
+
+    def file_of(self, name: str) -> str:
+        return self.base.file_of(name)
+
+    def has(self, name: str) -> bool:
+        return self.base.has(self.parts[name][0] if name in self.parts else name)
+
+    def take(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        if name not in self.parts:
+            return self.base.take(name, shape)
+        fused, fused_shape, start, stop = self.parts[name]
+        if self._last is None or self._last[0] != fused:
+            self._last = (fused, self.base.take(fused, fused_shape))
+        part = self._last[1][start:stop]
+        assert tuple(part.shape) == tuple(shape), (name, part.shape, shape)
+        return part
+
+
 def _shard(root: Path, index: Path, shard: Any) -> Path:
     """A shard named by the index, kept inside the checkpoint directory.
 
@@ -300,16 +339,17 @@ def _embedding(
     name: str,
     shape: tuple[int, int],
     default_tied: bool,
+    head: str = "lm_head.weight",
 ) -> tuple[bool, torch.Tensor]:
     """(tied, W_E as stored [vocab, d]).
 
     Tied when the config says so (``default_tied`` when it is silent) or when the file has no
-    ``lm_head.weight``. A tied pair written by a deduplicating saver keeps the shared tensor under
-    the head's name only, so a tied embedding is read from ``lm_head.weight`` when ``name`` is
-    absent. A tied config with both tensors stored and different is refused: readers disagree
-    on it (older ones overwrite the head with the embedding, newer ones keep both untied).
+    ``head`` (``lm_head.weight``; GPT-NeoX files name it ``embed_out.weight``). A tied pair
+    written by a deduplicating saver keeps the shared tensor under the head's name only, so a
+    tied embedding is read from ``head`` when ``name`` is absent. A tied config with both tensors
+    stored and different is refused: readers disagree on it (older ones overwrite the head with
+    the embedding, newer ones keep both untied).
     """
-    head = "lm_head.weight"
     tied = _flag(config, label, "tie_word_embeddings", default_tied) or not src.has(head)
     if tied and not src.has(name) and src.has(head):
         return True, src.take(head, shape)

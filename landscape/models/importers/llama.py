@@ -41,25 +41,37 @@ FAMILY = "Llama"
 _ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 
 
-def _rope_theta(config: dict[str, Any], label: str) -> float:
+def _rope_theta(config: dict[str, Any], label: str, top: str = "rope_theta") -> float:
     """RoPE base of a Llama config; every scaling kind is refused.
 
     The scaling may sit in ``rope_scaling`` (older files, kind under ``type`` or ``rope_type``)
-    or ``rope_parameters`` (newer files), and the base in either dict or at the top level.
-    Readers differ on which place wins, so every place is read: any kind other than default
-    anywhere, or two different bases, is refused rather than resolved by a guess.
+    or ``rope_parameters`` (newer files), and the base in either dict or at the top level
+    (``top``: ``rope_theta``; GPT-NeoX writes ``rotary_emb_base``). Readers differ on which place
+    wins, so every place is read: any kind other than default anywhere, or two different bases,
+    is refused rather than resolved by a guess.
     """
-    thetas: list[tuple[str, Any]] = []
+    thetas = _rope_values(config, label, "rope_theta", top)
+    for key, v in thetas:
+        _num({key: v}, label, key)
+    _agreed(thetas, label)
+    return float(thetas[0][1]) if thetas else 10000.0
+
+
+def _rope_values(config: dict[str, Any], label: str, key: str, top: str) -> list[tuple[str, Any]]:
+    """Every place ``key`` of the rotary positions is written, as (where, value): in
+    ``rope_scaling``, ``rope_parameters`` (both checked to be of the default kind) and at the top
+    level under ``top``."""
+    found: list[tuple[str, Any]] = []
     for where in ("rope_scaling", "rope_parameters"):
         rope = config.get(where)
         if rope is None:
             continue
         if not isinstance(rope, dict):
             raise LandscapeError(f"{label}: {where} must be an object, got {_show(rope)}")
-        for key in ("rope_type", "type"):
-            if rope.get(key) not in (None, "default"):
+        for kind in ("rope_type", "type"):
+            if rope.get(kind) not in (None, "default"):
                 raise LandscapeError(
-                    f"{label}: {where}.{key} {_show(rope[key])} is not supported "
+                    f"{label}: {where}.{kind} {_show(rope[kind])} is not supported "
                     "(only default rotary positions)"
                 )
         extra = sorted(set(rope) - _ROPE_KEYS)
@@ -67,17 +79,41 @@ def _rope_theta(config: dict[str, Any], label: str) -> float:
             raise LandscapeError(
                 f"{label}: {where}.{extra[0]} is not supported (only default rotary positions)"
             )
-        if rope.get("rope_theta") is not None:
-            thetas.append((f"{where}.rope_theta", rope["rope_theta"]))
-    if config.get("rope_theta") is not None:
-        thetas.append(("rope_theta", config["rope_theta"]))
-    for key, v in thetas:
-        _num({key: v}, label, key)
-    for key, v in thetas[1:]:
-        if float(v) != float(thetas[0][1]):
-            raise LandscapeError(f"{label}: {key} {_show(v)} disagrees with {thetas[0][0]} "
-                                 f"{_show(thetas[0][1])}")  # fmt: skip
-    return float(thetas[0][1]) if thetas else 10000.0
+        if rope.get(key) is not None:
+            found.append((f"{where}.{key}", rope[key]))
+    if config.get(top) is not None:
+        found.append((top, config[top]))
+    return found
+
+
+def _agreed(found: list[tuple[str, Any]], label: str) -> None:
+    """Numbers read from several places (:func:`_rope_values`) are one value, or refused."""
+    for where, v in found[1:]:
+        if float(v) != float(found[0][1]):
+            raise LandscapeError(f"{label}: {where} {_show(v)} disagrees with {found[0][0]} "
+                                 f"{_show(found[0][1])}")  # fmt: skip
+
+
+def _rotary_dim(config: dict[str, Any], label: str, d_head: int, top: str,
+                default: float) -> int:  # fmt: skip
+    """Head dimensions rotated by a family that honours ``partial_rotary_factor`` (in the rope
+    dicts, or at the top level under ``top``; ``default`` when unset): ``int(d_head·factor)``,
+    as transformers computes it, 0 meaning every dimension. A factor outside (0, 1] or an odd
+    count (transformers would then rotate one dimension more, at other frequencies) is refused.
+    """
+    found = _rope_values(config, label, "partial_rotary_factor", top)
+    for where, v in found:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise LandscapeError(f"{label}: {where} must be a number, got {_show(v)}")
+    _agreed(found, label)
+    where, factor = found[0] if found else (top, default)
+    if not 0 < factor <= 1:
+        raise LandscapeError(f"{label}: {where} must lie in (0, 1], got {_show(factor)}")
+    r = int(d_head * factor)
+    if r % 2:
+        raise LandscapeError(f"{label}: {where} {_show(factor)} rotates {r} of {d_head} head "
+                             "dimensions, an odd number; not supported")  # fmt: skip
+    return 0 if r == d_head else r
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
@@ -96,9 +132,11 @@ def convert_llama_like(
     block: str = "pre",
     head_dim: int = 0,
     eps: float = 1e-6,
+    partial_rotary: bool = False,
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
-    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2.
+    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3
+    through a source that splits its fused projections.
 
     ``qk_norm``: the q/k norm gains ``self_attn.q_norm``/``k_norm`` (``ModelConfig.qk_norm``:
     "head" [head_dim] as Qwen3 stores them, "full" [heads·head_dim] as OLMo 2 does).
@@ -106,7 +144,9 @@ def convert_llama_like(
     attention and ``post_feedforward_layernorm`` after the MLP, no ``input_layernorm`` (in the
     pre-norm layout ``post_attention_layernorm`` is the norm before the MLP). ``head_dim`` and
     ``eps``: the family's defaults when config.json has no ``head_dim`` (0: hidden_size /
-    num_attention_heads) or ``rms_norm_eps``.
+    num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
+    ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
+    field.
     """
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
@@ -137,7 +177,10 @@ def convert_llama_like(
     # ignores the field), so the field is recorded as ignored rather than applied.
     places = (config, config.get("rope_scaling") or {}, config.get("rope_parameters") or {})
     partial = any(r.get("partial_rotary_factor") not in (None, 1) for r in places)
-    ignored_config = ["partial_rotary_factor"] if partial else []
+    ignored_config = ["partial_rotary_factor"] if partial and not partial_rotary else []
+    rotary_dim = 0
+    if partial_rotary:
+        rotary_dim = _rotary_dim(config, label, e, "partial_rotary_factor", 1.0)
     cfg = ModelConfig(
         "gpt",
         d_model=d,
@@ -153,6 +196,7 @@ def convert_llama_like(
         eps=_num(config, label, "rms_norm_eps", eps),
         pos="rotary",
         rotary_base=theta,
+        rotary_dim=rotary_dim,
         n_kv_heads=0 if kv == h else kv,
         mlp="gated",
         bias=qkv_bias or o_bias or mlp_bias,
