@@ -7,6 +7,7 @@ The options and what they change in the function are described in
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -18,8 +19,9 @@ ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
 # Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
-# "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia; "post": OLMo 2).
-BLOCKS = ("pre", "post", "parallel")
+# "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia; "post": OLMo 2;
+# "sandwich": Gemma 2 and 3, a norm at each sublayer's input and output).
+BLOCKS = ("pre", "post", "parallel", "sandwich")
 # Layouts whose sublayer outputs pass through their own norm (ln1_post, ln2_post) before the
 # residual add.
 POST_NORM_BLOCKS = ("post", "sandwich")
@@ -60,6 +62,10 @@ class ModelConfig:
     channels: int = 0  # vit: 0 means grey [batch, H, W] images
     block: str = "pre"  # norm placement in a block; BLOCKS
     qk_norm: str = "none"  # RMSNorm on queries and keys: per head or over all heads; QK_NORMS
+    attn_softcap: float = 0.0  # c > 0: attention scores ← c·tanh(scores / c)
+    logit_softcap: float = 0.0  # c > 0: logits ← c·tanh(logits / c)
+    windows: tuple[int, ...] = ()  # sliding window per layer (0: full); () every layer full
+    rotary_bases: tuple[float, ...] = ()  # RoPE base per layer; () rotary_base in every layer
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -73,16 +79,18 @@ class ModelConfig:
             raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
         if self.block not in BLOCKS:
             raise ValueError(f"unknown block {self.block!r}; expected one of {BLOCKS}")
-        if self.block == "post" and self.norm != "rms":
+        if self.block in POST_NORM_BLOCKS and self.norm != "rms":
             # a post norm's output is added to the stream as it is: centring the writers
             # (LayerNorm → RMSNorm, landscape.symmetry.processing) would not centre the stream
-            raise ValueError("block 'post' needs norm 'rms' (post-norm LayerNorm: not implemented)")
+            raise ValueError(f"block {self.block!r} needs norm 'rms' (post-norm LayerNorm: not "
+                             "implemented)")  # fmt: skip
         if self.qk_norm not in QK_NORMS:
             raise ValueError(f"unknown qk_norm {self.qk_norm!r}; expected one of {QK_NORMS}")
         if self.qk_norm != "none" and not arch.attention:
             raise ValueError(f"qk_norm {self.qk_norm!r} needs attention; {self.arch} has none")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
+        self._check_caps_and_layers(arch.causal)
         arch.check(self)
         if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
             raise ValueError("n_kv_heads must divide n_heads")
@@ -94,6 +102,41 @@ class ModelConfig:
             object.__setattr__(self, name, value)
         if self.d_norm == 0:
             object.__setattr__(self, "d_norm", self.d_model)
+
+    def _check_caps_and_layers(self, causal: bool) -> None:
+        """Softcaps, per-layer windows and rotary bases. Lists read from JSON become tuples, so
+        the config stays hashable; windows or bases that change nothing become (), and caps
+        floats, so configs without them keep their dicts and cache keys."""
+        for name in ("attn_softcap", "logit_softcap"):
+            c = getattr(self, name)
+            if isinstance(c, bool) or not isinstance(c, int | float) or not 0 <= c < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0 (0: off), got {c!r}")
+            object.__setattr__(self, name, float(c))
+        for name in ("windows", "rotary_bases"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple | list) or (v and len(v) != self.n_layers):
+                raise ValueError(f"{name} needs one entry per layer ({self.n_layers}), got {v!r}")
+        windows = tuple(self.windows)
+        if any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in windows):
+            raise ValueError(f"windows must be integers >= 0 (0: full attention), got {windows}")
+        if any(windows) and not causal:
+            raise ValueError("sliding windows need a causal architecture")
+        object.__setattr__(self, "windows", windows if any(windows) else ())
+        bases = tuple(self.rotary_bases)
+        numbers = all(isinstance(b, int | float) and not isinstance(b, bool) for b in bases)
+        if not numbers or not all(0 < b < math.inf for b in bases):
+            raise ValueError(f"rotary_bases must be positive numbers, got {bases}")
+        bases = tuple(float(b) for b in bases)
+        object.__setattr__(self, "rotary_bases", () if set(bases) <= {self.rotary_base} else bases)
+
+    def window_of(self, layer: int) -> int:
+        """The sliding window of ``layer``'s attention: each query sees itself and the
+        ``window - 1`` positions before it; 0 is full causal attention."""
+        return self.windows[layer] if self.windows else 0
+
+    def rotary_base_of(self, layer: int) -> float:
+        """The RoPE base of ``layer`` (Gemma 3: one base on sliding layers, another on full)."""
+        return self.rotary_bases[layer] if self.rotary_bases else self.rotary_base
 
     @property
     def has_attn(self) -> bool:
@@ -139,4 +182,8 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "channels": 0,
     "block": "pre",
     "qk_norm": "none",
+    "attn_softcap": 0.0,
+    "logit_softcap": 0.0,
+    "windows": (),
+    "rotary_bases": (),
 }

@@ -27,6 +27,14 @@ with the reason:
   The unembedding is written as ``embed_out.weight`` unless it is still tied.
 - **Phi-3** (the Llama layout with fused ``qkv_proj`` and ``gate_up_proj``): the Llama
   writer's tensors, the projections fused again (q | k | v rows, gate | up rows); no biases.
+- **Gemma**, **Gemma 2** and **Gemma 3** text (``gemma``, ``gemma2``, ``gemma3_text``): the
+  import's folds undone, gains written as gain − 1 (a folded gain as 0) and ``W_E`` divided by
+  the √d it was multiplied by. The head is tied when ``W_Uᵀ·√d`` still equals ``W_E`` bit for
+  bit (true after permutations and sign flips), else written as ``lm_head.weight`` with
+  ``tie_word_embeddings`` false, which transformers' Gemma classes load as a separate head
+  (after a merge, or a rotated Gemma's folded final gain). A width change (``d_norm`` ≠
+  ``d_model``), a bias the format lacks or another block layout is refused. Gemma 2 and 3
+  admit no rotation (their post norms): alignment refuses it before anything is written.
 
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
@@ -43,6 +51,7 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
+from landscape.models.importers.gemma import embed_scale
 from landscape.models.params import Params
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -203,6 +212,66 @@ def _phi3(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
     return out
 
 
+def _gemma(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Gemma 1/2/3 (module docstring): the inverse of :mod:`landscape.models.importers.gemma`."""
+    model_type = config.get("model_type")
+    if cfg.norm != "rms" or cfg.d_norm != cfg.d_model:
+        raise LandscapeError(f"{model_type}'s format has RMSNorm over the whole width only; this "
+                             "model's norm divides by another width (a width change)")  # fmt: skip
+    block = "pre" if model_type == "gemma" else "sandwich"
+    qk_norm = "head" if model_type == "gemma3_text" else "none"
+    if (cfg.block, cfg.qk_norm) != (block, qk_norm):
+        raise LandscapeError(
+            f"{model_type}'s format has block {block!r} and qk_norm {qk_norm!r}; "
+            f"this model has {cfg.block!r} and {cfg.qk_norm!r}"
+        )
+    h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
+    bias = bool(config.get("attention_bias", False))
+    for name, v in p.items():  # a bias the format has no place for must be zero
+        allowed = bias and ".attn.b_" in name
+        if name.rsplit(".", 1)[-1].startswith("b_") and not allowed and bool(v.abs().max() > 0):
+            raise LandscapeError(f"{model_type} has no bias {name}, and the model has one")
+    w_e = p["embed.W_E"]
+    dtype = w_e.dtype
+
+    def gain(name: str, n: int = d) -> torch.Tensor:  # Gemma's norms multiply by (1 + w)
+        return p[name] - 1 if name in p else torch.zeros(n, dtype=dtype)
+
+    scale = embed_scale(d, dtype)
+    w_u = p["unembed.W_U"].T
+    tied = bool(torch.equal(w_u * scale, w_e))
+    out = {"model.embed_tokens.weight": w_u if tied else w_e / scale}
+    for layer in range(cfg.n_layers):
+        s, b = f"model.layers.{layer}.", f"blocks.{layer}."
+        out[f"{s}input_layernorm.weight"] = gain(f"{b}ln1.w")
+        if block == "sandwich":
+            out[f"{s}post_attention_layernorm.weight"] = gain(f"{b}ln1_post.w")
+            out[f"{s}pre_feedforward_layernorm.weight"] = gain(f"{b}ln2.w")
+            out[f"{s}post_feedforward_layernorm.weight"] = gain(f"{b}ln2_post.w")
+        else:
+            out[f"{s}post_attention_layernorm.weight"] = gain(f"{b}ln2.w")
+        for m, n in (("Q", h), ("K", g), ("V", g)):
+            name = f"{s}self_attn.{m.lower()}_proj"
+            out[f"{name}.weight"] = p[f"{b}attn.W_{m}"].transpose(1, 2).reshape(n * e, d)
+            if bias:  # zeros where the model has none
+                out[f"{name}.bias"] = p.get(
+                    f"{b}attn.b_{m}", torch.zeros(n, e, dtype=dtype)
+                ).reshape(n * e)
+        if qk_norm == "head":
+            out[f"{s}self_attn.q_norm.weight"] = gain(f"{b}attn.q_norm.w", e)
+            out[f"{s}self_attn.k_norm.weight"] = gain(f"{b}attn.k_norm.w", e)
+        out[f"{s}self_attn.o_proj.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d).T
+        if bias:
+            out[f"{s}self_attn.o_proj.bias"] = p.get(f"{b}attn.b_O", torch.zeros(d, dtype=dtype))
+        for ours, theirs in (("W_gate", "gate"), ("W_in", "up"), ("W_out", "down")):
+            out[f"{s}mlp.{theirs}_proj.weight"] = p[f"{b}mlp.{ours}"].T
+    out["model.norm.weight"] = gain("ln_final.w")
+    config["tie_word_embeddings"] = tied
+    if not tied:
+        out["lm_head.weight"] = w_u
+    return out
+
+
 def _head(
     out: dict[str, torch.Tensor],
     p: Params,
@@ -219,7 +288,8 @@ def _head(
 
 
 EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama,
-             "qwen3": _llama, "olmo2": _llama, "gpt_neox": _neox, "phi3": _phi3}  # fmt: skip
+             "qwen3": _llama, "olmo2": _llama, "gpt_neox": _neox, "phi3": _phi3,
+             "gemma": _gemma, "gemma2": _gemma, "gemma3_text": _gemma}  # fmt: skip
 
 
 def export_hf(

@@ -36,6 +36,15 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 - ``block="parallel"`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and MLP read
   the same stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the MLP reading
   ``x + attn(N1(x))``. Both norms keep their own parameters (``ln1``, ``ln2``).
+- ``block="sandwich"`` (Gemma 2 and 3): a norm at each sublayer's input and another at its
+  output, ``x + N_1post(attn(N_1(x)))``, then ``x + N_2post(mlp(N_2(x)))``, gains ``ln1``,
+  ``ln1_post``, ``ln2``, ``ln2_post`` (the pre-norm block's input with :func:`_post_norm`'s
+  output).
+- ``attn_softcap`` c > 0: the scaled scores become ``c·tanh(scores / c)`` before the mask;
+  ``logit_softcap`` c > 0 does the same to the logits (Gemma 2; :func:`_softcap`).
+- ``windows``: per-layer sliding windows on the causal mask; with window w the query at t sees
+  keys t − w + 1 … t (0: every earlier key; :func:`_window_mask`). ``rotary_bases``: a RoPE
+  base per layer (Gemma 3 uses one on its sliding layers, another on its full ones).
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -131,6 +140,18 @@ def qk_norm(
     return y if w is None else y * w
 
 
+def _softcap(x: torch.Tensor, c: float) -> torch.Tensor:
+    """``c·tanh(x / c)`` (in this order, as Gemma 2 computes it); c = 0 leaves x as it is."""
+    return torch.tanh(x / c) * c if c else x
+
+
+def _window_mask(n_query: int, n_key: int, window: int, device: torch.device) -> torch.Tensor:
+    """[queries, keys] True where key k is visible to query q: k ≤ q, and k > q − window when
+    ``window`` > 0 (a sliding window on the causal mask)."""
+    mask = torch.ones(n_query, n_key, dtype=torch.bool, device=device).tril()
+    return mask.triu(1 - window) if window else mask
+
+
 def _act(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
     if cfg.act == "gelu":
         return F.gelu(x)
@@ -151,15 +172,17 @@ def embed(cfg: ModelConfig, params: Params, inputs: torch.Tensor) -> torch.Tenso
     return architecture_of(cfg).embed(cfg, params, inputs)
 
 
-def rotary(cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
+def rotary(cfg: ModelConfig, x: torch.Tensor, base: float = 0.0) -> torch.Tensor:
     """RoPE on [batch, pos, heads, d_head] (Su et al. 2021, eq. 34, half-split pairing).
 
     Dimension i < r/2 pairs with i + r/2 (r = ``rot_dim``) and the pair at position t is rotated
-    by the angle t·base^(−2i/r); dimensions from r on pass unchanged.
+    by the angle t·base^(−2i/r); dimensions from r on pass unchanged. ``base`` 0 means
+    ``cfg.rotary_base`` (a layer's own is ``cfg.rotary_base_of(layer)``).
     """
     r = cfg.rot_dim
     t = torch.arange(x.shape[1], device=x.device, dtype=torch.float64)
-    inv_freq = cfg.rotary_base ** (-torch.arange(0, r, 2, device=x.device, dtype=torch.float64) / r)
+    base = base or cfg.rotary_base
+    inv_freq = base ** (-torch.arange(0, r, 2, device=x.device, dtype=torch.float64) / r)
     angles = torch.outer(t, inv_freq)  # (pos, r/2)
     cos = angles.cos().to(x.dtype)[None, :, None, :]
     sin = angles.sin().to(x.dtype)[None, :, None, :]
@@ -217,16 +240,20 @@ def _attend(
     prefix: str,
     x: torch.Tensor,
     n_query: int = 0,
+    *,
+    layer: int = 0,
 ) -> torch.Tensor:
     """``attention`` for inference, on ``x`` [batch, pos, d_model]; the queries of the first
     ``n_query`` positions only when ``n_query`` > 0 (keys and values cover every position).
 
     One matrix product gives queries, keys and values (keys and values alone, and a small one for
     the few queries, when ``n_query`` > 0). Causal or long contexts then go to the fused kernel,
-    short ones to ``_hand_attention``.
+    short ones to ``_hand_attention``; so do softcapped scores, which the kernel cannot cap. The
+    sliding window of block ``layer`` reaches the kernel as an explicit mask.
     """
     h, g, e = cfg.n_heads, cfg.kv_heads, cfg.d_head
     w, b = _qkv_weights(cfg, params, prefix)
+    window = cfg.window_of(layer)
     if n_query and cfg.pos != "rotary":
         q = _linear(x[:, :n_query], w[:, : h * e], _part(b, 0, h * e)).unflatten(-1, (h, e))
         kv = _linear(x, w[:, h * e :], _part(b, h * e, None)).unflatten(-1, (2 * g, e))
@@ -235,7 +262,7 @@ def _attend(
             k = qk_norm(cfg, params, prefix, "k", kv[:, :, :g], fused=True)
             kv = torch.cat([k, kv[:, :, g:]], dim=2)
         kv = kv.permute(2, 0, 1, 3).contiguous()  # (2·kv_heads, batch, pos, d_head)
-        z = _hand_attention(cfg, q.permute(2, 0, 1, 3), kv)
+        z = _hand_attention(cfg, q.permute(2, 0, 1, 3), kv, window)
     else:
         qkv = _linear(x, w, b).unflatten(-1, (h + 2 * g, e))  # (batch, pos, heads, d_head)
         if cfg.qk_norm != "none":  # before RoPE, as the projections' output
@@ -243,17 +270,27 @@ def _attend(
             k = qk_norm(cfg, params, prefix, "k", qkv[:, :, h : h + g], fused=True)
             qkv = torch.cat([q, k, qkv[:, :, h + g :]], dim=2)
         if cfg.pos == "rotary":  # the same rotation for queries and keys
-            qkv = torch.cat([rotary(cfg, qkv[:, :, : h + g]), qkv[:, :, h + g :]], dim=2)
+            qk = rotary(cfg, qkv[:, :, : h + g], cfg.rotary_base_of(layer))
+            qkv = torch.cat([qk, qkv[:, :, h + g :]], dim=2)
         causal = architecture_of(cfg).causal
-        if not n_query and _fused_attention_ok(qkv, causal, x.shape[1]):
+        fused = not n_query and not cfg.attn_softcap
+        if fused and _fused_attention_ok(qkv, causal, x.shape[1]):
             qkv = qkv.transpose(1, 2)  # (batch, heads, pos, d_head)
             q, k, v = qkv[:, :h], qkv[:, h : h + g], qkv[:, h + g :]
+            t = x.shape[1]
+            mask = _window_mask(t, t, window, x.device) if window else None
             z = F.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, scale=cfg.attn_scale or None, enable_gqa=g != h
+                q,
+                k,
+                v,
+                attn_mask=mask,
+                is_causal=causal and mask is None,
+                scale=cfg.attn_scale or None,
+                enable_gqa=g != h,
             ).transpose(1, 2)  # (batch, pos, n_heads, d_head)
         else:
             qkv = qkv.permute(2, 0, 1, 3).contiguous()  # (heads, batch, pos, d_head)
-            z = _hand_attention(cfg, qkv[:h, :, : n_query or None], qkv[h:])
+            z = _hand_attention(cfg, qkv[:h, :, : n_query or None], qkv[h:], window)
     w_o, b_o = params[f"{prefix}.W_O"].flatten(0, 1), _bias(cfg, params, f"{prefix}.b_O")
     return _linear(z.flatten(2), w_o, b_o)
 
@@ -263,10 +300,12 @@ def _part(b: torch.Tensor | float, start: int, stop: int | None) -> torch.Tensor
     return b[start:stop] if isinstance(b, torch.Tensor) else b
 
 
-def _hand_attention(cfg: ModelConfig, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+def _hand_attention(
+    cfg: ModelConfig, q: torch.Tensor, kv: torch.Tensor, window: int = 0
+) -> torch.Tensor:
     """Softmax attention on head-major blocks: queries ``q`` [n_heads, batch, queries, d_head]
-    (the first positions), keys then values ``kv`` [2·kv_heads, batch, keys, d_head]. Returns
-    the per-head outputs [batch, queries, n_heads, d_head].
+    (the first positions), keys then values ``kv`` [2·kv_heads, batch, keys, d_head], a causal
+    sliding ``window`` when > 0. Returns the per-head outputs [batch, queries, n_heads, d_head].
 
     The scores are built transposed, [keys, queries]: the softmax over keys then runs along a
     strided axis, vectorised across queries, and the small products come out [d_head, queries],
@@ -278,17 +317,26 @@ def _hand_attention(cfg: ModelConfig, q: torch.Tensor, kv: torch.Tensor) -> torc
     q = q.unflatten(0, (g, h // g))  # (kv_heads, h/g, batch, queries, d_head)
     scores_t = k @ q.transpose(-1, -2)  # (kv_heads, h/g, batch, keys, queries)
     scores_t = scores_t * cfg.attn_scale if cfg.attn_scale else scores_t / math.sqrt(e)
+    scores_t = _softcap(scores_t, cfg.attn_softcap)
     if architecture_of(cfg).causal:  # key t is hidden from the queries before it
         tk, tq = scores_t.shape[-2:]
-        future = torch.ones(tk, tq, dtype=torch.bool, device=q.device).tril(-1)
-        scores_t = scores_t.masked_fill(future, float("-inf"))
+        hidden = ~_window_mask(tq, tk, window, q.device).T  # (keys, queries)
+        scores_t = scores_t.masked_fill(hidden, float("-inf"))
     z_t = v.transpose(-1, -2) @ scores_t.softmax(-2)  # (kv_heads, h/g, batch, d_head, queries)
     return z_t.flatten(0, 1).permute(1, 3, 0, 2)
 
 
 def attention(
-    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, cache: dict | None = None
+    cfg: ModelConfig,
+    params: Params,
+    prefix: str,
+    x: torch.Tensor,
+    cache: dict | None = None,
+    *,
+    layer: int = 0,
 ) -> torch.Tensor:
+    """Attention of block ``layer`` (its sliding window and rotary base) on the normalised
+    stream ``x`` [batch, pos, d_model], parameters under ``prefix``."""
     q, k, v = (
         torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_{m}"])
         + _bias(cfg, params, f"{prefix}.b_{m}")
@@ -297,16 +345,18 @@ def attention(
     if cfg.qk_norm != "none":
         q, k = qk_norm(cfg, params, prefix, "q", q), qk_norm(cfg, params, prefix, "k", k)
     if cfg.pos == "rotary":
-        q, k = rotary(cfg, q), rotary(cfg, k)
+        base = cfg.rotary_base_of(layer)
+        q, k = rotary(cfg, q, base), rotary(cfg, k, base)
     if cfg.kv_heads != cfg.n_heads:  # grouped-query: each key/value head serves a run of queries
         k = k.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
         v = v.repeat_interleave(cfg.n_heads // cfg.kv_heads, dim=2)
     scores = torch.einsum("bqhe,bkhe->bhqk", q, k)
     # dividing by √d_head (not multiplying by its inverse) keeps the original rounding
     scores = scores * cfg.attn_scale if cfg.attn_scale else scores / math.sqrt(cfg.d_head)
+    scores = _softcap(scores, cfg.attn_softcap)
     if architecture_of(cfg).causal:
         t = x.shape[1]
-        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        mask = _window_mask(t, t, cfg.window_of(layer), x.device)
         scores = scores.masked_fill(~mask, float("-inf"))
     pattern = scores.softmax(-1)
     z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
@@ -389,7 +439,7 @@ def _reference_forward(
         x_in = x
         if arch.attention:
             xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
-            out = attention(cfg, params, f"{b}.attn", xn, cache)
+            out = attention(cfg, params, f"{b}.attn", xn, cache, layer=layer)
             x = x + _post_norm(cfg, params, f"{b}.ln1", out, _norm)
         x_mlp = x_in if cfg.block == "parallel" else x  # parallel: the MLP reads the block's input
         xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _norm)
@@ -411,7 +461,8 @@ def _reference_forward(
     if arch.readout == "class token":
         x = x[:, 0]
     x = _norm(cfg, params, "ln_final", x)
-    return x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
+    logits = x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
+    return _softcap(logits, cfg.logit_softcap)
 
 
 def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
@@ -426,7 +477,7 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
             last = layer == cfg.n_layers - 1
             n_query = 1 if arch.readout == "class token" and last else 0
             xn = _block_input(cfg, params, f"{b}.ln1", x, _fused_norm)
-            out = _attend(cfg, params, f"{b}.attn", xn, n_query)
+            out = _attend(cfg, params, f"{b}.attn", xn, n_query, layer=layer)
             out = _post_norm(cfg, params, f"{b}.ln1", out, _fused_norm)
             x = (x[:, :n_query] if n_query else x) + out
             x_in = x_in[:, :n_query] if n_query else x_in
@@ -443,7 +494,8 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
     if arch.readout == "class token":
         x = x[:, 0]
     x = _fused_norm(cfg, params, "ln_final", x)
-    return _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
+    logits = _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
+    return _softcap(logits, cfg.logit_softcap)
 
 
 def loss_and_accuracy(

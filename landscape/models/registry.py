@@ -218,7 +218,25 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts.append("post-norm blocks")
     if cfg.block == "parallel":
         parts.append("parallel attention and MLP")
-    return ", ".join(parts + extras)
+    if cfg.block == "sandwich":
+        parts.append("norms before and after each sublayer")
+    return ", ".join(parts + _gemma_extras(cfg) + extras)
+
+
+def _gemma_extras(cfg: ModelConfig) -> list[str]:
+    """Per-layer rotary bases, softcaps and sliding windows (Gemma), named for ``describe``."""
+    out = []
+    if cfg.rotary_bases:
+        out.append("rotary bases " + "/".join(f"{b:g}" for b in sorted(set(cfg.rotary_bases))))
+    caps = [f"{what} {c:g}" for what, c in (("attention", cfg.attn_softcap),
+                                            ("logits", cfg.logit_softcap)) if c]  # fmt: skip
+    if caps:
+        out.append(f"softcaps ({', '.join(caps)})")
+    sliding = [w for w in cfg.windows if w]
+    if sliding:
+        sizes = "/".join(str(w) for w in sorted(set(sliding)))
+        out.append(f"sliding windows of {sizes} on {len(sliding)} of {cfg.n_layers} layers")
+    return out
 
 
 def random_inputs(

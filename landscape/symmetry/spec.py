@@ -64,6 +64,12 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   exact; a rotation cannot move γ, even after ``fold_norm_gains`` (which folds only the final
   norm here), so the ``resid`` variable of such a model admits no orthogonal or semi-orthogonal
   kind (:func:`resid_blocked` says why).
+- Sandwich blocks (``block="sandwich"``, Gemma 2 and 3: ``x + N_post(f(N(x)))``): the input
+  norms ``ln1``/``ln2`` are pre-norm ones, read by Q, K, V and the FFN and folded like them;
+  the output norms are post norms as above, so B_d is exact and rotations are not, folded or
+  not. Softcaps (``c·tanh(s / c)`` on the scores and on the logits), sliding windows (a mask
+  on the scores) and per-layer rotary bases act where every gauge has already cancelled, so
+  they change no group.
 - Parallel blocks (``block="parallel"``, GPT-NeoX: ``x + attn(N1(x)) + mlp(N2(x))``): the spec
   is the pre-norm one. Both norms read the one stream x entering the block, which every gauge
   maps to x·G as it maps the stream the MLP's norm reads in a pre-norm block, and the writers

@@ -18,13 +18,20 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
 - ``gpt_neox`` (:mod:`.gpt_neox`): GPTNeoXForCausalLM, GPTNeoXModel; GPT-NeoX and Pythia.
   LayerNorm with biases, parallel attention and MLP (``use_parallel_residual``), a fused
   head-interleaved ``query_key_value``, rotary positions on part of each head (``rotary_pct``).
+- ``gemma``, ``gemma2`` and ``gemma3_text`` (:mod:`.gemma`, one module for the three):
+  GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM; (1 + w) norm gains and the √d
+  embedding scale folded; Gemma 2 and 3 with norms before and after each sublayer, softcaps and
+  sliding windows, Gemma 3 with per-head q/k norms and a rotary base per layer type. The
+  multimodal ``gemma3`` is refused.
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
 converted the same way; the tokenizer it stores is written out once as a ``tokenizer.json`` in
 the cache, so its text is encoded with the model's own ids. What the sources share (tensor
 sources, checked config readers) is :mod:`.common`. Adding a family: one module with
-``MODEL_TYPE``, ``FAMILY`` and ``convert``, listed in ``_FAMILIES`` below.
+``MODEL_TYPE``, ``FAMILY`` and ``convert`` (or, for several model types, ``MODEL_TYPES``:
+model_type → (family, converter), and ``REFUSED``: model_type → why not), listed in
+``_FAMILIES`` below.
 
 Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
 Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
@@ -62,6 +69,7 @@ from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
 from landscape.models.importers import (
+    gemma,
     gpt2,
     gpt_neox,
     llama,
@@ -94,9 +102,20 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, vit)
-SUPPORTED: dict[str, Converter] = {m.MODEL_TYPE: m.convert for m in _FAMILIES}
-_FAMILY = {m.MODEL_TYPE: m.FAMILY for m in _FAMILIES}
+_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit)
+
+
+def _model_types(module: Any) -> dict[str, tuple[str, Converter]]:
+    """model_type → (family, converter) of one importer module."""
+    if hasattr(module, "MODEL_TYPES"):
+        return module.MODEL_TYPES
+    return {module.MODEL_TYPE: (module.FAMILY, module.convert)}
+
+
+_TYPES = {k: v for m in _FAMILIES for k, v in _model_types(m).items()}
+SUPPORTED: dict[str, Converter] = {k: convert for k, (_, convert) in _TYPES.items()}
+_FAMILY = {k: family for k, (family, _) in _TYPES.items()}
+_REFUSED: dict[str, str] = {k: v for m in _FAMILIES for k, v in getattr(m, "REFUSED", {}).items()}
 
 
 # ----------------------------------------------------------------------------- sources
@@ -154,6 +173,8 @@ def _convert(
     label = str(Path(path) / "config.json") if fmt.startswith("safetensors") else src.label
     try:
         model_type = config.get("model_type")
+        if isinstance(model_type, str) and model_type in _REFUSED:
+            raise LandscapeError(f"{label}: {_REFUSED[model_type]}")
         if not isinstance(model_type, str) or model_type not in SUPPORTED:
             shown = repr(model_type) if isinstance(model_type, str) else _show(model_type)
             raise LandscapeError(

@@ -39,30 +39,42 @@ FAMILY = "Llama"
 # Keys a rope dict of the default kind may hold; anything else (a factor, original context,
 # per-layer-type entries) belongs to a scaling kind this importer does not implement.
 _ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+_ROPE_DICTS = ("rope_scaling", "rope_parameters")
 
 
-def _rope_theta(config: dict[str, Any], label: str, top: str = "rope_theta") -> float:
+def _rope_theta(
+    config: dict[str, Any],
+    label: str,
+    top: str = "rope_theta",
+    *,
+    dicts: tuple[str, ...] = _ROPE_DICTS,
+    default: float = 10000.0,
+) -> float:
     """RoPE base of a Llama config; every scaling kind is refused.
 
     The scaling may sit in ``rope_scaling`` (older files, kind under ``type`` or ``rope_type``)
     or ``rope_parameters`` (newer files), and the base in either dict or at the top level
     (``top``: ``rope_theta``; GPT-NeoX writes ``rotary_emb_base``). Readers differ on which place
     wins, so every place is read: any kind other than default anywhere, or two different bases,
-    is refused rather than resolved by a guess.
+    is refused rather than resolved by a guess. ``dicts`` names the rope dicts (Gemma 3 keeps
+    one per layer type, ``rope_parameters.full_attention`` and ``.sliding_attention``); without
+    a base anywhere it is ``default``.
     """
-    thetas = _rope_values(config, label, "rope_theta", top)
+    thetas = _rope_values(config, label, "rope_theta", top, dicts)
     for key, v in thetas:
         _num({key: v}, label, key)
     _agreed(thetas, label)
-    return float(thetas[0][1]) if thetas else 10000.0
+    return float(thetas[0][1]) if thetas else default
 
 
-def _rope_values(config: dict[str, Any], label: str, key: str, top: str) -> list[tuple[str, Any]]:
-    """Every place ``key`` of the rotary positions is written, as (where, value): in
-    ``rope_scaling``, ``rope_parameters`` (both checked to be of the default kind) and at the top
-    level under ``top``."""
+def _rope_values(
+    config: dict[str, Any], label: str, key: str, top: str, dicts: tuple[str, ...] = _ROPE_DICTS
+) -> list[tuple[str, Any]]:
+    """Every place ``key`` of the rotary positions is written, as (where, value): in the rope
+    dicts ``dicts`` (``rope_scaling``, ``rope_parameters``; each checked to be of the default
+    kind) and at the top level under ``top``."""
     found: list[tuple[str, Any]] = []
-    for where in ("rope_scaling", "rope_parameters"):
+    for where in dicts:
         rope = config.get(where)
         if rope is None:
             continue
