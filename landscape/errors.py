@@ -10,6 +10,12 @@ class LandscapeError(Exception):
     """A problem with the user's input or environment, stated in one line."""
 
 
+class GroupNotAdmitted(LandscapeError, ValueError):
+    """A symmetry group asked of a model whose architecture admits it in no processing state
+    (e.g. rotations of a post-norm stream). Also a ValueError, as the symmetry engine's other
+    refusals of an element are."""
+
+
 # Seeds are scaled and offset (1000·seed + draw) into 64-bit generator seeds; below 2**32 every
 # derived seed fits, where a larger one overflowed deep inside torch.
 SEED_LIMIT = 2**32

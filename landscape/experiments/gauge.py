@@ -38,7 +38,7 @@ import torch
 
 from landscape.data import Split
 from landscape.device import CPU
-from landscape.errors import LandscapeError, check_seed
+from landscape.errors import GroupNotAdmitted, LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
 from landscape.experiments.gauge_results import (
     RECOVERY_METHODS,
@@ -92,6 +92,7 @@ from landscape.symmetry import (
     group_kinds,
     probe_inputs,
     random_transform,
+    resid_blocked,
     spec_for,
     symmetry_table,
 )
@@ -546,6 +547,14 @@ def gauge_sweep(
                      trajectory_steps=trajectory_steps,
                      trajectory_every=trajectory_every)  # fmt: skip
     task = load_task(model, seed, device=device)
+    why = resid_blocked(task.cfg)
+    rotating = sorted(set(parts) & {"scramble", "claims"})
+    if why and rotating:
+        raise GroupNotAdmitted(
+            f"the {' and '.join(rotating)} part{'s compare' if len(rotating) > 1 else ' compares'} "
+            f"S_d, B_d and O(d), and {task.name} admits no O(d): {why}; run the other parts "
+            "(--parts table recovery trajectory)"
+        )
     cache = cache or Cache()
     base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),
             "weights": task.digest, "seed": seed}  # fmt: skip

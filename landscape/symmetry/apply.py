@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params
 from landscape.symmetry.elements import Element, Transform
 from landscape.symmetry.spec import (
@@ -139,7 +140,7 @@ def check_transform(spec: Spec, transform: Transform, params: Params) -> None:
         var = spec.variables[name]
         why = resid_blocked(spec.cfg) if name == "resid" and e.kind not in var.kinds else ""
         if why:
-            raise ValueError(f"{e.kind!r} on the residual stream is not exact here: {why}")
+            raise GroupNotAdmitted(f"{e.kind!r} on the residual stream is not exact here: {why}")
         _check_element(var, e)
         steps = resid_needs(state, e.kind) if name == "resid" else ()
         if steps:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.symmetry.apply import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
@@ -153,7 +154,7 @@ def prepare(
     why = resid_blocked(cfg)
     if why and kind not in spec_for(cfg).variables["resid"].kinds:
         # folding the gains it can would leave the group inexact: refuse instead
-        raise ValueError(f"{kind!r} on the residual stream cannot be made exact here: {why}")
+        raise GroupNotAdmitted(f"{kind!r} on the residual stream cannot be made exact here: {why}")
     return process(cfg, params, resid_needs(norm_state(cfg, params), kind))
 
 
