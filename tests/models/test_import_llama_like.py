@@ -1,5 +1,7 @@
 """Qwen2 and Mistral: the Llama layout with their own biases and options, against transformers."""
 
+import json
+
 import pytest
 import torch
 
@@ -46,9 +48,13 @@ def test_logits_equal_transformers_and_admitted_gauges_keep_them(tmp_path, kind)
     assert any(not r["valid"] and r["max_abs_dlogits"] > 1e-3 for r in rows)  # orth, unfolded
 
 
-def test_mistral_sliding_window_shorter_than_the_context_is_refused(tmp_path):
-    _build("mistral", sliding_window=8).save_pretrained(tmp_path, safe_serialization=True)
-    with pytest.raises(LandscapeError, match="sliding_window 8"):
+def test_a_sliding_layer_without_a_window_is_refused(tmp_path):
+    _build("qwen2").save_pretrained(tmp_path, safe_serialization=True)
+    f = tmp_path / "config.json"
+    cfg = json.loads(f.read_text())
+    f.write_text(json.dumps({**cfg, "sliding_window": None,
+                             "layer_types": ["sliding_attention", "full_attention"]}))  # fmt: skip
+    with pytest.raises(LandscapeError, match="sliding layers but no sliding_window"):
         import_checkpoint(tmp_path)
 
 
@@ -66,3 +72,33 @@ def test_inspect_audit_measures_every_group_and_says_why(tmp_path, capsys):
     assert not orth["valid"] and orth["needs"] == "fold_norm_gains" and "gain" in orth["note"]
     assert orth["max_abs_dlogits"] > 1e-3
     assert rows["orth after fold_norm_gains"]["max_abs_dlogits"] < 1e-8
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [
+        ("mistral", {"sliding_window": 4}),
+        ("qwen2", {"use_sliding_window": True, "sliding_window": 4, "max_window_layers": 1}),
+        ("phi3", {"sliding_window": 4}),
+    ],
+)
+def test_sliding_windows_shorter_than_the_input_equal_transformers(tmp_path, kind, extra):
+    if kind == "phi3":
+        torch.manual_seed(0)
+        cfg = transformers.Phi3Config(**SMALL, pad_token_id=0, **extra)
+        model = perturbed(transformers.Phi3ForCausalLM(cfg)).eval()
+    else:
+        model = _build(kind, **extra)
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    ckpt = import_checkpoint(tmp_path)
+    expected = (4, 4) if kind != "qwen2" else (0, 4)  # Qwen2 slides from max_window_layers on
+    assert ckpt.cfg.windows == expected
+    x = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = model(x).logits
+    got = forward(ckpt.cfg, ckpt.params, x)
+    assert (got - ref).abs().max() < 1e-4
+    full = forward(ckpt.cfg.replace(windows=()), ckpt.params, x)
+    assert (full - ref).abs().max() > 1e-3  # the window is what makes them agree
+    rows = symmetry_table(ckpt.cfg, ckpt.params)
+    assert all(r["max_abs_dlogits"] < 1e-8 for r in rows if r["valid"])

@@ -299,11 +299,6 @@ REFUSED = {
         {"rope_scaling": {"type": "su", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}},
         'rope_scaling.type "su"',
     ),  # fmt: skip
-    "phi3-sliding-window": (
-        "phi3-gqa",
-        {"sliding_window": 8, "use_sliding_window": False},
-        "sliding_window 8 is shorter than max_position_embeddings 32",
-    ),
     "phi3-activation": ("phi3-gqa", {"hidden_act": "quick_gelu"}, "unsupported hidden_act"),
 }
 

@@ -200,9 +200,10 @@ REFUSED = [
     pytest.param("qwen3", lambda d: _edit_config(d, rope_parameters={
         "rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
         ("config.json", "rope_parameters.rope_type", "linear"), id="qwen3-rope-scaling"),
-    pytest.param("qwen3", lambda d: _edit_config(d, use_sliding_window=True, sliding_window=8,
-                 layer_types=["sliding_attention"] * 2),
-                 ("config.json", "sliding_window 8"), id="qwen3-sliding-window"),
+    pytest.param("qwen3", lambda d: _edit_config(d, layer_types=["sliding_attention"]),
+                 ("config.json", "layer_types"), id="qwen3-layer-types-count"),
+    pytest.param("olmo2", lambda d: _edit_config(d, sliding_window=8),
+                 ("config.json", "sliding_window 8"), id="olmo2-sliding-window"),
     pytest.param("qwen3", lambda d: _edit_config(d, head_dim=True),
                  ("config.json", "head_dim must be an integer"), id="qwen3-head-dim-bool"),
     pytest.param("qwen3", lambda d: _edit_tensors(

@@ -45,12 +45,14 @@ Every config field read is type- and range-checked (JSON ``true`` is not a layer
 not a width), and a field that would change the function is implemented (and tested against
 transformers' logits) or refused: rotary scaling of any kind, wherever it is written
 (``rope_scaling``, ``rope_parameters``, ``type`` or ``rope_type``); sliding windows shorter than
-the context; layer counts that disagree with the weights. Llama ignores ``partial_rotary_factor``
-and so does the import (``meta["ignored_config"]``); Phi-3 and GPT-NeoX honour it (NeoX as
-``rotary_pct``), and so does the import (``ModelConfig.rotary_dim``). A tied embedding is found
-under either name (a deduplicating saver keeps only ``lm_head.weight``). Shard names in an index
-stay inside the checkpoint directory. A GGUF tensor the reader could not load (missing, or of
-another shape: it would be filled with random values) is refused.
+the context in families without sliding attention (Llama, OLMo 2; Mistral, Phi-3, Qwen2/3 and
+Gemma apply theirs); layer counts that disagree with the weights. Llama ignores
+``partial_rotary_factor`` and so does the import (``meta["ignored_config"]``); Phi-3 and
+GPT-NeoX honour it (NeoX as ``rotary_pct``), and so does the import
+(``ModelConfig.rotary_dim``). A tied embedding is found under either name (a deduplicating saver
+keeps only ``lm_head.weight``). Shard names in an index stay inside the checkpoint directory. A
+GGUF tensor the reader could not load (missing, or of another shape: it would be filled with
+random values) is refused.
 
 Every problem is one :class:`LandscapeError` line naming the file and the tensor or field.
 """

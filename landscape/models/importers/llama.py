@@ -133,6 +133,52 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     return convert_llama_like(config, src, label, qkv_bias=attn_bias, o_bias=attn_bias)
 
 
+_SLIDING, _FULL = "sliding_attention", "full_attention"
+
+
+def _layer_windows(
+    config: dict[str, Any], label: str, n_layers: int, n_ctx: int, sliding: str
+) -> tuple[int, ...]:
+    """The sliding window of every layer (0: full attention), as the family applies it.
+
+    ``sliding`` is ``"every layer"`` (Mistral, Phi-3: a ``sliding_window`` that is set applies
+    to every layer, unless ``use_sliding_window`` is false), ``"by layer"`` (Qwen2, Qwen3:
+    ``layer_types`` names each layer's kind; a file without it follows ``use_sliding_window``
+    and ``max_window_layers``, the layers from that index on sliding), or ``""`` (Llama, OLMo 2:
+    no sliding attention, so a window shorter than the context, or a sliding layer type, is
+    refused rather than guessed at).
+    """
+    window = _int(config, label, "sliding_window", default=0, low=0)  # 0 or null: no window
+    use = _flag(config, label, "use_sliding_window", True)
+    kinds = config.get("layer_types")
+    if kinds is not None:
+        if not isinstance(kinds, list) or len(kinds) != n_layers or set(kinds) - {_SLIDING, _FULL}:
+            raise LandscapeError(f"{label}: layer_types {_show(kinds)[:80]} is not supported "
+                                 f"(one of {_FULL} or {_SLIDING} per layer)")  # fmt: skip
+    if not sliding:
+        if kinds is not None and _SLIDING in kinds:
+            raise LandscapeError(f"{label}: layer_types {_show(kinds)[:80]} is not supported "
+                                 f"(only {_FULL})")  # fmt: skip
+        if window and window < n_ctx and use:
+            raise LandscapeError(
+                f"{label}: sliding_window {window} is shorter than max_position_embeddings "
+                f"{n_ctx}; sliding-window attention is not supported for this family"
+            )
+        return ()
+    if kinds is not None and sliding == "by layer":
+        sliding_layers = [k == _SLIDING for k in kinds]
+    elif sliding == "by layer":
+        first = _int(config, label, "max_window_layers", default=0, low=0)
+        sliding_layers = [use and layer >= first for layer in range(n_layers)]
+    else:
+        sliding_layers = [use] * n_layers
+    if any(sliding_layers) and not window:
+        if kinds is not None and sliding == "by layer":
+            raise LandscapeError(f"{label}: layer_types has sliding layers but no sliding_window")
+        return ()
+    return tuple(window if on else 0 for on in sliding_layers)
+
+
 def convert_llama_like(
     config: dict[str, Any],
     src: _Source,
@@ -145,6 +191,7 @@ def convert_llama_like(
     head_dim: int = 0,
     eps: float = 1e-6,
     partial_rotary: bool = False,
+    sliding: str = "",
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
     projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3
@@ -158,7 +205,7 @@ def convert_llama_like(
     ``eps``: the family's defaults when config.json has no ``head_dim`` (0: hidden_size /
     num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
     ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
-    field.
+    field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
     """
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
@@ -174,16 +221,7 @@ def convert_llama_like(
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings", default=2048)
     mlp_bias = _flag(config, label, "mlp_bias", False)
-    window = _int(config, label, "sliding_window", default=0, low=0)  # 0: no window
-    if window and window < n_ctx and _flag(config, label, "use_sliding_window", True):
-        raise LandscapeError(
-            f"{label}: sliding_window {window} is shorter than max_position_embeddings {n_ctx}; "
-            "sliding-window attention is not supported"
-        )
-    kinds = config.get("layer_types")
-    if kinds is not None and (not isinstance(kinds, list) or set(kinds) - {"full_attention"}):
-        raise LandscapeError(f"{label}: layer_types {_show(kinds)} is not supported "
-                             "(only full_attention)")  # fmt: skip
+    windows = _layer_windows(config, label, n_layers, n_ctx, sliding)
     theta = _rope_theta(config, label)
     # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
     # ignores the field), so the field is recorded as ignored rather than applied.
@@ -214,6 +252,7 @@ def convert_llama_like(
         bias=qkv_bias or o_bias or mlp_bias,
         block=block,
         qk_norm=qk_norm,
+        windows=windows,
     )
     t = src.take
     zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731

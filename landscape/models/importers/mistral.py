@@ -1,8 +1,8 @@
 """Mistral (``model_type`` ``mistral``: MistralForCausalLM) into the canonical form.
 
 The Llama layout (:mod:`.llama`) without biases; an explicit ``head_dim`` is read. Mistral's
-sliding-window attention is implemented only where it changes nothing: a ``sliding_window``
-of at least the context (or none) is accepted, a shorter one refused.
+sliding-window attention: a ``sliding_window`` that is set applies to every layer, each query
+seeing the last ``sliding_window`` positions (``ModelConfig.windows``).
 """
 
 from __future__ import annotations
@@ -19,4 +19,5 @@ FAMILY = "Mistral"
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    return convert_llama_like(config, src, label, qkv_bias=False, o_bias=False)
+    return convert_llama_like(config, src, label, qkv_bias=False, o_bias=False,
+                              sliding='every layer')  # fmt: skip

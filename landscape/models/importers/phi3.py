@@ -11,17 +11,17 @@ no biases, tied or untied embeddings) with two fused projections, read as their 
 Unlike Llama, Phi-3 honours ``partial_rotary_factor`` (in ``rope_parameters`` or at the top
 level): the first ``int(d_head·factor)`` dimensions of each head are rotated, the rest pass
 (``rotary_dim``). Rotary scaling of any kind (``longrope``, and ``su`` or ``yarn``, which
-transformers reads as ``longrope``) is refused, as is a ``sliding_window`` shorter than the
-context (Phi-3 applies the window whenever one is set; there is no ``use_sliding_window``
-switch). Defaults are Phi-3's own where they differ from Llama's (``rms_norm_eps`` 1e-5,
-``max_position_embeddings`` 4096); ``mlp_bias``, a Llama field Phi-3 does not read, is ignored.
+transformers reads as ``longrope``) is refused. A ``sliding_window`` applies to every layer
+whenever one is set (there is no ``use_sliding_window`` switch): each query sees the last
+``sliding_window`` positions (``ModelConfig.windows``). Defaults are Phi-3's own where they
+differ from Llama's (``rms_norm_eps`` 1e-5, ``max_position_embeddings`` 4096); ``mlp_bias``, a
+Llama field Phi-3 does not read, is ignored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _heads, _int, _PartsSource, _prefix, _Source
 from landscape.models.importers.llama import convert_llama_like
@@ -39,14 +39,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     for key, value in _DEFAULTS.items():
         if config.get(key) is None:
             config[key] = value
-    n_ctx = _int(config, label, "max_position_embeddings")
-    window = _int(config, label, "sliding_window", default=0, low=0)
-    if window and window < n_ctx:
-        raise LandscapeError(
-            f"{label}: sliding_window {window} is shorter than max_position_embeddings {n_ctx}; "
-            "sliding-window attention is not supported"
-        )
-    config.pop("use_sliding_window", None)  # not a Phi-3 field: the window above decides
+    config.pop("use_sliding_window", None)  # not a Phi-3 field: a window set always applies
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
     kv = _int(config, label, "num_key_value_heads", default=h)
@@ -68,4 +61,4 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         parts[f"{s}mlp.up_proj.weight"] = (gate_up, (2 * f, d), f, 2 * f)
     view = _PartsSource(src, parts)
     return convert_llama_like(config, view, label, qkv_bias=False, o_bias=False,
-                              partial_rotary=True)  # fmt: skip
+                              partial_rotary=True, sliding="every layer")  # fmt: skip

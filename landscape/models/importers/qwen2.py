@@ -1,8 +1,9 @@
 """Qwen2 and Qwen2.5 (``model_type`` ``qwen2``: Qwen2ForCausalLM) into the canonical form.
 
 The Llama layout (:mod:`.llama`) with biases on the query, key and value projections and none
-on the output projection; tied embeddings in the small sizes. Sliding-window attention
-(``use_sliding_window``) with a window shorter than the context is refused, as for Llama.
+on the output projection; tied embeddings in the small sizes. Sliding-window attention on the
+layers ``layer_types`` names (older files: ``use_sliding_window`` on the layers from
+``max_window_layers`` on).
 """
 
 from __future__ import annotations
@@ -19,4 +20,5 @@ FAMILY = "Qwen2"
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    return convert_llama_like(config, src, label, qkv_bias=True, o_bias=False)
+    return convert_llama_like(config, src, label, qkv_bias=True, o_bias=False,
+                              sliding='by layer')  # fmt: skip

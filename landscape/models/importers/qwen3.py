@@ -4,8 +4,8 @@ The Llama layout (:mod:`.llama`) plus an RMSNorm on each head's queries and keys
 (``self_attn.q_norm``/``k_norm``, gains [head_dim] shared by every head, applied after the
 projection and before RoPE: ``qk_norm="head"``). ``head_dim`` is explicit (Qwen3Config's default,
 128, when config.json has none); ``attention_bias`` puts biases on all four projections, as in
-Llama; embeddings are tied in the small sizes. Refused as for Llama: rotary scaling of any kind,
-sliding windows shorter than the context (``use_sliding_window``, ``layer_types``).
+Llama; embeddings are tied in the small sizes. Sliding windows on the layers ``layer_types``
+names, as Qwen2 (:mod:`.qwen2`); rotary scaling of any kind is refused, as for Llama.
 """
 
 from __future__ import annotations
@@ -24,4 +24,4 @@ FAMILY = "Qwen3"
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
     bias = _flag(config, label, "attention_bias", False)
     return convert_llama_like(config, src, label, qkv_bias=bias, o_bias=bias, qk_norm="head",
-                              head_dim=128)  # fmt: skip
+                              head_dim=128, sliding="by layer")  # fmt: skip
