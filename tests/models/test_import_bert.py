@@ -323,6 +323,19 @@ def test_a_bert_family_is_registered_and_a_barrier_refused_in_one_line(saved, ho
     assert main(["symmetries", "berts", "--seed", "0", "--json"]) == 0
     rows = {r["group"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["perm"]["valid"] and not rows["signed-perm"]["valid"]
+    # weight matching needs no data: B aligned to A is written as a BERT and checked
+    out = home / "aligned"
+    assert main(["align", "berts", "--seeds", "0", "1", "--group", "perm", "--out", str(out),
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["function_ok"]
+    back = transformers.BertForMaskedLM.from_pretrained(out, attn_implementation="eager").eval()
+    x = _tokens(12)
+    assert (_reference(back, x) - _reference(_build("mlm", seed=1), x)).abs().max() < 1e-4
+    # a merge is evaluated on A's data: refused before anything is written
+    merged = home / "merged"
+    args = ["align", "berts", "--seeds", "0", "1", "--merge", "0.5", "--out", str(merged)]
+    assert main(args) == 2
+    assert "masking is not implemented" in capsys.readouterr().err and not merged.exists()
 
 
 def test_inspect_audit_on_a_bert_directory(saved, capsys):
