@@ -41,7 +41,7 @@ from landscape.data import Split
 from landscape.data.text import token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError, did_you_mean
-from landscape.models import ModelConfig, Params, architecture_of
+from landscape.models import Architecture, ModelConfig, Params, architecture_of
 from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
@@ -77,9 +77,11 @@ __all__ = [
     "Task",
     "add_family",
     "available_seeds",
+    "check_evaluable",
     "check_same_architecture",
     "data_of",
     "eval_batch_size",
+    "evaluation_refusal",
     "family_splits",
     "label",
     "load_any",
@@ -377,8 +379,39 @@ class SplitData(Data):
         return {"batch": max(1, tokens // positions)}
 
 
+def evaluation_refusal(arch: Architecture) -> str:
+    """Why no evaluation data can be built for models of ``arch`` ("" when it can).
+
+    Text windows hold next-token targets, which only a causal model predicts: a bidirectional
+    encoder (BERT) sees every token, so its masked-LM loss needs masked windows, and a sequence
+    classifier needs labelled sequences; neither is implemented. What needs no data (registering
+    a family, ``landscape symmetries``, ``landscape inspect --audit``) works on them."""
+    if arch.inputs != "tokens" or arch.causal:
+        return ""
+    if arch.readout == "class token":
+        return (
+            "a sequence classifier over tokens needs labelled sequences, which no data set here "
+            "provides"
+        )
+    return (
+        "masked-LM evaluation of a bidirectional encoder needs masked text windows, and "
+        "masking is not implemented"
+    )
+
+
+def check_evaluable(cfg: ModelConfig) -> None:
+    """One line refusing evaluation data for ``cfg`` (:func:`evaluation_refusal`)."""
+    why = evaluation_refusal(architecture_of(cfg))
+    if why:
+        raise LandscapeError(
+            f"{why}: barriers, data-driven matching and sweeps are not available for it "
+            "(symmetries and inspect --audit need no data)"
+        )
+
+
 def spec_data(ckpt: Checkpoint, path: str | os.PathLike, spec: DataSpec) -> SplitData:
-    """The data ``spec`` names for the checkpoint read from ``path``."""
+    """The data ``spec`` names for the checkpoint read from ``path`` (:func:`check_evaluable`)."""
+    check_evaluable(ckpt.cfg)
     splits, ident = spec_splits(ckpt, str(path), spec)
     return SplitData(splits, ident, spec)
 
@@ -387,7 +420,9 @@ def spec_data(ckpt: Checkpoint, path: str | os.PathLike, spec: DataSpec) -> Spli
 def _family_data(doc: str) -> SplitData:
     fam = Family.from_dict(json.loads(doc))
     spec = DataSpec.of(fam)
-    splits, ident = spec_splits(load_member(fam.name, 0), fam.members[0], spec)
+    first = load_member(fam.name, 0)
+    check_evaluable(first.cfg)
+    splits, ident = spec_splits(first, fam.members[0], spec)
     data = SplitData(splits, ident, spec, fam.lr, fam.batch_size)
     data.task_key = {**data.key, "lr": fam.lr, "batch_size": fam.batch_size}
     return data

@@ -38,6 +38,23 @@ def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
             norm=norm,
             act=act,
         )
+    if arch in ("bert", "bert-cls"):  # BERT's layout: norms after the sums, and a head
+        head = {"bert": "mlm", "bert-cls": "pooler"}[arch]
+        return ModelConfig(
+            arch,
+            d_model=8,
+            d_mlp=12,
+            n_layers=2,
+            n_out=7,
+            n_heads=2,
+            d_head=4,
+            d_vocab=7,
+            n_ctx=6,
+            norm=norm,
+            act=act,
+            block="postln",
+            head=head,
+        )
     return ModelConfig(
         "gpt",
         d_model=8,

@@ -30,7 +30,7 @@ from landscape.models.exporters import export_hf
 from landscape.models.importers import import_checkpoint
 from landscape.models.params import Params, param_shapes
 from landscape.progress import Progress, tell, within
-from landscape.sources import data_of
+from landscape.sources import check_evaluable, data_of
 from landscape.store.cache import Cache
 from landscape.threads import threaded
 
@@ -92,6 +92,8 @@ def write_aligned(
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     check_pair(a, b)
+    if merge is not None:  # the merge is evaluated on A's data: refused before anything is written
+        check_evaluable(a.cfg)
     cache = cache or Cache()
     al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
                progress=within(progress, 0.0, 0.8))  # fmt: skip

@@ -44,6 +44,7 @@ from landscape.matching import (
 from landscape.matching.result import check_dtype
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.registry import architecture
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import (
@@ -52,11 +53,12 @@ from landscape.sources import (
     check_same_architecture,
     data_of,
     eval_batch_size,
+    evaluation_refusal,
     label,
     load_member,
 )
 from landscape.store.cache import Cache, digest_tensors
-from landscape.store.families import member_rows
+from landscape.store.families import family, member_rows
 from landscape.threads import threaded
 
 ALGO_VERSION = 3  # bump when matching or triangle evaluation changes: old entries stop matching
@@ -640,7 +642,10 @@ def family_members(name: str, cache: Cache | None = None) -> list[dict[str, Any]
     """The members of a family (``store.families.member_rows``), each present one with its
     test loss and accuracy (:func:`member_metrics`)."""
     rows = member_rows(name)
+    unevaluated = evaluation_refusal(architecture(family(name).arch))
     for row in rows:
-        if row["present"]:
+        if row["present"] and unevaluated:  # e.g. a masked LM: listed without metrics
+            row["note"] = f"not evaluated: {unevaluated}"
+        elif row["present"]:
             row.update(member_metrics(name, row["seed"], cache))
     return rows

@@ -20,13 +20,16 @@ POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
 # Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
 # "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia; "post": OLMo 2;
-# "sandwich": Gemma 2 and 3, a norm at each sublayer's input and output).
-BLOCKS = ("pre", "post", "parallel", "sandwich")
+# "sandwich": Gemma 2 and 3, a norm at each sublayer's input and output; "postln": BERT,
+# the norm after the residual sum).
+BLOCKS = ("pre", "post", "parallel", "sandwich", "postln")
 # Layouts whose sublayer outputs pass through their own norm (ln1_post, ln2_post) before the
 # residual add.
 POST_NORM_BLOCKS = ("post", "sandwich")
 # RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
 QK_NORMS = ("none", "head", "full")
+# What sits between the residual stream and W_U (landscape.models.functional's docstring).
+HEADS = ("linear", "mlm", "pooler")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class ModelConfig:
     logit_softcap: float = 0.0  # c > 0: logits ← c·tanh(logits / c)
     windows: tuple[int, ...] = ()  # sliding window per layer (0: full); () every layer full
     rotary_bases: tuple[float, ...] = ()  # RoPE base per layer; () rotary_base in every layer
+    head: str = "linear"  # layers before W_U; HEADS
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -88,6 +92,10 @@ class ModelConfig:
             raise ValueError(f"unknown qk_norm {self.qk_norm!r}; expected one of {QK_NORMS}")
         if self.qk_norm != "none" and not arch.attention:
             raise ValueError(f"qk_norm {self.qk_norm!r} needs attention; {self.arch} has none")
+        if self.head not in HEADS:
+            raise ValueError(f"unknown head {self.head!r}; expected one of {HEADS}")
+        if self.head != "linear" and self.block != "postln":
+            raise ValueError(f"head {self.head!r} is implemented for block='postln' only")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         self._check_caps_and_layers(arch.causal)
@@ -186,4 +194,5 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "logit_softcap": 0.0,
     "windows": (),
     "rotary_bases": (),
+    "head": "linear",
 }

@@ -35,6 +35,13 @@ with the reason:
   (after a merge, or a rotated Gemma's folded final gain). A width change (``d_norm`` ≠
   ``d_model``), a bias the format lacks or another block layout is refused. Gemma 2 and 3
   admit no rotation (their post norms): alignment refuses it before anything is written.
+- **BERT** (LayerNorm after the residual sums; BertForMaskedLM and
+  BertForSequenceClassification): permutations and the global sign, the groups a post-LN
+  stream admits (no processing changes its norms). The type-0 row the import folded into the
+  positions stays there: the written model has one token type, its row zero
+  (``type_vocab_size`` 1). A gauged decoder no longer equals the word embedding (the head's
+  transform has its own space), so it is written untied. A BertModel (identity readout, pooler
+  left out at import) is refused.
 
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
@@ -287,9 +294,70 @@ def _head(
         out[head] = w_u
 
 
+def _bert(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    if cfg.block != "postln" or cfg.norm != "ln":
+        raise LandscapeError("BERT's format has LayerNorm after the residual sums only")
+    heads = {"mlm": "BertForMaskedLM", "pooler": "BertForSequenceClassification"}
+    if cfg.head not in heads:
+        raise LandscapeError(
+            "a BertModel is imported with an identity readout and without its pooler, which its "
+            "format cannot hold once gauged: write BertForMaskedLM or "
+            "BertForSequenceClassification checkpoints"
+        )
+    named = (config.get("architectures") or [heads[cfg.head]])[0]
+    if named != heads[cfg.head]:
+        raise LandscapeError(f"the source is a {named}; this model has a {heads[cfg.head]} head")
+    h, e, d = cfg.n_heads, cfg.d_head, cfg.d_model
+    dtype = p["embed.W_E"].dtype
+    emb = "bert.embeddings."
+    # the canonical positions carry the type-0 row; the written model has that one type, zero
+    out = {f"{emb}word_embeddings.weight": p["embed.W_E"],
+           f"{emb}position_embeddings.weight": p["pos_embed.W_pos"],
+           f"{emb}token_type_embeddings.weight": torch.zeros(1, d, dtype=dtype),
+           f"{emb}LayerNorm.weight": _gain(p, "ln_embed.w", d, dtype),
+           f"{emb}LayerNorm.bias": p["ln_embed.b"]}  # fmt: skip
+    config["type_vocab_size"] = 1
+    for layer in range(cfg.n_layers):
+        s, b = f"bert.encoder.layer.{layer}.", f"blocks.{layer}."
+        for m, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
+            out[f"{s}attention.self.{theirs}.weight"] = (
+                p[f"{b}attn.W_{m}"].transpose(1, 2).reshape(h * e, d)
+            )
+            out[f"{s}attention.self.{theirs}.bias"] = p[f"{b}attn.b_{m}"].reshape(h * e)
+        out[f"{s}attention.output.dense.weight"] = p[f"{b}attn.W_O"].reshape(h * e, d).T
+        out[f"{s}attention.output.dense.bias"] = p[f"{b}attn.b_O"]
+        for ours, theirs in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
+            out[f"{s}{theirs}.weight"] = _gain(p, f"{b}{ours}.w", d, dtype)
+            out[f"{s}{theirs}.bias"] = p[f"{b}{ours}.b"]
+        out[f"{s}intermediate.dense.weight"] = p[f"{b}mlp.W_in"].T
+        out[f"{s}intermediate.dense.bias"] = p[f"{b}mlp.b_in"]
+        out[f"{s}output.dense.weight"] = p[f"{b}mlp.W_out"].T
+        out[f"{s}output.dense.bias"] = p[f"{b}mlp.b_out"]
+    w_u, b_u = p["unembed.W_U"].T, p["unembed.b_U"]
+    if cfg.head == "pooler":
+        out["bert.pooler.dense.weight"] = p["head.W_in"].T
+        out["bert.pooler.dense.bias"] = p["head.b_in"]
+        out["classifier.weight"], out["classifier.bias"] = w_u, b_u
+        config.setdefault("tie_word_embeddings", True)  # BertConfig's default; no decoder here
+        return out
+    tr = "cls.predictions.transform."
+    out[f"{tr}dense.weight"], out[f"{tr}dense.bias"] = p["head.W_in"].T, p["head.b_in"]
+    out[f"{tr}LayerNorm.weight"] = _gain(p, "head.ln.w", d, dtype)
+    out[f"{tr}LayerNorm.bias"] = p["head.ln.b"]
+    # tied, the decoder is the word embedding and its bias cls.predictions.bias; untied,
+    # BertForMaskedLM reads the decoder's own weight and bias (both biases are written)
+    tied = bool(torch.equal(w_u, p["embed.W_E"]))
+    config["tie_word_embeddings"] = tied
+    out["cls.predictions.bias"] = b_u
+    if not tied:
+        out["cls.predictions.decoder.weight"], out["cls.predictions.decoder.bias"] = w_u, b_u
+    return out
+
+
 EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama,
              "qwen3": _llama, "olmo2": _llama, "gpt_neox": _neox, "phi3": _phi3,
-             "gemma": _gemma, "gemma2": _gemma, "gemma3_text": _gemma}  # fmt: skip
+             "gemma": _gemma, "gemma2": _gemma, "gemma3_text": _gemma,
+             "bert": _bert}  # fmt: skip
 
 
 def export_hf(

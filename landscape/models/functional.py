@@ -1,12 +1,15 @@
 """Functional models over flat parameter dicts in canonical names.
 
-Three architectures share one vocabulary of parameter names and one pre-norm block:
+The architectures share one vocabulary of parameter names and, by default, one pre-norm block:
 
 - ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block
   ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
 - ``vit``: pre-norm ViT. Patches are embedded by ``W_E`` (+ ``b_E``), a class token ``cls`` is
   prepended, learned positions ``W_pos`` added; attention + MLP blocks; the class token is read.
 - ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
+- ``bert`` and ``bert-cls``: bidirectional (unmasked) attention over token embeddings, every
+  position read out (masked LM, or a bare encoder's hidden states) or the first token (sequence
+  classification); imported BERTs have their norms after the residual sums (``block``).
 
 Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 ``landscape.models.importers``):
@@ -45,6 +48,13 @@ Optional extensions, all off by default (imported checkpoints, DESIGN §3;
 - ``windows``: per-layer sliding windows on the causal mask; with window w the query at t sees
   keys t − w + 1 … t (0: every earlier key; :func:`_window_mask`). ``rotary_bases``: a RoPE
   base per layer (Gemma 3 uses one on its sliding layers, another on its full ones).
+- ``block="postln"`` (BERT): norms after the residual sums. ``x = N_embed(embed(x))``, then
+  per block ``x = N1(x + attn(x))`` and ``x = N2(x + mlp(x))``; no final norm. The stream is
+  a norm's output, ``N(z)·γ + β``, so the norm parameters sit on the stream itself.
+- ``head`` (with ``block="postln"``): what runs between the read positions and ``W_U``.
+  ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is then the
+  decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its classifier);
+  ``"linear"`` (default): nothing.
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -374,7 +384,7 @@ def forward(
     *,
     fast: bool | None = None,
 ) -> torch.Tensor:
-    """Logits: mlp/vit [batch, n_out]; gpt [batch, pos, n_out].
+    """Logits: mlp/vit/bert-cls [batch, n_out]; gpt/bert [batch, pos, n_out].
 
     If ``cache`` is a dict, it is filled with ``resid.{l}`` (the residual stream entering block l;
     ``resid.{n_layers}`` enters the final norm), ``blocks.{l}.mlp.hidden`` (post-activation) and
@@ -407,6 +417,8 @@ def forward_resid(
         fast = default_fast(params, x, cache)
     elif fast and cache is not None:
         raise ValueError("the fast inference path fills no cache; pass fast=False or no cache")
+    if cfg.block == "postln":
+        return _postln_forward(cfg, params, x, cache, fast)
     if fast:
         return _inference_forward(cfg, params, x)
     return _reference_forward(cfg, params, x, cache)
@@ -496,6 +508,63 @@ def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> tor
     x = _fused_norm(cfg, params, "ln_final", x)
     logits = _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
     return _softcap(logits, cfg.logit_softcap)
+
+
+def _postln_forward(
+    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None, fast: bool
+) -> torch.Tensor:
+    """The blocks with norms after the residual sums (``block="postln"``, module docstring).
+
+    ``fast=False`` is the reference (einsum attention, ``_norm``, and the cache); ``fast=True``
+    the inference path (fused norms, ``_attend``, biases inside the matrix products; a model
+    that reads its class token computes, in its last block, keys and values of every position
+    but the rest for the class token alone: everything after attention is per position).
+    """
+    arch = architecture_of(cfg)
+    norm = _fused_norm if fast else _norm
+    x = norm(cfg, params, "ln_embed", x)
+    for layer in range(cfg.n_layers):
+        b = f"blocks.{layer}"
+        if cache is not None:
+            cache[f"resid.{layer}"] = x
+        if arch.attention:
+            if fast:
+                last = layer == cfg.n_layers - 1
+                n_query = 1 if arch.readout == "class token" and last else 0
+                out = _attend(cfg, params, f"{b}.attn", x, n_query, layer=layer)
+                x = (x[:, :n_query] if n_query else x) + out
+            else:
+                x = x + attention(cfg, params, f"{b}.attn", x, cache, layer=layer)
+            x = norm(cfg, params, f"{b}.ln1", x)
+        h = _postln_hidden(cfg, params, f"{b}.mlp", x, fast)
+        if cache is not None:
+            cache[f"{b}.mlp.hidden"] = h
+        w_out, b_out = params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out")
+        x = x + (_linear(h, w_out, b_out) if fast else h @ w_out + b_out)
+        x = norm(cfg, params, f"{b}.ln2", x)
+    if cache is not None:
+        cache[f"resid.{cfg.n_layers}"] = x
+    if arch.readout == "class token":
+        x = x[:, 0]
+    if cfg.head != "linear":
+        w_h, b_h = params["head.W_in"], params["head.b_in"]
+        x = _linear(x, w_h, b_h) if fast else x @ w_h + b_h
+        x = norm(cfg, params, "head.ln", _act(cfg, x)) if cfg.head == "mlm" else torch.tanh(x)
+    w_u, b_u = params["unembed.W_U"], _bias(cfg, params, "unembed.b_U")
+    logits = _linear(x, w_u, b_u) if fast else x @ w_u + b_u
+    return _softcap(logits, cfg.logit_softcap)
+
+
+def _postln_hidden(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, fast: bool
+) -> torch.Tensor:
+    """The FFN's hidden units (after the activation, and the gate of a gated FFN) on ``x``."""
+
+    def lin(name: str) -> torch.Tensor:
+        w, b = params[f"{prefix}.W_{name}"], _bias(cfg, params, f"{prefix}.b_{name}")
+        return _linear(x, w, b) if fast else x @ w + b
+
+    return _act(cfg, lin("gate")) * lin("in") if cfg.gated else _act(cfg, lin("in"))
 
 
 def loss_and_accuracy(

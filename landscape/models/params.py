@@ -10,7 +10,8 @@ the architecture (:mod:`landscape.models.registry`), then per block ``ln1`` (att
 A q/k norm (``qk_norm``) adds gains ``attn.q_norm.w``/``attn.k_norm.w``: [d_head] each for
 "head", [n_heads, d_head] and [kv_heads, d_head] for "full". Post-norm blocks (``block="post"``)
 have ``ln1_post`` after the attention output and ``ln2_post`` after the FFN output instead of
-``ln1``/``ln2``.
+``ln1``/``ln2``. Norms after the residual sums (``block="postln"``) have ``ln_embed`` after the
+embedding instead of ``ln_final``, and a head (``head.*``) may sit before ``W_U``.
 """
 
 from __future__ import annotations
@@ -73,9 +74,33 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     norm("ln_final")
     shapes["unembed.W_U"] = (d, cfg.n_out)
     shapes["unembed.b_U"] = (cfg.n_out,)
+    if cfg.block == "postln":
+        shapes = _postln_shapes(cfg, shapes)
     if not cfg.bias:
         shapes = {k: v for k, v in shapes.items() if not _is_dropped_bias(k)}
     return shapes
+
+
+def _postln_shapes(
+    cfg: ModelConfig, shapes: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[int, ...]]:
+    """The pre-norm shapes rearranged for norms after the residual sums (``block="postln"``):
+    ``ln_embed`` after the embedding, no ``ln_final``, and the head's layers before ``W_U``
+    (``head.W_in`` [d_model, d_model], ``head.b_in``; the masked-LM head's norm ``head.ln``)."""
+    d = cfg.d_model
+    norm = {"w": (d,), **({"b": (d,)} if cfg.norm == "ln" else {})}
+    out: dict[str, tuple[int, ...]] = {}
+    for name, shape in shapes.items():
+        if name.startswith("blocks.0.") and "ln_embed.w" not in out:
+            out.update({f"ln_embed.{k}": s for k, s in norm.items()})
+        if name.startswith("ln_final."):
+            continue
+        if name == "unembed.W_U" and cfg.head != "linear":
+            out["head.W_in"], out["head.b_in"] = (d, d), (d,)
+            if cfg.head == "mlm":
+                out.update({f"head.ln.{k}": s for k, s in norm.items()})
+        out[name] = shape
+    return out
 
 
 def _is_dropped_bias(name: str) -> bool:

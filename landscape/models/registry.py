@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # annotations only: the config and the parameter dicts sit ab
 
 Inputs = Literal["features", "images", "tokens"]
 # What the readout reads: the one stream vector (no positions), the class token at position 0, or
-# every position (each predicts the next token).
+# every position (each predicts the next token; in an encoder, its own token).
 Readout = Literal["vector", "class token", "every position"]
 
 
@@ -164,6 +164,15 @@ ARCHITECTURES: dict[str, Architecture] = {
         Architecture("gpt", "pre-norm causal GPT", inputs="tokens", attention=True, causal=True,
                      positions=True, readout="every position", check=_needs_heads,
                      embedding=_token_embedding, embed=_embed_tokens, derive=_token_fields),
+        # BERT-style encoders (block="postln"): every position (masked LM, or the bare encoder's
+        # hidden states), or the first token for a sequence classifier's pooler
+        Architecture("bert", "bidirectional encoder", inputs="tokens", attention=True,
+                     causal=False, positions=True, readout="every position", check=_needs_heads,
+                     embedding=_token_embedding, embed=_embed_tokens, derive=_token_fields),
+        Architecture("bert-cls", "bidirectional encoder classifier", inputs="tokens",
+                     attention=True, causal=False, positions=True, readout="class token",
+                     check=_needs_heads, embedding=_token_embedding, embed=_embed_tokens,
+                     derive=_token_fields),
     ]
 }  # fmt: skip
 
@@ -220,6 +229,10 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts.append("parallel attention and MLP")
     if cfg.block == "sandwich":
         parts.append("norms before and after each sublayer")
+    if cfg.block == "postln":
+        parts.append("norms after the residual sums (post-LN)")
+    if cfg.head != "linear":
+        parts.append({"mlm": "masked-LM head", "pooler": "pooler (dense + tanh) head"}[cfg.head])
     return ", ".join(parts + _gemma_extras(cfg) + extras)
 
 

@@ -58,7 +58,7 @@ __all__ = [
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # always fullmatch: "$" admits "\n"
 DATASETS = ("digits", "fashion")
-ARCHS = ("mlp", "vit", "gpt")
+ARCHS = ("mlp", "vit", "gpt", "bert", "bert-cls")
 TMP_PREFIX = ".tmp-"
 
 
@@ -73,7 +73,7 @@ class Family:
 
     name: str
     members: tuple[str, ...]  # absolute paths; member i is "seed" i
-    arch: str  # "mlp" | "vit" | "gpt"
+    arch: str  # one of ARCHS
     architecture: str  # one line, as ``landscape inspect`` prints it
     parameters: int
     text: str | None = None  # language models: UTF-8 text file

@@ -36,7 +36,13 @@ from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.symmetry.apply import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
-from landscape.symmetry.spec import RESID_GROUPS, SEMI_ORTH, resid_blocked, spec_for
+from landscape.symmetry.spec import (
+    RESID_GROUPS,
+    SEMI_ORTH,
+    fixed_gain_norms,
+    resid_blocked,
+    spec_for,
+)
 
 __all__ = [
     "NormState",
@@ -55,9 +61,11 @@ def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Par
     """Move every norm bias β into its readers' biases: ``b ← b + β·W`` (contracting d_model).
 
     A bias-free model (``cfg.bias=False``) has no reader biases to receive β: it first gets zero
-    biases everywhere (``bias=True``), which changes nothing else.
+    biases everywhere (``bias=True``), which changes nothing else. Norms whose output is the
+    stream itself (``spec.fixed_gain_norms``: after the residual sums) keep their biases.
     """
     spec = spec_for(cfg)
+    fixed = set(fixed_gain_norms(cfg))
     has_norm_bias = any(k.endswith(".b") and spec.is_norm_param(k) for k in params)
     if has_norm_bias and not cfg.bias:
         cfg = cfg.replace(bias=True)
@@ -67,7 +75,7 @@ def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Par
         spec = spec_for(cfg)
     out = dict(params)
     for prefix, readers in spec.norm_readers.items():
-        beta = out.pop(f"{prefix}.b", None)
+        beta = None if prefix in fixed else out.pop(f"{prefix}.b", None)
         if beta is None:
             continue
         for w_name, b_name in readers:
@@ -80,14 +88,16 @@ def fold_norm_biases(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Par
 def fold_norm_gains(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
     """Move every norm gain γ into its readers' rows, ``W ← diag(γ)·W``, and drop it.
 
-    A norm bias sits after the gain (``N(x)·γ + β``), so norm biases are folded first.
+    A norm bias sits after the gain (``N(x)·γ + β``), so norm biases are folded first. Norms
+    whose output is the stream itself (``spec.fixed_gain_norms``) keep their gains.
     """
     if any(k.endswith(".b") and spec_for(cfg).is_norm_param(k) for k in params):
         cfg, params = fold_norm_biases(cfg, params)
     spec = spec_for(cfg)
+    fixed = set(fixed_gain_norms(cfg))
     out = dict(params)
     for prefix, readers in spec.norm_readers.items():
-        gamma = out.pop(f"{prefix}.w", None)
+        gamma = None if prefix in fixed else out.pop(f"{prefix}.w", None)
         if gamma is None:
             continue
         for w_name, _ in readers:
@@ -106,6 +116,12 @@ def center_writers(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Param
     then writes zero-mean vectors, so the stream x has zero mean, ``LN(x) = RMSNorm(x)``
     (same ε), and the returned config says ``norm="rms"``. Norm gains and biases act after the
     normalisation and are untouched.
+
+    With the norm after each residual sum (``block="postln"``) the writers are centred and the
+    norm stays LayerNorm: every writer's sum is normalised and LayerNorm ignores a shift along 1,
+    so the function is kept, but the skip connection carries the norm's output ``N(z)·γ + β``,
+    whose mean is not zero, so the stream is not centred and RMSNorm would change the function
+    (``spec.resid_blocked``).
     """
     if cfg.norm != "ln":
         raise ValueError(
@@ -117,6 +133,8 @@ def center_writers(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Param
         if name in params:
             w = params[name].double()
             out[name] = (w - w.mean(axis, keepdim=True)).to(params[name].dtype)
+    if cfg.block == "postln":
+        return cfg, out
     return cfg.replace(norm="rms", d_norm=cfg.d_model), out
 
 

@@ -70,6 +70,12 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   not. Softcaps (``c·tanh(s / c)`` on the scores and on the logits), sliding windows (a mask
   on the scores) and per-layer rotary bases act where every gauge has already cancelled, so
   they change no group.
+- Norms after the residual sums (``block="postln"``, BERT): the stream is each norm's output, so
+  the norm gains and biases act on the stream as before a norm (``|G|``, ``G``), every matrix
+  after a norm reads it, and the head's layers (masked-LM transform, pooler) read it into a space
+  of their own, which no variable acts on (``_postln``). No processing folds these norms, so
+  rotations stay inexact, and with LayerNorm so do signed permutations: the ``resid`` variable
+  admits S_d × {±I} (:func:`resid_blocked` says why).
 - Parallel blocks (``block="parallel"``, GPT-NeoX: ``x + attn(N1(x)) + mlp(N2(x))``): the spec
   is the pre-norm one. Both norms read the one stream x entering the block, which every gauge
   maps to x·G as it maps the stream the MLP's norm reads in a pre-norm block, and the writers
@@ -189,16 +195,44 @@ class Spec:
 
 def fixed_gain_norms(cfg: ModelConfig) -> tuple[str, ...]:
     """Norms whose gain no processing can fold: the post norms (``blocks.{l}.ln1_post``,
-    ``ln2_post``), whose output is added to the stream (module docstring)."""
+    ``ln2_post``), whose output is added to the stream, and the norms after the residual sums
+    (``block="postln"``: ``ln_embed``, ``ln1``, ``ln2``), whose output is the stream itself
+    (module docstring)."""
+    subs = ("ln1", "ln2") if cfg.has_attn else ("ln2",)
+    if cfg.block == "postln":
+        return ("ln_embed", *(f"blocks.{layer}.{n}" for layer in range(cfg.n_layers) for n in subs))
     if cfg.block not in POST_NORM_BLOCKS:
         return ()
-    subs = ("ln1", "ln2") if cfg.has_attn else ("ln2",)
     return tuple(f"blocks.{layer}.{n}_post" for layer in range(cfg.n_layers) for n in subs)
 
 
 def resid_blocked(cfg: ModelConfig) -> str:
-    """Why no processing makes a rotation (or a width change) of the stream exact; "" when
-    :func:`landscape.symmetry.apply.resid_needs` names the steps that do."""
+    """Why no processing makes a rotation (or a width change) of the stream exact, and with
+    LayerNorm after the residual sums why none makes a sign pattern other than ±I exact; ""
+    when :func:`landscape.symmetry.apply.resid_needs` names the steps that do.
+
+    After the residual sums (``block="postln"``, BERT) the stream is a norm's output
+    ``x = N(z)·γ + β`` and the skip connection carries it whole into the next sum, so a gauge
+    must satisfy ``N(z·G)·γ' + β' = (N(z)·γ + β)·G``. Permutations and one global sign do
+    (``γ' = |G|·γ``, ``β' = β·G``). A rotation cannot move γ, and no reader can absorb it: the
+    skip path is no reader. LayerNorm subtracts the mean of z, which only ±I keeps among sign
+    patterns; ``center_writers`` keeps the function (every writer's sum is normalised, and
+    LayerNorm ignores shifts along 1) but not the mean of the skip path's N(z)·γ + β, so the
+    stream never becomes an RMSNorm one (measured: tests/models/test_import_bert.py). RMSNorm
+    after the sums keeps signed permutations.
+    """
+    if cfg.block == "postln":
+        why = (
+            "with the norm after each residual sum (post-LN) the stream is the norm's output "
+            "N(z)·γ + β, carried whole by the skip connection, where no reader can absorb γ: a "
+            "rotation cannot move the gains"
+        )
+        if cfg.norm == "ln":
+            why += (
+                ", and centring the writers keeps the function but not the stream's mean, so "
+                "LayerNorm keeps only ±I among sign patterns"
+            )
+        return why
     if not fixed_gain_norms(cfg):
         return ""
     return (
@@ -213,6 +247,8 @@ def spec_for(cfg: ModelConfig) -> Spec:
     shapes = param_shapes(cfg)
     res_g, res_inv, res_abs = Role("resid", G), Role("resid", INV_T), Role("resid", ABS)
     resid_kinds = (PERM, GLOBAL_SIGN, SIGNED_PERM) if resid_blocked(cfg) else (*_CHAIN, SEMI_ORTH)
+    if cfg.block == "postln" and cfg.norm == "ln":  # resid_blocked: LayerNorm's mean, too
+        resid_kinds = (PERM, GLOBAL_SIGN)
     variables = {"resid": Variable("resid", cfg.d_model, resid_kinds, "resid")}
     axes: dict[str, tuple[Role | None, ...]] = {}
     norm_readers: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -291,9 +327,58 @@ def spec_for(cfg: ModelConfig) -> Spec:
     norm("ln_final", (("unembed.W_U", "unembed.b_U"),))
     axes["unembed.W_U"] = (res_inv, None)
     bias("unembed.b_U", (None,))
+    if cfg.block == "postln":
+        _postln(cfg, axes, norm_readers)
     missing = set(shapes) - set(axes)
     assert not missing, f"spec misses {sorted(missing)}"
     return Spec(cfg, variables, axes, norm_readers)
+
+
+def _postln(
+    cfg: ModelConfig,
+    axes: dict[str, tuple[Role | None, ...]],
+    norm_readers: dict[str, tuple[tuple[str, str], ...]],
+) -> None:
+    """The spec of norms after the residual sums (``block="postln"``, BERT), from the pre-norm one.
+
+    The stream is each norm's output ``N(z)·γ + β``, so gains and biases act on the stream as in
+    a pre-norm block (``γ ← |G|·γ``, ``β ← β·G``) and every matrix after a norm reads the stream
+    (``G^-T``) whatever it follows: ``ln_embed`` feeds the first block, ``ln1`` the FFN of its
+    block, ``ln2`` the next block or the head. There is no ``ln_final``. The norms keep their
+    readers here (so their parameters are norm parameters, never writers), but no processing
+    folds them (:func:`fixed_gain_norms`). The head's layers (``head.W_in``: the masked-LM
+    transform or the pooler) read the stream; their outputs, the head's norm and ``W_U`` behind
+    them live in the head's own space, which no gauge acts on.
+    """
+    res_inv, res_abs, res_g = Role("resid", INV_T), Role("resid", ABS), Role("resid", G)
+    for name in ("ln_final.w", "ln_final.b"):
+        del axes[name]
+    axes["ln_embed.w"], axes["ln_embed.b"] = (res_abs,), (res_g,)
+
+    def ffn(layer: int) -> tuple[tuple[str, str], ...]:
+        units = ("in", "gate") if cfg.gated else ("in",)
+        return tuple((f"blocks.{layer}.mlp.W_{u}", f"blocks.{layer}.mlp.b_{u}") for u in units)
+
+    def entering(layer: int) -> tuple[tuple[str, str], ...]:
+        """What reads the stream that enters block ``layer`` (the head after the last)."""
+        if layer == cfg.n_layers:
+            return (("head.W_in", "head.b_in") if cfg.head != "linear"
+                    else ("unembed.W_U", "unembed.b_U"),)  # fmt: skip
+        if not cfg.has_attn:
+            return ffn(layer)
+        return tuple((f"blocks.{layer}.attn.W_{m}", f"blocks.{layer}.attn.b_{m}") for m in "QKV")
+
+    norm_readers.clear()
+    norm_readers["ln_embed"] = entering(0)
+    for layer in range(cfg.n_layers):
+        if cfg.has_attn:
+            norm_readers[f"blocks.{layer}.ln1"] = ffn(layer)
+        norm_readers[f"blocks.{layer}.ln2"] = entering(layer + 1)
+    if cfg.head != "linear":
+        axes["head.W_in"], axes["head.b_in"] = (res_inv, None), (None,)
+        axes["unembed.W_U"] = (None, None)
+        if cfg.head == "mlm":
+            axes["head.ln.w"], axes["head.ln.b"] = (None,), (None,)
 
 
 def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[str, str]:

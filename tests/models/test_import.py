@@ -243,9 +243,9 @@ def test_truncated_safetensors(saved, tmp_path):
 def test_unknown_model_type(saved, tmp_path):
     d = _copy(saved, "gpt2", tmp_path)
     config = json.loads((d / "config.json").read_text())
-    config["model_type"] = "bert"
+    config["model_type"] = "t5"
     (d / "config.json").write_text(json.dumps(config))
-    refused_import(d, "config.json", "unsupported model_type 'bert'")
+    refused_import(d, "config.json", "unsupported model_type 't5'")
 
 
 def test_gguf_without_reader_or_bad_file_is_one_line(tmp_path):

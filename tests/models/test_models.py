@@ -137,7 +137,7 @@ ARCHES = [pytest.param(a, id=a) for a in ARCHITECTURES]
 
 
 def test_registry_lists_every_config_architecture():
-    assert ARCHS == tuple(ARCHITECTURES) == ("mlp", "vit", "gpt")
+    assert ARCHS == tuple(ARCHITECTURES) == ("mlp", "vit", "gpt", "bert", "bert-cls")
     with pytest.raises(ValueError, match=r"unknown architecture 'cnn'; expected one of \("):
         ModelConfig("cnn", d_model=4, d_mlp=4, n_layers=1, n_out=2)
     with pytest.raises(ValueError, match="unknown architecture"):
@@ -161,7 +161,7 @@ def test_registry_facts_match_the_parameters_and_the_forward(arch):
     assert torch.equal(x, tiny_inputs(cfg, 3))  # the same seeded draws as the test inputs
 
 
-@pytest.mark.parametrize("arch", ["vit", "gpt"])
+@pytest.mark.parametrize("arch", ["vit", "gpt", "bert"])
 @pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast"])
 def test_registry_causal_flag_is_the_mask(arch, fast):
     # a later position reaches the earlier ones exactly when the architecture is not causal

@@ -24,6 +24,8 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
   sliding windows, Gemma 3 with per-head q/k norms and a rotary base per layer type. The
   multimodal ``gemma3`` is refused.
 - ``vit`` (:mod:`.vit`): ViTForImageClassification, ViTModel.
+- ``bert`` (:mod:`.bert`): BertForMaskedLM, BertForSequenceClassification, BertModel; norms
+  after the residual sums (``block="postln"``), the token-type-0 row folded into the positions.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
 converted the same way; the tokenizer it stores is written out once as a ``tokenizer.json`` in
@@ -71,6 +73,7 @@ from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
 from landscape.models.importers import (
+    bert,
     gemma,
     gpt2,
     gpt_neox,
@@ -104,7 +107,7 @@ __all__ = [
     "inspect_checkpoint",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit)
+_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit, bert)
 
 
 def _model_types(module: Any) -> dict[str, tuple[str, Converter]]:
@@ -210,8 +213,9 @@ def import_checkpoint(path: str | os.PathLike, dtype: torch.dtype = torch.float3
     ``path``: a directory with ``config.json`` and safetensors weights (single or sharded), a
     ``.gguf`` file, or a directory holding one. Returns a :class:`Checkpoint` whose
     ``forward(cfg, params, x)`` equals the source model's logits (ViT without classifier: the
-    final-norm class token). ``meta`` records the format, ``tied_embeddings`` and tensors the
-    canonical form does not use (``ignored_tensors``, e.g. a ViT pooler).
+    final-norm class token; BertModel: the last hidden state). ``meta`` records the format,
+    ``tied_embeddings`` and tensors the canonical form does not use (``ignored_tensors``, e.g. a
+    ViT pooler).
     Raises :class:`LandscapeError` (one line, naming file and tensor) on any bad input.
     """
     cfg, params, meta = _convert(path, dtype)
@@ -234,7 +238,8 @@ def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, 
     ``config`` (canonical :class:`ModelConfig` dict), ``parameters`` (canonical count, untied
     embeddings included), ``source_parameters`` (count in the file), ``tied_embeddings``,
     ``ignored_tensors``, ``ignored_config`` (fields the source model itself ignores, e.g. a Llama
-    ``partial_rotary_factor``).
+    ``partial_rotary_factor``), and ``notes`` where the importer rewrote something the reader
+    should know (BERT: the token-type-0 row folded into the positions).
     """
     cfg, _, meta = _convert(path, torch.float32)
     return cfg, {
@@ -250,4 +255,5 @@ def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, 
         "readout": meta.get("readout", "logits"),
         "ignored_tensors": meta["ignored_tensors"],
         "ignored_config": meta.get("ignored_config", []),
+        **({"notes": meta["notes"]} if meta.get("notes") else {}),
     }

@@ -344,11 +344,12 @@ def _embedding(
     """(tied, W_E as stored [vocab, d]).
 
     Tied when the config says so (``default_tied`` when it is silent) or when the file has no
-    ``head`` (``lm_head.weight``; GPT-NeoX files name it ``embed_out.weight``). A tied pair
-    written by a deduplicating saver keeps the shared tensor under the head's name only, so a
-    tied embedding is read from ``head`` when ``name`` is absent. A tied config with both tensors
-    stored and different is refused: readers disagree on it (older ones overwrite the head with
-    the embedding, newer ones keep both untied).
+    ``head`` (``lm_head.weight``; GPT-NeoX files name it ``embed_out.weight``, BERT
+    ``cls.predictions.decoder.weight``). A tied pair written by a deduplicating saver keeps the
+    shared tensor under the head's name only, so a tied embedding is read from ``head`` when
+    ``name`` is absent. A tied config with both tensors stored and different is refused: readers
+    disagree on it (older ones overwrite the head with the embedding, newer ones keep both
+    untied).
     """
     tied = _flag(config, label, "tie_word_embeddings", default_tied) or not src.has(head)
     if tied and not src.has(name) and src.has(head):
