@@ -149,6 +149,24 @@ ZOO: dict[str, ZooModel] = {
             TrainConfig(steps=2500, batch_size=128, lr=2e-3, warmup=200, eval_every=500),
         ),
         ZooModel(
+            "vit-fashion-d128",
+            "fashion",
+            "ViT on Fashion-MNIST as sixteen 7×7 patches, width 128 and 4 layers, trained 7,500 "
+            "steps (the learned-alignment ViT)",
+            ModelConfig(
+                "vit",
+                d_model=128,
+                d_mlp=256,
+                n_layers=4,
+                n_out=10,
+                n_heads=4,
+                d_head=32,
+                image_size=28,
+                patch_size=7,
+            ),  # fmt: skip
+            TrainConfig(steps=7500, batch_size=128, lr=2e-3, warmup=200, eval_every=1000),
+        ),
+        ZooModel(
             "gpt-shakespeare-d128",
             "shakespeare",
             "character-level causal GPT on Shakespeare, width 128 and 4 layers, 128 characters of "
