@@ -26,6 +26,7 @@ optional dependency (``pip install 'landscape[ray]'``).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class Done:
 class Recording(Cache):
     """A worker's own cache that remembers every entry of ``kinds`` it serves or stores."""
 
-    def __init__(self, kinds: Sequence[str], root: str | None = None) -> None:
+    def __init__(self, kinds: Sequence[str], root: str | os.PathLike | None = None) -> None:
         super().__init__(root)
         self.kinds = frozenset(kinds)
         self.found: dict[tuple[str, str], Found] = {}
