@@ -701,6 +701,14 @@ def _draw(model: str | Checkpoint | Source, part: str, unit: Any, *, cache: Cach
     return _DRAWS[part].run(task, unit, options)
 
 
+def _draw_name(unit: Any) -> str:
+    """How a draw reads in an error: ``, draw 1`` or ``, orth draw 1`` (nothing for a part that
+    is one task)."""
+    if unit is None:
+        return ""
+    return ", " + (f"{unit[0]} draw {unit[1]}" if isinstance(unit, tuple) else f"draw {unit}")
+
+
 def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict[str, Any]],
             options: dict[str, Any], address: str | None, cache: Cache,
             progress: Progress | None) -> None:  # fmt: skip
@@ -709,7 +717,7 @@ def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict
     todo = [p for p in inputs if cache.get("gauge-sweep", cache.key("gauge-sweep", inputs[p]))
             is None]  # fmt: skip
     calls = [(part, sweeps.Call(_draw, (model, part, unit), options,
-                                what=f"the gauge sweep's {part} draw {unit}"))
+                                what=f"the gauge sweep's {part}" + _draw_name(unit)))
              for part in todo for unit in _DRAWS[part].units(options)]  # fmt: skip
     done = sweeps.run([c for _, c in calls], cache, address=address, progress=progress,
                       stage="ray draws")  # fmt: skip
