@@ -95,19 +95,28 @@ class Done:
 
 
 class Recording(Cache):
-    """A worker's own cache that remembers every entry of ``kinds`` it serves or stores."""
+    """A worker's own cache that remembers every entry of ``kinds`` it serves or stores.
 
-    def __init__(self, kinds: Sequence[str], root: str | os.PathLike | None = None) -> None:
+    The ``given`` entries (of the units this one waited for) are stored in it and served as
+    they came, not read back: a checkpoint trained by another unit then holds its tensors in
+    the order training made them, as in a serial run that trained it in the same process
+    (learned matching rounds differently when B's parameters come in another order).
+    """
+
+    def __init__(self, kinds: Sequence[str], root: str | os.PathLike | None = None,
+                 given: Sequence[Found] = ()) -> None:  # fmt: skip
         super().__init__(root)
         self.kinds = frozenset(kinds)
         self.found: dict[tuple[str, str], Found] = {}
+        store(self, given)
+        self.given = {(f.kind, f.key): Entry(f.tensors, f.meta, f.key) for f in given}
 
     def _note(self, kind: str, entry: Entry, hit: bool) -> None:
         if kind in self.kinds and (kind, entry.key) not in self.found:
             self.found[kind, entry.key] = Found(kind, entry.key, entry.tensors, entry.meta, hit)
 
     def get(self, kind: str, key: str) -> Entry | None:
-        entry = super().get(kind, key)
+        entry = self.given.get((kind, key)) or super().get(kind, key)
         if entry is not None:
             self._note(kind, entry, True)
         return entry
@@ -130,8 +139,7 @@ def store(cache: Cache, found: Sequence[Found]) -> None:
 def _work(call: Call, *after: Done) -> Done:
     """On a worker: install the entries of the units this one waited for, run the unit on one
     torch thread against this machine's cache, and send back what it found."""
-    cache = Recording(call.kinds)
-    store(cache, [f for done in after for f in done.found])
+    cache = Recording(call.kinds, given=[f for done in after for f in done.found])
     t0 = time.perf_counter()
     with using(1):
         value = call.fn(*call.args, cache=cache, **call.kwargs)
