@@ -29,6 +29,7 @@ METHODS = ("naive", "activation", "weight", "learned")
 GROUPS = ("perm", "signed-perm", "orth")
 MONOMIAL_GROUPS = ("perm", "signed-perm")
 SPACES = ("weights", "circuits")
+EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
@@ -193,6 +194,17 @@ _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
 
+def _executor(p: argparse.ArgumentParser, units: str) -> None:
+    """``--executor`` and ``--address`` of a command whose ``units`` can run as Ray tasks
+    (``landscape.experiments.sweeps``)."""
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help=f"local: everything in this process; ray: {units}, each a Ray task, "
+                        "results stored in this machine's cache (pip install "
+                        "'landscape[ray]')")  # fmt: skip
+    p.add_argument("--address", help="with --executor ray: a running Ray cluster to use "
+                                     "(default: start a local one for the sweep)")  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = _Parser(
@@ -275,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--joint", action="store_true",
                    help="with --method learned: align B and C together over the whole "
                         "triangle (mixtures drawn on the simplex), not edge by edge")  # fmt: skip
+    _executor(p, "the alignments and then the grid")
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip
@@ -308,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trajectory-every", type=_count, default=10,
                    help="steps between the checkpoints it stores, each in its own random "
                         "gauge")  # fmt: skip
+    _executor(p, "the draws of every part")
 
     p = sub.add_parser("transport", parents=[common],
                        help="move probes, SAEs, LoRA, optimizer state across gauges")  # fmt: skip
@@ -330,12 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=_count, default=3, help=PAIRS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="local: every cell in this process; ray: each pair × method × group a "
-                        "Ray task, results stored in this machine's cache (pip install "
-                        "'landscape[ray]')")  # fmt: skip
-    p.add_argument("--address", help="with --executor ray: a running Ray cluster to use "
-                                     "(default: start a local one for the sweep)")  # fmt: skip
+    _executor(p, "the pairs × methods × groups")
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
 
@@ -347,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--layernorm", action="store_true",
                    help="add pairs of LayerNorm variants")  # fmt: skip
+    _executor(p, "the control pairs' training and the control rows")
 
     p = sub.add_parser("widths", parents=[common],
                        help="barriers against narrower models (width d/k, semi-orthogonal G)",
@@ -572,6 +582,7 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
         return triangle(args.model, args.seeds, args.method, args.group,
                         resolution=args.resolution, tol=args.tol, split=args.split,
                         space=args.space, joint=args.joint, device=args.device,
+                        executor=args.executor, address=args.address,
                         progress=progress)  # fmt: skip
 
 
@@ -618,7 +629,8 @@ def _controls(args: argparse.Namespace) -> dict[str, Any]:
     with _progress_bar(f"controls {args.model}") as progress:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
                               layernorm=args.layernorm, space=args.space,
-                              device=args.device, progress=progress)  # fmt: skip
+                              device=args.device, executor=args.executor,
+                              address=args.address, progress=progress)  # fmt: skip
 
 
 @command("widths")
@@ -645,7 +657,8 @@ def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
         return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
                            trajectory_steps=args.trajectory_steps,
                            trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
-                           device=args.device, progress=progress)  # fmt: skip
+                           device=args.device, executor=args.executor, address=args.address,
+                           progress=progress)  # fmt: skip
 
 
 @command("transport")

@@ -34,6 +34,7 @@ from landscape.experiments import (
     paper_value,
     width_barriers,
 )
+from landscape.experiments.export import aligned_archive
 from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
@@ -44,6 +45,18 @@ from landscape.sources import model_arch
 def _mean_sem(value: tuple[float, float], n: int) -> str:
     """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
     return f"{value[0]:.3f} ± {value[1]:.3f}" if n > 1 else f"{value[0]:.3f} (n = 1)"
+
+
+def _written(result: dict) -> str:
+    """What the prepared download holds, and the checks of the written files."""
+    what = "aligned B" if result["merge"] is None else f"the merge at λ = {result['merge']:g}"
+    text = (f"{plain(result['path'])}.zip: {what} in the {plain(result['format'])} format; "
+            f"read back, its logits differ by {result['function_check']:.1e} from what it "
+            "should compute")  # fmt: skip
+    if result["merge"] is not None:
+        text += (f"; its {result['split']} loss {result['loss']:.4f} (the curve: "
+                 f"{result['curve_loss']:.4f})")  # fmt: skip
+    return text + "."
 
 
 page_header(
@@ -159,6 +172,74 @@ if rows:
 if series:
     fig = figure_interpolation(series, split=split, presentation=presentation())
     figure(fig, f"interpolation-{name}-{split}", key="interp")
+
+if pairs and not presentation():
+    st.subheader("Download the aligned model")
+    st.caption(
+        "B aligned to A, or the model at λ on the straight line between A and the aligned B "
+        "(in the weights), in B's own format: a Hugging Face directory for a model imported "
+        "from one, else the landscape format (config.json + model.safetensors). A zip of "
+        "what `landscape align MODEL --seeds A B --method M --group G --out DIR [--merge λ]` "
+        "writes, prepared when asked."
+    )
+    aligned = [c for c in chosen if c != "naive"]
+    if not aligned:
+        st.info("Choose a matching method above to download B aligned by it.")
+    else:
+        d1, d2, d3 = st.columns([2, 2, 3])
+        pair = d1.selectbox(
+            "Pair (A, B)",
+            pairs,
+            format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
+            key=f"download_pair_{name}",
+        )
+        combo = d2.selectbox("Method / group", aligned, key="download_combo")
+        kind = d3.radio("Model", ["aligned B", "merge"], horizontal=True, key="download_kind")
+        merge = (
+            d3.slider("λ of the merge (1 is A)", 0.0, 1.0, 0.5, step=0.05, key="download_lambda")
+            if kind == "merge"
+            else None
+        )
+        method, group = parse_combo(combo)
+        wanted = (name, pair, method, group, merge, split, device())
+        ready = st.session_state.get("download_ready")
+        if ready is not None and ready["wanted"] != wanted:  # another model's bytes: let go
+            del st.session_state["download_ready"]
+            ready = None
+        slot = st.empty()  # the button, until the download it prepares is there
+        if ready is None and slot.button("Prepare the download", key="download_prepare"):
+            made = run_in_status(
+                lambda progress: aligned_archive(
+                    name,
+                    pair,
+                    method,
+                    group,
+                    merge=merge,
+                    split=split,
+                    device=resolve_device(device()),
+                    progress=progress,
+                ),
+                running="Aligning, writing and checking the checkpoint …",
+                done="The download is ready",
+                failed="Writing the checkpoint failed",
+                what="The aligned model",
+            )
+            if made is not None:
+                ready = {"wanted": wanted, "bytes": made[0], "result": made[1]}
+                st.session_state["download_ready"] = ready
+                slot.empty()
+        if ready is not None:
+            result = ready["result"]
+            st.download_button(
+                "Download the zip",
+                data=ready["bytes"],
+                file_name=f"{result['path']}.zip",
+                mime="application/zip",
+                key="download_aligned",
+                on_click="ignore",
+            )
+            st.caption(_written(result))
+            show_warnings("The written model", result)
 
 if has_heads(name) and not is_imported(name):
     st.subheader("Different widths")

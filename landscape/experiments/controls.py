@@ -48,6 +48,7 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.experiments import sweeps
 from landscape.experiments.runs import Aligned, Coordinates, barrier_pair, eval_split
 from landscape.experiments.tables import DEFAULT_ROWS, mean_sem, pairs_for, summarise_barriers
 from landscape.models import ModelConfig, Params, forward
@@ -230,6 +231,8 @@ def controls_table(
     space: str = "weights",
     device: torch.device = CPU,
     cache: Cache | None = None,
+    executor: str = "local",
+    address: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Barriers of real pairs and of every control under every method × group.
@@ -243,7 +246,14 @@ def controls_table(
     ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
     Every line is straight in merge ``space`` (``experiments.runs.in_space``).
     ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
+
+    ``executor="ray"`` trains each control pair and measures each control row (all its pairs)
+    as Ray tasks, a row once its pairs are trained (on the cluster at ``address``, else a local
+    one), and stores their checkpoints and barriers in ``cache`` first
+    (:mod:`landscape.experiments.sweeps`); the table is then assembled from the cache as in the
+    serial run.
     """
+    sweeps.check_executor(executor, address)
     if not rows or rows[0][0] != "naive":
         raise LandscapeError("the first row must be the naive one (fractions are relative to it)")
     check_points(points)  # before any variant is trained
@@ -255,6 +265,11 @@ def controls_table(
     cache = cache or Cache()
     pair_list = pairs_for(model, pairs, seeds)
     kinds = [_control(c) for c in controls] + ([LN_CONTROL] if layernorm else [])
+    if executor == "ray":
+        options = {"points": points, "split": split, "space": space, "original": original}
+        _on_ray(model, kinds, pair_list, rows, options, address, cache,
+                within(progress, 0.0, 0.9))  # fmt: skip
+        progress = within(progress, 0.9, 1.0)
     total = len(kinds) * len(pair_list) * (len(rows) + 1)
     done = 0
 
@@ -279,17 +294,9 @@ def controls_table(
             res = []
             for (a, b), (sa, sb) in zip(ckpts, pair_list, strict=True):
                 stage = f"{c.name} {method}/{group} {sa}-{sb}"
-                r = barrier_pair(a, b, method, group, points=points, split=split, space=space,
-                                 device=device, cache=cache, progress=inside(stage))  # fmt: skip
-                if original:
-                    o = barrier_pair(a, b, method, group, points=points, split=split,
-                                     space=space, device=device, cache=cache,
-                                     coordinates=ORIGINAL)  # fmt: skip
-                    r["barrier_loss_original"] = o["barrier_loss"]
-                    r["barrier_accuracy_original"] = o["barrier_accuracy"]
-                    r["warnings"] = list(dict.fromkeys(r["warnings"] + o["warnings"]))
-                    r["function_ok"] = r["function_ok"] and o["function_ok"]
-                res.append(r)
+                res.append(_pair_barriers(a, b, method, group, points=points, split=split,
+                                          space=space, original=original, device=device,
+                                          cache=cache, progress=inside(stage)))  # fmt: skip
                 tick(stage)
             per_row.append(_row(c.name, method, group, res, original))
         naive = per_row[0]
@@ -331,6 +338,58 @@ def controls_table(
         "warnings": warnings,
         "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
+
+
+def _pair_barriers(a: Checkpoint, b: Checkpoint, method: str, group: str, *, points: int,
+                   split: str, space: str, original: bool, device: torch.device, cache: Cache,
+                   progress: Progress | None = None) -> dict[str, Any]:  # fmt: skip
+    """One pair's barrier under ``method``/``group``; with ``original`` also the barrier along
+    the line in the unprocessed coordinates (``*_original``, warnings of both)."""
+    r = barrier_pair(a, b, method, group, points=points, split=split, space=space,
+                     device=device, cache=cache, progress=progress)  # fmt: skip
+    if original:
+        o = barrier_pair(a, b, method, group, points=points, split=split, space=space,
+                         device=device, cache=cache, coordinates=ORIGINAL)  # fmt: skip
+        r["barrier_loss_original"] = o["barrier_loss"]
+        r["barrier_accuracy_original"] = o["barrier_accuracy"]
+        r["warnings"] = list(dict.fromkeys(r["warnings"] + o["warnings"]))
+        r["function_ok"] = r["function_ok"] and o["function_ok"]
+    return r
+
+
+def _train_pair(model: str, control: str, seeds: tuple[int, int], *, cache: Cache) -> None:
+    """On a worker: one control pair, trained (or read) into ``cache``."""
+    control_pair(model, control, seeds, cache=cache)
+
+
+def _control_row(model: str, control: str, pairs: Sequence[tuple[int, int]], method: str,
+                 group: str, *, cache: Cache, **options: Any) -> None:  # fmt: skip
+    """On a worker: one control row, every pair's barriers measured into ``cache``."""
+    for seeds in pairs:
+        a, b = control_pair(model, control, seeds, cache=cache)
+        _pair_barriers(a, b, method, group, device=CPU, cache=cache, **options)
+
+
+def _on_ray(model: str, kinds: Sequence[Control], pairs: Sequence[tuple[int, int]],
+            rows: Sequence[tuple[str, str]], options: dict[str, Any], address: str | None,
+            cache: Cache, progress: Progress | None) -> None:  # fmt: skip
+    """Every control pair's training, then every control row once its pairs are trained, as
+    Ray tasks; their checkpoints and barriers stored in ``cache``."""
+    with sweeps.sweep(address) as pool:
+        refs = []
+        for c in kinds:
+            trained = [pool.submit(sweeps.Call(_train_pair, (model, c.name, seeds),
+                                               kinds=("checkpoint",),
+                                               what=f"training the {c.name} pair "
+                                                    f"{seeds[0]}-{seeds[1]}"))
+                       for seeds in pairs]  # fmt: skip
+            refs += trained
+            refs += [pool.submit(sweeps.Call(_control_row, (model, c.name, pairs, method, group),
+                                             options, kinds=("barrier",),
+                                             what=f"the {c.name} row {method}/{group}"),
+                                 after=trained)
+                     for method, group in rows]  # fmt: skip
+        pool.gather(refs, cache, progress, "ray tasks")
 
 
 def _fraction(naive: float, method: float) -> float | None:

@@ -8,11 +8,15 @@ names, tokenizer files beside them), the landscape format (config.json + model.s
 for zoo models, GGUF files and landscape directories. The written files are read back and
 checked: the aligned B against B (max |Δlogits| on the function-check batch), the merge
 against the line's own parameters, and the merge's loss against the curve's value at λ.
+:func:`aligned_archive` is the same folder as the bytes of a zip (the app's download).
 """
 
 from __future__ import annotations
 
+import io
 import os
+import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -140,3 +144,34 @@ def write_aligned(
                        "curve_accuracy": float(line_acc[0])})  # fmt: skip
     tell(progress, "done", 1.0)
     return result
+
+
+def archive_name(model: str, seeds: Sequence[int], method: str, group: str,
+                 merge: float | None = None) -> str:  # fmt: skip
+    """The folder an aligned checkpoint is written to by :func:`aligned_archive`, e.g.
+    ``mlp-digits-1-aligned-to-0-weight-orth`` or ``…-merge-0.5``."""
+    name = f"{model}-{seeds[1]}-aligned-to-{seeds[0]}-{method}-{group}"
+    return name if merge is None else f"{name}-merge-{merge:g}"
+
+
+def aligned_archive(model: str, seeds: Sequence[int], method: str = "weight",
+                    group: str = "perm", *, merge: float | None = None, split: str = "test",
+                    device: torch.device = CPU, cache: Cache | None = None,
+                    progress: Progress | None = None) -> tuple[bytes, dict[str, Any]]:  # fmt: skip
+    """What ``landscape align MODEL --seeds A B --method M --group G --out DIR [--merge λ]``
+    writes (:func:`write_aligned`), as the bytes of a zip of that folder (named
+    :func:`archive_name`, at the zip's root), and the writer's result (``path``: the folder's
+    name in the zip). The folder is written to a temporary directory and removed."""
+    name = archive_name(model, seeds, method, group, merge)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / name
+        result = write_aligned(model, seeds, out, method, group, merge=merge, split=split,
+                               device=device, cache=cache, progress=progress)  # fmt: skip
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in sorted(out.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(tmp))
+    result["path"] = name
+    result["written"] = {**result["written"], "path": name}
+    return buffer.getvalue(), result

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -39,6 +39,7 @@ import torch
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import GroupNotAdmitted, LandscapeError, check_seed
+from landscape.experiments import sweeps
 from landscape.experiments.curves import barrier_curve
 from landscape.experiments.gauge_results import (
     RECOVERY_METHODS,
@@ -230,41 +231,57 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
     A :class:`ScrambleResult` as a dict: rows (test loss barriers, accuracy barriers under
     ``*_acc``) and a per-group mean summary.
     """
+    units = draw_units(draws)
+    rows = []
+    for done, (group, d) in enumerate(units, 1):
+        rows.append(scramble_row(task, group, d, seed=seed, lambdas=lambdas))
+        if progress:
+            progress("scramble", done, len(units))
+    return scramble_result(rows, draws, lambdas)
+
+
+def draw_units(draws: int) -> list[tuple[str, int]]:
+    """The draws of a part that draws per group: (group, draw) in the order of the rows."""
+    return [(group, d) for group in SWEEP_GROUPS for d in range(draws)]
+
+
+def scramble_row(task: Task, group: str, draw: int, *, seed: int = 0, lambdas: int = 11
+                 ) -> ScrambleRow:  # fmt: skip
+    """One draw of :func:`scramble_test`: θ against g(θ), g the ``draw``-th element of
+    ``group`` (gauge seed ``1000·seed + draw``)."""
     cfg, pa = task.cfg, task.params
     cfg_f, pa_f = prepare(cfg, pa, "orth")
     spec, spec_f = spec_for(cfg), spec_for(cfg_f)
     x, y = task.test.inputs, task.test.targets
-    rows = []
-    total, done = len(SWEEP_GROUPS) * draws, 0
-    for group, kind in SWEEP_GROUPS.items():
-        for d in range(draws):
-            gseed = 1000 * seed + d
-            if kind == ORTH:
-                g = random_transform(spec_f, group, gseed)
-                a_cfg, a, b = cfg_f, pa_f, apply(spec_f, g, pa_f)
-            else:
-                g = random_transform(spec, group, gseed)
-                a_cfg, a, b = cfg, pa, apply(spec, g, pa)
-            check = max_dlogits(a_cfg, a, b)
-            naive = barrier_curve(a_cfg, a, b, x, y, lambdas)
-            matched, matched_acc = {}, {}
-            for match_group, match_kind in SWEEP_GROUPS.items():
-                if match_kind == ORTH:
-                    mc, ma, mb = cfg_f, *_fold_pair(cfg, a_cfg, a, b)
-                else:
-                    mc, ma, mb = a_cfg, a, b
-                h = align_activations(mc, ma, mb, task.act_inputs, match_kind)
-                mb = apply(spec_for(mc), h, mb)
-                curve = barrier_curve(mc, ma, mb, x, y, lambdas)
-                matched[match_group] = curve.barrier_loss
-                matched_acc[match_group] = curve.barrier_accuracy
-            rows.append(ScrambleRow(group, d, check, naive.barrier_loss, naive.barrier_accuracy,
-                                    matched, matched_acc))  # fmt: skip
-            done += 1
-            if progress:
-                progress("scramble", done, total)
+    gseed = 1000 * seed + draw
+    if SWEEP_GROUPS[group] == ORTH:
+        g = random_transform(spec_f, group, gseed)
+        a_cfg, a, b = cfg_f, pa_f, apply(spec_f, g, pa_f)
+    else:
+        g = random_transform(spec, group, gseed)
+        a_cfg, a, b = cfg, pa, apply(spec, g, pa)
+    check = max_dlogits(a_cfg, a, b)
+    naive = barrier_curve(a_cfg, a, b, x, y, lambdas)
+    matched, matched_acc = {}, {}
+    for match_group, match_kind in SWEEP_GROUPS.items():
+        if match_kind == ORTH:
+            mc, ma, mb = cfg_f, *_fold_pair(cfg, a_cfg, a, b)
+        else:
+            mc, ma, mb = a_cfg, a, b
+        h = align_activations(mc, ma, mb, task.act_inputs, match_kind)
+        mb = apply(spec_for(mc), h, mb)
+        curve = barrier_curve(mc, ma, mb, x, y, lambdas)
+        matched[match_group] = curve.barrier_loss
+        matched_acc[match_group] = curve.barrier_accuracy
+    return ScrambleRow(group, draw, check, naive.barrier_loss, naive.barrier_accuracy, matched,
+                       matched_acc)  # fmt: skip
+
+
+def scramble_result(rows: Sequence[ScrambleRow], draws: int, lambdas: int = 11
+                    ) -> dict[str, Any]:  # fmt: skip
+    """The rows of :func:`scramble_test` with their per-group summary, as a dict."""
     summary = [ScrambleSummary.of(g, rows) for g in SWEEP_GROUPS]
-    return ScrambleResult(rows, summary, draws, lambdas).to_dict()
+    return ScrambleResult(list(rows), summary, draws, lambdas).to_dict()
 
 
 def _fold_pair(cfg: ModelConfig, a_cfg: ModelConfig, a: Params, b: Params
@@ -324,33 +341,48 @@ def recovery_under_drift(
     A :class:`RecoveryResult` as a dict.
     """
     check_sweep_args(draws=draws, steps_grid=steps_grid)
-    cfg, spec = task.cfg, spec_for(task.cfg)
-    grid = sorted(set(int(k) for k in steps_grid))
     rows = []
     for d in range(draws):
-        g = resid_only(spec, SIGNED_PERM, 1000 * seed + d)
-        truth = g.inverse().elements["resid"]
-        b0 = apply(spec, g, task.params)
-        snaps = {0: b0} if 0 in grid else {}
-
-        def keep(step: int, p: Params, snaps=snaps) -> None:
-            if step in grid:  # a copy: the steps after it update p in place
-                snaps[step] = {k: v.clone() for k, v in p.items()}
-
-        if grid[-1] > 0:
-            adamw_steps(cfg, b0, None, task.batches(seed=7 + d), grid[-1], lr=lr, callback=keep)
-        for k in grid:
-            scores = {source: {method: coordinate_accuracy(
-                recover(cfg, task.params, snaps[k], task.act_inputs, source=source,
-                        method=method), truth) for method in RECOVERY_METHODS}
-                for source in RECOVERY_SOURCES}  # fmt: skip
-            rows.append(RecoveryPoint(k, _rel_dist(b0, snaps[k]),
-                                      float((truth.scale < 0).double().mean()), scores,
-                                      draw=d))  # fmt: skip
+        rows += recovery_draw(task, d, steps_grid=steps_grid, seed=seed, lr=lr)
         if progress:
             progress("recovery", d + 1, draws)
+    return recovery_result(rows, steps_grid, draws, lr)
+
+
+def recovery_draw(task: Task, draw: int, *, steps_grid: Sequence[int], seed: int = 0,
+                  lr: float = 1e-3) -> list[RecoveryPoint]:  # fmt: skip
+    """One draw of :func:`recovery_under_drift`: its points at every step count of the grid."""
+    cfg, spec = task.cfg, spec_for(task.cfg)
+    grid = sorted(set(int(k) for k in steps_grid))
+    g = resid_only(spec, SIGNED_PERM, 1000 * seed + draw)
+    truth = g.inverse().elements["resid"]
+    b0 = apply(spec, g, task.params)
+    snaps = {0: b0} if 0 in grid else {}
+
+    def keep(step: int, p: Params) -> None:
+        if step in grid:  # a copy: the steps after it update p in place
+            snaps[step] = {k: v.clone() for k, v in p.items()}
+
+    if grid[-1] > 0:
+        adamw_steps(cfg, b0, None, task.batches(seed=7 + draw), grid[-1], lr=lr, callback=keep)
+    rows = []
+    for k in grid:
+        scores = {source: {method: coordinate_accuracy(
+            recover(cfg, task.params, snaps[k], task.act_inputs, source=source,
+                    method=method), truth) for method in RECOVERY_METHODS}
+            for source in RECOVERY_SOURCES}  # fmt: skip
+        rows.append(RecoveryPoint(k, _rel_dist(b0, snaps[k]),
+                                  float((truth.scale < 0).double().mean()), scores,
+                                  draw=draw))  # fmt: skip
+    return rows
+
+
+def recovery_result(rows: Sequence[RecoveryPoint], steps_grid: Sequence[int], draws: int,
+                    lr: float = 1e-3) -> dict[str, Any]:  # fmt: skip
+    """The points of :func:`recovery_under_drift` with their mean curve, as a dict."""
+    grid = sorted(set(int(k) for k in steps_grid))
     curve = [RecoveryPoint.mean(k, rows) for k in grid]
-    return RecoveryResult(rows, curve, grid, lr, draws).to_dict()
+    return RecoveryResult(list(rows), curve, grid, lr, draws).to_dict()
 
 
 # ----------------------------------------------------------------------------- 4. trajectory
@@ -451,34 +483,57 @@ def claim_check(task: Task, *, draws: int = 3, k: int = 4, seed: int = 0,
     through the recovered permutation without its signs (``perm_only``). The function-level
     control, the class accuracy, is identical in every gauge. A :class:`ClaimResult` as a dict.
     """
-    cfg, pa = prepare(task.cfg, task.params, "orth")
-    spec = spec_for(cfg)
-    layer = cfg.n_layers
-    x = task.act_inputs
-    labels = task.act_targets.reshape(-1)
-    classes = list(classes) if classes is not None else task.frequent_classes(3)
-    fa = readout_features(cfg, pa, x, layer)
-    claims_a = {c: top_coordinates(fa, labels, c, k) for c in classes}
-    acc_a = _accuracy(cfg, pa, task.test)
-    rows = []
-    for group, kind in SWEEP_GROUPS.items():
-        for d in range(draws):
-            g = resid_only(spec, kind, 2000 + 1000 * seed + d)
-            pb = apply(spec, g, pa)
-            fb = readout_features(cfg, pb, x, layer)
-            h = align_activations(cfg, pa, pb, x, kind).elements["resid"]
-            back = _act_on_rows(fb, h)
-            variants = {"raw": fb, "transported": back}
-            if kind != ORTH:
-                variants["perm_only"] = _act_on_rows(fb, Element(PERM, h.perm, h.scale.abs()))
-            overlap = {}
-            for name, f in variants.items():
-                overlaps = [len(set(top_coordinates(f, labels, c, k)) & set(claims_a[c])) / k
-                            for c in classes]  # fmt: skip
-                overlap[name] = mean(overlaps)
-            rows.append(ClaimRow(group, d, _accuracy(cfg, pb, task.test) - acc_a, overlap))
-    summary = [ClaimSummary.of(g, rows) for g in SWEEP_GROUPS]
-    return ClaimResult(rows, summary, k, classes, layer, k / cfg.d_model, acc_a).to_dict()
+    claims = Claims.of(task, k, classes)
+    rows = [claims.row(group, d, seed) for group, d in draw_units(draws)]
+    return claims.result(rows)
+
+
+@dataclass
+class Claims:
+    """The claims of :func:`claim_check` made in A's coordinates: what every draw is scored
+    against (:meth:`row`) and what its result reports (:meth:`result`)."""
+
+    task: Task
+    cfg: ModelConfig  # gains folded
+    params: Params
+    k: int
+    classes: list[int]
+    claims: dict[int, list[int]]  # class -> top-k coordinates in A
+    accuracy: float  # A's test accuracy
+
+    @classmethod
+    def of(cls, task: Task, k: int = 4, classes: Sequence[int] | None = None) -> Claims:
+        cfg, pa = prepare(task.cfg, task.params, "orth")
+        labels = task.act_targets.reshape(-1)
+        classes = list(classes) if classes is not None else task.frequent_classes(3)
+        fa = readout_features(cfg, pa, task.act_inputs, cfg.n_layers)
+        claims = {c: top_coordinates(fa, labels, c, k) for c in classes}
+        return cls(task, cfg, pa, k, classes, claims, _accuracy(cfg, pa, task.test))
+
+    def row(self, group: str, draw: int, seed: int = 0) -> ClaimRow:
+        """One draw: the claims re-made under the ``draw``-th gauge of ``group``."""
+        cfg, pa, x, k = self.cfg, self.params, self.task.act_inputs, self.k
+        spec, kind, layer = spec_for(cfg), SWEEP_GROUPS[group], cfg.n_layers
+        labels = self.task.act_targets.reshape(-1)
+        g = resid_only(spec, kind, 2000 + 1000 * seed + draw)
+        pb = apply(spec, g, pa)
+        fb = readout_features(cfg, pb, x, layer)
+        h = align_activations(cfg, pa, pb, x, kind).elements["resid"]
+        back = _act_on_rows(fb, h)
+        variants = {"raw": fb, "transported": back}
+        if kind != ORTH:
+            variants["perm_only"] = _act_on_rows(fb, Element(PERM, h.perm, h.scale.abs()))
+        overlap = {}
+        for name, f in variants.items():
+            overlaps = [len(set(top_coordinates(f, labels, c, k)) & set(self.claims[c])) / k
+                        for c in self.classes]  # fmt: skip
+            overlap[name] = mean(overlaps)
+        return ClaimRow(group, draw, _accuracy(cfg, pb, self.task.test) - self.accuracy, overlap)
+
+    def result(self, rows: Sequence[ClaimRow]) -> dict[str, Any]:
+        summary = [ClaimSummary.of(g, rows) for g in SWEEP_GROUPS]
+        return ClaimResult(list(rows), summary, self.k, self.classes, self.cfg.n_layers,
+                           self.k / self.cfg.d_model, self.accuracy).to_dict()  # fmt: skip
 
 
 def _accuracy(cfg: ModelConfig, params: Params, split: Split) -> float:
@@ -533,13 +588,22 @@ def gauge_sweep(
     device: torch.device = CPU,
     progress: Progress | None = None,
     cache: Cache | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> dict[str, Any]:
     """The whole gauge sweep of one model as a JSON-serialisable dict, one key per part.
 
     Each part is cached (kind ``"gauge-sweep"``) under the model's weight digest, its arguments
     and ``GAUGE_VERSION``; ``seconds`` records the compute time of each part (0 on a cache hit
     keeps the original time).
+
+    ``executor="ray"`` computes every draw of the parts not yet in ``cache`` as a Ray task (a
+    (group, draw) of the scramble and the claims, a draw of the recovery; the table and the
+    trajectory are one task each), on the cluster at ``address`` or a local one, assembles each
+    part from its draws here and stores it (``seconds``: the draws' compute time summed)
+    (:mod:`landscape.experiments.sweeps`); the sweep then reads every part from the cache.
     """
+    sweeps.check_executor(executor, address)
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise LandscapeError(f"unknown gauge-sweep parts {sorted(unknown)}; expected {PARTS}")
@@ -561,8 +625,7 @@ def gauge_sweep(
     if task.data_key:
         base["data"] = task.data_key
     runners: dict[str, tuple[dict[str, Any], Callable[[], dict[str, Any]]]] = {
-        "table": ({}, lambda: {"rows": symmetry_table(task.cfg, {k: v.cpu() for k, v in
-                                                                task.params.items()})}),
+        "table": ({}, lambda: _table_part(task)),
         "scramble": ({"draws": draws},
                      lambda: scramble_test(task, draws=draws, seed=seed, progress=progress)),
         "recovery": ({"draws": draws, "steps_grid": list(steps_grid)},
@@ -574,9 +637,15 @@ def gauge_sweep(
                                                     progress=progress)),
         "claims": ({"draws": draws}, lambda: claim_check(task, draws=draws, seed=seed)),
     }  # fmt: skip
+    inputs = {part: {**base, "part": part, **runners[part][0]} for part in parts}
+    if executor == "ray":
+        options = {"seed": seed, "draws": draws, "steps_grid": list(steps_grid),
+                   "trajectory_steps": trajectory_steps,
+                   "trajectory_every": trajectory_every}  # fmt: skip
+        _on_ray(model, task, inputs, options, address, cache, progress)
     out: dict[str, Any] = {"model": task.name, "seed": seed, "version": GAUGE_VERSION}
     for part in parts:
-        args, run = runners[part]
+        _, run = runners[part]
 
         def compute(run=run) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
             t0 = time.perf_counter()
@@ -584,6 +653,76 @@ def gauge_sweep(
             result["seconds"] = round(time.perf_counter() - t0, 3)
             return {}, result
 
-        entry, _ = cache.get_or_compute("gauge-sweep", {**base, "part": part, **args}, compute)
+        entry, _ = cache.get_or_compute("gauge-sweep", inputs[part], compute)
         out[part] = entry.meta
     return out
+
+
+def _table_part(task: Task) -> dict[str, Any]:
+    return {"rows": symmetry_table(task.cfg, {k: v.cpu() for k, v in task.params.items()})}
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """A part of the sweep as independent draws: ``units(options)``, ``run(task, unit,
+    options)`` for one, ``combine(task, values, options)`` the part's result (as the serial
+    function of the part computes it)."""
+
+    units: Callable[[dict[str, Any]], list[Any]]
+    run: Callable[[Task, Any, dict[str, Any]], Any]
+    combine: Callable[[Task, list[Any], dict[str, Any]], dict[str, Any]]
+
+
+_DRAWS = {
+    "table": _Draws(lambda o: [None], lambda t, u, o: _table_part(t), lambda t, v, o: v[0]),
+    "scramble": _Draws(lambda o: draw_units(o["draws"]),
+                       lambda t, u, o: scramble_row(t, *u, seed=o["seed"]),
+                       lambda t, v, o: scramble_result(v, o["draws"])),
+    "recovery": _Draws(lambda o: list(range(o["draws"])),
+                       lambda t, u, o: recovery_draw(t, u, steps_grid=o["steps_grid"],
+                                                     seed=o["seed"]),
+                       lambda t, v, o: recovery_result([p for points in v for p in points],
+                                                       o["steps_grid"], o["draws"])),
+    "trajectory": _Draws(lambda o: [None],
+                         lambda t, u, o: trajectory_transport(t, steps=o["trajectory_steps"],
+                                                              every=o["trajectory_every"],
+                                                              seed=o["seed"]),
+                         lambda t, v, o: v[0]),
+    "claims": _Draws(lambda o: draw_units(o["draws"]),
+                     lambda t, u, o: Claims.of(t).row(*u, seed=o["seed"]),
+                     lambda t, v, o: Claims.of(t).result(v)),
+}  # fmt: skip
+
+
+def _draw(model: str | Checkpoint | Source, part: str, unit: Any, *, cache: Cache,
+          **options: Any) -> Any:  # fmt: skip
+    """On a worker: one draw of a part of the sweep, on the CPU."""
+    task = load_task(model, options["seed"], device=CPU)
+    return _DRAWS[part].run(task, unit, options)
+
+
+def _draw_name(unit: Any) -> str:
+    """How a draw reads in an error: ``, draw 1`` or ``, orth draw 1`` (nothing for a part that
+    is one task)."""
+    if unit is None:
+        return ""
+    return ", " + (f"{unit[0]} draw {unit[1]}" if isinstance(unit, tuple) else f"draw {unit}")
+
+
+def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict[str, Any]],
+            options: dict[str, Any], address: str | None, cache: Cache,
+            progress: Progress | None) -> None:  # fmt: skip
+    """Every draw of the parts (cache inputs ``inputs``) not yet in ``cache`` as a Ray task;
+    each part assembled from its draws and stored."""
+    todo = [p for p in inputs if cache.get("gauge-sweep", cache.key("gauge-sweep", inputs[p]))
+            is None]  # fmt: skip
+    calls = [(part, sweeps.Call(_draw, (model, part, unit), options,
+                                what=f"the gauge sweep's {part}" + _draw_name(unit)))
+             for part in todo for unit in _DRAWS[part].units(options)]  # fmt: skip
+    done = sweeps.run([c for _, c in calls], cache, address=address, progress=progress,
+                      stage="ray draws")  # fmt: skip
+    for part in todo:
+        mine = [d for (p, _), d in zip(calls, done, strict=True) if p == part]
+        result = _DRAWS[part].combine(task, [d.value for d in mine], options)
+        result["seconds"] = round(sum(d.seconds for d in mine), 3)
+        cache.put("gauge-sweep", cache.key("gauge-sweep", inputs[part]), {}, result)

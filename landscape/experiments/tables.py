@@ -18,12 +18,13 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.runs import barrier
+from landscape.experiments import sweeps
+from landscape.experiments.runs import barrier, measure_barrier
 from landscape.matching import worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
 from landscape.progress import Progress, tell, within
-from landscape.sources import available_seeds, model_arch
+from landscape.sources import Source, available_seeds, model_arch
 from landscape.store.cache import Cache
 from landscape.threads import threaded
 
@@ -133,17 +134,18 @@ def table(
     table is then assembled from the cache as in the serial run. ``function_ok`` and
     ``warnings`` (also per row) gather those of every barrier.
     """
-    from landscape.experiments.sweeps import barrier_cells, check_executor
-
-    check_executor(executor, address)
+    sweeps.check_executor(executor, address)
     check_points(points)
     spaces = table_spaces(model, space)
     pair_list = pairs_for(model, pairs, seeds)
     if executor == "ray":
-        cells = [(pair, method, group, space_) for (method, group), space_
-                 in itertools.product(rows, spaces) for pair in pair_list]  # fmt: skip
-        barrier_cells(model, cells, points=points, split=split, address=address, cache=cache,
-                      progress=within(progress, 0.0, 0.9, "ray "))  # fmt: skip
+        cells = [sweeps.Call(_barrier_cell, (model, pair, method, group, space_, points, split),
+                             kinds=("barrier",),
+                             what=f"the table cell {method}/{group} {pair[0]}-{pair[1]}")
+                 for (method, group), space_ in itertools.product(rows, spaces)
+                 for pair in pair_list]  # fmt: skip
+        sweeps.run(cells, cache or Cache(), address=address, stage="ray cells",
+                   progress=within(progress, 0.0, 0.9))  # fmt: skip
         progress = within(progress, 0.9, 1.0)
     arch = model_arch(model)
     out_rows = []
@@ -173,6 +175,14 @@ def table(
     return {"model": model, "split": split, "space": space, "spaces": list(spaces),
             "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
             "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+
+
+def _barrier_cell(model: str, seeds: tuple[int, int], method: str, group: str, space: str,
+                  points: int, split: str, *, cache: Cache) -> None:  # fmt: skip
+    """On a worker: one cell of a table, measured into ``cache`` (its barrier entry is what the
+    driver needs)."""
+    measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
+                    points=points, split=split, space=space, cache=cache)  # fmt: skip
 
 
 def table_spaces(model: str, space: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import torch
 from landscape.budget import check_resolution
 from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.experiments import sweeps
 from landscape.experiments.curves import check_finite_loss, evaluate_triangle
 from landscape.experiments.runs import (
     ALGO_VERSION,
@@ -24,7 +25,6 @@ from landscape.experiments.runs import (
     check_split,
     health,
     learned_space,
-    load,
     split_prefixed,
     unshared,
 )
@@ -35,7 +35,7 @@ from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
-from landscape.sources import Data, data_of, label
+from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
 
@@ -107,6 +107,8 @@ def triangle(
     joint: bool = False,
     device: torch.device = CPU,
     cache: Cache | None = None,
+    executor: str = "local",
+    address: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
@@ -117,7 +119,14 @@ def triangle(
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
     that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
     infinite loss at any grid point is a LandscapeError naming the point.
+
+    ``executor="ray"`` aligns B and C onto A as two Ray tasks (one for ``joint``), then
+    evaluates the grid as a third once they are done (on the cluster at ``address``, else a
+    local one), and stores the alignments and the grid in ``cache`` first
+    (:mod:`landscape.experiments.sweeps`); the result is then assembled from the cache as in
+    the serial run (``cached`` is whether the tasks found everything cached).
     """
+    sweeps.check_executor(executor, address)
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
     if joint and method != "learned":
@@ -132,7 +141,13 @@ def triangle(
     check_space(space)
     t0 = time.perf_counter()
     cache = cache or Cache()
-    a, b, c = (load(model, s, device) for s in seeds)
+    remote_hit = True
+    if executor == "ray":  # before anything is loaded here: the workers bring the checkpoints
+        options = {"method": method, "group": group, "resolution": resolution, "tol": tol,
+                   "split": split, "space": space, "joint": joint}  # fmt: skip
+        remote_hit = _on_ray(model, seeds, options, address, cache, within(progress, 0.0, 0.9))
+        progress = within(progress, 0.9, 1.0)
+    a, b, c = (Source(model, s).load(device, cache) for s in seeds)
     if space == "circuits":
         check_circuit_form(a.cfg)
     data = data_of(a)
@@ -205,6 +220,52 @@ def triangle(
         "function_check_a": checks[f"{names[0]} processed for {group}"],
         **health(checks),
         "seconds": round(time.perf_counter() - t0, 4),
-        "cached": hit and ab.cached and ac.cached,
+        "cached": hit and ab.cached and ac.cached and remote_hit,
         "device": str(device),
     }
+
+
+def _align_edge(model: str, seeds: tuple[int, int], method: str, group: str,
+                options: dict[str, Any], *, cache: Cache) -> None:  # fmt: skip
+    """On a worker: one edge of a triangle, seed ``seeds[1]`` aligned onto ``seeds[0]`` into
+    ``cache`` as :func:`triangle` aligns it."""
+    a, x = (Source(model, s).load(CPU, cache) for s in seeds)
+    align(a, x, method, group, cache=cache, data=data_of(a), options=options)
+
+
+def _align_both(model: str, seeds: Sequence[int], group: str, options: dict[str, Any], *,
+                cache: Cache) -> None:  # fmt: skip
+    """On a worker: B and C aligned onto A jointly into ``cache`` (:func:`align_joint`)."""
+    a, b, c = (Source(model, s).load(CPU, cache) for s in seeds)
+    align_joint(a, b, c, group, cache=cache, options=options, data=data_of(a))
+
+
+def _grid(model: str, seeds: Sequence[int], *, cache: Cache, **options: Any) -> None:
+    """On a worker: the triangle's grid, its alignments read from ``cache``."""
+    triangle(model, seeds, cache=cache, **options)
+
+
+def _on_ray(model: str, seeds: Sequence[int], options: dict[str, Any], address: str | None,
+            cache: Cache, progress: Progress | None) -> bool:  # fmt: skip
+    """The alignments of a triangle as Ray tasks, then its grid; every entry stored in
+    ``cache``. Returns whether the tasks found all of them cached."""
+    method, group = options["method"], options["group"]
+    learned = learned_space(method, options["space"])
+    seeds = list(seeds)
+    name = f"{model} {seeds} {method}/{group}"
+    if options["joint"]:
+        edges = [sweeps.Call(_align_both, (model, seeds, group, learned),
+                             kinds=("checkpoint", "matching"),
+                             what=f"the joint alignment of the triangle {name}")]  # fmt: skip
+    else:
+        edges = [sweeps.Call(_align_edge, (model, (seeds[0], s), method, group, learned),
+                             kinds=("checkpoint", "matching"),
+                             what=f"aligning {s} onto {seeds[0]} ({method}/{group})")
+                 for s in seeds[1:]]  # fmt: skip
+    grid = sweeps.Call(_grid, (model, seeds), options, kinds=("triangle",),
+                       what=f"the grid of the triangle {name}")  # fmt: skip
+    with sweeps.sweep(address) as pool:
+        refs = [pool.submit(e) for e in edges]
+        refs.append(pool.submit(grid, after=refs))
+        done = pool.gather(refs, cache, progress, "ray tasks")
+    return all(f.hit for d in done for f in d.found if f.kind != "checkpoint")

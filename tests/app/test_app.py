@@ -326,3 +326,128 @@ def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle():
     _ok(at)
     assert len(at.get("plotly_chart")) == 2 + 1  # histogram, objective; rounds only
     assert any("barrier per checkpoint" in i.value for i in at.info)
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict[str, bytes]:
+    """The bytes behind every download button the app draws, by media file id."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    stored: dict[str, bytes] = {}
+    register = MemoryMediaFileStorage.load_and_get_id
+
+    def spy(self, path_or_data, mimetype, kind, filename=None):
+        file_id = register(self, path_or_data, mimetype, kind, filename)
+        if isinstance(path_or_data, bytes):
+            stored[file_id] = path_or_data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    return stored
+
+
+def _aligned_buttons(at: AppTest) -> list:
+    return [b for b in at.download_button if b.key == "download_aligned"]
+
+
+def _unzipped(at: AppTest, downloads: dict[str, bytes], into: Path) -> Path:
+    """The folder in the zip behind the page's download button, extracted under ``into``."""
+    import io
+    import zipfile
+
+    data = downloads[Path(at.download_button(key="download_aligned").proto.url).stem]
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        (top,) = {n.split("/")[0] for n in z.namelist()}
+        z.extractall(into)
+    return into / top
+
+
+def test_interpolation_page_downloads_aligned_b_and_the_merge(
+    _fresh_memory, downloads, tmp_path, monkeypatch
+):
+    """Prepared on a click, then a download: a zip of what `landscape align` writes, whose
+    forward is aligned B's (and the merge's at the chosen λ)."""
+    import torch
+
+    from landscape.experiments import align, export, load
+    from landscape.models import forward
+    from landscape.models.checkpoint import load_checkpoint_dir
+    from landscape.symmetry import probe_inputs
+
+    _need(2)
+    built = []
+    archive = export.aligned_archive
+    monkeypatch.setattr(
+        export, "aligned_archive", lambda *a, **k: built.append(a) or archive(*a, **k)
+    )
+    at = _open("interpolation")
+    _ok(at)
+    assert not _aligned_buttons(at) and not built  # nothing built until asked
+    at.selectbox(key="download_combo").set_value("weight/orth").run()
+    at.button(key="download_prepare").click().run()
+    _ok(at)
+    assert len(_aligned_buttons(at)) == 1 and not at.button
+    at.run()  # a rerun keeps the prepared bytes and builds nothing
+    assert len(_aligned_buttons(at)) == 1 and not at.button and len(built) == 1
+    (pair,) = at.multiselect(key="interp_pairs_mlp-digits").value
+    al = align(load("mlp-digits", pair[0]), load("mlp-digits", pair[1]), "weight", "orth")
+    x = probe_inputs(al.cfg).float()  # mlp-digits reads features
+
+    def check(folder: Path, params: dict) -> None:
+        """The unzipped checkpoint holds ``params`` and computes their logits."""
+        back = load_checkpoint_dir(folder)
+        assert back.cfg == al.cfg
+        assert all(torch.equal(back.params[k], v) for k, v in params.items())
+        assert torch.equal(forward(back.cfg, back.params, x), forward(al.cfg, params, x))
+
+    check(_unzipped(at, downloads, tmp_path / "b"), al.params_b)
+    # the merge at λ = 0.3: asking for another model drops the bytes until prepared again
+    at.radio(key="download_kind").set_value("merge").run()
+    at.slider(key="download_lambda").set_value(0.3).run()
+    assert not _aligned_buttons(at)
+    at.button(key="download_prepare").click().run()
+    _ok(at)
+    check(
+        _unzipped(at, downloads, tmp_path / "merge"),
+        {k: 0.3 * al.params_a[k] + 0.7 * al.params_b[k] for k in al.params_b},
+    )
+    assert any("merge at λ = 0.3" in c.value for c in at.caption) and len(built) == 2
+
+
+def test_interpolation_page_downloads_a_hugging_face_member_in_its_own_format(
+    _fresh_memory, downloads, tmp_path
+):
+    """A family of Hugging Face Llamas: the zip is a Hugging Face directory that transformers
+    loads, with aligned B's logits."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from landscape.experiments import align, load
+    from landscape.models import forward
+    from landscape.models.importers import import_checkpoint
+    from landscape.sources import add_family
+    from tests.conftest import tiny_llama
+
+    paths = [tmp_path / f"llama{s}" for s in (0, 1)]
+    for seed, path in enumerate(paths):
+        tiny_llama(seed).save_pretrained(path, safe_serialization=True)
+    (tmp_path / "text.txt").write_text("To be, or not to be, that is the question. " * 40)
+    add_family("llamas", paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.switch_page("views/interpolation.py")
+    at.session_state["model"] = "llamas"
+    at.run()
+    _ok(at)
+    at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
+    at.button(key="download_prepare").click().run()
+    _ok(at)
+    folder = _unzipped(at, downloads, tmp_path / "out")
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    al = align(load("llamas", 0), load("llamas", 1), "weight", "orth")
+    x = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(0))
+    ours = forward(al.cfg, al.params_b, x)
+    back = import_checkpoint(folder)
+    assert torch.equal(forward(back.cfg, back.params, x), ours)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    with torch.no_grad():
+        assert (hf.eval()(x).logits - ours).abs().max() < 1e-4

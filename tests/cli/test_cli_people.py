@@ -57,12 +57,13 @@ def test_help_of_a_command_imports_no_torch():
 
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
+    from landscape.experiments.sweeps import EXECUTORS
     from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
     from landscape.models.circuits import SPACES
 
     assert cli.METHODS == METHODS and cli.GROUPS == GROUPS
     assert cli.MONOMIAL_GROUPS == MONOMIAL_GROUPS and cli.SPACES == SPACES
-    assert cli.AUTO == threads.AUTO
+    assert cli.AUTO == threads.AUTO and cli.EXECUTORS == EXECUTORS
 
 
 # ---------------------------------------------------------------- help and defaults

@@ -10,7 +10,7 @@ import pytest
 
 from landscape.errors import LandscapeError
 from landscape.experiments import table
-from landscape.experiments.sweeps import check_executor
+from landscape.experiments.sweeps import Recording, check_executor, store
 from landscape.store.cache import Cache
 
 ARGS = {"pairs": 1, "points": 5}
@@ -42,6 +42,27 @@ def test_refusals():
         check_executor("dask")
     with pytest.raises(LandscapeError, match="--executor ray"):
         check_executor("local", "auto")
+
+
+def test_a_workers_cache_sends_back_the_entries_of_its_kinds(tmp_path):
+    """What a unit read or computed of the kinds it names, with whether it was a hit; the
+    driver stores each entry it does not hold."""
+    worker = tmp_path / "worker"
+    Cache(worker).get_or_compute("barrier", {"cell": 1}, lambda: ({}, {"loss": 1.0}))
+    cache = Recording(["barrier"], worker)
+    cache.get_or_compute("barrier", {"cell": 1}, lambda: pytest.fail("it is cached"))
+    cache.get_or_compute("barrier", {"cell": 2}, lambda: ({}, {"loss": 2.0}))
+    cache.get_or_compute("matching", {"pair": 1}, lambda: ({}, {}))  # not a kind it sends
+    found = sorted(cache.found.values(), key=lambda f: f.meta["loss"])
+    assert [(f.kind, f.meta, f.hit) for f in found] == [
+        ("barrier", {"loss": 1.0}, True), ("barrier", {"loss": 2.0}, False)]  # fmt: skip
+    driver = Cache(tmp_path / "driver")
+    store(driver, found)
+    written = {f.key: driver.path(f.kind, f.key).stat().st_mtime_ns for f in found}
+    store(driver, found)  # already there: nothing is written again
+    assert written == {f.key: driver.path(f.kind, f.key).stat().st_mtime_ns for f in found}
+    assert sorted(m["loss"] for _, m in driver.metas("barrier")) == [1.0, 2.0]
+    assert not list(driver.metas("matching"))
 
 
 @pytest.mark.slow
