@@ -119,9 +119,16 @@ def apply_dense(
     else ``G.abs()``. Grouped-query K/V heads (G/group) take the block means of G over the
     variable's groups: for a block-moving permutation that is the induced permutation of groups.
     Works from the spec's axes only: no per-architecture code.
+
+    The parameters are visited in name order, whatever order the dict holds them in: autograd
+    sums the gradient of a shared matrix over them in that order, and a different summation
+    order rounds differently, which the optimisation then amplifies. A checkpoint just trained
+    and the same one read back from the cache (whose tensors come in name order) thus learn the
+    same alignment.
     """
     out: Params = {}
-    for name, w in params.items():
+    for name in sorted(params):
+        w = params[name]
         for axis, role in enumerate(spec.axes[name]):
             if role is None or role.var not in mats:
                 continue
@@ -133,7 +140,7 @@ def apply_dense(
                 m = m.reshape(m.shape[0] // r, r, m.shape[1] // r, r).sum((1, 3)) / r
             w = (w.movedim(axis, -1) @ m.to(w.dtype)).movedim(-1, axis)
         out[name] = w
-    return out
+    return {name: out[name] for name in params}
 
 
 def _lambda_sampler(lam: str, gen: torch.Generator) -> Callable[[], float]:

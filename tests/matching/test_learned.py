@@ -147,3 +147,16 @@ def test_joint_triangle_alignment_keeps_every_function_and_lowers_the_centroid_l
     for r in (rb, rc):
         g = r.resid_matrix()
         assert (g @ g.T - torch.eye(cfg.d_model, dtype=torch.float64)).abs().max() < 1e-10
+
+
+def test_learned_matching_does_not_depend_on_the_order_of_the_parameter_dicts() -> None:
+    # a checkpoint just trained and the same one read back from the cache list their tensors in
+    # different orders; the gradient of a shared rotation must not be summed in dict order
+    cfg, a, split = _task("vit")
+    b = init_params(cfg, 2)
+    backwards = lambda d: dict(reversed(list(d.items())))  # noqa: E731
+    runs = [learned_matching(cfg, pa, pb, "orth", split, steps=40, batch_size=64, lam="0.5")
+            for pa, pb in ((a, b), (backwards(a), backwards(b)))]  # fmt: skip
+    curves = [[p["loss"] for p in r.lm_curve] for r in runs]
+    assert curves[0] == curves[1]
+    assert torch.equal(runs[0].resid_matrix(), runs[1].resid_matrix())
