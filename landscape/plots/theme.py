@@ -29,7 +29,7 @@ FONT_SIZE = 14  # px, the base font of a screen figure (titles +2, legends −2)
 # For a projector (presentation mode): every font, line width and marker size times this, and a
 # figure as tall as a 1920×1080 screen leaves under the page title.
 PROJECTOR_SCALE = 2.0
-PROJECTOR_HEIGHT = 720
+PROJECTOR_HEIGHT = 660
 # plotly's own defaults, for sizes a figure leaves unset
 _PLOTLY_LINE, _PLOTLY_MARKER, _PLOTLY_AXIS_LINE, _PLOTLY_TICK_LEN = 2.0, 6.0, 1.0, 5.0
 
