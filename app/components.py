@@ -1,10 +1,13 @@
-"""Small building blocks shared by the pages: controls, figures with export, errors."""
+"""Small building blocks shared by the pages: controls, figures with export, long runs and the
+one failure card."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -12,15 +15,32 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import state
+from app.navigation import pages
+from landscape.errors import LandscapeError
 from landscape.models.registry import architecture
+from landscape.models.zoo import ZOO
 from landscape.plots import export
 from landscape.progress import Progress, fraction
 
+# Presentation mode, for a projector at 1920×1080: text, tables and metrics about 1.5× larger
+# (figures are redrawn larger by landscape.plots.theme.projector), and a sidebar wide enough
+# for the page names at that size.
 PRESENTATION_CSS = """
 <style>
-  html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li
-    { font-size: 1.3rem !important; }
-  h1 { font-size: 3rem !important; }
+  html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+  [data-testid="stWidgetLabel"] p, [data-testid="stCaptionContainer"]
+    { font-size: 1.45rem !important; }
+  [data-testid="stMainBlockContainer"]
+    { padding: 2.5rem 2.5rem 6rem 2.5rem !important; max-width: none !important; }
+  h1 { font-size: 2.8rem !important; padding: 0 !important; }
+  h2, h3 { font-size: 2rem !important; }
+  [data-testid="stMetricValue"] { font-size: 3.2rem !important; }
+  [data-testid="stMetricLabel"] p { font-size: 1.45rem !important; white-space: normal !important; }
+  [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.4rem !important; }
+  [data-testid="stDataFrame"] { zoom: 1.4; width: calc(100% / 1.4) !important; }
+  [data-testid="stSidebar"] { min-width: 22rem !important; }
+  [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.3rem !important;
+    white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 </style>
 """
 
@@ -53,22 +73,36 @@ def presentation() -> bool:
 
 
 def page_header(title: str, intro: str) -> None:
-    """Title and a short description; in presentation mode larger text everywhere."""
-    if presentation():
-        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
-    st.title(title)
-    st.markdown(intro)
+    """Title and a short description; in presentation mode larger text everywhere and the
+    description folded into a button beside the title, so that the figure comes first."""
+    if not presentation():
+        st.title(title)
+        st.markdown(intro)
+        return
+    st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        st.title(title, width="content")
+        with st.popover("About this page", icon=":material/info:"):
+            st.markdown(intro)
 
 
 @contextlib.contextmanager
 def controls() -> Iterator[None]:
-    """Where a page's controls go: in plain view, or a collapsed expander for seminars."""
+    """Where a page's controls go: in plain view, or behind a button for seminars."""
     if presentation():
-        with st.expander("Controls", expanded=False):
+        with st.popover("Controls", icon=":material/tune:"):
             yield
     else:
         with st.container(border=True):
             yield
+
+
+def side_by_side(spec: list[float], gap: str = "large") -> list[Any]:
+    """Columns for a figure and its explanation; in presentation mode one below the other, so
+    that the figure has the whole width of the screen."""
+    if presentation():
+        return [st.container() for _ in spec]
+    return list(st.columns(spec, gap=gap))
 
 
 def model() -> str:
@@ -109,50 +143,217 @@ def has_heads(name: str) -> bool:
     return bool(row) and architecture(row["arch"]).attention
 
 
-def run_in_status(
-    compute: Callable[[Progress], Any], *, running: str, done: str | Callable[[Any], str],
-    failed: str, what: str,
-) -> Any:  # fmt: skip
-    """``compute(progress)`` under a collapsed status box with a progress bar. The box says
-    ``running``, then ``done`` (a text, or one made from the result); on an error it says
-    ``failed`` and an error card names ``what``. Returns the result, or None when it failed."""
-    with st.status(running, expanded=False) as status:
-        bar = st.progress(0.0)
-        try:
-            result = compute(lambda stage, d, total: bar.progress(fraction(d, total), text=stage))
-        except Exception as err:
-            status.update(label=failed, state="error")
-            show_error(what, err)
-            return None
-        status.update(label=done(result) if callable(done) else done, state="complete")
-    return result
+# ---------------------------------------------------------------- failures
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The one action that repairs a failure, offered on its card (:func:`show_error`).
+
+    ``run``: done on a click, under a spinner (fetching data); then the in-memory caches are
+    forgotten and the page is drawn again. ``settings``: session values set on a click, before
+    the page is drawn again (a control switched off). ``page``: the URL path of the page where
+    the user repairs it (training seeds, importing a family)."""
+
+    label: str
+    run: Callable[[], object] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    page: str | None = None
+
+
+def one_line(err: BaseException | str) -> str:
+    """The first line of a failure: a LandscapeError's own sentence, else the exception's type
+    and message (never a traceback)."""
+    text = err if isinstance(err, str) else str(err)
+    if not isinstance(err, (str, LandscapeError)):
+        text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "failed"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "failure"
+
+
+def show_error(
+    what: str, err: BaseException | str, fix: Fix | None = None, *, key: str | None = None
+) -> None:
+    """The failure card, the one way every page shows a failure: what failed, the one line that
+    says why (``err``: an exception, or that line), and the one action that repairs it (``fix``)
+    as a button where the app can do it, or a link to the page where the user can. Never a
+    traceback; the rest of the page keeps working.
+
+    ``what`` and the message may hold names, paths and text from files: shown as text. ``key``
+    tells apart two cards with the same ``what`` on one page.
+    """
+    slug = key or _slug(what)
+    with st.container(border=True, key=f"failure-{slug}"):
+        st.error(f"**{plain(what)}:** {plain(one_line(err))}", icon=":material/error:")
+        if fix is None:
+            return
+        if fix.page is not None:
+            st.page_link(pages()[fix.page], label=fix.label, icon=":material/arrow_forward:")
+            return
+        failed = st.session_state.pop(f"fix-failed-{slug}", None)
+        if failed:
+            st.caption(f":material/error: {plain(fix.label)} did not work: {plain(failed)}")
+
+        def settle() -> None:  # before the next run draws the widgets these keys belong to
+            st.session_state.update(fix.settings)
+
+        clicked = st.button(fix.label, key=f"fix-{slug}", type="primary", icon=":material/build:",
+                            on_click=settle if fix.settings else None)  # fmt: skip
+        if clicked and fix.run is not None:
+            with st.spinner(f"{fix.label} …"):
+                try:
+                    fix.run()
+                except Exception as e:  # shown on the card of the next run
+                    st.session_state[f"fix-failed-{slug}"] = one_line(e)
+            state.clear_memory_caches()
+            st.rerun()
+
+
+def _fetch_shakespeare() -> None:
+    from landscape.data import datasets
+
+    datasets.fetch_shakespeare()  # looked up at the click, so a test can stand in for it
+
+
+def data_fix(name: str) -> Fix | None:
+    """What repairs missing data of a zoo model or family: the Shakespeare text is fetched by
+    the library; a family's files are imported again on the Models page; Fashion-MNIST comes
+    from a system package, which the failure's own line names."""
+    if name in ZOO and ZOO[name].dataset == "shakespeare":
+        return Fix("Fetch Shakespeare (≈20 s)", run=_fetch_shakespeare)
+    if is_imported(name):
+        return Fix("Import the family again on the Models page", page="models")
+    return None
+
+
+def need_data(name: str) -> None:
+    """Stop the page with a failure card (and its fix) when the evaluation data of ``name``
+    cannot be read here: every result on the page would fail the same way."""
+    problem = state.data_problem(name)
+    if problem is not None:
+        show_error(f"The data of {name}", problem, data_fix(name), key="data")
+        st.stop()
 
 
 def need_seeds(name: str, n: int) -> list[int]:
-    """The model's seeds, or stop the page with a pointer to the Models page if too few."""
+    """The model's seeds, or stop the page with a failure card if too few: a link to the Models
+    page, where seeds are trained and families imported; a family's missing files are named."""
     seeds = seeds_of(name)
     if len(seeds) < n:
         if is_imported(name):
-            st.info(
-                f"The imported family {plain(name)} has {len(seeds)} member(s) on disk; this page "
-                f"needs at least {n}. Add more on the Models page, or pick another model family."
-            )
+            missing = (_row(name) or {}).get("missing", [])
+            gone = f" ({len(missing)} missing: {', '.join(missing[:3])})" if missing else ""
+            line = (f"the imported family has {len(seeds)} member(s) on disk{gone}; this page "
+                    f"needs at least {n}")  # fmt: skip
+            fix = Fix("Import its checkpoints again on the Models page", page="models")
         else:
-            st.info(
-                f"{plain(name)} has {len(seeds)} trained seed(s); this page needs at least {n}. "
-                "Train more on the Models page, or pick another model family in the sidebar."
-            )
+            line = f"{len(seeds)} trained seed(s); this page needs at least {n}"
+            fix = Fix("Train more seeds on the Models page", page="models")
+        show_error(f"Not enough checkpoints of {name}", line, fix, key="seeds")
         st.stop()
     return seeds
 
 
-def show_error(what: str, err: BaseException) -> None:
-    """A failure as a clear message on the page; the rest of the page keeps working.
+# ---------------------------------------------------------------- long runs
 
-    ``what`` and the message may hold names, paths and text from files: shown as text.
+
+def duration(seconds: float) -> str:
+    """``"8 s"``, ``"2 min 05 s"``: how long something took or will take, for people."""
+    s = int(round(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def estimate(stage: str, done: float, elapsed: float) -> str:
+    """A progress bar's text: the stage, the share done, the time so far and, once a little of
+    the work is done, the time left at the rate so far (``done`` is a fraction)."""
+    bits = [f"{100 * done:.0f}%", f"{duration(elapsed)} so far"]
+    if 0.02 <= done < 1 and elapsed >= 1:
+        bits.append(f"about {duration(elapsed * (1 - done) / done)} left")
+    return f"{stage} — " + ", ".join(bits) if stage else ", ".join(bits)
+
+
+CANCELLED = "_long_runs_cancelled"  # session key: {run key: the inputs it was cancelled for}
+
+
+class LongRun:
+    """A long computation on the page: a progress bar that says how long is left, and a Cancel
+    button. Pass it as the computation's ``progress``; :meth:`close` it when done.
+
+    A click on Cancel makes Streamlit stop the running script at its next page update (the next
+    progress report). With ``inputs``, for work a page starts on its own, the cancellation is
+    remembered for those inputs: later runs show a note and a Run again button instead of
+    starting over (:attr:`cancelled`). Without, a click started the work, and not clicking again
+    is enough.
     """
-    st.error(f"**{plain(what)} failed.** {type(err).__name__}: {plain(err)}",
-             icon=":material/error:")  # fmt: skip
+
+    def __init__(self, label: str, *, key: str, inputs: Hashable | None = None) -> None:
+        self.label, self.key = label, key
+        self.t0 = time.perf_counter()
+        self.slot = st.empty()
+        memory = st.session_state.setdefault(CANCELLED, {})
+        self.cancelled = inputs is not None and memory.get(key) == inputs
+        with self.slot.container():
+            if self.cancelled:
+                st.info(f"Cancelled: {plain(label)}", icon=":material/cancel:")
+                if st.button("Run again", key=f"again-{key}", icon=":material/replay:"):
+                    memory.pop(key, None)
+                    st.rerun()
+                return
+            with st.container(horizontal=True, vertical_alignment="center"):
+                self.bar = st.progress(0.0, text=plain(label))
+                if st.button("Cancel", key=f"cancel-{key}", icon=":material/cancel:"):
+                    if inputs is not None:
+                        memory[key] = inputs
+                    st.rerun()
+
+    def __call__(self, stage: str, done: float, total: float) -> None:
+        share = min(max(fraction(done, total), 0.0), 1.0)
+        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds)))
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def close(self) -> None:
+        """Remove the bar and the Cancel button."""
+        self.slot.empty()
+
+
+def run_in_status(
+    compute: Callable[[Progress], Any], *, running: str, done: str | Callable[[Any], str],
+    failed: str, what: str, key: str | None = None, inputs: Hashable | None = None,
+    fix: Fix | None = None,
+) -> Any:  # fmt: skip
+    """``compute(progress)`` under a status box with a :class:`LongRun` (time left, Cancel).
+    The box says ``running``, then ``done`` (a text, or one made from the result) with the time
+    it took; on an error it says ``failed`` and a failure card below names ``what`` (with
+    ``fix``). ``inputs``: as for :class:`LongRun`, for work started without a click. Returns the
+    result, or None when it failed or was cancelled."""
+    key = key or _slug(what)
+    error = None
+    with st.status(running, expanded=True) as status:
+        run = LongRun(running, key=key, inputs=inputs)
+        if run.cancelled:
+            status.update(label=f"{what}: cancelled", state="error", expanded=True)
+            return None
+        try:
+            result = compute(run)
+        except Exception as err:
+            error = err
+            status.update(label=failed, state="error", expanded=False)
+        else:
+            label = done(result) if callable(done) else done
+            status.update(label=f"{label} ({duration(run.seconds)})", state="complete",
+                          expanded=False)  # fmt: skip
+        run.close()
+    if error is not None:
+        show_error(what, error, fix, key=key)
+        return None
+    return result
 
 
 def show_warnings(what: str, result: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import torch
 
 from app import state
 from app.components import literal
+from app.memory import remember
 from landscape.models.zoo import ZOO
 from landscape.threads import cores
 
@@ -23,11 +24,11 @@ def sidebar() -> None:
     """Widgets shared by every page; their values live in ``st.session_state``."""
     with st.sidebar:
         imported = [r["name"] for r in state.zoo_status() if r["imported"]]
-        if st.session_state.get("model") not in (*ZOO, *imported):
-            st.session_state.pop("model", None)  # a removed family: back to the default
+        names = [*ZOO, *imported]  # a removed family falls back to the first
+        remember("model", names[0], param="model", options=names, label="model")
         st.selectbox(
             "Model family",
-            [*ZOO, *imported],
+            names,
             key="model",
             format_func=lambda n: n if n in ZOO else f"{n} (imported)",
             help="A zoo model, whose seeds are the checkpoints compared, or an imported family "
@@ -47,10 +48,12 @@ def sidebar() -> None:
         )
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+        remember("presentation", False, param="present", options=(False, True))
         st.toggle(
             "Presentation mode",
             key="presentation",
-            help="Larger fonts, controls tucked into an expander: for seminars.",
+            help="For a projector at 1920×1080: figures first and full width with doubled fonts "
+            "and lines, larger text, controls and introductions folded away.",
         )
         info = state.cache_info()
         size = _human_bytes(info["bytes"])

@@ -8,17 +8,20 @@ callbacks) are not hashed.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
+from landscape.assets import home_curves_path
 from landscape.device import resolve_device
+from landscape.errors import LandscapeError
 from landscape.models.train import available_seeds
-from landscape.models.zoo import Checkpoint, zoo_table
+from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
 from landscape.progress import Progress
-from landscape.sources import Source
+from landscape.sources import Source, family_data
 from landscape.store.cache import Cache, Entry
 from landscape.threads import AUTO, resolve_threads
 
@@ -38,6 +41,7 @@ def zoo_status() -> list[dict[str, Any]]:
         r["seeds"] = available_seeds(r["name"])
         r["imported"] = False
     for f in families():
+        members = member_rows(f.name)
         rows.append({
             "name": f.name,
             "dataset": f.dataset,
@@ -45,10 +49,36 @@ def zoo_status() -> list[dict[str, Any]]:
             "arch": f.arch,
             "parameters": f.parameters,
             "description": f"imported family of {len(f.members)} checkpoints",
-            "seeds": [m for m in member_rows(f.name) if m["present"]],
+            "seeds": [m for m in members if m["present"]],
+            "missing": [m["path"] for m in members if not m["present"]],
             "imported": True,
         })  # fmt: skip
     return rows
+
+
+@st.cache_data(ttl=30, max_entries=32, show_spinner=False)
+def data_problem(name: str) -> str | None:
+    """Why the evaluation data of a zoo model or imported family cannot be read here, in the
+    library's one line; None when it can. A zoo model's files are only looked at (the Shakespeare
+    text is read once); a family's data is read, as its every page needs it. Forgotten after a
+    fix (:func:`clear_memory_caches`), and every 30 s, so data fetched from a terminal shows."""
+    try:
+        if name in ZOO:
+            data_identity(ZOO[name])
+        else:
+            family_data(name)
+    except LandscapeError as err:
+        return str(err)
+    except (OSError, ValueError) as err:  # a file that vanished or does not parse
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+@st.cache_data(show_spinner=False)
+def home_curves() -> dict[str, Any]:
+    """The Home page's curves, shipped with the app (``python -m landscape.assets --home``): read
+    once per server, no model loaded."""
+    return json.loads(home_curves_path().read_text())
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -136,11 +166,30 @@ def triangle(
 def eigenangles(
     model: str, seeds: tuple[int, int], learned: bool, device: str | None
 ) -> dict[str, Any]:
-    """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast)."""
+    """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast).
+    Read from the disk cache; :class:`NotCached` when a matching is not there yet (then
+    :func:`compute_eigenangles`, under a progress bar)."""
     from landscape import experiments
 
     return experiments.eigenangle_result(model, seeds, learned=learned,
-                                         device=resolve_device(device))  # fmt: skip
+                                         device=resolve_device(device),
+                                         cache=_DiskOnly())  # fmt: skip
+
+
+def compute_eigenangles(
+    model: str,
+    seeds: tuple[int, int],
+    learned: bool,
+    device: str | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Compute the matchings of :func:`eigenangles` and store them on disk (not memoised, as
+    :func:`compute_atlas`); ``progress`` follows learned matching step by step."""
+    from landscape import experiments
+
+    return experiments.eigenangle_result(model, seeds, learned=learned,
+                                         device=resolve_device(device),
+                                         progress=progress)  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

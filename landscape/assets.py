@@ -90,6 +90,20 @@ def verify(models: list[str], out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+# The curves of the README figure and of the app's Home page: naive against aligned, (label,
+# method, group), on the test split of mlp-digits.
+LMC_SERIES = (("naive", "naive", "perm"),
+              ("weight matching, permutations", "weight", "perm"),
+              ("weight matching, rotations", "weight", "orth"),
+              ("learned matching, rotations", "learned", "orth"))  # fmt: skip
+# Home draws one pair on a λ grid of step 0.05, read from this file (no model is loaded there).
+HOME_MODEL, HOME_SEEDS, HOME_POINTS = "mlp-digits", (0, 1), 21
+
+
+def home_curves_path() -> Path:
+    return assets_root() / "home" / f"lmc-{HOME_MODEL}.json"
+
+
 def readme_figure(out: Path, pairs: int = 3) -> Path:
     """The README's figure: mlp-digits interpolation curves, naive against aligned (test split)."""
     from landscape.experiments import barrier, pairs_for
@@ -97,14 +111,27 @@ def readme_figure(out: Path, pairs: int = 3) -> Path:
     from landscape.plots.export import to_png
 
     series = []
-    for label, method, group in [("naive", "naive", "perm"),
-                                 ("weight matching, permutations", "weight", "perm"),
-                                 ("weight matching, rotations", "weight", "orth"),
-                                 ("learned matching, rotations", "learned", "orth")]:  # fmt: skip
+    for label, method, group in LMC_SERIES:
         results = [barrier("mlp-digits", p, method, group) for p in pairs_for("mlp-digits", pairs)]
         series.append({"label": label, "results": results})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(to_png(figure_interpolation(series), scale=1.5))
+    return out
+
+
+def home_curves(out: Path) -> Path:
+    """The app's Home page curves: the barrier result of every :data:`LMC_SERIES` for the shipped
+    pair ``HOME_SEEDS`` of ``HOME_MODEL`` on ``HOME_POINTS`` values of λ (test split), as JSON, so
+    that Home draws at once on any machine."""
+    from landscape.experiments import barrier
+
+    series = [{"label": label, "result": barrier(HOME_MODEL, HOME_SEEDS, method, group,
+                                                 points=HOME_POINTS)}
+              for label, method, group in LMC_SERIES]  # fmt: skip
+    doc = {"model": HOME_MODEL, "seeds": list(HOME_SEEDS), "points": HOME_POINTS,
+           "split": "test", "series": series}  # fmt: skip
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
     return out
 
 
@@ -113,12 +140,16 @@ def main() -> None:
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
     ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
     ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
+    ap.add_argument("--home", action="store_true", help="only recompute the app's Home curves")
     ap.add_argument("--verify", action="store_true",
                     help="retrain the shipped checkpoints and record this machine's kernels "
                          "where the weights come out bit for bit")  # fmt: skip
     args = ap.parse_args()
     if args.readme:
         print(readme_figure(assets_root() / "readme" / "lmc.png"))
+        return
+    if args.home:
+        print(home_curves(home_curves_path()))
         return
     if args.verify:
         verify(args.models, args.out)

@@ -16,6 +16,7 @@ from app.components import (
     seed_format,
     show_error,
 )
+from app.memory import remember
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
 
@@ -32,13 +33,16 @@ seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
     label = seed_format(name)
-    chosen = c1.multiselect(
-        "Seeds", seeds, default=seeds[:6], key=f"atlas_seeds_{name}", format_func=label
-    )
+    remember(f"atlas_seeds_{name}", seeds[:6], param="seeds", options=seeds, many=True)
+    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label)
+    references = chosen or seeds
+    remember(f"atlas_reference_{name}", references[0], param="reference", options=references)
     reference = c2.selectbox(
-        "Reference seed", chosen or seeds, key=f"atlas_reference_{name}", format_func=label
+        "Reference seed", references, key=f"atlas_reference_{name}", format_func=label
     )
-    copies = c2.slider("Gauge copies per seed", 0, 6, 2, key="atlas_copies")
+    remember("atlas_copies", 2, param="copies", options=range(7))
+    copies = c2.slider("Gauge copies per seed", 0, 6, key="atlas_copies")
+    remember("atlas_group", MONOMIAL_GROUPS[0], param="group", options=MONOMIAL_GROUPS)
     group = c3.radio(
         "Copies drawn from",
         list(MONOMIAL_GROUPS),
@@ -47,6 +51,7 @@ with controls():
         help="perm: FFN units, heads and residual coordinates "
         "relabelled; signed-perm: residual signs flipped too.",
     )
+    remember("atlas_projection", "pca", param="projection", options=("pca", "umap"))
     projection = c3.radio(
         "Projection",
         ["pca", "umap"],
@@ -70,6 +75,7 @@ except state.NotCached:
         done=lambda r: f"{len(r['points'])} checkpoints placed",
         failed="Atlas failed",
         what="The atlas",
+        inputs=args,
     )
 except Exception as err:
     result = None

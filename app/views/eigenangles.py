@@ -7,7 +7,9 @@ import streamlit as st
 
 from app import state
 from app.components import (
+    Fix,
     controls,
+    data_fix,
     device,
     figure,
     model,
@@ -18,7 +20,9 @@ from app.components import (
     seed_format,
     show_error,
     show_warnings,
+    side_by_side,
 )
+from app.memory import remember
 from landscape.device import resolve_device
 from landscape.experiments import iteration_barriers
 from landscape.plots.eigenangles import (
@@ -31,7 +35,7 @@ from landscape.plots.eigenangles import (
 
 page_header(
     "Eigenangles",
-    "A rotation of the residual stream has eigenvalues e^{±iφ}. A relabelling-like rotation has "
+    "A rotation of the residual stream has eigenvalues e^(±iφ). A relabelling-like rotation has "
     "angles near 0; a generic one spreads them over (−π, π] like a Haar-random rotation. The "
     "weight-matching rotation O_WM is compared with the *correction* O_LM·O_WMᵀ that learned "
     "matching adds on top of it.",
@@ -42,41 +46,66 @@ seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3, c4 = st.columns(4)
     label = seed_format(name)
-    seed_a = c1.selectbox("Seed A", seeds, index=0, key=f"eig_a_{name}", format_func=label)
+    remember(f"eig_a_{name}", seeds[0], param="a", options=seeds, label="seed A")
+    seed_a = c1.selectbox("Seed A", seeds, key=f"eig_a_{name}", format_func=label)
     others = [s for s in seeds if s != seed_a]
-    seed_b = c2.selectbox("Seed B", others, index=0, key=f"eig_b_{name}", format_func=label)
+    remember(f"eig_b_{name}", others[0], param="b", options=others, label="seed B")
+    seed_b = c2.selectbox("Seed B", others, key=f"eig_b_{name}", format_func=label)
+    remember("eig_learned", True, param="learned", options=(False, True))
     learned = c3.toggle(
         "Learned matching",
-        value=True,
         key="eig_learned",
         help="Trains the rotation on the merge loss: slow the first time, then "
         "cached. Off: only O_WM and the Haar reference.",
     )
+    remember("eig_iterations", False, param="rounds", options=(False, True))
     iterate = c4.toggle(
         "Barrier per round",
-        value=False,
         key="eig_iterations",
         help="Measures the barrier after every weight-matching round (permutations and "
         "rotations) and, with learned matching, at its checkpoints from the identity and from "
         "weight matching: one line evaluation each, minutes the first time, then cached.",
     )
 
-result = None
-with st.status("Matching …", expanded=False) as status:
+# Weight matching reads only the weights; learned matching and the barriers read the data.
+problem = state.data_problem(name) if learned or iterate else None
+if problem is not None:
+    show_error(f"Learned matching and the barriers need the data of {name}", problem,
+               data_fix(name), key="data")  # fmt: skip
+    learned = iterate = False  # what the weights alone can tell is drawn below
+
+
+def matching(with_learned: bool, fix: Fix | None = None) -> dict | None:
+    """The eigenangle result, read from the disk cache, else computed under a progress bar with
+    Cancel (learned matching trains a rotation: a minute or more the first time)."""
+    what = "Learned matching" if with_learned else "Weight matching"
+    args = (name, (seed_a, seed_b), with_learned, device())
     try:
-        result = state.eigenangles(name, (seed_a, seed_b), learned, device())
-        status.update(label="Matching ready", state="complete")
+        return state.eigenangles(*args)
+    except state.NotCached:
+        return run_in_status(
+            lambda progress: state.compute_eigenangles(*args, progress=progress),
+            running=f"{what} …",
+            done=f"{what} ready",
+            failed=f"{what} failed",
+            what=what,
+            inputs=args,
+            fix=fix,
+        )
     except Exception as err:
-        status.update(label="Matching failed", state="error")
-        show_error("Learned matching" if learned else "Weight matching", err)
-        if learned:  # still show what weight matching alone can tell
-            try:
-                result = state.eigenangles(name, (seed_a, seed_b), False, device())
-            except Exception as err2:
-                show_error("Weight matching", err2)
+        show_error(what, err, fix)
+        return None
+
+
+result, learned_failed = None, False
+if learned:
+    result = matching(True, Fix("Show weight matching alone", settings={"eig_learned": False}))
+    learned_failed = result is None  # the card says why; weight matching alone still shows
+if result is None:
+    result = matching(False)
 
 if result is not None:
-    left, right = st.columns([3, 1], gap="large")
+    left, right = side_by_side([3, 1])
     with left:
         fig = figure_eigenangles(result, presentation=presentation())
         figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig")
@@ -91,15 +120,15 @@ if result is not None:
             if not s:
                 continue
             st.metric(
-                f"{label}: share |φ| < {s['small']:g}",
+                f"{label}: |φ| < {s['small']:g}",
                 f"{100 * s['share_small']:.0f}%",
-                help="Fraction of eigenangles near 0",
+                help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
             )
             st.caption(f"median |φ| = {s['median_abs']:.2f} rad")
         if "det_flip" in result:
             st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
 
-    c1, c2 = st.columns(2)
+    c1, c2 = side_by_side([1, 1])
     with c1:
         st.markdown("**Weight matching objective per round**")
         figure(
@@ -115,6 +144,10 @@ if result is not None:
                 f"lm-curve-{name}-{seed_a}-{seed_b}",
                 key="lm-curve",
             )
+        elif learned_failed:
+            st.info("Learned matching did not finish (see above).")
+        elif problem is not None:
+            st.info("Learned matching needs the data (the card above says what is missing).")
         else:
             st.info("Turn on learned matching to see its training curve.")
 
@@ -137,6 +170,7 @@ if iterate:
         done="Barriers per round ready",
         failed="Barriers per round failed",
         what="The barrier per round",
+        inputs=(name, seed_a, seed_b, learned),
     )
     if iterations is not None:
         show_warnings("Barrier per round", iterations)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import pandas as pd
@@ -16,13 +15,17 @@ from app.components import (
     figure,
     is_imported,
     model,
+    need_data,
     need_seeds,
     page_header,
     presentation,
+    run_in_status,
     seed_format,
     show_error,
+    side_by_side,
     styled_table,
 )
+from app.memory import remember
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -31,7 +34,6 @@ from landscape.plots.gauge import (
     figure_trajectory,
     figure_transport,
 )
-from landscape.progress import Progress
 
 # Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing,
 # the parts computed on page load, and what the others cost. The character GPT is slow on a
@@ -75,9 +77,11 @@ page_header(
 
 name = model()
 seeds = need_seeds(name, 1)
+need_data(name)
 settings = {**DEFAULTS, **(IMPORTED if is_imported(name) else SHORT.get(name, {}))}
 with controls():
     c1, c2, c3, c4 = st.columns(4)
+    remember(f"gauge_seed_{name}", seeds[0], param="seed", options=seeds)
     seed = c1.selectbox(
         "Seed",
         seeds,
@@ -85,26 +89,27 @@ with controls():
         format_func=seed_format(name),
         help="The checkpoint swept; also seeds the gauges.",
     )
+    remember("gauge_draws", 2, param="draws", options=range(1, 6))
     draws = c2.slider(
         "Random gauges per group",
         1,
         5,
-        2,
         key="gauge_draws",
         help="Draws for the scramble test, the claim check and the drift test.",
     )
+    remember(f"gauge_traj_{name}", settings["trajectory_steps"], param="steps",
+             options=TRAJECTORY_LENGTHS)  # fmt: skip
     trajectory_steps = c3.select_slider(
         "Trajectory length (steps)",
         TRAJECTORY_LENGTHS,
-        value=settings["trajectory_steps"],
         key=f"gauge_traj_{name}",
         help="Training steps of the run whose checkpoints are transported (part 4).",
     )
+    remember("gauge_transport_seed", 0, param="gauge", options=range(1000), label="gauge seed")
     gauge_seed = c4.number_input(
         "Transport gauge seed",
         0,
         999,
-        0,
         key="gauge_transport_seed",
         help="Seed of the random B_d gauge the artifacts are moved across (part 6).",
     )
@@ -119,19 +124,13 @@ args = (
 )
 
 
-def progress_bar() -> Progress:
-    bar = st.progress(0.0)
-    return lambda stage, done, total: bar.progress(
-        done / max(total, 1), text=f"{stage} {done}/{total}"
-    )
-
-
-def cached(key: tuple, read: Callable[[], Any]) -> Any:
+def cached(key: tuple, read: Callable[[], Any], what: str) -> Any:
     """A result from memory or the disk cache, else None (nothing is computed).
 
     A miss is remembered for the session (a probe loads the model's data, seconds for the GPT),
     so reruns do not probe again; clicking a part's button computes it, or reads it at once if
-    another process has stored it meanwhile.
+    another process has stored it meanwhile. A read that fails is a failure card naming
+    ``what``, and the rest of the page goes on.
     """
     misses = st.session_state.setdefault("gauge_misses", set())
     if key in misses:
@@ -141,36 +140,35 @@ def cached(key: tuple, read: Callable[[], Any]) -> Any:
     except state.NotCached:
         misses.add(key)
         return None
+    except Exception as err:
+        show_error(what, err, key=f"read-{key[0]}")
+        return None
 
 
-def computed(key: tuple, label: str, compute: Callable[[Callable], Any]) -> Any:
-    """Compute a result (stored on disk for the next run) under a status box with progress."""
+def computed(key: tuple, label: str, compute: Callable[[Callable], Any],
+             inputs: Hashable | None = None) -> Any:  # fmt: skip
+    """Compute a result (stored on disk for the next run) under a status box with a progress
+    bar, the time left and Cancel; ``inputs`` when the page started it without a click."""
     st.session_state.setdefault("gauge_misses", set()).discard(key)
-    with st.status(f"{label} …", expanded=False) as status:
-        t0 = time.perf_counter()
-        try:
-            result = compute(progress_bar())
-        except Exception as err:
-            status.update(label=f"{label} failed", state="error")
-            show_error(label, err)
-            return None
-        status.update(label=f"{label}: {time.perf_counter() - t0:.1f} s", state="complete")
-    return result
+    return run_in_status(compute, running=f"{label} …", done=label, failed=f"{label} failed",
+                         what=label, key=f"gauge-{key[0]}", inputs=inputs)  # fmt: skip
 
 
 def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
     """A gauge-sweep part: read when cached; else computed at once when it is one of the
     model's ``on_load`` parts, or when its button (help: ``cost``) is clicked."""
-    result = cached((key, *args), lambda: state.gauge_part(args[0], args[1], key, *args[2:]))
+    result = cached((key, *args), lambda: state.gauge_part(args[0], args[1], key, *args[2:]), label)
     if result is not None:
         return result
-    if key in settings["on_load"] or st.button(
+    on_load = key in settings["on_load"]
+    if on_load or st.button(
         f"Compute {label.lower()}", key=f"gauge_run_{key}", icon=":material/play_arrow:", help=cost
     ):
         return computed(
             (key, *args),
             label,
             lambda p: state.compute_gauge_part(args[0], args[1], key, *args[2:], progress=p),
+            inputs=(key, *args) if on_load else None,
         )
     st.caption(f"Not computed yet for these settings ({cost}). Results are kept on disk.")
     return None
@@ -183,8 +181,8 @@ st.subheader("1. Which gauges are exact for this model")
 table = gauge_part("table", "Symmetry table")
 if table is not None:
     rows = table["rows"]
-    st.table(styled_table(rows))
-    left, right = st.columns([3, 2], gap="large")
+    table_slot = st.container()  # above the figure on a screen, below it on a projector
+    left, right = st.container(), st.container()  # its group names need the whole width
     with left:
         figure(
             figure_symmetry_check(rows, presentation=pres),
@@ -192,6 +190,7 @@ if table is not None:
             data=pd.DataFrame(rows),
             key="gauge-table",
         )
+    (right if pres else table_slot).table(styled_table(rows))
     with right:
         st.markdown(
             "A random element of each group is applied and the logits are compared in float64: "
@@ -208,7 +207,7 @@ scramble = gauge_part(
     f"{draws} draw(s) per group, each matched three ways: {settings['cost']}",
 )
 if scramble is not None:
-    left, right = st.columns([3, 2], gap="large")
+    left, right = side_by_side([3, 2])
     with left:
         figure(
             figure_scramble(scramble, presentation=pres),
@@ -236,7 +235,7 @@ recovery = gauge_part(
     f"fine-tunes g(θ) for k = {steps_text} steps per draw: {settings['cost']}",
 )
 if recovery is not None:
-    left, right = st.columns([2, 1], gap="large")
+    left, right = side_by_side([2, 1])
     with left:
         figure(
             figure_recovery(recovery, presentation=pres),
@@ -261,7 +260,7 @@ trajectory = gauge_part(
     f"{settings['trajectory_every']}th checkpoint: {settings['cost']}",
 )
 if trajectory is not None:
-    left, right = st.columns([2, 1], gap="large")
+    left, right = side_by_side([2, 1])
     with left:
         figure(
             figure_trajectory(trajectory, presentation=pres),
@@ -280,7 +279,7 @@ if trajectory is not None:
 st.subheader("5. Claim check: the negative control")
 claims = gauge_part("claims", "Claim check")
 if claims is not None:
-    left, right = st.columns([3, 2], gap="large")
+    left, right = side_by_side([3, 2])
     with left:
         figure(
             figure_claims(claims, presentation=pres),
@@ -307,7 +306,11 @@ if claims is not None:
 st.subheader("6. Moving artifacts across a gauge")
 transport_args = (name, seed, int(gauge_seed), device())
 transport_cost = f"trains a probe, an SAE and a LoRA and resumes AdamW: {settings['cost']}"
-transport = cached(("transport", *transport_args), lambda: state.transport_table(*transport_args))
+transport = cached(
+    ("transport", *transport_args),
+    lambda: state.transport_table(*transport_args),
+    "Transport table",
+)
 if transport is None:
     if st.button(
         "Compute transport table",
@@ -337,7 +340,7 @@ if transport is not None:
             "% kept": [r["kept"] if r["kept"] is not None else "—" for r in transport],
         }
     )
-    left, right = st.columns([3, 2], gap="large")
+    left, right = side_by_side([3, 2])
     with left:
         figure(
             figure_transport(transport, presentation=pres),

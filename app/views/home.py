@@ -1,29 +1,123 @@
-"""Home: what linear mode connectivity is, the four levels of symmetry, and where to look."""
+"""Home: linear mode connectivity on one shipped pair, the barrier, the symmetries, where to go.
+
+The curves are read from a file shipped with the app (``assets/home``), so the page draws at
+once on any machine; the λ slider only moves a marker over them.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app.components import figure, page_header, presentation
-from app.navigation import pages
+from app import state
+from app.components import Fix, figure, page_header, presentation, show_error, side_by_side
+from app.memory import remember
+from app.navigation import PAGE_SPECS, pages
+from landscape.assets import HOME_MODEL, home_curves, home_curves_path
+from landscape.plots.fields import BARRIER
 from landscape.plots.home import figure_symmetry_levels
+from landscape.plots.interpolation import figure_interpolation
 
 page_header(
     "Landscape",
     "Do two independently trained networks live in **one basin**? Walk the straight line "
-    "θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between them: if loss never rises above the chord between the "
-    "endpoints, they are **linearly mode connected**. The highest excess over the chord is the "
-    "*loss barrier* (and, with the sign flipped, the *accuracy barrier*). Naively the barrier is "
-    "large; but many weight settings compute the same function, so B is first moved by a "
-    "symmetry π that leaves its function unchanged and brings it as close to A as possible.",
+    "θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between them: if the loss never rises above the chord between "
+    "the endpoints, they are **linearly mode connected**. Naively it rises; but many weight "
+    "settings compute the same function, so B is first moved by a symmetry π that leaves its "
+    "function unchanged and brings it as close to A as possible. Below: two small MLPs trained "
+    "on digits from different seeds, the line between them before and after alignment.",
 )
 
-left, right = st.columns([1, 1], gap="large")
+try:
+    curves = state.home_curves()
+except (OSError, ValueError) as err:
+    show_error(
+        "The Home page's curves",
+        err,
+        Fix("Compute them (about half a minute)", run=lambda: home_curves(home_curves_path())),
+    )
+    st.stop()
+
+series = [{"label": s["label"], "results": [s["result"]]} for s in curves["series"]]
+lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
+lam = remember("home_lambda", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
+a, b = curves["seeds"]
+title = f"{HOME_MODEL}, seeds {a} (A) and {b} (B): the line between them"
+if not presentation():
+    st.subheader(title)
+named, slider = st.columns([2, 3]) if presentation() else (None, st.container())
+if named is not None:  # on a projector the figure's name shares a row with the slider
+    named.markdown(f"**{title}**")
+slider.select_slider(
+    "λ: move along the line, from B aligned (0) to A (1)",
+    lambdas,
+    key="home_lambda",
+    format_func=lambda v: f"{v:.2f}",
+)
+figure(
+    figure_interpolation(series, split=curves["split"], mark=lam, presentation=presentation()),
+    f"home-{HOME_MODEL}-{a}-{b}",
+    key="home",
+)
+
+st.markdown(
+    f"**The merged model θ(λ = {lam:.2f})**: its test loss, and how far it lies above the chord "
+    "between the endpoints' losses (the barrier is the largest such gap):"
+)
+cols = st.columns(len(series))
+for col, s in zip(cols, series, strict=True):
+    r = s["results"][0]
+    loss, acc = BARRIER.read(r, "loss"), BARRIER.read(r, "accuracy")
+    i = lambdas.index(lam)
+    above = loss[i] - (lam * loss[-1] + (1 - lam) * loss[0])  # λ runs from 0 (B) to 1 (A)
+    col.markdown(f"**{s['label']}**")  # wraps where a metric's label would be cut
+    col.metric(
+        s["label"],
+        f"{loss[i]:.3f} nats",
+        label_visibility="collapsed",
+        delta=f"{above:+.3f} above the chord",
+        delta_color="inverse",
+        help=f"The loss barrier of this line is {r['barrier_loss']:.3f} nats, at "
+        f"λ = {r['lambda_peak_loss']:.2f}.",
+    )
+    col.caption(f"accuracy {acc[i]:.1%} · barrier {r['barrier_loss']:.3f} nats")
+
+st.latex(
+    r"B_{\mathrm{loss}} = \max_{\lambda \in [0, 1]} \Big[\, L\big(\lambda\,\theta_A"
+    r" + (1-\lambda)\,\pi(\theta_B)\big) - \big(\lambda\, L(\theta_A)"
+    r" + (1-\lambda)\, L(\pi(\theta_B))\big) \Big]"
+)
+st.caption(
+    "The accuracy barrier is the same with the sign flipped: the largest drop of accuracy below "
+    "the chord. Naive: π is the identity. Weight matching picks π to bring B's weights closest "
+    "to A's; learned matching trains π so that the merged models have a low loss."
+)
+
+st.subheader("Start here")
+routes = {
+    "interpolation": "See the barrier for several pairs, methods and symmetry groups, with the "
+    "table of barriers (mean ± s.e.m.).",
+    "triangle": "Widen the line to the plane through three models: how much of it is one basin.",
+    "eigenangles": "Why rotations matter: how far the weight-matching rotation is from a "
+    "relabelling, and what learned matching adds.",
+    "atlas": "Checkpoints and their symmetric copies on a map, before and after alignment.",
+    "gauge": "Which symmetries are exact for a model, whether matching finds them again, and "
+    "which claims about single coordinates survive them.",
+    "models": "The zoo: train more seeds, import your own checkpoints, manage the cache.",
+}
+links = pages()
+titles = {url: title for _, title, _, url in PAGE_SPECS}
+for n, (url, text) in enumerate(routes.items(), start=1):
+    left, right = st.columns([2, 5], vertical_alignment="center")
+    left.page_link(links[url], label=f"{n}. {titles[url]}", icon=links[url].icon)
+    right.markdown(text)
+
+st.subheader("Four levels of symmetry")
+left, right = side_by_side([1, 1])
 with left:
     figure(figure_symmetry_levels(presentation=presentation()), "symmetry-levels")
 with right:
     st.markdown(
-        "**Four levels of symmetry**, each containing the previous one:\n\n"
+        "Each level contains the previous one:\n\n"
         "1. **Permutations** of FFN hidden units and of attention heads: relabel them and "
         "nothing changes.\n"
         "2. **Signed permutations** of the residual stream: with RMSNorm, coordinates may be "
@@ -35,31 +129,3 @@ with right:
         "Aligning under a larger group can only bring B closer: the barrier that remains after "
         "rotations have been factored out is what the landscape really has."
     )
-
-st.subheader("Where to look")
-cols = st.columns(3)
-routes = (
-    (
-        "interpolation",
-        "Loss and accuracy along λ for several pairs and methods; the barrier "
-        "table (mean ± s.e.m.).",
-    ),
-    ("triangle", "The plane through three models: how much of it is one basin."),
-    (
-        "eigenangles",
-        "Why rotations matter: eigenangles of the weight-matching rotation and of "
-        "the learned correction.",
-    ),
-    ("atlas", "Checkpoints and their gauge copies on a map, before and after alignment."),
-    (
-        "gauge",
-        "Random function-preserving gauges: which symmetries are exact, what matching "
-        "recovers, and which coordinate claims survive.",
-    ),
-    ("models", "The zoo: train more seeds, import checkpoints, manage the cache."),
-)
-links = pages()
-for i, (url, text) in enumerate(routes):
-    with cols[i % 3]:
-        st.page_link(links[url], icon=links[url].icon)
-        st.caption(text)

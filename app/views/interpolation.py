@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import state
 from app.components import (
+    LongRun,
     combo_label,
     controls,
     device,
@@ -16,6 +17,7 @@ from app.components import (
     has_heads,
     is_imported,
     model,
+    need_data,
     need_seeds,
     page_header,
     parse_combo,
@@ -26,6 +28,7 @@ from app.components import (
     show_error,
     show_warnings,
 )
+from app.memory import remember
 from landscape.device import resolve_device
 from landscape.experiments import (
     PAPER_REFERENCE,
@@ -38,6 +41,7 @@ from landscape.experiments.export import aligned_archive
 from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
+from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import figure_interpolation, figure_widths
 from landscape.sources import model_arch
 
@@ -72,6 +76,7 @@ page_header(
 name = model()
 arch = model_arch(name)
 seeds = need_seeds(name, 2)
+need_data(name)
 all_pairs = list(itertools.combinations(seeds, 2))
 seed_label = seed_format(name)
 default_pairs = [p for p in pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
@@ -79,25 +84,29 @@ combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g i
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
+    remember(f"interp_pairs_{name}", default_pairs, param="pairs", options=all_pairs, many=True)
     pairs = c1.multiselect(
         "Seed pairs (A, B)",
         all_pairs,
-        default=default_pairs,
         format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
         key=f"interp_pairs_{name}",
         help="Each pair is aligned and interpolated; curves are averaged.",
     )
+    remember("interp_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
+             options=combos, many=True)  # fmt: skip
     chosen = c2.multiselect(
         "Method / group",
         combos,
-        default=["naive", "weight/perm", "weight/orth"],
         key="interp_combos",
         help="Learned matching trains a transform: slow the first time, then read from the cache.",
     )
+    remember("interp_split", "test", param="split", options=("test", "train"))
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="interp_split")
-    points = c3.slider("Points on λ", 5, 51, 25, step=2, key="interp_points")
+    remember("interp_points", 25, param="points", options=range(5, 52, 2))
+    points = c3.slider("Points on λ", 5, 51, step=2, key="interp_points")
     spaces = ["weights"]
     if has_heads(name):
+        remember("interp_space", "weights", param="space", options=("weights", "circuits", "both"))
         choice = c3.radio(
             "Merge space",
             ["weights", "circuits", "both"],
@@ -113,11 +122,18 @@ if not pairs or not chosen:
     st.info("Choose at least one seed pair and one method.")
     st.stop()
 
+figure_slot = st.container() if presentation() else None  # figure first on a projector
 st.subheader(
     f"Barriers of {plain(name)} — {split} split" + (" (TRAIN data)" if split == "train" else "")
 )
 table_slot = st.empty()
-progress = st.progress(0.0, text="Aligning and interpolating …")
+progress = LongRun(
+    "Aligning and interpolating …",
+    key="interp",
+    inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
+)
+if progress.cancelled:
+    st.stop()
 series, rows = [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for (index, combo), space in itertools.product(enumerate(chosen), spaces):
@@ -125,7 +141,7 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
     label = combo if len(spaces) == 1 else f"{combo} · {space}"
     results = []
     for pair in pairs:
-        progress.progress(done / total, text=f"{label}: seeds {pair[0]} ↔ {pair[1]} …")
+        progress(f"{label}: seeds {pair[0]} ↔ {pair[1]}", done, total)
         try:
             results.append(state.barrier(name, pair, method, group, points, split, device(), space))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
@@ -152,7 +168,7 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
     # Partial rows as a static table: a data grid whose row count changes between quick
     # updates can draw error cells in the browser; the final grid is drawn once below.
     table_slot.table(pd.DataFrame(rows))
-progress.empty()
+progress.close()
 if rows:
     table_slot.dataframe(pd.DataFrame(rows), hide_index=True)
 if rows:
@@ -170,8 +186,13 @@ if rows:
     )
 
 if series:
-    fig = figure_interpolation(series, split=split, presentation=presentation())
-    figure(fig, f"interpolation-{name}-{split}", key="interp")
+    with figure_slot or st.container():
+        lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
+        mark = remember("interp_mark", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
+        st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
+                         format_func=lambda v: f"{v:.2f}")  # fmt: skip
+        fig = figure_interpolation(series, split=split, mark=mark, presentation=presentation())
+        figure(fig, f"interpolation-{name}-{split}", key="interp")
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")
@@ -249,12 +270,13 @@ if has_heads(name) and not is_imported(name):
         "O(d). Each narrow model is trained once (about a minute) and then read from the cache."
     )
     w1, w2 = st.columns([3, 2])
+    options = list(default_factors(ZOO[name].config))
+    remember(f"width_factors_{name}", [k for k in (2, 4) if k in options], param="widths",
+             options=options, many=True)  # fmt: skip
     factors = w1.multiselect(
-        "Width factors k (B has width d/k)",
-        list(default_factors(ZOO[name].config)),
-        default=[2, 4],
-        key=f"width_factors_{name}",
+        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}"
     )
+    remember(f"width_run_{name}", False, param="measure", options=(False, True))
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")
     if run_widths and factors and pairs:
         a_seed, b_seed = pairs[0]
@@ -272,6 +294,7 @@ if has_heads(name) and not is_imported(name):
             done="Width barriers ready",
             failed="Width barriers failed",
             what="Different widths",
+            inputs=(name, a_seed, b_seed, tuple(sorted(factors)), split),
         )
         if widths is not None:
             show_warnings("Different widths", widths)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import state
 from app.components import (
+    LongRun,
     controls,
     device,
     figure,
@@ -18,6 +19,7 @@ from app.components import (
     show_error,
     styled_table,
 )
+from app.memory import remember
 from landscape.plots.models import figure_zoo_overview
 
 page_header(
@@ -27,6 +29,8 @@ page_header(
 )
 
 rows = state.zoo_status()
+trained = [r for r in rows if r["seeds"] and not r["imported"]]
+overview = st.container()  # the figure: first on a projector, after the table on a screen
 
 
 def _mean(seeds: list[dict], key: str) -> float | None:
@@ -59,10 +63,10 @@ st.dataframe(
         "kind": st.column_config.TextColumn(width=70),
         "data": st.column_config.TextColumn(width=85),
         "architecture": st.column_config.TextColumn(
-            width=290, help="Hover a cell for the whole description"
+            width=200, help="Hover a cell for the whole description"
         ),
         "parameters": st.column_config.NumberColumn(format="localized", width=85),
-        "seeds": st.column_config.TextColumn(width=110),
+        "seeds": st.column_config.TextColumn(width=90),
         "test acc.": st.column_config.NumberColumn(
             format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
         ),
@@ -72,10 +76,10 @@ st.dataframe(
     },
 )
 
-trained = [r for r in rows if r["seeds"] and not r["imported"]]
 if trained:
-    st.subheader("Test accuracy of every trained seed")
-    figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy", key="zoo")
+    with overview if presentation() else st.container():
+        st.subheader("Test accuracy of every trained seed")
+        figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy", key="zoo")
 
 name = model()
 current = next(r for r in rows if r["name"] == name)
@@ -118,22 +122,21 @@ else:
         first_free = next(s for s in range(10_000) if s not in have)
         c1, c2, c3 = st.columns([2, 2, 1])
         start = c1.number_input("First seed", 0, 9_999, first_free, key="train_first")
-        count = c2.number_input("How many", 1, 32, 1, key="train_count")
+        remember("train_count", 1, param=None, options=range(1, 33))
+        count = c2.number_input("How many", 1, 32, key="train_count")
         go = c3.button(f"Train {plain(name)}", type="primary", key="train_go")
     if go:
         from landscape.models.train import train
 
         todo = [int(start) + i for i in range(int(count))]
-        bar = st.progress(0.0, text=f"Training {name} …")
+        bar = LongRun(f"Training {name} …", key="train")  # Cancel stops after the next step
         for n, seed in enumerate(todo):
 
             def report(
                 stage: str, step: float, total: float, n: int = n, seed: int = seed
             ) -> None:  # the stage is the test metrics at this step
-                bar.progress(
-                    (n + step / total) / len(todo),
-                    text=f"seed {seed}: step {step:.0f}/{total:.0f}, {stage}",
-                )
+                bar(f"seed {seed}: step {step:.0f}/{total:.0f}, {stage}",
+                    n + step / total, len(todo))  # fmt: skip
 
             try:
                 ckpt, hit = train(name, seed, device=device(), progress=report)
@@ -144,7 +147,7 @@ else:
                 )
             except Exception as err:
                 show_error(f"Training {name} seed {seed}", err)
-        bar.progress(1.0, text="Done")
+        bar.close()
         state.clear_memory_caches()
 
 st.subheader("Import checkpoints as a family")
@@ -158,6 +161,8 @@ if "import_done" in st.session_state:
     st.success(st.session_state.pop("import_done"))
 with st.form("import", border=True):
     c1, c2 = st.columns([1, 2])
+    for key, default in (("import_name", ""), ("import_paths", ""), ("import_text", "")):
+        remember(key, default, param=None, options=None)  # typed paths outlive a page switch
     family_name = c1.text_input("Family name", key="import_name", placeholder="my-finetunes")
     paths = c2.text_area(
         "Checkpoints, one path per line", key="import_paths", placeholder="/path/to/ft-a",

@@ -8,12 +8,14 @@ import streamlit as st
 
 from app import state
 from app.components import (
+    LongRun,
     combo_label,
     controls,
     device,
     figure,
     has_heads,
     model,
+    need_data,
     need_seeds,
     page_header,
     parse_combo,
@@ -22,8 +24,9 @@ from app.components import (
     show_error,
     show_warnings,
 )
+from app.memory import remember
 from landscape.matching import GROUPS, METHODS
-from landscape.plots.triangle import figure_triangles
+from landscape.plots.triangle import edge_value, figure_triangles
 
 page_header(
     "Triangle heatmaps",
@@ -34,26 +37,31 @@ page_header(
 
 name = model()
 seeds = need_seeds(name, 3)
+need_data(name)
 combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g in GROUPS]
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
+    remember(f"tri_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True, most=3)
     chosen_seeds = c1.multiselect(
         "Three seeds (A, B, C)",
         seeds,
-        default=seeds[:3],
         max_selections=3,
         key=f"tri_seeds_{name}",
         format_func=seed_format(name),
     )
-    chosen = c2.multiselect(
-        "Method / group", combos, default=["naive", "weight/perm", "weight/orth"], key="tri_combos"
-    )
+    remember("tri_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
+             options=combos, many=True)  # fmt: skip
+    chosen = c2.multiselect("Method / group", combos, key="tri_combos")
+    remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
+    remember("tri_split", "test", param="split", options=("test", "train"))
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="tri_split")
-    resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, 10, key="tri_resolution")
+    remember("tri_resolution", 10, param="grid", options=range(4, 21))
+    resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, key="tri_resolution")
     space = "weights"
     if has_heads(name):
+        remember("tri_space", "weights", param="space", options=("weights", "circuits"))
         space = c3.radio(
             "Merge space",
             ["weights", "circuits"],
@@ -62,6 +70,7 @@ with controls():
             help="weights: mix the parameters as stored. circuits: mix the heads' QK and OV "
             "circuits (not for rotary positions).",
         )
+    remember("tri_joint", False, param="joint", options=(False, True))
     joint = c2.toggle(
         "Learned matching: align B and C together",
         key="tri_joint",
@@ -73,34 +82,52 @@ if len(chosen_seeds) != 3 or not chosen:
     st.info("Choose exactly three seeds and at least one method.")
     st.stop()
 
-results, titles = [], []
-with st.status("Evaluating the triangles …", expanded=False) as status:
-    for label in chosen:
-        method, group = parse_combo(label)
-        status.update(label=f"Evaluating {label} …")
-        try:
-            results.append(
-                state.triangle(
-                    name,
-                    tuple(chosen_seeds),
-                    method,
-                    group,
-                    resolution,
-                    split,
-                    device(),
-                    space,
-                    joint and method == "learned",
-                )
+results, titles, failures = [], [], []
+run = LongRun(
+    "Evaluating the triangles …",
+    key="triangle",
+    inputs=(name, tuple(chosen_seeds), tuple(chosen), resolution, split, space, joint),
+)
+if run.cancelled:
+    st.stop()
+for i, label in enumerate(chosen):
+    method, group = parse_combo(label)
+    run(f"Triangle {label}", i, len(chosen))
+    try:
+        results.append(
+            state.triangle(
+                name,
+                tuple(chosen_seeds),
+                method,
+                group,
+                resolution,
+                split,
+                device(),
+                space,
+                joint and method == "learned",
             )
-            titles.append(label)
-        except Exception as err:
-            show_error(f"Triangle {label}", err)
-    status.update(label=f"{len(results)} triangle(s) ready", state="complete")
+        )
+        titles.append(label)
+    except Exception as err:
+        failures.append((label, err))
+run.close()
+for label, err in failures:  # each on its own card, never folded into a box that says done
+    show_error(f"Triangle {label}", err)
 
 for t, r in zip(titles, results, strict=True):
     show_warnings(f"Triangle {t}", r)
 if results:
-    fig = figure_triangles(results, metric=metric, titles=titles, presentation=presentation())
+    edge = [i / resolution for i in range(resolution + 1)]
+    mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
+    st.select_slider(
+        "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π_B(θ_B), the Interpolation page's line)",
+        edge,
+        key="tri_mark",
+        format_func=lambda v: f"{v:.2f}",
+    )
+    fig = figure_triangles(
+        results, metric=metric, titles=titles, mark=mark, presentation=presentation()
+    )
     figure(fig, f"triangle-{name}-{metric}-{split}", key="triangle")
     st.dataframe(
         pd.DataFrame(
@@ -109,6 +136,7 @@ if results:
                     "method": t,
                     "basin fraction": r["basin_fraction"],
                     f"max loss above plane ({split})": float(np.max(r["excess_loss"])),
+                    f"{metric} at λ = {mark:.2f} on A–B": edge_value(r, metric, mark),
                     "grid points": len(r["points"]),
                 }
                 for t, r in zip(titles, results, strict=True)

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import ATLAS, ATLAS_POINT
-from landscape.plots.theme import PALETTE, apply_theme, font_size
+from landscape.plots.theme import PALETTE, apply_theme, font_size, presentable
 
 
 def _subtitle(result: dict[str, Any], space: str, name: str) -> str:
@@ -22,10 +22,11 @@ def _subtitle(result: dict[str, Any], space: str, name: str) -> str:
         bits.append(f"{proj} {100 * sum(var):.0f}% of variance")
     if ratio is not None:
         bits.append(f"orbit/seed distance {ratio:.2f}")
-    return bits[0] + "<br><span style='font-size:0.85em'>" + ", ".join(bits[1:]) + "</span>"
+    return bits[0] + "".join(f"<br><span style='font-size:0.85em'>{b}</span>" for b in bits[1:])
 
 
-def figure_atlas(result: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_atlas(result: dict[str, Any]) -> go.Figure:
     """The atlas side by side: raw weight space (left), aligned to the reference (right).
 
     Colour is the seed; circles are trained seeds, crosses their random gauge copies (same
@@ -68,8 +69,8 @@ def figure_atlas(result: dict[str, Any], *, presentation: bool = False) -> go.Fi
                 )  # fmt: skip
         fig.update_xaxes(title_text=f"{proj} 1", zeroline=False, row=1, col=col)
         fig.update_yaxes(title_text=f"{proj} 2", zeroline=False, row=1, col=col)
-    apply_theme(fig, presentation=presentation)
-    fig.update_layout(height=480 if presentation else 430, margin={"t": 80},
+    apply_theme(fig)
+    fig.update_layout(height=430, margin={"t": 100},
                       legend={"title": {"text": "● seed  × gauge copy"}})  # fmt: skip
-    fig.update_annotations(font={"size": font_size(presentation)})
+    fig.update_annotations(font={"size": font_size()})
     return fig

@@ -25,6 +25,7 @@ from landscape.plots.theme import (
     THIN_WIDTH,
     apply_theme,
     legend_above,
+    presentable,
     rgba,
 )
 
@@ -43,7 +44,8 @@ PI_TICKS = {
 }  # fmt: skip
 
 
-def figure_eigenangles(result: dict[str, Any], *, bins: int = 24, presentation: bool = False
+@presentable
+def figure_eigenangles(result: dict[str, Any], *, bins: int = 24
                        ) -> go.Figure:  # fmt: skip
     """Histograms of eigenangles on (−π, π]: O_WM, the correction O_LM·O_WMᵀ, Haar-random.
 
@@ -75,12 +77,13 @@ def figure_eigenangles(result: dict[str, Any], *, bins: int = 24, presentation: 
     fig.update_layout(barmode="overlay", bargap=0.0)
     fig.update_xaxes(title_text="eigenangle φ (rad)", range=[-math.pi, math.pi], **PI_TICKS)
     fig.update_yaxes(title_text="density")
-    apply_theme(fig, presentation=presentation)
-    fig.update_layout(legend=legend_above(), height=420 if presentation else 360)
+    apply_theme(fig)
+    fig.update_layout(legend=legend_above(), height=360)
     return fig
 
 
-def figure_objective(values: Sequence[float], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_objective(values: Sequence[float]) -> go.Figure:
     """The weight-matching objective ‖θ_A − π(θ_B)‖² per coordinate-descent round."""
     fig = go.Figure(
         go.Scatter(
@@ -94,12 +97,13 @@ def figure_objective(values: Sequence[float], *, presentation: bool = False) -> 
     )
     fig.update_xaxes(title_text="round (0 = identity)", dtick=1)
     fig.update_yaxes(title_text="‖θ_A − π(θ_B)‖²")
-    apply_theme(fig, presentation=presentation)
-    fig.update_layout(height=320 if not presentation else 380)
+    apply_theme(fig)
+    fig.update_layout(height=320)
     return fig
 
 
-def figure_lm_curve(curve: Sequence[dict[str, float]], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_lm_curve(curve: Sequence[dict[str, float]]) -> go.Figure:
     """Learned matching: merged-model training loss against step (``[{step, loss}]``).
 
     From 10 steps on, a running mean over the last ``k = max(5, n // 20)`` steps is drawn over
@@ -125,17 +129,16 @@ def figure_lm_curve(curve: Sequence[dict[str, float]], *, presentation: bool = F
                                  line={"color": PALETTE[3], "width": LINE_WIDTH}))  # fmt: skip
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="train loss of the merge (nats)")
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
-        height=320 if not presentation else 380,
+        height=320,
         legend=legend_above(),
     )
     return fig
 
 
 def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series: str, x: str,
-                    styles: dict[str, tuple[str, str]], x_title: str,
-                    presentation: bool) -> go.Figure:  # fmt: skip
+                    styles: dict[str, tuple[str, str]], x_title: str) -> go.Figure:  # fmt: skip
     """Loss barrier (left) and accuracy barrier (right) against ``x``, one line per ``series``
     value of the rows in ``result[rows_key]``, in the order the rows name them."""
     rows = ITERATIONS.read(result, rows_key)
@@ -165,23 +168,25 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
                      row=1, col=1)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} accuracy barrier{where}", rangemode="tozero",
                      row=1, col=2)  # fmt: skip
-    apply_theme(fig, presentation=presentation)
-    fig.update_layout(height=420 if presentation else 360, legend=legend_above())
+    apply_theme(fig)
+    fig.update_layout(height=360, legend=legend_above())
     return fig
 
 
-def figure_round_barriers(result: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_round_barriers(result: dict[str, Any]) -> go.Figure:
     """Iterated weight matching: the loss and accuracy barriers after each coordinate-descent
     round (0 = identity, the naive barrier), one line per group (``result["rounds"]`` of
     ``experiments.iteration_barriers``)."""
     return _barrier_panels(result, "rounds", ITERATION_ROUND, "group", "round", GROUP_STYLE,
-                           "weight-matching round (0 = identity)", presentation)  # fmt: skip
+                           "weight-matching round (0 = identity)")  # fmt: skip
 
 
-def figure_checkpoint_barriers(result: dict[str, Any], *, presentation: bool = False
+@presentable
+def figure_checkpoint_barriers(result: dict[str, Any]
                                ) -> go.Figure:  # fmt: skip
     """Learned matching: the loss and accuracy barriers of the transform at each scoring
     checkpoint (step 0 = its start), one line per start (``result["checkpoints"]`` of
     ``experiments.iteration_barriers``)."""
     return _barrier_panels(result, "checkpoints", LEARNED_CHECKPOINT, "init", "step",
-                           INIT_STYLE, "learned-matching step", presentation)  # fmt: skip
+                           INIT_STYLE, "learned-matching step")  # fmt: skip

@@ -34,6 +34,7 @@ from landscape.plots.theme import (
     apply_theme,
     font_size,
     legend_above,
+    presentable,
 )
 
 VALID_COLOUR, INVALID_COLOUR = PALETTE[2], PALETTE[3]
@@ -58,9 +59,8 @@ def _reference_line(fig: go.Figure, y: float, name: str) -> None:
 # ---------------------------------------------------------------- 1. symmetry table
 
 
-def figure_symmetry_check(
-    rows: Sequence[dict[str, Any]], *, tol: float = 1e-9, presentation: bool = False
-) -> go.Figure:
+@presentable
+def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) -> go.Figure:
     """Measured max |Δlogits| of every symmetry level (``symmetry_table`` rows), log scale.
 
     Valid levels are green, invalid ones orange; the dashed line is the float64 tolerance below
@@ -91,7 +91,7 @@ def figure_symmetry_check(
     )
     fig.update_xaxes(type="log", title_text="max |Δlogits| (float64)", exponentformat="power")
     fig.update_yaxes(autorange="reversed", showgrid=False)
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
         height=max(300, 40 * len(rows) + 110), showlegend=False, margin={"l": 20, "t": 40}
     )
@@ -102,7 +102,8 @@ def figure_symmetry_check(
 # ---------------------------------------------------------------- 2. scramble test
 
 
-def figure_scramble(scramble: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_scramble(scramble: dict[str, Any]) -> go.Figure:
     """Scramble test: loss barrier between θ and g(θ), naive and after matching restricted to
     S_d, B_d and O(d), grouped by the group g was drawn from (mean over draws, log y).
 
@@ -130,10 +131,10 @@ def figure_scramble(scramble: dict[str, Any], *, presentation: bool = False) -> 
         )
     fig.update_xaxes(title_text="g drawn from", showgrid=False)
     fig.update_yaxes(type="log", title_text="test loss barrier (nats)", exponentformat="power")
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
         barmode="group",
-        height=420 if presentation else 380,
+        height=380,
         legend=legend_above(),
     )
     return fig
@@ -155,7 +156,8 @@ SOURCE_STYLE = {
 }
 
 
-def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_recovery(recovery: dict[str, Any]) -> go.Figure:
     """Recovery of a B_d gauge under fine-tuning drift (``recovery_under_drift``).
 
     Left: share of coordinates mapped to the right place; right: share recovered exactly
@@ -215,20 +217,21 @@ def figure_recovery(recovery: dict[str, Any], *, presentation: bool = False) -> 
         title_text="share of coordinates", tickformat=".0%", range=[-0.03, 1.05], row=1, col=1
     )
     fig.update_yaxes(tickformat=".0%", range=[-0.03, 1.05], row=1, col=2)
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
-        height=460 if presentation else 420,
+        height=420,
         margin={"t": 110},
         legend=legend_above(1.1),
     )
-    fig.update_annotations(font={"size": font_size(presentation)})
+    fig.update_annotations(font={"size": font_size()})
     return fig
 
 
 # ---------------------------------------------------------------- 4. trajectory transport
 
 
-def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_trajectory(trajectory: dict[str, Any]) -> go.Figure:
     """Trajectory transport: coordinates recovered between checkpoint 0 and checkpoint t of one
     run, each stored in its own random B_d gauge, against the distance t in steps. Solid:
     local matches composed along the run; dotted: the endpoints matched directly."""
@@ -263,9 +266,9 @@ def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False)
             )
     fig.update_xaxes(title_text="distance along the trajectory (training steps)")
     fig.update_yaxes(title_text="coordinates recovered", tickformat=".0%", range=[-0.03, 1.05])
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
-        height=420 if presentation else 380,
+        height=380,
         legend=legend_above(),
     )
     return fig
@@ -274,7 +277,8 @@ def figure_trajectory(trajectory: dict[str, Any], *, presentation: bool = False)
 # ---------------------------------------------------------------- 5. claim check
 
 
-def figure_claims(claims: dict[str, Any], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_claims(claims: dict[str, Any]) -> go.Figure:
     """Claim check: overlap of "the top-k coordinates for class c" re-made in a random gauge
     with the original claim, raw and after transport back (mean over classes and draws); for
     S_d and B_d also transported with the permutation alone. Dashed: the chance level k/d."""
@@ -296,7 +300,7 @@ def figure_claims(claims: dict[str, Any], *, presentation: bool = False) -> go.F
                 text=["" if v is None else f"{v:.2f}" for v in ys],
                 textposition="outside",
                 cliponaxis=False,
-                textfont={"size": font_size(presentation) - 3},
+                textfont={"size": font_size() - 3},
                 hovertemplate=f"g ∈ %{{x}}<br>{name}<br>overlap %{{y:.2f}}<extra></extra>",
             )
         )
@@ -305,10 +309,10 @@ def figure_claims(claims: dict[str, Any], *, presentation: bool = False) -> go.F
     fig.update_xaxes(title_text="g drawn from", showgrid=False)
     k = CLAIMS.read(claims, "k")
     fig.update_yaxes(title_text=f"top-{k} overlap with the original", range=[0, 1.12])
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
         barmode="group",
-        height=420 if presentation else 380,
+        height=380,
         legend=legend_above(),
     )
     return fig
@@ -330,9 +334,8 @@ def _kept_label(v: float | None, cap: float) -> str:
     return f"{v / 100:.0f}×" if v > cap else f"{v:.0f}%"
 
 
-def figure_transport(
-    rows: Sequence[dict[str, Any]], *, cap: float = 200.0, presentation: bool = False
-) -> go.Figure:
+@presentable
+def figure_transport(rows: Sequence[dict[str, Any]], *, cap: float = 200.0) -> go.Figure:
     """Transport table: per artifact, the metric on B = g(A) as % of its value on A after moving
     the artifact exactly (B_d), by the permutation alone, or not at all.
 
@@ -364,7 +367,7 @@ def figure_transport(
                 text=[_kept_label(v, cap) for v in true],
                 textposition="outside",
                 cliponaxis=False,
-                textfont={"size": font_size(presentation) - 3},
+                textfont={"size": font_size() - 3},
                 customdata=[
                     [
                         TRANSPORT_ROW.read(by[a], "metric"),
@@ -385,10 +388,10 @@ def figure_transport(
     fig.update_xaxes(title_text="artifact moved from A to g(A)", showgrid=False)
     top = cap if max(values, default=0.0) > cap else max(120.0, max(values, default=0.0))
     fig.update_yaxes(title_text="metric on g(A), % of A", range=[lo, top * 1.12])
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
         barmode="group",
-        height=420 if presentation else 380,
+        height=380,
         legend=legend_above(),
     )
     return fig

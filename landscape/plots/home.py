@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from landscape.plots.theme import LINE_WIDTH, PALETTE, apply_theme, font_size, rgba
+from landscape.plots.theme import LINE_WIDTH, PALETTE, apply_theme, font_size, presentable, rgba
 
 SYMMETRY_LEVELS = (
     ("Permutations", "S_n: FFN units and heads<br>relabelled"),
@@ -14,14 +14,15 @@ SYMMETRY_LEVELS = (
 )
 
 
-def figure_symmetry_levels(*, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_symmetry_levels() -> go.Figure:
     """The four nested levels of weight-space symmetry, as nested boxes (innermost smallest).
 
     A schematic for the home page: each level contains the previous ones, and aligning under a
     larger group can only lower the barrier found by exact matching.
     """
     fig = go.Figure()
-    size = font_size(presentation)
+    size = font_size()
     for i, (name, detail) in reversed(list(enumerate(SYMMETRY_LEVELS))):
         x0, x1 = 0.0, 0.40 + 0.20 * i
         y0, y1 = 0.0, 0.25 + 0.25 * i
@@ -33,12 +34,12 @@ def figure_symmetry_levels(*, presentation: bool = False) -> go.Figure:
         )  # fmt: skip
         fig.add_annotation(
             x=x1 - 0.01, y=y1 - 0.015, xanchor="right", yanchor="top", showarrow=False,
-            text=f"<b>{i + 1}. {name}</b><br><span style='font-size:{size - 3}px'>{detail}</span>",
+            text=f"<b>{i + 1}. {name}</b><br><span style='font-size:0.8em'>{detail}</span>",
             align="right", font={"size": size, "color": "#222"},
         )  # fmt: skip
     fig.update_xaxes(visible=False, range=[-0.01, 1.01])
     fig.update_yaxes(visible=False, range=[-0.01, 1.01])
-    fig.update_layout(height=420 if presentation else 360, showlegend=False)
-    apply_theme(fig, presentation=presentation)
+    fig.update_layout(height=360, showlegend=False)
+    apply_theme(fig)
     fig.update_layout(margin={"l": 10, "r": 10, "t": 10, "b": 10})
     return fig

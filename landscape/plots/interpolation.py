@@ -10,11 +10,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
-from landscape.plots.theme import LINE_WIDTH, PALETTE, apply_theme, legend_above, rgba
+from landscape.plots.theme import (
+    LINE_WIDTH,
+    PALETTE,
+    THIN_WIDTH,
+    apply_theme,
+    legend_above,
+    presentable,
+    rgba,
+)
 
 
+@presentable
 def figure_interpolation(
-    series: Sequence[dict[str, Any]], *, split: str = "test", presentation: bool = False
+    series: Sequence[dict[str, Any]], *, split: str = "test", mark: float | None = None
 ) -> go.Figure:
     """Loss and accuracy against λ (λ = 1 is A), one line per series, mean over pairs.
 
@@ -22,7 +31,9 @@ def figure_interpolation(
     same λ grid; optional ``space`` (``"circuits"`` is drawn dashed beside the solid weights
     line) and ``colour`` (an index into the palette, so that one method keeps its colour in
     both spaces). The band spans the minimum to the maximum over pairs; endpoints are marked
-    (A at λ = 1, B at λ = 0). The split is named on both axes.
+    (A at λ = 1, B at λ = 0). The split is named on both axes. ``mark``: a λ marked by a dotted
+    vertical line and a diamond on every curve at the grid point nearest to it (the merged model
+    θ(λ)), its value in the hover.
     """
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
     for i, s in enumerate(series):
@@ -68,21 +79,38 @@ def figure_interpolation(
                 ),  # fmt: skip
                 row=1, col=col,
             )  # fmt: skip
+            if mark is not None:
+                at = int(np.argmin(np.abs(lam - mark)))
+                fig.add_trace(
+                    go.Scatter(
+                        x=[lam[at]], y=[mean[at]], mode="markers", showlegend=False,
+                        legendgroup=label, name=f"{label} at λ",
+                        marker={"color": colour, "size": 13, "symbol": "diamond",
+                                "line": {"color": "#222", "width": 1.5}},
+                        hovertemplate=f"{label}<br>θ(λ={lam[at]:.2f}): {metric} %{{y:.4f}}"
+                                      "<extra></extra>",
+                    ),  # fmt: skip
+                    row=1, col=col,
+                )  # fmt: skip
+    if mark is not None:
+        fig.add_vline(x=mark, line={"dash": "dot", "color": "#444", "width": THIN_WIDTH},
+                      row="all", col="all")  # fmt: skip
     for col in (1, 2):
         fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
                          row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
     fig.update_yaxes(title_text=f"{split} accuracy", row=1, col=2)
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
-        height=460 if presentation else 400,
+        height=400,
         legend=legend_above(),
         margin={"t": 50},
     )
     return fig
 
 
-def figure_widths(result: dict[str, Any], *, split: str = "test", presentation: bool = False
+@presentable
+def figure_widths(result: dict[str, Any], *, split: str = "test"
                   ) -> go.Figure:  # fmt: skip
     """Barriers between A (width d) and narrower models embedded into width d, against B's
     width (``experiments.widths.width_barriers``): loss and accuracy barrier, one line per
@@ -112,7 +140,7 @@ def figure_widths(result: dict[str, Any], *, split: str = "test", presentation: 
                          ticktext=[str(t) for t in ticks], row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=f"{split} accuracy barrier", rangemode="tozero", row=1, col=2)
-    apply_theme(fig, presentation=presentation)
-    fig.update_layout(height=460 if presentation else 400, legend=legend_above(),
+    apply_theme(fig)
+    fig.update_layout(height=400, legend=legend_above(),
                       margin={"t": 50})  # fmt: skip
     return fig

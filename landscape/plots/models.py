@@ -8,14 +8,15 @@ from typing import Any
 import plotly.graph_objects as go
 
 from landscape.plots.fields import TRAINING_CURVES, TRAINING_RUN, ZOO_ROW, ZOO_SEED
-from landscape.plots.theme import PALETTE, apply_theme
+from landscape.plots.theme import PALETTE, apply_theme, presentable
 
 CURVE_LABEL = {"test_accuracy": "test accuracy", "test_loss": "test loss (nats)",
                "train_loss": "train loss (nats)"}  # fmt: skip
 
 
+@presentable
 def figure_training_curves(
-    runs: Sequence[dict[str, Any]], *, metric: str = "test_accuracy", presentation: bool = False
+    runs: Sequence[dict[str, Any]], *, metric: str = "test_accuracy"
 ) -> go.Figure:
     """Test metric against training step, one line per run (``{"label", "curves"}``)."""
     fig = go.Figure()
@@ -32,10 +33,11 @@ def figure_training_curves(
         )
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text=CURVE_LABEL.get(metric, metric))
-    return apply_theme(fig, presentation=presentation)
+    return apply_theme(fig)
 
 
-def figure_zoo_overview(rows: Sequence[dict[str, Any]], *, presentation: bool = False) -> go.Figure:
+@presentable
+def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
     """Per zoo model, the test accuracy of every available seed (a dot per seed)."""
     fig = go.Figure()
     for i, row in enumerate(rows):
@@ -56,4 +58,4 @@ def figure_zoo_overview(rows: Sequence[dict[str, Any]], *, presentation: bool = 
         )
     fig.update_yaxes(title_text="test accuracy (per prediction)")
     fig.update_layout(showlegend=False)
-    return apply_theme(fig, presentation=presentation)
+    return apply_theme(fig)

@@ -1,14 +1,17 @@
 """The one theme of every figure: palette, fonts, line widths and shared layout pieces.
 
-White background, a colour-blind-safe palette and fonts readable when printed in a paper;
-``presentation=True`` enlarges every font for seminars. Builders draw their traces, then call
-:func:`apply_theme` last, so a figure looks the same in the app, the CLI export and the
-README.
+White background, a colour-blind-safe palette and fonts readable when printed in a paper.
+Builders draw their traces, then call :func:`apply_theme`, so a figure looks the same in the app,
+the CLI export and the README. Every builder draws for the screen; decorated with
+:func:`presentable` it takes ``presentation=True`` and returns that figure through
+:func:`projector` (fonts, lines and markers doubled, one figure to a 1080-pixel screen).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec
 
 import plotly.graph_objects as go
 
@@ -22,9 +25,19 @@ LINE_WIDTH = 2.5  # a figure's main data lines
 THIN_WIDTH = 1.5  # reference lines, outlines and noisy raw series under a smoothed one
 
 
-def font_size(presentation: bool) -> int:
-    """Base font size in px: 14 on screen, 20 for seminars (titles +2, legends −2)."""
-    return 20 if presentation else 14
+FONT_SIZE = 14  # px, the base font of a screen figure (titles +2, legends −2)
+# For a projector (presentation mode): every font, line width and marker size times this, and a
+# figure as tall as a 1920×1080 screen leaves under the page title.
+PROJECTOR_SCALE = 2.0
+PROJECTOR_HEIGHT = 660
+# plotly's own defaults, for sizes a figure leaves unset
+_PLOTLY_LINE, _PLOTLY_MARKER, _PLOTLY_AXIS_LINE, _PLOTLY_TICK_LEN = 2.0, 6.0, 1.0, 5.0
+
+
+def font_size() -> int:
+    """The base font size of a screen figure in px (a projector's is doubled by
+    :func:`projector`)."""
+    return FONT_SIZE
 
 
 def rgba(hex_colour: str, alpha: float) -> str:
@@ -39,12 +52,10 @@ def legend_above(y: float = 1.02) -> dict[str, Any]:
     return {"orientation": "h", "yanchor": "bottom", "y": y, "x": 0}
 
 
-def apply_theme(
-    fig: go.Figure, *, presentation: bool = False, title: str | None = None
-) -> go.Figure:
+def apply_theme(fig: go.Figure, *, title: str | None = None) -> go.Figure:
     """Apply the house style to ``fig`` in place and return it: template, fonts, palette,
     margins, light grid lines and outside ticks on every axis."""
-    size = font_size(presentation)
+    size = FONT_SIZE
     fig.update_layout(
         template="simple_white",
         font={"family": FONT_FAMILY, "size": size},
@@ -56,3 +67,98 @@ def apply_theme(
     fig.update_xaxes(showgrid=True, gridcolor=GRID, ticks="outside")
     fig.update_yaxes(showgrid=True, gridcolor=GRID, ticks="outside")
     return fig
+
+
+def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
+    """``fig`` for a projector: a new figure with every size ``scale`` times the screen's.
+
+    Fonts (the base font and every title, axis, tick, legend, colour-bar, annotation and text
+    font set on its own), trace line widths, marker sizes and their outlines, shape lines, axis
+    lines and ticks, and the margins; sizes left unset are scaled from plotly's defaults, so
+    nothing stays at its screen size. Bars keep filling their plot (their size is the data's);
+    hexagon grids grow with their triangle, by √scale. The height becomes
+    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen.
+    """
+    spec = fig.to_plotly_json()
+    layout = spec.get("layout", {})
+    layout.setdefault("font", {}).setdefault("size", FONT_SIZE)
+    _scale_fonts(layout, scale)
+    for key, axis in list(layout.items()):
+        if key.startswith(("xaxis", "yaxis")):
+            _scale_axis(axis, scale)
+        elif key.startswith("ternary"):
+            for name in ("aaxis", "baxis", "caxis"):
+                _scale_axis(axis.setdefault(name, {}), scale)
+    for shape in layout.get("shapes", []):
+        line = shape.setdefault("line", {})
+        line["width"] = line.get("width", _PLOTLY_LINE) * scale
+    margin = layout.get("margin", {})
+    for side in ("l", "r", "t", "b"):
+        if side in margin:
+            margin[side] = margin[side] * (1 + scale) / 2  # room for larger labels, not double
+    layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
+    for trace in spec.get("data", []):
+        _scale_trace(trace, scale)
+    return go.Figure(spec)
+
+
+P = ParamSpec("P")
+
+
+def presentable(builder: Callable[P, go.Figure]) -> Callable[..., go.Figure]:
+    """A screen figure builder that also takes ``presentation=True``: then its figure goes
+    through :func:`projector` (the app's presentation mode)."""
+
+    @functools.wraps(builder)
+    def build(*args: Any, presentation: bool = False, **kwargs: Any) -> go.Figure:
+        fig = builder(*args, **kwargs)
+        return projector(fig) if presentation else fig
+
+    return build
+
+
+def _scale_fonts(node: Any, scale: float) -> None:
+    """Every ``size`` of a font dict anywhere under ``node`` (title, tickfont, legend, colour
+    bar, annotations, ...), in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.endswith("font") and isinstance(value, dict) and "size" in value:
+                value["size"] = _times(value["size"], scale)
+            _scale_fonts(value, scale)
+    elif isinstance(node, list):
+        for value in node:
+            _scale_fonts(value, scale)
+
+
+def _scale_axis(axis: dict[str, Any], scale: float) -> None:
+    axis["linewidth"] = axis.get("linewidth", _PLOTLY_AXIS_LINE) * scale
+    axis["tickwidth"] = axis.get("tickwidth", _PLOTLY_AXIS_LINE) * scale
+    axis["ticklen"] = axis.get("ticklen", _PLOTLY_TICK_LEN) * scale
+
+
+def _scale_trace(trace: dict[str, Any], scale: float) -> None:
+    kind = trace.get("type", "scatter")
+    mode = trace.get("mode", "")
+    _scale_fonts(trace, scale)
+    if kind in ("scatter", "scatterternary", "box"):
+        line = trace.setdefault("line", {})
+        line["width"] = line.get("width", _PLOTLY_LINE) * scale
+    marker = trace.get("marker")
+    if marker is None and "markers" not in mode:
+        return
+    marker = trace.setdefault("marker", {})
+    if kind == "scatterternary" and marker.get("symbol") == "hexagon":
+        # A grid of hexagons tiles its triangle, which grows with the figure's width rather than
+        # its fonts: on a projector about √scale times (a 1920-pixel screen against a laptop's).
+        scale = scale**0.5
+    if "line" in marker and "width" in marker["line"]:
+        marker["line"]["width"] = _times(marker["line"]["width"], scale)
+    if kind in ("scatter", "scatterternary", "box") and ("markers" in mode or kind == "box"):
+        marker["size"] = _times(marker.get("size", _PLOTLY_MARKER), scale)
+
+
+def _times(value: Any, scale: float) -> Any:
+    """A size or a list of sizes, times ``scale``."""
+    if isinstance(value, (list, tuple)):
+        return [v * scale for v in value]
+    return value * scale

@@ -9,23 +9,26 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import TRIANGLE
-from landscape.plots.theme import apply_theme, font_size
+from landscape.plots.theme import apply_theme, font_size, presentable
 
 METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy"}
 
 
+@presentable
 def figure_triangles(
     results: Sequence[dict[str, Any]],
     *,
     metric: str = "loss",
     titles: Sequence[str] | None = None,
-    presentation: bool = False,
+    mark: float | None = None,
 ) -> go.Figure:
     """Loss or accuracy over the barycentric grid of θ_A, θ_B, θ_C, one ternary plot per result.
 
     All panels share one colour scale (the same ``coloraxis``). Corners are labelled with the
     seeds; hovering a point shows its mixture weights. Points in the basin (loss within ``tol`` of
     the corners' plane) are drawn with a dark outline; the basin fraction is in the panel title.
+    ``mark``: a λ marked on the A–B edge of every panel, at the grid point nearest to
+    θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover).
     """
     n = len(results)
     titles = list(titles or [f"{TRIANGLE.read(r, 'method')}/{TRIANGLE.read(r, 'group')}"
@@ -38,7 +41,7 @@ def figure_triangles(
                         horizontal_spacing=0.08)  # fmt: skip
     values = [v for r in results for v in TRIANGLE.read(r, metric)]
     lo, hi = min(values), max(values)
-    size = font_size(presentation)
+    size = font_size()
     marker_size = max(5.0, 190.0 / (TRIANGLE.read(results[0], "resolution") + 1) / max(1, n / 3))
     for i, r in enumerate(results):
         pts = TRIANGLE.read(r, "points")
@@ -60,6 +63,19 @@ def figure_triangles(
             ),  # fmt: skip
             row=1, col=i + 1,
         )  # fmt: skip
+        if mark is not None:
+            at = _edge_point(pts, mark)
+            fig.add_trace(
+                go.Scatterternary(
+                    a=[pts[at][0]], b=[pts[at][1]], c=[pts[at][2]], mode="markers",
+                    name=f"{titles[i]} at λ", showlegend=False, cliponaxis=False,
+                    marker={"color": "white", "size": 14, "symbol": "diamond",
+                            "line": {"color": "#222", "width": 2}},
+                    hovertemplate=f"θ(λ={pts[at][0]:.2f}) on A–B<br>{metric}="
+                                  f"{colour[at]:.4f}<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=i + 1,
+            )  # fmt: skip
         seeds = TRIANGLE.read(r, "seeds")
         key = "ternary" if i == 0 else f"ternary{i + 1}"
         axis = {"showticklabels": False, "ticks": "", "showgrid": False, "linecolor": "#444"}
@@ -71,12 +87,24 @@ def figure_triangles(
         )  # fmt: skip
     label = METRIC_LABEL.get(metric, metric)
     split = TRIANGLE.read(results[0], "split")
-    apply_theme(fig, presentation=presentation)
+    apply_theme(fig)
     fig.update_layout(
         coloraxis={"colorscale": "Viridis_r" if metric == "loss" else "Viridis", "cmin": lo,
                    "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9}},
-        height=480 if presentation else 430,
+        height=430,
         margin={"l": 40, "r": 40, "t": 100, "b": 40},
     )  # fmt: skip
     fig.update_annotations(font={"size": size})
     return fig
+
+
+def _edge_point(points: Sequence[Sequence[float]], lam: float) -> int:
+    """The index of the grid point on the A–B edge (w_C = 0) nearest to w_A = ``lam``."""
+    edge = [i for i, p in enumerate(points) if abs(p[2]) < 1e-9]
+    return min(edge, key=lambda i: abs(points[i][0] - lam))
+
+
+def edge_value(result: dict[str, Any], metric: str, lam: float) -> float:
+    """``metric`` of a triangle at the A–B edge point nearest to w_A = ``lam`` (what ``mark``
+    shows)."""
+    return float(TRIANGLE.read(result, metric)[_edge_point(TRIANGLE.read(result, "points"), lam)])

@@ -56,7 +56,7 @@ def test_home_renders_and_routes():
     at = AppTest.from_file(MAIN, default_timeout=60).run()
     _ok(at)
     assert at.title[0].value == "Landscape"
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2  # the shipped pair's curves, the symmetry levels
     links = [p.proto.page for p in at.get("page_link")]
     assert len(links) == 6
     at.sidebar.toggle(key="presentation").set_value(True).run()

@@ -184,3 +184,49 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
         browser.close()
     assert figures >= 1 and not errors, errors
     assert "tune-0" in text and "tune-1" in text  # members are labelled by their directories
+
+
+def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, monkeypatch):
+    """On a 1920×1080 projector every page opens with its first figure on the first screen,
+    across the main column, and the sidebar shows the page names whole."""
+    from playwright.sync_api import sync_playwright
+
+    from landscape.models.train import available_seeds
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    seeds = len(available_seeds("mlp-digits"))
+    problems = []
+    with sync_playwright() as pw:
+        browser, _ = _browser(pw)
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        for path, (_, n_seeds) in PAGES.items():
+            if seeds < n_seeds:
+                continue  # the page asks for more seeds instead of drawing
+            page.goto(f"{url}/{path}?present=1")
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            page.wait_for_function(
+                "document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg').length",
+                timeout=180_000,
+            )
+            _settle(page)
+            name = f"{path or 'home'}-presentation.png"
+            page.screenshot(path=str(tmp_path / name))
+            if os.environ.get("LANDSCAPE_SCREENSHOTS"):
+                shutil.copy(tmp_path / name, Path(os.environ["LANDSCAPE_SCREENSHOTS"]) / name)
+            box = page.locator('[data-testid="stPlotlyChart"]').first.bounding_box()
+            column = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+            if not 0 <= box["y"] < 1080:
+                problems.append(f"/{path}: the first figure starts at y = {box['y']:.0f}")
+            if box["width"] < 0.9 * (column["width"] - 80):  # the column's padding aside
+                problems.append(f"/{path}: the figure is {box['width']:.0f} px wide of "
+                                f"{column['width']:.0f}")  # fmt: skip
+            cut = page.evaluate(
+                "Array.from(document.querySelectorAll("
+                "'[data-testid=\"stSidebarNavLink\"] span[label] p'))"
+                ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
+            )
+            if cut:
+                problems.append(f"/{path}: sidebar names cut: {cut}")
+        browser.close()
+    assert not problems, problems

@@ -1,0 +1,55 @@
+"""The building blocks of the pages on their own: a long run's estimate and Cancel, the failure
+card's line."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from app.components import duration, estimate, one_line
+from landscape.errors import LandscapeError
+
+
+def test_the_estimate_says_the_share_done_and_the_time_left():
+    assert estimate("Aligning", 0.25, 10.0) == "Aligning — 25%, 10 s so far, about 30 s left"
+    assert estimate("Aligning", 0.01, 10.0) == "Aligning — 1%, 10 s so far"  # too early to tell
+    assert estimate("", 1.0, 75.0) == "100%, 1 min 15 s so far"
+    assert duration(3599.6) == "60 min 00 s"
+
+
+def test_a_failure_is_one_line_never_a_traceback():
+    assert one_line(LandscapeError("text file x does not exist")) == "text file x does not exist"
+    assert one_line(RuntimeError("NaN at step 3\n  File x")) == "RuntimeError: NaN at step 3"
+    assert one_line(KeyError()) == "KeyError"
+    assert one_line("the family has 0 members") == "the family has 0 members"
+
+
+def _counting() -> None:
+    """A page whose work reports half way and is still going when the run ends (the Cancel
+    button is on screen, as it is while work goes on)."""
+    import streamlit as st
+
+    from app.components import LongRun
+
+    run = LongRun("Counting", key="count", inputs=("count", st.session_state.get("size", 1)))
+    if not run.cancelled:
+        st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+        run("half way", 1, 2)
+
+
+def test_cancel_stops_a_long_run_until_run_again_is_clicked():
+    at = AppTest.from_function(_counting, default_timeout=30).run()
+    assert at.session_state["runs"] == 1
+    assert "half way — 50%" in at.get("progress")[0].proto.text
+    at.button(key="cancel-count").click().run()
+    assert at.session_state["runs"] == 1  # the click stopped the work; the page did not restart
+    assert any("Cancelled: Counting" in i.value for i in at.info)
+    at.run()  # any later run of the page: still cancelled for these inputs
+    assert at.session_state["runs"] == 1
+    at.button(key="again-count").click().run()
+    assert at.session_state["runs"] == 2
+    assert not at.info
+    # other inputs are other work: a cancellation does not carry over to them
+    at.button(key="cancel-count").click().run()
+    at.session_state["size"] = 2
+    at.run()
+    assert at.session_state["runs"] == 3

@@ -1,0 +1,63 @@
+"""Presentation mode: every figure for a projector is its screen figure with every font, line
+and marker doubled (``theme.projector``), and as tall as one 1080-pixel screen allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from landscape.plots import theme
+from tests.plots.test_plots import BUILDERS
+
+
+def _sizes(node: Any, path: str = "") -> dict[str, float]:
+    """Every font size under ``node`` by its path in the figure's JSON."""
+    out = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{path}.{key}"
+            if key.endswith("font") and isinstance(value, dict) and "size" in value:
+                out[here] = value["size"]
+            out.update(_sizes(value, here))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out.update(_sizes(value, f"{path}[{i}]"))
+    return out
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_projector_doubles_fonts_lines_and_markers(name):
+    screen = BUILDERS[name]()
+    big = theme.projector(screen)
+    s, b = screen.to_plotly_json(), big.to_plotly_json()
+    assert b["layout"]["font"]["size"] == 2 * (s["layout"]["font"].get("size") or 14)
+    fonts = _sizes(s["layout"])
+    assert fonts, "every themed figure sets some font"
+    for path, size in fonts.items():
+        assert _sizes(b["layout"])[path] == 2 * size, path
+    assert b["layout"]["height"] >= theme.PROJECTOR_HEIGHT
+    for axis in (k for k in b["layout"] if k.startswith(("xaxis", "yaxis"))):
+        assert b["layout"][axis]["linewidth"] == 2 * s["layout"][axis].get("linewidth", 1)
+    for t0, t1 in zip(s["data"], b["data"], strict=True):
+        if t0.get("type", "scatter") in ("scatter", "box"):
+            width = t0.get("line", {}).get("width", 2.0)  # plotly's default when unset
+            assert t1["line"]["width"] == 2 * width, t0["name"]
+        size = t0.get("marker", {}).get("size")
+        if isinstance(size, (int, float)) and "markers" in t0.get("mode", ""):
+            kind = t0.get("type")
+            if kind == "scatterternary" and t0["marker"].get("symbol") == "hexagon":
+                assert t1["marker"]["size"] == pytest.approx(2**0.5 * size)  # tiles its triangle
+            else:
+                assert t1["marker"]["size"] == 2 * size, t0.get("name")
+
+
+def test_a_builder_called_for_a_projector_is_its_screen_figure_through_projector():
+    from landscape import plots
+
+    series = [{"label": "naive", "results": [{"lambdas": [0.0, 0.5, 1.0], "loss": [1, 2, 1],
+                                              "accuracy": [0.9, 0.5, 0.9]}]}]  # fmt: skip
+    screen = plots.figure_interpolation(series, mark=0.5)
+    big = plots.figure_interpolation(series, mark=0.5, presentation=True)
+    assert big.to_plotly_json() == theme.projector(screen).to_plotly_json()
+    assert screen.layout.font.size == theme.FONT_SIZE and big.layout.font.size == 28
