@@ -68,7 +68,8 @@ def test_models_page_renders_and_reruns(tmp_path):
     _ok(at)
     frame = at.dataframe[0].value
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
-                                    "vit-fashion-d256", "gpt-shakespeare-d128"]  # fmt: skip
+                                    "vit-fashion-d256", "vit-fashion-d128",
+                                    "gpt-shakespeare-d128"]  # fmt: skip
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
     _ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
