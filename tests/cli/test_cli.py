@@ -41,6 +41,7 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "vit-fashion",
         "gpt-shakespeare",
         "vit-fashion-d256",
+        "vit-fashion-d128",
         "gpt-shakespeare-d128",
     ]
     for m in models:
