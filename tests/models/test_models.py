@@ -181,6 +181,7 @@ ZOO_LINES = {
     "vit-fashion": "pre-norm ViT, d=64, 2 layers × 4 heads of 16, MLP 128, RMSNorm",
     "gpt-shakespeare": "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, MLP 256, RMSNorm",
     "vit-fashion-d256": "pre-norm ViT, d=256, 4 layers × 8 heads of 32, MLP 512, RMSNorm",
+    "vit-fashion-d128": "pre-norm ViT, d=128, 4 layers × 4 heads of 32, MLP 256, RMSNorm",
     "gpt-shakespeare-d128": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, MLP 512, "
     "RMSNorm",
 }
