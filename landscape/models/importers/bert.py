@@ -38,10 +38,10 @@ from landscape.models.config import ModelConfig
 from landscape.models.importers.common import (
     _act,
     _embedding,
+    _encoder_attention,
+    _encoder_mlp,
     _flag,
     _heads,
-    _heads_in,
-    _heads_out,
     _int,
     _layers,
     _num,
@@ -149,7 +149,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         block="postln",
         head=head,
     )
-    e, t = cfg.d_head, src.take
+    t = src.take
     _layers(src, label, f"{pre}encoder.layer.", n_layers, "num_hidden_layers")
     emb = f"{pre}embeddings."
     types = t(f"{emb}token_type_embeddings.weight", (n_types, d))
@@ -170,19 +170,11 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     p["ln_embed.b"] = t(f"{emb}LayerNorm.bias", (d,))
     for layer in range(n_layers):
         s, b = f"{pre}encoder.layer.{layer}.", f"blocks.{layer}."
-        for m, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
-            name = f"{s}attention.self.{theirs}"
-            p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (d, d)), h, e)
-            p[f"{b}attn.b_{m}"] = t(f"{name}.bias", (d,)).reshape(h, e)
-        p[f"{b}attn.W_O"] = _heads_out(t(f"{s}attention.output.dense.weight", (d, d)), h, e)
-        p[f"{b}attn.b_O"] = t(f"{s}attention.output.dense.bias", (d,))
+        p.update(_encoder_attention(src, s, b, "attention.self", d, h))
         for ours, theirs in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
             p[f"{b}{ours}.w"] = t(f"{s}{theirs}.weight", (d,))
             p[f"{b}{ours}.b"] = t(f"{s}{theirs}.bias", (d,))
-        p[f"{b}mlp.W_in"] = t(f"{s}intermediate.dense.weight", (f, d)).T.contiguous()
-        p[f"{b}mlp.b_in"] = t(f"{s}intermediate.dense.bias", (f,))
-        p[f"{b}mlp.W_out"] = t(f"{s}output.dense.weight", (d, f)).T.contiguous()
-        p[f"{b}mlp.b_out"] = t(f"{s}output.dense.bias", (d,))
+        p.update(_encoder_mlp(src, s, b, d, f))
     if head == "mlm":
         tr = "cls.predictions.transform."
         p["head.W_in"] = t(f"{tr}dense.weight", (d, d)).T.contiguous()

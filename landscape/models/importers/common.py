@@ -332,6 +332,37 @@ def _heads_out(w: torch.Tensor, n: int, e: int) -> torch.Tensor:
     return w.T.reshape(n, e, -1).contiguous()
 
 
+def _encoder_attention(
+    src: _Source, s: str, b: str, attention: str, d: int, h: int, qkv_bias: bool = True
+) -> Params:
+    """The attention of one layer of a BERT-style encoder (BERT, ViT): query, key and value
+    under ``{s}{attention}.`` (``attention.self`` in BERT, ``attention.attention`` in ViT) and the
+    output projection under ``{s}attention.output.dense``, in canonical names under ``b``.
+    ``qkv_bias=False``: the model has no q/k/v biases, read as zeros."""
+    t, e = src.take, d // h
+    p: Params = {}
+    for m, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
+        name = f"{s}{attention}.{theirs}"
+        p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (d, d)), h, e)
+        bias = t(f"{name}.bias", (d,)) if qkv_bias else torch.zeros(d, dtype=src.dtype)
+        p[f"{b}attn.b_{m}"] = bias.reshape(h, e)
+    p[f"{b}attn.W_O"] = _heads_out(t(f"{s}attention.output.dense.weight", (d, d)), h, e)
+    p[f"{b}attn.b_O"] = t(f"{s}attention.output.dense.bias", (d,))
+    return p
+
+
+def _encoder_mlp(src: _Source, s: str, b: str, d: int, f: int) -> Params:
+    """The FFN of one layer of a BERT-style encoder: ``{s}intermediate.dense`` in,
+    ``{s}output.dense`` out, in canonical names under ``b``."""
+    t = src.take
+    return {
+        f"{b}mlp.W_in": t(f"{s}intermediate.dense.weight", (f, d)).T.contiguous(),
+        f"{b}mlp.b_in": t(f"{s}intermediate.dense.bias", (f,)),
+        f"{b}mlp.W_out": t(f"{s}output.dense.weight", (d, f)).T.contiguous(),
+        f"{b}mlp.b_out": t(f"{s}output.dense.bias", (d,)),
+    }
+
+
 def _embedding(
     config: dict[str, Any],
     src: _Source,

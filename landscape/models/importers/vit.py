@@ -15,10 +15,10 @@ import torch
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import (
     _act,
+    _encoder_attention,
+    _encoder_mlp,
     _flag,
     _heads,
-    _heads_in,
-    _heads_out,
     _int,
     _layers,
     _num,
@@ -55,7 +55,7 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         eps=_num(config, label, "layer_norm_eps", 1e-12),
         channels=channels,
     )
-    e, t = cfg.d_head, src.take
+    t = src.take
     pre = _prefix(src, ("embeddings.cls_token",), ("vit.", ""))
     _layers(src, label, f"{pre}encoder.layer.", n_layers, "num_hidden_layers")
     emb = f"{pre}embeddings."
@@ -72,17 +72,8 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         for ours, theirs in (("ln1", "layernorm_before"), ("ln2", "layernorm_after")):
             p[f"{b}{ours}.w"] = t(f"{s}{theirs}.weight", (d,))
             p[f"{b}{ours}.b"] = t(f"{s}{theirs}.bias", (d,))
-        for m, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
-            name = f"{s}attention.attention.{theirs}"
-            p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (d, d)), h, e)
-            bias = t(f"{name}.bias", (d,)) if qkv_bias else torch.zeros(d, dtype=src.dtype)
-            p[f"{b}attn.b_{m}"] = bias.reshape(h, e)
-        p[f"{b}attn.W_O"] = _heads_out(t(f"{s}attention.output.dense.weight", (d, d)), h, e)
-        p[f"{b}attn.b_O"] = t(f"{s}attention.output.dense.bias", (d,))
-        p[f"{b}mlp.W_in"] = t(f"{s}intermediate.dense.weight", (f, d)).T.contiguous()
-        p[f"{b}mlp.b_in"] = t(f"{s}intermediate.dense.bias", (f,))
-        p[f"{b}mlp.W_out"] = t(f"{s}output.dense.weight", (d, f)).T.contiguous()
-        p[f"{b}mlp.b_out"] = t(f"{s}output.dense.bias", (d,))
+        p.update(_encoder_attention(src, s, b, "attention.attention", d, h, qkv_bias))
+        p.update(_encoder_mlp(src, s, b, d, f))
     p["ln_final.w"] = t(f"{pre}layernorm.weight", (d,))
     p["ln_final.b"] = t(f"{pre}layernorm.bias", (d,))
     if classifier:
