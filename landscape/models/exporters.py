@@ -71,14 +71,20 @@ def _gain(params: Params, name: str, d: int, dtype: torch.dtype) -> torch.Tensor
     return params[name] if name in params else torch.ones(d, dtype=dtype)
 
 
-def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+def _check_layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> None:
+    """Refuse a model a LayerNorm-only format (GPT-2, GPT-NeoX) cannot hold: a stream that
+    processing centred into RMSNorm, or LayerNorm biases folded into the readers."""
     if cfg.norm != "ln":
         raise LandscapeError(
-            "GPT-2's format has LayerNorm only; this alignment centred the stream and uses "
+            f"{family}'s format has LayerNorm only; this alignment centred the stream and uses "
             "RMSNorm (signed permutations and rotations need that): align with --group perm"
         )
     if any(f"blocks.{i}.ln1.b" not in p for i in range(cfg.n_layers)):
-        raise LandscapeError("GPT-2's format has LayerNorm biases; these were folded away")
+        raise LandscapeError(f"{family}'s format has LayerNorm biases; these were folded away")
+
+
+def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    _check_layernorm_stream(cfg, p, "GPT-2")
     if "unembed.b_U" in p and bool(p["unembed.b_U"].abs().max() > 0):
         raise LandscapeError("GPT-2 has no unembedding bias, and this model has one")
     h, e, d = cfg.n_heads, cfg.d_head, cfg.d_model
@@ -165,13 +171,7 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
 
 
 def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
-    if cfg.norm != "ln":
-        raise LandscapeError(
-            "GPT-NeoX's format has LayerNorm only; this alignment centred the stream and uses "
-            "RMSNorm (signed permutations and rotations need that): align with --group perm"
-        )
-    if any(f"blocks.{i}.ln1.b" not in p for i in range(cfg.n_layers)):
-        raise LandscapeError("GPT-NeoX's format has LayerNorm biases; these were folded away")
+    _check_layernorm_stream(cfg, p, "GPT-NeoX")
     if (cfg.block == "parallel") != bool(config.get("use_parallel_residual", True)):
         raise LandscapeError(f"this model's {cfg.block} blocks differ from the source's "
                              "use_parallel_residual")  # fmt: skip
