@@ -94,7 +94,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
-from landscape.models.importers.gguf import open_gguf
+from landscape.models.importers.gguf import gguf_file, open_gguf
 from landscape.models.params import Params, count_params
 from landscape.models.registry import architecture_of
 from landscape.models.registry import describe as registry_describe
@@ -129,8 +129,9 @@ _REFUSED: dict[str, str] = {k: v for m in _FAMILIES for k, v in getattr(m, "REFU
 def _open(path: str | os.PathLike, dtype: torch.dtype) -> tuple[dict[str, Any], _Source, str]:
     """(config dict, tensor source, format) for a checkpoint directory or a ``.gguf`` file."""
     p = Path(path)
-    if p.is_file() and p.suffix == ".gguf":
-        return open_gguf(p, dtype)
+    g = gguf_file(p)  # a .gguf file, or the one a directory without safetensors holds
+    if g is not None:
+        return open_gguf(g, dtype)
     if p.is_file() and p.suffix == ".safetensors":
         p = p.parent
     if not p.is_dir():
@@ -138,9 +139,6 @@ def _open(path: str | os.PathLike, dtype: torch.dtype) -> tuple[dict[str, Any], 
     cfg_file = p / "config.json"
     single, index = p / "model.safetensors", p / "model.safetensors.index.json"
     if not single.is_file() and not index.is_file():
-        ggufs = sorted(p.glob("*.gguf"))
-        if ggufs:
-            return open_gguf(ggufs[0], dtype)
         pickles = [f.name for f in sorted(p.glob("*.bin")) + sorted(p.glob("*.pt*"))]
         if pickles:
             raise LandscapeError(

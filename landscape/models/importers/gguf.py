@@ -66,8 +66,9 @@ def open_gguf(f: Path, dtype: torch.dtype) -> tuple[dict[str, Any], _Source, str
 
 
 def gguf_file(checkpoint: str | os.PathLike) -> Path | None:
-    """The GGUF file a checkpoint path names: the file itself, or the one a directory holds
-    (the first by name, as :func:`landscape.models.importers.import_checkpoint` reads it)."""
+    """The GGUF file a checkpoint path names: the file itself, or the first by name in a
+    directory without safetensors weights; None otherwise. The importer reads checkpoints and
+    the text encoder finds their tokenizer by this one rule."""
     p = Path(checkpoint)
     if p.is_file():
         return p if p.suffix == ".gguf" else None
