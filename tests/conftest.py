@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -144,3 +147,17 @@ def refused_import(path, *fragments: str) -> str:
     for f in fragments:
         assert f in msg, msg
     return msg
+
+
+def copy_with_config(src: Path, dest: Path, **config) -> Path:
+    """A copy of the checkpoint directory ``src`` at ``dest`` with ``config`` merged into its
+    config.json; a value of None deletes the field."""
+    shutil.copytree(src, dest)
+    cfg = json.loads((dest / "config.json").read_text())
+    for k, v in config.items():
+        if v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    (dest / "config.json").write_text(json.dumps(cfg))
+    return dest

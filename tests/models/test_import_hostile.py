@@ -23,7 +23,7 @@ from safetensors.torch import save_model  # noqa: E402
 
 from landscape.models import forward  # noqa: E402
 from landscape.models.importers import import_checkpoint  # noqa: E402
-from tests.conftest import refused_import  # noqa: E402
+from tests.conftest import copy_with_config, refused_import  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -82,17 +82,8 @@ def saved(tmp_path_factory):
 
 
 def _copy(saved, name: str, tmp_path: Path, **config) -> Path:
-    """A copy of a saved model with ``config`` merged into its config.json (None deletes)."""
-    d = tmp_path / name
-    shutil.copytree(saved[name], d)
-    cfg = json.loads((d / "config.json").read_text())
-    for k, v in config.items():
-        if v is None:
-            cfg.pop(k, None)
-        else:
-            cfg[k] = v
-    (d / "config.json").write_text(json.dumps(cfg))
-    return d
+    """A copy of the saved model ``name`` with ``config`` merged into its config.json."""
+    return copy_with_config(saved[name], tmp_path / name, **config)
 
 
 def _tokens(n: int = 12) -> torch.Tensor:

@@ -9,9 +9,7 @@ differently from transformers shows as a logit gap.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from landscape.models.importers import describe, import_checkpoint  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
 from landscape.symmetry import symmetry_table  # noqa: E402
 from landscape.symmetry.processing import PROCESSING_ORDER, STEPS  # noqa: E402
-from tests.conftest import perturbed, refused_import  # noqa: E402
+from tests.conftest import copy_with_config, perturbed, refused_import  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -105,17 +103,8 @@ def _reference(d: Path, x: torch.Tensor) -> torch.Tensor:
 
 
 def _copy(saved, name: str, tmp_path: Path, **config) -> Path:
-    """A copy of a saved model with ``config`` merged into its config.json (None deletes)."""
-    d = tmp_path / name
-    shutil.copytree(saved[name], d)
-    cfg = json.loads((d / "config.json").read_text())
-    for k, v in config.items():
-        if v is None:
-            cfg.pop(k, None)
-        else:
-            cfg[k] = v
-    (d / "config.json").write_text(json.dumps(cfg))
-    return d
+    """A copy of the saved model ``name`` with ``config`` merged into its config.json."""
+    return copy_with_config(saved[name], tmp_path / name, **config)
 
 
 # ----------------------------------------------------------------------------- logits
