@@ -62,7 +62,8 @@ class TokenCorpus:
 
 def _tokenizer_file(checkpoint: str | os.PathLike | None) -> tuple[Path | None, str, str]:
     """``(tokenizer.json, kind, what it is)``: the checkpoint directory's own file, else the
-    tokenizer a GGUF checkpoint stores; ``(None, "", why not)`` when neither is found."""
+    tokenizer a GGUF checkpoint stores. ``(None, "", why not)`` for a GGUF whose tokenizer could
+    not be extracted, ``(None, "", "")`` when there is neither."""
     if checkpoint is None:
         return None, "", ""
     p = Path(checkpoint)

@@ -232,9 +232,10 @@ def scramble_test(task: Task, *, draws: int = 3, seed: int = 0, lambdas: int = 1
     ``*_acc``) and a per-group mean summary.
     """
     units = draw_units(draws)
+    folded = prepare(task.cfg, task.params, "orth")  # once for every draw
     rows = []
     for done, (group, d) in enumerate(units, 1):
-        rows.append(scramble_row(task, group, d, seed=seed, lambdas=lambdas))
+        rows.append(scramble_row(task, group, d, seed=seed, lambdas=lambdas, folded=folded))
         if progress:
             progress("scramble", done, len(units))
     return scramble_result(rows, draws, lambdas)
@@ -245,12 +246,13 @@ def draw_units(draws: int) -> list[tuple[str, int]]:
     return [(group, d) for group in SWEEP_GROUPS for d in range(draws)]
 
 
-def scramble_row(task: Task, group: str, draw: int, *, seed: int = 0, lambdas: int = 11
-                 ) -> ScrambleRow:  # fmt: skip
+def scramble_row(task: Task, group: str, draw: int, *, seed: int = 0, lambdas: int = 11,
+                 folded: tuple[ModelConfig, Params] | None = None) -> ScrambleRow:  # fmt: skip
     """One draw of :func:`scramble_test`: θ against g(θ), g the ``draw``-th element of
-    ``group`` (gauge seed ``1000·seed + draw``)."""
+    ``group`` (gauge seed ``1000·seed + draw``). ``folded``: ``prepare(task's model, "orth")``
+    when the caller has it already (computed here otherwise)."""
     cfg, pa = task.cfg, task.params
-    cfg_f, pa_f = prepare(cfg, pa, "orth")
+    cfg_f, pa_f = folded if folded is not None else prepare(cfg, pa, "orth")
     spec, spec_f = spec_for(cfg), spec_for(cfg_f)
     x, y = task.test.inputs, task.test.targets
     gseed = 1000 * seed + draw
