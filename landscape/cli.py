@@ -407,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1e-4,
         help="learning rate of fine-tuning steps (gauge sweep, LoRA, AdamW)",
     )
+    f.add_argument(
+        "--batch-size",
+        type=_count,
+        help="windows or images per fine-tuning step (gauge sweep, LoRA, AdamW; default: 16 "
+        "windows for language models, 64 images for classifiers)",
+    )
     f.add_argument("--labels", nargs="+", help="a short label per checkpoint")
     f.add_argument("--replace", action="store_true", help="overwrite a family of this name")
     fsub.add_parser("list", parents=[common], help="list the families")
@@ -716,7 +722,8 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
         _status(f"checking {n} checkpoint{'s' if n != 1 else ''} for family {args.name}")
         fam = add_family(args.name, args.paths, text=args.text, data=args.data,
                          data_dir=args.data_dir, n_ctx=args.n_ctx, max_windows=args.max_windows,
-                         lr=args.lr, labels=args.labels, replace=args.replace)  # fmt: skip
+                         lr=args.lr, batch_size=args.batch_size, labels=args.labels,
+                         replace=args.replace)  # fmt: skip
         return {**fam.to_dict(), "members": family_members(fam.name)}
     if args.action == "list":
         return {"families": [{"name": f.name, "members": len(f.members), "arch": f.arch,

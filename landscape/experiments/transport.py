@@ -91,7 +91,8 @@ def artifact_roles(cfg: ModelConfig, artifact: Artifact) -> dict[str, Roles]:
     """The gauge role of every axis of every tensor of ``artifact`` (see the module docstring).
 
     - steering ``vector`` [d]: writer (G);
-    - probe ``W`` [d, classes]: reader (G⁻ᵀ), ``b`` [classes]: none;
+    - probe ``W`` [d, classes]: reader (G⁻ᵀ), ``b`` [classes] and the optional ``classes``
+      [classes] (the class of each column): none;
     - sae ``W_enc`` [d, m]: reader; ``b_enc`` [m]: none; ``W_dec`` [m, d], ``b_dec`` [d]: writer;
     - lora ``{param}.A`` [rows, r], ``{param}.B`` [r, cols] with ``ΔW = A·B`` for a 2-D parameter:
       A takes the parameter's row role, B its column role;
@@ -102,7 +103,7 @@ def artifact_roles(cfg: ModelConfig, artifact: Artifact) -> dict[str, Roles]:
     res_g, res_r = Role("resid", "G"), Role("resid", INV_T)
     fixed: dict[str, dict[str, Roles]] = {
         "steering": {"vector": (res_g,)},
-        "probe": {"W": (res_r, None), "b": (None,)},
+        "probe": {"W": (res_r, None), "b": (None,), "classes": (None,)},
         "sae": {"W_enc": (res_r, None), "b_enc": (None,), "W_dec": (None, res_g),
                 "b_dec": (res_g,)},
     }  # fmt: skip
@@ -191,6 +192,10 @@ def check_artifact(cfg: ModelConfig, artifact: Artifact) -> None:
 
     if artifact.kind == "probe":
         same("W", 1, "b", 0)
+        if "classes" in t:
+            same("W", 1, "classes", 0)
+            if t["classes"].is_floating_point() or t["classes"].is_complex():
+                raise LandscapeError("probe artifact: classes must hold integer class ids")
     elif artifact.kind == "sae":
         same("W_enc", 1, "b_enc", 0)
         same("W_enc", 1, "W_dec", 0)
@@ -400,24 +405,40 @@ def steering_effect(cfg: ModelConfig, params: Params, artifact: Artifact,
 def train_probe(feats: torch.Tensor, labels: torch.Tensor, n_classes: int, *, steps: int = 300,
                 lr: float = 0.02, seed: int = 0) -> Artifact:  # fmt: skip
     """Multinomial logistic regression ``softmax(x·W + b)`` on residual features (Adam, full
-    batch)."""
+    batch), over the classes that occur in ``labels``.
+
+    A class the training labels never show cannot be learned, only pushed down; leaving it out
+    keeps the probe's size to what the data can teach: a language model's probe has one column
+    per token seen (hundreds), not per token of a 50,000-token vocabulary, which made it cost as
+    much as fine-tuning. ``classes`` [k] holds the class of each column; where every one of the
+    ``n_classes`` occurs, it is ``0 … n_classes − 1`` and the probe is the full one.
+    """
+    y_all = labels.reshape(-1)
+    if y_all.numel() and (int(y_all.min()) < 0 or int(y_all.max()) >= n_classes):
+        raise LandscapeError(f"probe labels must lie in 0 … {n_classes - 1}")
+    classes, y = torch.unique(y_all, sorted=True, return_inverse=True)
     gen = torch.Generator().manual_seed(seed)
     d = feats.shape[1]
-    w = (0.01 * torch.randn(d, n_classes, generator=gen)).to(feats.device).requires_grad_()
-    b = torch.zeros(n_classes, device=feats.device, requires_grad=True)
+    w = (0.01 * torch.randn(d, classes.numel(), generator=gen)).to(feats.device).requires_grad_()
+    b = torch.zeros(classes.numel(), device=feats.device, requires_grad=True)
     opt = torch.optim.Adam([w, b], lr=lr)
-    x, y = feats.detach(), labels.reshape(-1)
+    x = feats.detach()
     for _ in range(steps):
         loss = F.cross_entropy(x @ w + b, y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return Artifact("probe", {"W": w.detach(), "b": b.detach()}, {})
+    return Artifact("probe", {"W": w.detach(), "b": b.detach(), "classes": classes}, {})
 
 
 def probe_accuracy(artifact: Artifact, feats: torch.Tensor, labels: torch.Tensor) -> float:
-    logits = feats @ artifact.tensors["W"] + artifact.tensors["b"]
-    return float((logits.argmax(-1) == labels.reshape(-1)).double().mean())
+    """Share of rows whose most probable column is their class (an artifact without
+    ``classes`` has one column per class)."""
+    t = artifact.tensors
+    pred = (feats @ t["W"] + t["b"]).argmax(-1)
+    if "classes" in t:
+        pred = t["classes"].to(pred.device)[pred]
+    return float((pred == labels.reshape(-1)).double().mean())
 
 
 # ----------------------------------------------------------------------------- SAE

@@ -104,6 +104,9 @@ BAD_OPTIONS = [
     ),
     pytest.param(["family", "add", "f", "x", "--n-ctx", "0"], "--n-ctx", id="family-n-ctx"),
     pytest.param(
+        ["family", "add", "f", "x", "--batch-size", "0"], "--batch-size", id="family-batch-size"
+    ),
+    pytest.param(
         ["family", "add", "f", "x", "--max-windows", "1"], "--max-windows", id="family-max-windows"
     ),
     pytest.param(

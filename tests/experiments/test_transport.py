@@ -14,9 +14,11 @@ from landscape.experiments.transport import (
     Artifact,
     check_artifact,
     load_artifact,
+    probe_accuracy,
     save_artifact,
     steered,
     transport,
+    train_probe,
     transport_rows,
     with_lora,
 )
@@ -162,3 +164,31 @@ def test_save_load_round_trip_and_errors(tmp_path, gen):
                                  "unembed.W_U.B": torch.zeros(3, cfg.n_out)})  # fmt: skip
     with pytest.raises(LandscapeError, match="do not fit"):
         check_artifact(cfg, bad_rank)
+
+
+def test_probe_has_one_column_per_class_seen_and_reads_back_class_ids(gen):
+    """A class absent from the training labels gets no column (a language model's probe would
+    otherwise carry its whole vocabulary); predictions come back as the original class ids."""
+    centres = 4.0 * torch.randn(3, 8, generator=gen)
+    ids = torch.tensor([2, 5, 9])  # of 12 classes, three occur
+    pick = torch.randint(0, 3, (300,), generator=gen)
+    feats = centres[pick] + 0.1 * torch.randn(300, 8, generator=gen)
+    probe = train_probe(feats, ids[pick], 12, steps=200)
+    assert probe.tensors["W"].shape == (8, 3)
+    assert torch.equal(probe.tensors["classes"], ids)
+    assert probe_accuracy(probe, feats, ids[pick]) == 1.0
+    # without the column map the same weights would name columns 0, 1, 2: all wrong
+    bare = Artifact("probe", {k: probe.tensors[k] for k in ("W", "b")})
+    assert probe_accuracy(bare, feats, ids[pick]) == 0.0
+    with pytest.raises(LandscapeError, match="lie in 0"):
+        train_probe(feats, ids[pick], 9)
+
+
+def test_probe_classes_must_fit_and_be_integers():
+    cfg = synthetic_task("mlp").cfg
+    w, b = torch.zeros(cfg.d_model, 3), torch.zeros(3)
+    check_artifact(cfg, Artifact("probe", {"W": w, "b": b, "classes": torch.tensor([0, 4, 7])}))
+    with pytest.raises(LandscapeError, match="do not fit together"):
+        check_artifact(cfg, Artifact("probe", {"W": w, "b": b, "classes": torch.arange(4)}))
+    with pytest.raises(LandscapeError, match="integer class ids"):
+        check_artifact(cfg, Artifact("probe", {"W": w, "b": b, "classes": torch.zeros(3)}))

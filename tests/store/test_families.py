@@ -174,3 +174,14 @@ def test_cli_registers_a_family_and_moves_an_artifact_onto_a_planted_member(
     assert main(["family", "remove", tunes]) == 0
     assert main(["family", "remove", tunes]) == 2
     assert "no family" in capsys.readouterr().err
+
+
+def test_cli_family_batch_size_is_kept_and_used_by_fine_tuning(ckpts, home, capsys) -> None:
+    from landscape.sources import load_task
+
+    assert main(["family", "add", "small-steps", str(ckpts["a"]), str(ckpts["b"]), "--text",
+                 str(ckpts["text"]), "--n-ctx", "16", "--max-windows", "8", "--batch-size", "3",
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["batch_size"] == 3
+    x, _ = next(load_task("small-steps", 0).batches(seed=0))
+    assert x.shape[0] == 3
