@@ -338,6 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --artifact: exact (the whole transform), perm-only (its signs "
                         "dropped) or none (the artifact unchanged)")  # fmt: skip
     p.add_argument("--out", help="with --artifact: where to write the transported artifact")
+    p.add_argument("--lora-steps", type=_count, default=150,
+                   help="without --artifact: training steps of the table's LoRA adapter")  # fmt: skip
+    p.add_argument("--adamw-steps", type=_count, default=30,
+                   help="without --artifact: AdamW steps before the state is moved, and again "
+                        "after, in the table's optimizer row")  # fmt: skip
 
     p = sub.add_parser("table", parents=[common], help="barrier table: methods × groups over pairs")
     p.add_argument("model", help=MODEL_HELP)
@@ -675,8 +680,12 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
         _status(f"transport table {args.model} seed {args.seed}")
         with _progress_bar(f"transport {args.model}") as progress:
             rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
-                                      device=args.device, progress=progress)  # fmt: skip
+                                      lora_steps=args.lora_steps,
+                                      adamw_steps_before=args.adamw_steps,
+                                      adamw_steps_after=args.adamw_steps, device=args.device,
+                                      progress=progress)  # fmt: skip
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
+                "lora_steps": args.lora_steps, "adamw_steps": args.adamw_steps,
                 "rows": rows}  # fmt: skip
     from landscape.device import CPU
     from landscape.sources import Source

@@ -70,7 +70,7 @@ ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")
 MODES = ("exact", "perm-only", "none")
 FORMAT = "landscape-artifact"
 FORMAT_VERSION = 1
-TRANSPORT_VERSION = 1  # bump when transport_table's algorithm changes
+TRANSPORT_VERSION = 2  # bump when transport_table's algorithm changes
 
 Roles = tuple[Role | None, ...]
 
@@ -578,6 +578,7 @@ def transport_table(
     *,
     gauge_seed: int = 0,
     layer: int | None = None,
+    lora_steps: int = 150,
     adamw_steps_before: int = 30,
     adamw_steps_after: int = 30,
     device: torch.device = CPU,
@@ -596,13 +597,13 @@ def transport_table(
     cache = cache or Cache()
     inputs = {"version": TRANSPORT_VERSION, "model": task.name, "config": task.cfg.to_dict(),
               "weights": task.digest, "seed": seed, "gauge_seed": gauge_seed, "layer": layer,
-              "adamw": [adamw_steps_before, adamw_steps_after]}  # fmt: skip
+              "lora": lora_steps, "adamw": [adamw_steps_before, adamw_steps_after]}  # fmt: skip
     if task.data_key:
         inputs["data"] = task.data_key
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         t0 = time.perf_counter()
-        rows = transport_rows(task, gauge_seed=gauge_seed, layer=layer,
+        rows = transport_rows(task, gauge_seed=gauge_seed, layer=layer, lora_steps=lora_steps,
                               adamw_before=adamw_steps_before, adamw_after=adamw_steps_after,
                               progress=progress)  # fmt: skip
         return {}, {"rows": rows, "seconds": round(time.perf_counter() - t0, 3)}
@@ -612,7 +613,7 @@ def transport_table(
 
 
 def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
-                   adamw_before: int = 30, adamw_after: int = 30,
+                   lora_steps: int = 150, adamw_before: int = 30, adamw_after: int = 30,
                    progress: Progress | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """The uncached body of :func:`transport_table` on a :class:`Task`."""
     cfg, pa = task.cfg, task.params
@@ -657,7 +658,7 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     add("sae", "NMSE", ref, vals, lambda v: 100 * v / ref)
     _tick(progress, 3, stages)
     # LoRA on the "swap two classes" sub-task
-    art = train_lora(task, classes)
+    art = train_lora(task, classes, steps=lora_steps)
     base_a = subtask_loss(cfg, pa, x_te, y_te, classes)
     ref = base_a - subtask_loss(cfg, with_lora(pa, art), x_te, y_te, classes)
     base_b = subtask_loss(cfg, pb, x_te, y_te, classes)

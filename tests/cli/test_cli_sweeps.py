@@ -53,3 +53,19 @@ def test_transport_user_artifact_round_trip(tmp_path, capsys, mode):
 def test_transport_needs_out(tmp_path, capsys):
     assert main(["transport", "mlp-digits", "--artifact", str(tmp_path / "x")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_transport_table_step_counts_reach_the_result(capsys):
+    """The table's LoRA and AdamW budgets are options; a different budget is another entry."""
+    argv = ["transport", "mlp-digits", "--lora-steps", "3", "--adamw-steps", "2", "--json"]
+    assert main(argv) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert short["lora_steps"] == 3 and short["adamw_steps"] == 2
+    assert main([*argv[:2], "--lora-steps", "20", "--adamw-steps", "2", "--json"]) == 0
+    longer = json.loads(capsys.readouterr().out)
+
+    def lora(out):
+        return {r["mode"]: r for r in out["rows"] if r["artifact"] == "lora"}["exact"]
+
+    assert lora(longer)["reference"] != lora(short)["reference"]  # more steps, another adapter
+    assert lora(short)["kept"] == pytest.approx(100.0)  # exact transport keeps the gain
