@@ -34,7 +34,7 @@ with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
     label = seed_format(name)
     remember(f"atlas_seeds_{name}", seeds[:6], param="seeds", options=seeds, many=True)
-    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label)
+    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label, wrap=True)
     references = chosen or seeds
     remember(f"atlas_reference_{name}", references[0], param="reference", options=references)
     reference = c2.selectbox(

@@ -90,6 +90,7 @@ with controls():
         all_pairs,
         format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
         key=f"interp_pairs_{name}",
+        wrap=True,
         help="Each pair is aligned and interpolated; curves are averaged.",
     )
     remember("interp_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
@@ -98,6 +99,7 @@ with controls():
         "Method / group",
         combos,
         key="interp_combos",
+        wrap=True,
         help="Learned matching trains a transform: slow the first time, then read from the cache.",
     )
     remember("interp_split", "test", param="split", options=("test", "train"))
@@ -171,10 +173,14 @@ for combo, space in itertools.product(chosen, spaces):
 progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):
-    for row, s in zip(rows, series, strict=True):
+    for i, (row, s) in enumerate(zip(rows, series, strict=True)):
         a = above.get(s["label"])
-        row["vs naive"] = ("—" if s["method"] == "naive"
-                           else f"above ({', '.join(a['metrics'])})" if a else "below")  # fmt: skip
+        versus = ("—" if s["method"] == "naive"
+                  else f"above ({', '.join(a['metrics'])})" if a else "not above")  # fmt: skip
+        keys = list(row)  # beside the barriers, where it is read
+        at = keys.index(f"accuracy barrier ({split}, fraction)") + 1
+        rows[i] = {**{k: row[k] for k in keys[:at]}, "vs naive": versus,
+                   **{k: row[k] for k in keys[at:]}}  # fmt: skip
 if rows:
     table_slot.dataframe(pd.DataFrame(rows), hide_index=True)
 for a in above.values():
@@ -291,7 +297,7 @@ if has_heads(name) and not is_imported(name):
     remember(f"width_factors_{name}", [k for k in (2, 4) if k in options], param="widths",
              options=options, many=True)  # fmt: skip
     factors = w1.multiselect(
-        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}"
+        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}", wrap=True
     )
     remember(f"width_run_{name}", False, param="measure", options=(False, True))
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")

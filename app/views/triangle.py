@@ -51,10 +51,11 @@ with controls():
         max_selections=3,
         key=f"tri_seeds_{name}",
         format_func=seed_format(name),
+        wrap=True,
     )
     remember("tri_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
              options=combos, many=True)  # fmt: skip
-    chosen = c2.multiselect("Method / group", combos, key="tri_combos")
+    chosen = c2.multiselect("Method / group", combos, key="tri_combos", wrap=True)
     remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     remember("tri_split", "test", param="split", options=("test", "train"))

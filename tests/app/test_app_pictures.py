@@ -53,7 +53,7 @@ def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
     assert "matching the weights does not reduce this barrier" in notes[0]
     table = at.dataframe[0].value
     column = dict(zip(table["method"] + "/" + table["group"], table["vs naive"], strict=True))
-    assert column == {"naive/—": "—", "weight/perm": "below", "weight/orth": "above (loss)"}
+    assert column == {"naive/—": "—", "weight/perm": "not above", "weight/orth": "above (loss)"}
 
 
 def test_without_a_raised_method_there_is_no_note() -> None:
