@@ -86,10 +86,10 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
         fig.add_annotation(
             text=f"aligned: {on_seed} of {copies} copies equal their seed (distance 0) and are "
             "drawn exactly on it, no jitter",
-            xref="paper", yref="paper", x=1.0, y=-0.2, xanchor="right", yanchor="top",
+            xref="paper", yref="paper", x=1.0, y=-0.3, xanchor="right", yanchor="top",
             showarrow=False, font={"size": font_size() - 2, "color": "#444"},
         )  # fmt: skip
-        fig.update_layout(margin={"b": 90})
+        fig.update_layout(margin={"b": 110}, height=460)
     return fig
 
 
