@@ -143,6 +143,21 @@ def test_identical_rows_are_projected_once_and_placed_on_their_original() -> Non
     assert used == "pca" and np.array_equal(coords[0], coords[1])
 
 
+@pytest.mark.slow  # UMAP compiles its code on first use: about a minute
+def test_umap_draws_identical_checkpoints_at_one_place() -> None:
+    pytest.importorskip("umap")
+    gen = np.random.default_rng(1)
+    seeds = gen.normal(size=(6, 30))
+    x = np.concatenate([seeds, seeds, seeds])  # every seed with two copies equal to it
+    coords, _, used, first = project_distinct(x, "umap")
+    assert used == "umap" and first == list(range(6)) * 3
+    for k in range(6):
+        assert np.array_equal(coords[k], coords[k + 6]) and np.array_equal(
+            coords[k], coords[k + 12]
+        )
+    assert len({tuple(c) for c in coords}) == 6
+
+
 def test_atlas_draws_copies_that_equal_their_seed_on_their_seed(tmp_path, monkeypatch) -> None:
     from landscape.experiments.atlas import atlas
     from landscape.store.cache import Cache
