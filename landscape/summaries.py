@@ -468,8 +468,9 @@ def _show_controls(r: dict[str, Any]) -> list[str]:
 def _show_eigenangles(r: dict[str, Any]) -> list[str]:
     word = _member(r["model"])
     a, b = r["seeds"]
+    draws = r.get("haar_draws") or 1  # results from before the averaged reference: one draw
     names = {"wm": "O_WM, weight matching", "correction": "O_LM·O_WMᵀ, learned correction",
-             "haar": "a Haar-random rotation (reference)"}  # fmt: skip
+             "haar": f"Haar-random O(d), {draws} seeded draws (reference)"}  # fmt: skip
     small = next(r[f"summary_{k}"]["small"] for k in names if f"summary_{k}" in r)
     rows = [{"rotation": name, "median |θ|": s["median_abs"], "mean |θ|": s["mean_abs"],
              "share": s["share_small"]} for k, name in names.items()

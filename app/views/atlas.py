@@ -34,7 +34,7 @@ with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
     label = seed_format(name)
     remember(f"atlas_seeds_{name}", seeds[:6], param="seeds", options=seeds, many=True)
-    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label)
+    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label, wrap=True)
     references = chosen or seeds
     remember(f"atlas_reference_{name}", references[0], param="reference", options=references)
     reference = c2.selectbox(
@@ -98,6 +98,22 @@ if result is not None:
             delta_color="inverse",
         )
     c3.metric("Weights per checkpoint", f"{result['dimension']:,}")
+    copies_total = sum(p["kind"] != "seed" for p in result["points"])
+    on_seed = sum(p.get("on_seed_aligned", False) for p in result["points"])
+    if copies_total:
+        st.caption(
+            f"After alignment {on_seed} of {copies_total} gauge copies equal their seed (full "
+            "weight-space distance 0, within float round-off): identical checkpoints are "
+            "projected once and drawn at the same place, without jitter, so the map agrees with "
+            "the orbit/seed distance above."
+        )
+    for space in ("raw", "aligned"):
+        used = result.get(f"projection_{space}")
+        if used and used != result["projection"]:
+            st.caption(
+                f"{space.capitalize()} panel: {used.upper()}, because UMAP needs at least four "
+                "distinct checkpoints and this panel has fewer."
+            )
     st.caption(
         "Training-curve snapshots are not stored by the zoo trainer, so the atlas shows "
         "final checkpoints and their gauge copies."

@@ -114,7 +114,7 @@ if result is not None:
         for key, label in (
             ("summary_wm", "O_WM"),
             ("summary_correction", "O_LM·O_WMᵀ"),
-            ("summary_haar", "Haar"),
+            ("summary_haar", "Haar O(d)"),
         ):
             s = result.get(key)
             if not s:
@@ -125,6 +125,12 @@ if result is not None:
                 help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
             )
             st.caption(f"median |φ| = {s['median_abs']:.2f} rad")
+        if result.get("haar_draws"):
+            st.caption(
+                f"Haar O(d): the eigenangles of {result['haar_draws']} seeded Haar-random "
+                f"{result['d_model']}×{result['d_model']} orthogonal matrices, pooled (the same "
+                "reference for every pair of this width)."
+            )
         if "det_flip" in result:
             st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
 

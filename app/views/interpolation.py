@@ -42,7 +42,7 @@ from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
 from landscape.plots.fields import BARRIER
-from landscape.plots.interpolation import figure_interpolation, figure_widths
+from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
 from landscape.sources import model_arch
 
 
@@ -90,6 +90,7 @@ with controls():
         all_pairs,
         format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
         key=f"interp_pairs_{name}",
+        wrap=True,
         help="Each pair is aligned and interpolated; curves are averaged.",
     )
     remember("interp_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
@@ -98,6 +99,7 @@ with controls():
         "Method / group",
         combos,
         key="interp_combos",
+        wrap=True,
         help="Learned matching trains a transform: slow the first time, then read from the cache.",
     )
     remember("interp_split", "test", param="split", options=("test", "train"))
@@ -136,7 +138,7 @@ if progress.cancelled:
     st.stop()
 series, rows = [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
-for (index, combo), space in itertools.product(enumerate(chosen), spaces):
+for combo, space in itertools.product(chosen, spaces):
     method, group = parse_combo(combo)
     label = combo if len(spaces) == 1 else f"{combo} · {space}"
     results = []
@@ -150,7 +152,7 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
         done += 1
     if not results:
         continue
-    series.append({"label": label, "results": results, "space": space, "colour": index})
+    series.append({"label": label, "results": results, "space": space, "method": combo})
     loss = mean_sem([r["barrier_loss"] for r in results])
     acc = mean_sem([r["barrier_accuracy"] for r in results])
     rows.append(
@@ -169,8 +171,20 @@ for (index, combo), space in itertools.product(enumerate(chosen), spaces):
     # updates can draw error cells in the browser; the final grid is drawn once below.
     table_slot.table(pd.DataFrame(rows))
 progress.close()
+above = {a["label"]: a for a in above_naive(series, split=split)}
+if rows and any(s["method"] == "naive" for s in series):
+    for i, (row, s) in enumerate(zip(rows, series, strict=True)):
+        a = above.get(s["label"])
+        versus = ("—" if s["method"] == "naive"
+                  else f"above ({', '.join(a['metrics'])})" if a else "not above")  # fmt: skip
+        keys = list(row)  # beside the barriers, where it is read
+        at = keys.index(f"accuracy barrier ({split}, fraction)") + 1
+        rows[i] = {**{k: row[k] for k in keys[:at]}, "vs naive": versus,
+                   **{k: row[k] for k in keys[at:]}}  # fmt: skip
 if rows:
     table_slot.dataframe(pd.DataFrame(rows), hide_index=True)
+for a in above.values():
+    st.warning(a["note"], icon=":material/trending_up:")
 if rows:
     st.caption(
         "Mean ± standard error over pairs (Table-2 layout). max |Δlogits| checks that the "
@@ -208,16 +222,25 @@ if pairs and not presentation():
         st.info("Choose a matching method above to download B aligned by it.")
     else:
         d1, d2, d3 = st.columns([2, 2, 3])
+        remember(f"download_pair_{name}", pairs[0], param="dl_pair", options=pairs,
+                 label="download pair")  # fmt: skip
         pair = d1.selectbox(
             "Pair (A, B)",
             pairs,
             format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
             key=f"download_pair_{name}",
         )
+        remember("download_combo", aligned[0], param="dl_method", options=aligned,
+                 label="download method")  # fmt: skip
         combo = d2.selectbox("Method / group", aligned, key="download_combo")
+        remember("download_kind", "aligned B", param="dl_model", options=("aligned B", "merge"))
         kind = d3.radio("Model", ["aligned B", "merge"], horizontal=True, key="download_kind")
+        merges = [round(0.05 * i, 2) for i in range(21)]
+        if isinstance(st.session_state.get("download_lambda"), float):  # 0.35000000000000003
+            st.session_state["download_lambda"] = round(st.session_state["download_lambda"], 2)
+        remember("download_lambda", 0.5, param="dl_lam", options=merges)
         merge = (
-            d3.slider("λ of the merge (1 is A)", 0.0, 1.0, 0.5, step=0.05, key="download_lambda")
+            d3.slider("λ of the merge (1 is A)", 0.0, 1.0, step=0.05, key="download_lambda")
             if kind == "merge"
             else None
         )
@@ -274,7 +297,7 @@ if has_heads(name) and not is_imported(name):
     remember(f"width_factors_{name}", [k for k in (2, 4) if k in options], param="widths",
              options=options, many=True)  # fmt: skip
     factors = w1.multiselect(
-        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}"
+        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}", wrap=True
     )
     remember(f"width_run_{name}", False, param="measure", options=(False, True))
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")

@@ -26,13 +26,15 @@ from app.components import (
 )
 from app.memory import remember
 from landscape.matching import GROUPS, METHODS
-from landscape.plots.triangle import edge_value, figure_triangles
+from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
 
 page_header(
     "Triangle heatmaps",
     "θ = w_A·θ_A + w_B·π_B(θ_B) + w_C·π_C(θ_C) over a barycentric grid, with B and C aligned onto "
-    "A. Corners are the three models; a point counts as *basin* when its loss lies at most 0.05 "
-    "nats above the plane through the corners' losses. All panels share one colour scale.",
+    "A. Corners are the three models. The outlined *basin* follows the colour: coloured by loss, "
+    "a point is in it when its loss lies at most 0.05 nats above the plane through the corners' "
+    "losses; by accuracy, when its accuracy lies at most one point below the plane through "
+    "theirs. All panels share one colour scale.",
 )
 
 name = model()
@@ -49,10 +51,11 @@ with controls():
         max_selections=3,
         key=f"tri_seeds_{name}",
         format_func=seed_format(name),
+        wrap=True,
     )
     remember("tri_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
              options=combos, many=True)  # fmt: skip
-    chosen = c2.multiselect("Method / group", combos, key="tri_combos")
+    chosen = c2.multiselect("Method / group", combos, key="tri_combos", wrap=True)
     remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     remember("tri_split", "test", param="split", options=("test", "train"))
@@ -134,7 +137,7 @@ if results:
             [
                 {
                     "method": t,
-                    "basin fraction": r["basin_fraction"],
+                    f"{metric} basin fraction": basin_fraction(r, metric),
                     f"max loss above plane ({split})": float(np.max(r["excess_loss"])),
                     f"{metric} at λ = {mark:.2f} on A–B": edge_value(r, metric, mark),
                     "grid points": len(r["points"]),
@@ -143,5 +146,8 @@ if results:
             ]
         ),
         hide_index=True,
-        column_config={"basin fraction": st.column_config.ProgressColumn(min_value=0, max_value=1)},
+        column_config={
+            f"{metric} basin fraction": st.column_config.ProgressColumn(min_value=0, max_value=1)
+        },
     )
+    st.caption(f"Basin: {basin(results[0], metric)[1]}.")

@@ -28,7 +28,7 @@ from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import apply, random_transform, spec_for
 from landscape.symmetry.processing import prepare
 
-ATLAS_VERSION = 2  # 2: weight matching also solves the within-head maps
+ATLAS_VERSION = 3  # 2: weight matching also solves the within-head maps; 3: duplicates once
 PROJECTIONS = ("pca", "umap")
 
 
@@ -63,6 +63,40 @@ def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarr
     return coords, [float(v**2 / total) for v in s[:2]]
 
 
+DUPLICATE_RTOL = 1e-9  # two checkpoints closer than this (relative to their norm) are one point
+UMAP_MIN_POINTS = 4  # fewer distinct points than this: UMAP has no neighbourhoods, PCA is drawn
+
+
+def distinct_rows(x: np.ndarray, rtol: float = DUPLICATE_RTOL) -> list[int]:
+    """For every row of ``x`` the index of the first row equal to it (within ``rtol`` of the
+    larger norm, i.e. float round-off): a row's own index when it is the first of its kind."""
+    norms = np.linalg.norm(x, axis=1)
+    first: list[int] = []
+    for i in range(len(x)):
+        same = next((j for j in dict.fromkeys(first)
+                     if np.linalg.norm(x[i] - x[j]) <= rtol * max(norms[i], norms[j], 1.0)),
+                    i)  # fmt: skip
+        first.append(same)
+    return first
+
+
+def project_distinct(x: np.ndarray, method: str = "pca", seed: int = 0
+                     ) -> tuple[np.ndarray, list[float], str, list[int]]:  # fmt: skip
+    """:func:`project` of the distinct rows of ``x`` only, every duplicate then placed exactly on
+    its original (identical checkpoints are one point, whatever the embedding). UMAP on fewer
+    than :data:`UMAP_MIN_POINTS` distinct points is not defined: PCA is drawn instead.
+
+    Returns the coordinates of every row, the explained variance, the projection used and
+    :func:`distinct_rows`.
+    """
+    first = distinct_rows(x)
+    unique = sorted(set(first))
+    used = "pca" if method == "umap" and len(unique) < UMAP_MIN_POINTS else method
+    coords, var = project(x[unique], used, seed)
+    where = {row: k for k, row in enumerate(unique)}
+    return coords[[where[f] for f in first]], var, used, first
+
+
 ATLAS_BYTES = 4 * 2**30  # the flattened checkpoints the atlas may hold
 
 
@@ -81,9 +115,13 @@ def atlas(
     """Coordinates of seeds and ``copies`` gauge copies per seed, raw and aligned to ``reference``.
 
     Returns ``points`` (one dict per checkpoint: ``seed``, ``kind`` "seed" | "gauge copy",
-    ``copy``, ``raw`` [x, y], ``aligned`` [x, y]), the explained variance of the PCA axes, and the
-    collapse statistic ``orbit_ratio_*``: mean full-dimensional distance of a copy to its seed over
-    the mean distance between different seeds (≈ 0 once the symmetry is factored out).
+    ``copy``, ``raw`` [x, y], ``aligned`` [x, y], ``distance_*`` its full-dimensional distance to
+    its seed, ``on_seed_*`` whether it equals its seed there), the explained variance of the PCA
+    axes, and the collapse statistic ``orbit_ratio_*``: mean full-dimensional distance of a copy
+    to its seed over the mean distance between different seeds (≈ 0 once the symmetry is factored
+    out). Identical checkpoints are projected once and drawn at one place
+    (:func:`project_distinct`; ``duplicates_*`` counts them, ``projection_*`` is the projection
+    drawn, PCA where UMAP has too few distinct points).
     """
     if group not in MONOMIAL_GROUPS:
         raise LandscapeError(
@@ -162,12 +200,18 @@ def _compute(
         "projection": projection,
         "dimension": int(raw[0].size),
     }
+    seed_rows = {lab["seed"]: i for i, lab in enumerate(labels) if lab["kind"] == "seed"}
     for space, vecs in (("raw", np.stack(raw)), ("aligned", np.stack(aligned))):
-        coords, var = project(vecs, projection)
+        coords, var, used, first = project_distinct(vecs, projection)
         out[f"explained_{space}"] = var
         out[f"orbit_ratio_{space}"] = _orbit_ratio(vecs, labels)
-        for lab, xy in zip(labels, coords.tolist(), strict=True):
+        out[f"projection_{space}"] = used
+        out[f"duplicates_{space}"] = sum(f != i for i, f in enumerate(first))
+        for i, (lab, xy) in enumerate(zip(labels, coords.tolist(), strict=True)):
             lab[space] = [float(v) for v in xy]
+            own = seed_rows[lab["seed"]]
+            lab[f"distance_{space}"] = float(np.linalg.norm(vecs[i] - vecs[own]))
+            lab[f"on_seed_{space}"] = i != own and first[i] == first[own]
     out["points"] = labels
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

@@ -9,6 +9,7 @@ a Haar-random rotation spreads them over (−π, π] (for large d nearly uniform
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -79,3 +80,30 @@ def angle_summary(angles: torch.Tensor | np.ndarray, small: float = 0.3) -> dict
         "n": n,
         "small": float(small),
     }
+
+
+HAAR_ANGLES = 25_600  # about this many eigenangles make up the Haar reference, at most
+HAAR_DRAWS = 200  # draws of the Haar reference for d ≤ HAAR_ANGLES / HAAR_DRAWS
+HAAR_SEED = 0
+
+
+def haar_draws(d: int) -> int:
+    """How many Haar-random d×d matrices the reference averages: 200 up to d = 128, then as many
+    as keep about :data:`HAAR_ANGLES` angles (at least 10)."""
+    return max(10, min(HAAR_DRAWS, math.ceil(HAAR_ANGLES / d)))
+
+
+@functools.lru_cache(maxsize=16)
+def _haar_reference(d: int, draws: int, seed: int) -> tuple[float, ...]:
+    angles = [eigenangles(haar_orthogonal(d, seed=seed + k)) for k in range(draws)]
+    return tuple(torch.cat(angles).sort().values.tolist())
+
+
+def haar_reference(d: int, draws: int | None = None, seed: int = HAAR_SEED) -> torch.Tensor:
+    """The eigenangles of ``draws`` (default :func:`haar_draws`) Haar-random d×d orthogonal
+    matrices (O(d), seeds ``seed, seed + 1, …``), pooled and sorted: their histogram is the
+    average over the draws, an estimate of the eigenangle density of Haar measure on O(d). It
+    depends on d alone, so every pair of models of one width is compared with the same
+    reference (a single draw would change from pair to pair)."""
+    return torch.tensor(_haar_reference(int(d), int(draws or haar_draws(d)), int(seed)),
+                        dtype=torch.float64)  # fmt: skip

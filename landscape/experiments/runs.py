@@ -33,7 +33,7 @@ from landscape.experiments.curves import (
     check_finite_loss,
     evaluate_path,
 )
-from landscape.experiments.eigen import angle_summary, eigenangles, haar_orthogonal
+from landscape.experiments.eigen import angle_summary, eigenangles, haar_draws, haar_reference
 from landscape.matching import (
     GROUPS,
     METHODS,
@@ -583,7 +583,9 @@ def eigenangle_result(
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and of a Haar-random rotation.
+    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and the Haar reference: the pooled
+    eigenangles of ``haar_draws`` seeded Haar-random O(d) matrices, the same for every pair of
+    one width (:func:`~landscape.experiments.eigen.haar_reference`).
 
     ``learned=False`` leaves out learned matching (minutes on a GPT): then only O_WM and the
     Haar reference, no ``angles_correction`` and an empty ``lm_curve``. ``progress`` follows
@@ -602,8 +604,9 @@ def eigenangle_result(
     if learned:
         lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
         angles["angles_correction"] = eigenangles(lm.resid.double() @ o_wm.T)
-    angles["angles_haar"] = eigenangles(haar_orthogonal(d, seed=seeds[0] * 1000 + seeds[1]))
-    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d}
+    angles["angles_haar"] = haar_reference(d)
+    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d,
+                           "haar_draws": haar_draws(d)}  # fmt: skip
     for k, v in angles.items():
         out[k] = [float(x) for x in v]
         out[k.replace("angles_", "summary_")] = angle_summary(v)

@@ -14,7 +14,7 @@ from landscape.plots.theme import PALETTE, apply_theme, font_size, presentable
 def _subtitle(result: dict[str, Any], space: str, name: str) -> str:
     """Panel title: the space's name, the variance its 2-D projection keeps and the orbit ratio
     (mean copy→seed distance over mean seed→seed distance), where known."""
-    proj = ATLAS.read(result, "projection").upper()
+    proj = (ATLAS.read(result, f"projection_{space}") or ATLAS.read(result, "projection")).upper()
     var = ATLAS.read(result, f"explained_{space}") or []
     ratio = ATLAS.read(result, f"orbit_ratio_{space}")
     bits = [f"{name}"]
@@ -22,6 +22,8 @@ def _subtitle(result: dict[str, Any], space: str, name: str) -> str:
         bits.append(f"{proj} {100 * sum(var):.0f}% of variance")
     if ratio is not None:
         bits.append(f"orbit/seed distance {ratio:.2f}")
+    if ATLAS.read(result, f"projection_{space}") not in (None, ATLAS.read(result, "projection")):
+        bits.append(f"{proj}: too few distinct points for {ATLAS.read(result, 'projection')}")
     return bits[0] + "".join(f"<br><span style='font-size:0.85em'>{b}</span>" for b in bits[1:])
 
 
@@ -30,9 +32,11 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     """The atlas side by side: raw weight space (left), aligned to the reference (right).
 
     Colour is the seed; circles are trained seeds, crosses their random gauge copies (same
-    function). Orbits spread in raw space and collapse onto their seed after alignment.
+    function). Orbits spread in raw space and collapse onto their seed after alignment. A copy
+    equal to its seed is drawn exactly on it (the experiment projects identical checkpoints
+    once); a note under the panels says how many, and the hover gives every point's distance to
+    its seed in the full weight space.
     """
-    proj = ATLAS.read(result, "projection").upper()
     reference = ATLAS.read(result, "reference")
     fig = make_subplots(
         rows=1, cols=2, horizontal_spacing=0.11,
@@ -53,7 +57,9 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
                 if not pts:
                     continue
                 xy = [ATLAS_POINT.read(p, space) for p in pts]
-                copies = [ATLAS_POINT.read(p, "copy") for p in pts]
+                text = [f"seed {s}, {kind}" + (f" {c}" if c else "") + _distance(p, space)
+                        for p, c in zip(pts, (ATLAS_POINT.read(p, "copy") for p in pts),
+                                        strict=True)]  # fmt: skip
                 fig.add_trace(
                     go.Scatter(
                         x=[v[0] for v in xy], y=[v[1] for v in xy],
@@ -62,15 +68,35 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
                         marker={"color": colour, "symbol": symbol, "size": size,
                                 "line": {"color": colour if kind != "seed" else "white",
                                          "width": 2 if kind != "seed" else 1}},
-                        text=[f"seed {s}, {kind}" + (f" {c}" if c else "") for c in copies],
+                        text=text,
                         hovertemplate="%{text}<br>(%{x:.3g}, %{y:.3g})<extra></extra>",
                     ),  # fmt: skip
                     row=1, col=col,
                 )  # fmt: skip
-        fig.update_xaxes(title_text=f"{proj} 1", zeroline=False, row=1, col=col)
-        fig.update_yaxes(title_text=f"{proj} 2", zeroline=False, row=1, col=col)
+        proj = ATLAS.read(result, f"projection_{space}") or ATLAS.read(result, "projection")
+        fig.update_xaxes(title_text=f"{proj.upper()} 1", zeroline=False, row=1, col=col)
+        fig.update_yaxes(title_text=f"{proj.upper()} 2", zeroline=False, row=1, col=col)
     apply_theme(fig)
     fig.update_layout(height=430, margin={"t": 100},
                       legend={"title": {"text": "● seed  × gauge copy"}})  # fmt: skip
     fig.update_annotations(font={"size": font_size()})
+    on_seed = sum(ATLAS_POINT.read(p, "on_seed_aligned") for p in points)
+    copies = sum(ATLAS_POINT.read(p, "kind") != "seed" for p in points)
+    if on_seed:
+        fig.add_annotation(
+            text=f"aligned: {on_seed} of {copies} copies equal their seed (distance 0) and are "
+            "drawn exactly on it, no jitter",
+            xref="paper", yref="paper", x=1.0, y=-0.3, xanchor="right", yanchor="top",
+            showarrow=False, font={"size": font_size() - 2, "color": "#444"},
+        )  # fmt: skip
+        fig.update_layout(margin={"b": 110}, height=460)
     return fig
+
+
+def _distance(point: dict[str, Any], space: str) -> str:
+    """A copy's full-dimensional distance to its seed, for the hover ("" for a seed)."""
+    d = ATLAS_POINT.read(point, f"distance_{space}")
+    if ATLAS_POINT.read(point, "kind") == "seed" or d is None:
+        return ""
+    same = " (equal: drawn on its seed)" if ATLAS_POINT.read(point, f"on_seed_{space}") else ""
+    return f"<br>distance to its seed {d:.3g}{same}"

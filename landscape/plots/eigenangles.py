@@ -50,12 +50,17 @@ def figure_eigenangles(result: dict[str, Any], *, bins: int = 24
     """Histograms of eigenangles on (−π, π]: O_WM, the correction O_LM·O_WMᵀ, Haar-random.
 
     Densities (area 1 per histogram) share the bins so the three are directly comparable; a
-    missing series (e.g. no learned matching) is left out.
+    missing series (e.g. no learned matching) is left out. The Haar reference is the pooled
+    angles of ``haar_draws`` seeded Haar-random O(d) matrices (their average density), named so
+    in the legend.
     """
     fig = go.Figure()
+    draws = EIGENANGLES.read(result, "haar_draws")
+    haar = ("Haar-random O(d): one draw" if (draws or 1) == 1
+            else f"Haar-random O(d): average of {draws} seeded draws")  # fmt: skip
     series = (("angles_wm", "O_WM (weight matching)", PALETTE[0]),
               ("angles_correction", "O_LM·O_WMᵀ (learned correction)", PALETTE[3]),
-              ("angles_haar", "Haar-random rotation", NEUTRAL))  # fmt: skip
+              ("angles_haar", haar, NEUTRAL))  # fmt: skip
     width = 2 * math.pi / bins
     for key, name, colour in series:
         angles = EIGENANGLES.read(result, key)

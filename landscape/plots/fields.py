@@ -58,10 +58,12 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 # ---------------------------------------------------------------- interpolation page
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
-                              {"space": "weights", "colour": None})  # fmt: skip
-BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"))
+                              {"space": "weights", "method": None})  # fmt: skip
+BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
+                 {"method": None, "group": None, "seeds": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
-WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"))
+WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
+                  {"group": "orth"})  # fmt: skip
 
 # ---------------------------------------------------------------- triangle page
 
@@ -76,7 +78,8 @@ TRIANGLE = Fields(
 # ---------------------------------------------------------------- eigenangles page
 
 # Without learned matching (the app's fast path) there is no correction series.
-EIGENANGLES = Fields("eigenangle result", ("angles_wm", "angles_haar"), {"angles_correction": None})
+EIGENANGLES = Fields("eigenangle result", ("angles_wm", "angles_haar"),
+                     {"angles_correction": None, "haar_draws": None})  # fmt: skip
 LM_STEP = Fields("learned-matching step", ("step", "loss"))
 # experiments.iteration_barriers: rows per weight-matching round and per learned checkpoint
 ITERATIONS = Fields("iterations result", ("rounds", "checkpoints"),
@@ -92,8 +95,11 @@ ATLAS = Fields(
     "atlas result",
     ("seeds", "reference", "projection", "points", "explained_raw", "explained_aligned",
      "orbit_ratio_raw", "orbit_ratio_aligned"),
+    {"projection_raw": None, "projection_aligned": None},
 )  # fmt: skip
-ATLAS_POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"))
+ATLAS_POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"),
+                     {"distance_raw": None, "distance_aligned": None, "on_seed_raw": False,
+                      "on_seed_aligned": False})  # fmt: skip
 
 # ---------------------------------------------------------------- gauge page
 

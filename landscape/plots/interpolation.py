@@ -12,13 +12,26 @@ from plotly.subplots import make_subplots
 from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
 from landscape.plots.theme import (
     LINE_WIDTH,
-    PALETTE,
     THIN_WIDTH,
     apply_theme,
     legend_above,
+    method_key,
+    method_style,
     presentable,
     rgba,
 )
+
+
+def series_method(series: dict[str, Any]) -> str:
+    """The method key (``"naive"``, ``"weight/orth"``, …) of an interpolation series: its own
+    ``method``, else its results' method and group, else its label."""
+    given = INTERPOLATION_SERIES.read(series, "method")
+    if given is not None:
+        return given
+    first = INTERPOLATION_SERIES.read(series, "results")[0]
+    if BARRIER.read(first, "method") is not None:
+        return method_key(BARRIER.read(first, "method"), BARRIER.read(first, "group"))
+    return INTERPOLATION_SERIES.read(series, "label")
 
 
 @presentable
@@ -28,20 +41,23 @@ def figure_interpolation(
     """Loss and accuracy against λ (λ = 1 is A), one line per series, mean over pairs.
 
     ``series``: ``{"label", "results": [barrier result, ...]}``, every result of a series on the
-    same λ grid; optional ``space`` (``"circuits"`` is drawn dashed beside the solid weights
-    line) and ``colour`` (an index into the palette, so that one method keeps its colour in
-    both spaces). The band spans the minimum to the maximum over pairs; endpoints are marked
-    (A at λ = 1, B at λ = 0). The split is named on both axes. ``mark``: a λ marked by a dotted
-    vertical line and a diamond on every curve at the grid point nearest to it (the merged model
-    θ(λ)), its value in the hover.
+    same λ grid; optional ``method`` (``"naive"`` or ``"method/group"``: its colour, dash and
+    marker from :func:`~landscape.plots.theme.method_style`; by default the results' own method
+    and group, else the label) and ``space`` (``"circuits"`` is drawn thinner with open markers
+    beside the weights line of the same style). The band spans the minimum to the maximum over
+    pairs; endpoints are marked (A at λ = 1, B at λ = 0). The split is named on both axes.
+    ``mark``: a λ marked by a dotted vertical line and a diamond on every curve at the grid point
+    nearest to it (the merged model θ(λ)), its value in the hover.
     """
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
-    for i, s in enumerate(series):
-        index = INTERPOLATION_SERIES.read(s, "colour")
-        colour = PALETTE[(i if index is None else index) % len(PALETTE)]
-        dash = "dash" if INTERPOLATION_SERIES.read(s, "space") == "circuits" else "solid"
+    for s in series:
         label = INTERPOLATION_SERIES.read(s, "label")
         results = INTERPOLATION_SERIES.read(s, "results")
+        style = method_style(series_method(s))
+        colour = style.colour
+        circuits = INTERPOLATION_SERIES.read(s, "space") == "circuits"
+        symbol = f"{style.symbol}-open" if circuits else style.symbol
+        width = THIN_WIDTH if circuits else LINE_WIDTH
         lam = np.asarray(BARRIER.read(results[0], "lambdas"))
         for col, metric in ((1, "loss"), (2, "accuracy")):
             y = np.asarray([BARRIER.read(r, metric) for r in results])
@@ -59,9 +75,9 @@ def figure_interpolation(
                 )  # fmt: skip
             fig.add_trace(
                 go.Scatter(
-                    x=lam, y=mean, mode="lines", name=label, legendgroup=label,
-                    showlegend=col == 1,
-                    line={"color": colour, "width": LINE_WIDTH, "dash": dash},
+                    x=lam, y=mean, mode="lines+markers", name=label, legendgroup=label,
+                    showlegend=col == 1, line=style.line(width),
+                    marker={"color": colour, "symbol": symbol, "size": 8, "maxdisplayed": 8},
                     hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
                                   "<extra></extra>",
                 ),  # fmt: skip
@@ -119,17 +135,18 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
     d = WIDTHS.read(result, "d_model")
     methods = list(dict.fromkeys(WIDTH_ROW.read(r, "method") for r in rows))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
-    for i, method in enumerate(methods):
+    for method in methods:
         mine = sorted((r for r in rows if WIDTH_ROW.read(r, "method") == method),
                       key=lambda r: WIDTH_ROW.read(r, "width"))  # fmt: skip
         widths = [WIDTH_ROW.read(r, "width") for r in mine]
+        style = method_style(method_key(method, WIDTH_ROW.read(mine[0], "group")))
         for col, metric in ((1, "barrier_loss"), (2, "barrier_accuracy")):
             fig.add_trace(
                 go.Scatter(
                     x=widths, y=[WIDTH_ROW.read(r, metric) for r in mine], mode="lines+markers",
                     name=method, legendgroup=method, showlegend=col == 1,
-                    line={"color": PALETTE[i % len(PALETTE)], "width": LINE_WIDTH},
-                    marker={"size": 9},
+                    line=style.line(LINE_WIDTH),
+                    marker={"size": 9, "symbol": style.symbol, "color": style.colour},
                     hovertemplate=f"{method}<br>width %{{x}}<br>%{{y:.4f}}<extra></extra>",
                 ),  # fmt: skip
                 row=1, col=col,
@@ -144,3 +161,62 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
     fig.update_layout(height=400, legend=legend_above(),
                       margin={"t": 50})  # fmt: skip
     return fig
+
+
+# what a method does to B, for the note on a method whose barrier is above naive's
+_DOES = {"activation": "matching the activations", "weight": "matching the weights",
+         "learned": "learning the transform"}  # fmt: skip
+
+
+def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> list[dict[str, Any]]:
+    """Every series whose barrier lies above naive's for the same pairs, split and space.
+
+    A series is compared with the naive series of its space on the pairs both hold (a result's
+    ``seeds``; results without them are paired in order): the mean loss barrier and the mean
+    accuracy barrier over those pairs. One record per series above naive in either: ``label``,
+    ``metrics`` (those above), the two means of each (``loss``, ``naive_loss``, ``accuracy``,
+    ``naive_accuracy``), ``pairs`` and ``note``, a sentence for the page.
+    """
+
+    def key(r: dict[str, Any], i: int) -> Any:
+        seeds = BARRIER.read(r, "seeds")
+        return i if seeds is None else tuple(seeds)
+
+    out = []
+    for space in dict.fromkeys(INTERPOLATION_SERIES.read(s, "space") for s in series):
+        mine = [s for s in series if INTERPOLATION_SERIES.read(s, "space") == space]
+        naive = next((s for s in mine if series_method(s) == "naive"), None)
+        if naive is None:
+            continue
+        base = {key(r, i): r for i, r in enumerate(INTERPOLATION_SERIES.read(naive, "results"))}
+        for s in mine:
+            if s is naive:
+                continue
+            results = INTERPOLATION_SERIES.read(s, "results")
+            both = [(r, base[k]) for i, r in enumerate(results) if (k := key(r, i)) in base]
+            if not both:
+                continue
+            record: dict[str, Any] = {"label": INTERPOLATION_SERIES.read(s, "label"),
+                                      "pairs": len(both), "metrics": []}  # fmt: skip
+            for metric in ("loss", "accuracy"):
+                field_ = f"barrier_{metric}"
+                ours = float(np.mean([r[field_] for r, _ in both]))
+                theirs = float(np.mean([n[field_] for _, n in both]))
+                record[metric], record[f"naive_{metric}"] = ours, theirs
+                if ours > theirs:
+                    record["metrics"].append(metric)
+            if not record["metrics"]:
+                continue
+            method = series_method(s).partition("/")[0]
+            what = " and ".join(
+                f"{m} barrier {record[m]:.3f} against {record[f'naive_{m}']:.3f}"
+                + (" nats" if m == "loss" else "")
+                for m in record["metrics"]
+            )
+            over = f"{len(both)} pair" + ("s" if len(both) > 1 else "")
+            record["note"] = (
+                f"{record['label']} is above naive here ({what}, {split} split, {over}): "
+                f"{_DOES.get(method, 'this alignment')} does not reduce this barrier."
+            )
+            out.append(record)
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ParamSpec
 
 import plotly.graph_objects as go
@@ -23,6 +24,99 @@ GRID = "#e5e5e5"
 FONT_FAMILY = "Helvetica, Arial, sans-serif"
 LINE_WIDTH = 2.5  # a figure's main data lines
 THIN_WIDTH = 1.5  # reference lines, outlines and noisy raw series under a smoothed one
+
+
+# ---------------------------------------------------------------- method styles
+# Every curve of a matching method is told apart by its colour, its dash and its marker, so that
+# a figure printed in grey or seen with a colour-vision deficiency still names its lines. Colour
+# is the matching method, the marker its group, and every method/group its own dash.
+METHOD_COLOUR = {"naive": NEUTRAL, "activation": PALETTE[1], "weight": PALETTE[0],
+                 "learned": PALETTE[3]}  # fmt: skip
+GROUP_SYMBOL = {"perm": "circle", "signed-perm": "triangle-up", "orth": "square"}  # λ: diamond
+METHOD_DASH = {
+    "naive": "dot",
+    "activation/perm": "dashdot",
+    "activation/signed-perm": "longdashdot",
+    "activation/orth": "10px,3px,2px,3px,2px,3px",
+    "weight/perm": "dash",
+    "weight/signed-perm": "longdash",
+    "weight/orth": "solid",
+    "learned/perm": "4px,2px",
+    "learned/signed-perm": "14px,3px,3px,3px",
+    "learned/orth": "20px,3px",
+}
+
+
+@dataclass(frozen=True)
+class MethodStyle:
+    """How the curves of one method/group are drawn: ``colour`` (hex), plotly ``dash`` and
+    marker ``symbol``."""
+
+    colour: str
+    dash: str
+    symbol: str
+
+    def line(self, width: float = 2.5) -> dict[str, Any]:
+        return {"color": self.colour, "width": width, "dash": self.dash}
+
+
+def method_key(method: str, group: str | None = None) -> str:
+    """``"naive"`` or ``"method/group"``, the key of :data:`METHOD_DASH`."""
+    return "naive" if method == "naive" else f"{method}/{group or 'perm'}"
+
+
+def method_style(key: str) -> MethodStyle:
+    """The one style of ``"naive"`` or ``"method/group"`` (e.g. ``"weight/orth"``), the same in
+    every figure. An unknown key keeps its method's colour (black for an unknown method), a
+    solid line and a cross."""
+    method, _, group = key.partition("/")
+    return MethodStyle(
+        colour=METHOD_COLOUR.get(method, PALETTE[7]),
+        dash=METHOD_DASH.get(method_key(method, group or None), "solid"),
+        symbol="circle" if method == "naive" else GROUP_SYMBOL.get(group or "perm", "x"),
+    )
+
+
+# sRGB as a viewer without green cones sees it: the standard full-severity deuteranopia matrix,
+# applied to linear RGB.
+_DEUTERANOPIA = ((0.367322, 0.860646, -0.227968),
+                 (0.280085, 0.672501, 0.047413),
+                 (-0.011820, 0.042940, 0.968881))  # fmt: skip
+
+
+def _linear(c: float) -> float:
+    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+
+def _srgb(c: float) -> float:
+    c = min(1.0, max(0.0, c))
+    return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
+
+
+def deuteranopia(hex_colour: str) -> str:
+    """``"#RRGGBB"`` as it looks with deuteranopia (full severity), as ``"#RRGGBB"``."""
+    h = hex_colour.lstrip("#")
+    rgb = [_linear(int(h[i : i + 2], 16) / 255) for i in (0, 2, 4)]
+    sim = [_srgb(sum(m * c for m, c in zip(row, rgb, strict=True))) for row in _DEUTERANOPIA]
+    return "#" + "".join(f"{round(255 * c):02X}" for c in sim)
+
+
+def colour_distance(a: str, b: str) -> float:
+    """CIE76 ΔE between two ``"#RRGGBB"`` colours (about 2.3 is just noticeable; under 15 two
+    thin lines are easily confused)."""
+    return float(sum((x - y) ** 2 for x, y in zip(_lab(a), _lab(b), strict=True)) ** 0.5)
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    h = hex_colour.lstrip("#")
+    r, g, b = (_linear(int(h[i : i + 2], 16) / 255) for i in (0, 2, 4))
+    xyz = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
 
 
 FONT_SIZE = 14  # px, the base font of a screen figure (titles +2, legends −2)

@@ -12,6 +12,37 @@ from landscape.plots.fields import TRIANGLE
 from landscape.plots.theme import apply_theme, font_size, presentable
 
 METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy"}
+ACCURACY_TOL = 0.01  # the accuracy basin's slack: one percentage point below the corners' plane
+
+
+def basin(result: dict[str, Any], metric: str = "loss") -> tuple[list[bool], str]:
+    """Which grid points of a triangle are in the basin by ``metric``'s criterion, and that
+    criterion in words.
+
+    ``"loss"``: loss at most ``tol`` nats above the plane through the corners' losses (the
+    result's own ``excess_loss`` and ``basin_fraction``). ``"accuracy"``: accuracy at most
+    :data:`ACCURACY_TOL` below the plane through the corners' accuracies.
+    """
+    if metric == "loss":
+        tol = TRIANGLE.read(result, "tol")
+        inside = [e <= tol for e in TRIANGLE.read(result, "excess_loss")]
+        return inside, f"loss at most {tol:g} nats above the corners' plane"
+    if metric != "accuracy":
+        raise ValueError(f"no basin criterion for {metric!r}; expected loss or accuracy")
+    pts, acc = TRIANGLE.read(result, "points"), TRIANGLE.read(result, "accuracy")
+    corner = [acc[min(range(len(pts)), key=lambda i, c=c: -pts[i][c])] for c in range(3)]
+    plane = [sum(w * a for w, a in zip(p, corner, strict=True)) for p in pts]
+    inside = [a >= q - ACCURACY_TOL - 1e-12 for a, q in zip(acc, plane, strict=True)]
+    return inside, (f"accuracy at most {100 * ACCURACY_TOL:g} point below the corners' plane")
+
+
+def basin_fraction(result: dict[str, Any], metric: str = "loss") -> float:
+    """The share of grid points in the basin by ``metric``'s criterion (:func:`basin`; for the
+    loss the result's own ``basin_fraction``)."""
+    if metric == "loss":
+        return TRIANGLE.read(result, "basin_fraction")
+    inside, _ = basin(result, metric)
+    return sum(inside) / len(inside)
 
 
 @presentable
@@ -25,8 +56,10 @@ def figure_triangles(
     """Loss or accuracy over the barycentric grid of θ_A, θ_B, θ_C, one ternary plot per result.
 
     All panels share one colour scale (the same ``coloraxis``). Corners are labelled with the
-    seeds; hovering a point shows its mixture weights. Points in the basin (loss within ``tol`` of
-    the corners' plane) are drawn with a dark outline; the basin fraction is in the panel title.
+    seeds; hovering a point shows its mixture weights. Points in the basin by the criterion of
+    the colour ``metric`` (:func:`basin`: loss within ``tol`` of the corners' plane, or accuracy
+    within :data:`ACCURACY_TOL` of theirs) are drawn with a dark outline; the basin fraction is
+    in the panel title and the criterion under the panels.
     ``mark``: a λ marked on the A–B edge of every panel, at the grid point nearest to
     θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover).
     """
@@ -34,7 +67,7 @@ def figure_triangles(
     titles = list(titles or [f"{TRIANGLE.read(r, 'method')}/{TRIANGLE.read(r, 'group')}"
                              for r in results])  # fmt: skip
     sub = [
-        f"{t}<br>basin {100 * TRIANGLE.read(r, 'basin_fraction'):.0f}% (outlined)"
+        f"{t}<br>{metric} basin {100 * basin_fraction(r, metric):.0f}% (outlined)"
         for t, r in zip(titles, results, strict=True)
     ]
     fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub,
@@ -47,14 +80,14 @@ def figure_triangles(
         pts = TRIANGLE.read(r, "points")
         colour = TRIANGLE.read(r, metric)
         excess = TRIANGLE.read(r, "excess_loss")
-        basin = [e <= TRIANGLE.read(r, "tol") for e in excess]
+        inside, criterion = basin(r, metric)
         fig.add_trace(
             go.Scatterternary(
                 a=[p[0] for p in pts], b=[p[1] for p in pts], c=[p[2] for p in pts],
                 mode="markers", name=titles[i], showlegend=False,
                 marker={"color": colour, "coloraxis": "coloraxis", "size": marker_size,
                         "symbol": "hexagon",
-                        "line": {"color": ["#222" if b else "rgba(0,0,0,0)" for b in basin],
+                        "line": {"color": ["#222" if b else "rgba(0,0,0,0)" for b in inside],
                                  "width": 1.2}},
                 customdata=[[m, e] for m, e in zip(colour, excess, strict=True)],
                 hovertemplate="w_A=%{a:.2f}  w_B=%{b:.2f}  w_C=%{c:.2f}<br>"
@@ -91,10 +124,15 @@ def figure_triangles(
     fig.update_layout(
         coloraxis={"colorscale": "Viridis_r" if metric == "loss" else "Viridis", "cmin": lo,
                    "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9}},
-        height=430,
-        margin={"l": 40, "r": 40, "t": 100, "b": 40},
+        height=450,
+        margin={"l": 40, "r": 40, "t": 100, "b": 60},
     )  # fmt: skip
     fig.update_annotations(font={"size": size})
+    fig.add_annotation(
+        text=f"outlined: the {metric} basin, {criterion}", xref="paper", yref="paper",
+        x=0.5, y=-0.04, xanchor="center", yanchor="top", showarrow=False,
+        font={"size": size - 2, "color": "#444"},
+    )  # fmt: skip
     return fig
 
 

@@ -23,6 +23,7 @@ from landscape.models import forward, init_params
 from landscape.plots import export, fields
 from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round_barriers
 from landscape.plots.fields import MissingField
+from landscape.plots.interpolation import above_naive
 from landscape.sources import Task, split_sampler
 from landscape.symmetry import symmetry_table
 from tests.conftest import tiny_config, tiny_inputs
@@ -65,7 +66,17 @@ ATLAS = {
     "orbit_ratio_raw": 1.0,
     "orbit_ratio_aligned": 0.0,
     "points": [
-        {"seed": s, "kind": k, "copy": c, "raw": [s + c, c], "aligned": [s, 0.0]}
+        {
+            "seed": s,
+            "kind": k,
+            "copy": c,
+            "raw": [s + c, c],
+            "aligned": [s, 0.0],
+            "distance_raw": float(c),
+            "distance_aligned": 0.0,
+            "on_seed_raw": False,
+            "on_seed_aligned": k != "seed",
+        }
         for s in (0, 1)
         for k, c in (("seed", 0), ("gauge copy", 1), ("gauge copy", 2))
     ],
@@ -192,7 +203,9 @@ BUILDERS = {
     "symmetry_levels": lambda: plots.figure_symmetry_levels(),
     "interpolation": lambda: plots.figure_interpolation(
         [{"label": "naive", "results": [_curve(1.0), _curve(1.2)]},
-         {"label": "weight/orth", "results": [_curve(0.05)]}]),
+         {"label": "weight/orth", "results": [_curve(0.05)]},
+         {"label": "weight matching", "results": [{**_curve(0.1), "method": "weight",
+                                                   "group": "perm", "seeds": [0, 1]}]}]),
     "widths": lambda: plots.figure_widths(WIDTHS),
     "triangles": lambda: plots.figure_triangles([_triangle("naive", 1.0),
                                                  _triangle("weight", 0.01)]),
@@ -376,7 +389,9 @@ def test_a_renamed_field_fails_naming_the_field(name):
 
 def test_absent_optional_fields_read_as_their_defaults():
     eigen = plots.figure_eigenangles({k: v for k, v in EIGEN.items() if k != "angles_correction"})
-    assert [t.name for t in eigen.data] == ["O_WM (weight matching)", "Haar-random rotation"]
+    # a result from before the averaged reference (no haar_draws) says its Haar line is one draw
+    assert [t.name for t in eigen.data] == ["O_WM (weight matching)",
+                                            "Haar-random O(d): one draw"]  # fmt: skip
     bare = {k: v for k, v in _triangle("w", 0.3).items() if k not in ("seeds", "split")}
     tri = plots.figure_triangles([bare])
     assert tri.layout.ternary.aaxis.title.text == "A (seed A)"
@@ -403,6 +418,12 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
     for metric in ("train_loss", "test_loss"):
         plots.figure_training_curves(TRAINING, metric=metric)
     plots.figure_triangles([_triangle("naive", 1.0)], metric="accuracy")
+    above_naive(
+        [
+            {"label": "naive", "results": [_curve(1.0)]},
+            {"label": "weight/orth", "results": [_curve(2.0)]},
+        ]
+    )  # the page's note
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
     assert declared == read
 
@@ -444,14 +465,16 @@ def test_gauge_figures_read_what_the_sweep_writes():
     assert all(len(export.figure_frame(fig)) > 0 for fig in figures)
 
 
-def test_interpolation_draws_the_circuit_line_dashed_in_its_method_colour() -> None:
+def test_interpolation_draws_the_circuit_line_thin_and_open_in_its_method_style() -> None:
     fig = plots.figure_interpolation(
-        [{"label": "weight/orth · weights", "results": [_curve(0.5)], "colour": 1},
+        [{"label": "weight/orth · weights", "results": [_curve(0.5)], "method": "weight/orth"},
          {"label": "weight/orth · circuits", "results": [_curve(0.1)], "space": "circuits",
-          "colour": 1}])  # fmt: skip
-    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend]
-    assert [t.line.dash for t in lines] == ["solid", "dash"]
+          "method": "weight/orth"}])  # fmt: skip
+    lines = [t for t in fig.data if t.mode == "lines+markers" and t.showlegend]
     assert lines[0].line.color == lines[1].line.color
+    assert lines[0].line.dash == lines[1].line.dash
+    assert lines[1].line.width < lines[0].line.width
+    assert lines[1].marker.symbol == lines[0].marker.symbol + "-open"
 
 
 def test_iteration_figures_draw_one_line_per_series_in_both_panels():
