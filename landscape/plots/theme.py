@@ -25,7 +25,7 @@ LINE_WIDTH = 2.5  # a figure's main data lines
 THIN_WIDTH = 1.5  # reference lines, outlines and noisy raw series under a smoothed one
 
 
-FONT_SIZE = 14  # px, the base font of a screen figure (titles +2, legends −2)
+FONT_SIZE = 14  # px, the base font of a screen figure: ticks and legends; titles +2
 # For a projector (presentation mode): every font, line width and marker size times this, and a
 # figure as tall as a 1920×1080 screen leaves under the page title.
 PROJECTOR_SCALE = 2.0
@@ -61,7 +61,7 @@ def apply_theme(fig: go.Figure, *, title: str | None = None) -> go.Figure:
         font={"family": FONT_FAMILY, "size": size},
         colorway=PALETTE,
         margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
-        legend={"font": {"size": size - 2}},
+        legend={"font": {"size": size}},  # as the ticks: one text size for what is read
         title={"text": title, "font": {"size": size + 2}} if title else None,
     )
     fig.update_xaxes(showgrid=True, gridcolor=GRID, ticks="outside")
