@@ -55,7 +55,8 @@ def sidebar() -> None:
             help="For a projector at 1920×1080: figures first and full width with doubled fonts "
             "and lines, larger text, controls and introductions folded away.",
         )
-        report_button()
+        if not st.session_state.get("presentation"):  # a projector needs no exports
+            report_button()
         info = state.cache_info()
         size = _human_bytes(info["bytes"])
         st.caption(f"Disk cache: {info['entries']} entries, {size}  \n{literal(info['root'])}")
