@@ -223,7 +223,8 @@ if chosen:  # the methods chosen above, one of them for the matrix
     matrix_seeds = m1.multiselect("Seeds", seeds, key=f"matrix_seeds_{name}",
                                   format_func=seed_label)  # fmt: skip
     matrix_combo = m2.selectbox("Method / group", chosen, key="matrix_combo")
-    matrix_space = spaces[0]
+    matrix_space = (m2.radio("Merge space of the matrix", spaces, horizontal=True,
+                             key="matrix_space") if len(spaces) > 1 else spaces[0])  # fmt: skip
     wanted = (name, tuple(sorted(matrix_seeds)), matrix_combo, matrix_space, split, points)
     if m3.button("Measure", key="matrix_run", disabled=len(matrix_seeds) < 2,
                  icon=":material/grid_on:"):  # fmt: skip
