@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 
 from app import state
-from app.components import literal
+from app.components import literal, report_button
 from app.memory import remember
 from landscape.models.zoo import ZOO
 from landscape.threads import cores
@@ -55,6 +55,8 @@ def sidebar() -> None:
             help="For a projector at 1920×1080: figures first and full width with doubled fonts "
             "and lines, larger text, controls and introductions folded away.",
         )
+        if not st.session_state.get("presentation"):  # a projector needs no exports
+            report_button()
         info = state.cache_info()
         size = _human_bytes(info["bytes"])
         st.caption(f"Disk cache: {info['entries']} entries, {size}  \n{literal(info['root'])}")

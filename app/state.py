@@ -375,3 +375,26 @@ def clear_memory_caches() -> None:
     """Forget in-memory results (after training, importing or clearing the disk cache)."""
     st.cache_data.clear()
     checkpoint.clear()
+
+
+# ---------------------------------------------------------------- the session's figures
+
+FIGURES = "_session_figures"  # session key: {figure key: ReportFigure}, in the order drawn
+
+
+def figure_registry() -> dict[str, Any]:
+    """The session's figures by key: every figure drawn this session (its latest version, a
+    :class:`landscape.plots.export.ReportFigure`), in the order first drawn. The dict itself,
+    so that a download prepared on click sees the figures drawn after it was offered."""
+    return st.session_state.setdefault(FIGURES, {})
+
+
+def register_figure(key: str, entry: Any) -> None:
+    """Remember the figure drawn under ``key``, for the export report; a figure drawn again
+    under the same key replaces its earlier version and keeps its place."""
+    figure_registry()[key] = entry
+
+
+def session_figures() -> list[Any]:
+    """Every figure this session has drawn (its latest version), in the order first drawn."""
+    return list(figure_registry().values())

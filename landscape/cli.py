@@ -34,8 +34,9 @@ AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "eigenangles", "widths", "symmetries", "gauge-sweep",
-                   "transport")  # fmt: skip
+                   "transport", "matrix")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
+FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 COMMANDS: dict[str, Handler] = {}
@@ -353,6 +354,23 @@ def build_parser() -> argparse.ArgumentParser:
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
 
+    p = sub.add_parser(
+        "matrix", parents=[common], help="loss/accuracy barrier of every pair of seeds",
+        description="The seeds × seeds matrix of barriers: every pair of --seeds aligned (B, "
+        "the later seed, to A) and measured along the straight line, as `landscape barrier` "
+        "does and from its cache. The diagonal is each model against itself, 0.",
+    )  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("--seeds", type=_seed, nargs="+", required=True, metavar="S",
+                   action=_distinct("barrier"),
+                   help="two or more seeds (or family members): one alignment per "
+                        "pair")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")
     p.add_argument("--pairs", type=_count, default=3, help=PAIRS_HELP)
@@ -457,6 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="also write the figure the app draws for this result: .html (interactive, "
             "opens offline), .png or .svg (needs a Chromium browser); a command with several "
             "figures writes one file per part, named PATH-<part>",
+        )  # fmt: skip
+        sub.choices[name].add_argument(
+            "--size", choices=FIGURE_SIZES, default="double",
+            help="size of a --figure PNG or SVG, fonts scaled to print readably: single "
+            "(one column, 3.5 in), double (two columns, 7 in) or slide (16:9, 1600 × 900 px)",
         )  # fmt: skip
     return parser
 
@@ -631,6 +654,19 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         return table(args.model, args.pairs, split=args.split, points=args.points,
                      space=args.space, device=args.device, executor=args.executor,
                      address=args.address, progress=progress)  # fmt: skip
+
+
+@command("matrix")
+def _matrix(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.matrix import barrier_matrix
+
+    if len(args.seeds) < 2:
+        raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
+    _status(f"matrix {args.model} {args.seeds} {args.method}/{args.group}")
+    with _progress_bar(f"matrix {args.method}/{args.group}") as progress:
+        return barrier_matrix(args.model, args.seeds, args.method, args.group,
+                              points=args.points, split=args.split, space=args.space,
+                              device=args.device, progress=progress)  # fmt: skip
 
 
 @command("controls")
@@ -817,7 +853,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from landscape.plots.files import write_figures
 
-            result["figures"] = write_figures(args.command, result, args.figure)
+            result["figures"] = write_figures(args.command, result, args.figure, args.size)
         except LandscapeError as e:  # the result stands; say that the figure failed
             print(f"landscape: error: {e}", file=sys.stderr)
             print(json.dumps(_clean(result)) if args.json else show(args.command, result))

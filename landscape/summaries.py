@@ -533,3 +533,20 @@ def _show_widths(r: dict[str, Any]) -> list[str]:
     heads = {"loss": "loss barrier (nats)", "B test loss": "B test loss (nats)"}
     return [*_wrap("", title), "", *columns(rows, heads=heads), "", _health(r),
             f"time: {_time(r)}"]  # fmt: skip
+
+
+@layout("matrix")
+def _show_matrix(r: dict[str, Any]) -> list[str]:
+    """The two seeds × seeds grids, row = A, column = B aligned to it (diagonal: —)."""
+    seeds = [str(s) for s in r["seeds"]]
+    label = "naive" if r["method"] == "naive" else f"{r['method']}/{r['group']}"
+    lines = [f"barrier matrix of {r['model']}: {label}, {r['space']} space, {r['split']} split, "
+             f"{len(r['pairs'])} pair(s)"]  # fmt: skip
+    width = max(8, *(len(s) for s in seeds))
+    for key, title in (("barrier_loss", "loss barrier (nats)"),
+                       ("barrier_accuracy", "accuracy barrier (fraction)")):  # fmt: skip
+        lines += ["", title, "A \\ B".ljust(width) + "".join(s.rjust(width) for s in seeds)]
+        for i, row in enumerate(r[key]):
+            cells = ("—" if i == j else _num(v) for j, v in enumerate(row))
+            lines.append(seeds[i].ljust(width) + "".join(c.rjust(width) for c in cells))
+    return lines

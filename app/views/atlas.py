@@ -19,6 +19,7 @@ from app.components import (
 from app.memory import remember
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
+from landscape.plots.tidy import tidy_atlas
 
 page_header(
     "Atlas",
@@ -86,6 +87,14 @@ if result is not None:
         figure_atlas(result, presentation=presentation()),
         f"atlas-{name}-{group}-{projection}",
         key="atlas",
+        data=tidy_atlas(result, name),
+        settings={
+            "model": name,
+            "seeds": list(result["seeds"]),
+            "group": group,
+            "projection": projection,
+            "reference": result["reference"],
+        },  # fmt: skip
     )
     c1, c2, c3 = st.columns(3)
     raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")

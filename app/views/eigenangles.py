@@ -32,6 +32,7 @@ from landscape.plots.eigenangles import (
     figure_objective,
     figure_round_barriers,
 )
+from landscape.plots.tidy import tidy_eigenangles, tidy_iterations, tidy_lm_curve, tidy_objective
 
 page_header(
     "Eigenangles",
@@ -108,7 +109,10 @@ if result is not None:
     left, right = side_by_side([3, 1])
     with left:
         fig = figure_eigenangles(result, presentation=presentation())
-        figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig")
+        figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig",
+               data=tidy_eigenangles(result, name, (seed_a, seed_b)),
+               settings={"model": name, "seeds": [seed_a, seed_b],
+                         "learned": "angles_correction" in result})  # fmt: skip
     with right:
         st.markdown(f"**Summary** (d = {result['d_model']})")
         for key, label in (
@@ -141,6 +145,8 @@ if result is not None:
             figure_objective(result["wm_objective"], presentation=presentation()),
             f"wm-objective-{name}-{seed_a}-{seed_b}",
             key="wm-objective",
+            data=tidy_objective(result["wm_objective"]),
+            settings={"model": name, "seeds": [seed_a, seed_b]},
         )
     with c2:
         st.markdown("**Learned matching: training curve**")
@@ -149,6 +155,8 @@ if result is not None:
                 figure_lm_curve(result["lm_curve"], presentation=presentation()),
                 f"lm-curve-{name}-{seed_a}-{seed_b}",
                 key="lm-curve",
+                data=tidy_lm_curve(result["lm_curve"]),
+                settings={"model": name, "seeds": [seed_a, seed_b]},
             )
         elif learned_failed:
             st.info("Learned matching did not finish (see above).")
@@ -185,6 +193,8 @@ if iterate:
             figure_round_barriers(iterations, presentation=presentation()),
             f"round-barriers-{name}-{seed_a}-{seed_b}",
             key="round-barriers",
+            data=tidy_iterations(iterations, "rounds"),
+            settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
         )
         st.markdown("**Learned matching: barrier per checkpoint**")
         if iterations["checkpoints"]:
@@ -192,6 +202,8 @@ if iterate:
                 figure_checkpoint_barriers(iterations, presentation=presentation()),
                 f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",
                 key="checkpoint-barriers",
+                data=tidy_iterations(iterations, "checkpoints"),
+                settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
             )
         else:
             st.info("Turn on learned matching to see its barrier per checkpoint.")

@@ -34,6 +34,7 @@ from landscape.plots.gauge import (
     figure_trajectory,
     figure_transport,
 )
+from landscape.plots.tidy import tidy_records
 
 # Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing,
 # the parts computed on page load, and what the others cost. The character GPT is slow on a
@@ -187,7 +188,7 @@ if table is not None:
         figure(
             figure_symmetry_check(rows, presentation=pres),
             f"symmetry-{name}-{seed}",
-            data=pd.DataFrame(rows),
+            data=tidy_records(rows, model=name, seed=seed),
             key="gauge-table",
         )
     (right if pres else table_slot).table(styled_table(rows))
@@ -212,7 +213,7 @@ if scramble is not None:
         figure(
             figure_scramble(scramble, presentation=pres),
             f"scramble-{name}-{seed}",
-            data=pd.DataFrame(scramble["rows"]),
+            data=tidy_records(scramble["rows"], model=name, seed=seed),
             key="gauge-scramble",
         )
     with right:
@@ -240,7 +241,7 @@ if recovery is not None:
         figure(
             figure_recovery(recovery, presentation=pres),
             f"recovery-{name}-{seed}",
-            data=pd.DataFrame(recovery["rows"]),
+            data=tidy_records(recovery["rows"], model=name, seed=seed),
             key="gauge-recovery",
         )
     with right:
@@ -265,7 +266,7 @@ if trajectory is not None:
         figure(
             figure_trajectory(trajectory, presentation=pres),
             f"trajectory-{name}-{seed}",
-            data=pd.DataFrame(trajectory["rows"]),
+            data=tidy_records(trajectory["rows"], model=name, seed=seed),
             key="gauge-trajectory",
         )
     with right:
@@ -284,7 +285,7 @@ if claims is not None:
         figure(
             figure_claims(claims, presentation=pres),
             f"claims-{name}-{seed}",
-            data=pd.DataFrame(claims["rows"]),
+            data=tidy_records(claims["rows"], model=name, seed=seed),
             key="gauge-claims",
         )
     with right:

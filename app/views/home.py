@@ -16,6 +16,7 @@ from landscape.assets import HOME_MODEL, home_curves, home_curves_path
 from landscape.plots.fields import BARRIER
 from landscape.plots.home import figure_symmetry_levels
 from landscape.plots.interpolation import figure_interpolation
+from landscape.plots.tidy import tidy_interpolation
 
 page_header(
     "Landscape",
@@ -57,6 +58,15 @@ figure(
     figure_interpolation(series, split=curves["split"], mark=lam, presentation=presentation()),
     f"home-{HOME_MODEL}-{a}-{b}",
     key="home",
+    data=tidy_interpolation(series),
+    settings={
+        "model": HOME_MODEL,
+        "seeds": [a, b],
+        "methods": [s["label"] for s in series],
+        "split": curves["split"],
+        "points": len(lambdas),
+        "source": "shipped curves",
+    },
 )
 
 st.markdown(

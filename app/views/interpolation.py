@@ -38,11 +38,14 @@ from landscape.experiments import (
     width_barriers,
 )
 from landscape.experiments.export import aligned_archive
+from landscape.experiments.matrix import barrier_matrix
 from landscape.experiments.widths import default_factors
 from landscape.matching import GROUPS, METHODS, worst_check
 from landscape.models.zoo import ZOO
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
+from landscape.plots.matrix import figure_barrier_matrix
+from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
 from landscape.sources import model_arch
 
 
@@ -206,7 +209,72 @@ if series:
         st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
                          format_func=lambda v: f"{v:.2f}")  # fmt: skip
         fig = figure_interpolation(series, split=split, mark=mark, presentation=presentation())
-        figure(fig, f"interpolation-{name}-{split}", key="interp")
+        figure(
+            fig,
+            f"interpolation-{name}-{split}",
+            key="interp",
+            data=tidy_interpolation(series),
+            settings={
+                "model": name,
+                "pairs": [list(p) for p in pairs],
+                "methods": [s["label"] for s in series],
+                "split": split,
+                "points": points,
+            },  # fmt: skip
+            cache_keys=[r.get("cache_key", "") for s in series for r in s["results"]],
+        )
+
+if chosen:  # the methods chosen above, one of them for the matrix
+    st.subheader("Every pair: the barrier matrix")
+    st.caption(
+        "The loss and accuracy barrier of every pair of the chosen seeds, each B aligned to the "
+        "smaller seed A as in the curves above and read from the same cache. The diagonal is "
+        "each model against itself: 0 by definition. One alignment per pair."
+    )
+    m1, m2, m3 = st.columns([3, 2, 1], vertical_alignment="bottom")
+    remember(f"matrix_seeds_{name}", seeds[: min(len(seeds), 3)], param="mseeds",
+             options=seeds, many=True)  # fmt: skip
+    matrix_seeds = m1.multiselect("Seeds", seeds, key=f"matrix_seeds_{name}",
+                                  format_func=seed_label)  # fmt: skip
+    matrix_combo = m2.selectbox("Method / group", chosen, key="matrix_combo")
+    matrix_space = (m2.radio("Merge space of the matrix", spaces, horizontal=True,
+                             key="matrix_space") if len(spaces) > 1 else spaces[0])  # fmt: skip
+    wanted = (name, tuple(sorted(matrix_seeds)), matrix_combo, matrix_space, split, points)
+    if m3.button("Measure", key="matrix_run", disabled=len(matrix_seeds) < 2,
+                 icon=":material/grid_on:"):  # fmt: skip
+        method, group = parse_combo(matrix_combo)
+        made = run_in_status(
+            lambda progress: barrier_matrix(
+                name, sorted(matrix_seeds), method, group, points=points, split=split,
+                space=matrix_space, device=resolve_device(device()), progress=progress,
+            ),
+            running=f"Aligning {len(matrix_seeds) * (len(matrix_seeds) - 1) // 2} pairs …",
+            done="The barrier matrix is ready",
+            failed="The barrier matrix failed",
+            what="The barrier matrix",
+        )  # fmt: skip
+        if made is not None:
+            st.session_state["matrix_result"] = {"wanted": wanted, "result": made}
+    kept = st.session_state.get("matrix_result")
+    if kept is not None and kept["wanted"] == wanted:
+        matrix = kept["result"]
+        show_warnings("The barrier matrix", matrix)
+        figure(
+            figure_barrier_matrix(matrix, presentation=presentation()),
+            f"barrier-matrix-{name}-{split}",
+            key="matrix",
+            data=tidy_matrix(matrix),
+            settings={
+                "model": name,
+                "seeds": matrix["seeds"],
+                "method": matrix["method"],
+                "group": matrix["group"],
+                "space": matrix["space"],
+                "split": split,
+                "points": points,
+            },  # fmt: skip
+            cache_keys=[p["cache_key"] for p in matrix["pairs"]],
+        )
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")
@@ -325,4 +393,13 @@ if has_heads(name) and not is_imported(name):
                 figure_widths(widths, split=split, presentation=presentation()),
                 f"widths-{name}-{a_seed}-{b_seed}-{split}",
                 key="widths",
+                data=tidy_records(
+                    widths["rows"], model=name, seed_a=a_seed, seed_b=b_seed, split=split
+                ),  # fmt: skip
+                settings={
+                    "model": name,
+                    "seeds": [a_seed, b_seed],
+                    "factors": sorted(factors),
+                    "split": split,
+                },  # fmt: skip
             )

@@ -21,6 +21,7 @@ from app.components import (
 )
 from app.memory import remember
 from landscape.plots.models import figure_zoo_overview
+from landscape.plots.tidy import tidy_zoo
 
 page_header(
     "Models",
@@ -79,7 +80,8 @@ st.dataframe(
 if trained:
     with overview if presentation() else st.container():
         st.subheader("Test accuracy of every trained seed")
-        figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy", key="zoo")
+        figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy",
+               key="zoo", data=tidy_zoo(trained))  # fmt: skip
 
 name = model()
 current = next(r for r in rows if r["name"] == name)

@@ -26,6 +26,7 @@ from app.components import (
 )
 from app.memory import remember
 from landscape.matching import GROUPS, METHODS
+from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
 
 page_header(
@@ -131,7 +132,20 @@ if results:
     fig = figure_triangles(
         results, metric=metric, titles=titles, mark=mark, presentation=presentation()
     )
-    figure(fig, f"triangle-{name}-{metric}-{split}", key="triangle")
+    figure(
+        fig,
+        f"triangle-{name}-{metric}-{split}",
+        key="triangle",
+        data=tidy_triangles(results, model=name),
+        settings={
+            "model": name,
+            "seeds": list(chosen_seeds),
+            "methods": titles,
+            "split": split,
+            "resolution": resolution,
+            "space": space,
+        },  # fmt: skip
+    )
     st.dataframe(
         pd.DataFrame(
             [

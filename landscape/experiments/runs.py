@@ -345,7 +345,8 @@ class BarrierRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The result of ``landscape barrier``: method, group, split, merge space, the curve, the
-        function checks, ``function_ok``, ``warnings``, times, ``cached`` and ``device``."""
+        function checks, ``function_ok``, ``warnings``, times, ``cached``, ``cache_key`` (the
+        barrier entry's) and ``device``."""
         e = self.entry
         out = {
             "method": self.method,
@@ -359,6 +360,7 @@ class BarrierRun:
             "matching_seconds": e["matching"]["seconds"],
             "seconds": round(self.seconds, 4),
             "cached": self.cached,
+            "cache_key": self.key,
             "device": str(self.device),
         }
         if self.coordinates.name != PROCESSED.name:

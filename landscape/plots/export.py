@@ -10,32 +10,85 @@ from __future__ import annotations
 import io
 import threading
 import warnings
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from landscape.plots.theme import FONT_FAMILY
+from landscape.errors import LandscapeError
+from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, projector
 
-PAPER_WIDTH = 900  # px at scale 1: about a full text width at 300 dpi with scale 2.5
-PAPER_HEIGHT = 420
-PAPER_FONT = 16
+Size = Literal["single", "double", "slide"]
+
+
+@dataclass(frozen=True)
+class SizePreset:
+    """An exported figure's size: ``width_px`` × ``height_px`` layout pixels with a base font
+    of ``font_px``, drawn ``png_scale`` times larger as PNG.
+
+    Paper sizes lay out at 144 px per inch, so a 16 px font prints at 8 pt when the figure is
+    placed at its width (3.5 in in one column, 7 in across two) and a PNG at scale 300/144 has
+    300 dpi; an SVG placed at that width prints its text at the same size. The slide is a
+    16:9 screen, its font about 1/30 of its height so that the back row can read it.
+    """
+
+    name: str
+    width_px: int
+    height_px: int
+    font_px: int
+    png_scale: float
+    label: str
+
+    @property
+    def scale(self) -> float:
+        """How much larger than on screen every font, line and marker is drawn."""
+        return self.font_px / FONT_SIZE
+
+
+PX_PER_INCH = 144
+PRINT_DPI = 300
+SIZES: dict[str, SizePreset] = {
+    "single": SizePreset("single", round(3.5 * PX_PER_INCH), round(2.6 * PX_PER_INCH), 16,
+                         PRINT_DPI / PX_PER_INCH, "single column, 3.5 in (88 mm)"),
+    "double": SizePreset("double", round(7.0 * PX_PER_INCH), round(3.0 * PX_PER_INCH), 16,
+                         PRINT_DPI / PX_PER_INCH, "double column, 7 in (180 mm)"),
+    "slide": SizePreset("slide", 1600, 900, 30, 1.0, "slide, 16:9 at 1600 × 900"),
+}  # fmt: skip
+DEFAULT_SIZE: Size = "double"
+# the figure an export of no preset draws (``size=None``): the old paper figure
+PAPER_WIDTH = SIZES[DEFAULT_SIZE].width_px
+PAPER_HEIGHT = SIZES[DEFAULT_SIZE].height_px
+PAPER_FONT = SIZES[DEFAULT_SIZE].font_px
 _server = {"running": False}
 _server_lock = threading.Lock()
 
 
-def paper_figure(fig: go.Figure, *, width: int | None = None, height: int | None = None
-                 ) -> go.Figure:  # fmt: skip
-    """A copy of ``fig`` themed for print: white background, fixed size, readable fonts."""
-    out = go.Figure(fig)
-    h = height or fig.layout.height or PAPER_HEIGHT
+def size_preset(size: str) -> SizePreset:
+    """The preset named ``size``; a LandscapeError names the choices."""
+    try:
+        return SIZES[size]
+    except KeyError:
+        raise LandscapeError(
+            f"unknown figure size {size!r}; use one of {', '.join(SIZES)}"
+        ) from None
+
+
+def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None = None,
+                 height: int | None = None) -> go.Figure:  # fmt: skip
+    """A copy of ``fig`` themed for print at preset ``size`` (:data:`SIZES`): white background,
+    the preset's pixel size, and every font, line and marker scaled by the preset's font over
+    the screen's (:func:`landscape.plots.theme.projector`), so ticks and legends print at the
+    preset's font. ``width``/``height`` override the preset's."""
+    preset = size_preset(size)
+    out = projector(fig, preset.scale)
     out.update_layout(
-        width=width or PAPER_WIDTH,
-        height=h,
+        width=width or preset.width_px,
+        height=height or preset.height_px,
         paper_bgcolor="white",
         plot_bgcolor="white",
-        font={"family": FONT_FAMILY, "size": PAPER_FONT, "color": "black"},
     )
+    out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
     return out
 
 
@@ -52,14 +105,18 @@ def _render(fig: go.Figure, fmt: str, scale: float = 1.0) -> bytes:
         return fig.to_image(format=fmt, scale=scale)
 
 
-def to_png(fig: go.Figure, *, scale: float = 2.5, **size: Any) -> bytes:
-    """PNG bytes of the paper-themed figure (``scale`` multiplies the pixel size)."""
-    return _render(paper_figure(fig, **size), "png", scale)
+def to_png(fig: go.Figure, size: str = DEFAULT_SIZE, *, scale: float | None = None,
+           **box: Any) -> bytes:  # fmt: skip
+    """PNG bytes of the figure at preset ``size``; ``scale`` multiplies the pixel size (default
+    the preset's: 300 dpi for paper sizes). ``box``: ``width``/``height`` overrides."""
+    preset = size_preset(size)
+    return _render(paper_figure(fig, size, **box), "png", preset.png_scale if scale is None
+                   else scale)  # fmt: skip
 
 
-def to_svg(fig: go.Figure, **size: Any) -> bytes:
-    """SVG bytes of the paper-themed figure (vector: fonts stay text)."""
-    return _render(paper_figure(fig, **size), "svg")
+def to_svg(fig: go.Figure, size: str = DEFAULT_SIZE, **box: Any) -> bytes:
+    """SVG bytes of the figure at preset ``size`` (vector: fonts stay text)."""
+    return _render(paper_figure(fig, size, **box), "svg")
 
 
 def _columns(trace: Any) -> dict[str, list[Any]]:
@@ -111,3 +168,81 @@ def to_csv(data: Any) -> bytes:
     buf = io.StringIO()
     data.to_csv(buf, index=False)
     return buf.getvalue().encode()
+
+
+# ---------------------------------------------------------------- the export report
+
+
+@dataclass
+class ReportFigure:
+    """One figure of a report: its file name, the figure, the settings that made it (model,
+    seeds, method, group, space, split, points, …) and the cache keys of the results drawn."""
+
+    name: str
+    figure: go.Figure
+    settings: dict[str, Any]
+    cache_keys: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "settings": self.settings, "cache_keys": self.cache_keys}
+
+
+def versions() -> dict[str, str]:
+    """Versions of the library, python and the packages a figure's numbers depend on (read
+    from the installed metadata: torch is not imported for this)."""
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for package in ("landscape", "torch", "numpy", "scipy", "plotly"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def report_html(figures: list[ReportFigure], *, title: str = "Landscape report",
+                environment: dict[str, str] | None = None, created: str = "") -> str:  # fmt: skip
+    """One self-contained HTML page with every figure (interactive; plotly.js inlined once, so it
+    opens offline), each with a table of its settings and cache keys, and the versions it was
+    made with. Every text from a result or a setting is escaped."""
+    import html
+    import json
+
+    from plotly.offline import get_plotlyjs
+
+    def cell(v: Any) -> str:
+        text = v if isinstance(v, str) else json.dumps(v, default=str)
+        return html.escape(text)
+
+    env = environment if environment is not None else versions()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:" + FONT_FAMILY + ";margin:2rem;max-width:1100px}"
+        "table{border-collapse:collapse;margin:.5rem 0 1rem}"
+        "td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left;font-size:.9rem}"
+        "code{font-size:.8rem}section{margin-bottom:3rem}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>{len(figures)} figure(s){'; made ' + html.escape(created) if created else ''}.</p>",
+        '<h2>Versions</h2><table id="versions">',
+        *(f"<tr><th>{cell(k)}</th><td>{cell(v)}</td></tr>" for k, v in env.items()),
+        "</table>",
+    ]
+    for i, f in enumerate(figures):
+        div = f"figure-{i}"
+        parts += [
+            f'<section class="figure" id="section-{i}"><h2>{html.escape(f.name)}</h2>',
+            f.figure.to_html(full_html=False, include_plotlyjs=False, div_id=div),
+            '<table class="settings">',
+            *(f"<tr><th>{cell(k)}</th><td>{cell(v)}</td></tr>" for k, v in f.settings.items()),
+            "<tr><th>cache keys</th><td>"
+            + ("<br>".join(f"<code>{cell(k)}</code>" for k in f.cache_keys) or "—")
+            + "</td></tr></table></section>",
+        ]
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -59,11 +59,16 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
                               {"space": "weights", "method": None})  # fmt: skip
+# the pair and its settings, read by the tidy tables (:mod:`landscape.plots.tidy`)
 BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
-                 {"method": None, "group": None, "seeds": None})  # fmt: skip
+                 {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "",
+                  "space": "weights"})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
                   {"group": "orth"})  # fmt: skip
+MATRIX = Fields("barrier matrix",
+                ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
+                {"space": "weights", "model": ""})  # fmt: skip
 
 # ---------------------------------------------------------------- triangle page
 
@@ -132,5 +137,5 @@ ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
 )  # fmt: skip

@@ -99,6 +99,12 @@ def _transport(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {"": figure_transport(result["rows"])}
 
 
+def _matrix(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.matrix import figure_barrier_matrix
+
+    return {"": figure_barrier_matrix(result)}
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -107,15 +113,20 @@ BUILDERS: dict[str, Builder] = {
     "symmetries": _symmetries,
     "gauge-sweep": _gauge_sweep,
     "transport": _transport,
+    "matrix": _matrix,
 }
 
 
-def write_figures(command: str, result: dict[str, Any], path: str) -> list[str]:
+def write_figures(command: str, result: dict[str, Any], path: str, size: str = "double"
+                  ) -> list[str]:  # fmt: skip
     """Draw ``command``'s ``result`` as its page does and write it to ``path`` (one file per
-    figure; a named figure goes to ``<stem>-<name><suffix>``). Returns the paths written."""
+    figure; a named figure goes to ``<stem>-<name><suffix>``). PNG and SVG are drawn at the
+    preset ``size`` (:data:`landscape.plots.export.SIZES`); HTML stays the screen figure.
+    Returns the paths written."""
     from landscape.plots import export
 
     p = Path(check_figure_path(path))
+    export.size_preset(size)  # an unknown size fails before anything is drawn
     written = []
     for name, fig in BUILDERS[command](result).items():
         target = p if not name else p.with_name(f"{p.stem}-{name}{p.suffix}")
@@ -124,7 +135,7 @@ def write_figures(command: str, result: dict[str, Any], path: str) -> list[str]:
             data = fig.to_html(include_plotlyjs=True, full_html=True).encode()
         else:
             try:
-                data = export.to_png(fig) if suffix == ".png" else export.to_svg(fig)
+                data = export.to_png(fig, size) if suffix == ".png" else export.to_svg(fig, size)
             except Exception as e:  # kaleido or its browser missing: one line, what to do
                 raise LandscapeError(
                     f"--figure {target}: drawing {suffix[1:].upper()} needs kaleido and a "

@@ -29,7 +29,7 @@ def series_method(series: dict[str, Any]) -> str:
     if given is not None:
         return given
     first = INTERPOLATION_SERIES.read(series, "results")[0]
-    if BARRIER.read(first, "method") is not None:
+    if BARRIER.read(first, "method"):
         return method_key(BARRIER.read(first, "method"), BARRIER.read(first, "group"))
     return INTERPOLATION_SERIES.read(series, "label")
 
@@ -180,7 +180,7 @@ def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> lis
 
     def key(r: dict[str, Any], i: int) -> Any:
         seeds = BARRIER.read(r, "seeds")
-        return i if seeds is None else tuple(seeds)
+        return tuple(seeds) if seeds and all(x != "" for x in seeds) else i
 
     out = []
     for space in dict.fromkeys(INTERPOLATION_SERIES.read(s, "space") for s in series):

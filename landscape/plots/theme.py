@@ -119,7 +119,7 @@ def _lab(hex_colour: str) -> tuple[float, float, float]:
     return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
 
 
-FONT_SIZE = 14  # px, the base font of a screen figure (titles +2, legends −2)
+FONT_SIZE = 14  # px, the base font of a screen figure: ticks and legends; titles +2
 # For a projector (presentation mode): every font, line width and marker size times this, and a
 # figure as tall as a 1920×1080 screen leaves under the page title.
 PROJECTOR_SCALE = 2.0
@@ -155,7 +155,7 @@ def apply_theme(fig: go.Figure, *, title: str | None = None) -> go.Figure:
         font={"family": FONT_FAMILY, "size": size},
         colorway=PALETTE,
         margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
-        legend={"font": {"size": size - 2}},
+        legend={"font": {"size": size}},  # as the ticks: one text size for what is read
         title={"text": title, "font": {"size": size + 2}} if title else None,
     )
     fig.update_xaxes(showgrid=True, gridcolor=GRID, ticks="outside")

@@ -65,3 +65,40 @@ def test_png_figure(tmp_path, capsys, cache_env):
         pytest.skip("no browser to draw PNG here")
     assert rc == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_matrix_command_prints_the_matrix_and_draws_it(tmp_path, capsys, cache_env):
+    out = tmp_path / "matrix.html"
+    argv = ["matrix", "mlp-digits", "--seeds", "0", "1", "2", "--method", "naive", "--points", "5"]
+    assert main([*argv, "--json", "--figure", str(out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["seeds"] == [0, 1, 2] and len(result["pairs"]) == 3
+    assert [result["barrier_loss"][i][i] for i in range(3)] == [0, 0, 0]
+    assert result["figures"] == [str(out)] and "Plotly.newPlot" in out.read_text()
+    assert main(argv) == 0  # the summary: two grids, the diagonal as —
+    text = capsys.readouterr().out
+    assert "loss barrier (nats)" in text and text.count("—") >= 6
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--seeds", "0"], ["--seeds", "0", "0"], ["--seeds", "0", "1", "--method", "wieght"],
+     ["--seeds", "0", "1", "--size", "poster"]],
+    ids=["one seed", "same seed", "bad method", "bad size"],
+)  # fmt: skip
+def test_matrix_bad_input_is_one_line(argv, capsys, cache_env):
+    assert main(["matrix", "mlp-digits", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("landscape: error:")
+
+
+def test_every_figure_command_takes_a_size():
+    from landscape.plots import export
+
+    assert cli.FIGURE_SIZES == tuple(export.SIZES)
+    commands = cli.build_parser()._subparsers._group_actions[0].choices
+    for name, sub in commands.items():
+        sizes = [a for a in sub._actions if "--size" in a.option_strings]
+        assert bool(sizes) == (name in cli.FIGURE_COMMANDS), name
+        if sizes:
+            assert tuple(sizes[0].choices) == cli.FIGURE_SIZES and sizes[0].default == "double"

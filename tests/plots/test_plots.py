@@ -20,10 +20,11 @@ from landscape import data, plots
 from landscape.experiments import gauge, transport
 from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
 from landscape.models import forward, init_params
-from landscape.plots import export, fields
+from landscape.plots import export, fields, tidy
 from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round_barriers
 from landscape.plots.fields import MissingField
 from landscape.plots.interpolation import above_naive
+from landscape.plots.matrix import figure_barrier_matrix
 from landscape.sources import Task, split_sampler
 from landscape.symmetry import symmetry_table
 from tests.conftest import tiny_config, tiny_inputs
@@ -199,8 +200,14 @@ WIDTHS = {
              for w in (32, 16, 8) for m, b in (("naive", 2.0), ("weight", 1.0 + w / 64))],
 }  # fmt: skip
 
+MATRIX = {
+    "model": "mlp-digits", "seeds": [0, 1], "method": "weight", "group": "perm",
+    "space": "weights", "split": "test",
+    "barrier_loss": [[0.0, 0.5], [0.5, 0.0]], "barrier_accuracy": [[0.0, 0.1], [0.1, 0.0]],
+}  # fmt: skip
 BUILDERS = {
     "symmetry_levels": lambda: plots.figure_symmetry_levels(),
+    "barrier_matrix": lambda: figure_barrier_matrix(MATRIX),
     "interpolation": lambda: plots.figure_interpolation(
         [{"label": "naive", "results": [_curve(1.0), _curve(1.2)]},
          {"label": "weight/orth", "results": [_curve(0.05)]},
@@ -268,7 +275,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 def test_export_png_and_svg(name):
     fig = BUILDERS[name]()
     w, h = _png_size(export.to_png(fig, scale=1))
-    assert (w, h) == (export.PAPER_WIDTH, fig.layout.height or export.PAPER_HEIGHT)
+    assert (w, h) == (export.PAPER_WIDTH, export.PAPER_HEIGHT)  # the default size, double
     svg = export.to_svg(fig)
     head = svg[:400].decode(errors="replace")
     assert "<svg" in head
@@ -424,6 +431,8 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
             {"label": "weight/orth", "results": [_curve(2.0)]},
         ]
     )  # the page's note
+    # the tidy tables (the figures' CSVs) read the pair and its settings from a curve
+    tidy.tidy_interpolation([{"label": "naive", "results": [_curve(1.0)]}])
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
     assert declared == read
 

@@ -1,0 +1,203 @@
+"""Exports: size presets with print-readable fonts, tidy tables of the figures, the HTML report."""
+
+from __future__ import annotations
+
+import html.parser
+import shutil
+import subprocess
+
+import plotly.graph_objects as go
+import pytest
+
+from landscape.experiments.curves import barrier_from_curve
+from landscape.plots import export, tidy
+from landscape.plots.interpolation import figure_interpolation
+from landscape.plots.matrix import figure_barrier_matrix
+from landscape.plots.theme import FONT_SIZE, apply_theme
+
+LAMBDAS = [i / 4 for i in range(5)]
+
+
+def _result(a: int, b: int, method: str, height: float) -> dict:
+    loss = [0.1 + height * 4 * x * (1 - x) for x in LAMBDAS]
+    acc = [0.9 - 0.1 * height * 4 * x * (1 - x) for x in LAMBDAS]
+    curve = barrier_from_curve(LAMBDAS, loss, acc).to_dict()
+    return {**curve, "model": "mlp-digits", "seeds": [a, b], "method": method,
+            "group": "perm", "split": "test", "space": "weights",
+            "cache_key": f"key-{a}-{b}-{method}"}  # fmt: skip
+
+
+SERIES = [
+    {"label": "naive", "results": [_result(0, 1, "naive", 1.0), _result(2, 3, "naive", 2.0)]},
+    {"label": "weight/perm", "results": [_result(0, 1, "weight", 0.2)]},
+]
+MATRIX = {
+    "model": "mlp-digits", "seeds": [0, 1, 2], "method": "weight", "group": "perm",
+    "space": "weights", "split": "test", "points": 5,
+    "barrier_loss": [[0.0, 0.5, 0.2], [0.5, 0.0, 0.1], [0.2, 0.1, 0.0]],
+    "barrier_accuracy": [[0.0, 0.15, 0.05], [0.15, 0.0, 0.04], [0.05, 0.04, 0.0]],
+    "pairs": [], "warnings": [],
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------- sizes and fonts
+
+
+def test_legend_and_ticks_share_one_size_on_screen():
+    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[0, 1], name="a")))
+    assert fig.layout.legend.font.size == fig.layout.font.size == FONT_SIZE
+    assert fig.layout.xaxis.tickfont.size is None  # ticks take the base font
+
+
+@pytest.mark.parametrize("size", list(export.SIZES))
+def test_each_size_sets_its_box_and_scales_every_font(size):
+    preset = export.SIZES[size]
+    screen = figure_interpolation(SERIES, split="test")
+    out = export.paper_figure(screen, size)
+    assert (out.layout.width, out.layout.height) == (preset.width_px, preset.height_px)
+    assert out.layout.font.size == pytest.approx(preset.font_px)
+    assert out.layout.legend.font.size == pytest.approx(out.layout.font.size)  # one size
+    if screen.layout.title.font.size:
+        assert out.layout.title.font.size > out.layout.font.size
+    assert screen.layout.width is None  # the screen figure is left as it was
+
+
+def test_paper_sizes_print_at_the_same_font_and_300_dpi():
+    single, double = export.SIZES["single"], export.SIZES["double"]
+    inch = export.PX_PER_INCH
+    assert single.width_px / inch == pytest.approx(3.5, abs=0.01)  # 88 mm
+    assert double.width_px / inch == pytest.approx(7.0, abs=0.01)  # 180 mm
+    for p in (single, double):
+        assert 7 <= p.font_px / inch * 72 <= 10  # points on paper, placed at its width
+        assert p.png_scale * inch == pytest.approx(300)
+    slide = export.SIZES["slide"]
+    assert (slide.width_px, slide.height_px) == (1600, 900)
+
+
+def test_an_unknown_size_is_refused_by_name():
+    with pytest.raises(Exception, match="single, double, slide"):
+        export.paper_figure(go.Figure(), "poster")
+
+
+# ---------------------------------------------------------------- tidy tables
+
+
+def test_tidy_interpolation_has_one_row_per_pair_method_metric_and_lambda():
+    frame = tidy.tidy_interpolation(SERIES)
+    assert list(frame.columns[:10]) == ["model", "seed_a", "seed_b", "method", "group", "space",
+                                        "split", "metric", "lam", "value"]  # fmt: skip
+    assert len(frame) == (2 + 1) * 2 * len(LAMBDAS)
+    mid = frame[(frame.method == "naive") & (frame.metric == "loss") & (frame.lam == 0.5)]
+    assert sorted(mid.value) == pytest.approx([1.1, 2.1])
+    assert list(mid["mean"]) == pytest.approx([1.6, 1.6])
+    assert (mid.band_low.iloc[0], mid.band_high.iloc[0]) == pytest.approx((1.1, 2.1))
+    one = frame[(frame.method == "weight") & (frame.metric == "accuracy")]
+    assert list(one.value) == SERIES[1]["results"][0]["accuracy"]
+    assert (one.band_low == one.band_high).all()  # one pair: no band
+
+
+def test_tidy_matrix_covers_every_cell_and_marks_the_diagonal():
+    frame = tidy.tidy_matrix(MATRIX)
+    assert len(frame) == 2 * 9
+    diag = frame[frame.seed_a == frame.seed_b]
+    assert (diag.value == 0).all() and not diag.measured.any()
+    cell = frame[(frame.seed_a == 0) & (frame.seed_b == 1) & (frame.metric == "loss barrier")]
+    assert cell.value.item() == 0.5
+
+
+def test_tidy_atlas_has_a_panel_column():
+    atlas = {"seeds": [0], "reference": 0, "projection": "pca", "explained_raw": [],
+             "explained_aligned": [], "orbit_ratio_raw": 1.0, "orbit_ratio_aligned": 0.1,
+             "points": [{"seed": 0, "kind": "seed", "copy": 0, "raw": [1.0, 2.0],
+                         "aligned": [3.0, 4.0]}]}  # fmt: skip
+    frame = tidy.tidy_atlas(atlas, "mlp-digits")
+    assert list(frame.panel) == ["raw", "aligned"]
+    assert list(frame.x) == [1.0, 3.0]
+
+
+def test_tidy_zoo_has_a_seed_column():
+    rows = [{"name": "mlp-digits", "seeds": [{"seed": 0, "test_accuracy": 0.97},
+                                            {"seed": 1, "test_accuracy": 0.96}]}]  # fmt: skip
+    frame = tidy.tidy_zoo(rows)
+    assert list(frame.seed) == [0, 1] and list(frame.value) == [0.97, 0.96]
+
+
+def test_tidy_csv_has_its_headers():
+    csv = export.to_csv(tidy.tidy_interpolation(SERIES)).decode()
+    assert csv.startswith("model,seed_a,seed_b,method,group,space,split,metric,lam,value,")
+
+
+# ---------------------------------------------------------------- the report
+
+
+class _Parser(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.ids: list[str] = []
+        self.scripts = 0
+        self.void = {"meta", "br", "link", "img", "input", "hr"}
+
+    def handle_starttag(self, tag, attrs):
+        self.ids += [v for k, v in attrs if k == "id"]
+        self.scripts += tag == "script"
+        if tag not in self.void:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (self.stack[-3:], tag)
+        self.stack.pop()
+
+
+def _report() -> tuple[str, list[export.ReportFigure]]:
+    figures = [
+        export.ReportFigure("interpolation-mlp-digits-test", figure_interpolation(SERIES),
+                            {"model": "mlp-digits", "split": "test", "points": 5},
+                            ["key-0-1-naive"]),
+        export.ReportFigure("barrier-matrix <x>", figure_barrier_matrix(MATRIX),
+                            {"model": "mlp-digits", "seeds": [0, 1, 2]}, []),
+    ]  # fmt: skip
+    return export.report_html(figures), figures
+
+
+def test_report_is_valid_html_with_every_figure_its_settings_and_the_versions():
+    text, figures = _report()
+    parser = _Parser()
+    parser.feed(text)
+    parser.close()
+    assert parser.stack == []  # every element closed, in order
+    assert [i for i in parser.ids if i.startswith("figure-")] == ["figure-0", "figure-1"]
+    assert text.count("plotly.js v") == 1  # the library inlined once
+    versions = export.versions()
+    assert versions["torch"] and f"<td>{versions['python']}</td>" in text
+    assert "key-0-1-naive" in text and "<td>mlp-digits</td>" in text
+    assert "barrier-matrix &lt;x&gt;" in text  # names are escaped
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and not shutil.os.path.exists(
+    "/usr/bin/chromium"), reason="needs a Chromium browser")  # fmt: skip
+def test_report_renders_its_plots_in_a_browser(tmp_path):
+    text, figures = _report()
+    page = tmp_path / "report.html"
+    page.write_text(text)
+    dom = subprocess.run(
+        ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update",
+         "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    # plotly draws each figure into its div: an SVG main plot appears once it has rendered
+    for i in range(len(figures)):
+        start = dom.index(f'id="figure-{i}"')
+        assert 'class="main-svg"' in dom[start : start + 20_000]
+    assert dom.count('class="plot-container plotly"') == len(figures)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", ["single", "slide"])
+def test_png_has_the_preset_pixels(size):
+    preset = export.SIZES[size]
+    png = export.to_png(figure_barrier_matrix(MATRIX), size)
+    w, h = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
+    assert (w, h) == (round(preset.width_px * preset.png_scale),
+                      round(preset.height_px * preset.png_scale))  # fmt: skip
