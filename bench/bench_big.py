@@ -165,6 +165,34 @@ def summary(r: dict) -> str:
     return "\n".join(lines)
 
 
+def measure(
+    layers: int = 22,
+    root: Path = Path("/work/big_tmp"),
+    text: Path = ROOT / "README.md",
+    *,
+    limit_gb: float = 20.0,
+    max_rounds: int | None = None,
+    noise: float = 0.1,
+    keep: bool = False,
+    cli: str = str(Path(sys.executable).parent / "landscape"),
+    tag: str = "",
+) -> dict:
+    """Make the pair under ``root`` (module docstring), measure it and write
+    ``pair{layers}{tag}.json`` and the child's stderr log there; the checkpoints are removed
+    afterwards unless ``keep``."""
+    root.mkdir(parents=True, exist_ok=True)
+    a, b = make_pair(root, layers, noise)
+    cache = root / f"cache{layers}{tag}"
+    shutil.rmtree(cache, ignore_errors=True)
+    name = f"pair{layers}{tag}"
+    r = run_pair(a, b, text, cache, limit_gb, root / f"{name}.stderr.log", cli, max_rounds)
+    shutil.rmtree(cache, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(a), shutil.rmtree(b)
+    (root / f"{name}.json").write_text(json.dumps(r, indent=1))
+    return r
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", type=int, default=22, help="Llama layers (22: 1.1B parameters)")
@@ -182,18 +210,9 @@ def main() -> None:
                    help="B = A + noise·σ_W·N(0, 1) per parameter (0: B its own seed)")  # fmt: skip
     p.add_argument("--tag", default="", help="suffix of the log and result file names")
     args = p.parse_args()
-    root = Path(args.dir)
-    root.mkdir(parents=True, exist_ok=True)
-    a, b = make_pair(root, args.layers, args.noise)
-    cache = root / f"cache{args.layers}"
-    shutil.rmtree(cache, ignore_errors=True)
-    name = f"pair{args.layers}{args.tag}"
-    r = run_pair(a, b, Path(args.text), cache, args.limit_gb, root / f"{name}.stderr.log",
-                 args.cli, args.max_rounds)  # fmt: skip
-    shutil.rmtree(cache, ignore_errors=True)
-    if not args.keep:
-        shutil.rmtree(a), shutil.rmtree(b)
-    (root / f"{name}.json").write_text(json.dumps(r, indent=1))
+    r = measure(args.layers, Path(args.dir), Path(args.text), limit_gb=args.limit_gb,
+                max_rounds=args.max_rounds, noise=args.noise, keep=args.keep, cli=args.cli,
+                tag=args.tag)  # fmt: skip
     print(summary(r))
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -13,8 +17,11 @@ transformers = pytest.importorskip("transformers")
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.pairs import barrier_paths  # noqa: E402
+from landscape.experiments.runs import measure_barrier  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
+from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.sources import DataSpec, Source, load_any  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
 from tests.conftest import llama_checkpoints  # noqa: E402
 
@@ -97,9 +104,6 @@ def test_cli_inspect_and_pair_barrier(pair, tmp_path, monkeypatch, capsys) -> No
 def test_streamed_pair_matches_the_path_that_keeps_every_copy(pair, tmp_path, group) -> None:
     """Endpoints loaded by the pipeline are consumed by weight matching; handed in as
     checkpoints they are kept (and nothing is emptied). Both give the same curve."""
-    from landscape.experiments.runs import measure_barrier
-    from landscape.sources import DataSpec, Source, load_any
-
     spec = DataSpec(pair["text"], None, None, 16, 4, activation_tokens=64)
     kw = {"points": 3, "device": "cpu", "store_matching": False}
     streamed = measure_barrier(Source(str(pair["a"]), data=spec), Source(str(pair["b"]), data=spec),
@@ -120,14 +124,6 @@ def test_streamed_pair_matches_the_path_that_keeps_every_copy(pair, tmp_path, gr
 
 def test_plain_safetensors_reads_equal_safe_open(pair) -> None:
     """The importer's plain file reads give safe_open's tensors bit for bit, in every dtype."""
-    from pathlib import Path
-
-    import torch
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
-    from landscape.models.importers.common import _SafetensorsSource
-
     root = Path(pair["a"])
     f = root.parent / "dtypes.safetensors"
     g = torch.Generator().manual_seed(0)
@@ -148,3 +144,18 @@ def test_plain_safetensors_reads_equal_safe_open(pair) -> None:
             for name in h.keys():
                 assert torch.equal(src._read(name), h.get_tensor(name)), name
         src.close()
+
+
+def test_cli_max_rounds_caps_weight_matching_only(pair, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path))
+    argv = ["pair-barrier", str(pair["a"]), str(pair["b"]), "--text", str(pair["text"]),
+            "--n-ctx", "16", "--max-windows", "2", "--points", "3", "--group", "orth",
+            "--device", "cpu", "--json"]  # fmt: skip
+    assert main([*argv, "--max-rounds", "1"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["matching"]["rounds"] == 1 and len(capped["matching"]["objective"]) == 2
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["matching"]["rounds"] > 1
+    assert main([*argv, "--max-rounds", "1", "--method", "naive"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--max-rounds is for weight matching" in err
