@@ -1,13 +1,15 @@
 """Every CPU benchmark in one run, ending in one table of ratios against peers and baselines.
 
-    .venv/bin/python bench/run_all.py [--quick]
+    .venv/bin/python bench/run_all.py [--quick] [--big]
 
 Sections: barrier curves (loss-landscapes, module loop), weight matching (rebasin), triangle
 grids (module loop), growth with fitted exponents. One torch thread, contenders interleaved in
 the same process, medians of 5 (``--quick``: 3, and a shorter growth series). Peers are the
 ``bench`` extra (``pip install -e .[bench]`` or ``bench/requirements.txt``); a missing peer is
-reported and its rows skipped. Nothing here asserts anything about time. On a CUDA machine,
-``bench/gpu.py`` runs the same measurements there.
+reported and its rows skipped. ``--big`` adds the 1.1B-parameter Llama pair of
+``bench/bench_big.py`` (two float32 checkpoints of 4.4 GB on disk, peak RSS and time of
+``pair-barrier``; tens of minutes on a laptop CPU). Nothing here asserts anything about time.
+On a CUDA machine, ``bench/gpu.py`` runs the same measurements there.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from bench import bench_curve, bench_matching, bench_scaling, bench_triangle
+from bench import bench_big, bench_curve, bench_matching, bench_scaling, bench_triangle
 from bench.common import machine_line, ratio_table, version
 
 PEERS = ("loss-landscapes", "rebasin")
@@ -31,6 +33,7 @@ PEERS = ("loss-landscapes", "rebasin")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats, shorter growth series")
+    parser.add_argument("--big", action="store_true", help="also the 1.1B pair of bench_big.py")
     args = parser.parse_args()
     torch.set_num_threads(1)
     repeats = 3 if args.quick else 5
@@ -64,6 +67,8 @@ def main() -> None:
     print(f"== growth ==\n{growth}\n")
     print("== ratios (peer/ours > 1: ours is faster) ==")
     print(ratio_table(ratios))
+    if args.big:
+        print(f"\n== 1.1B Llama pair (bench_big) ==\n{bench_big.summary(bench_big.measure())}")
     print(f"\n{time.perf_counter() - start:.0f} s in all")
 
 

@@ -469,6 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                    help="evaluation dtype; bfloat16 only on CUDA")  # fmt: skip
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    p.add_argument("--max-rounds", type=_count, help="cap on weight-matching rounds (with "
+                   "--method weight; default: weight matching's own, 50)")  # fmt: skip
     for name in FIGURE_COMMANDS:
         sub.choices[name].add_argument(
             "--figure", type=_figure_path, metavar="PATH",
@@ -791,7 +793,7 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
                              data=args.data, data_dir=args.data_dir, points=args.points,
                              split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
                              space=args.space, device=args.device, dtype=args.dtype,
-                             progress=progress)  # fmt: skip
+                             max_rounds=args.max_rounds, progress=progress)  # fmt: skip
 
 
 def _status(text: str) -> None:

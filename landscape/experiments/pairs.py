@@ -19,11 +19,18 @@ Evaluation data
 
 Memory
 ------
-Everything stays bounded by a few copies of the parameters: weight matching forms the
-transformed B one parameter at a time (``landscape.matching``); the curve is evaluated one λ
-at a time (a single interpolated copy), in batches of windows sized so that one batch's logits
-stay near ``LOGIT_BUDGET`` elements, under ``torch.no_grad``. Parameters are float32 on the CPU;
-on CUDA ``dtype="bfloat16"`` halves the evaluation's memory (matching stays float32 on the CPU).
+A pair holds about three copies of one model's parameters at its peak, not five. Tensors are
+read from safetensors with plain file reads, one at a time (``models.importers``: a memory
+map would keep every page it touched resident), and converted as they come. Weight matching
+takes over the loaded endpoints (``consume``, ``landscape.matching.match``): the probe logits
+of both originals are taken first, each original is dropped as soon as it is processed, and
+the aligned B is formed one parameter at a time while the processed B is emptied; the
+similarities are built one touched parameter at a time. The curve is evaluated one λ at a time
+(a single interpolated copy beside the processed A and the aligned B), in batches of windows
+sized so that one batch's logits stay near ``LOGIT_BUDGET`` elements, under
+``torch.no_grad``. Parameters are float32 on the CPU; on CUDA ``dtype="bfloat16"`` halves the
+evaluation's memory (matching stays float32 on the CPU). Other methods keep the originals
+beside the processed copies.
 
 Results are cached as one entry of the barrier pipeline (``experiments.runs.measure_barrier``)
 keyed by the weight digests of A and B, the configuration, method, group, data identity and
@@ -38,6 +45,7 @@ from typing import Any
 import torch
 
 from landscape.device import CPU
+from landscape.errors import LandscapeError
 from landscape.experiments.runs import measure_barrier, peak_rss_mb
 from landscape.models.importers import describe
 from landscape.progress import Progress
@@ -83,6 +91,7 @@ def barrier_paths(
     dtype: str = "float32",
     space: str = "weights",
     seed: int = 0,
+    max_rounds: int | None = None,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -98,13 +107,17 @@ def barrier_paths(
     ``space``: the merge space of the line (``experiments.runs.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
     the text are checked against the memory budget (``landscape.budget``) before work starts.
+    ``max_rounds`` caps weight matching's rounds (None: its default; other methods refuse it).
     """
+    if max_rounds is not None and method != "weight":
+        raise LandscapeError(f"--max-rounds is for weight matching, not {method}")
+    options = None if max_rounds is None else {"max_rounds": max_rounds}
     spec = DataSpec(None if text is None else str(text), data, data_dir, n_ctx, max_windows,
                     activation_tokens=AM_TOKENS)  # fmt: skip
     run = measure_barrier(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
                           method, group, points=points, split=split, seed=seed, device=device,
                           cache=cache, dtype=dtype, space=space, store_matching=False,
-                          progress=progress)  # fmt: skip
+                          options=options, progress=progress)  # fmt: skip
     e = run.entry
     matching = {**e["matching"], "seconds": round(e["matching"]["seconds"], 4)}
     health = run.to_dict()

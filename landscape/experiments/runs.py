@@ -147,11 +147,18 @@ def _match(
     options: dict[str, Any],
     data: Data | None,
     progress: Progress | None,
+    consume: bool = False,
 ) -> Aligned:
-    """Align B to A (uncached); activation and learned matching learn from A's training split."""
+    """Align B to A (uncached); activation and learned matching learn from A's training split.
+
+    ``consume``: the parameters of ``a`` and ``b`` are handed over to weight matching, which
+    empties them (``landscape.matching.match``): the same result, in fewer copies of the pair.
+    """
     needs_data = method in ("activation", "learned")
     train = (data or data_of(a)).split("train") if needs_data else None
     extra: dict[str, Any] = {"progress": progress} if method == "learned" else {}
+    if consume and method == "weight":
+        extra["consume"] = True
     try:
         r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
                   device=str(device), **options, **extra)  # fmt: skip
@@ -463,7 +470,12 @@ def measure_barrier(
             al = align(ckpt_a, ckpt_b, method, group, seed=seed, device=device, cache=cache,
                        options=options, data=data, progress=sub)  # fmt: skip
         else:
-            al = _match(ckpt_a, ckpt_b, method, group, seed, device, options, data, sub)
+            # endpoints loaded here and needed only as processed: weight matching may empty
+            # them as it goes (one processed copy of each model instead of two of each)
+            consume = coordinates.unfold is None and not any(
+                isinstance(x, Checkpoint) for x in (a, b)
+            )
+            al = _match(ckpt_a, ckpt_b, method, group, seed, device, options, data, sub, consume)
         info = al.info
         meta: dict[str, Any] = {
             "function_check": info["function_check"],

@@ -69,6 +69,7 @@ from landscape.matching.result import (
     function_probe,
     function_warnings,
     naive,
+    probe_logits,
     weight_distance,
     worst_check,
 )
@@ -127,11 +128,16 @@ def match(
     ``inputs`` is given). Other keywords go to the method. Every method's B is function-checked
     against the input B; here the processed A is checked against the input A as well
     (``function_check_a``): processing both endpoints must preserve both functions.
+    ``consume=True`` (weight matching; ignored by the other methods) hands ``params_a`` and
+    ``params_b`` over to be emptied, both checks then made against logits taken before
+    (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
     """
+    consume = kw.pop("consume", False) and method == "weight"
+    reference_a = probe_logits(cfg, params_a) if consume else params_a
     if method == "naive":
         r = naive(cfg, params_a, params_b, group)
     elif method == "weight":
-        r = weight_matching(cfg, params_a, params_b, group, seed=seed, **kw)
+        r = weight_matching(cfg, params_a, params_b, group, seed=seed, consume=consume, **kw)
     elif method == "activation":
         inputs = kw.pop("inputs", None)
         batch = kw.pop("batch", 512)
@@ -148,5 +154,5 @@ def match(
         )
     else:
         raise ValueError(f"unknown matching method {method!r}; expected one of {METHODS}")
-    r.function_check_a = function_check(cfg, params_a, r.cfg, r.params_a)
+    r.function_check_a = function_check(cfg, reference_a, r.cfg, r.params_a)
     return r

@@ -47,11 +47,22 @@ def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
 
 
 def prepare_pair(
-    cfg: ModelConfig, params_a: Params, params_b: Params, group: str
+    cfg: ModelConfig, params_a: Params, params_b: Params, group: str, *, consume: bool = False
 ) -> tuple[ModelConfig, Params, Params]:
-    """Process A and B with the steps that make ``group`` exact (the same steps for both)."""
+    """Process A and B with the steps that make ``group`` exact (the same steps for both).
+
+    ``consume``: the input dicts are emptied as soon as each is processed, so that a caller who
+    handed them over holds one processed copy of each model, not the originals as well (tensors
+    the processing leaves alone are shared, and stay).
+    """
     cfg_a, a = prepare(cfg, params_a, group)
+    if consume:  # a group that needs no processing returns the input dict itself
+        a = dict(a)
+        params_a.clear()
     cfg_b, b = prepare(cfg, params_b, group)
+    if consume:
+        b = dict(b)
+        params_b.clear()
     if cfg_a != cfg_b or set(a) != set(b):
         raise ValueError("A and B process differently: are they the same architecture?")
     return cfg_a, a, b

@@ -20,7 +20,15 @@ import torch
 
 from landscape.matching.methods import prepare_pair
 from landscape.models import ModelConfig, Params, forward
-from landscape.symmetry import Element, Spec, Transform, apply, probe_inputs, spec_for
+from landscape.symmetry import (
+    Element,
+    Spec,
+    Transform,
+    apply,
+    check_transform,
+    probe_inputs,
+    spec_for,
+)
 
 FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (DESIGN §1)
 
@@ -95,24 +103,33 @@ def function_probe(cfg: ModelConfig, batch: int = 16, seed: int = 0) -> torch.Te
 
 def function_check(
     cfg: ModelConfig,
-    params_b: Params,
+    params_b: Params | torch.Tensor,
     cfg_aligned: ModelConfig,
     aligned_b: Params,
     dtype: torch.dtype = torch.float32,
 ) -> float:
     """``max |Δlogits|`` of aligned B against the original B on :func:`function_probe`, both
-    evaluated in ``dtype`` (float32, the tolerance's precision, unless asked otherwise)."""
+    evaluated in ``dtype`` (float32, the tolerance's precision, unless asked otherwise).
+    ``params_b`` may be the original B's logits instead (:func:`probe_logits`)."""
+    ref = probe_logits(cfg, params_b, dtype) if isinstance(params_b, dict) else params_b
+    return float((ref - probe_logits(cfg, aligned_b, dtype, cfg_aligned)).abs().max())
+
+
+def probe_logits(
+    cfg: ModelConfig,
+    params: Params,
+    dtype: torch.dtype = torch.float32,
+    cfg_params: ModelConfig | None = None,
+) -> torch.Tensor:
+    """Logits of ``params`` (of ``cfg_params``, default ``cfg``) on :func:`function_probe` of
+    ``cfg``, evaluated in ``dtype``: one side of :func:`function_check`, kept on its own so that
+    a caller can drop a large model once its logits are known."""
     x = function_probe(cfg)
     if x.is_floating_point():
         x = x.to(dtype)
-
-    def cast(p: Params) -> Params:
-        return {k: v.detach().to("cpu", dtype) for k, v in p.items()}
-
+    cast = {k: v.detach().to("cpu", dtype) for k, v in params.items()}
     with torch.no_grad():
-        ref = forward(cfg, cast(params_b), x)
-        out = forward(cfg_aligned, cast(aligned_b), x)
-    return float((ref - out).abs().max())
+        return forward(cfg_params or cfg, cast, x)
 
 
 # Up to this many parameters, checks of a rewrite (circuit form, original coordinates) are made
@@ -204,9 +221,23 @@ def finish(
     t0: float,
     **fields: Any,
 ) -> MatchResult:
-    """Apply π to processed B (checked: exact for its norm state) and fill in the result."""
-    dtype = next(iter(params_b.values())).dtype
-    aligned = {k: v.to(dtype) for k, v in apply(spec_for(cfg_p), transform, b).items()}
+    """Apply π to processed B (checked: exact for its norm state) and fill in the result.
+
+    ``params_b`` is the original B, or its :func:`probe_logits` with ``dtype`` B's dtype: then
+    ``b`` is consumed, emptied one parameter at a time as its aligned copy is made, so that the
+    processed and the aligned B are never both held whole.
+    """
+    consume = not isinstance(params_b, dict)
+    if consume:
+        dtype = fields.pop("dtype")
+        spec = spec_for(cfg_p)
+        check_transform(spec, transform, b)
+        aligned = {}
+        for k in list(b):
+            aligned[k] = apply(spec, transform, {k: b.pop(k)}, check=False)[k].to(dtype)
+    else:
+        dtype = next(iter(params_b.values())).dtype
+        aligned = {k: v.to(dtype) for k, v in apply(spec_for(cfg_p), transform, b).items()}
     a = {k: v.to(dtype) for k, v in a.items()}
     check = function_check(cfg, params_b, cfg_p, aligned)
     return MatchResult(

@@ -46,6 +46,7 @@ from landscape.matching.result import (
     aligned_distance,
     finish,
     moved,
+    probe_logits,
     weight_distance,
 )
 from landscape.matching.solvers import (
@@ -254,6 +255,7 @@ def weight_matching(
     seed: int = 0,
     within_heads: bool = True,
     on_round: OnRound | None = None,
+    consume: bool = False,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
@@ -272,9 +274,17 @@ def weight_matching(
     none, the identity), acting on B as processed (:func:`prepare_pair` under ``group``), with
     ``objective[r]`` their ``‖θ_A − π(θ_B)‖²``; the last call holds the returned transform.
     It receives a copy, so it may keep it.
+    ``consume``: ``params_a`` and ``params_b`` are handed over and emptied (a large pair then
+    holds the processed A and B, and at the end the processed A and the aligned B, never the
+    originals beside them); B's function check is made against its logits taken beforehand.
+    The result is the same as without.
     """
     t0 = time.perf_counter()
-    cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
+    reference = None
+    if consume:
+        dtype = next(iter(params_b.values())).dtype
+        reference = probe_logits(cfg, params_b)
+    cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group, consume=consume)
     spec = spec_for(cfg_p)
     kinds, after = weight_kinds(spec, group, within_heads)
     dense = any(k in (ORTH, INVERTIBLE) for k in kinds.values())
@@ -320,11 +330,12 @@ def weight_matching(
     info = {"order": "random per round", "seed": seed, "converged": rounds < max_rounds}
     if conds:  # the last visit's maps are the ones in the transform
         info["within_heads_cond"] = {v: [float(x) for x in c] for v, c in conds.items()}
+    extra = {} if reference is None else {"dtype": dtype}
     return finish(
         "weight",
         group,
         cfg,
-        params_b,
+        params_b if reference is None else reference,
         cfg_p,
         a,
         b,
@@ -333,4 +344,5 @@ def weight_matching(
         objective=objective,
         rounds=rounds,
         info=info,
+        **extra,
     )

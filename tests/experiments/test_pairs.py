@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -13,8 +17,11 @@ transformers = pytest.importorskip("transformers")
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.pairs import barrier_paths  # noqa: E402
+from landscape.experiments.runs import measure_barrier  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
+from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
+from landscape.sources import DataSpec, Source, load_any  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
 from tests.conftest import llama_checkpoints  # noqa: E402
 
@@ -91,3 +98,64 @@ def test_cli_inspect_and_pair_barrier(pair, tmp_path, monkeypatch, capsys) -> No
     err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
     assert err.startswith("landscape: error: mismatched architectures")
     assert "has n_kv_heads=2" in err and "has n_kv_heads=4" in err
+
+
+@pytest.mark.parametrize("group", ["orth", "signed-perm"])
+def test_streamed_pair_matches_the_path_that_keeps_every_copy(pair, tmp_path, group) -> None:
+    """Endpoints loaded by the pipeline are consumed by weight matching; handed in as
+    checkpoints they are kept (and nothing is emptied). Both give the same curve."""
+    spec = DataSpec(pair["text"], None, None, 16, 4, activation_tokens=64)
+    kw = {"points": 3, "device": "cpu", "store_matching": False}
+    streamed = measure_barrier(Source(str(pair["a"]), data=spec), Source(str(pair["b"]), data=spec),
+                               "weight", group, cache=Cache(tmp_path / "s"), **kw)  # fmt: skip
+    a, b = load_any(pair["a"]), load_any(pair["b"])
+    n = len(a.params)
+    kept = measure_barrier(Source(str(pair["a"]), data=spec), b, "weight", group,
+                           cache=Cache(tmp_path / "k"), **kw)  # fmt: skip
+    assert len(b.params) == n and len(a.params) == n  # a checkpoint handed in is never emptied
+    s, k = streamed.entry, kept.entry
+    assert s["function_check"] < 1e-4 and s["function_check_a"] < 1e-4
+    assert s["function_check"] == k["function_check"]
+    assert s["function_check_a"] == k["function_check_a"]
+    assert s["curve"]["loss"] == k["curve"]["loss"]
+    same = ("rounds", "objective", "kinds", "det_flips")
+    assert {x: s["matching"][x] for x in same} == {x: k["matching"][x] for x in same}
+
+
+def test_plain_safetensors_reads_equal_safe_open(pair) -> None:
+    """The importer's plain file reads give safe_open's tensors bit for bit, in every dtype."""
+    root = Path(pair["a"])
+    f = root.parent / "dtypes.safetensors"
+    g = torch.Generator().manual_seed(0)
+    dtypes = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+    tensors = {f"x{i}": torch.randn(3, 5, generator=g).to(dt) for i, dt in enumerate(dtypes)}
+    tensors["scalar"] = torch.tensor(2.5)
+    tensors["empty"] = torch.zeros(0, 4)
+    save_file(tensors, str(f))
+    src = _SafetensorsSource.single(f, torch.float32)
+    with safe_open(str(f), "pt") as h:
+        for name in tensors:
+            got, ref = src._read(name), h.get_tensor(name)
+            assert got.dtype == ref.dtype and torch.equal(got, ref), name
+    src.close()
+    for shard in sorted(root.glob("*.safetensors")):
+        src = _SafetensorsSource.single(shard, torch.float32)
+        with safe_open(str(shard), "pt") as h:
+            for name in h.keys():
+                assert torch.equal(src._read(name), h.get_tensor(name)), name
+        src.close()
+
+
+def test_cli_max_rounds_caps_weight_matching_only(pair, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path))
+    argv = ["pair-barrier", str(pair["a"]), str(pair["b"]), "--text", str(pair["text"]),
+            "--n-ctx", "16", "--max-windows", "2", "--points", "3", "--group", "orth",
+            "--device", "cpu", "--json"]  # fmt: skip
+    assert main([*argv, "--max-rounds", "1"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["matching"]["rounds"] == 1 and len(capped["matching"]["objective"]) == 2
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["matching"]["rounds"] > 1
+    assert main([*argv, "--max-rounds", "1", "--method", "naive"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--max-rounds is for weight matching" in err
