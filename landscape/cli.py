@@ -340,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "dropped) or none (the artifact unchanged)")  # fmt: skip
     p.add_argument("--out", help="with --artifact: where to write the transported artifact")
     p.add_argument("--lora-steps", type=_count, default=150,
-                   help="without --artifact: training steps of the table's LoRA adapter")  # fmt: skip
+                   help="without --artifact: steps of the table's LoRA adapter")  # fmt: skip
     p.add_argument("--adamw-steps", type=_count, default=30,
                    help="without --artifact: AdamW steps before the state is moved, and again "
                         "after, in the table's optimizer row")  # fmt: skip

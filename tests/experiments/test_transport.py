@@ -17,8 +17,8 @@ from landscape.experiments.transport import (
     probe_accuracy,
     save_artifact,
     steered,
-    transport,
     train_probe,
+    transport,
     transport_rows,
     with_lora,
 )
