@@ -89,7 +89,26 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
         plot_bgcolor="white",
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
+    _room_between_panels(out, width or preset.width_px, preset.font_px)
     return out
+
+
+PANEL_GAP_PX = 110  # a right panel's tick labels and axis title at a 16 px font
+
+
+def _room_between_panels(fig: go.Figure, width: int, font_px: int) -> None:
+    """Widen the gap between two side-by-side panels until the right one's tick labels and axis
+    title fit in it: a screen figure's gap is a share of its width, so a single-column export
+    would draw the right panel's y title over the left panel's curve."""
+    layout = fig.layout.to_plotly_json()
+    if "xaxis2" not in layout or "xaxis3" in layout:
+        return
+    (a0, a1), (b0, b1) = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    need = PANEL_GAP_PX * (font_px / 16) / width
+    if a1 >= b0 or b0 - a1 >= need:  # overlapping or stacked axes, or room enough already
+        return
+    panel = (b1 - a0 - need) / 2
+    fig.update_layout(xaxis={"domain": [a0, a0 + panel]}, xaxis2={"domain": [b1 - panel, b1]})
 
 
 def _render(fig: go.Figure, fmt: str, scale: float = 1.0) -> bytes:

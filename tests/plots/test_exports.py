@@ -201,3 +201,17 @@ def test_png_has_the_preset_pixels(size):
     w, h = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
     assert (w, h) == (round(preset.width_px * preset.png_scale),
                       round(preset.height_px * preset.png_scale))  # fmt: skip
+
+
+def test_a_narrow_export_makes_room_between_two_panels():
+    """In one column the right panel's tick labels and y title need their own room: the gap
+    between the panels grows to it; across two columns the screen's gap is kept."""
+    fig = figure_interpolation(SERIES)
+    screen = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    single = export.paper_figure(fig, "single")
+    gap = single.layout.xaxis2.domain[0] - single.layout.xaxis.domain[1]
+    assert gap * export.SIZES["single"].width_px >= export.PANEL_GAP_PX - 1e-6
+    assert single.layout.xaxis.domain[0] == screen[0][0]
+    assert single.layout.xaxis2.domain[1] == screen[1][1]
+    double = export.paper_figure(fig, "double")
+    assert (double.layout.xaxis.domain, double.layout.xaxis2.domain) == screen
