@@ -56,9 +56,11 @@ def tidy_interpolation(series: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 band = {"mean": sum(at) / len(at), "band_low": min(at), "band_high": max(at)}
                 for r, c in zip(results, curves, strict=True):
                     a, b = BARRIER.read(r, "seeds")
+                    method = BARRIER.read(r, "method")
                     rows.append({
                         "model": BARRIER.read(r, "model"), "seed_a": a, "seed_b": b,
-                        "method": BARRIER.read(r, "method"), "group": BARRIER.read(r, "group"),
+                        "method": method,  # naive aligns nothing: no group
+                        "group": "" if method == "naive" else BARRIER.read(r, "group"),
                         "space": BARRIER.read(r, "space") or INTERPOLATION_SERIES.read(s, "space"),
                         "split": BARRIER.read(r, "split"), "metric": metric, "lam": lam,
                         "value": c[k], "series": label, **band,

@@ -94,6 +94,8 @@ def test_tidy_interpolation_has_one_row_per_pair_method_metric_and_lambda():
     one = frame[(frame.method == "weight") & (frame.metric == "accuracy")]
     assert list(one.value) == SERIES[1]["results"][0]["accuracy"]
     assert (one.band_low == one.band_high).all()  # one pair: no band
+    assert set(frame[frame.method == "naive"].group) == {""}  # naive aligns under no group
+    assert set(one.group) == {"perm"}
 
 
 def test_tidy_matrix_covers_every_cell_and_marks_the_diagonal():
