@@ -147,7 +147,7 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     _ok(at)
     frame = at.dataframe[0].value
     assert list(frame["space"]) == ["weights", "circuits"]
-    assert frame["loss barrier (test, nats)"].nunique() == 2  # two paths, two barriers
+    assert frame["loss barrier (nats)"].nunique() == 2  # two paths, two barriers
 
 
 def test_interpolation_page_measures_the_width_barriers():
