@@ -39,17 +39,26 @@ def _mean(seeds: list[dict], key: str) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def _seed_list(seeds: list[int]) -> str:
+    """``0–11`` for a run of seeds, ``0, 2, 5`` otherwise: short enough for its column."""
+    if not seeds:
+        return "none yet"
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
 table = pd.DataFrame(
     [
         {
             "model": r["name"],
             "kind": "imported" if r["imported"] else "zoo",
             "data": r["dataset"],
-            "architecture": r["architecture"],
             "parameters": r["parameters"],
-            "seeds": ", ".join(str(s["seed"]) for s in r["seeds"]) or "none yet",
+            "seeds": _seed_list([s["seed"] for s in r["seeds"]]),
             "test acc.": _mean(r["seeds"], "test_accuracy"),
             "test loss": _mean(r["seeds"], "test_loss"),
+            "architecture": r["architecture"],
         }
         for r in rows
     ]
@@ -59,20 +68,21 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
-        # widths in pixels: the whole table fits a laptop screen without scrolling sideways
-        "model": st.column_config.TextColumn(width=125),
-        "kind": st.column_config.TextColumn(width=70),
+        # widths in pixels for the short columns; the description takes the rest of the row,
+        # last, so every number stays in view on a laptop screen
+        "model": st.column_config.TextColumn(width=150),
+        "kind": st.column_config.TextColumn(width=65),
         "data": st.column_config.TextColumn(width=85),
-        "architecture": st.column_config.TextColumn(
-            width=200, help="Hover a cell for the whole description"
-        ),
         "parameters": st.column_config.NumberColumn(format="localized", width=85),
-        "seeds": st.column_config.TextColumn(width=90),
+        "seeds": st.column_config.TextColumn(width=65),
         "test acc.": st.column_config.NumberColumn(
             format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
         ),
         "test loss": st.column_config.NumberColumn(
             format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
+        ),
+        "architecture": st.column_config.TextColumn(
+            width="large", help="Hover a cell for the whole description"
         ),
     },
 )
