@@ -84,9 +84,8 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     copies = sum(ATLAS_POINT.read(p, "kind") != "seed" for p in points)
     if on_seed:
         fig.add_annotation(
-            text=f"aligned: {on_seed} of {copies} copies equal their seed (distance 0) and are "
-            "drawn exactly on it, no jitter",
-            xref="paper", yref="paper", x=1.0, y=-0.3, xanchor="right", yanchor="top",
+            text=f"aligned: {on_seed} of {copies} copies equal their seed, drawn on it (no jitter)",
+            xref="paper", yref="paper", x=0.5, y=-0.3, xanchor="center", yanchor="top",
             showarrow=False, font={"size": font_size() - 2, "color": "#444"},
         )  # fmt: skip
         fig.update_layout(margin={"b": 110}, height=460)
