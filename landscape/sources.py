@@ -24,7 +24,6 @@ training minibatches at the model's learning rate.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -416,11 +415,13 @@ def spec_data(ckpt: Checkpoint, path: str | os.PathLike, spec: DataSpec) -> Spli
     return SplitData(splits, ident, spec)
 
 
-@functools.lru_cache(maxsize=8)
-def _family_data(doc: str) -> SplitData:
+_FAMILY_DATA: dict[str, SplitData] = {}  # by family definition, the 8 most recent
+
+
+def _family_data(doc: str, first: Checkpoint | None) -> SplitData:
     fam = Family.from_dict(json.loads(doc))
     spec = DataSpec.of(fam)
-    first = load_member(fam.name, 0)
+    first = first or load_member(fam.name, 0)
     check_evaluable(first.cfg)
     splits, ident = spec_splits(first, fam.members[0], spec)
     data = SplitData(splits, ident, spec, fam.lr, fam.batch_size)
@@ -428,10 +429,17 @@ def _family_data(doc: str) -> SplitData:
     return data
 
 
-def family_data(name: str) -> SplitData:
+def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
     """A family's data. Memoised per process on the family's definition, so a family redefined
-    under the same name reads its data again."""
-    return _family_data(json.dumps(family(name).to_dict(), sort_keys=True))
+    under the same name reads its data again. The data is read with member 0's configuration
+    and vocabulary; ``member0``, that member already loaded, saves loading it again (a GGUF
+    member takes most of a minute)."""
+    doc = json.dumps(family(name).to_dict(), sort_keys=True)
+    data = _FAMILY_DATA.pop(doc, None) or _family_data(doc, member0)
+    _FAMILY_DATA[doc] = data  # most recent last
+    while len(_FAMILY_DATA) > 8:
+        del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
+    return data
 
 
 def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
@@ -446,7 +454,9 @@ def data_of(ckpt: Checkpoint) -> Data:
     """The data a checkpoint is evaluated on, from its metadata: its family's, else its zoo
     model's (a control variant is evaluated on the normal task)."""
     if ckpt.meta.get("family"):
-        return family_data(ckpt.meta["family"])
+        fam = family(ckpt.meta["family"])
+        member0 = ckpt if ckpt.meta.get("member") == fam.members[0] else None
+        return family_data(fam.name, member0)
     name = ckpt.meta.get("name")
     if name not in ZOO:
         raise LandscapeError(

@@ -26,11 +26,13 @@ optionally the model config), so users can bring their own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -564,6 +566,24 @@ def adamw_artifact(state: dict[str, torch.Tensor]) -> Artifact:
     return Artifact("adamw", dict(state), {"step": int(state["step"])})
 
 
+@contextlib.contextmanager
+def _kept_on_disk(tensors: dict[str, torch.Tensor], what: str
+                  ) -> Iterator[Callable[[], dict[str, torch.Tensor]]]:  # fmt: skip
+    """Keep ``tensors`` in a temporary file for the block, so the caller can drop its own copy;
+    yields a function that reads a fresh copy back (the file is removed after the block)."""
+    with tempfile.TemporaryDirectory(prefix="landscape-") as tmp:
+        path = Path(tmp) / "tensors.pt"
+        try:
+            torch.save(tensors, path)
+        except (OSError, RuntimeError) as e:
+            raise LandscapeError(
+                f"could not keep {what} in a temporary file under {tmp} ({e}); free some space "
+                "there or point TMPDIR to another disk"
+            ) from None
+        del tensors  # this frame would otherwise keep them alive for the whole block
+        yield lambda: torch.load(path, weights_only=True)
+
+
 def _dist(pa: Params, pb: Params) -> float:
     return math.sqrt(sum(float(((pa[k] - pb[k]).double() ** 2).sum()) for k in pa))
 
@@ -667,22 +687,25 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     add("lora", "sub-task loss gain (nats)", ref, vals, lambda v: 100 * v / ref)
     _tick(progress, 4, stages)
     # AdamW: train A, move params and state to B = g(A_k), resume both on the same batches.
-    # One moved state at a time, each dropped once measured: on a 135M-parameter model a state
-    # is 1 GB, and B's own parameters are not needed any more.
+    # One state in memory at a time: A's state at step k waits in a file while the runs take
+    # theirs (on a 135M-parameter model a state is 1.2 GiB), and B's own parameters are gone.
     del pb, fb_te
     a_k, state = adamw_steps(cfg, pa, None, task.batches(seed=500), adamw_before, lr=task.lr / 3)
     b_k = apply(spec, g, a_k)
-    a_end, _ = adamw_steps(cfg, a_k, state, task.batches(seed=501), adamw_after, lr=task.lr / 3)
-    moved_ref = _dist(a_end, a_k)
-    del a_k
-    vals = {}
-    for m in MODES:
-        st = transport(cfg, adamw_artifact(state), g, m).tensors
-        b_end, _ = adamw_steps(cfg, b_k, st, task.batches(seed=501), adamw_after, lr=task.lr / 3)
-        del st
-        vals[m] = _dist(apply(spec, g.inverse(), b_end), a_end) / moved_ref
-        del b_end
-    del state
+    with _kept_on_disk(state, "the AdamW state") as kept_state:
+        a_end, _ = adamw_steps(cfg, a_k, state, task.batches(seed=501), adamw_after,
+                               lr=task.lr / 3, take_state=True)  # fmt: skip
+        del state
+        moved_ref = _dist(a_end, a_k)
+        del a_k
+        vals = {}
+        for m in MODES:
+            st = transport(cfg, adamw_artifact(kept_state()), g, m).tensors
+            b_end, _ = adamw_steps(cfg, b_k, st, task.batches(seed=501), adamw_after,
+                                   lr=task.lr / 3, take_state=True)  # fmt: skip
+            del st
+            vals[m] = _dist(apply(spec, g.inverse(), b_end), a_end) / moved_ref
+            del b_end
     fresh_end, _ = adamw_steps(cfg, b_k, adamw_init(b_k), task.batches(seed=501), adamw_after,
                                lr=task.lr / 3)  # fmt: skip
     vals["fresh state"] = _dist(apply(spec, g.inverse(), fresh_end), a_end) / moved_ref

@@ -4,6 +4,7 @@ artifacts round-trip through plain files with clear errors."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.gauge import readout_features
 from landscape.experiments.transport import (
     Artifact,
+    _kept_on_disk,
     check_artifact,
     load_artifact,
     probe_accuracy,
@@ -192,3 +194,23 @@ def test_probe_classes_must_fit_and_be_integers():
         check_artifact(cfg, Artifact("probe", {"W": w, "b": b, "classes": torch.arange(4)}))
     with pytest.raises(LandscapeError, match="integer class ids"):
         check_artifact(cfg, Artifact("probe", {"W": w, "b": b, "classes": torch.zeros(3)}))
+
+
+def test_the_adamw_row_keeps_the_state_on_disk_and_says_so_when_it_cannot(monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    state = {"exp_avg.w": torch.arange(6.0).reshape(2, 3), "step": torch.tensor(3.0)}
+    with _kept_on_disk(state, "the state") as kept:
+        assert list(tmp_path.iterdir())  # the file is there for the block
+        first, second = kept(), kept()
+        assert first["exp_avg.w"] is not second["exp_avg.w"]  # a fresh copy each time
+        assert all(torch.equal(first[k], state[k]) for k in state)
+    assert not list(tmp_path.iterdir())  # and gone after it
+
+    def full(*args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(LandscapeError, match="could not keep the AdamW state in a temporary"):
+        transport_rows(synthetic_task("mlp", d_model=16), adamw_before=2, adamw_after=2)
+    assert not list(tmp_path.iterdir())

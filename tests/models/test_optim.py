@@ -32,3 +32,21 @@ def test_steps_equal_the_functional_update_and_leave_the_inputs_alone():
     assert all(torch.equal(v, before[k]) for k, v in itertools.chain(params.items(),
                                                                      state0.items()))  # fmt: skip
     assert kept[1] is got  # live: callers that keep parameters copy them
+
+
+def test_a_state_handed_over_is_updated_in_place_to_the_same_bits():
+    cfg = tiny_config("gpt")
+    params = init_params(cfg, 0)
+    x = tiny_inputs(cfg, 4)
+    y = torch.randint(0, cfg.n_out, x.shape, generator=torch.Generator().manual_seed(2))
+    state0 = {k: v + 0.01 if k != "step" else v for k, v in adamw_init(params).items()}
+    copied, copied_state = adamw_steps(cfg, params, state0, itertools.repeat((x, y)), 3)
+    handed = {k: v.clone() for k, v in state0.items()}
+    k = next(k for k in handed if k.startswith("exp_avg."))
+    moment = handed[k]
+    taken, taken_state = adamw_steps(cfg, params, handed, itertools.repeat((x, y)), 3,
+                                     take_state=True)  # fmt: skip
+    assert all(torch.equal(taken[k], copied[k]) for k in copied)
+    assert all(torch.equal(taken_state[k], copied_state[k]) for k in copied_state)
+    assert taken_state[k] is moment  # updated where it was, not copied
+    assert not torch.equal(moment, state0[k])

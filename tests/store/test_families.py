@@ -185,3 +185,19 @@ def test_cli_family_batch_size_is_kept_and_used_by_fine_tuning(ckpts, home, caps
     assert json.loads(capsys.readouterr().out)["batch_size"] == 3
     x, _ = next(load_task("small-steps", 0).batches(seed=0))
     assert x.shape[0] == 3
+
+
+def test_a_task_of_member_0_reads_the_member_once(tunes, monkeypatch) -> None:
+    from landscape import sources
+
+    read = []
+    real = sources.load_any
+    monkeypatch.setattr(sources, "load_any", lambda p: read.append(str(p)) or real(p))
+    monkeypatch.setattr(sources, "_FAMILY_DATA", {})  # no data read before in this process
+    task = sources.load_task(tunes, 0)  # its data is read with member 0's vocabulary
+    assert read == [fm.family(tunes).members[0]]
+    # another member's task reads that member, and member 0 only where the data is not known yet
+    read.clear()
+    other = sources.load_task(tunes, 1)
+    assert read == [fm.family(tunes).members[1]]
+    assert torch.equal(other.test.inputs, task.test.inputs)
