@@ -110,6 +110,11 @@ def _linspace(lambdas: Lambdas) -> torch.Tensor:
 # 25-point curve on one thread: vit-digits (497 digits) 0.19 s in 2 slices, 0.20 s in 4, 0.22–0.29 s
 # in one pass; gpt-shakespeare (256 windows) 1.78 s in slices of 32, 1.84 s of 16, 1.99 s of 8.
 CPU_SLICE_ELEMENTS = 2**19
+# Positions a CPU slice gives every weight matrix at the least: fewer, and the forward reads each
+# matrix again for too few rows. SmolLM2-135M on 16 windows of 64 tokens (its vocabulary makes the
+# rule above ask for one window a slice), 3 points at 2 threads: one window a slice 22.2 s, 4
+# windows 13.0 s, 8 windows 11.5 s, 16 windows 11.6 s. The zoo's slices are longer already.
+MIN_SLICE_POSITIONS = 512
 # Fewer classes than this (less than one AVX-512 vector of float32) and the log-softmax of the loss
 # runs down columns of the transposed logits, vectorised across predictions: for the 10 digit
 # classes 4–6× faster than along rows; 16 classes and more are faster along rows.
@@ -119,19 +124,25 @@ NARROW_CLASSES = 16
 MIX_BUDGET_ELEMENTS = 2**24
 
 
-def _activation_elements(cfg: ModelConfig) -> int:
-    """Rough size of the largest activation per sample and mixture (hidden, QKV or scores)."""
-    ctx = cfg.n_ctx if cfg.has_attn else 1
+def _activation_elements(cfg: ModelConfig, positions: int | None = None) -> int:
+    """Rough size of the largest activation per sample and mixture (hidden, QKV or scores);
+    ``positions``: the sample's length (default: the model's context)."""
+    ctx = (positions or cfg.n_ctx) if cfg.has_attn else 1
     return ctx * max(cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
 
 
-def slice_rows(cfg: ModelConfig, batch: int, device: torch.device) -> int:
+def slice_rows(cfg: ModelConfig, batch: int, device: torch.device, positions: int | None = None
+               ) -> int:  # fmt: skip
     """Rows per slice of a batch in the plain forward: the whole batch on CUDA; on the CPU, equal
-    slices of at most ``CPU_SLICE_ELEMENTS // _activation_elements(cfg)`` rows (no short
-    remainder: each slice costs one forward's fixed overhead)."""
+    slices of at most ``CPU_SLICE_ELEMENTS // _activation_elements(cfg, positions)`` rows (no
+    short remainder: each slice costs one forward's fixed overhead), but never fewer than
+    ``MIN_SLICE_POSITIONS`` positions a slice. ``positions``: each row's length (default: the
+    model's context)."""
     if device.type == "cuda":
         return batch
-    most = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg))
+    per_row = (positions or cfg.n_ctx) if cfg.has_attn else 1
+    most = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg, positions),
+               -(-MIN_SLICE_POSITIONS // per_row))  # fmt: skip
     n_slices = -(-batch // most)
     return -(-batch // n_slices)
 
@@ -231,7 +242,7 @@ def evaluate_mixtures(
                 continue
             # one model at a time: the plain forward, without vmap's batching rules, on
             # cache-sized slices of the batch
-            step = slice_rows(cfg, x.shape[0], dev)
+            step = slice_rows(cfg, x.shape[0], dev, resid[0].shape[1] if resid[0].dim() == 3 else 1)
             cuts = [slice(i, i + step) for i in range(0, x.shape[0], step)]
             per_model = []
             for single, wj in zip(singles, w.tolist(), strict=True):

@@ -195,3 +195,29 @@ def test_triangle_of_one_model_is_all_basin():
     tri = evaluate_triangle(cfg, a, a, a, x, y, resolution=4, tol=1e-6)
     assert tri.basin_fraction == 1.0
     assert math.isclose(max(tri.loss), min(tri.loss), abs_tol=1e-6)
+
+
+def test_cpu_slices_give_every_matrix_enough_positions_and_leave_the_zoo_as_it_was():
+    from landscape.experiments.curves import (
+        CPU_SLICE_ELEMENTS,
+        MIN_SLICE_POSITIONS,
+        _activation_elements,
+        slice_rows,
+    )
+    from landscape.models import ModelConfig
+    from landscape.models.zoo import ZOO
+
+    cpu = torch.device("cpu")
+    # a large-vocabulary model on short windows: the activation rule alone asks for one row
+    llm = ModelConfig("gpt", d_model=64, d_mlp=128, n_layers=1, n_out=49152, n_heads=2,
+                      d_head=32, d_vocab=49152, n_ctx=8192)  # fmt: skip
+    assert CPU_SLICE_ELEMENTS // _activation_elements(llm, 64) == 0
+    assert slice_rows(llm, 16, cpu, positions=64) * 64 >= MIN_SLICE_POSITIONS
+    assert slice_rows(llm, 16, cpu, positions=64) == 8  # two equal slices, no short remainder
+    assert slice_rows(llm, 3, cpu, positions=64) == 3  # never more rows than the batch
+    assert slice_rows(llm, 16, torch.device("cuda"), positions=64) == 16
+    for name, model in ZOO.items():  # the zoo's slices come from the activation rule alone
+        cfg = model.config
+        most = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg))
+        want = -(-512 // -(-512 // most))
+        assert slice_rows(cfg, 512, cpu) == want, name
