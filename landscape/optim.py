@@ -108,7 +108,7 @@ def adamw_steps(
 
     The caller's parameters and state are never touched, unless ``take_state``: then the
     caller hands the state over, and it is updated in place and returned instead of copied
-    (on a 135M-parameter model the copy is 1 GB).
+    (on a 135M-parameter model the copy is 1.2 GiB).
 
     The loss is the model's cross-entropy (``loss_and_accuracy``) unless ``loss_fn(params, x,
     y)`` is given. ``callback(step, params)`` runs after each step (step counted from 1) with

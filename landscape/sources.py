@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -416,6 +417,7 @@ def spec_data(ckpt: Checkpoint, path: str | os.PathLike, spec: DataSpec) -> Spli
 
 
 _FAMILY_DATA: dict[str, SplitData] = {}  # by family definition, the 8 most recent
+_FAMILY_DATA_LOCK = threading.Lock()  # the app's sessions run in threads
 
 
 def _family_data(doc: str, first: Checkpoint | None) -> SplitData:
@@ -435,10 +437,13 @@ def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
     and vocabulary; ``member0``, that member already loaded, saves loading it again (a GGUF
     member takes most of a minute)."""
     doc = json.dumps(family(name).to_dict(), sort_keys=True)
-    data = _FAMILY_DATA.pop(doc, None) or _family_data(doc, member0)
-    _FAMILY_DATA[doc] = data  # most recent last
-    while len(_FAMILY_DATA) > 8:
-        del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
+    with _FAMILY_DATA_LOCK:
+        data = _FAMILY_DATA.pop(doc, None)
+        if data is None:
+            data = _family_data(doc, member0)
+        _FAMILY_DATA[doc] = data  # most recent last
+        while len(_FAMILY_DATA) > 8:
+            del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
     return data
 
 
