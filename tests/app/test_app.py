@@ -13,13 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO
-
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+from tests.app.common import MAIN, ok
 
 
 def _open(page: str) -> AppTest:
@@ -42,11 +36,6 @@ def _open_family(tmp_path: Path, name: str, page: str, timeout: int) -> AppTest:
     return at.run()
 
 
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 def _need(n: int) -> None:
     if len(available_seeds("mlp-digits")) < n:
         pytest.skip(f"the shipped zoo has fewer than {n} mlp-digits seeds")
@@ -54,18 +43,18 @@ def _need(n: int) -> None:
 
 def test_home_renders_and_routes():
     at = AppTest.from_file(MAIN, default_timeout=60).run()
-    _ok(at)
+    ok(at)
     assert at.title[0].value == "Landscape"
     assert len(at.get("plotly_chart")) == 2  # the shipped pair's curves, the symmetry levels
     links = [p.proto.page for p in at.get("page_link")]
     assert len(links) == 6
     at.sidebar.toggle(key="presentation").set_value(True).run()
-    _ok(at)
+    ok(at)
 
 
 def test_models_page_renders_and_reruns(tmp_path):
     at = _open("models")
-    _ok(at)
+    ok(at)
     frame = at.dataframe[0].value
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
                                     "vit-fashion-d256", "vit-fashion-d128",
@@ -73,7 +62,7 @@ def test_models_page_renders_and_reruns(tmp_path):
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
-    _ok(at)
+    ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
     # a bad checkpoint directory is a clear error on the page, not an exception
     at.text_input(key="import_name").set_value("bad")
@@ -96,31 +85,31 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     at.text_input(key="import_name").set_value("my-mlps")
     at.text_area(key="import_paths").set_value("\n".join(dirs))
     next(b for b in at.get("form_submit_button") if b.label == "Import").click().run()
-    _ok(at)
+    ok(at)
     assert any("my-mlps" in s.value for s in at.success)
     assert "my-mlps" in at.sidebar.selectbox(key="model").options[-1]
     frame = at.dataframe[0].value
     assert list(frame["kind"]) == ["zoo"] * len(ZOO) + ["imported"]
     at.sidebar.selectbox(key="model").set_value("my-mlps").run()
-    _ok(at)
+    ok(at)
     members = next(e for e in at.expander if "my-mlps" in e.label)
     assert members is not None and at.dataframe[1].value["test_accuracy"].min() > 0.95
     at.switch_page("views/interpolation.py").run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1
     assert "ckpt-0" in at.multiselect(key="interp_pairs_my-mlps").options[0]
     at.switch_page("views/models.py").run()
     at.button(key="remove_my-mlps").click().run()
-    _ok(at)
+    ok(at)
     assert "my-mlps" not in " ".join(at.sidebar.selectbox(key="model").options)
 
 
 def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_path):
     at = _open_family(tmp_path, "audit-mlp", "models", timeout=120)
-    _ok(at)
+    ok(at)
     assert not at.table  # nothing measured until asked
     at.button(key="audit_audit-mlp").click().run()
-    _ok(at)
+    ok(at)
     frame = at.table[0].value
     assert "✗ invalid" in set(frame["valid"]) and "✓ valid" in set(frame["valid"])
     assert "fold_norm_gains" in set(frame["to make it valid"])
@@ -129,24 +118,24 @@ def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_pat
 def test_interpolation_page_renders_and_reruns():
     _need(2)
     at = _open("interpolation")
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1
     assert len(at.dataframe[0].value) == 3  # naive, weight/perm, weight/orth
     at.radio(key="interp_split").set_value("train").run()
-    _ok(at)
+    ok(at)
     assert any("train" in h.value for h in at.subheader)
     at.multiselect(key="interp_combos").set_value(["naive"]).run()
-    _ok(at)
+    ok(at)
     assert len(at.dataframe[0].value) == 1
 
 
 def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     at = _open("interpolation")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
-    _ok(at)
+    ok(at)
     at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
     at.radio(key="interp_space").set_value("both").run()
-    _ok(at)
+    ok(at)
     frame = at.dataframe[0].value
     assert list(frame["space"]) == ["weights", "circuits"]
     assert frame["loss barrier (nats)"].nunique() == 2  # two paths, two barriers
@@ -158,7 +147,7 @@ def test_interpolation_page_measures_the_width_barriers():
     at.multiselect(key="interp_combos").set_value(["naive"]).run()
     at.multiselect(key="width_factors_vit-digits").set_value([2]).run()
     at.toggle(key="width_run_vit-digits").set_value(True).run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 2  # the curves and the width barriers
     assert any("Different widths" in h.value for h in at.subheader)
 
@@ -166,12 +155,12 @@ def test_interpolation_page_measures_the_width_barriers():
 def test_triangle_page_renders_and_reruns():
     _need(3)
     at = _open("triangle")
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1
     at.radio(key="tri_metric").set_value("accuracy").run()
-    _ok(at)
+    ok(at)
     at.slider(key="tri_resolution").set_value(4).run()
-    _ok(at)
+    ok(at)
 
 
 def test_eigenangles_page_renders_and_reruns():
@@ -180,21 +169,21 @@ def test_eigenangles_page_renders_and_reruns():
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
     at.toggle(key="eig_learned").set_value(False).run()
-    _ok(at)
+    ok(at)
 
 
 def test_atlas_page_renders_and_reruns():
     _need(2)
     at = _open("atlas")
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1
     at.run()  # the same controls again: read back, nothing replayed from the first run
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1
     at.slider(key="atlas_copies").set_value(1).run()
-    _ok(at)
+    ok(at)
     at.radio(key="atlas_group").set_value("signed-perm").run()
-    _ok(at)
+    ok(at)
 
 
 GAUGE_BUTTONS = ["gauge_run_recovery", "gauge_run_trajectory", "gauge_run_transport"]
@@ -212,13 +201,13 @@ def _fresh_memory():
 
 def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     at = _open("gauge")
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 3  # symmetry check, scramble, claims
     assert len(at.table) == 1  # the symmetry table
     # the expensive parts wait for a click
     assert [b.key for b in at.button] == GAUGE_BUTTONS
     at.slider(key="gauge_draws").set_value(1).run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 3
     assert any("1 draw(s)" in c.value for c in at.caption)
 
@@ -259,17 +248,17 @@ def test_gauge_page_computes_on_click_then_reads_the_disk_cache(_fresh_memory, m
     at = _open("gauge")
     for i, key in enumerate(GAUGE_BUTTONS):
         at.button(key=key).click().run()
-        _ok(at)
+        ok(at)
         assert len(at.get("plotly_chart")) == 4 + i
     assert len(at.table) == 1 and len(at.dataframe) == 1  # symmetry and transport tables
     at.run()  # the next run reads every part back: no buttons left
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 6
     assert not at.button
     # a new server finds every part in the disk cache and shows it without a click
     st.cache_data.clear()
     at = _open("gauge")
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 6
     assert not at.button
 
@@ -283,7 +272,7 @@ def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
     at.switch_page("views/gauge.py")
     at.session_state["model"] = "gpt-shakespeare"
     at.run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 2  # symmetry check and claims; the scramble waits
     assert [b.key for b in at.button] == ["gauge_run_scramble", *GAUGE_BUTTONS]
     assert at.select_slider(key="gauge_traj_gpt-shakespeare").value == 600
@@ -292,13 +281,13 @@ def test_gauge_page_gives_the_gpt_short_settings(_fresh_memory, monkeypatch):
 def test_gauge_page_gives_an_imported_family_the_cheapest_settings(_fresh_memory, tmp_path):
     """A family may hold large models: only the symmetry table on load, the rest on a click."""
     at = _open_family(tmp_path, "one-mlp", "gauge", timeout=300)
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1  # the symmetry check alone
     keys = [b.key for b in at.button]
     assert sorted(keys) == sorted(["gauge_run_scramble", "gauge_run_claims", *GAUGE_BUTTONS])
     assert at.select_slider(key="gauge_traj_one-mlp").value == 300
     at.button(key="gauge_run_claims").click().run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 2
 
 
@@ -319,14 +308,14 @@ def test_stray_files_in_the_families_directory_are_warnings_not_crashes(tmp_path
 def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle():
     _need(2)
     at = _open("eigenangles")
-    _ok(at)
+    ok(at)
     assert at.toggle(key="eig_iterations").value is False  # off by default: it takes time
     charts = len(at.get("plotly_chart"))
     at.toggle(key="eig_iterations").set_value(True).run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == charts + 2  # per round, per learned checkpoint
     at.toggle(key="eig_learned").set_value(False).run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 2 + 1  # histogram, objective; rounds only
     assert any("barrier per checkpoint" in i.value for i in at.info)
 
@@ -388,11 +377,11 @@ def test_interpolation_page_downloads_aligned_b_and_the_merge(
         export, "aligned_archive", lambda *a, **k: built.append(a) or archive(*a, **k)
     )
     at = _open("interpolation")
-    _ok(at)
+    ok(at)
     assert not _aligned_buttons(at) and not built  # nothing built until asked
     at.selectbox(key="download_combo").set_value("weight/orth").run()
     at.button(key="download_prepare").click().run()
-    _ok(at)
+    ok(at)
     assert len(_aligned_buttons(at)) == 1 and not _prepare_buttons(at)
     at.run()  # a rerun keeps the prepared bytes and builds nothing
     assert len(_aligned_buttons(at)) == 1 and not _prepare_buttons(at) and len(built) == 1
@@ -413,7 +402,7 @@ def test_interpolation_page_downloads_aligned_b_and_the_merge(
     at.slider(key="download_lambda").set_value(0.3).run()
     assert not _aligned_buttons(at)
     at.button(key="download_prepare").click().run()
-    _ok(at)
+    ok(at)
     check(
         _unzipped(at, downloads, tmp_path / "merge"),
         {k: 0.3 * al.params_a[k] + 0.7 * al.params_b[k] for k in al.params_b},
@@ -444,10 +433,10 @@ def test_interpolation_page_downloads_a_hugging_face_member_in_its_own_format(
     at.switch_page("views/interpolation.py")
     at.session_state["model"] = "llamas"
     at.run()
-    _ok(at)
+    ok(at)
     at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
     at.button(key="download_prepare").click().run()
-    _ok(at)
+    ok(at)
     folder = _unzipped(at, downloads, tmp_path / "out")
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     al = align(load("llamas", 0), load("llamas", 1), "weight", "orth")

@@ -15,15 +15,14 @@ from streamlit.testing.v1 import AppTest
 from landscape.data import datasets
 from landscape.errors import LandscapeError
 from landscape.models.train import available_seeds
+from tests.app.common import MAIN
 
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 # Characters every zoo GPT knows; long enough for its train and test windows.
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer.\n"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+def _no_data_dir(monkeypatch):
     monkeypatch.delenv("LANDSCAPE_DATA", raising=False)
 
 

@@ -3,42 +3,33 @@ interpolation page, and the session's figures gathered for the export report."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.state import FIGURES
 from landscape.models.train import available_seeds
 from landscape.plots import export
-
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+from tests.app.common import MAIN, ok
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+def _need_seeds():
     if len(available_seeds("mlp-digits")) < 3:
         pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def test_interpolation_page_measures_the_matrix_and_reports_its_figures():
     at = AppTest.from_file(MAIN, default_timeout=180)
     at.switch_page("views/interpolation.py")
     at.run()
-    _ok(at)
+    ok(at)
     at.multiselect(key="interp_combos").set_value(["naive"]).run()
     assert at.selectbox(key="size-interp").value == "double"
     assert at.sidebar.download_button(key="report").label == "Export report"
     assert len(at.get("plotly_chart")) == 1  # the matrix waits for its button
     at.multiselect(key="matrix_seeds_mlp-digits").set_value([0, 1, 2]).run()
     at.button(key="matrix_run").click().run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 2
     figures = at.session_state[FIGURES]
     assert list(figures) == ["interp", "matrix"]
@@ -52,5 +43,5 @@ def test_interpolation_page_measures_the_matrix_and_reports_its_figures():
     assert all(k in report for k in matrix.cache_keys)
     # another control: the matrix no longer matches and is not drawn for it
     at.radio(key="interp_split").set_value("train").run()
-    _ok(at)
+    ok(at)
     assert len(at.get("plotly_chart")) == 1

@@ -5,7 +5,6 @@ marker and the numbers of the merged model, and the shipped file is what the lib
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,13 +13,7 @@ from streamlit.testing.v1 import AppTest
 from landscape.assets import HOME_MODEL, HOME_POINTS, HOME_SEEDS, LMC_SERIES, home_curves_path
 from landscape.plots.theme import FONT_SIZE, PROJECTOR_HEIGHT
 from landscape.store.cache import Cache
-
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+from tests.app.common import MAIN
 
 
 def _markers(at: AppTest) -> list[list[float]]:

@@ -6,27 +6,18 @@ Each test gets its own empty disk cache; the curves are those of one mlp-digits 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import state
 from landscape.models.train import available_seeds
-
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+from tests.app.common import MAIN, ok
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+def _need_seeds():
     if len(available_seeds("mlp-digits")) < 2:
         pytest.skip("the shipped zoo has fewer than 2 mlp-digits seeds")
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _interpolation(combos: list[str]) -> AppTest:
@@ -47,7 +38,7 @@ def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
 
     monkeypatch.setattr(state, "barrier", raised)
     at = _interpolation(["naive", "weight/perm", "weight/orth"])
-    _ok(at)
+    ok(at)
     notes = [w.value for w in at.warning if "above naive" in w.value]
     assert len(notes) == 1 and notes[0].startswith("weight/orth is above naive here (loss")
     assert "matching the weights does not reduce this barrier" in notes[0]
@@ -58,21 +49,21 @@ def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
 
 def test_without_a_raised_method_there_is_no_note() -> None:
     at = _interpolation(["naive", "weight/perm"])
-    _ok(at)
+    ok(at)
     assert not [w for w in at.warning if "above naive" in w.value]
 
 
 def test_the_download_choices_survive_a_page_switch() -> None:
     at = _interpolation(["weight/perm", "weight/orth"])
-    _ok(at)
+    ok(at)
     at.selectbox(key="download_combo").set_value("weight/orth").run()
     at.radio(key="download_kind").set_value("merge").run()
     at.slider(key="download_lambda").set_value(0.35).run()
-    _ok(at)
+    ok(at)
     at.switch_page("views/home.py").run()
-    _ok(at)
+    ok(at)
     at.switch_page("views/interpolation.py").run()
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="download_combo").value == "weight/orth"
     assert at.radio(key="download_kind").value == "merge"
     assert at.slider(key="download_lambda").value == 0.35

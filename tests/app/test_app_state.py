@@ -7,26 +7,17 @@ learned matching, the naive curve of one pair).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from landscape.models.train import available_seeds
-
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+from tests.app.common import MAIN, ok
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+def _need_seeds():
     if len(available_seeds("mlp-digits")) < 8:
         pytest.skip("the shipped zoo has fewer than 8 mlp-digits seeds")
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _app(query: dict[str, str] | None = None) -> AppTest:
@@ -39,16 +30,16 @@ def _app(query: dict[str, str] | None = None) -> AppTest:
 def test_eigenangle_seeds_survive_a_page_switch_and_are_in_the_url():
     at = _app({"learned": "0"})
     at.switch_page("views/eigenangles.py").run()
-    _ok(at)
+    ok(at)
     at.selectbox(key="eig_a_mlp-digits").set_value(3).run()
     at.selectbox(key="eig_b_mlp-digits").set_value(7).run()
-    _ok(at)
+    ok(at)
     assert at.query_params["a"] == "3" and at.query_params["b"] == "7"
     at.switch_page("views/models.py").run()
-    _ok(at)
+    ok(at)
     assert "a" not in at.query_params  # the Models page has no seed A: its link names none
     at.switch_page("views/eigenangles.py").run()
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="eig_a_mlp-digits").value == 3
     assert at.selectbox(key="eig_b_mlp-digits").value == 7
     assert at.toggle(key="eig_learned").value is False
@@ -60,14 +51,14 @@ def test_interpolation_keeps_its_pair_and_split_across_a_page_switch():
     at.switch_page("views/interpolation.py")
     at.session_state["interp_combos"] = ["naive"]  # one cheap curve
     at.run()
-    _ok(at)
+    ok(at)
     at.multiselect(key="interp_pairs_mlp-digits").set_value([(2, 3)]).run()
     at.radio(key="interp_split").set_value("train").run()
-    _ok(at)
+    ok(at)
     at.switch_page("views/home.py").run()
-    _ok(at)
+    ok(at)
     at.switch_page("views/interpolation.py").run()
-    _ok(at)
+    ok(at)
     assert at.multiselect(key="interp_pairs_mlp-digits").value == [(2, 3)]
     assert at.radio(key="interp_split").value == "train"
     assert any("train split" in h.value for h in at.subheader)
@@ -86,14 +77,14 @@ def test_a_link_reopens_the_same_view():
     assert link == {"a": "5", "b": "1", "learned": "0"}
     again = _app(link)
     again.switch_page("views/eigenangles.py").run()
-    _ok(again)
+    ok(again)
     assert again.selectbox(key="eig_a_mlp-digits").value == 5
     assert again.selectbox(key="eig_b_mlp-digits").value == 1
     assert again.toggle(key="eig_learned").value is False
     # and a link to another model and page
     at = _app({"model": "vit-digits", "split": "train", "methods": "naive", "pairs": "0-2"})
     at.switch_page("views/interpolation.py").run()
-    _ok(at)
+    ok(at)
     assert at.sidebar.selectbox(key="model").value == "vit-digits"
     assert at.multiselect(key="interp_pairs_vit-digits").value == [(0, 2)]
     assert at.multiselect(key="interp_combos").value == ["naive"]
@@ -119,7 +110,7 @@ def test_bad_link_values_fall_back_to_the_defaults_with_a_note():
     at.switch_page("views/interpolation.py")
     at.session_state["interp_combos"] = ["naive"]
     at.run()
-    _ok(at)
+    ok(at)
     assert at.multiselect(key="interp_pairs_mlp-digits").value == [(0, 1)]
     assert at.slider(key="interp_points").value == 25  # 4 is not a grid size the slider offers
     at = _app({"seeds": "0,1,2,3"})
