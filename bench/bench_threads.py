@@ -7,7 +7,9 @@ rotations. "Under load" runs other processes that keep every core busy (one sing
 1024² sgemm loop per core) for the whole measurement.
 For each workload the table gives the seconds at 1 … N threads, the choice of
 :func:`landscape.threads.choose_threads` and the ratio of the choice's time to the best fixed
-count's (1.00: the choice is as good as the best). Asserts nothing about time.
+count's (1.00: the choice is as good as the best), and the time at torch's default count (its
+count at start-up, one thread per core) over the choice's (above 1: choosing paid). Asserts
+nothing about time.
 
     .venv/bin/python bench/bench_threads.py [--models vit-fashion vit-fashion-d256 ...]
 """
@@ -18,7 +20,7 @@ import argparse
 import multiprocessing as mp
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,6 +34,10 @@ from landscape.matching.learned import learned_matching
 from landscape.matching.weight import weight_matching
 from landscape.models.train import get_checkpoint
 from landscape.sources import data_of
+
+# torch's own count, read before anything here sets one (the "default" of the table)
+TORCH_DEFAULT = min(torch.get_num_threads(), T.cores())
+MODELS = ("vit-fashion", "vit-fashion-d256", "gpt-shakespeare-d128")
 
 
 def _spin(stop: mp.Event) -> None:  # one busy core
@@ -91,21 +97,18 @@ def seconds(fn: Callable[[], object], n: int, repeats: int) -> float:
         return timed(fn, repeats)[0]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument(
-        "--models", nargs="+", default=["vit-fashion", "vit-fashion-d256", "gpt-shakespeare-d128"]
-    )
-    ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args()
+def run(models: Sequence[str] = MODELS, repeats: int = 2, load: Sequence[bool] = (False, True)
+        ) -> str:  # fmt: skip
+    """The thread table, idle and under load, as text."""
     counts = list(range(1, T.cores() + 1))
-    jobs = {k: v for m in args.models for k, v in workloads(m).items()}
-    for loaded in (False, True):
+    jobs = {k: v for m in models for k, v in workloads(m).items()}
+    out = []
+    for loaded in load:
         rows = []
         with Load(loaded):
-            print(machine_line(), "| under load" if loaded else "| idle", flush=True)
+            state = "under load" if loaded else "idle"
             for label, (width, fn) in jobs.items():
-                times = {n: seconds(fn, n, args.repeats) for n in counts}
+                times = {n: seconds(fn, n, repeats) for n in counts}
                 choice = T.choose_threads(width)
                 t_choice = times[choice]
                 rows.append(
@@ -114,14 +117,22 @@ def main() -> None:
                         *(f"{times[n]:.3f}" for n in counts),
                         str(choice),
                         f"{t_choice / min(times.values()):.2f}",
+                        f"{times[TORCH_DEFAULT] / t_choice:.2f}",
                     ]
                 )
-                print("  ", rows[-1], flush=True)
-        print(
-            table(
-                ["workload", *(f"{n} thread(s) s" for n in counts), "choice", "choice / best"], rows
-            )
-        )
+                print("  ", state, rows[-1], flush=True)
+        headers = ["workload", *(f"{n} thread(s) s" for n in counts), "choice",
+                   "choice / best", f"torch default ({TORCH_DEFAULT}) / choice"]  # fmt: skip
+        out.append(f"{machine_line()} | {state}\n{table(headers, rows)}")
+    return "\n\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", nargs="+", default=list(MODELS))
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    print(run(args.models, args.repeats))
 
 
 if __name__ == "__main__":

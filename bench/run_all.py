@@ -3,8 +3,11 @@
     .venv/bin/python bench/run_all.py [--quick] [--big]
 
 Sections: barrier curves (loss-landscapes, module loop), weight matching (rebasin), triangle
-grids (module loop), growth with fitted exponents. One torch thread, contenders interleaved in
-the same process, medians of 5 (``--quick``: 3, and a shorter growth series). Peers are the
+grids (module loop), growth with fitted exponents, the thread count chosen against torch's
+default, idle and under load (``bench_threads.py``; vit-fashion and gpt-shakespeare-d128), and
+the forward's GFLOP/s against the machine's sgemm (``bench_rate.py``). One torch thread
+outside those two sections, contenders interleaved in the same process, medians of 5
+(``--quick``: 3, and a shorter growth series). Peers are the
 ``bench`` extra (``pip install -e .[bench]`` or ``bench/requirements.txt``); a missing peer is
 reported and its rows skipped. ``--big`` adds the 1.1B-parameter Llama pair of
 ``bench/bench_big.py`` (two float32 checkpoints of 4.4 GB on disk, peak RSS and time of
@@ -24,7 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from bench import bench_big, bench_curve, bench_matching, bench_scaling, bench_triangle
+from bench import (
+    bench_big,
+    bench_curve,
+    bench_matching,
+    bench_rate,
+    bench_scaling,
+    bench_threads,
+    bench_triangle,
+)
 from bench.common import machine_line, ratio_table, version
 
 PEERS = ("loss-landscapes", "rebasin")
@@ -64,7 +75,11 @@ def main() -> None:
         )  # fmt: skip
     else:
         growth, _ = bench_scaling.run(repeats=repeats)
-    print(f"== growth ==\n{growth}\n")
+    print(f"== growth ==\n{growth}\n", flush=True)
+    threads = bench_threads.run(("vit-fashion", "gpt-shakespeare-d128"), repeats=2)
+    print(f"== threads: chosen against torch's default ==\n{threads}\n", flush=True)
+    rate, _ = bench_rate.run(repeats=2 if args.quick else 3)
+    print(f"== forward rate ==\n{rate}\n", flush=True)
     print("== ratios (peer/ours > 1: ours is faster) ==")
     print(ratio_table(ratios))
     if args.big:
