@@ -1,13 +1,13 @@
-"""Every CPU benchmark in one run, ending in one table of ratios against peers and baselines.
+"""Every CPU benchmark in one run: ratios against peers and baselines, the forward's rate, threads.
 
     .venv/bin/python bench/run_all.py [--quick] [--big]
 
 Sections: barrier curves (loss-landscapes, module loop), weight matching (rebasin), triangle
-grids (module loop), growth with fitted exponents, the thread count chosen against torch's
-default, idle and under load (``bench_threads.py``; vit-fashion and gpt-shakespeare-d128), and
-the forward's GFLOP/s against the machine's sgemm (``bench_rate.py``). One torch thread
-outside those two sections, contenders interleaved in the same process, medians of 5
-(``--quick``: 3, and a shorter growth series). Peers are the
+grids (module loop), growth with fitted exponents and the ratio table; then the forward's
+GFLOP/s against the machine's sgemm (``bench_rate.py``) and the thread count chosen against
+torch's default, idle and under load (``bench_threads.py``; vit-fashion and
+gpt-shakespeare-d128). One torch thread outside those two sections, contenders interleaved in
+the same process, medians of 5 (``--quick``: 3, and a shorter growth series). Peers are the
 ``bench`` extra (``pip install -e .[bench]`` or ``bench/requirements.txt``); a missing peer is
 reported and its rows skipped. ``--big`` adds the 1.1B-parameter Llama pair of
 ``bench/bench_big.py`` (two float32 checkpoints of 4.4 GB on disk, peak RSS and time of
@@ -76,12 +76,12 @@ def main() -> None:
     else:
         growth, _ = bench_scaling.run(repeats=repeats)
     print(f"== growth ==\n{growth}\n", flush=True)
-    threads = bench_threads.run(("vit-fashion", "gpt-shakespeare-d128"), repeats=2)
-    print(f"== threads: chosen against torch's default ==\n{threads}\n", flush=True)
+    print("== ratios (peer/ours > 1: ours is faster) ==")
+    print(ratio_table(ratios) + "\n", flush=True)
     rate, _ = bench_rate.run(repeats=2 if args.quick else 3)
     print(f"== forward rate ==\n{rate}\n", flush=True)
-    print("== ratios (peer/ours > 1: ours is faster) ==")
-    print(ratio_table(ratios))
+    threads = bench_threads.run(("vit-fashion", "gpt-shakespeare-d128"), repeats=2)
+    print(f"== threads: chosen against torch's default ==\n{threads}", flush=True)
     if args.big:
         print(f"\n== 1.1B Llama pair (bench_big) ==\n{bench_big.summary(bench_big.measure())}")
     print(f"\n{time.perf_counter() - start:.0f} s in all")
