@@ -26,13 +26,11 @@ optionally the model config), so users can bring their own.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +49,7 @@ from landscape.optim import adamw_init, adamw_steps
 from landscape.progress import Progress, tell
 from landscape.sources import Source, Task, load_task
 from landscape.store.cache import Cache
+from landscape.store.scratch import kept_on_disk
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
@@ -566,24 +565,6 @@ def adamw_artifact(state: dict[str, torch.Tensor]) -> Artifact:
     return Artifact("adamw", dict(state), {"step": int(state["step"])})
 
 
-@contextlib.contextmanager
-def _kept_on_disk(tensors: dict[str, torch.Tensor], what: str
-                  ) -> Iterator[Callable[[], dict[str, torch.Tensor]]]:  # fmt: skip
-    """Keep ``tensors`` in a temporary file for the block, so the caller can drop its own copy;
-    yields a function that reads a fresh copy back (the file is removed after the block)."""
-    with tempfile.TemporaryDirectory(prefix="landscape-") as tmp:
-        path = Path(tmp) / "tensors.pt"
-        try:
-            torch.save(tensors, path)
-        except (OSError, RuntimeError) as e:
-            raise LandscapeError(
-                f"could not keep {what} in a temporary file under {tmp} ({e}); free some space "
-                "there or point TMPDIR to another disk"
-            ) from None
-        del tensors  # this frame would otherwise keep them alive for the whole block
-        yield lambda: torch.load(path, weights_only=True)
-
-
 def _dist(pa: Params, pb: Params) -> float:
     return math.sqrt(sum(float(((pa[k] - pb[k]).double() ** 2).sum()) for k in pa))
 
@@ -692,7 +673,7 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     del pb, fb_te
     a_k, state = adamw_steps(cfg, pa, None, task.batches(seed=500), adamw_before, lr=task.lr / 3)
     b_k = apply(spec, g, a_k)
-    with _kept_on_disk(state, "the AdamW state") as kept_state:
+    with kept_on_disk(state, "the AdamW state") as kept_state:
         a_end, _ = adamw_steps(cfg, a_k, state, task.batches(seed=501), adamw_after,
                                lr=task.lr / 3, take_state=True)  # fmt: skip
         del state

@@ -13,7 +13,6 @@ from landscape.errors import LandscapeError
 from landscape.experiments.gauge import readout_features
 from landscape.experiments.transport import (
     Artifact,
-    _kept_on_disk,
     check_artifact,
     load_artifact,
     probe_accuracy,
@@ -26,6 +25,7 @@ from landscape.experiments.transport import (
 )
 from landscape.models import forward
 from landscape.optim import adamw_steps
+from landscape.store.scratch import kept_on_disk
 from landscape.symmetry import Transform, apply, random_transform, spec_for
 from tests.experiments.test_gauge import synthetic_task
 
@@ -200,7 +200,7 @@ def test_the_adamw_row_keeps_the_state_on_disk_and_says_so_when_it_cannot(monkey
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     state = {"exp_avg.w": torch.arange(6.0).reshape(2, 3), "step": torch.tensor(3.0)}
-    with _kept_on_disk(state, "the state") as kept:
+    with kept_on_disk(state, "the state") as kept:
         assert list(tmp_path.iterdir())  # the file is there for the block
         first, second = kept(), kept()
         assert first["exp_avg.w"] is not second["exp_avg.w"]  # a fresh copy each time
