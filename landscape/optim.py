@@ -115,7 +115,7 @@ def adamw_steps(
     the live parameters, which later steps change in place: a callback that keeps them keeps
     a copy.
     """
-    # private copies, updated in place step after step
+    # copies (of the state, unless it is handed over), updated in place step after step
     if state is None:
         state = adamw_init(params)
     elif not take_state:

@@ -124,10 +124,16 @@ NARROW_CLASSES = 16
 MIX_BUDGET_ELEMENTS = 2**24
 
 
+def _row_positions(cfg: ModelConfig, positions: int | None) -> int:
+    """Positions a sample carries through the forward: ``positions`` (default: the model's
+    context) for attention models, 1 for MLPs."""
+    return (positions or cfg.n_ctx) if cfg.has_attn else 1
+
+
 def _activation_elements(cfg: ModelConfig, positions: int | None = None) -> int:
     """Rough size of the largest activation per sample and mixture (hidden, QKV or scores);
     ``positions``: the sample's length (default: the model's context)."""
-    ctx = (positions or cfg.n_ctx) if cfg.has_attn else 1
+    ctx = _row_positions(cfg, positions)
     return ctx * max(cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
 
 
@@ -140,9 +146,8 @@ def slice_rows(cfg: ModelConfig, batch: int, device: torch.device, positions: in
     model's context)."""
     if device.type == "cuda":
         return batch
-    per_row = (positions or cfg.n_ctx) if cfg.has_attn else 1
     most = max(1, CPU_SLICE_ELEMENTS // _activation_elements(cfg, positions),
-               -(-MIN_SLICE_POSITIONS // per_row))  # fmt: skip
+               -(-MIN_SLICE_POSITIONS // _row_positions(cfg, positions)))  # fmt: skip
     n_slices = -(-batch // most)
     return -(-batch // n_slices)
 
@@ -242,7 +247,8 @@ def evaluate_mixtures(
                 continue
             # one model at a time: the plain forward, without vmap's batching rules, on
             # cache-sized slices of the batch
-            step = slice_rows(cfg, x.shape[0], dev, resid[0].shape[1] if resid[0].dim() == 3 else 1)
+            positions = resid[0].shape[1] if resid[0].dim() == 3 else None  # (rows, positions, d)
+            step = slice_rows(cfg, x.shape[0], dev, positions)
             cuts = [slice(i, i + step) for i in range(0, x.shape[0], step)]
             per_model = []
             for single, wj in zip(singles, w.tolist(), strict=True):
