@@ -20,15 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from bench.common import machine_line, timed
+from bench.common import machine_line, sgemm_gflops
 from landscape.matching.learned import learned_matching
 from landscape.sources import Source
-
-
-def sgemm_gflops(n: int = 1024) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    seconds, _ = timed(lambda: a @ b, repeats=5)
-    return 2 * n**3 / seconds / 1e9
 
 
 def main() -> None:

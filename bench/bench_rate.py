@@ -12,7 +12,8 @@ counted once in the same process. Columns:
   process (the issue's target is ≥ 0.8);
 - **matmuls alone**: every counted call replayed on random tensors of the same shapes, with
   nothing between them (each distinct shape timed and multiplied by how often it occurs), as a
-  share of the same sgemm rate: the ceiling these shapes allow on this machine's BLAS;
+  share of the same sgemm rate: an optimistic ceiling for these shapes on this machine's BLAS
+  (the operands stay in cache while one call is timed again and again);
 - **forward / matmuls alone**: how much of that ceiling the whole forward reaches (1.0: every
   second of the forward is spent in the counted calls at their own speed).
 
@@ -38,7 +39,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 from torch.utils.flop_counter import flop_registry
 
-from bench.common import machine_line, table, timed, zoo_pair
+from bench.common import machine_line, sgemm_gflops, table, timed
 from landscape import threads as T
 from landscape.experiments.curves import evaluate_path
 from landscape.models.train import get_checkpoint
@@ -47,13 +48,6 @@ from landscape.sources import data_of
 MODELS = ("vit-fashion", "vit-fashion-d256", "gpt-shakespeare-d128")
 POINTS = 5
 _SDPA_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
-
-
-def sgemm_gflops(n: int = 1024, repeats: int = 5) -> float:
-    """GFLOP/s of an n² float32 matmul at the current thread count."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    seconds, _ = timed(lambda: a @ b, repeats=repeats)
-    return 2 * n**3 / seconds / 1e9
 
 
 @dataclass(frozen=True)
@@ -122,8 +116,9 @@ class CountedCalls(TorchDispatchMode):
 
 def curve_job(name: str) -> tuple[int, Callable[[], object]]:
     """(width, a 5-point curve of seeds 0 and 1 on the test split as a function)."""
-    cfg, (pa, pb) = zoo_pair(name)
-    test = data_of(get_checkpoint(name, 0)).evaluation("test")
+    a, b = get_checkpoint(name, 0), get_checkpoint(name, 1)
+    test = data_of(a).evaluation("test")
+    cfg, pa, pb = a.cfg, *({k: v.float() for k, v in c.params.items()} for c in (a, b))
     return cfg.d_model, lambda: evaluate_path(cfg, pa, pb, test.inputs, test.targets, POINTS)
 
 

@@ -55,6 +55,13 @@ def timed(
     return (statistics.median(times) if times else float("nan")), out
 
 
+def sgemm_gflops(n: int = 1024, repeats: int = 5) -> float:
+    """GFLOP/s of an n² float32 matmul at the current thread count (median of ``repeats``)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    seconds, _ = timed(lambda: a @ b, repeats=repeats)
+    return 2 * n**3 / seconds / 1e9
+
+
 def race(
     fns: dict[str, Callable[..., Any]],
     repeats: int = REPEATS,
