@@ -14,6 +14,7 @@ import pytest
 
 import landscape.cli as cli
 from landscape import summaries
+from landscape.cli import parser as cli_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,9 +62,9 @@ def test_the_parsers_choices_are_the_librarys():
     from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
     from landscape.models.circuits import SPACES
 
-    assert cli.METHODS == METHODS and cli.GROUPS == GROUPS
-    assert cli.MONOMIAL_GROUPS == MONOMIAL_GROUPS and cli.SPACES == SPACES
-    assert cli.AUTO == threads.AUTO and cli.EXECUTORS == EXECUTORS
+    assert cli_parser.METHODS == METHODS and cli_parser.GROUPS == GROUPS
+    assert cli_parser.MONOMIAL_GROUPS == MONOMIAL_GROUPS and cli_parser.SPACES == SPACES
+    assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
 
 
 # ---------------------------------------------------------------- help and defaults
@@ -81,12 +82,12 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 COMMANDS = [pytest.param(path, id=" ".join(path) or "landscape") for path, _ in
-            _commands(cli.build_parser())]  # fmt: skip
+            _commands(cli_parser.build_parser())]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", COMMANDS)
 def test_every_option_has_help_and_shows_its_default(path, capsys):
-    parser = dict(_commands(cli.build_parser()))[path]
+    parser = dict(_commands(cli_parser.build_parser()))[path]
     formatter = parser._get_formatter()
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
@@ -193,9 +194,10 @@ def test_a_model_against_itself_is_refused_while_parsing(capsys, _stores, argv):
 
 
 def test_distinct_seeds_still_parse():
-    args = cli.build_parser().parse_args(["triangle", "mlp-digits", "--seeds", "0", "1", "2"])
+    parser = cli_parser.build_parser()
+    args = parser.parse_args(["triangle", "mlp-digits", "--seeds", "0", "1", "2"])
     assert args.seeds == [0, 1, 2]
-    args = cli.build_parser().parse_args(["barrier", "mlp-digits", "--seeds", "1", "0"])
+    args = parser.parse_args(["barrier", "mlp-digits", "--seeds", "1", "0"])
     assert args.seeds == [1, 0]
 
 

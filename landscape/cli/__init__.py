@@ -1,0 +1,422 @@
+"""The ``landscape`` command line (DESIGN §5).
+
+Every command takes ``--json`` (one JSON object on stdout; progress on stderr), ``--device`` and
+``--threads`` (``landscape.threads``).
+Bad input exits with status 2 and one line on stderr naming the problem; set
+``LANDSCAPE_DEBUG=1`` to see tracebacks of unexpected errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from landscape.cli.parser import build_parser
+from landscape.errors import LandscapeError
+from landscape.progress import Progress, fraction
+from landscape.summaries import show
+
+Handler = Callable[[argparse.Namespace], dict[str, Any]]
+COMMANDS: dict[str, Handler] = {}
+
+
+def _width(args: argparse.Namespace) -> int:
+    """The model width that ``--threads auto`` is chosen for: the zoo model's, else 256."""
+    from landscape.models.zoo import ZOO
+
+    model = getattr(args, "model", None)
+    return ZOO[model].config.d_model if isinstance(model, str) and model in ZOO else 256
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- handlers
+
+
+@command("zoo")
+def _zoo(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.models.zoo import shipped_seeds, zoo_table
+
+    rows = zoo_table()
+    for r in rows:
+        r["shipped_seeds"] = shipped_seeds(r["name"])
+    return {"models": rows}
+
+
+@command("train")
+def _train(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.models.train import compare_with_shipped, tqdm_progress, train
+
+    if args.save:  # before training, not after minutes of it
+        from landscape.models.checkpoint import check_save_target
+
+        check_save_target(args.save)
+    progress = tqdm_progress(f"train {args.model} seed {args.seed}")
+    ckpt, hit = train(args.model, args.seed, device=args.device, data_dir=args.data_dir,
+                      progress=progress, text=args.text)  # fmt: skip
+    saved = None
+    if args.save:
+        from landscape.models.checkpoint import save_checkpoint_dir
+
+        saved = str(save_checkpoint_dir(ckpt, args.save))
+    m = ckpt.meta
+    shipped = None if args.text else compare_with_shipped(ckpt)
+    if shipped and shipped.get("current") and not shipped["reproduced"]:
+        promise = "bit-identical weights" if shipped["same_kernels"] else "matching test metrics"
+        print(f"landscape: warning: {args.model} seed {args.seed} differs from the shipped "
+              f"checkpoint beyond the promise ({promise}); see README, reproducibility",
+              file=sys.stderr)  # fmt: skip
+    return {
+        "model": args.model,
+        "seed": args.seed,
+        "cached": hit,
+        "digest": m["digest"],
+        **m["metrics"],
+        "seconds": m["seconds"],
+        "device": m["device"],
+        "shipped": shipped,
+        "saved": saved,
+    }
+
+
+@command("data")
+def _data(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.data import fetch_shakespeare, shakespeare
+
+    path = fetch_shakespeare(args.archive)
+    corpus = shakespeare()
+    return {"name": args.name, "path": str(path), "characters": len(corpus.train) + len(corpus.val),
+            "vocabulary": len(corpus.vocab), "sha256": corpus.digest}  # fmt: skip
+
+
+@command("cache")
+def _cache(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.store.cache import Cache
+
+    cache = Cache()
+    if args.action == "clear":
+        return {"root": str(cache.root), "removed": cache.clear(args.kind)}
+    return cache.info()
+
+
+@command("symmetries")
+def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from landscape.device import CPU
+    from landscape.models import init_params
+    from landscape.sources import Source
+    from landscape.symmetry import norm_state, symmetry_table
+
+    ckpt = Source(args.model, args.seed).load(CPU)
+    cfg, params, source = ckpt.cfg, ckpt.params, "checkpoint"
+    if args.norm is not None:
+        cfg = cfg.replace(norm=args.norm)
+        params = init_params(cfg, args.seed or 0)
+        gen = torch.Generator().manual_seed(args.seed or 0)
+        # Random gains and biases: with all gains 1 some invalid groups look exact by accident.
+        params = {k: (v + 0.3 * torch.randn(v.shape, generator=gen)) if k.endswith((".w", ".b"))
+                  else v for k, v in params.items()}  # fmt: skip
+        source = f"random init, {'LayerNorm' if args.norm == 'ln' else 'RMSNorm'}"
+    rows = symmetry_table(cfg, params, seed=args.draw)
+    return {"model": args.model, "seed": args.seed, "source": source,
+            "norm_state": norm_state(cfg, params).to_dict(), "rows": rows}  # fmt: skip
+
+
+@command("barrier")
+def _barrier(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import barrier
+
+    _status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
+    with _progress_bar(f"barrier {args.method}/{args.group}") as progress:
+        return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
+                       split=args.split, space=args.space, device=args.device,
+                       progress=progress)  # fmt: skip
+
+
+@command("align")
+def _align(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.export import write_aligned
+
+    _status(f"align {args.model} {args.seeds} {args.method}/{args.group} → {args.out}")
+    with _progress_bar(f"align {args.method}/{args.group}") as progress:
+        return write_aligned(args.model, args.seeds, args.out, args.method, args.group,
+                             merge=args.merge, split=args.split, device=args.device,
+                             progress=progress)  # fmt: skip
+
+
+@command("triangle")
+def _triangle(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import triangle
+
+    _status(f"triangle {args.model} {args.seeds} {args.method}/{args.group}")
+    with _progress_bar(f"triangle {args.method}/{args.group}") as progress:
+        return triangle(args.model, args.seeds, args.method, args.group,
+                        resolution=args.resolution, tol=args.tol, split=args.split,
+                        space=args.space, joint=args.joint, device=args.device,
+                        executor=args.executor, address=args.address,
+                        progress=progress)  # fmt: skip
+
+
+@command("eigenangles")
+def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.budget import check_points
+    from landscape.experiments import eigenangle_result, iteration_barriers
+
+    options = {k: getattr(args, k) for k in ("max_rounds", "checkpoints", "points")
+               if getattr(args, k) is not None}  # fmt: skip
+    if options and not args.iterations:
+        flags = ", ".join("--" + k.replace("_", "-") for k in options)
+        raise LandscapeError(f"{flags} only with --iterations")
+    if "points" in options:  # before minutes of matching, not after them
+        check_points(options["points"])
+    _status(f"eigenangles {args.model} {args.seeds}")
+    with _progress_bar("eigenangles learned/orth") as progress:
+        out = eigenangle_result(args.model, args.seeds, device=args.device, progress=progress)
+    if args.iterations:
+        _status(f"iterations {args.model} {args.seeds}")
+        with _progress_bar("iterations") as progress:
+            it = iteration_barriers(args.model, args.seeds, device=args.device,
+                                    progress=progress, **options)  # fmt: skip
+        for warning in it["warnings"]:  # main says only the top level's
+            print(f"landscape: warning: iterations: {warning}", file=sys.stderr)
+        out["iterations"] = it
+    return out
+
+
+@command("table")
+def _table(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import table
+
+    with _progress_bar(f"table {args.model}") as progress:
+        return table(args.model, args.pairs, split=args.split, points=args.points,
+                     space=args.space, device=args.device, executor=args.executor,
+                     address=args.address, progress=progress)  # fmt: skip
+
+
+@command("matrix")
+def _matrix(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.matrix import barrier_matrix
+
+    if len(args.seeds) < 2:
+        raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
+    _status(f"matrix {args.model} {args.seeds} {args.method}/{args.group}")
+    with _progress_bar(f"matrix {args.method}/{args.group}") as progress:
+        return barrier_matrix(args.model, args.seeds, args.method, args.group,
+                              points=args.points, split=args.split, space=args.space,
+                              device=args.device, progress=progress)  # fmt: skip
+
+
+@command("controls")
+def _controls(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.controls import controls_table
+
+    with _progress_bar(f"controls {args.model}") as progress:
+        return controls_table(args.model, args.pairs, split=args.split, points=args.points,
+                              layernorm=args.layernorm, space=args.space,
+                              device=args.device, executor=args.executor,
+                              address=args.address, progress=progress)  # fmt: skip
+
+
+@command("widths")
+def _widths(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import check_factors, default_factors, width_barriers
+    from landscape.models.zoo import zoo_model
+
+    cfg = zoo_model(args.model).config
+    factors = check_factors(cfg, args.factors or default_factors(cfg))  # before the status line
+    _status(f"widths {args.model} {args.seeds} factors {list(factors)}")
+    with _progress_bar(f"widths {args.model}") as progress:
+        return width_barriers(args.model, *args.seeds, factors=factors,
+                              methods=args.methods, points=args.points, split=args.split,
+                              embed_seed=args.embed_seed, device=args.device,
+                              progress=progress)  # fmt: skip
+
+
+@command("gauge-sweep")
+def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.gauge import PARTS, gauge_sweep
+
+    _status(f"gauge sweep {args.model} seed {args.seed}")
+    with _progress_bar(f"gauge sweep {args.model}") as progress:
+        return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
+                           trajectory_steps=args.trajectory_steps,
+                           trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
+                           device=args.device, executor=args.executor, address=args.address,
+                           progress=progress)  # fmt: skip
+
+
+@command("transport")
+def _transport(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import transport as tr
+
+    if args.artifact is None:
+        _status(f"transport table {args.model} seed {args.seed}")
+        with _progress_bar(f"transport {args.model}") as progress:
+            rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
+                                      lora_steps=args.lora_steps,
+                                      adamw_steps_before=args.adamw_steps,
+                                      adamw_steps_after=args.adamw_steps, device=args.device,
+                                      progress=progress)  # fmt: skip
+        return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
+                "lora_steps": args.lora_steps, "adamw_steps": args.adamw_steps,
+                "rows": rows}  # fmt: skip
+    from landscape.device import CPU
+    from landscape.sources import Source
+    from landscape.symmetry import random_transform, spec_for
+
+    if args.out is None:
+        raise LandscapeError("--artifact needs --out, the path of the transported artifact")
+    a = Source(args.model, args.seed).load(CPU)
+    artifact = tr.load_artifact(args.artifact, a.cfg)
+    if args.to_seed is not None:
+        from landscape.matching import weight_matching
+
+        b = Source(args.model, args.to_seed).load(CPU)
+        # π with π(θ_A) ≈ θ_B carries A's coordinates into B's; artifacts live in the stream
+        # and FFN coordinates, so the within-head maps are not needed
+        transform = weight_matching(a.cfg, b.params, a.params, args.group,
+                                    within_heads=False).transform  # fmt: skip
+        target = f"seed {args.to_seed} (weight matching, {args.group})"
+    else:
+        transform = random_transform(spec_for(a.cfg), args.group, args.gauge_seed)
+        target = f"g(θ), g a random {args.group} element, gauge seed {args.gauge_seed}"
+    moved = tr.transport(a.cfg, artifact, transform, args.mode)
+    out = tr.save_artifact(args.out, moved, a.cfg)
+    return {"artifact": artifact.kind, "from": f"{args.model} seed {args.seed}", "to": target,
+            "mode": args.mode, "out": str(out)}  # fmt: skip
+
+
+@command("inspect")
+def _inspect(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.sources import inspect
+
+    return inspect(args.path, audit=args.audit)
+
+
+@command("family")
+def _family(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import family_members
+    from landscape.sources import add_family
+    from landscape.store import families as fm
+
+    if args.action == "add":
+        n = len(args.paths)
+        _status(f"checking {n} checkpoint{'s' if n != 1 else ''} for family {args.name}")
+        fam = add_family(args.name, args.paths, text=args.text, data=args.data,
+                         data_dir=args.data_dir, n_ctx=args.n_ctx, max_windows=args.max_windows,
+                         lr=args.lr, batch_size=args.batch_size, labels=args.labels,
+                         replace=args.replace)  # fmt: skip
+        return {**fam.to_dict(), "members": family_members(fam.name)}
+    if args.action == "list":
+        return {"families": [{"name": f.name, "members": len(f.members), "arch": f.arch,
+                              "parameters": f.parameters, "data": f.dataset}
+                             for f in fm.families()]}  # fmt: skip
+    if args.action == "show":
+        fam = fm.family(args.name)
+        return {**fam.to_dict(), "members": family_members(fam.name)}
+    if not fm.remove_family(args.name):
+        raise LandscapeError(f"no family {args.name!r} to remove")
+    return {"removed": args.name}
+
+
+@command("pair-barrier")
+def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.pairs import barrier_paths
+
+    with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
+        return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
+                             data=args.data, data_dir=args.data_dir, points=args.points,
+                             split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
+                             space=args.space, device=args.device, dtype=args.dtype,
+                             max_rounds=args.max_rounds, progress=progress)  # fmt: skip
+
+
+def _status(text: str) -> None:
+    print(f"landscape: {text} ...", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _progress_bar(desc: str) -> Iterator[Progress]:
+    """A progress bar on stderr fed by ``progress(stage, done, total)`` (``landscape.progress``):
+    the bar shows the fraction done, the postfix the stage (and a count that is not a fraction)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=100, desc=desc, file=sys.stderr, leave=False)
+
+    def progress(stage: str, done: float, total: float) -> None:
+        bar.set_postfix_str(stage if total == 1 else f"{stage} {done:g}/{total:g}")
+        bar.update(round(100 * fraction(done, total)) - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        from landscape.device import resolve_device
+        from landscape.threads import resolve_threads, using
+
+        # the one place --device is resolved: everything below takes a torch.device
+        args.device = resolve_device(args.device)
+        # and --threads: torch's count for the command, restored after it
+        with using(resolve_threads(args.threads, _width(args))):
+            result = COMMANDS[args.command](args)
+    except LandscapeError as e:
+        print(f"landscape: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("landscape: interrupted; nothing partial was stored", file=sys.stderr)
+        return 130
+    except Exception as e:  # unexpected: still one line unless debugging
+        if os.environ.get("LANDSCAPE_DEBUG"):
+            raise
+        print(f"landscape: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if getattr(args, "figure", None):
+        try:
+            from landscape.plots.files import write_figures
+
+            result["figures"] = write_figures(args.command, result, args.figure, args.size)
+        except LandscapeError as e:  # the result stands; say that the figure failed
+            print(f"landscape: error: {e}", file=sys.stderr)
+            print(json.dumps(_clean(result)) if args.json else show(args.command, result))
+            return 2
+    # a broken function or a NaN check is never only a field: it is said on stderr too
+    for warning in result.get("warnings", []):
+        print(f"landscape: warning: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(_clean(result)))
+    else:
+        print(show(args.command, result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
