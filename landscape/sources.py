@@ -17,9 +17,8 @@ evaluation, its fine-tuning recipe, and the data key that identifies the data in
 Families and paths may hold large models: their curves are evaluated one λ at a time in batches
 sized so that one batch's widest activation stays near ``LOGIT_BUDGET`` elements.
 
-A :class:`Task` is a loaded model on a device with its data as the gauge sweep and artifact
-transport use it: inputs for activation statistics, an evaluation split and a seeded sampler of
-training minibatches at the model's learning rate.
+:mod:`landscape.tasks` builds on these: a loaded model on a device with its data as the gauge
+sweep and artifact transport use it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +40,7 @@ from landscape.data import Split
 from landscape.data.text import token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError, did_you_mean
-from landscape.models import Architecture, ModelConfig, Params, architecture_of
+from landscape.models import Architecture, ModelConfig, architecture_of
 from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
@@ -54,7 +53,7 @@ from landscape.models.zoo import (
     split_for,
     zoo_model,
 )
-from landscape.store.cache import Cache, digest_tensors
+from landscape.store.cache import Cache
 from landscape.store.families import (
     DATASETS,
     NAME,
@@ -74,7 +73,6 @@ __all__ = [
     "Data",
     "DataSpec",
     "Source",
-    "Task",
     "add_family",
     "available_seeds",
     "check_evaluable",
@@ -86,7 +84,6 @@ __all__ = [
     "label",
     "load_any",
     "load_member",
-    "load_task",
     "model_arch",
     "split_sampler",
     "stream_sampler",
@@ -623,88 +620,6 @@ class Source:
         if self.data is not None:
             return spec_data(ckpt, self.model, self.data)
         return data_of(ckpt)
-
-
-# ---------------------------------------------------------------- tasks
-
-
-@dataclass
-class Task:
-    """A model with its data: activation/evaluation inputs and a sampler of training batches
-    (the model's own training data). ``sample(gen, batch_size) -> (inputs, targets)``."""
-
-    name: str
-    seed: int
-    cfg: ModelConfig
-    params: Params  # float32, on ``device``
-    sample: Sampler
-    act_inputs: torch.Tensor  # inputs for activation statistics (training split)
-    act_targets: torch.Tensor
-    test: Split  # evaluation split (barriers, probe/steering metrics)
-    lr: float = 3e-3  # the model's peak training learning rate
-    batch_size: int = 64
-    device: torch.device = CPU
-    data_key: dict[str, Any] | None = None  # families: what identifies the data in cache keys
-
-    @property
-    def digest(self) -> str:
-        return digest_tensors({k: v.cpu() for k, v in self.params.items()})
-
-    def batches(self, seed: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Seeded endless minibatches of the training data, on the task's device."""
-        gen = torch.Generator().manual_seed(seed)
-        while True:
-            x, y = self.sample(gen, self.batch_size)
-            yield x.to(self.device), y.to(self.device)
-
-    def frequent_classes(self, n: int) -> list[int]:
-        """The n most frequent targets of the activation inputs (ties: lowest label)."""
-        counts = torch.bincount(self.act_targets.reshape(-1).cpu(), minlength=self.cfg.n_out)
-        return sorted(torch.argsort(-counts.double(), stable=True)[:n].tolist())
-
-
-def load_task(
-    model: str | Checkpoint | Source,
-    seed: int = 0,
-    *,
-    device: torch.device = CPU,
-    n_act: int | None = None,
-    n_test: int | None = None,
-) -> Task:
-    """A :class:`Task` of a zoo seed, a family member (name + seed), a Source or a Checkpoint.
-
-    A zoo model's task samples its own training data at its recipe's ``lr`` and ``batch_size``
-    (text: random windows of the training text); a family's samples minibatches from its
-    training windows or images at the family's ``lr`` and ``batch_size``.
-    ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
-    64 text windows for activations; the whole test split, or 128 windows of zoo text).
-    """
-    if isinstance(model, Checkpoint):
-        ckpt = model
-    else:
-        source = model if isinstance(model, Source) else Source(model, seed)
-        ckpt = source.load(device)
-    if ckpt.meta.get("family"):
-        data: Data = data_of(ckpt)
-        name = ckpt.meta["family"]
-    else:
-        name = ckpt.meta.get("name", model if isinstance(model, str) else "")
-        if name not in ZOO:
-            raise LandscapeError(
-                f"the gauge sweep needs a zoo model's training data; {name!r} is not a zoo model"
-            )
-        data = data_of(ckpt)
-        if ZOO[name].config != ckpt.cfg:
-            raise LandscapeError(f"checkpoint config differs from the zoo's {name} config")
-    default_act, default_test = data.task_sizes(ckpt.cfg)
-    n_act, n_test = n_act or default_act, n_test or default_test
-    train, test = data.task_splits()
-    test = Split(test.inputs[:n_test].to(device), test.targets[:n_test].to(device))
-    params = {k: v.to(device, torch.float32) for k, v in ckpt.params.items()}
-    return Task(name, int(ckpt.meta.get("seed", seed) or 0), ckpt.cfg, params,
-                data.sampler(ckpt.cfg, train), train.inputs[:n_act].to(device),
-                train.targets[:n_act].to(device), test, data.lr, data.batch_size, device,
-                data.task_key)  # fmt: skip
 
 
 def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:

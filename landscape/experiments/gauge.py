@@ -22,7 +22,7 @@ columns B's (landscape.matching.solvers).
 
 Each part returns a JSON-able dict written by its result dataclass
 (:mod:`landscape.experiments.gauge_results`; ``from_dict`` reads a stored one back). The model
-and its data come as a :class:`landscape.sources.Task`; fine-tuning is
+and its data come as a :class:`landscape.tasks.Task`; fine-tuning is
 :func:`landscape.optim.adamw_steps`.
 """
 
@@ -80,7 +80,7 @@ from landscape.models import (
 from landscape.models.checkpoint import Checkpoint
 from landscape.optim import adamw_steps
 from landscape.progress import Progress
-from landscape.sources import Source, Task, load_task
+from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import (
     ORTH,
@@ -98,6 +98,7 @@ from landscape.symmetry import (
     symmetry_table,
 )
 from landscape.symmetry.processing import prepare
+from landscape.tasks import Task, load_task
 from landscape.threads import threaded
 
 __all__ = [

@@ -47,7 +47,7 @@ from landscape.models import ModelConfig, Params, forward, param_shapes
 from landscape.models.zoo import Checkpoint
 from landscape.optim import adamw_init, adamw_steps
 from landscape.progress import Progress, tell
-from landscape.sources import Source, Task, load_task
+from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.store.scratch import kept_on_disk
 from landscape.symmetry import (
@@ -65,6 +65,7 @@ from landscape.symmetry import (
     random_transform,
     spec_for,
 )
+from landscape.tasks import Task, load_task
 from landscape.threads import threaded
 
 ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")

@@ -18,8 +18,9 @@ from landscape.experiments.gauge import (
 )
 from landscape.models import forward, init_params
 from landscape.optim import adamw_steps
-from landscape.sources import Task, split_sampler
+from landscape.sources import split_sampler
 from landscape.symmetry import SIGNED_PERM, apply, spec_for
+from landscape.tasks import Task
 from tests.conftest import tiny_config, tiny_inputs
 
 

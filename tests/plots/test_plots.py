@@ -25,8 +25,9 @@ from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round
 from landscape.plots.fields import MissingField
 from landscape.plots.interpolation import above_naive
 from landscape.plots.matrix import figure_barrier_matrix
-from landscape.sources import Task, split_sampler
+from landscape.sources import split_sampler
 from landscape.symmetry import symmetry_table
+from landscape.tasks import Task
 from tests.conftest import tiny_config, tiny_inputs
 
 

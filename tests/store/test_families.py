@@ -177,7 +177,7 @@ def test_cli_registers_a_family_and_moves_an_artifact_onto_a_planted_member(
 
 
 def test_cli_family_batch_size_is_kept_and_used_by_fine_tuning(ckpts, home, capsys) -> None:
-    from landscape.sources import load_task
+    from landscape.tasks import load_task
 
     assert main(["family", "add", "small-steps", str(ckpts["a"]), str(ckpts["b"]), "--text",
                  str(ckpts["text"]), "--n-ctx", "16", "--max-windows", "8", "--batch-size", "3",
@@ -188,16 +188,16 @@ def test_cli_family_batch_size_is_kept_and_used_by_fine_tuning(ckpts, home, caps
 
 
 def test_a_task_of_member_0_reads_the_member_once(tunes, monkeypatch) -> None:
-    from landscape import sources
+    from landscape import sources, tasks
 
     read = []
     real = sources.load_any
     monkeypatch.setattr(sources, "load_any", lambda p: read.append(str(p)) or real(p))
     monkeypatch.setattr(sources, "_FAMILY_DATA", {})  # no data read before in this process
-    task = sources.load_task(tunes, 0)  # its data is read with member 0's vocabulary
+    task = tasks.load_task(tunes, 0)  # its data is read with member 0's vocabulary
     assert read == [fm.family(tunes).members[0]]
     # another member's task reads that member, and member 0 only where the data is not known yet
     read.clear()
-    other = sources.load_task(tunes, 1)
+    other = tasks.load_task(tunes, 1)
     assert read == [fm.family(tunes).members[1]]
     assert torch.equal(other.test.inputs, task.test.inputs)
