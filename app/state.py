@@ -269,7 +269,7 @@ def gauge_part(
     trajectory_every: int,
     device: str | None,
 ) -> dict[str, Any]:
-    """One part of the gauge sweep (``landscape.experiments.gauge.gauge_sweep``) read from the
+    """One part of the gauge sweep (``landscape.experiments.gauge_runner.gauge_sweep``) read from the
     disk cache;
     :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
     the entry once :func:`compute_gauge_part` has stored it)."""
@@ -326,7 +326,7 @@ def _gauge_sweep_part(
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
-    from landscape.experiments.gauge import gauge_sweep
+    from landscape.experiments.gauge_runner import gauge_sweep
 
     out = gauge_sweep(
         model,

@@ -247,7 +247,7 @@ def _widths(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("gauge-sweep")
 def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.gauge import PARTS, gauge_sweep
+    from landscape.experiments.gauge_runner import PARTS, gauge_sweep
 
     _status(f"gauge sweep {args.model} seed {args.seed}")
     with _progress_bar(f"gauge sweep {args.model}") as progress:

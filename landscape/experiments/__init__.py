@@ -7,7 +7,8 @@
 - :mod:`~landscape.experiments.curves`: loss and accuracy along lines and over triangles;
 - :mod:`~landscape.experiments.pairs`: barriers between checkpoint paths;
 - :mod:`~landscape.experiments.controls`: control pairs and the original coordinates of a path;
-- :mod:`~landscape.experiments.gauge`: the gauge sweep; :mod:`~landscape.experiments.transport`:
+- :mod:`~landscape.experiments.gauge`: the gauge sweep's parts, run by
+  :mod:`~landscape.experiments.gauge_runner`; :mod:`~landscape.experiments.transport`:
   artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
   :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
   :mod:`~landscape.experiments.iterations`: the barrier per weight-matching round and per

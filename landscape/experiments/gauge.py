@@ -24,22 +24,21 @@ Each part returns a JSON-able dict written by its result dataclass
 (:mod:`landscape.experiments.gauge_results`; ``from_dict`` reads a stored one back). The model
 and its data come as a :class:`landscape.tasks.Task`; fine-tuning is
 :func:`landscape.optim.adamw_steps`.
+The whole sweep, each part cached and optionally run as Ray draws, is
+:func:`landscape.experiments.gauge_runner.gauge_sweep`.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from landscape.data import Split
-from landscape.device import CPU
-from landscape.errors import GroupNotAdmitted, LandscapeError, check_seed
-from landscape.experiments import sweeps
+from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
 from landscape.experiments.gauge_results import (
     RECOVERY_METHODS,
@@ -77,11 +76,8 @@ from landscape.models import (
     init_params,
     loss_and_accuracy,
 )
-from landscape.models.checkpoint import Checkpoint
 from landscape.optim import adamw_steps
 from landscape.progress import Progress
-from landscape.sources import Source
-from landscape.store.cache import Cache
 from landscape.symmetry import (
     ORTH,
     PERM,
@@ -93,23 +89,18 @@ from landscape.symmetry import (
     group_kinds,
     probe_inputs,
     random_transform,
-    resid_blocked,
     spec_for,
-    symmetry_table,
 )
 from landscape.symmetry.processing import prepare
-from landscape.tasks import Task, load_task
-from landscape.threads import threaded
+from landscape.tasks import Task
 
 __all__ = [
     "GAUGE_VERSION",
-    "PARTS",
     "activation_similarity",
     "align_activations",
     "check_sweep_args",
     "claim_check",
     "coordinate_accuracy",
-    "gauge_sweep",
     "readout_features",
     "recover",
     "recovery_under_drift",
@@ -544,11 +535,6 @@ def _accuracy(cfg: ModelConfig, params: Params, split: Split) -> float:
         return float(loss_and_accuracy(cfg, forward(cfg, params, split.inputs), split.targets)[1])
 
 
-# ----------------------------------------------------------------------------- the sweep
-
-PARTS = ("table", "scramble", "recovery", "trajectory", "claims")
-
-
 def check_sweep_args(
     *,
     seed: int = 0,
@@ -576,156 +562,3 @@ def check_sweep_args(
             f"gauge-sweep --trajectory-steps ({trajectory_steps}) must be at least "
             f"--trajectory-every ({trajectory_every}): no checkpoint would be stored"
         )
-
-
-@threaded
-def gauge_sweep(
-    model: str | Checkpoint | Source,
-    seed: int = 0,
-    *,
-    draws: int = 3,
-    steps_grid: Sequence[int] = (0, 10, 30, 100, 300),
-    trajectory_steps: int = 1500,
-    trajectory_every: int = 10,
-    parts: Sequence[str] = PARTS,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
-    cache: Cache | None = None,
-    executor: str = "local",
-    address: str | None = None,
-) -> dict[str, Any]:
-    """The whole gauge sweep of one model as a JSON-serialisable dict, one key per part.
-
-    Each part is cached (kind ``"gauge-sweep"``) under the model's weight digest, its arguments
-    and ``GAUGE_VERSION``; ``seconds`` records the compute time of each part (0 on a cache hit
-    keeps the original time).
-
-    ``executor="ray"`` computes every draw of the parts not yet in ``cache`` as a Ray task (a
-    (group, draw) of the scramble and the claims, a draw of the recovery; the table and the
-    trajectory are one task each), on the cluster at ``address`` or a local one, assembles each
-    part from its draws here and stores it (``seconds``: the draws' compute time summed)
-    (:mod:`landscape.experiments.sweeps`); the sweep then reads every part from the cache.
-    """
-    sweeps.check_executor(executor, address)
-    unknown = set(parts) - set(PARTS)
-    if unknown:
-        raise LandscapeError(f"unknown gauge-sweep parts {sorted(unknown)}; expected {PARTS}")
-    check_sweep_args(seed=seed, draws=draws, steps_grid=steps_grid,
-                     trajectory_steps=trajectory_steps,
-                     trajectory_every=trajectory_every)  # fmt: skip
-    task = load_task(model, seed, device=device)
-    why = resid_blocked(task.cfg)
-    rotating = sorted(set(parts) & {"scramble", "claims"})
-    if why and rotating:
-        raise GroupNotAdmitted(
-            f"the {' and '.join(rotating)} part{'s compare' if len(rotating) > 1 else ' compares'} "
-            f"S_d, B_d and O(d), and {task.name} admits no O(d): {why}; run the other parts "
-            "(--parts table recovery trajectory)"
-        )
-    cache = cache or Cache()
-    base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),
-            "weights": task.digest, "seed": seed}  # fmt: skip
-    if task.data_key:
-        base["data"] = task.data_key
-    runners: dict[str, tuple[dict[str, Any], Callable[[], dict[str, Any]]]] = {
-        "table": ({}, lambda: _table_part(task)),
-        "scramble": ({"draws": draws},
-                     lambda: scramble_test(task, draws=draws, seed=seed, progress=progress)),
-        "recovery": ({"draws": draws, "steps_grid": list(steps_grid)},
-                     lambda: recovery_under_drift(task, steps_grid=steps_grid, draws=draws,
-                                                  seed=seed, progress=progress)),
-        "trajectory": ({"steps": trajectory_steps, "every": trajectory_every},
-                       lambda: trajectory_transport(task, steps=trajectory_steps,
-                                                    every=trajectory_every, seed=seed,
-                                                    progress=progress)),
-        "claims": ({"draws": draws}, lambda: claim_check(task, draws=draws, seed=seed)),
-    }  # fmt: skip
-    inputs = {part: {**base, "part": part, **runners[part][0]} for part in parts}
-    if executor == "ray":
-        options = {"seed": seed, "draws": draws, "steps_grid": list(steps_grid),
-                   "trajectory_steps": trajectory_steps,
-                   "trajectory_every": trajectory_every}  # fmt: skip
-        _on_ray(model, task, inputs, options, address, cache, progress)
-    out: dict[str, Any] = {"model": task.name, "seed": seed, "version": GAUGE_VERSION}
-    for part in parts:
-        _, run = runners[part]
-
-        def compute(run=run) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-            t0 = time.perf_counter()
-            result = run()
-            result["seconds"] = round(time.perf_counter() - t0, 3)
-            return {}, result
-
-        entry, _ = cache.get_or_compute("gauge-sweep", inputs[part], compute)
-        out[part] = entry.meta
-    return out
-
-
-def _table_part(task: Task) -> dict[str, Any]:
-    return {"rows": symmetry_table(task.cfg, {k: v.cpu() for k, v in task.params.items()})}
-
-
-@dataclass(frozen=True)
-class _Draws:
-    """A part of the sweep as independent draws: ``units(options)``, ``run(task, unit,
-    options)`` for one, ``combine(task, values, options)`` the part's result (as the serial
-    function of the part computes it)."""
-
-    units: Callable[[dict[str, Any]], list[Any]]
-    run: Callable[[Task, Any, dict[str, Any]], Any]
-    combine: Callable[[Task, list[Any], dict[str, Any]], dict[str, Any]]
-
-
-_DRAWS = {
-    "table": _Draws(lambda o: [None], lambda t, u, o: _table_part(t), lambda t, v, o: v[0]),
-    "scramble": _Draws(lambda o: draw_units(o["draws"]),
-                       lambda t, u, o: scramble_row(t, *u, seed=o["seed"]),
-                       lambda t, v, o: scramble_result(v, o["draws"])),
-    "recovery": _Draws(lambda o: list(range(o["draws"])),
-                       lambda t, u, o: recovery_draw(t, u, steps_grid=o["steps_grid"],
-                                                     seed=o["seed"]),
-                       lambda t, v, o: recovery_result([p for points in v for p in points],
-                                                       o["steps_grid"], o["draws"])),
-    "trajectory": _Draws(lambda o: [None],
-                         lambda t, u, o: trajectory_transport(t, steps=o["trajectory_steps"],
-                                                              every=o["trajectory_every"],
-                                                              seed=o["seed"]),
-                         lambda t, v, o: v[0]),
-    "claims": _Draws(lambda o: draw_units(o["draws"]),
-                     lambda t, u, o: Claims.of(t).row(*u, seed=o["seed"]),
-                     lambda t, v, o: Claims.of(t).result(v)),
-}  # fmt: skip
-
-
-def _draw(model: str | Checkpoint | Source, part: str, unit: Any, *, cache: Cache,
-          **options: Any) -> Any:  # fmt: skip
-    """On a worker: one draw of a part of the sweep, on the CPU."""
-    task = load_task(model, options["seed"], device=CPU)
-    return _DRAWS[part].run(task, unit, options)
-
-
-def _draw_name(unit: Any) -> str:
-    """How a draw reads in an error: ``, draw 1`` or ``, orth draw 1`` (nothing for a part that
-    is one task)."""
-    if unit is None:
-        return ""
-    return ", " + (f"{unit[0]} draw {unit[1]}" if isinstance(unit, tuple) else f"draw {unit}")
-
-
-def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict[str, Any]],
-            options: dict[str, Any], address: str | None, cache: Cache,
-            progress: Progress | None) -> None:  # fmt: skip
-    """Every draw of the parts (cache inputs ``inputs``) not yet in ``cache`` as a Ray task;
-    each part assembled from its draws and stored."""
-    todo = [p for p in inputs if cache.get("gauge-sweep", cache.key("gauge-sweep", inputs[p]))
-            is None]  # fmt: skip
-    calls = [(part, sweeps.Call(_draw, (model, part, unit), options,
-                                what=f"the gauge sweep's {part}" + _draw_name(unit)))
-             for part in todo for unit in _DRAWS[part].units(options)]  # fmt: skip
-    done = sweeps.run([c for _, c in calls], cache, address=address, progress=progress,
-                      stage="ray draws")  # fmt: skip
-    for part in todo:
-        mine = [d for (p, _), d in zip(calls, done, strict=True) if p == part]
-        result = _DRAWS[part].combine(task, [d.value for d in mine], options)
-        result["seconds"] = round(sum(d.seconds for d in mine), 3)
-        cache.put("gauge-sweep", cache.key("gauge-sweep", inputs[part]), {}, result)

@@ -172,7 +172,7 @@ def test_good_edge_values_pass_the_parser(capsys, argv):
 def test_gauge_sweep_refuses_nonsense_before_loading(kwargs, match):
     """The app and the library reach the sweep without the CLI's parser: the same one-line
     errors (formerly a KeyError for a negative step, a ZeroDivisionError for spacing 0)."""
-    from landscape.experiments.gauge import gauge_sweep
+    from landscape.experiments.gauge_runner import gauge_sweep
 
     kwargs = {"seed": 0, **kwargs}
     with pytest.raises(LandscapeError, match=re.escape(match)):

@@ -233,7 +233,7 @@ def test_gauge_sweep_of_a_post_norm_family_refuses_the_rotating_parts_and_runs_t
     tmp_path, monkeypatch
 ):
     from landscape.errors import GroupNotAdmitted
-    from landscape.experiments.gauge import gauge_sweep
+    from landscape.experiments.gauge_runner import gauge_sweep
     from landscape.sources import add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
