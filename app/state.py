@@ -269,8 +269,8 @@ def gauge_part(
     trajectory_every: int,
     device: str | None,
 ) -> dict[str, Any]:
-    """One part of the gauge sweep (``landscape.experiments.gauge_runner.gauge_sweep``) read from the
-    disk cache;
+    """One part of the gauge sweep (``landscape.experiments.gauge_runner.gauge_sweep``) read
+    from the disk cache;
     :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
     the entry once :func:`compute_gauge_part` has stored it)."""
     return _gauge_sweep_part(
