@@ -41,7 +41,7 @@ from landscape.symmetry import resid_blocked, symmetry_table
 from landscape.tasks import Task, load_task
 from landscape.threads import threaded
 
-__all__ = ["PARTS", "check_sweep_args", "gauge_sweep"]
+__all__ = ["PARTS", "gauge_sweep"]
 
 PARTS = ("table", "scramble", "recovery", "trajectory", "claims")
 
