@@ -142,6 +142,13 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
 
 
 def test_interpolation_page_measures_the_width_barriers():
+    # The narrow B is trained here, outside the page's time limit (about a minute, several on
+    # a loaded 2-core machine); the page then reads it from the cache, aligns and measures.
+    from landscape.experiments.tables import pairs_for
+    from landscape.experiments.widths import narrow_checkpoint
+
+    (_, seed_b), *_ = pairs_for("vit-digits", 1)
+    narrow_checkpoint("vit-digits", 2, seed_b)
     at = _open("interpolation")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
     at.multiselect(key="interp_combos").set_value(["naive"]).run()
