@@ -147,7 +147,7 @@ def test_interpolation_page_measures_the_width_barriers():
     from landscape.experiments.tables import pairs_for
     from landscape.experiments.widths import narrow_checkpoint
 
-    (_, seed_b), *_ = pairs_for("vit-digits", 1)
+    _, seed_b = pairs_for("vit-digits", 1)[0]
     narrow_checkpoint("vit-digits", 2, seed_b)
     at = _open("interpolation")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
