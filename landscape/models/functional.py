@@ -378,9 +378,11 @@ def attention(
     cache: dict | None = None,
     *,
     layer: int = 0,
+    dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """Attention of block ``layer`` (its sliding window and rotary base) on the normalised
-    stream ``x`` [batch, pos, d_model], parameters under ``prefix``."""
+    stream ``x`` [batch, pos, d_model], parameters under ``prefix``; ``dropout`` (training)
+    zeroes entries of the pattern."""
     q, k, v = (
         torch.einsum("bpd,hde->bphe", x, params[f"{prefix}.W_{m}"])
         + _bias(cfg, params, f"{prefix}.b_{m}")
@@ -403,6 +405,8 @@ def attention(
         mask = _window_mask(t, t, cfg.window_of(layer), x.device)
         scores = scores.masked_fill(~mask, float("-inf"))
     pattern = scores.softmax(-1)
+    if dropout is not None:
+        pattern = dropout(pattern)
     z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)  # (batch, pos, n_heads, d_head)
     if cache is not None:
         cache[f"{prefix}.z"] = z
@@ -417,15 +421,19 @@ def forward(
     cache: dict | None = None,
     *,
     fast: bool | None = None,
+    dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """Logits: mlp/vit/bert-cls [batch, n_out]; gpt/bert [batch, pos, n_out].
 
     If ``cache`` is a dict, it is filled with ``resid.{l}`` (the residual stream entering block l;
     ``resid.{n_layers}`` enters the final norm), ``blocks.{l}.mlp.hidden`` (post-activation) and
     ``blocks.{l}.attn.z`` (per-head outputs before W_O). ``fast`` chooses the implementation
-    (:func:`forward_resid`).
+    (:func:`forward_resid`). ``dropout`` (training) zeroes entries of the embedding too.
     """
-    return forward_resid(cfg, params, embed(cfg, params, inputs), cache, fast=fast)
+    x = embed(cfg, params, inputs)
+    if dropout is not None:
+        x = dropout(x)
+    return forward_resid(cfg, params, x, cache, fast=fast, dropout=dropout)
 
 
 def forward_resid(
@@ -435,6 +443,7 @@ def forward_resid(
     cache: dict | None = None,
     *,
     fast: bool | None = None,
+    dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """``forward`` from the residual stream ``x`` that ``embed`` returns: the blocks, the final
     norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
@@ -445,8 +454,15 @@ def forward_resid(
     retraining reproduces them bit for bit. ``fast=True``: the inference path
     (``_inference_forward``), faster, logits only (no ``cache``). ``fast=None`` follows
     :func:`default_fast`: the inference path exactly when no cache is asked for and autograd does
-    not record.
+    not record. ``dropout`` (training; every block but ``postln``) zeroes entries of each
+    attention pattern and of each block's attention and MLP outputs; it runs the reference.
     """
+    if dropout is not None:
+        if fast:
+            raise ValueError("dropout runs the reference forward; pass fast=False or None")
+        if cfg.block == "postln":
+            raise ValueError("dropout is not built for post-LayerNorm blocks")
+        return _reference_forward(cfg, params, x, cache, dropout)
     if fast is None:
         fast = default_fast(params, x, cache)
     elif fast and cache is not None:
@@ -473,10 +489,36 @@ def _records_grad(params: Params, x: torch.Tensor) -> bool:
     return x.requires_grad or any(p.requires_grad for p in params.values())
 
 
+class Dropout:
+    """Training-time dropout drawn from its own seeded generator, so that a seed's training is
+    reproducible whatever else draws random numbers: each entry is zeroed with probability ``p``
+    and the rest scaled by 1 / (1 − ``p``)."""
+
+    def __init__(self, p: float, seed: int, device: torch.device | str = "cpu") -> None:
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"dropout probability must be in (0, 1), got {p}")
+        self.p = p
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        u = torch.rand(x.shape, generator=self.generator, device=x.device, dtype=x.dtype)
+        return x * (u >= self.p).to(x.dtype) / (1.0 - self.p)
+
+
+def _keep(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
 def _reference_forward(
-    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None
+    cfg: ModelConfig,
+    params: Params,
+    x: torch.Tensor,
+    cache: dict | None,
+    dropout: Dropout | None = None,
 ) -> torch.Tensor:
-    """The blocks as written in the module docstring, one einsum or matrix product per term."""
+    """The blocks as written in the module docstring, one einsum or matrix product per term;
+    ``dropout`` on the attention and MLP outputs added to the stream."""
+    drop = dropout if dropout is not None else _keep
     arch = architecture_of(cfg)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
@@ -485,8 +527,8 @@ def _reference_forward(
         x_in = x
         if arch.attention:
             xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
-            out = attention(cfg, params, f"{b}.attn", xn, cache, layer=layer)
-            x = x + _post_norm(cfg, params, f"{b}.ln1", out, _norm)
+            out = attention(cfg, params, f"{b}.attn", xn, cache, layer=layer, dropout=dropout)
+            x = x + drop(_post_norm(cfg, params, f"{b}.ln1", out, _norm))
         x_mlp = x_in if cfg.block == "parallel" else x  # parallel: the MLP reads the block's input
         xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _norm)
         h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
@@ -497,11 +539,13 @@ def _reference_forward(
             h = _act(cfg, h)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
-        if cfg.block == "pre":  # (x + h·W_out) + b_out: the rounding the checkpoints carry
+        if cfg.block == "pre" and dropout is not None:
+            x = x + drop(h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out"))
+        elif cfg.block == "pre":  # (x + h·W_out) + b_out: the rounding the checkpoints carry
             x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
         else:
             out = h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
-            x = x + _post_norm(cfg, params, f"{b}.ln2", out, _norm)
+            x = x + drop(_post_norm(cfg, params, f"{b}.ln2", out, _norm))
     if cache is not None:
         cache[f"resid.{cfg.n_layers}"] = x
     if arch.readout == "class token":

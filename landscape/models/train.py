@@ -20,7 +20,7 @@ from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
 from landscape.models.config import ModelConfig
-from landscape.models.functional import forward, loss_and_accuracy
+from landscape.models.functional import Dropout, forward, loss_and_accuracy
 from landscape.models.params import Params, init_params
 from landscape.models.zoo import (
     ZOO,
@@ -201,11 +201,13 @@ def _train_model(
     running, n_running = 0.0, 0
     start = time.perf_counter()
     batches = _batches(model, seed, vocab, data_dir, var)
+    drop = Dropout(tc.dropout, 20_000 + seed, dev) if tc.dropout else None
     for step in range(steps):
         x, y = next(batches)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
-        loss, _ = loss_and_accuracy(cfg, forward(cfg, params, x.to(dev)), y.to(dev))
+        logits = forward(cfg, params, x.to(dev), dropout=drop)
+        loss, _ = loss_and_accuracy(cfg, logits, y.to(dev))
         if not torch.isfinite(loss):
             raise LandscapeError(
                 f"training {model.name} seed {seed} diverged at step {step} (loss {loss.item()})"

@@ -34,7 +34,12 @@ from landscape.store.paths import assets_root
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimiser recipe: AdamW with linear warm-up and cosine decay to 10% of ``lr``."""
+    """Optimiser recipe: AdamW with linear warm-up and cosine decay to 10% of ``lr``.
+
+    ``dropout``: the probability of zeroing an entry of the embedding, of each attention pattern
+    and of each block's attention and MLP outputs, in training only (0: none). A recipe without
+    dropout keeps its dictionary, and so its cache key, as it was before the field existed.
+    """
 
     steps: int
     batch_size: int
@@ -43,9 +48,17 @@ class TrainConfig:
     warmup: int = 50
     eval_every: int = 100
     grad_clip: float = 1.0
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.dropout:
+            del d["dropout"]
+        return d
 
 
 @dataclass(frozen=True)
