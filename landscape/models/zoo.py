@@ -198,6 +198,26 @@ ZOO: dict[str, ZooModel] = {
             TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500),
             eval_windows=512,
         ),
+        ZooModel(
+            "gpt-shakespeare-d128-drop0.1",
+            "shakespeare",
+            "gpt-shakespeare-d128 trained with dropout 0.1 on the embedding, the attention "
+            "patterns and the block outputs (the learned-alignment GPT)",
+            ModelConfig(
+                "gpt",
+                d_model=128,
+                d_mlp=512,
+                n_layers=4,
+                n_out=84,
+                n_heads=4,
+                d_head=32,
+                d_vocab=84,
+                n_ctx=128,
+            ),  # fmt: skip
+            TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500,
+                        dropout=0.1),  # fmt: skip
+            eval_windows=512,
+        ),
     ]
 }
 
