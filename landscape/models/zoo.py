@@ -214,8 +214,9 @@ ZOO: dict[str, ZooModel] = {
                 d_vocab=84,
                 n_ctx=128,
             ),  # fmt: skip
-            TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500,
-                        dropout=0.1),  # fmt: skip
+            TrainConfig(
+                steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500, dropout=0.1
+            ),  # fmt: skip
             eval_windows=512,
         ),
     ]
