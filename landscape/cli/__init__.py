@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.cli.parser import build_parser
+from landscape.cli.parser import LEARNED_OPTIONS, build_parser
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction
 from landscape.summaries import show
@@ -135,15 +135,34 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
             "norm_state": norm_state(cfg, params).to_dict(), "rows": rows}  # fmt: skip
 
 
+def _learned_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--learned-*`` options given, as learned matching's keywords; refused with another
+    method. One equal to the library's default is left out, so it reads the default's entry."""
+    given = [flag for flag in LEARNED_OPTIONS if getattr(args, flag) is not None]
+    if not given:
+        return {}
+    if args.method != "learned":
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
+        raise LandscapeError(f"{flags}: for --method learned, not {args.method}")
+    import inspect
+
+    from landscape.matching.learned import learned_matching
+
+    defaults = inspect.signature(learned_matching).parameters
+    settings = {LEARNED_OPTIONS[flag]: getattr(args, flag) for flag in given}
+    return {k: v for k, v in settings.items() if v != defaults[k].default}
+
+
 @command("barrier")
 def _barrier(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import barrier
 
+    options = _learned_settings(args)
     _status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
     with _progress_bar(f"barrier {args.method}/{args.group}") as progress:
         return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
                        split=args.split, space=args.space, device=args.device,
-                       progress=progress)  # fmt: skip
+                       options=options or None, progress=progress)  # fmt: skip
 
 
 @command("align")

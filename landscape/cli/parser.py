@@ -178,6 +178,26 @@ _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
 
+# --learned-X → learned matching's keyword (landscape.matching.learned.learned_matching)
+LEARNED_OPTIONS = {"learned_steps": "steps", "learned_batch": "batch_size", "learned_lr": "lr",
+                   "learned_init": "init"}  # fmt: skip
+
+
+def _learned_options(p: argparse.ArgumentParser) -> None:
+    """Learned matching's settings; unset ones keep the library's defaults (and cache keys)."""
+    p.add_argument("--learned-steps", type=_count,
+                   help="with --method learned: optimisation steps (default: 300)")  # fmt: skip
+    p.add_argument("--learned-batch", type=_count,
+                   help="with --method learned: rows per batch (default: 64 images, or 8,192 "
+                        "tokens of a language model's windows)")  # fmt: skip
+    p.add_argument("--learned-lr", type=_float_in(0, 10, open_low=True),
+                   help="with --method learned: Adam's step in units of the group element's "
+                        "RMS entry, decayed to 0 on a cosine (default: 0.1)")  # fmt: skip
+    p.add_argument("--learned-init", choices=("weight", "identity"),
+                   help="with --method learned: start from weight matching or from the "
+                        "identity (default: weight)")  # fmt: skip
+
+
 def _executor(p: argparse.ArgumentParser, units: str) -> None:
     """``--executor`` and ``--address`` of a command whose ``units`` can run as Ray tasks
     (``landscape.experiments.sweeps``)."""
@@ -237,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    _learned_options(p)
 
     p = sub.add_parser("align", parents=[common],
                        help="write B aligned to A (or their merge) as a checkpoint")  # fmt: skip

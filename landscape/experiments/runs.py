@@ -572,7 +572,9 @@ def barrier(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two seeds of a zoo model
-    (or members of a family), λ = 1 is A (DESIGN §1); see :func:`barrier_pair`."""
+    (or members of a family), λ = 1 is A (DESIGN §1); see :func:`barrier_pair`. ``options``
+    (keywords of the matching method, e.g. learned matching's ``steps``) are said in the
+    result's ``options``."""
     if len(seeds) != 2:
         raise LandscapeError("barrier needs two seeds: --seeds A B")
     t0 = time.perf_counter()
@@ -580,6 +582,8 @@ def barrier(
                        points=points, split=split, device=device, cache=cache, options=options,
                        coordinates=coordinates, space=space, progress=progress)  # fmt: skip
     out = {"model": model, "seeds": list(seeds), **out}
+    if options:  # the matching settings asked for, beside the library's defaults for the rest
+        out["options"] = dict(options)
     out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
 

@@ -396,3 +396,28 @@ def test_the_pair_barrier_names_its_paths_and_data():
     assert text.splitlines()[0].startswith("loss barrier") and "0.4123 nats" in text
     assert "ckpt/a, at λ = 1" in text and "ckpt/b, at λ = 0" in text
     assert "124,865" in text and "65 characters" in text and "{" not in text
+
+
+# ---------------------------------------------------------------- learned matching's settings
+
+
+def test_learned_settings_reach_the_matching_and_are_refused_elsewhere(capsys, _stores):
+    argv = ["barrier", "mlp-digits", "--seeds", "0", "1", "--method", "learned", "--group", "orth",
+            "--points", "3", "--json"]  # fmt: skip
+    settings = ["--learned-steps", "3", "--learned-batch", "32", "--learned-lr", "0.05",
+                "--learned-init", "identity"]  # fmt: skip
+    assert cli.main([*argv, *settings]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert short["options"] == {"steps": 3, "batch_size": 32, "lr": 0.05, "init": "identity"}
+    assert not short["cached"]
+    # a library default said explicitly is the default's run, not a new one
+    assert cli.main([*argv, "--learned-steps", "4"]) == 0
+    four = json.loads(capsys.readouterr().out)
+    assert four["options"] == {"steps": 4} and four["cache_key"] != short["cache_key"]
+    assert cli.main([*argv, "--learned-init", "weight"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert "options" not in default
+    assert default["cache_key"] not in (four["cache_key"], short["cache_key"])
+    assert cli.main(["barrier", "mlp-digits", "--seeds", "0", "1", "--learned-steps", "3"]) == 2
+    assert "--learned-steps: for --method learned, not weight" in capsys.readouterr().err
+    assert cli.main([*argv, "--learned-lr", "0"]) == 2
