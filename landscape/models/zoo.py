@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,11 @@ class ZooModel:
         """One line read from the config (:func:`landscape.models.registry.describe`)."""
         return describe(self.config)
 
+
+# The barrier tables' character GPT, trained with and without dropout.
+GPT_D128 = ModelConfig("gpt", d_model=128, d_mlp=512, n_layers=4, n_out=84, n_heads=4, d_head=32,
+                       d_vocab=84, n_ctx=128)  # fmt: skip
+GPT_D128_RECIPE = TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500)
 
 ZOO: dict[str, ZooModel] = {
     m.name: m
@@ -184,18 +189,8 @@ ZOO: dict[str, ZooModel] = {
             "shakespeare",
             "character-level causal GPT on Shakespeare, width 128 and 4 layers, 128 characters of "
             "context (the barrier tables' GPT)",
-            ModelConfig(
-                "gpt",
-                d_model=128,
-                d_mlp=512,
-                n_layers=4,
-                n_out=84,
-                n_heads=4,
-                d_head=32,
-                d_vocab=84,
-                n_ctx=128,
-            ),  # fmt: skip
-            TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500),
+            GPT_D128,
+            GPT_D128_RECIPE,
             eval_windows=512,
         ),
         ZooModel(
@@ -203,20 +198,8 @@ ZOO: dict[str, ZooModel] = {
             "shakespeare",
             "gpt-shakespeare-d128 trained with dropout 0.1 on the embedding, the attention "
             "patterns and the block outputs (the learned-alignment GPT)",
-            ModelConfig(
-                "gpt",
-                d_model=128,
-                d_mlp=512,
-                n_layers=4,
-                n_out=84,
-                n_heads=4,
-                d_head=32,
-                d_vocab=84,
-                n_ctx=128,
-            ),  # fmt: skip
-            TrainConfig(
-                steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500, dropout=0.1
-            ),  # fmt: skip
+            GPT_D128,
+            replace(GPT_D128_RECIPE, dropout=0.1),
             eval_windows=512,
         ),
     ]
