@@ -178,24 +178,32 @@ _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
 
-# --learned-X → learned matching's keyword (landscape.matching.learned.learned_matching)
+# --learned-X → learned matching's keyword (landscape.matching.learned.learned_matching), and
+# the library's defaults and starts, mirrored here so that --help imports no torch (a test keeps
+# them equal)
 LEARNED_OPTIONS = {"learned_steps": "steps", "learned_batch": "batch_size", "learned_lr": "lr",
                    "learned_init": "init"}  # fmt: skip
+LEARNED_DEFAULTS = {"steps": 300, "lr": 0.1, "init": "weight"}
+LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # BATCH_ROWS, BATCH_TOKENS
+LEARNED_INITS = ("weight", "identity")
 
 
 def _learned_options(p: argparse.ArgumentParser) -> None:
     """Learned matching's settings; unset ones keep the library's defaults (and cache keys)."""
+    d = LEARNED_DEFAULTS
     p.add_argument("--learned-steps", type=_count,
-                   help="with --method learned: optimisation steps (default: 300)")  # fmt: skip
+                   help=f"with --method learned: optimisation steps "
+                        f"(default: {d['steps']})")  # fmt: skip
     p.add_argument("--learned-batch", type=_count,
-                   help="with --method learned: rows per batch (default: 64 images, or 8,192 "
-                        "tokens of a language model's windows)")  # fmt: skip
+                   help=f"with --method learned: rows per batch (default: "
+                        f"{LEARNED_BATCH['rows']} images, or {LEARNED_BATCH['tokens']:,} tokens "
+                        "of a language model's windows)")  # fmt: skip
     p.add_argument("--learned-lr", type=_float_in(0, 10, open_low=True),
                    help="with --method learned: Adam's step in units of the group element's "
-                        "RMS entry, decayed to 0 on a cosine (default: 0.1)")  # fmt: skip
-    p.add_argument("--learned-init", choices=("weight", "identity"),
+                        f"RMS entry, decayed to 0 on a cosine (default: {d['lr']})")  # fmt: skip
+    p.add_argument("--learned-init", choices=LEARNED_INITS,
                    help="with --method learned: start from weight matching or from the "
-                        "identity (default: weight)")  # fmt: skip
+                        f"identity (default: {d['init']})")  # fmt: skip
 
 
 def _executor(p: argparse.ArgumentParser, units: str) -> None:

@@ -67,6 +67,19 @@ def test_the_parsers_choices_are_the_librarys():
     assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
 
 
+def test_the_learned_settings_help_says_the_librarys_defaults():
+    import inspect
+
+    from landscape.matching import learned
+
+    defaults = inspect.signature(learned.learned_matching).parameters
+    assert set(cli_parser.LEARNED_OPTIONS.values()) <= set(defaults)
+    said = cli_parser.LEARNED_DEFAULTS
+    assert said == {k: defaults[k].default for k in said}
+    assert cli_parser.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
+    assert cli_parser.LEARNED_INITS == learned.INITS
+
+
 # ---------------------------------------------------------------- help and defaults
 
 
