@@ -42,7 +42,10 @@ GROUP_HELP = ("symmetry group of the alignment: perm (permutations), signed-perm
               "gains)")  # fmt: skip
 POINTS_HELP = "points along each line, λ = 0 and λ = 1 included"
 SPLIT_HELP = "data split the models are evaluated on"
-PAIRS_HELP = "pairs of seeds averaged over (disjoint pairs of the shipped or cached seeds)"
+PAIRS_HELP = (
+    "pairs of seeds averaged over (disjoint pairs of the shipped or cached seeds when "
+    "there are twice as many, else every pair of them)"
+)
 
 
 def _common() -> argparse.ArgumentParser:
