@@ -431,6 +431,9 @@ def _show_table(r: dict[str, Any]) -> list[str]:
     heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
              "accuracy": "accuracy barrier", "paper": "paper's loss barrier (nats)"}  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    if r.get("learned_options"):  # settings other than the library's defaults
+        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
+        lines += _wrap("learned rows: ", said)
     paper = r.get("paper")
     if isinstance(paper, dict) and paper.get("source"):
         lines += _wrap("paper: ", paper["source"])

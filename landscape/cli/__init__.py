@@ -137,11 +137,12 @@ def _symmetries(args: argparse.Namespace) -> dict[str, Any]:
 
 def _learned_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The ``--learned-*`` options given, as learned matching's keywords; refused with another
-    method. One equal to the library's default is left out, so it reads the default's entry."""
+    method (a command without ``--method``, such as ``table``, gives them to its learned rows).
+    One equal to the library's default is left out, so it reads the default's entry."""
     given = [flag for flag in LEARNED_OPTIONS if getattr(args, flag) is not None]
     if not given:
         return {}
-    if args.method != "learned":
+    if getattr(args, "method", "learned") != "learned":
         flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
         raise LandscapeError(f"{flags}: for --method learned, not {args.method}")
     import inspect
@@ -219,10 +220,12 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
 def _table(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import table
 
+    options = _learned_settings(args)
     with _progress_bar(f"table {args.model}") as progress:
         return table(args.model, args.pairs, split=args.split, points=args.points,
                      space=args.space, device=args.device, executor=args.executor,
-                     address=args.address, progress=progress)  # fmt: skip
+                     address=args.address, learned_options=options or None,
+                     progress=progress)  # fmt: skip
 
 
 @command("matrix")

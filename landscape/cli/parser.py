@@ -191,21 +191,22 @@ LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # BATCH_ROWS, BATCH_TOKENS
 LEARNED_INITS = ("weight", "identity")
 
 
-def _learned_options(p: argparse.ArgumentParser) -> None:
-    """Learned matching's settings; unset ones keep the library's defaults (and cache keys)."""
+def _learned_options(p: argparse.ArgumentParser, when: str = "with --method learned") -> None:
+    """Learned matching's settings; unset ones keep the library's defaults (and cache keys).
+    ``when`` says where they apply."""
     d = LEARNED_DEFAULTS
     p.add_argument("--learned-steps", type=_count,
-                   help=f"with --method learned: optimisation steps "
+                   help=f"{when}: optimisation steps "
                         f"(default: {d['steps']})")  # fmt: skip
     p.add_argument("--learned-batch", type=_count,
-                   help=f"with --method learned: rows per batch (default: "
+                   help=f"{when}: rows per batch (default: "
                         f"{LEARNED_BATCH['rows']} images, or {LEARNED_BATCH['tokens']:,} tokens "
                         "of a language model's windows)")  # fmt: skip
     p.add_argument("--learned-lr", type=_float_in(0, 10, open_low=True),
-                   help="with --method learned: Adam's step in units of the group element's "
+                   help=f"{when}: Adam's step in units of the group element's "
                         f"RMS entry, decayed to 0 on a cosine (default: {d['lr']})")  # fmt: skip
     p.add_argument("--learned-init", choices=LEARNED_INITS,
-                   help="with --method learned: start from weight matching or from the "
+                   help=f"{when}: start from weight matching or from the "
                         f"identity (default: {d['init']})")  # fmt: skip
 
 
@@ -368,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     _executor(p, "the pairs × methods × groups")
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
+    _learned_options(p, "in the learned rows")
 
     p = sub.add_parser(
         "matrix", parents=[common], help="loss/accuracy barrier of every pair of seeds",

@@ -122,6 +122,7 @@ def table(
     cache: Cache | None = None,
     executor: str = "local",
     address: str | None = None,
+    learned_options: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
@@ -132,14 +133,17 @@ def table(
     ``executor="ray"`` computes the cells as Ray tasks (on the cluster at ``address``, else a
     local one) and stores them in ``cache`` first (:mod:`landscape.experiments.sweeps`); the
     table is then assembled from the cache as in the serial run. ``function_ok`` and
-    ``warnings`` (also per row) gather those of every barrier.
+    ``warnings`` (also per row) gather those of every barrier. ``learned_options`` (learned
+    matching's keywords, e.g. ``steps``) go to the learned rows only and are said in the
+    result's ``learned_options``.
     """
     sweeps.check_executor(executor, address)
     check_points(points)
     spaces = table_spaces(model, space)
     pair_list = pairs_for(model, pairs, seeds)
     if executor == "ray":
-        cells = [sweeps.Call(_barrier_cell, (model, pair, method, group, space_, points, split),
+        cells = [sweeps.Call(_barrier_cell, (model, pair, method, group, space_, points, split,
+                                             _options(method, learned_options)),
                              kinds=("barrier",),
                              what=f"the table cell {method}/{group} {pair[0]}-{pair[1]}")
                  for (method, group), space_ in itertools.product(rows, spaces)
@@ -160,6 +164,7 @@ def table(
             sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
             results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
                                    space=space_, device=device, cache=cache,
+                                   options=_options(method, learned_options),
                                    progress=sub))  # fmt: skip
             done += 1
             tell(progress, stage, done, total)
@@ -172,17 +177,27 @@ def table(
             "paper": paper_value(method, group, arch),
         })  # fmt: skip
     warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
-    return {"model": model, "split": split, "space": space, "spaces": list(spaces),
-            "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
-            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+    out = {"model": model, "split": split, "space": space, "spaces": list(spaces),
+           "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
+           "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+    if learned_options:
+        out["learned_options"] = dict(learned_options)
+    return out
+
+
+def _options(method: str, learned_options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The matching keywords of a row: the learned settings for learned rows, else none."""
+    return (learned_options or None) if method == "learned" else None
 
 
 def _barrier_cell(model: str, seeds: tuple[int, int], method: str, group: str, space: str,
-                  points: int, split: str, *, cache: Cache) -> None:  # fmt: skip
+                  points: int, split: str, options: dict[str, Any] | None, *,
+                  cache: Cache) -> None:  # fmt: skip
     """On a worker: one cell of a table, measured into ``cache`` (its barrier entry is what the
     driver needs)."""
     measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
-                    points=points, split=split, space=space, cache=cache)  # fmt: skip
+                    points=points, split=split, space=space, cache=cache,
+                    options=options)  # fmt: skip
 
 
 def table_spaces(model: str, space: str) -> tuple[str, ...]:

@@ -434,3 +434,25 @@ def test_learned_settings_reach_the_matching_and_are_refused_elsewhere(capsys, _
     assert cli.main(["barrier", "mlp-digits", "--seeds", "0", "1", "--learned-steps", "3"]) == 2
     assert "--learned-steps: for --method learned, not weight" in capsys.readouterr().err
     assert cli.main([*argv, "--learned-lr", "0"]) == 2
+
+
+def test_the_tables_learned_rows_take_the_learned_settings(capsys, _stores):
+    argv = ["table", "mlp-digits", "--pairs", "1", "--points", "3", "--learned-steps", "3"]
+    assert cli.main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["learned_options"] == {"steps": 3}
+    a, b = out["pairs"][0]
+    rows = {(r["method"], r["group"]): r for r in out["rows"]}
+    one = ["barrier", "mlp-digits", "--seeds", str(a), str(b), "--points", "3", "--json"]
+
+    def cell(*extra):
+        assert cli.main([*one, *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    # the learned rows are the 3-step runs, read back from the cache; the others are unchanged
+    short = cell("--method", "learned", "--group", "orth", "--learned-steps", "3")
+    assert short["cached"] and short["barrier_loss"] == rows["learned", "orth"]["barrier_loss"]
+    assert cell("--method", "weight", "--group", "orth")["cached"]
+    assert not cell("--method", "learned", "--group", "perm")["cached"]  # the default's 300
+    assert cli.main(argv) == 0
+    assert "learned rows: steps 3" in capsys.readouterr().out
