@@ -145,13 +145,9 @@ def _learned_settings(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "method", "learned") != "learned":
         flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
         raise LandscapeError(f"{flags}: for --method learned, not {args.method}")
-    import inspect
+    from landscape.matching import given_options
 
-    from landscape.matching.learned import learned_matching
-
-    defaults = inspect.signature(learned_matching).parameters
-    settings = {LEARNED_OPTIONS[flag]: getattr(args, flag) for flag in given}
-    return {k: v for k, v in settings.items() if v != defaults[k].default}
+    return given_options("learned", {LEARNED_OPTIONS[f]: getattr(args, f) for f in given})
 
 
 @command("barrier")

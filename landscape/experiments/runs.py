@@ -39,6 +39,7 @@ from landscape.matching import (
     METHODS,
     function_check,
     function_warnings,
+    given_options,
     match,
 )
 from landscape.matching.result import check_dtype
@@ -193,7 +194,7 @@ def align(
     check_method(method, group)
     check_pair(a, b)
     cache = cache or Cache()
-    options = dict(options or {})
+    options = given_options(method, options)
     inputs = {
         "a": digest_tensors(a.params),
         "b": digest_tensors(b.params),
@@ -435,7 +436,7 @@ def measure_barrier(
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
     options = {**data.match_options(cfg_a, method), **learned_space(method, coordinates.space),
-               **(options or {})}  # fmt: skip
+               **given_options(method, options)}  # fmt: skip
     inputs = {
         "a": digest_tensors(ckpt_a.params),
         "b": digest_tensors(ckpt_b.params),

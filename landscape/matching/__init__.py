@@ -46,6 +46,7 @@ Conventions
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -96,6 +97,7 @@ __all__ = [
     "function_check",
     "function_probe",
     "function_warnings",
+    "given_options",
     "learned_matching",
     "match",
     "matching_kinds",
@@ -156,3 +158,27 @@ def match(
         raise ValueError(f"unknown matching method {method!r}; expected one of {METHODS}")
     r.function_check_a = function_check(cfg, reference_a, r.cfg, r.params_a)
     return r
+
+
+_METHOD_FUNCTIONS = {"weight": weight_matching, "activation": activation_matching,
+                     "learned": learned_matching}  # fmt: skip
+
+
+def given_options(method: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """``options`` of ``method`` less those that say the method's own default (a number, text
+    or flag equal to its keyword's default), so that a default said explicitly keys the same
+    cached result as one left out. Anything else (a tensor, an unknown keyword) is kept."""
+    options = dict(options or {})
+    fn = _METHOD_FUNCTIONS.get(method)
+    if fn is None:
+        return options
+    params = inspect.signature(fn).parameters
+
+    def said_default(k: str, v: Any) -> bool:
+        p = params.get(k)
+        if p is None or p.default is inspect.Parameter.empty:
+            return False
+        plain = (bool, int, float, str)
+        return isinstance(v, plain) and type(v) is type(p.default) and v == p.default
+
+    return {k: v for k, v in options.items() if not said_default(k, v)}

@@ -32,6 +32,26 @@ def test_barrier_json_keys_and_cache_hit(capsys):
     assert second["cached"] is True and second["loss"] == first["loss"]
 
 
+def test_a_default_said_explicitly_reads_the_defaults_cache_entry():
+    from landscape.matching import given_options
+
+    def run(**options):
+        return barrier("mlp-digits", (0, 1), "weight", "orth", points=3, options=options or None)
+
+    plain = run()
+    said = run(max_rounds=50, tol=1e-10)  # weight matching's own defaults
+    assert said["cached"] and said["cache_key"] == plain["cache_key"]
+    fewer = run(max_rounds=2)
+    assert not fewer["cached"] and fewer["cache_key"] != plain["cache_key"]
+    # only plain values equal to the keyword's default, of its type, are left out
+    assert given_options("learned", {"steps": 300, "lr": 0.2, "init": "weight"}) == {"lr": 0.2}
+    assert given_options("learned", {"steps": 300.0, "space": "circuits"}) == {
+        "steps": 300.0, "space": "circuits"}  # fmt: skip
+    x = torch.zeros(2)
+    assert given_options("activation", {"inputs": x, "batch": 7}) == {"inputs": x, "batch": 7}
+    assert given_options("naive", {"anything": 1}) == {"anything": 1}
+
+
 def test_barrier_of_a_model_with_itself_is_zero():
     r = barrier("mlp-digits", (3, 3), "naive", "perm", points=7)
     assert abs(r["barrier_loss"]) < 1e-6 and abs(r["barrier_accuracy"]) < 1e-9
