@@ -194,12 +194,12 @@ ZOO: dict[str, ZooModel] = {
             eval_windows=512,
         ),
         ZooModel(
-            "gpt-shakespeare-d128-drop0.1",
+            "gpt-shakespeare-d128-drop0.3",
             "shakespeare",
-            "gpt-shakespeare-d128 trained with dropout 0.1 on the embedding, the attention "
+            "gpt-shakespeare-d128 trained with dropout 0.3 on the embedding, the attention "
             "patterns and the block outputs (the learned-alignment GPT)",
             GPT_D128,
-            replace(GPT_D128_RECIPE, dropout=0.1),
+            replace(GPT_D128_RECIPE, dropout=0.3),
             eval_windows=512,
         ),
     ]

@@ -43,7 +43,7 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "vit-fashion-d256",
         "vit-fashion-d128",
         "gpt-shakespeare-d128",
-        "gpt-shakespeare-d128-drop0.1",
+        "gpt-shakespeare-d128-drop0.3",
     ]
     for m in models:
         assert m["dataset"] and m["architecture"] and m["parameters"] > 1000

@@ -22,7 +22,7 @@ def test_a_recipe_without_dropout_keeps_its_dictionary():
     plain = [m for m in ZOO.values() if not m.train.dropout]
     assert len(plain) == len(ZOO) - 1  # one entry trains with dropout, named for it
     assert all("dropout" not in m.train.to_dict() for m in plain)
-    assert ZOO["gpt-shakespeare-d128-drop0.1"].train.to_dict()["dropout"] == 0.1
+    assert ZOO["gpt-shakespeare-d128-drop0.3"].train.to_dict()["dropout"] == 0.3
     with pytest.raises(ValueError, match="dropout"):
         TrainConfig(steps=10, batch_size=4, lr=1e-3, dropout=1.0)
 

@@ -184,7 +184,7 @@ ZOO_LINES = {
     "vit-fashion-d128": "pre-norm ViT, d=128, 4 layers × 4 heads of 32, MLP 256, RMSNorm",
     "gpt-shakespeare-d128": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, MLP 512, "
     "RMSNorm",
-    "gpt-shakespeare-d128-drop0.1": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, "
+    "gpt-shakespeare-d128-drop0.3": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, "
     "MLP 512, RMSNorm",
 }
 
