@@ -404,8 +404,22 @@ def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:
         f"{a}–{b}" for a, b in pairs) + ")"  # fmt: skip
 
 
+def mean_pm(mean: float, sem: float, percent: bool = False) -> str:
+    """``mean ± sem`` with the error to two significant digits and the mean to the same
+    decimal place (``1.549 ± 0.012``, ``0.0116 ± 0.0015``); ``percent`` writes fractions as
+    percentages. A zero, NaN or infinite error leaves the mean at four significant digits."""
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    m, e = scale * mean, scale * sem
+    if not (math.isfinite(m) and math.isfinite(e)) or e <= 0:
+        return f"{_num(m)}{unit} ± {_num(e)}{unit}"
+    places = max(0, 1 - math.floor(math.log10(e)))
+    return f"{m:.{places}f}{unit} ± {e:.{places}f}{unit}"
+
+
 def _pm(kind: str, mean: Any, sem: Any, many: bool) -> str:
     """A mean, ± its standard error where there is more than one pair."""
+    if many and _is_num(mean) and _is_num(sem):
+        return mean_pm(mean, sem, percent=kind == "%")
     text = _bare(kind, mean)
     return f"{text} ± {_bare(kind, sem)}" if many and sem is not None else text
 

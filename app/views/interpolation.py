@@ -47,11 +47,12 @@ from landscape.plots.interpolation import above_naive, figure_interpolation, fig
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
 from landscape.sources import model_arch
+from landscape.summaries import mean_pm
 
 
 def _mean_sem(value: tuple[float, float], n: int) -> str:
     """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
-    return f"{value[0]:.3f} ± {value[1]:.3f}" if n > 1 else f"{value[0]:.3f} (n = 1)"
+    return mean_pm(*value) if n > 1 else f"{value[0]:.3f} (n = 1)"
 
 
 def _written(result: dict) -> str:

@@ -336,10 +336,22 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
     head = next(i for i, line in enumerate(lines) if line.startswith("method"))
     assert "loss barrier (nats) ± s.e.m." in lines[head] and "accuracy barrier" in lines[head]
     row = lines[head + 1]
-    assert row.split()[:5] == ["weight", "orth", "0.0271", "±", "0.00123"]
+    assert row.split()[:5] == ["weight", "orth", "0.0271", "±", "0.0012"]
     assert "0.80% ± 0.10%" in row and row.endswith("0.34–0.69")
     assert "paper: a paper, Table 2" in text
     _fits(text)
+
+
+@pytest.mark.parametrize("mean,sem,percent,text", [
+    (1.5486, 0.01211, False, "1.549 ± 0.012"),
+    (0.01156, 0.001459, False, "0.0116 ± 0.0015"),
+    (3.182, 0.622, False, "3.18 ± 0.62"),
+    (0.0044, 0.0005, True, "0.440% ± 0.050%"),
+    (0.5, 0.0, False, "0.5 ± 0"),
+    (float("nan"), 0.1, False, "nan ± 0.1"),
+])  # fmt: skip
+def test_a_mean_is_written_to_the_digits_its_error_leaves(mean, sem, percent, text):
+    assert summaries.mean_pm(mean, sem, percent) == text
 
 
 def test_controls_read_as_one_table_and_a_legend():
