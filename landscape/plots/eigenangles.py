@@ -142,10 +142,16 @@ def figure_lm_curve(curve: Sequence[dict[str, float]]) -> go.Figure:
     return fig
 
 
+# the ring around the checkpoint learned matching returns, and what it means
+RETURNED = "returned (lowest merged loss on a training slice)"
+
+
 def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series: str, x: str,
-                    styles: dict[str, tuple[str, str]], x_title: str) -> go.Figure:  # fmt: skip
+                    styles: dict[str, tuple[str, str]], x_title: str,
+                    mark: str | None = None) -> go.Figure:  # fmt: skip
     """Loss barrier (left) and accuracy barrier (right) against ``x``, one line per ``series``
-    value of the rows in ``result[rows_key]``, in the order the rows name them."""
+    value of the rows in ``result[rows_key]``, in the order the rows name them. ``mark``: a
+    true/false field of the rows; the rows where it holds get a ring (:data:`RETURNED`)."""
     rows = ITERATIONS.read(result, rows_key)
     split, space = ITERATIONS.read(result, "split"), ITERATIONS.read(result, "space")
     names = list(dict.fromkeys(kind.read(r, series) for r in rows))
@@ -163,6 +169,26 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
                     line={"color": colour, "width": LINE_WIDTH}, marker={"size": 7},
                     hovertemplate=f"{label}<br>{x} %{{x}}<br>{metric} barrier %{{y:.4f}}"
                                   "<extra></extra>",
+                ),  # fmt: skip
+                row=1, col=col,
+            )  # fmt: skip
+    # black rings after every line, so that the legend names the lines first and the ring's
+    # entry is no series' colour
+    for name in names:
+        label = styles.get(name, (str(name), ""))[0]
+        ringed = [r for r in rows if kind.read(r, series) == name and mark and kind.read(r, mark)]
+        if not ringed:
+            continue
+        for col, metric in ((1, "loss"), (2, "accuracy")):
+            fig.add_trace(
+                go.Scatter(
+                    x=[kind.read(r, x) for r in ringed],
+                    y=[kind.read(r, f"barrier_{metric}") for r in ringed],
+                    mode="markers", name=RETURNED, legendgroup=RETURNED, cliponaxis=False,
+                    showlegend=col == 1 and not any(t.name == RETURNED for t in fig.data),
+                    marker={"symbol": "circle-open", "size": 17, "color": PALETTE[-1],
+                            "line": {"width": 2}},
+                    hovertemplate=f"{label}: returned at {x} %{{x}}<extra></extra>",
                 ),  # fmt: skip
                 row=1, col=col,
             )  # fmt: skip
@@ -192,6 +218,6 @@ def figure_checkpoint_barriers(result: dict[str, Any]
                                ) -> go.Figure:  # fmt: skip
     """Learned matching: the loss and accuracy barriers of the transform at each scoring
     checkpoint (step 0 = its start), one line per start (``result["checkpoints"]`` of
-    ``experiments.iteration_barriers``)."""
+    ``experiments.iteration_barriers``); a ring marks the checkpoint each start returns."""
     return _barrier_panels(result, "checkpoints", LEARNED_CHECKPOINT, "init", "step",
-                           INIT_STYLE, "learned-matching step")  # fmt: skip
+                           INIT_STYLE, "learned-matching step", mark="selected")  # fmt: skip

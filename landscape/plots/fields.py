@@ -92,7 +92,8 @@ ITERATIONS = Fields("iterations result", ("rounds", "checkpoints"),
 ITERATION_ROUND = Fields("weight-matching round",
                          ("group", "round", "barrier_loss", "barrier_accuracy"))  # fmt: skip
 LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
-                            ("init", "step", "barrier_loss", "barrier_accuracy"))  # fmt: skip
+                            ("init", "step", "barrier_loss", "barrier_accuracy"),
+                            {"selected": False})  # fmt: skip
 
 # ---------------------------------------------------------------- atlas page
 

@@ -15,7 +15,11 @@ from landscape.errors import LandscapeError
 from landscape.experiments import barrier, iteration_barriers
 from landscape.experiments.iterations import FULL_ROUNDS, ROUND_STRIDE, measured_rounds
 from landscape.matching import learned_matching, weight_matching
-from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round_barriers
+from landscape.plots.eigenangles import (
+    RETURNED,
+    figure_checkpoint_barriers,
+    figure_round_barriers,
+)
 from landscape.sources import Source, data_of
 
 MODEL, SEEDS, POINTS = "vit-digits", (0, 1), 5
@@ -87,8 +91,14 @@ def test_figures_read_what_the_measurement_writes(result):
     rounds, learned = figure_round_barriers(r), figure_checkpoint_barriers(r)
     assert [t.name for t in rounds.data if t.showlegend] == ["permutations (perm)",
                                                              "rotations (orth)"]  # fmt: skip
-    assert [t.name for t in learned.data if t.showlegend] == ["from the identity",
-                                                              "from weight matching"]  # fmt: skip
+    assert [t.name for t in learned.data if t.showlegend] == [
+        "from the identity",
+        "from weight matching",
+        RETURNED,
+    ]
+    returned = {row["init"]: row["step"] for row in r["checkpoints"] if row["selected"]}
+    rings = [t for t in learned.data if t.name == RETURNED and t.xaxis == "x"]
+    assert [t.x[0] for t in rings] == [returned["identity"], returned["weight"]]
     orth = next(t for t in rounds.data if t.name == "rotations (orth)")
     assert list(orth.y) == [row["barrier_loss"] for row in _rows(r, "rounds", "group", "orth")]
 

@@ -21,7 +21,11 @@ from landscape.experiments import gauge, transport
 from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
 from landscape.models import forward, init_params
 from landscape.plots import export, fields, tidy
-from landscape.plots.eigenangles import figure_checkpoint_barriers, figure_round_barriers
+from landscape.plots.eigenangles import (
+    RETURNED,
+    figure_checkpoint_barriers,
+    figure_round_barriers,
+)
 from landscape.plots.fields import MissingField
 from landscape.plots.interpolation import above_naive
 from landscape.plots.matrix import figure_barrier_matrix
@@ -500,6 +504,14 @@ def test_iteration_figures_draw_one_line_per_series_in_both_panels():
                                                               "from weight matching"]  # fmt: skip
     circuits = figure_checkpoint_barriers({**ITERATIONS, "space": "circuits"})
     assert circuits.layout.yaxis2.title.text == "test accuracy barrier, circuits space"
+    # the checkpoint each start returns is ringed, in both panels, with one legend entry
+    chosen = [{**r, "selected": r["step"] == (20 if r["init"] == "identity" else 10)}
+              for r in ITERATIONS["checkpoints"]]  # fmt: skip
+    ringed = figure_checkpoint_barriers({**ITERATIONS, "checkpoints": chosen})
+    rings = [t for t in ringed.data if t.name == RETURNED]
+    assert len(rings) == 4 and sum(t.showlegend for t in rings) == 1
+    assert [(t.x[0], t.y[0]) for t in rings if t.xaxis == "x"] == [(20, 3.0 / 21), (10, 1.0 / 11)]
+    assert not any(t.name == RETURNED for t in learned.data)  # nothing said, nothing ringed
     with pytest.raises(MissingField, match="learned-matching checkpoint has no field 'init'"):
         figure_checkpoint_barriers({**ITERATIONS, "checkpoints": _rename_rows(
             ITERATIONS["checkpoints"], "init", "start")})  # fmt: skip
