@@ -137,7 +137,8 @@ def tidy_lm_curve(curve: Sequence[Mapping[str, float]]) -> pd.DataFrame:
 
 def tidy_iterations(result: Mapping[str, Any], part: str) -> pd.DataFrame:
     """Barriers per weight-matching round (``part="rounds"``) or per learned checkpoint
-    (``"checkpoints"``): one row per line point × metric."""
+    (``"checkpoints"``, with ``returned``: the checkpoint learned matching gives back): one row
+    per line point × metric."""
     split, space = ITERATIONS.read(result, "split"), ITERATIONS.read(result, "space")
     rows = []
     for r in ITERATIONS.read(result, part):
@@ -147,12 +148,13 @@ def tidy_iterations(result: Mapping[str, Any], part: str) -> pd.DataFrame:
             read = ITERATION_ROUND.read
         else:
             where = {"init": LEARNED_CHECKPOINT.read(r, "init"),
-                     "step": LEARNED_CHECKPOINT.read(r, "step")}  # fmt: skip
+                     "step": LEARNED_CHECKPOINT.read(r, "step"),
+                     "returned": bool(LEARNED_CHECKPOINT.read(r, "selected"))}  # fmt: skip
             read = LEARNED_CHECKPOINT.read
         for metric in METRICS:
             rows.append({**where, "space": space, "split": split, "metric": f"{metric} barrier",
                          "value": read(r, f"barrier_{metric}")})  # fmt: skip
-    first = ["group", "round"] if part == "rounds" else ["init", "step"]
+    first = ["group", "round"] if part == "rounds" else ["init", "step", "returned"]
     return _frame(rows, [*first, "space", "split", "metric", "value"])
 
 

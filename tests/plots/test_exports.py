@@ -98,6 +98,19 @@ def test_tidy_interpolation_has_one_row_per_pair_method_metric_and_lambda():
     assert set(one.group) == {"perm"}
 
 
+def test_tidy_checkpoints_say_which_checkpoint_is_returned():
+    rows = [{"init": i, "step": s, "barrier_loss": 1.0 / (s + 1), "barrier_accuracy": 0.1,
+             "selected": s == 10} for i in ("identity", "weight") for s in (0, 10)]  # fmt: skip
+    frame = tidy.tidy_iterations({"split": "test", "space": "weights", "rounds": [],
+                             "checkpoints": rows}, "checkpoints")  # fmt: skip
+    assert list(frame.columns) == ["init", "step", "returned", "space", "split", "metric", "value"]
+    assert len(frame) == 8 and set(frame[frame["returned"]]["step"]) == {10}
+    older = [{k: v for k, v in r.items() if k != "selected"} for r in rows]  # before the field
+    frame = tidy.tidy_iterations({"split": "test", "space": "weights", "rounds": [],
+                             "checkpoints": older}, "checkpoints")  # fmt: skip
+    assert not frame["returned"].any()
+
+
 def test_tidy_matrix_covers_every_cell_and_marks_the_diagonal():
     frame = tidy.tidy_matrix(MATRIX)
     assert len(frame) == 2 * 9
