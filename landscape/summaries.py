@@ -443,7 +443,7 @@ def _show_table(r: dict[str, Any]) -> list[str]:
     where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
     title = f"{r['model']}: barriers over {_pairs_text(r['pairs'])}; {r['split']} split, {where}"
     heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
-             "accuracy": "accuracy barrier", "paper": "paper's loss barrier (nats)"}  # fmt: skip
+             "accuracy": "accuracy barrier", "paper": "paper (nats)"}  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
     if r.get("learned_options"):  # settings other than the library's defaults
         said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
