@@ -156,10 +156,13 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
     split, space = ITERATIONS.read(result, "split"), ITERATIONS.read(result, "space")
     names = list(dict.fromkeys(kind.read(r, series) for r in rows))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    rings = []  # (label, the series' marked rows), drawn after every line
     for i, name in enumerate(names):
         label, colour = styles.get(name, (str(name), PALETTE[i % len(PALETTE)]))
         mine = sorted((r for r in rows if kind.read(r, series) == name),
                       key=lambda r: kind.read(r, x))  # fmt: skip
+        if mark:
+            rings.append((label, [r for r in mine if kind.read(r, mark)]))
         xs = [kind.read(r, x) for r in mine]
         for col, metric in ((1, "loss"), (2, "accuracy")):
             fig.add_trace(
@@ -174,9 +177,7 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
             )  # fmt: skip
     # black rings after every line, so that the legend names the lines first and the ring's
     # entry is no series' colour
-    for name in names:
-        label = styles.get(name, (str(name), ""))[0]
-        ringed = [r for r in rows if kind.read(r, series) == name and mark and kind.read(r, mark)]
+    for label, ringed in rings:
         if not ringed:
             continue
         for col, metric in ((1, "loss"), (2, "accuracy")):
