@@ -1,0 +1,292 @@
+"""Side by side with the reference implementation on one GPT-2 pair in its own setting.
+
+    python bench/official_side_by_side.py --official DIR --official-python PY --work DIR
+        [--train-steps 1500] [--learned-steps 300] [--jobs 2]
+
+``--official`` is a fetched copy of the public reference code; ``--official-python`` an
+interpreter with its pinned libraries (its requirements file). Nothing of that code is copied
+here: ``bench/official_driver.py`` runs under that interpreter and calls its scripts.
+
+1. The reference side trains seeds 0 and 1 with its own training script (Hugging Face GPT-2,
+   2 layers, width 64, 4 heads, MLP 256, LayerNorm, windows of 256 characters, batch 32,
+   ``--train-steps`` steps) on its contiguous 90/5/5 split of Tiny Shakespeare, with a
+   65-character tokenizer.
+2. Landscape imports the two checkpoints as a family (``landscape family add``) on a text whose
+   last tenth is exactly the reference test split (the family's test split), checks that the
+   family's test windows are the test split's characters, and measures every method in both
+   merge spaces with ``landscape barrier --points 11 --threads 1 --json``.
+3. The reference merger measures naive, weight and learned matching (permutations and
+   rotations; learned for ``--learned-steps`` steps, batch 32), 11 points on λ, test split.
+
+Prints one table (test-loss barriers; endpoint losses; matching seconds) and writes it with
+every raw result to ``<work>/side_by_side.json``. Each finished stage is kept in ``--work`` and
+not re-run. Two tools' test sets differ only in windowing: the reference code cuts the test
+split into 256-character windows and predicts 255 characters of each, Landscape cuts 255-input
+windows whose targets run on by one, so the endpoint losses agree to about 1e-2, not exactly.
+Nothing here asserts a time or a value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+METHODS = [  # (method, group) in the order of the paper's Table 2
+    ("naive", "perm"),
+    ("activation", "perm"),
+    ("weight", "perm"),
+    ("weight", "orth"),
+    ("learned", "perm"),
+    ("learned", "orth"),
+]
+REFERENCE = {
+    ("naive", "perm"),
+    ("weight", "perm"),
+    ("weight", "orth"),
+    ("learned", "perm"),
+    ("learned", "orth"),
+}
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    with open(log, "w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+    if r.returncode:
+        tail = log.read_text()[-2000:]
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}); the end of {log}:\n{tail}")
+
+
+def _driver(args, *stage: str) -> list[str]:
+    return [
+        args.official_python,
+        str(ROOT / "bench" / "official_driver.py"),
+        "--official",
+        args.official,
+        "--work",
+        args.work,
+        *stage,
+    ]
+
+
+def _landscape(args) -> list[str]:
+    return [sys.executable, "-m", "landscape.cli"]
+
+
+def _family_text(work: Path, official: Path) -> Path:
+    """The last 9 test-lengths of the train split, then the test split: the family's test
+    split (its last tenth) is exactly the reference test split."""
+    meta = json.loads((work / "splits" / "split_metadata.json").read_text())
+    text = (official / "tinyshakespeare.txt").read_text(encoding="utf-8")
+    n_test, n_train = meta["test_chars"], meta["train_chars"]
+    train, test = text[:n_train], text[len(text) - n_test :]
+    out = work / "family_text.txt"
+    out.write_text(train[-9 * n_test :] + test, encoding="utf-8")
+    return out
+
+
+def _check_family(name: str, work: Path, official: Path) -> int:
+    """The family's test windows are the reference test split's characters, in its ids."""
+    import torch
+
+    from landscape.sources import Source
+
+    src = Source(name, 0)
+    test = src.data_of(src.load()).split("test")
+    meta = json.loads((work / "splits" / "split_metadata.json").read_text())
+    text = (official / "tinyshakespeare.txt").read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    want = torch.tensor([chars.index(c) for c in text[len(text) - meta["test_chars"] :]])
+    n, ctx = test.inputs.shape
+    if not torch.equal(test.inputs.reshape(-1), want[: n * ctx]):
+        raise SystemExit("the family's test windows are not the reference test split")
+    return n
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--official", required=True)
+    p.add_argument("--official-python", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--family", default="gpt2-official")
+    p.add_argument("--train-steps", type=int, default=1500)
+    p.add_argument("--learned-steps", type=int, default=300)
+    p.add_argument("--jobs", type=int, default=2, help="commands at a time, one thread each")
+    args = p.parse_args()
+    args.official = str(Path(args.official).resolve())
+    work = Path(args.work).resolve()
+    args.work = str(work)
+    work.mkdir(parents=True, exist_ok=True)
+    pool = ThreadPoolExecutor(args.jobs)
+
+    def stage(name: str, cmd: list[str], out: Path):
+        if out.is_file():
+            return pool.submit(lambda: None)
+
+        def go():
+            t = time.perf_counter()
+            _run(cmd, work / f"{name}.log")
+            print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
+
+        return pool.submit(go)
+
+    if not (work / "prepare.json").is_file():
+        _run(_driver(args, "prepare"), work / "prepare.log")
+    for f in [
+        stage(
+            f"train-seed{s}",
+            _driver(args, "train", "--seed", str(s), "--steps", str(args.train_steps)),
+            work / f"train-seed{s}.json",
+        )
+        for s in (0, 1)
+    ]:
+        f.result()
+
+    text = _family_text(work, Path(args.official))
+    _run(
+        _landscape(args)
+        + [
+            "family",
+            "add",
+            args.family,
+            str(work / "seed0"),
+            str(work / "seed1"),
+            "--text",
+            str(text),
+            "--n-ctx",
+            "255",
+            "--max-windows",
+            "2048",
+            "--replace",
+        ],
+        work / "family.log",
+    )
+    windows = _check_family(args.family, work, Path(args.official))
+
+    jobs = {}
+    for method, group in METHODS:
+        if (method, group) in REFERENCE:
+            m = "naive" if method == "naive" else method
+            out = work / f"merge-{m}-{group}.json"
+            jobs[("reference", method, group)] = (
+                out,
+                stage(
+                    f"reference-{method}-{group}",
+                    _driver(
+                        args,
+                        "merge",
+                        "--method",
+                        m,
+                        "--group",
+                        group,
+                        "--steps",
+                        str(args.learned_steps),
+                    ),
+                    out,
+                ),
+            )
+        for space in ("circuits", "weights"):
+            out = work / f"ours-{method}-{group}-{space}.json"
+            cmd = _landscape(args) + [
+                "barrier",
+                args.family,
+                "--seeds",
+                "0",
+                "1",
+                "--method",
+                method,
+                "--group",
+                group,
+                "--space",
+                space,
+                "--points",
+                "11",
+                "--threads",
+                "1",
+                "--json",
+            ]
+            if method == "learned":
+                cmd += ["--learned-steps", str(args.learned_steps)]
+            jobs[("ours", method, group, space)] = (
+                out,
+                stage(
+                    f"ours-{method}-{group}-{space}",
+                    ["sh", "-c", " ".join(cmd) + f" > {out}.part && mv {out}.part {out}"],
+                    out,
+                ),
+            )
+    results = {}
+    for key, (out, fut) in jobs.items():
+        fut.result()
+        results["/".join(key)] = json.loads(out.read_text())
+
+    trained = [json.loads((work / f"train-seed{s}.json").read_text()) for s in (0, 1)]
+    print()
+    print(
+        f"GPT-2 pair in the reference setting: {args.train_steps} training steps, seeds 0 and "
+        f"1, reference test loss {trained[0]['test_loss']:.4f} / {trained[1]['test_loss']:.4f};"
+        f" Landscape's family test split: {windows} windows of 255"
+    )
+    print(
+        f"test-loss barrier, 11 points on λ; learned: {args.learned_steps} steps, batch 32 windows"
+    )
+    head = (
+        "| method | reference | Landscape circuits | Landscape weights | "
+        "Landscape weights / circuits | matching s: reference / ours (weights, circuits) |"
+    )
+    print(head)
+    print("|" + "---|" * 6)
+    rows = []
+    for method, group in METHODS:
+        label = "naive" if method == "naive" else f"{method}/{group}"
+        ref = results.get(f"reference/{method}/{group}")
+        c = results[f"ours/{method}/{group}/circuits"]
+        w = results[f"ours/{method}/{group}/weights"]
+        r = ref["max_barrier"] if ref else None
+        ratio = w["barrier_loss"] / c["barrier_loss"] if c["barrier_loss"] > 0 else float("nan")
+        secs = (f"{ref['seconds']:.1f}" if ref and "seconds" in ref else "–") + (
+            f" / {w['matching_seconds']:.1f}, {c['matching_seconds']:.1f}"
+            if method != "naive"
+            else ""
+        )
+        print(
+            f"| {label} | {'–' if r is None else f'{r:.4f}'} | {c['barrier_loss']:.4f} | "
+            f"{w['barrier_loss']:.4f} | {ratio:.2f} | {secs} |"
+        )
+        rows.append(
+            {
+                "method": label,
+                "reference": r,
+                "circuits": c["barrier_loss"],
+                "weights": w["barrier_loss"],
+                "weights_accuracy": w["barrier_accuracy"],
+                "circuits_accuracy": c["barrier_accuracy"],
+                "function_check": max(c["function_check"], w["function_check"]),
+            }
+        )
+    print(
+        "reference: naive is its plain average of the parameters, the other rows its merger,"
+        " which rewrites every head as its QK and OV circuits (the circuits space); its"
+        " learned seconds include its validation passes every 50 steps"
+    )
+    ends_ref = results["reference/naive/perm"]["coeff_losses"]
+    ends = results["ours/naive/perm/weights"]["endpoint_loss"]
+    print(
+        f"\nendpoint test losses (A, B): reference {ends_ref['1.000000']:.4f}, "
+        f"{ends_ref['0.000000']:.4f}; Landscape {ends[0]:.4f}, {ends[1]:.4f}"
+    )
+    (work / "side_by_side.json").write_text(
+        json.dumps({"rows": rows, "trained": trained, "results": results}, indent=2)
+    )
+    print(f"wrote {work / 'side_by_side.json'}")
+
+
+if __name__ == "__main__":
+    main()
