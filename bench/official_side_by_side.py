@@ -56,28 +56,30 @@ REFERENCE = {
 }
 
 
-def _run(cmd: list[str], log: Path) -> None:
+def _run(cmd: list[str], log: Path, out: Path | None = None) -> None:
+    """Run ``cmd`` with its output in ``log``; with ``out``, its standard output goes to
+    ``out`` instead, written whole or not at all."""
+    part = out.with_suffix(".part") if out is not None else None
     with open(log, "w") as f:
-        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+        if part is None:
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+        else:
+            with open(part, "w") as o:
+                r = subprocess.run(cmd, stdout=o, stderr=f, cwd=ROOT)
     if r.returncode:
         tail = log.read_text()[-2000:]
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}); the end of {log}:\n{tail}")
+    if part is not None:
+        part.replace(out)
 
 
 def _driver(args, *stage: str) -> list[str]:
-    return [
-        args.official_python,
-        str(ROOT / "bench" / "official_driver.py"),
-        "--official",
-        args.official,
-        "--work",
-        args.work,
-        *stage,
-    ]
+    driver = str(ROOT / "bench" / "official_driver.py")
+    return [args.official_python, driver, "--official", args.official, "--work", args.work,
+            *stage]  # fmt: skip
 
 
-def _landscape(args) -> list[str]:
-    return [sys.executable, "-m", "landscape.cli"]
+LANDSCAPE = [sys.executable, "-m", "landscape.cli"]
 
 
 def _family_text(work: Path, official: Path) -> Path:
@@ -126,13 +128,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     pool = ThreadPoolExecutor(args.jobs)
 
-    def stage(name: str, cmd: list[str], out: Path):
+    def stage(name: str, cmd: list[str], out: Path, stdout: bool = False):
         if out.is_file():
             return pool.submit(lambda: None)
 
         def go():
             t = time.perf_counter()
-            _run(cmd, work / f"{name}.log")
+            _run(cmd, work / f"{name}.log", out if stdout else None)
             print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
 
         return pool.submit(go)
@@ -150,78 +152,29 @@ def main() -> None:
         f.result()
 
     text = _family_text(work, Path(args.official))
-    _run(
-        _landscape(args)
-        + [
-            "family",
-            "add",
-            args.family,
-            str(work / "seed0"),
-            str(work / "seed1"),
-            "--text",
-            str(text),
-            "--n-ctx",
-            "255",
-            "--max-windows",
-            "2048",
-            "--replace",
-        ],
-        work / "family.log",
-    )
+    seeds = [str(work / "seed0"), str(work / "seed1")]
+    add = ["family", "add", args.family, *seeds, "--text", str(text), "--n-ctx", "255",
+           "--max-windows", "2048", "--replace"]  # fmt: skip
+    _run(LANDSCAPE + add, work / "family.log")
     windows = _check_family(args.family, work, Path(args.official))
 
     jobs = {}
     for method, group in METHODS:
         if (method, group) in REFERENCE:
-            m = "naive" if method == "naive" else method
-            out = work / f"merge-{m}-{group}.json"
-            jobs[("reference", method, group)] = (
-                out,
-                stage(
-                    f"reference-{method}-{group}",
-                    _driver(
-                        args,
-                        "merge",
-                        "--method",
-                        m,
-                        "--group",
-                        group,
-                        "--steps",
-                        str(args.learned_steps),
-                    ),
-                    out,
-                ),
-            )
+            out = work / f"merge-{method}-{group}.json"
+            cmd = ["merge", "--method", method, "--group", group, "--steps",
+                   str(args.learned_steps)]  # fmt: skip
+            job = stage(f"reference-{method}-{group}", _driver(args, *cmd), out)
+            jobs[("reference", method, group)] = (out, job)
         for space in ("circuits", "weights"):
             out = work / f"ours-{method}-{group}-{space}.json"
-            cmd = _landscape(args) + [
-                "barrier",
-                args.family,
-                "--seeds",
-                "0",
-                "1",
-                "--method",
-                method,
-                "--group",
-                group,
-                "--space",
-                space,
-                "--points",
-                "11",
-                "--threads",
-                "1",
-                "--json",
-            ]
+            cmd = ["barrier", args.family, "--seeds", "0", "1", "--method", method, "--group",
+                   group, "--space", space, "--points", "11", "--threads", "1",
+                   "--json"]  # fmt: skip
             if method == "learned":
                 cmd += ["--learned-steps", str(args.learned_steps)]
-            jobs[("ours", method, group, space)] = (
-                out,
-                stage(
-                    f"ours-{method}-{group}-{space}",
-                    ["sh", "-c", " ".join(cmd) + f" > {out}.part && mv {out}.part {out}"],
-                    out,
-                ),
-            )
+            job = stage(f"ours-{method}-{group}-{space}", LANDSCAPE + cmd, out, stdout=True)
+            jobs[("ours", method, group, space)] = (out, job)
     results = {}
     for key, (out, fut) in jobs.items():
         fut.result()
