@@ -7,14 +7,16 @@ copied here: this script only calls its scripts and functions with the side-by-s
     python official_driver.py --official DIR --work DIR prepare
     python official_driver.py --official DIR --work DIR train --seed S --steps 1500
     python official_driver.py --official DIR --work DIR merge --method M --group G [--steps 300]
+    python official_driver.py --official DIR --work DIR factored --method M --group G
 
 ``prepare`` writes a 65-character tokenizer (one id per character of the text, plus an
 end-of-text token outside the model's vocabulary, which the reference code uses as padding),
 the reference code's contiguous 90/5/5 split and its token counts. ``train`` trains one seed
 with the reference training script for a fixed number of steps. ``merge`` measures one
 method's test-loss barrier with the reference merger on seeds 0 and 1 (11 points on λ) and
-writes ``merge-<method>-<group>.json``. Each stage writes a JSON file in ``--work`` and prints
-its path.
+writes ``merge-<method>-<group>.json``; ``factored`` then measures that merger's alignment on
+the straight line between the factored weights (``merge-<method>-<group>-weights.json``).
+Each stage writes a JSON file in ``--work`` and prints its path.
 """
 
 from __future__ import annotations
@@ -144,17 +146,38 @@ def train(args) -> dict:
     }
 
 
-def merge(args) -> dict:
-    import torch
+def _line(model, a: dict, b: dict, tokenizer, test_ds, out: Path) -> dict:
+    """Test losses along the straight line between state dicts ``a`` (λ = 1) and ``b``, 11
+    points, evaluated with ``model`` (of their form), and the barrier over the chord."""
+    import eval as reference_eval
     import transformers
 
+    trainer = transformers.Trainer(
+        model=model,
+        args=transformers.TrainingArguments(
+            output_dir=str(out / "eval_tmp"), per_device_eval_batch_size=64, report_to="none"
+        ),
+        eval_dataset=test_ds,
+        data_collator=transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
+    )
+    losses = {}
+    for i in range(11):
+        lam = i / 10
+        model.load_state_dict(reference_eval.interpolate_state_dict(a, b, lam), strict=False)
+        losses[f"{lam:.6f}"] = reference_eval.evaluate_model(model, trainer)
+    ends = losses["0.000000"], losses["1.000000"]
+    barrier = max(v - (float(k) * ends[1] + (1 - float(k)) * ends[0]) for k, v in losses.items())
+    return {"coeff_losses": losses, "max_barrier": barrier}
+
+
+def _setup(args, out: Path):
+    """The reference merger's module, tokenizer, splits and settings, as its scripts use them."""
     sys.path.insert(0, args.official)
     os.chdir(args.official)
     import train_merger  # the reference merger's training and sweep
     from transformers import AutoTokenizer, set_seed
 
     work = Path(args.work)
-    out = work / f"merge-{args.method}-{args.group}"
     tokenizer = AutoTokenizer.from_pretrained(work / "char_tokenizer")
     tokenizer.pad_token = tokenizer.eos_token
     train_ds, val_ds, test_ds = train_merger.build_datasets_from_splits(
@@ -190,34 +213,23 @@ def merge(args) -> dict:
     )
     os.makedirs(out, exist_ok=True)
     set_seed(ns.seed)
+    return train_merger, tokenizer, (train_ds, val_ds, test_ds), ns
+
+
+def merge(args) -> dict:
+    import torch
+    import transformers
+
+    out = Path(args.work) / f"merge-{args.method}-{args.group}"
+    train_merger, tokenizer, (train_ds, val_ds, test_ds), ns = _setup(args, out)
     result = {"method": args.method, "group": args.group, "threads": torch.get_num_threads()}
     if args.method == "naive":
-        sys.path.insert(0, args.official)
         import eval as reference_eval
 
         a = reference_eval.load_state_dict_generic(ns.model_dir_0)
         b = reference_eval.load_state_dict_generic(ns.model_dir_1)
         model = transformers.GPT2LMHeadModel.from_pretrained(ns.model_dir_0).eval()
-        trainer = transformers.Trainer(
-            model=model,
-            args=transformers.TrainingArguments(
-                output_dir=str(out / "eval_tmp"),
-                per_device_eval_batch_size=64,
-                report_to="none",
-            ),
-            eval_dataset=test_ds,
-            data_collator=transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
-        )
-        losses = {}
-        for i in range(11):
-            lam = i / 10
-            model.load_state_dict(reference_eval.interpolate_state_dict(a, b, lam), strict=False)
-            losses[f"{lam:.6f}"] = reference_eval.evaluate_model(model, trainer)
-        ends = losses["0.000000"], losses["1.000000"]
-        result["coeff_losses"] = losses
-        result["max_barrier"] = max(
-            v - (float(k) * ends[1] + (1 - float(k)) * ends[0]) for k, v in losses.items()
-        )
+        result.update(_line(model, a, b, tokenizer, test_ds, out))
     else:
         t = time.perf_counter()
         if args.method == "weight":
@@ -246,6 +258,119 @@ def merge(args) -> dict:
     return result
 
 
+def _permute_heads(block, order, n_head: int) -> None:
+    """Head j of ``block`` becomes its old head ``order[j]`` (Q, K, V columns, O rows)."""
+    import torch
+
+    d = block.attn.c_attn.weight.shape[0]
+    dh = d // n_head
+    heads = torch.cat([int(o) * dh + torch.arange(dh) for o in order])
+    qkv = torch.cat([b * d + heads for b in range(3)])
+    a, o = block.attn.c_attn, block.attn.c_proj
+    a.weight.copy_(a.weight[:, qkv].clone())
+    a.bias.copy_(a.bias[qkv].clone())
+    o.weight.copy_(o.weight[heads].clone())
+
+
+def _permute_mlp(block, order) -> None:
+    """Hidden unit j of ``block``'s MLP becomes its old unit ``order[j]``."""
+    f, p = block.mlp.c_fc, block.mlp.c_proj
+    f.weight.copy_(f.weight[:, order].clone())
+    f.bias.copy_(f.bias[order].clone())
+    p.weight.copy_(p.weight[order].clone())
+
+
+def _unique(order, what: str):
+    if len(set(order.tolist())) != len(order):
+        raise SystemExit(f"the {what} recovered from the reference merger is not a permutation")
+    return order
+
+
+def factored(args) -> dict:
+    """The reference merger's own alignment, on the straight line between factored weights.
+
+    The reference merger aligns B in circuit form. Its alignment is read back from what it
+    holds: the residual rotation by orthogonal Procrustes on the embeddings and the unembedding,
+    each head by its QK circuit, each MLP unit by its input weights; then its own learned (or,
+    for weight matching, initial) residual, head and MLP matrices on top, as its forward applies
+    them. B's factored weights in the merger's normal form (norm gains folded, centred, RMS
+    norms, by the merger's own routine) are aligned with these, checked against the merger's
+    B (λ = 0) on test windows, and the straight line to A's factored weights is measured.
+    """
+    import copy
+
+    import torch
+    import transformers
+
+    out = Path(args.work) / f"merge-{args.method}-{args.group}"
+    train_merger, tokenizer, (_, _, test_ds), ns = _setup(args, out)
+    import eval as reference_eval
+    from enums import MatrixType
+    from merger import GPTMerger
+    from utils import project
+    from weight_matching import ortho_residual
+
+    wrapper = train_merger.build_merger_wrapper(
+        ns.model_dir_0, ns.model_dir_1, ns.sampler, ns.permutations_only,
+        token_freqs_path=ns.token_freqs_path,
+    )  # fmt: skip
+    if args.method == "learned":  # the merger its training returned, as its evaluation loads it
+        wrapper.load_state_dict(reference_eval.load_state_dict_generic(str(out)), strict=False)
+    merger = wrapper.merger_model.eval()
+    merged = merger.model
+    f0, f1 = (transformers.GPT2LMHeadModel.from_pretrained(d).eval() for d in
+              (ns.model_dir_0, ns.model_dir_1))  # fmt: skip
+    for f in (f0, f1):
+        f.config._attn_implementation = "eager"
+        GPTMerger._absorb(None, f)  # the merger's normal form; it checks the function itself
+    d, h = f1.config.n_embd, f1.config.n_head
+    result = {"method": args.method, "group": args.group, "space": "weights"}
+    with torch.no_grad():
+        stack = (f1.transformer.wte.weight, f1.transformer.wpe.weight, f1.lm_head.weight)
+        before = torch.cat(stack)
+        after = torch.cat((merged.transformer.wte.embedding_1.weight,
+                           merged.transformer.wpe.embedding_1.weight,
+                           merged.lm_head.conv1d_1_weight.t()))  # fmt: skip
+        u, _, vt = torch.linalg.svd(before.T @ after)
+        ortho_residual(f1, u @ vt)
+        result["residual_fit"] = float((before @ (u @ vt) - after).abs().max())
+        fits = []
+        for i, block in enumerate(f1.transformer.h):
+            w = torch.cat((block.attn.c_attn.weight.t(), block.attn.c_attn.bias[:, None]), 1)
+            q, k = w[:d].reshape(h, d // h, d + 1), w[d : 2 * d].reshape(h, d // h, d + 1)
+            qk = (q.transpose(1, 2) @ k).flatten(1)
+            c = merged.transformer.h[i].attn.c_attn
+            wa = torch.cat((c.conv1d_1_weight.t(), c.conv1d_1_bias[:, None]), 1)
+            qa = wa[: h * (d + 1)].reshape(h, d + 1, d + 1).transpose(1, 2).flatten(1)
+            unit = torch.nn.functional.normalize
+            order = _unique(torch.cdist(unit(qa, dim=1), unit(qk, dim=1)).argmin(1), "heads")
+            fits.append(float(torch.cdist(unit(qa, dim=1), unit(qk[order], dim=1)).diag().max()))
+            _permute_heads(block, order, h)
+            fc = merged.transformer.h[i].mlp.c_fc.conv1d_1_weight
+            order = _unique(torch.cdist(fc.t(), block.mlp.c_fc.weight.t()).argmin(1), "units")
+            _permute_mlp(block, order)
+            fits.append(float((block.mlp.c_fc.weight - fc).abs().max()))
+        result["heads_and_units_fit"] = max(fits)
+        kind = MatrixType.PERM if ns.permutations_only else MatrixType.ORTHO
+        ortho_residual(f1, project(merger.proj["residual"], matrix_type=kind).detach())
+        for i, block in enumerate(f1.transformer.h):
+            heads = project(merger.proj[f"attention_heads_{i}"], matrix_type=MatrixType.PERM)
+            _permute_heads(block, heads.argmax(1), h)
+            units = project(merger.proj[f"mlp_{i}"], matrix_type=MatrixType.PERM)
+            _permute_mlp(block, units.argmax(0))
+        ids = torch.stack([test_ds[j]["input_ids"] for j in range(8)])
+        merger.set_sampler(sampler_type=None, fixed_coeff=0.0)
+        result["function_check"] = float(
+            (merger(input_ids=ids).logits - f1(ids).logits).abs().max()
+        )
+    if result["function_check"] > 1e-3:
+        raise SystemExit(f"the aligned factored B is not the merger's B: {result}")
+    result.update(
+        _line(copy.deepcopy(f0), f0.state_dict(), f1.state_dict(), tokenizer, test_ds, out)
+    )
+    return result
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--official", required=True, help="a fetched copy of the reference code")
@@ -260,6 +385,9 @@ def main() -> None:
     m.add_argument("--method", choices=["naive", "weight", "learned"], required=True)
     m.add_argument("--group", choices=["perm", "orth"], default="orth")
     m.add_argument("--steps", type=int, default=300)
+    f = sub.add_parser("factored")
+    f.add_argument("--method", choices=["weight", "learned"], required=True)
+    f.add_argument("--group", choices=["perm", "orth"], default="orth")
     args = p.parse_args()
     args.official = str(Path(args.official).resolve())
     args.work = str(Path(args.work).resolve())
@@ -267,11 +395,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    result = {"prepare": prepare, "train": train, "merge": merge}[args.stage](args)
+    stages = {"prepare": prepare, "train": train, "merge": merge, "factored": factored}
+    result = stages[args.stage](args)
     name = {
         "prepare": "prepare",
         "train": f"train-seed{getattr(args, 'seed', '')}",
         "merge": f"merge-{getattr(args, 'method', '')}-{getattr(args, 'group', '')}",
+        "factored": f"merge-{getattr(args, 'method', '')}-{getattr(args, 'group', '')}-weights",
     }
     path = Path(args.work) / f"{name[args.stage]}.json"
     path.write_text(json.dumps(result, indent=2))

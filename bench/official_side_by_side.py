@@ -16,7 +16,10 @@ here: ``bench/official_driver.py`` runs under that interpreter and calls its scr
    family's test windows are the test split's characters, and measures every method in both
    merge spaces with ``landscape barrier --points 11 --threads 1 --json``.
 3. The reference merger measures naive, weight and learned matching (permutations and
-   rotations; learned for ``--learned-steps`` steps, batch 32), 11 points on λ, test split.
+   rotations; learned for ``--learned-steps`` steps, batch 32), 11 points on λ, test split, in
+   its own merge space (every head as its QK and OV circuits). Its alignment is then read back
+   from the merger and measured on the straight line between the factored weights too, so
+   both tools appear in both spaces.
 
 Prints one table (test-loss barriers; endpoint losses; matching seconds) and writes it with
 every raw result to ``<work>/side_by_side.json``. Each finished stage is kept in ``--work`` and
@@ -175,9 +178,15 @@ def main() -> None:
                 cmd += ["--learned-steps", str(args.learned_steps)]
             job = stage(f"ours-{method}-{group}-{space}", LANDSCAPE + cmd, out, stdout=True)
             jobs[("ours", method, group, space)] = (out, job)
+    for _out, job in jobs.values():
+        job.result()
+    for method, group in sorted(REFERENCE - {("naive", "perm")}):  # needs the merger's output
+        out = work / f"merge-{method}-{group}-weights.json"
+        cmd = _driver(args, "factored", "--method", method, "--group", group)
+        jobs[("reference-weights", method, group)] = (out, stage(f"{out.stem}", cmd, out))
     results = {}
-    for key, (out, fut) in jobs.items():
-        fut.result()
+    for key, (out, job) in jobs.items():
+        job.result()
         results["/".join(key)] = json.loads(out.read_text())
 
     trained = [json.loads((work / f"train-seed{s}.json").read_text()) for s in (0, 1)]
@@ -190,33 +199,39 @@ def main() -> None:
     print(
         f"test-loss barrier, 11 points on λ; learned: {args.learned_steps} steps, batch 32 windows"
     )
-    head = (
-        "| method | reference | Landscape circuits | Landscape weights | "
-        "Landscape weights / circuits | matching s: reference / ours (weights, circuits) |"
+    print(
+        "| method | reference: circuits | reference: weights | Landscape: circuits | "
+        "Landscape: weights | Landscape weights / circuits | matching s: reference / ours "
+        "(weights, circuits) |"
     )
-    print(head)
-    print("|" + "---|" * 6)
+    print("|" + "---|" * 7)
     rows = []
     for method, group in METHODS:
         label = "naive" if method == "naive" else f"{method}/{group}"
         ref = results.get(f"reference/{method}/{group}")
+        if method == "naive":  # the reference's naive line is the plain parameter average
+            ref, ref_w = None, ref
+        else:
+            ref_w = results.get(f"reference-weights/{method}/{group}")
         c = results[f"ours/{method}/{group}/circuits"]
         w = results[f"ours/{method}/{group}/weights"]
-        r = ref["max_barrier"] if ref else None
+        r, rw = (x["max_barrier"] if x else None for x in (ref, ref_w))
         ratio = w["barrier_loss"] / c["barrier_loss"] if c["barrier_loss"] > 0 else float("nan")
-        secs = (f"{ref['seconds']:.1f}" if ref and "seconds" in ref else "–") + (
-            f" / {w['matching_seconds']:.1f}, {c['matching_seconds']:.1f}"
-            if method != "naive"
-            else ""
-        )
+        secs = "–"
+        if method != "naive":
+            secs = (f"{ref['seconds']:.1f}" if ref else "–") + (
+                f" / {w['matching_seconds']:.1f}, {c['matching_seconds']:.1f}"
+            )
+        cells = ["–" if x is None else f"{x:.4f}" for x in (r, rw)]
         print(
-            f"| {label} | {'–' if r is None else f'{r:.4f}'} | {c['barrier_loss']:.4f} | "
+            f"| {label} | {cells[0]} | {cells[1]} | {c['barrier_loss']:.4f} | "
             f"{w['barrier_loss']:.4f} | {ratio:.2f} | {secs} |"
         )
         rows.append(
             {
                 "method": label,
-                "reference": r,
+                "reference_circuits": r,
+                "reference_weights": rw,
                 "circuits": c["barrier_loss"],
                 "weights": w["barrier_loss"],
                 "weights_accuracy": w["barrier_accuracy"],
@@ -225,9 +240,10 @@ def main() -> None:
             }
         )
     print(
-        "reference: naive is its plain average of the parameters, the other rows its merger,"
-        " which rewrites every head as its QK and OV circuits (the circuits space); its"
-        " learned seconds include its validation passes every 50 steps"
+        "reference: circuits is its merger (every head rewritten as its QK and OV circuits); "
+        "weights is the same alignment, read back from the merger, on the line between the "
+        "factored weights (naive: its plain parameter average); its learned seconds include "
+        "its validation passes every 50 steps"
     )
     ends_ref = results["reference/naive/perm"]["coeff_losses"]
     ends = results["ours/naive/perm/weights"]["endpoint_loss"]
