@@ -23,9 +23,9 @@ here: ``bench/official_driver.py`` runs under that interpreter and calls its scr
 
 Prints one table (test-loss barriers; endpoint losses; matching seconds) and writes it with
 every raw result to ``<work>/side_by_side.json``. Each finished stage is kept in ``--work`` and
-not re-run. Two tools' test sets differ only in windowing: the reference code cuts the test
+not re-run. The two tools' test sets differ only in windowing: the reference code cuts the test
 split into 256-character windows and predicts 255 characters of each, Landscape cuts 255-input
-windows whose targets run on by one, so the endpoint losses agree to about 1e-2, not exactly.
+windows whose targets run on by one, so endpoint losses agree to a few thousandths, not exactly.
 Nothing here asserts a time or a value.
 """
 
