@@ -28,22 +28,25 @@ import runpy
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
-def _training_arguments_with(max_steps: int):
-    """The library's TrainingArguments with ``max_steps`` fixed (the reference scripts expose
-    epochs only); everything else stays what the scripts pass."""
-    import transformers
-
-    original = transformers.TrainingArguments
+@contextmanager
+def _max_steps(module, max_steps: int):
+    """Within the block, ``module.TrainingArguments`` (the name a reference script builds its
+    arguments with) fixes ``max_steps`` (the scripts expose epochs only) and reports nowhere;
+    everything else stays what the script passes."""
+    original = module.TrainingArguments
 
     def make(*args, **kwargs):
-        kwargs["max_steps"] = max_steps
-        kwargs["report_to"] = "none"
-        return original(*args, **kwargs)
+        return original(*args, **{**kwargs, "max_steps": max_steps, "report_to": "none"})
 
-    return original, make
+    module.TrainingArguments = make
+    try:
+        yield
+    finally:
+        module.TrainingArguments = original
 
 
 def prepare(args) -> dict:
@@ -64,38 +67,12 @@ def prepare(args) -> dict:
     assert fast(text[:1000])["input_ids"] == [chars.index(c) for c in text[:1000]]
     fast.save_pretrained(work / "char_tokenizer")
     splits = work / "splits"
-    subprocess.run(
-        [
-            sys.executable,
-            "create_splits.py",
-            "--data_file",
-            str(text_file),
-            "--out_dir",
-            str(splits),
-            "--val_frac",
-            "0.05",
-            "--test_frac",
-            "0.05",
-            "--method",
-            "contiguous",
-        ],
-        cwd=args.official,
-        check=True,
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "compute_token_freqs.py",
-            "--splits_dir",
-            str(splits),
-            "--tokenizer_dir",
-            str(work / "char_tokenizer"),
-            "--out_name",
-            "token_freqs.pt",
-        ],
-        cwd=args.official,
-        check=True,
-    )
+    split = ["create_splits.py", "--data_file", str(text_file), "--out_dir", str(splits),
+             "--val_frac", "0.05", "--test_frac", "0.05", "--method", "contiguous"]  # fmt: skip
+    counts = ["compute_token_freqs.py", "--splits_dir", str(splits), "--tokenizer_dir",
+              str(work / "char_tokenizer"), "--out_name", "token_freqs.pt"]  # fmt: skip
+    for script in (split, counts):
+        subprocess.run([sys.executable, *script], cwd=args.official, check=True)
     meta = json.loads((splits / "split_metadata.json").read_text())
     return {"vocab": len(chars), "chars": len(text), **meta}
 
@@ -105,38 +82,17 @@ def train(args) -> dict:
 
     work = Path(args.work)
     out = work / f"seed{args.seed}"
-    original, make = _training_arguments_with(args.steps)
-    transformers.TrainingArguments = make
-    sys.argv = [
-        "train.py",
-        "--splits_dir",
-        str(work / "splits"),
-        "--tokenizer_dir",
-        str(work / "char_tokenizer"),
-        "--seed",
-        str(args.seed),
-        "--n_layer",
-        "2",
-        "--n_embd",
-        "64",
-        "--n_inner",
-        "256",
-        "--n_head",
-        "4",
-        "--batch_size",
-        "32",
-        "--output_dir",
-        str(out),
-    ]
+    sys.argv = ["train.py", "--splits_dir", str(work / "splits"), "--tokenizer_dir",
+                str(work / "char_tokenizer"), "--seed", str(args.seed), "--n_layer", "2",
+                "--n_embd", "64", "--n_inner", "256", "--n_head", "4", "--batch_size", "32",
+                "--output_dir", str(out)]  # fmt: skip
     t = time.perf_counter()
-    try:
+    with _max_steps(transformers, args.steps):
         runpy.run_path(str(Path(args.official) / "train.py"), run_name="__main__")
-    finally:
-        transformers.TrainingArguments = original
     seconds = time.perf_counter() - t
     test = json.loads((out / "test_metrics.json").read_text())
-    state = sorted(out.glob("checkpoint-*/trainer_state.json"))
-    steps = json.loads(state[-1].read_text())["global_step"] if state else None
+    state = out.glob("checkpoint-*/trainer_state.json")
+    steps = max((json.loads(f.read_text())["global_step"] for f in state), default=None)
     return {
         "seed": args.seed,
         "seconds": seconds,
@@ -241,12 +197,8 @@ def merge(args) -> dict:
                 token_freqs_path=ns.token_freqs_path,
             )
         else:
-            original, make = _training_arguments_with(args.steps)
-            train_merger.TrainingArguments = make
-            try:
+            with _max_steps(train_merger, args.steps):
                 model = train_merger.run_training_and_save(ns, tokenizer, train_ds, val_ds)
-            finally:
-                train_merger.TrainingArguments = original
             result["steps"] = args.steps
             best = (out / "BEST_CHECKPOINT.txt").read_text().strip()
             result["returned_checkpoint"] = os.path.basename(best)
