@@ -25,6 +25,8 @@ from typing import Any
 
 import streamlit as st
 
+from app.components import literal
+
 KEPT = "_memory_kept"  # widget keys declared so far in this session (kept across pages)
 READ = "_memory_link_read"  # True once the session's first run is over: links are read once
 WRITTEN = "_memory_written"  # query parameters written in this run
@@ -97,9 +99,11 @@ def remember(
             parsed = _parse(link, {text(o): o for o in choices}, many)
             if parsed is None or not _valid(parsed, choices, many, most):
                 shown = link if len(link) <= 40 else link[:40] + "…"
+                # the link's text is anyone's: a code span on one line (app.components.literal),
+                # so blank lines cannot end the span and turn the rest into an image or a link
                 st.caption(
-                    f":material/link_off: The link's {label or param} `{_code(shown)}` is not an "
-                    f"option here; showing `{_code(text(default)) or 'none'}`."
+                    f":material/link_off: The link's {label or param} {literal(shown)} is not an "
+                    f"option here; showing {literal(text(default) or 'none')}."
                 )
             else:
                 value = parsed
@@ -135,9 +139,3 @@ def _parse(link: str, by_text: dict[str, Any], many: bool) -> Any:
     if not all(p in by_text for p in parts):
         return None
     return [by_text[p] for p in parts]
-
-
-def _code(s: str) -> str:
-    """A link's text for an inline code span, where nothing is markdown: only a backtick could
-    close the span, so backticks go."""
-    return s.replace("`", "'")

@@ -101,7 +101,7 @@ def test_bad_link_values_fall_back_to_the_defaults_with_a_note():
     assert at.selectbox(key="eig_b_mlp-digits").value == 1
     notes = [c.value for c in at.caption] + [c.value for c in at.sidebar.caption]
     for shown in ("no-such-model", "99", "seven", "maybe"):
-        assert any(f"`{shown}` is not an option" in n for n in notes), (shown, notes)
+        assert any(f"` {shown} ` is not an option" in n for n in notes), (shown, notes)
     assert "a" not in at.query_params and at.query_params.get("model") is None
     at.run()  # the note is about the link, which has been read: it does not come back
     assert not any("is not an option" in c.value for c in at.caption)
