@@ -39,6 +39,24 @@ def show(command: str, result: dict[str, Any]) -> str:
     return "\n".join(LAYOUTS.get(command, human)(result))
 
 
+# C0 controls, DEL and C1 controls: what a terminal may read as a command (an escape sequence
+# that retitles the window or clears the screen, an 8-bit CSI, a bell), not as text
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def terminal_safe(text: object, *, keep: str = "") -> str:
+    """``text`` safe to print on a terminal: every control character (C0, DEL, C1) except those
+    in ``keep`` written as a visible escape (``\\x1b``, ``\\x07``, ``\\n``), so names, labels,
+    paths and messages from files cannot drive the terminal. Other text is unchanged."""
+
+    def visible(m: re.Match[str]) -> str:
+        c = m.group()
+        return c if c in keep else _NAMED.get(c, f"\\x{ord(c):02x}")
+
+    return _CONTROL.sub(visible, str(text))
+
+
 def _num(v: Any) -> str:
     """A number to four significant digits (an int as it is); a missing one as –."""
     if v is None:

@@ -20,7 +20,7 @@ from typing import Any
 from landscape.cli.parser import LEARNED_OPTIONS, build_parser
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction
-from landscape.summaries import show
+from landscape.summaries import show, terminal_safe
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 COMMANDS: dict[str, Handler] = {}
@@ -75,9 +75,8 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
     shipped = None if args.text else compare_with_shipped(ckpt)
     if shipped and shipped.get("current") and not shipped["reproduced"]:
         promise = "bit-identical weights" if shipped["same_kernels"] else "matching test metrics"
-        print(f"landscape: warning: {args.model} seed {args.seed} differs from the shipped "
-              f"checkpoint beyond the promise ({promise}); see README, reproducibility",
-              file=sys.stderr)  # fmt: skip
+        _say(f"warning: {args.model} seed {args.seed} differs from the shipped checkpoint "
+             f"beyond the promise ({promise}); see README, reproducibility")
     return {
         "model": args.model,
         "seed": args.seed,
@@ -207,7 +206,7 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
             it = iteration_barriers(args.model, args.seeds, device=args.device,
                                     progress=progress, **options)  # fmt: skip
         for warning in it["warnings"]:  # main says only the top level's
-            print(f"landscape: warning: iterations: {warning}", file=sys.stderr)
+            _say(f"warning: iterations: {warning}")
         out["iterations"] = it
     return out
 
@@ -362,8 +361,15 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
                              max_rounds=args.max_rounds, progress=progress)  # fmt: skip
 
 
+def _say(text: object) -> None:
+    """``landscape: text`` as one line on stderr. Every message the command line prints there
+    goes through here: it may echo names, labels, paths and text from files, so every control
+    character is written as a visible escape (``landscape.summaries.terminal_safe``)."""
+    print(f"landscape: {terminal_safe(text)}", file=sys.stderr, flush=True)
+
+
 def _status(text: str) -> None:
-    print(f"landscape: {text} ...", file=sys.stderr, flush=True)
+    _say(f"{text} ...")
 
 
 @contextlib.contextmanager
@@ -372,9 +378,10 @@ def _progress_bar(desc: str) -> Iterator[Progress]:
     the bar shows the fraction done, the postfix the stage (and a count that is not a fraction)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=100, desc=desc, file=sys.stderr, leave=False)
+    bar = tqdm(total=100, desc=terminal_safe(desc), file=sys.stderr, leave=False)
 
     def progress(stage: str, done: float, total: float) -> None:
+        stage = terminal_safe(stage)  # it may name a member's label or a file
         bar.set_postfix_str(stage if total == 1 else f"{stage} {done:g}/{total:g}")
         bar.update(round(100 * fraction(done, total)) - bar.n)
 
@@ -407,15 +414,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         with using(resolve_threads(args.threads, _width(args))):
             result = COMMANDS[args.command](args)
     except LandscapeError as e:
-        print(f"landscape: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 2
     except KeyboardInterrupt:
-        print("landscape: interrupted; nothing partial was stored", file=sys.stderr)
+        _say("interrupted; nothing partial was stored")
         return 130
     except Exception as e:  # unexpected: still one line unless debugging
         if os.environ.get("LANDSCAPE_DEBUG"):
             raise
-        print(f"landscape: error: {type(e).__name__}: {e}", file=sys.stderr)
+        _say(f"error: {type(e).__name__}: {e}")
         return 1
     if getattr(args, "figure", None):
         try:
@@ -423,17 +430,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result["figures"] = write_figures(args.command, result, args.figure, args.size)
         except LandscapeError as e:  # the result stands; say that the figure failed
-            print(f"landscape: error: {e}", file=sys.stderr)
-            print(json.dumps(_clean(result)) if args.json else show(args.command, result))
+            _say(f"error: {e}")
+            print(_output(args, result))
             return 2
     # a broken function or a NaN check is never only a field: it is said on stderr too
     for warning in result.get("warnings", []):
-        print(f"landscape: warning: {warning}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(_clean(result)))
-    else:
-        print(show(args.command, result))
+        _say(f"warning: {warning}")
+    print(_output(args, result))
     return 0
+
+
+def _output(args: argparse.Namespace, result: dict[str, Any]) -> str:
+    """What stdout gets: one JSON object (``--json``), else the summary for people with every
+    control character but its own line breaks written as a visible escape (names, labels and
+    paths in it may come from files). JSON escapes C0 and, as ASCII, C1 itself; DEL, valid raw
+    in JSON, is escaped here too, so no control character reaches the terminal either way."""
+    if args.json:
+        return json.dumps(_clean(result)).replace("\x7f", "\\u007f")
+    return terminal_safe(show(args.command, result), keep="\n")
 
 
 if __name__ == "__main__":
