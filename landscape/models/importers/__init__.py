@@ -48,7 +48,9 @@ not a width), and a field that would change the function is implemented (and tes
 transformers' logits) or refused: rotary scaling of any kind, wherever it is written
 (``rope_scaling``, ``rope_parameters``, ``type`` or ``rope_type``); sliding windows shorter than
 the context in families without sliding attention (Llama, OLMo 2; Mistral, Phi-3, Qwen2/3 and
-Gemma apply theirs); layer counts that disagree with the weights. Llama ignores
+Gemma apply theirs); layer counts that disagree with the weights. A rotary or sliding-window
+field missing from config.json takes transformers' default for that model type
+(:mod:`.defaults`, compared with transformers' configuration classes by a test). Llama ignores
 ``partial_rotary_factor`` and so does the import (``meta["ignored_config"]``); Phi-3 and
 GPT-NeoX honour it (NeoX as ``rotary_pct``), and so does the import
 (``ModelConfig.rotary_dim``). A tied embedding is found under either name (a deduplicating saver

@@ -62,6 +62,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
+from landscape.models.importers.defaults import DEFAULTS
 from landscape.models.importers.llama import _rope_theta
 from landscape.models.params import Params
 
@@ -108,12 +109,13 @@ def _gemma1_act(config: dict[str, Any], label: str) -> str:
 def _layer_kinds(config: dict[str, Any], label: str, n_layers: int, version: int) -> list[str]:
     """``sliding_attention`` or ``full_attention`` per layer: ``layer_types``, or the family's
     pattern when it is absent (Gemma 2: sliding on even layers; Gemma 3: every
-    ``sliding_window_pattern``-th layer full)."""
+    ``sliding_window_pattern``-th layer full, by default every 6th)."""
     kinds = config.get("layer_types")
     if kinds is None:
         if version == 2:
             return [SLIDING if i % 2 == 0 else FULL for i in range(n_layers)]
-        every = _int(config, label, "sliding_window_pattern", default=6)
+        every = _int(config, label, "sliding_window_pattern",
+                     default=DEFAULTS["gemma3_text"]["sliding_window_pattern"])  # fmt: skip
         return [SLIDING if (i + 1) % every else FULL for i in range(n_layers)]
     if not isinstance(kinds, list) or len(kinds) != n_layers:
         raise LandscapeError(
@@ -126,9 +128,12 @@ def _layer_kinds(config: dict[str, Any], label: str, n_layers: int, version: int
     return kinds
 
 
-def _windows(config: dict[str, Any], label: str, kinds: list[str]) -> tuple[int, ...]:
-    """The sliding window of every layer (0: full attention). ``sliding_window_size``, an older
-    name, must agree with ``sliding_window``."""
+def _windows(
+    config: dict[str, Any], label: str, kinds: list[str], model_type: str
+) -> tuple[int, ...]:
+    """The sliding window of every layer (0: full attention); ``sliding_window`` absent is the
+    family's default (:mod:`.defaults`). ``sliding_window_size``, an older name transformers no
+    longer reads, must agree with the window transformers reads."""
     if SLIDING not in kinds:
         return ()
     if "sliding_window" in config and config["sliding_window"] is None:
@@ -136,7 +141,15 @@ def _windows(config: dict[str, Any], label: str, kinds: list[str]) -> tuple[int,
             f"{label}: sliding_window is null but layer_types has sliding layers "
             "(transformers cannot run that model)"
         )
-    window = _int(config, label, "sliding_window", "sliding_window_size", default=4096)
+    default = DEFAULTS[model_type]["sliding_window"]
+    if config.get("sliding_window") is None and config.get("sliding_window_size") is not None:
+        old = _int(config, label, "sliding_window_size")
+        if old != default:
+            raise LandscapeError(
+                f"{label}: sliding_window_size {old} without sliding_window: transformers reads "
+                f"sliding_window alone (absent: {default})"
+            )
+    window = _int(config, label, "sliding_window", "sliding_window_size", default=default)
     return tuple(window if k == SLIDING else 0 for k in kinds)
 
 
@@ -144,7 +157,7 @@ def _gemma3_bases(config: dict[str, Any], label: str, kinds: list[str]) -> tuple
     """RoPE base per layer: ``rope_parameters`` keyed by layer type, with the older top-level
     fields (``rope_theta``, ``rope_local_base_freq``, a ``rope_scaling`` that transformers
     merges into the full-attention entry) as aliases that must agree; transformers' defaults
-    1e6 (full) and 1e4 (sliding)."""
+    (:mod:`.defaults`) 1e6 (full) and 1e4 (sliding)."""
     rope = config.get("rope_parameters")
     if rope is not None and (not isinstance(rope, dict) or set(rope) - {SLIDING, FULL}):
         raise LandscapeError(
@@ -154,10 +167,13 @@ def _gemma3_bases(config: dict[str, Any], label: str, kinds: list[str]) -> tuple
     rope = rope or {}
     full, local = f"rope_parameters.{FULL}", f"rope_parameters.{SLIDING}"
     places = {**config, full: rope.get(FULL), local: rope.get(SLIDING)}  # the dicts by name
+    defaults = DEFAULTS["gemma3_text"]
     bases = {
-        FULL: _rope_theta(places, label, dicts=("rope_scaling", full), default=1e6),
-        SLIDING: _rope_theta(places, label, "rope_local_base_freq", dicts=(local,), default=1e4),
-    }
+        FULL: _rope_theta(places, label, dicts=("rope_scaling", full),
+                          default=defaults["rope_theta"]),
+        SLIDING: _rope_theta(places, label, "rope_local_base_freq", dicts=(local,),
+                             default=defaults["rope_local_base_freq"]),
+    }  # fmt: skip
     return tuple(bases[k] for k in kinds)
 
 
@@ -165,6 +181,8 @@ def _convert(
     config: dict[str, Any], src: _Source, label: str, version: int
 ) -> tuple[ModelConfig, Params, dict]:
     """Gemma ``version`` 1, 2 or 3 (module docstring)."""
+    model_type = ("gemma", "gemma2", "gemma3_text")[version - 1]
+    defaults = DEFAULTS[model_type]
     if config.get("use_bidirectional_attention"):
         raise LandscapeError(f"{label}: use_bidirectional_attention is not supported "
                              "(causal attention only)")  # fmt: skip
@@ -178,7 +196,8 @@ def _convert(
     f = _int(config, label, "intermediate_size")
     n_layers = _int(config, label, "num_hidden_layers")
     vocab = _int(config, label, "vocab_size")
-    n_ctx = _int(config, label, "max_position_embeddings", default=131072 if version == 3 else 8192)
+    n_ctx = _int(config, label, "max_position_embeddings",
+                 default=defaults["max_position_embeddings"])  # fmt: skip
     bias = _flag(config, label, "attention_bias", False)
     ignored: list[str] = []
     places = [config, config.get("rope_parameters"), config.get("rope_scaling")]
@@ -188,21 +207,22 @@ def _convert(
     options: dict[str, Any] = {}
     if version == 1:
         act = _gemma1_act(config, label)
-        theta = _rope_theta(config, label)
+        theta = _rope_theta(config, label, default=defaults["rope_theta"])
     else:
         act = _act(config, label, "hidden_activation", "gelu_pytorch_tanh")
         kinds = _layer_kinds(config, label, n_layers, version)
+        scalar = _num(config, label, "query_pre_attn_scalar", defaults["query_pre_attn_scalar"])
         options = {
             "block": "sandwich",
-            "attn_scale": _num(config, label, "query_pre_attn_scalar", 256) ** -0.5,
-            "windows": _windows(config, label, kinds),
+            "attn_scale": scalar**-0.5,
+            "windows": _windows(config, label, kinds, model_type),
         }
         # transformers' defaults for absent caps: 50 and 30 for Gemma 2, none for Gemma 3
         cap = 30.0 if version == 2 else 0.0
         options["logit_softcap"] = _softcap(config, label, "final_logit_softcapping", cap)
         if version == 2:
             options["attn_softcap"] = _softcap(config, label, "attn_logit_softcapping", 50.0)
-            theta = _rope_theta(config, label)
+            theta = _rope_theta(config, label, default=defaults["rope_theta"])
         else:
             options["qk_norm"] = "head"
             if _softcap(config, label, "attn_logit_softcapping", 0.0):

@@ -30,6 +30,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
+from landscape.models.importers.defaults import DEFAULTS
 from landscape.models.params import Params
 
 MODEL_TYPE = "llama"
@@ -93,6 +94,15 @@ def _rope_values(
             )
         if rope.get(key) is not None:
             found.append((f"{where}.{key}", rope[key]))
+    scaling, params = config.get("rope_scaling"), config.get("rope_parameters")
+    if dicts == _ROPE_DICTS and scaling and params and scaling != params:
+        # transformers takes a non-empty rope_scaling in place of rope_parameters whole (older
+        # versions read only rope_scaling): a base or factor only in rope_parameters is lost.
+        # Checked after the kinds above, so that an unsupported kind is what the line names.
+        raise LandscapeError(
+            f"{label}: rope_scaling {_show(scaling)} and rope_parameters {_show(params)} are "
+            "both set and differ (transformers reads rope_scaling in place of rope_parameters)"
+        )
     if config.get(top) is not None:
         found.append((top, config[top]))
     return found
@@ -136,26 +146,46 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
 _SLIDING, _FULL = "sliding_attention", "full_attention"
 
 
+def _window(config: dict[str, Any], label: str, defaults: dict[str, Any]) -> int | None:
+    """``sliding_window`` of a family with sliding attention: the family's default when absent,
+    None (no window) when null; 0 is refused (transformers' mask would hide every key)."""
+    if config.get("sliding_window", "absent") is None:
+        return None
+    return _int(config, label, "sliding_window", default=defaults["sliding_window"])
+
+
 def _layer_windows(
-    config: dict[str, Any], label: str, n_layers: int, n_ctx: int, sliding: str
-) -> tuple[int, ...]:
-    """The sliding window of every layer (0: full attention), as the family applies it.
+    config: dict[str, Any],
+    label: str,
+    n_layers: int,
+    n_ctx: int,
+    sliding: str,
+    defaults: dict[str, Any],
+) -> tuple[tuple[int, ...], list[str]]:
+    """(the sliding window of every layer (0: full attention), fields the family ignores), as
+    transformers applies them; a field missing from config.json takes the family's default
+    (``defaults``, :mod:`.defaults`).
 
     ``sliding`` is ``"every layer"`` (Mistral, Phi-3: a ``sliding_window`` that is set applies
-    to every layer, unless ``use_sliding_window`` is false), ``"by layer"`` (Qwen2, Qwen3:
-    ``layer_types`` names each layer's kind; a file without it follows ``use_sliding_window``
-    and ``max_window_layers``, the layers from that index on sliding), or ``""`` (Llama, OLMo 2:
-    no sliding attention, so a window shorter than the context, or a sliding layer type, is
-    refused rather than guessed at).
+    to every layer; neither reads ``use_sliding_window`` or ``layer_types``), ``"by layer"``
+    (Qwen2, Qwen3: ``layer_types`` names each layer's kind; without it the layers from
+    ``max_window_layers`` on slide; ``use_sliding_window`` false drops the window, so sliding
+    layers named with it are a model transformers cannot run, refused), or ``""`` (Llama,
+    OLMo 2: no sliding attention, so a window shorter than the context, or a sliding layer type,
+    is refused rather than guessed at).
     """
-    window = _int(config, label, "sliding_window", default=0, low=0)  # 0 or null: no window
-    use = _flag(config, label, "use_sliding_window", True)
+    if sliding == "every layer":
+        ignored = [k for k in ("use_sliding_window", "layer_types") if k in config]
+        window = _window(config, label, defaults)
+        return ((window,) * n_layers if window else ()), ignored
     kinds = config.get("layer_types")
     if kinds is not None:
         if not isinstance(kinds, list) or len(kinds) != n_layers or set(kinds) - {_SLIDING, _FULL}:
             raise LandscapeError(f"{label}: layer_types {_show(kinds)[:80]} is not supported "
                                  f"(one of {_FULL} or {_SLIDING} per layer)")  # fmt: skip
     if not sliding:
+        window = _int(config, label, "sliding_window", default=0, low=0)  # 0 or null: none
+        use = _flag(config, label, "use_sliding_window", True)
         if kinds is not None and _SLIDING in kinds:
             raise LandscapeError(f"{label}: layer_types {_show(kinds)[:80]} is not supported "
                                  f"(only {_FULL})")  # fmt: skip
@@ -164,19 +194,23 @@ def _layer_windows(
                 f"{label}: sliding_window {window} is shorter than max_position_embeddings "
                 f"{n_ctx}; sliding-window attention is not supported for this family"
             )
-        return ()
-    if kinds is not None and sliding == "by layer":
-        sliding_layers = [k == _SLIDING for k in kinds]
-    elif sliding == "by layer":
-        first = _int(config, label, "max_window_layers", default=0, low=0)
-        sliding_layers = [use and layer >= first for layer in range(n_layers)]
-    else:
-        sliding_layers = [use] * n_layers
-    if any(sliding_layers) and not window:
-        if kinds is not None and sliding == "by layer":
-            raise LandscapeError(f"{label}: layer_types has sliding layers but no sliding_window")
-        return ()
-    return tuple(window if on else 0 for on in sliding_layers)
+        return (), []
+    window = _window(config, label, defaults)
+    use = _flag(config, label, "use_sliding_window", defaults["use_sliding_window"])
+    raw, window = window, window if use else None  # false drops it whatever layer_types says
+    if kinds is None:
+        first = _int(config, label, "max_window_layers", low=0,
+                     default=defaults["max_window_layers"])  # fmt: skip
+        kinds = [_SLIDING if window and i >= first else _FULL for i in range(n_layers)]
+    if _SLIDING in kinds and not window:
+        why = [] if raw else ["no sliding_window"]
+        if not use:
+            why.append("use_sliding_window is " + ("false" if "use_sliding_window" in config
+                                                   else "absent (false)"))  # fmt: skip
+        raise LandscapeError(f"{label}: layer_types has sliding layers but {' and '.join(why)}; "
+                             "transformers cannot run that model")  # fmt: skip
+    windows = tuple(window if k == _SLIDING else 0 for k in kinds)
+    return (windows if any(windows) else ()), []
 
 
 def convert_llama_like(
@@ -192,6 +226,7 @@ def convert_llama_like(
     eps: float = 1e-6,
     partial_rotary: bool = False,
     sliding: str = "",
+    model_type: str = "llama",
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
     projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3
@@ -206,7 +241,9 @@ def convert_llama_like(
     num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
     ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
     field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
+    ``model_type``: whose defaults (:mod:`.defaults`) a field missing from config.json takes.
     """
+    defaults = DEFAULTS[model_type]
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
     kv = _int(config, label, "num_key_value_heads", default=h)
@@ -219,18 +256,20 @@ def convert_llama_like(
     f = _int(config, label, "intermediate_size")
     n_layers = _int(config, label, "num_hidden_layers")
     vocab = _int(config, label, "vocab_size")
-    n_ctx = _int(config, label, "max_position_embeddings", default=2048)
+    n_ctx = _int(config, label, "max_position_embeddings",
+                 default=defaults["max_position_embeddings"])  # fmt: skip
     mlp_bias = _flag(config, label, "mlp_bias", False)
-    windows = _layer_windows(config, label, n_layers, n_ctx, sliding)
-    theta = _rope_theta(config, label)
+    windows, ignored_config = _layer_windows(config, label, n_layers, n_ctx, sliding, defaults)
+    theta = _rope_theta(config, label, default=defaults["rope_theta"])
     # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
     # ignores the field), so the field is recorded as ignored rather than applied.
     places = (config, config.get("rope_scaling") or {}, config.get("rope_parameters") or {})
     partial = any(r.get("partial_rotary_factor") not in (None, 1) for r in places)
-    ignored_config = ["partial_rotary_factor"] if partial and not partial_rotary else []
+    ignored_config += ["partial_rotary_factor"] if partial and not partial_rotary else []
     rotary_dim = 0
     if partial_rotary:
-        rotary_dim = _rotary_dim(config, label, e, "partial_rotary_factor", 1.0)
+        rotary_dim = _rotary_dim(config, label, e, "partial_rotary_factor",
+                                 defaults["partial_rotary_factor"])  # fmt: skip
     cfg = ModelConfig(
         "gpt",
         d_model=d,

@@ -26,4 +26,4 @@ FAMILY = "OLMo 2"
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
     bias = _flag(config, label, "attention_bias", False)
     return convert_llama_like(config, src, label, qkv_bias=bias, o_bias=bias, qk_norm="full",
-                              block="post", eps=1e-5)  # fmt: skip
+                              block="post", eps=1e-5, model_type=MODEL_TYPE)  # fmt: skip

@@ -11,11 +11,12 @@ no biases, tied or untied embeddings) with two fused projections, read as their 
 Unlike Llama, Phi-3 honours ``partial_rotary_factor`` (in ``rope_parameters`` or at the top
 level): the first ``int(d_head·factor)`` dimensions of each head are rotated, the rest pass
 (``rotary_dim``). Rotary scaling of any kind (``longrope``, and ``su`` or ``yarn``, which
-transformers reads as ``longrope``) is refused. A ``sliding_window`` applies to every layer
-whenever one is set (there is no ``use_sliding_window`` switch): each query sees the last
-``sliding_window`` positions (``ModelConfig.windows``). Defaults are Phi-3's own where they
-differ from Llama's (``rms_norm_eps`` 1e-5, ``max_position_embeddings`` 4096); ``mlp_bias``, a
-Llama field Phi-3 does not read, is ignored.
+transformers reads as ``longrope``) is refused, and with it ``original_max_position_embeddings``,
+which only ``longrope`` reads. A ``sliding_window`` applies to every layer whenever one is set
+(there is no ``use_sliding_window`` switch, and none by default): each query sees the last
+``sliding_window`` positions (``ModelConfig.windows``). Defaults are Phi-3's own
+(:mod:`.defaults`; ``rms_norm_eps`` 1e-5); ``mlp_bias``, a Llama field Phi-3 does not read, is
+ignored.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from landscape.models.params import Params
 MODEL_TYPE = "phi3"
 FAMILY = "Phi-3"
 
-# Phi3Config's defaults where they differ from what the Llama reader assumes
-_DEFAULTS = {"rms_norm_eps": 1e-5, "max_position_embeddings": 4096}
+# Phi3Config's defaults outside the rotary and window fields (those are in .defaults)
+_DEFAULTS = {"rms_norm_eps": 1e-5}
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
@@ -39,7 +40,6 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     for key, value in _DEFAULTS.items():
         if config.get(key) is None:
             config[key] = value
-    config.pop("use_sliding_window", None)  # not a Phi-3 field: a window set always applies
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")
     kv = _int(config, label, "num_key_value_heads", default=h)
@@ -61,4 +61,5 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         parts[f"{s}mlp.up_proj.weight"] = (gate_up, (2 * f, d), f, 2 * f)
     view = _PartsSource(src, parts)
     return convert_llama_like(config, view, label, qkv_bias=False, o_bias=False,
-                              partial_rotary=True, sliding="every layer")  # fmt: skip
+                              partial_rotary=True, sliding="every layer",
+                              model_type=MODEL_TYPE)  # fmt: skip

@@ -2,8 +2,10 @@
 
 The Llama layout (:mod:`.llama`) with biases on the query, key and value projections and none
 on the output projection; tied embeddings in the small sizes. Sliding-window attention on the
-layers ``layer_types`` names (older files: ``use_sliding_window`` on the layers from
-``max_window_layers`` on).
+layers ``layer_types`` names (without it, the layers from ``max_window_layers`` on) when
+``use_sliding_window`` is true. Missing fields take Qwen2Config's defaults (:mod:`.defaults`):
+``use_sliding_window`` false, ``max_window_layers`` 28, ``sliding_window`` 4096; sliding layers
+named with ``use_sliding_window`` false are refused (transformers cannot run that model).
 """
 
 from __future__ import annotations
@@ -21,4 +23,4 @@ FAMILY = "Qwen2"
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
     return convert_llama_like(config, src, label, qkv_bias=True, o_bias=False,
-                              sliding='by layer')  # fmt: skip
+                              sliding="by layer", model_type=MODEL_TYPE)  # fmt: skip

@@ -5,7 +5,8 @@ The Llama layout (:mod:`.llama`) plus an RMSNorm on each head's queries and keys
 projection and before RoPE: ``qk_norm="head"``). ``head_dim`` is explicit (Qwen3Config's default,
 128, when config.json has none); ``attention_bias`` puts biases on all four projections, as in
 Llama; embeddings are tied in the small sizes. Sliding windows on the layers ``layer_types``
-names, as Qwen2 (:mod:`.qwen2`); rotary scaling of any kind is refused, as for Llama.
+names, with Qwen2's rules and defaults (:mod:`.qwen2`, :mod:`.defaults`); rotary scaling of any
+kind is refused, as for Llama.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _flag, _Source
+from landscape.models.importers.defaults import DEFAULTS
 from landscape.models.importers.llama import convert_llama_like
 from landscape.models.params import Params
 
@@ -24,4 +26,5 @@ FAMILY = "Qwen3"
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
     bias = _flag(config, label, "attention_bias", False)
     return convert_llama_like(config, src, label, qkv_bias=bias, o_bias=bias, qk_norm="head",
-                              head_dim=128, sliding="by layer")  # fmt: skip
+                              head_dim=DEFAULTS[MODEL_TYPE]["head_dim"], sliding="by layer",
+                              model_type=MODEL_TYPE)  # fmt: skip
