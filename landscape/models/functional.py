@@ -501,7 +501,18 @@ class Dropout:
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        u = torch.rand(x.shape, generator=self.generator, device=x.device, dtype=x.dtype)
+        return self.drop(x, self.uniform(x.shape, x.device, x.dtype))
+
+    def uniform(self, shape: torch.Size, device: torch.device, dtype: torch.dtype
+                ) -> torch.Tensor:  # fmt: skip
+        """The generator's next draws, one uniform in [0, 1) per entry of ``shape``."""
+        return torch.rand(shape, generator=self.generator, device=device, dtype=dtype)
+
+    def drop(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """``x`` with the entries whose draw ``u`` < p zeroed and the rest scaled by 1/(1 − p).
+        Apart from ``__call__`` (the solo case), batched training (one seed per slice of a
+        ``torch.vmap``, ``landscape.models.batched``) draws each seed's ``u`` from its own
+        generator and drops through this."""
         return x * (u >= self.p).to(x.dtype) / (1.0 - self.p)
 
 

@@ -8,9 +8,12 @@ recorded with the checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,12 +21,20 @@ import torch
 from landscape import data
 from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError, check_seed
+from landscape.models.batched import (
+    batching_problem,
+    clip_per_seed_,
+    seed_losses,
+    seed_slice,
+    stack_params,
+)
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
 from landscape.models.config import ModelConfig
 from landscape.models.functional import Dropout, forward, loss_and_accuracy
 from landscape.models.params import Params, init_params
 from landscape.models.zoo import (
     ZOO,
+    TrainConfig,
     Variant,
     ZooModel,
     corpus_for,
@@ -38,7 +49,7 @@ from landscape.models.zoo import (
     zoo_model,
 )
 from landscape.progress import Progress
-from landscape.store.cache import Cache, digest_tensors
+from landscape.store.cache import Cache, Entry, digest_tensors
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
 # How far a retrained zoo checkpoint's test metrics may lie from the shipped one's when the two
@@ -48,6 +59,7 @@ TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries
 # |Δacc| ≤ 0.004, |Δloss| ≤ 0.009 nats; vit-digits (memorised, so its test loss moves most)
 # |Δacc| ≤ 0.012, |Δloss| ≤ 0.069 nats.
 REPRODUCIBLE_METRICS = {"test_accuracy": 0.02, "test_loss": 0.1}
+BATCHED_VERSION = 1  # bump when batched training (train_seeds) changes: its entries stop matching
 
 
 def evaluate(
@@ -153,24 +165,53 @@ def train_model(
     thread count makes the weights bit-identical across machines with different core counts.
     """
     dev = resolve_device(device)
-    if dev.type == "cpu":
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return _train_model(model, seed, dev, data_dir, progress, variant)
-        finally:
-            torch.set_num_threads(threads)
-    return _train_model(model, seed, dev, data_dir, progress, variant)
+    with _one_thread(dev):
+        return _train_model(model, seed, dev, data_dir, progress, variant)
 
 
-def _train_model(
+def train_models(
     model: ZooModel,
-    seed: int,
-    dev: torch.device,
-    data_dir: str | None,
-    progress: Progress | None,
-    variant_name: str | None = None,
-) -> Checkpoint:
+    seeds: list[int],
+    *,
+    device: str | torch.device | None = None,
+    data_dir: str | None = None,
+    progress: Progress | None = None,
+    variant: str | None = None,
+) -> list[Checkpoint]:
+    """Train several seeds of one zoo model as one batched model (no cache), in the order of
+    ``seeds``; parameters on the CPU. Each seed sees its solo run's batches and dropout draws
+    (:func:`_train_batched`). On the CPU on one thread, as :func:`train_model`."""
+    dev = resolve_device(device)
+    with _one_thread(dev):
+        return _train_batched(model, seeds, dev, data_dir, progress, variant)
+
+
+@contextlib.contextmanager
+def _one_thread(dev: torch.device) -> Iterator[None]:
+    """One CPU thread while training on the CPU (:func:`train_model` says why)."""
+    if dev.type != "cpu":
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """What every seed's run of one zoo model (and variant) shares."""
+
+    model: ZooModel  # with the variant's architecture change
+    var: Variant | None
+    steps: int
+    vocab: str | None
+    test: data.Split  # on the variant's own task (permuted labels: permuted targets)
+
+
+def _recipe(model: ZooModel, variant_name: str | None, data_dir: str | None) -> _Recipe:
     var = get_variant(variant_name)
     model = with_variant(model, variant_name)
     cfg, tc = model.config, model.train
@@ -181,10 +222,16 @@ def _train_model(
     test = split_for(model, "test", vocab=vocab, data_dir=data_dir)
     if var is not None:  # metrics on the variant's own task (permuted labels: permuted targets)
         test = data.Split(test.inputs, _relabel(var, test.targets, cfg.n_out))
-    params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
-    decay = [v for k, v in params.items() if decays(k, v)]
-    no_decay = [v for k, v in params.items() if not decays(k, v)]
-    opt = torch.optim.AdamW(
+    return _Recipe(model, var, steps, vocab, test)
+
+
+def _adamw(params: Params, tc: TrainConfig, seed_axis: bool = False) -> torch.optim.AdamW:
+    """The recipe's AdamW over ``params``, decayed by :func:`decays` (on one seed's slice when
+    the tensors carry a leading ``seed_axis``)."""
+    rule = [decays(k, v[0] if seed_axis else v) for k, v in params.items()]
+    decay = [v for v, d in zip(params.values(), rule, strict=True) if d]
+    no_decay = [v for v, d in zip(params.values(), rule, strict=True) if not d]
+    return torch.optim.AdamW(
         [
             {"params": decay, "weight_decay": tc.weight_decay},
             {"params": no_decay, "weight_decay": 0},
@@ -192,15 +239,28 @@ def _train_model(
         lr=tc.lr,
         betas=(0.9, 0.98),
     )
-    curves: dict[str, list[float]] = {
-        "step": [],
-        "train_loss": [],
-        "test_loss": [],
-        "test_accuracy": [],
-    }
+
+
+def _new_curves() -> dict[str, list[float]]:
+    return {"step": [], "train_loss": [], "test_loss": [], "test_accuracy": []}
+
+
+def _train_model(
+    model: ZooModel,
+    seed: int,
+    dev: torch.device,
+    data_dir: str | None,
+    progress: Progress | None,
+    variant_name: str | None = None,
+) -> Checkpoint:
+    r = _recipe(model, variant_name, data_dir)
+    cfg, tc, steps = r.model.config, r.model.train, r.steps
+    params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
+    opt = _adamw(params, tc)
+    curves = _new_curves()
     running, n_running = 0.0, 0
     start = time.perf_counter()
-    batches = _batches(model, seed, vocab, data_dir, var)
+    batches = _batches(r.model, seed, r.vocab, data_dir, r.var)
     drop = Dropout(tc.dropout, 20_000 + seed, dev) if tc.dropout else None
     for step in range(steps):
         x, y = next(batches)
@@ -219,7 +279,7 @@ def _train_model(
         running += loss.item()
         n_running += 1
         if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
-            test_loss, test_acc = evaluate(cfg, params, test)
+            test_loss, test_acc = evaluate(cfg, params, r.test)
             row = (step + 1, running / n_running, test_loss, test_acc)
             for k, v in zip(curves, row, strict=True):
                 curves[k].append(v)
@@ -229,6 +289,91 @@ def _train_model(
                     f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
                 )
     final = {k: v.detach().cpu() for k, v in params.items()}
+    return _checkpoint(r, seed, final, curves, time.perf_counter() - start, dev, data_dir)
+
+
+def _train_batched(
+    model: ZooModel,
+    seeds: list[int],
+    dev: torch.device,
+    data_dir: str | None,
+    progress: Progress | None,
+    variant_name: str | None = None,
+) -> list[Checkpoint]:
+    """:func:`_train_model` for every seed at once: the parameters stacked on a seed axis, one
+    vmapped loss and one backward for all seeds (``landscape.models.batched``), each seed's
+    gradient clipped on its own, and one AdamW over the stacked tensors (elementwise, so each
+    slice moves as that seed's solo optimizer moves it). Seed s reads the batches of its own
+    generator and draws dropout from its own, as its solo run does.
+
+    The step never waits for the device: the losses are summed there, and a non-finite one is
+    reported at the next evaluation (its window of steps), where solo training stops at once.
+    """
+    r = _recipe(model, variant_name, data_dir)
+    cfg, tc, steps = r.model.config, r.model.train, r.steps
+    params = stack_params([init_params(cfg, s) for s in seeds], dev)
+    opt = _adamw(params, tc, seed_axis=True)
+    curves = [_new_curves() for _ in seeds]
+    running, n_running, since = torch.zeros(len(seeds), dtype=torch.float64, device=dev), 0, 0
+    start = time.perf_counter()
+    streams = [_batches(r.model, s, r.vocab, data_dir, r.var) for s in seeds]
+    drops = [Dropout(tc.dropout, 20_000 + s, dev) for s in seeds] if tc.dropout else None
+    for step in range(steps):
+        xs, ys = zip(*(next(b) for b in streams), strict=True)
+        for g in opt.param_groups:
+            g["lr"] = _lr(step, tc)
+        x, y = torch.stack(xs).to(dev), torch.stack(ys).to(dev)
+        losses = seed_losses(cfg, params, x, y, drops)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        clip_per_seed_([v.grad for v in params.values()], tc.grad_clip)
+        opt.step()
+        running += losses.detach().double()  # the solo run's sum of float32 losses in float64
+        n_running += 1
+        if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
+            means = (running / n_running).tolist()
+            bad = [s for s, m in zip(seeds, means, strict=True) if not math.isfinite(m)]
+            if bad:
+                raise LandscapeError(
+                    f"training {model.name} seed{'s' * (len(bad) > 1)} "
+                    f"{' '.join(map(str, bad))} diverged between steps {since} and {step}"
+                )
+            shown = []
+            for i, c in enumerate(curves):
+                test_loss, test_acc = evaluate(cfg, seed_slice(params, i), r.test)
+                row = (step + 1, means[i], test_loss, test_acc)
+                for k, v in zip(c, row, strict=True):
+                    c[k].append(v)
+                shown.append((test_loss, test_acc))
+            running.zero_()
+            n_running, since = 0, step + 1
+            if progress:  # each seed's test metrics, in the order of the seeds
+                losses_, accs = zip(*shown, strict=True)
+                progress(f"test loss {'/'.join(f'{v:.4f}' for v in losses_)}, test accuracy "
+                         f"{'/'.join(f'{v:.4f}' for v in accs)}", step + 1, steps)  # fmt: skip
+    seconds = time.perf_counter() - start
+    out = []
+    for i, seed in enumerate(seeds):
+        final = {k: v.cpu().clone() for k, v in seed_slice(params, i).items()}
+        ckpt = _checkpoint(r, seed, final, curves[i], seconds, dev, data_dir)
+        ckpt.meta["batch"] = list(seeds)  # trained together; "seconds" is the whole run's
+        out.append(ckpt)
+    return out
+
+
+def _checkpoint(
+    r: _Recipe,
+    seed: int,
+    final: Params,
+    curves: dict[str, list[float]],
+    seconds: float,
+    dev: torch.device,
+    data_dir: str | None,
+) -> Checkpoint:
+    """The trained parameters (on the CPU) with their metadata: metrics on the test split (the
+    curves' last row) and the whole training split (text: its first ``eval_windows``)."""
+    model, var, vocab = r.model, r.var, r.vocab
+    cfg, tc = model.config, model.train
     train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
     if model.is_text:
         train_split = data.Split(
@@ -253,7 +398,7 @@ def _train_model(
             "train_accuracy": train_acc,
         },
         "curves": curves,
-        "seconds": round(time.perf_counter() - start, 2),
+        "seconds": round(seconds, 2),
         "device": str(dev),
         "digest": digest_tensors(final),
     }
@@ -263,14 +408,20 @@ def _train_model(
         meta["vocab"] = vocab
     if var is not None:
         meta["variant"] = var.name
-        meta["steps_run"] = steps
+        meta["steps_run"] = r.steps
     return Checkpoint(cfg, final, meta)
 
 
 def checkpoint_inputs(
-    model: ZooModel, seed: int, data_dir: str | None = None, variant: str | None = None
+    model: ZooModel,
+    seed: int,
+    data_dir: str | None = None,
+    variant: str | None = None,
+    *,
+    batched: bool = False,
 ) -> dict[str, Any]:
-    """Cache-key inputs of a checkpoint; a variant adds its definition (none: unchanged)."""
+    """Cache-key inputs of a checkpoint; a variant adds its definition, batched training
+    (:func:`train_seeds`) its version (neither: unchanged)."""
     inputs = {
         "name": model.name,
         "config": with_variant(model, variant).config.to_dict(),
@@ -282,6 +433,8 @@ def checkpoint_inputs(
     v = get_variant(variant)
     if v is not None:
         inputs["variant"] = v.to_dict()
+    if batched:
+        inputs["batched"] = BATCHED_VERSION
     return inputs
 
 
@@ -318,13 +471,100 @@ def train(
     return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta), hit
 
 
+@dataclass(frozen=True)
+class TrainedSeeds:
+    """What :func:`train_seeds` returns: one checkpoint per seed, in the order asked."""
+
+    checkpoints: list[Checkpoint]
+    cached: list[bool]  # read from the cache, not trained now
+    batched: bool  # False: trained (or read) seed by seed, solo; ``note`` says why
+    note: str | None = None
+
+
+def train_seeds(
+    name: str,
+    seeds: list[int],
+    *,
+    device: str | torch.device | None = None,
+    data_dir: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+    variant: str | None = None,
+    text: str | None = None,
+) -> TrainedSeeds:
+    """Train (or load from the disk cache) several seeds of one zoo checkpoint as one batched
+    model (:func:`train_models`); the seeds missing from the cache train together. One seed is
+    :func:`train`, solo. Options as for :func:`train`.
+
+    Each seed is its own cache entry, under its solo key plus ``batched``
+    (:func:`checkpoint_inputs`). Batched weights equalled the solo ones bit for bit on the CPU
+    where this was written, but a batched kernel may sum in another order elsewhere (a GPU's
+    batched matrix products), and a solo entry promises the solo run's bits (the shipped digest,
+    :func:`compare_with_shipped`); so neither is served for the other.
+    :func:`get_checkpoint` reads a batched entry for a seed that no solo entry or shipped asset
+    has. The key does not name the seeds trained with it (``meta["batch"]`` does): each seed's
+    arithmetic is its own slice, so its bits do not depend on its companions. A model whose
+    training step cannot be batched (:func:`landscape.models.batched.batching_problem`) trains
+    seed by seed through :func:`train`, under the solo keys, and ``note`` says why.
+    """
+    for s in seeds:
+        check_seed(s)
+    if not seeds:
+        raise LandscapeError("give at least one seed")
+    if len(set(seeds)) < len(seeds):
+        raise LandscapeError(f"seeds repeat ({' '.join(map(str, seeds))}): each seed trains once")
+    opts: dict[str, Any] = {"device": device, "data_dir": data_dir, "cache": cache,
+                            "progress": progress, "variant": variant, "text": text}  # fmt: skip
+    if len(seeds) == 1:
+        ckpt, hit = train(name, seeds[0], **opts)
+        return TrainedSeeds([ckpt], [hit], batched=False)
+    model = zoo_model(name) if text is None else text_model(text, name)
+    cfg = with_variant(model, variant).config
+    cache = opts["cache"] = cache or Cache()
+    keys = {s: cache.key("checkpoint", checkpoint_inputs(model, s, data_dir, variant,
+                                                         batched=True)) for s in seeds}  # fmt: skip
+    entries = {s: cache.get("checkpoint", keys[s]) for s in seeds}
+    missing = [s for s in seeds if entries[s] is None]
+    if missing:
+        problem = batching_problem(cfg, model.train.dropout)
+        if problem is not None:
+            runs = [train(name, s, **opts) for s in seeds]
+            return TrainedSeeds([c for c, _ in runs], [h for _, h in runs], batched=False,
+                                note=f"{model.name} cannot be trained batched ({problem}); "
+                                "its seeds trained one at a time (solo checkpoints)")  # fmt: skip
+        with contextlib.ExitStack() as locks:  # in sorted order, so two runs cannot deadlock
+            for s in sorted(missing):
+                locks.enter_context(cache.lock("checkpoint", keys[s]))
+            entries.update({s: cache.get("checkpoint", keys[s]) for s in missing})
+            todo = [s for s in missing if entries[s] is None]  # another process may have some
+            if todo:
+                trained = train_models(model, todo, device=device, data_dir=data_dir,
+                                       progress=progress, variant=variant)  # fmt: skip
+                for s, ckpt in zip(todo, trained, strict=True):
+                    entries[s] = _store(cache, keys[s], ckpt)
+            missing = todo
+    return TrainedSeeds([Checkpoint(cfg, entries[s].tensors, entries[s].meta) for s in seeds],
+                        [s not in missing for s in seeds], batched=True)  # fmt: skip
+
+
+def _store(cache: Cache, key: str, ckpt: Checkpoint) -> Entry:
+    """A trained checkpoint's cache entry; when it cannot be written, the checkpoint itself
+    with a warning (as ``Cache.get_or_compute`` does: the result is still good)."""
+    try:
+        return cache.put("checkpoint", key, ckpt.params, ckpt.meta)
+    except LandscapeError as e:
+        print(f"landscape: warning: {e}; result not cached", file=sys.stderr)
+        return Entry(ckpt.params, ckpt.meta, key)
+
+
 def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
     """How a trained checkpoint compares with the shipped one of the same name and seed.
 
-    Bit-identical weights are promised only between runs with the same CPU kernels
-    (:func:`landscape.device.kernel_fingerprint`, recorded with both); otherwise the test
-    metrics must agree within :data:`REPRODUCIBLE_METRICS`. ``reproduced`` says whether the
-    promise that applies holds.
+    Bit-identical weights are promised only between solo runs with the same CPU kernels
+    (:func:`landscape.device.kernel_fingerprint`, recorded with both); otherwise, and for a
+    checkpoint trained batched with other seeds (:func:`train_seeds`), the test metrics must
+    agree within :data:`REPRODUCIBLE_METRICS`. ``promise`` says which applies, ``reproduced``
+    whether it holds.
     """
     rec = shipped(ckpt.name, ckpt.seed)
     if rec is None:
@@ -338,9 +578,11 @@ def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
     same_digest = rec["digest"] == ckpt.meta["digest"]
     deltas = {k: abs(ckpt.meta["metrics"][k] - rec["metrics"][k]) for k in REPRODUCIBLE_METRICS}
     within = all(deltas[k] <= tol for k, tol in REPRODUCIBLE_METRICS.items())
+    bitwise = same_kernels and "batch" not in ckpt.meta
     return {"shipped": True, "current": True, "same_kernels": same_kernels,
             "same_digest": same_digest, "max_abs_diff": diff, "metric_deltas": deltas,
-            "reproduced": same_digest if same_kernels else within}  # fmt: skip
+            "promise": "bit-identical weights" if bitwise else "matching test metrics",
+            "reproduced": same_digest if bitwise else within}  # fmt: skip
 
 
 def get_checkpoint(
@@ -353,8 +595,9 @@ def get_checkpoint(
     progress: Progress | None = None,
     variant: str | None = None,
 ) -> Checkpoint:
-    """A zoo checkpoint (disk cache → shipped assets → training), or a checkpoint directory
-    (family members and other checkpoints: ``landscape.sources.Source``).
+    """A zoo checkpoint (disk cache → shipped assets → the cache's batched-trained entry,
+    :func:`train_seeds` → training), or a checkpoint directory (family members and other
+    checkpoints: ``landscape.sources.Source``).
 
     Control variants are never shipped: they come from the cache or are trained.
     """
@@ -362,33 +605,47 @@ def get_checkpoint(
         return load_checkpoint_dir(model)
     if seed is None:
         raise LandscapeError(f"{model} is a zoo model: give a seed")
-    if variant is not None:
-        return train(model, seed, device=device, cache=cache, progress=progress,
-                     variant=variant)[0]  # fmt: skip
     cache = cache or Cache()
     zm = zoo_model(model)
-    try:
-        key = cache.key("checkpoint", checkpoint_inputs(zm, seed))
-    except LandscapeError:
-        key = None  # data missing: only a shipped checkpoint can help
-    if key is not None:
-        entry = cache.get("checkpoint", key)
-        if entry is not None:
-            return Checkpoint(zm.config, entry.tensors, entry.meta)
-    asset = load_shipped(model, seed)
-    if asset is not None:
-        return asset
-    if not train_if_missing:
+    cached = _cached(cache, zm, seed, variant)
+    if cached is not None:
+        return cached
+    if variant is None:
+        asset = load_shipped(model, seed)
+        if asset is not None:
+            return asset
+    cached = _cached(cache, zm, seed, variant, batched=True)  # trained with other seeds at once
+    if cached is not None:
+        return cached
+    if variant is None and not train_if_missing:
         raise LandscapeError(f"{model} seed {seed} is neither cached nor shipped")
-    return train(model, seed, device=device, cache=cache, progress=progress)[0]
+    return train(model, seed, device=device, cache=cache, progress=progress, variant=variant)[0]
+
+
+def _cached(
+    cache: Cache, model: ZooModel, seed: int, variant: str | None, batched: bool = False
+) -> Checkpoint | None:
+    """The cached checkpoint of a zoo seed (solo or ``batched``), or None (also when its data is
+    missing here, so that its key cannot be told)."""
+    try:
+        key = cache.key("checkpoint", checkpoint_inputs(model, seed, variant=variant,
+                                                        batched=batched))  # fmt: skip
+    except LandscapeError:
+        return None
+    entry = cache.get("checkpoint", key)
+    if entry is None:
+        return None
+    return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta)
 
 
 def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
     """Every seed of a zoo model that is trained: cached (current recipe) or shipped.
 
-    Rows: ``seed, source ("cache" | "assets"), test_loss, test_accuracy, train_loss,
-    train_accuracy``. A cached checkpoint wins over the shipped one of the same seed (an
-    imported family's members: ``landscape.sources.available_seeds``).
+    Rows: ``seed, source ("cache" | "assets" | "batched"), test_loss, test_accuracy,
+    train_loss, train_accuracy``. A cached checkpoint wins over the shipped one of the same
+    seed, and either over a batched-trained one (:func:`train_seeds`), the order in which
+    :func:`get_checkpoint` reads them (an imported family's members:
+    ``landscape.sources.available_seeds``).
     """
 
     model = zoo_model(name)
@@ -397,15 +654,21 @@ def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any
         if rec["name"] == name and rec["config"] == model.config.to_dict():
             rows[rec["seed"]] = {"seed": rec["seed"], "source": "assets", **rec["metrics"]}
     cache = cache or Cache()
+    batched: dict[int, dict[str, Any]] = {}
     for key, meta in cache.metas("checkpoint"):
         if meta.get("name") != name:
             continue
+        seed = meta["seed"]
         try:
-            current = key == cache.key("checkpoint", checkpoint_inputs(model, meta["seed"]))
+            solo_key = cache.key("checkpoint", checkpoint_inputs(model, seed))
+            batched_key = cache.key("checkpoint", checkpoint_inputs(model, seed, batched=True))
         except LandscapeError:  # its data is missing here: cannot tell, so do not list it
-            current = False
-        if current:
-            rows[meta["seed"]] = {"seed": meta["seed"], "source": "cache", **meta["metrics"]}
+            continue
+        if key == solo_key:
+            rows[seed] = {"seed": seed, "source": "cache", **meta["metrics"]}
+        elif key == batched_key:
+            batched[seed] = {"seed": seed, "source": "batched", **meta["metrics"]}
+    rows.update({s: row for s, row in batched.items() if s not in rows})  # as get_checkpoint
     return [rows[s] for s in sorted(rows)]
 
 
