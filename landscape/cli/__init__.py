@@ -59,6 +59,10 @@ def _zoo(args: argparse.Namespace) -> dict[str, Any]:
 def _train(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.models.train import compare_with_shipped, tqdm_progress, train
 
+    if args.seeds is not None and len(args.seeds) > 1:
+        return _train_seeds(args)
+    if args.seeds is not None:  # one seed: solo, as --seed
+        args.seed = args.seeds[0]
     if args.save:  # before training, not after minutes of it
         from landscape.models.checkpoint import check_save_target
 
@@ -88,6 +92,37 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
         "shipped": shipped,
         "saved": saved,
     }
+
+
+def _train_seeds(args: argparse.Namespace) -> dict[str, Any]:
+    """``train --seeds A B …``: the seeds as one batched model (``train_seeds``); a row each."""
+    from pathlib import Path
+
+    from landscape.models.checkpoint import check_save_target, save_checkpoint_dir
+    from landscape.models.train import compare_with_shipped, tqdm_progress, train_seeds
+
+    seeds = args.seeds
+    if len(set(seeds)) < len(seeds):  # before the save targets are looked at
+        raise LandscapeError(f"seeds repeat ({' '.join(map(str, seeds))}): each seed trains once")
+    folders = {s: Path(args.save) / f"seed-{s}" for s in seeds} if args.save else {}
+    for folder in folders.values():  # before training, not after minutes of it
+        check_save_target(folder)
+    progress = tqdm_progress(f"train {args.model} seeds {' '.join(map(str, seeds))}")
+    run = train_seeds(args.model, seeds, device=args.device, data_dir=args.data_dir,
+                      progress=progress, text=args.text)  # fmt: skip
+    rows = []
+    for ckpt, hit in zip(run.checkpoints, run.cached, strict=True):
+        seed, m = ckpt.seed, ckpt.meta
+        shipped = None if args.text else compare_with_shipped(ckpt)
+        if shipped and shipped.get("current") and not shipped["reproduced"]:
+            _say(f"warning: {args.model} seed {seed} differs from the shipped checkpoint beyond "
+                 f"the promise ({shipped['promise']}); see README, reproducibility")  # fmt: skip
+        saved = str(save_checkpoint_dir(ckpt, folders[seed])) if folders else None
+        rows.append({"seed": seed, "cached": hit, **m["metrics"], "seconds": m["seconds"],
+                     "device": m["device"], "shipped": shipped, "digest": m["digest"],
+                     "saved": saved})  # fmt: skip
+    return {"model": args.model, "seeds": seeds, "batched": run.batched, "note": run.note,
+            "checkpoints": rows}  # fmt: skip
 
 
 @command("data")

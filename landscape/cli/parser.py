@@ -231,12 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("zoo", parents=[common], help="list the zoo models")
 
-    p = sub.add_parser("train", parents=[common], help="train (or load cached) one zoo checkpoint")
+    p = sub.add_parser("train", parents=[common],
+                       help="train (or load cached) zoo checkpoints: one seed, or several at once")
     p.add_argument("model", help="zoo model")
-    p.add_argument("--seed", type=_seed, required=True, help="seed of the training run")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--seed", type=_seed, help="seed of the training run")
+    which.add_argument("--seeds", type=_seed, nargs="+", metavar="S",
+                       help="several seeds trained at once as one batched model, each stored as "
+                            "its own checkpoint (apart from the solo ones: the rounding may "
+                            "differ); one seed trains solo, as --seed")  # fmt: skip
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
     p.add_argument("--text", help="train the GPT on this UTF-8 text file instead (own vocabulary)")
-    p.add_argument("--save", help="also write the checkpoint to this directory (landscape format)")
+    p.add_argument("--save", help="also write the checkpoint to this directory (landscape format; "
+                   "with several --seeds, one directory per seed in it, seed-S)")  # fmt: skip
 
     p = sub.add_parser("data", parents=[common], help="fetch data sets")
     p.add_argument("action", choices=["fetch"], help="fetch: download once and check the text")
