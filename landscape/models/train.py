@@ -253,12 +253,16 @@ def _train_model(
     progress: Progress | None,
     variant_name: str | None = None,
 ) -> Checkpoint:
+    """One seed's training run. The step never waits for the device (a small model on a GPU is
+    bound by launching kernels, so the host must run ahead): batches go over from pinned memory
+    without blocking, the losses are summed on the device, and a non-finite one is reported at
+    the next evaluation, with the window of steps it lies in."""
     r = _recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
     params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
     opt = _adamw(params, tc)
     curves = _new_curves()
-    running, n_running = 0.0, 0
+    running, n_running, since = torch.zeros((), dtype=torch.float64, device=dev), 0, 0
     start = time.perf_counter()
     batches = _batches(r.model, seed, r.vocab, data_dir, r.var)
     drop = Dropout(tc.dropout, 20_000 + seed, dev) if tc.dropout else None
@@ -266,24 +270,25 @@ def _train_model(
         x, y = next(batches)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
-        logits = forward(cfg, params, x.to(dev), dropout=drop)
-        loss, _ = loss_and_accuracy(cfg, logits, y.to(dev))
-        if not torch.isfinite(loss):
-            raise LandscapeError(
-                f"training {model.name} seed {seed} diverged at step {step} (loss {loss.item()})"
-            )
+        logits = forward(cfg, params, _to(x, dev), dropout=drop)
+        loss, _ = loss_and_accuracy(cfg, logits, _to(y, dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(params.values()), tc.grad_clip)
         opt.step()
-        running += loss.item()
+        running += loss.detach().double()  # float32 losses summed in float64, on the device
         n_running += 1
         if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
+            mean = (running / n_running).item()
+            if not math.isfinite(mean):
+                raise LandscapeError(f"training {model.name} seed {seed} diverged between steps "
+                                     f"{since} and {step} (mean loss {mean})")  # fmt: skip
             test_loss, test_acc = evaluate(cfg, params, r.test)
-            row = (step + 1, running / n_running, test_loss, test_acc)
+            row = (step + 1, mean, test_loss, test_acc)
             for k, v in zip(curves, row, strict=True):
                 curves[k].append(v)
-            running, n_running = 0.0, 0
+            running.zero_()
+            n_running, since = 0, step + 1
             if progress:  # the stage carries the test metrics, for the bar to show
                 progress(
                     f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
@@ -306,8 +311,7 @@ def _train_batched(
     slice moves as that seed's solo optimizer moves it). Seed s reads the batches of its own
     generator and draws dropout from its own, as its solo run does.
 
-    The step never waits for the device: the losses are summed there, and a non-finite one is
-    reported at the next evaluation (its window of steps), where solo training stops at once.
+    The step waits for the device no more than the solo step does (:func:`_train_model`).
     """
     r = _recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
@@ -322,7 +326,7 @@ def _train_batched(
         xs, ys = zip(*(next(b) for b in streams), strict=True)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
-        x, y = torch.stack(xs).to(dev), torch.stack(ys).to(dev)
+        x, y = _to(torch.stack(xs), dev), _to(torch.stack(ys), dev)
         losses = seed_losses(cfg, params, x, y, drops)
         opt.zero_grad(set_to_none=True)
         losses.sum().backward()
@@ -359,6 +363,14 @@ def _train_batched(
         ckpt.meta["batch"] = list(seeds)  # trained together; "seconds" is the whole run's
         out.append(ckpt)
     return out
+
+
+def _to(t: torch.Tensor, dev: torch.device) -> torch.Tensor:
+    """``t`` on ``dev``; to a GPU from pinned memory without blocking (a copy from pageable
+    memory waits for the GPU's queue to drain, every step)."""
+    if dev.type != "cuda":
+        return t.to(dev)
+    return t.pin_memory().to(dev, non_blocking=True)
 
 
 def _checkpoint(

@@ -84,6 +84,15 @@ def test_batched_seeds_train_as_their_solo_runs(name, dropout, text):
     assert _max_dw(together[0], together[1]) > 1e-2
 
 
+def test_a_diverging_run_names_its_seeds_and_steps():
+    model = _model("mlp-digits")
+    model = dataclasses.replace(model, train=dataclasses.replace(model.train, lr=1e30))
+    with pytest.raises(LandscapeError, match="seed 0 diverged between steps 0 and 14"):
+        train_model(model, 0)
+    with pytest.raises(LandscapeError, match="seeds 0 1 diverged between steps 0 and 14"):
+        train_models(model, [0, 1])
+
+
 def test_clipping_is_per_seed_as_clip_grad_norm():
     g = torch.Generator().manual_seed(0)
     shapes = [(3, 4), (4,), (2, 2, 3)]
