@@ -65,6 +65,7 @@ from landscape.store.families import (
     member_rows,
     save_family,
 )
+from landscape.store.files import read_json
 from landscape.symmetry import admitted_symmetries
 
 __all__ = [
@@ -108,8 +109,8 @@ def load_any(path: str | os.PathLike) -> Checkpoint:
     cfg_file = p / "config.json"
     if p.is_dir() and cfg_file.is_file():
         try:
-            doc = json.loads(cfg_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            doc = read_json(cfg_file)
+        except LandscapeError:  # the importer below names the problem
             doc = None
         if isinstance(doc, dict) and doc.get("format") == "landscape":
             ckpt = load_checkpoint_dir(p)

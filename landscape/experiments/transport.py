@@ -49,6 +49,7 @@ from landscape.optim import adamw_init, adamw_steps
 from landscape.progress import Progress, tell
 from landscape.sources import Source
 from landscape.store.cache import Cache
+from landscape.store.files import JSONFileError, read_json
 from landscape.store.scratch import kept_on_disk
 from landscape.symmetry import (
     ABS,
@@ -322,9 +323,9 @@ def load_artifact(path: str | os.PathLike, cfg: ModelConfig | None = None) -> Ar
         if not f.is_file():
             raise LandscapeError(f"artifact {weights.with_suffix('')}: missing {f.name}")
     try:
-        doc = json.loads(sidecar.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise LandscapeError(f"{sidecar}: not a JSON sidecar ({e})") from None
+        doc = read_json(sidecar)
+    except JSONFileError as e:
+        raise LandscapeError(f"{sidecar}: not a JSON sidecar ({e.problem})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise LandscapeError(f"{sidecar}: not a landscape artifact (format must be {FORMAT!r})")
     if doc.get("version", 0) > FORMAT_VERSION:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from landscape.errors import LandscapeError
+from landscape.store.files import JSONFileError, read_json
 from landscape.store.paths import cache_root
 
 __all__ = [
@@ -166,9 +167,9 @@ def family(name: str) -> Family:
         known = ", ".join(_names()) or "none registered"
         raise LandscapeError(f"unknown family {name!r} (families: {known})")
     try:
-        fam = Family.from_dict(json.loads(p.read_text(encoding="utf-8")))
-    except (OSError, ValueError, LandscapeError) as e:
-        msg = " ".join(str(e).split())
+        fam = Family.from_dict(read_json(p))
+    except LandscapeError as e:  # the file's own problems name it once, below
+        msg = e.problem if isinstance(e, JSONFileError) else " ".join(str(e).split())
         raise LandscapeError(f"family file {p} is unreadable ({msg}); remove it and add again"
                              ) from None  # fmt: skip
     if fam.name != name:

@@ -63,7 +63,6 @@ Every problem is one :class:`LandscapeError` line naming the file and the tensor
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -100,6 +99,7 @@ from landscape.models.importers.gguf import gguf_file, open_gguf
 from landscape.models.params import Params, count_params
 from landscape.models.registry import architecture_of
 from landscape.models.registry import describe as registry_describe
+from landscape.store.files import read_json
 
 __all__ = [
     "DTYPES",
@@ -150,18 +150,16 @@ def _open(path: str | os.PathLike, dtype: torch.dtype) -> tuple[dict[str, Any], 
         raise LandscapeError(f"{p}: no model.safetensors, model.safetensors.index.json or .gguf")
     if not cfg_file.is_file():
         raise LandscapeError(f"{p}: missing config.json")
-    try:
-        config = json.loads(cfg_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise LandscapeError(f"{cfg_file}: not valid JSON ({_one_line(e)})") from None
+    config = read_json(cfg_file)
     if not isinstance(config, dict):
         raise LandscapeError(f"{cfg_file}: expected a JSON object")
     if single.is_file():
         return config, _SafetensorsSource.single(single, dtype), "safetensors"
+    doc = read_json(index)
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
+        weight_map = doc["weight_map"]
         files = {name: _shard(p, index, shard) for name, shard in weight_map.items()}
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+    except (KeyError, TypeError, AttributeError) as e:
         raise LandscapeError(f"{index}: not a safetensors index ({_one_line(e)})") from None
     return config, _SafetensorsSource(files, str(index), dtype), "safetensors (sharded)"
 

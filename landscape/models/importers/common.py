@@ -292,14 +292,22 @@ def _field(config: dict[str, Any], label: str, keys: tuple[str, ...], default: A
     return found[0]
 
 
+# No size, count or length a converter reads comes near this (widths, vocabularies, context
+# lengths and windows of real models are below 2**24); a larger value is a broken or hostile
+# config, refused by name before any tensor shape or allocation is derived from it.
+INT_LIMIT = 2**31 - 1
+
+
 def _int(config: dict[str, Any], label: str, *keys: str, default: Any = _REQUIRED,
-         low: int = 1) -> int:  # fmt: skip
+         low: int = 1, high: int = INT_LIMIT) -> int:  # fmt: skip
     got = _field(config, label, keys, default)
     if got is None:
         return default
     k, v = got
     if isinstance(v, bool) or not isinstance(v, int) or v < low:
         raise LandscapeError(f"{label}: {k} must be an integer >= {low}, got {_show(v)}")
+    if v > high:
+        raise LandscapeError(f"{label}: {k} {_show(v)} is larger than {high}")
     return v
 
 
