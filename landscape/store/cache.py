@@ -6,25 +6,35 @@ file ``<root>/<kind>/<key[:2]>/<key>.lsc``::
 
     b"LSC2" | uint64 header length | SHA-256 of the header (32 bytes) | header JSON | body
 
-The header holds the entry's key, the caller's JSON metadata and the SHA-256 of the body
-(safetensors bytes), so its digest covers everything served: many results (barriers, triangles,
-function checks) live in the metadata alone. Writes go to a temporary file in the same directory
-and are renamed into place (atomic on POSIX), so a reader never sees a partial entry and an
-interrupted computation leaves nothing behind; temporary files older than an hour (left by a
-killed writer) are removed. Reads verify both digests and the key; a corrupt entry is deleted and
-recomputed, never served. Entries of an older format are dropped and recomputed quietly.
-``get_or_compute`` holds an exclusive file lock per key while computing, so concurrent writers of
-one key compute it once.
+The header holds the entry's key, the caller's JSON metadata, the SHA-256 of the body
+(safetensors bytes) and the body's length, so its digest covers everything served: many results
+(barriers, triangles, function checks) live in the metadata alone. Writes go to a temporary file
+in the same directory and are renamed into place (atomic on POSIX), so a reader never sees a
+partial entry and an interrupted computation leaves nothing behind; temporary files older than an
+hour (left by a killed writer) are removed. Reads open only a regular file (never following a
+link, never waiting on a FIFO), check the lengths the header declares against the file's size
+(and the size against this machine's memory) before reading the body, and verify both digests
+and the key; a corrupt entry is deleted (that file alone) and recomputed, never served. Entries
+of an older format are dropped and recomputed quietly. ``get_or_compute`` holds an exclusive file
+lock per key while computing, so concurrent writers of one key compute it once.
+
+The cache removes only what it wrote: an entry is a regular file named ``<key>.lsc`` (64 hex
+digits) in the folder named by the key's first two, starting with the format's magic bytes;
+``cache clear`` removes those, their lock files and stale temporary files of the same naming,
+then the folders it emptied. Anything else under the root (a user's project, an ``align --out``
+folder, ``data/`` and ``families/``) is never touched, whatever the root is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
-import shutil
+import re
+import stat
 import struct
 import sys
 import tempfile
@@ -39,6 +49,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from landscape.errors import LandscapeError
+from landscape.store.files import open_regular
 from landscape.store.paths import cache_root
 
 MAGIC = b"LSC2"
@@ -47,6 +58,12 @@ SUFFIX = ".lsc"
 TMP_PREFIX = ".tmp-"
 STALE_TMP_SECONDS = 3600  # no write takes this long, so such a temporary file is orphaned
 KEPT = ("data", "families")  # directories under the root that hold no entries
+# What the cache writes, by name: entries, their locks, temporary files, in two-digit folders.
+_KEY_NAME = re.compile(r"([0-9a-f]{64})\.(lsc|lock)")
+_TMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.lsc")  # as tempfile.mkstemp names them
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
+# An entry that cannot be opened as a regular file (a link, a FIFO, a device, a socket)
+_NOT_A_FILE = (errno.ELOOP, errno.EINVAL, errno.ENXIO, errno.ENODEV, errno.EISDIR)
 
 
 def canonical_json(obj: Any) -> str:
@@ -97,31 +114,31 @@ class Cache:
         """The entry, or None when it is missing or fails verification (then it is removed)."""
         p = self.path(kind, key)
         try:
-            raw = p.read_bytes()
-        except OSError:  # missing, or the cache root is unusable
-            return None
-        try:
-            return _decode(raw, key)
+            return _read(p, key)
         except _Stale:  # written by an earlier version: a plain miss
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 p.unlink()
             return None
-        except Exception as e:  # any corruption: drop the entry so it is recomputed
-            print(f"landscape: corrupt cache entry {p} ({e}); recomputing", file=sys.stderr)
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-            return None
+        except OSError as e:
+            if e.errno not in _NOT_A_FILE:  # missing, or the cache root is unusable
+                return None
+            problem = "not a regular file"
+        except Exception as e:  # any corruption (MemoryError too): recompute, never serve
+            problem = " ".join(str(e).split()) or type(e).__name__
+        print(f"landscape: corrupt cache entry {p} ({problem}); recomputing", file=sys.stderr)
+        with contextlib.suppress(OSError):  # the entry file alone (a link, not its target)
+            p.unlink()
+        return None
 
     def put(self, kind: str, key: str, tensors: dict[str, torch.Tensor], meta: dict) -> Entry:
         p = self.path(kind, key)
         body = st_save({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
-        header = canonical_json(
-            {"key": key, "meta": meta, "sha256": hashlib.sha256(body).hexdigest()}
-        )
+        header = canonical_json({"key": key, "meta": meta, "bytes": len(body),
+                                 "sha256": hashlib.sha256(body).hexdigest()})  # fmt: skip
         hb = header.encode()
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            _sweep(p.parent.glob(f"{TMP_PREFIX}*"))
+            _sweep(p.parent.iterdir())
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=TMP_PREFIX, suffix=SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -180,19 +197,37 @@ class Cache:
                 return Entry(tensors, meta, key), False
 
     def _kind_dirs(self) -> list[Path]:
-        if not self.root.is_dir():
+        """Folders under the root that may hold entries (links and hidden folders never do)."""
+        try:
+            found = list(self.root.iterdir())
+        except OSError:
             return []
-        return sorted(d for d in self.root.iterdir() if d.is_dir() and d.name not in KEPT)
+        return sorted(d for d in found if d.name not in KEPT and not d.name.startswith(".")
+                      and _is_dir(d))  # fmt: skip
+
+    def _shards(self, kind: str | None = None) -> Iterator[tuple[str, Path]]:
+        """(kind, folder) of every two-hex-digit folder an entry may lie in."""
+        for kind_dir in self._kind_dirs():
+            if kind is not None and kind_dir.name != kind:
+                continue
+            with contextlib.suppress(OSError):
+                for d in sorted(kind_dir.iterdir()):
+                    if _SHARD_NAME.fullmatch(d.name) and _is_dir(d):
+                        yield kind_dir.name, d
 
     def _sweep_all(self) -> None:
-        _sweep(t for d in self._kind_dirs() for t in d.glob(f"*/{TMP_PREFIX}*"))
+        for _, shard in self._shards():
+            with contextlib.suppress(OSError):
+                _sweep(shard.iterdir())
 
     def entries(self) -> Iterator[tuple[str, Path]]:
-        """(kind, path) of every entry file; temporary files and stray directories are not."""
-        for kind_dir in self._kind_dirs():
-            for p in sorted(kind_dir.glob(f"*/*{SUFFIX}")):
-                if not p.name.startswith(".") and p.is_file():
-                    yield kind_dir.name, p
+        """(kind, path) of every entry file (module docstring: what marks a file as an entry);
+        temporary files, stray files and directories are not."""
+        for kind, shard in self._shards():
+            with contextlib.suppress(OSError):
+                for p in sorted(shard.iterdir()):
+                    if _is_entry(p):
+                        yield kind, p
 
     def metas(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, metadata) of every entry of one kind, read from headers only (for listings).
@@ -204,16 +239,13 @@ class Cache:
                 continue
             key = p.name[: -len(SUFFIX)]
             try:
-                with open(p, "rb") as f:
-                    head = f.read(HEAD)
-                    if head[:4] in OLD_MAGICS:
-                        continue
-                    header = _header(head, f.read(_header_length(head)), key)
-            except OSError:
+                with open_regular(p, follow_links=False) as f:
+                    header, _ = _read_header(f, key)
+            except (_Stale, OSError):
                 continue
             except Exception as e:
                 print(f"landscape: corrupt cache entry {p} ({e}); removed", file=sys.stderr)
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):
                     p.unlink()
                 continue
             yield key, header["meta"]
@@ -223,7 +255,7 @@ class Cache:
         kinds: dict[str, dict[str, int]] = {}
         for kind, p in self.entries():
             try:
-                size = p.stat().st_size
+                size = p.lstat().st_size
             except FileNotFoundError:  # removed meanwhile by another process
                 continue
             k = kinds.setdefault(kind, {"entries": 0, "bytes": 0})
@@ -237,20 +269,77 @@ class Cache:
         }
 
     def clear(self, kind: str | None = None) -> int:
-        """Remove all entries (or one kind's); fetched data sets and registered families
-        (``data/``, ``families/``) are kept. Returns the count."""
+        """Remove all entries (or one kind's) and return their count.
+
+        Only what the cache wrote is removed (module docstring): entry files, their lock files
+        and stale temporary files, then each two-digit folder and kind folder this call emptied.
+        Anything else stays, with the folders that hold it; ``data/`` and ``families/`` (fetched
+        data sets, registered families) are never looked into. A fresh temporary file is another
+        writer's entry in progress: it, its folder and the locks beside it are kept."""
         self._sweep_all()
         n = 0
-        for k, p in list(self.entries()):
-            if kind is None or k == kind:
-                p.unlink(missing_ok=True)
-                n += 1
-        for d in self._kind_dirs():
-            if kind is None or d.name == kind:
-                # a fresh temporary file is another writer's entry in progress: keep its folder
-                if not any(d.glob(f"*/*{SUFFIX}")) and not any(d.glob(f"*/{TMP_PREFIX}*")):
-                    shutil.rmtree(d, ignore_errors=True)
+        emptied: set[Path] = set()
+        for _, shard in list(self._shards(kind)):
+            try:
+                files = sorted(shard.iterdir())
+            except OSError:
+                continue
+            busy = any(_TMP_NAME.fullmatch(p.name) for p in files)
+            mine = False
+            for p in files:
+                if _is_entry(p) or (not busy and _is_lock(p)):
+                    with contextlib.suppress(FileNotFoundError):
+                        p.unlink()
+                        n += p.suffix == SUFFIX
+                    mine = True
+            if mine and _rmdir(shard):
+                emptied.add(shard.parent)
+        for kind_dir in emptied:
+            _rmdir(kind_dir)  # only if it now holds nothing else
         return n
+
+
+def _is_dir(p: Path) -> bool:
+    """A real directory, not a link to one (the cache never walks out of its root)."""
+    try:
+        return stat.S_ISDIR(p.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _rmdir(d: Path) -> bool:
+    """Remove ``d`` if it is empty; True if removed."""
+    try:
+        d.rmdir()
+    except OSError:
+        return False
+    return True
+
+
+def _named_for(p: Path, suffix: str) -> bool:
+    """``p`` is named ``<key><suffix>`` inside the folder named by the key's first two digits."""
+    m = _KEY_NAME.fullmatch(p.name)
+    return m is not None and m.group(2) == suffix[1:] and p.parent.name == m.group(1)[:2]
+
+
+def _is_lock(p: Path) -> bool:
+    """A lock file the cache made: named for a key, regular and empty."""
+    try:
+        st = p.lstat()
+    except OSError:
+        return False
+    return _named_for(p, ".lock") and stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
+def _is_entry(p: Path) -> bool:
+    """An entry file: named for a key, a regular file (not a link), starting with a magic."""
+    if not _named_for(p, SUFFIX):
+        return False
+    try:
+        with open_regular(p, follow_links=False) as f:
+            return f.read(4) in (MAGIC, *OLD_MAGICS)
+    except OSError:
+        return False
 
 
 HEAD = 4 + 8 + 32  # magic, header length, header digest
@@ -261,11 +350,15 @@ class _Stale(ValueError):
 
 
 def _sweep(files: Iterable[Path]) -> None:
-    """Remove the temporary files among ``files`` older than STALE_TMP_SECONDS."""
+    """Remove the cache's temporary files (by name) among ``files`` older than
+    STALE_TMP_SECONDS."""
     cutoff = time.time() - STALE_TMP_SECONDS
     for t in files:
+        if not _TMP_NAME.fullmatch(t.name):
+            continue
         with contextlib.suppress(OSError):  # removed meanwhile, or not ours to remove
-            if t.is_file() and t.stat().st_mtime < cutoff:
+            st = t.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
                 t.unlink()
 
 
@@ -293,11 +386,40 @@ def _header(head: bytes, hb: bytes, key: str) -> dict[str, Any]:
     return header
 
 
-def _decode(raw: bytes, key: str) -> Entry:
-    head = raw[:HEAD]
-    end = HEAD + _header_length(head)
-    header = _header(head, raw[HEAD:end], key)
-    body = raw[end:]
+def _memory_bytes() -> int:
+    """This machine's physical memory: no entry larger than it can be served."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return 2**62
+
+
+def _read_header(f: Any, key: str) -> tuple[dict[str, Any], int]:
+    """(verified header, body length) of the open entry ``f``, read without its body: the
+    declared header length is checked against the file's size before it is read."""
+    size = os.fstat(f.fileno()).st_size
+    if size > _memory_bytes():
+        raise ValueError(f"{size} bytes, more than this machine's memory")
+    head = f.read(HEAD)
+    n = _header_length(head)
+    if n > size - HEAD:
+        raise ValueError(f"header of {n} bytes in a file of {size}")
+    header = _header(head, f.read(n), key)
+    body = size - HEAD - n
+    declared = header.get("bytes", body)  # entries written before the length was recorded
+    if declared != body:
+        raise ValueError(f"body of {body} bytes where the header says {declared}")
+    return header, body
+
+
+def _read(p: Path, key: str) -> Entry:
+    """The verified entry at ``p`` (module docstring); OSError when it cannot be opened as a
+    regular file, _Stale for an earlier format, another exception when it is corrupt."""
+    with open_regular(p, follow_links=False) as f:
+        header, n = _read_header(f, key)
+        body = f.read(n)
+    if len(body) != n:
+        raise ValueError("truncated body")
     if hashlib.sha256(body).hexdigest() != header["sha256"]:
         raise ValueError("body digest mismatch")
     return Entry(st_load(body), header["meta"], key)

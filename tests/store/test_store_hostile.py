@@ -135,10 +135,10 @@ def _age(path, seconds: float) -> None:
 def test_stale_temporary_files_are_removed_fresh_ones_kept(cache_env):
     cache = Cache()
     entry = _stored(cache, {})
-    stale, fresh = entry.parent / ".tmp-dead.lsc", entry.parent / ".tmp-busy.lsc"
+    stale, fresh = entry.parent / ".tmp-dead0000.lsc", entry.parent / ".tmp-busy0000.lsc"
     other = cache.root / "triangle" / "ab"
     other.mkdir(parents=True)
-    stale_elsewhere = other / ".tmp-dead2.lsc"
+    stale_elsewhere = other / ".tmp-dead2000.lsc"
     for p in (stale, fresh, stale_elsewhere):
         p.write_bytes(b"partial")
     _age(stale, 2 * 3600)
