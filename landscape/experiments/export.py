@@ -28,7 +28,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.curves import evaluate_path
 from landscape.experiments.runs import align, check_pair, check_split, load
 from landscape.matching import function_check
-from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_checkpoint_dir
+from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
 from landscape.models.config import ModelConfig
 from landscape.models.exporters import export_hf
 from landscape.models.importers import import_checkpoint
@@ -115,7 +115,8 @@ def write_aligned(
         written = export_hf(cfg, params, source, target)
         back = import_checkpoint(target)
     else:
-        save_checkpoint_dir(Checkpoint(cfg, _completed(cfg, params), {**b.meta, **meta}), target)
+        save_new_checkpoint_dir(Checkpoint(cfg, _completed(cfg, params), {**b.meta, **meta}),
+                                target)  # fmt: skip
         written = {"path": str(target), "format": "landscape"}
         back = load_checkpoint_dir(target)
     tell(progress, "check", 0.9)

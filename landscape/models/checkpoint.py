@@ -7,8 +7,11 @@ expected tensor checked for presence, shape and finite values (:func:`check_para
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from safetensors.torch import load_file, save_file
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.params import Params, param_shapes
+from landscape.store.files import new_folder, read_json, write_problem
 
 
 @dataclass
@@ -88,25 +92,63 @@ def check_save_target(path: str | os.PathLike) -> Path:
 
 def _is_landscape_dir(p: Path) -> bool:
     try:
-        return json.loads((p / "config.json").read_text()).get("format") == "landscape"
-    except (OSError, ValueError, AttributeError):
+        doc = read_json(p / "config.json")
+    except LandscapeError:  # unreadable, not JSON, nested too deeply: not a landscape checkpoint
         return False
+    return isinstance(doc, dict) and doc.get("format") == "landscape"
+
+
+def _weights_file(ckpt: Checkpoint, f: Path) -> None:
+    save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()}, f)
+
+
+def _config_file(ckpt: Checkpoint, f: Path) -> None:
+    doc = {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}
+    f.write_text(json.dumps(doc, indent=1))
+
+
+def _replace_file(target: Path, write: Callable[[Path], None]) -> None:
+    """Write ``target`` through a temporary file of this call's own beside it, renamed over it
+    at the end: a failed write (a full disk) leaves the earlier file whole and no partial one."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                               suffix=".landscape-tmp")  # fmt: skip
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
-    """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``."""
+    """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``, in a new
+    directory or replacing an existing landscape checkpoint's files (``train --save``); each
+    file is replaced whole. A failed write is one line naming the directory and the cause."""
     p = check_save_target(path)
+    made = not p.exists()
     try:
         p.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous().cpu() for k, v in ckpt.params.items()},
-                  p / "model.safetensors")  # fmt: skip
-        (p / "config.json").write_text(
-            json.dumps(
-                {"format": "landscape", "config": ckpt.cfg.to_dict(), "meta": ckpt.meta}, indent=1
-            )
-        )
-    except OSError as e:
-        raise LandscapeError(f"cannot save to {p}: {e.strerror or e}") from None
+        _replace_file(p / "model.safetensors", lambda f: _weights_file(ckpt, f))
+        _replace_file(p / "config.json", lambda f: _config_file(ckpt, f))
+    except (OSError, SafetensorError) as e:
+        if made:  # the directory this call created, while it is still empty
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise LandscapeError(f"cannot save to {p}: {write_problem(e)}") from None
+    return p
+
+
+def save_new_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
+    """:func:`save_checkpoint_dir` to a directory that must not exist yet (``align --out``):
+    written whole into a temporary directory of this call's own and renamed into place, so it
+    appears complete or not at all; of two writers to one path exactly one succeeds and the
+    other gets a one-line error (:func:`landscape.store.files.new_folder`)."""
+    p = Path(path).expanduser()
+    with new_folder(p) as tmp:
+        _weights_file(ckpt, tmp / "model.safetensors")
+        _config_file(ckpt, tmp / "config.json")
     return p
 
 
@@ -118,10 +160,10 @@ def load_checkpoint_dir(path: str | os.PathLike) -> Checkpoint:
     for f in (cfg_file, weights):
         if not f.is_file():
             raise LandscapeError(f"checkpoint {p}: missing {f.name}")
+    doc = read_json(cfg_file)
     try:
-        doc = json.loads(cfg_file.read_text())
         cfg = ModelConfig.from_dict(doc["config"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError) as e:
         raise LandscapeError(
             f"checkpoint {p}: config.json is not a landscape config ({e})"
         ) from None

@@ -60,6 +60,7 @@ from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.importers.gemma import embed_scale
 from landscape.models.params import Params
+from landscape.store.files import new_folder, read_json
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.json", "merges.txt", "tokenizer.model",
@@ -371,30 +372,26 @@ def export_hf(
     if src.suffix == ".gguf" or not (src / "config.json").is_file():
         raise LandscapeError(f"{src}: not a Hugging Face directory with config.json (a .gguf "
                              "source is written in the landscape format instead)")  # fmt: skip
-    if dst.exists():
+    if dst.exists() or dst.is_symlink():
         raise LandscapeError(f"{dst} exists; choose a new folder")
     if not dst.parent.is_dir():
         raise LandscapeError(f"{dst.parent} does not exist")
-    config = json.loads((src / "config.json").read_text())
+    config = read_json(src / "config.json")
+    if not isinstance(config, dict):
+        raise LandscapeError(f"{src / 'config.json'}: expected a JSON object")
     model_type = config.get("model_type")
     if model_type not in EXPORTERS:
         raise LandscapeError(f"writing model_type {model_type!r} is not supported; "
                              f"supported: {', '.join(EXPORTERS)}")  # fmt: skip
     tensors = EXPORTERS[model_type](cfg, params, config)
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir()
+    # written whole into a folder of this call's own, then renamed: never another's, never half
+    with new_folder(dst) as tmp:
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         copied = [f for f in TOKENIZER_FILES if (src / f).is_file()]
         for f in copied:
             shutil.copy2(src / f, tmp / f)
-        tmp.rename(dst)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise LandscapeError(f"cannot write {dst}: {e.strerror}") from None
     return {"path": str(dst), "format": "safetensors", "model_type": model_type,
             "tensors": len(tensors), "tied_embeddings": config["tie_word_embeddings"],
             "tokenizer_files": copied}  # fmt: skip
