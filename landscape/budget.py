@@ -4,8 +4,10 @@ Evaluation itself is bounded whatever the request: the mixtures of a curve or a 
 formed a chunk of λ at a time (``barrier.MIX_BUDGET_ELEMENTS`` parameters, or what fits the GPU)
 and batches of data are sized to a logit budget. What still grows is what a request asks to
 keep: the points of a curve or a triangle grid (their values, the JSON of the result and its
-cache entry), the evaluation windows of a text, and the encoded text itself. Each is checked
-against the budget **before** any work starts, and refused in one line naming the limit.
+cache entry), the evaluation windows of a text, the encoded text itself, and the metadata
+arrays of a GGUF file (its tokens and merges, which readers turn into objects one by one). Each
+is checked against the budget **before** any work starts, and refused in one line naming the
+limit.
 
 The budget is ``$LANDSCAPE_MEMORY_GB`` gigabytes (default 2). The costs below are measured
 peaks per unit (bytes), rounded up about twofold.
@@ -21,6 +23,7 @@ from landscape.errors import LandscapeError
 
 __all__ = [
     "budget_bytes",
+    "check_gguf_entries",
     "check_points",
     "check_resolution",
     "check_text_file",
@@ -45,6 +48,10 @@ TEXT_BYTES_CODES = 8
 # A character model's text (``data.text_corpus``): the file, its decoded text and its digest's
 # UTF-8 copy, plus one compact code per character (≈ 4 bytes per byte measured on 30 MB).
 TEXT_BYTES_CHARACTERS = 8
+# One entry of a GGUF file's metadata arrays (a token, its type or score, a merge): the views
+# transformers' reader builds of it and the tokenizer or model built from them (≈ 1 kB per entry
+# measured on 200,000 tokens with their types).
+BYTES_PER_GGUF_ENTRY = 2048
 
 
 def budget_bytes() -> int:
@@ -118,6 +125,18 @@ def check_text_file(path: str | os.PathLike, bytes_per_byte: int, how: str) -> N
         raise LandscapeError(
             f"text file {p} is {_size(size)}; encoding it {how} is limited to {_size(limit)} "
             f"({_budget_text()})"
+        )
+
+
+def check_gguf_entries(path: str, field: str, count: int, total: int) -> None:
+    """Refuse a GGUF file whose metadata arrays hold more entries than the budget, before they
+    are read: ``field`` is the array just found (``count`` entries), ``total`` the entries of
+    every array so far, this one included."""
+    limit = budget_bytes() // BYTES_PER_GGUF_ENTRY
+    if total > limit:
+        raise LandscapeError(
+            f"{path}: {field} holds {count} entries; a GGUF file's metadata arrays are limited "
+            f"to {limit} entries in all ({_budget_text()})"
         )
 
 

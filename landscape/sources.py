@@ -37,7 +37,7 @@ import torch
 from landscape import data as datasets
 from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file, check_windows
 from landscape.data import Split
-from landscape.data.text import token_corpus
+from landscape.data.text import encoding_sources, token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError, did_you_mean
 from landscape.models import Architecture, ModelConfig, architecture_of
@@ -189,7 +189,10 @@ def _text_splits(
         return splits, {**ident, "note": "encoded with the checkpoint's character vocabulary"}
     corpus = token_corpus(text, checkpoint=path, d_vocab=cfg.d_vocab)
     splits = {s: corpus.windows(s, n_ctx, max_windows) for s in ("train", "test")}
-    return splits, {"text": corpus.digest, "tokens": corpus.tokenizer, "note": corpus.note}
+    ident = {"text": corpus.digest, "tokens": corpus.tokenizer, "note": corpus.note}
+    if corpus.tokenizer_digest:  # the tokenizer's content, not only its kind
+        ident["tokenizer"] = corpus.tokenizer_digest
+    return splits, ident
 
 
 def _image_splits(
@@ -414,7 +417,7 @@ def spec_data(ckpt: Checkpoint, path: str | os.PathLike, spec: DataSpec) -> Spli
     return SplitData(splits, ident, spec)
 
 
-_FAMILY_DATA: dict[str, SplitData] = {}  # by family definition, the 8 most recent
+_FAMILY_DATA: dict[tuple, SplitData] = {}  # by family definition and files, the 8 most recent
 _FAMILY_DATA_LOCK = threading.Lock()  # the app's sessions run in threads
 
 
@@ -430,16 +433,19 @@ def _family_data(doc: str, first: Checkpoint | None) -> SplitData:
 
 
 def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
-    """A family's data. Memoised per process on the family's definition, so a family redefined
-    under the same name reads its data again. The data is read with member 0's configuration
-    and vocabulary; ``member0``, that member already loaded, saves loading it again (a GGUF
-    member takes most of a minute)."""
-    doc = json.dumps(family(name).to_dict(), sort_keys=True)
+    """A family's data. Memoised per process on the family's definition and on the files its
+    text encoding reads (:func:`landscape.data.text.encoding_sources`), so a family redefined
+    under the same name, or a text or tokenizer replaced on disk, reads its data again. The
+    data is read with member 0's configuration and vocabulary; ``member0``, that member already
+    loaded, saves loading it again (a GGUF member takes most of a minute)."""
+    fam = family(name)
+    doc = json.dumps(fam.to_dict(), sort_keys=True)
+    memo = (doc, encoding_sources(fam.text, fam.members[0]) if fam.text else ())
     with _FAMILY_DATA_LOCK:
-        data = _FAMILY_DATA.pop(doc, None)
+        data = _FAMILY_DATA.pop(memo, None)
         if data is None:
             data = _family_data(doc, member0)
-        _FAMILY_DATA[doc] = data  # most recent last
+        _FAMILY_DATA[memo] = data  # most recent last
         while len(_FAMILY_DATA) > 8:
             del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
     return data

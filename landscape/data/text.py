@@ -3,11 +3,15 @@
 The text is encoded with the model's own tokenizer when its checkpoint directory holds a
 ``tokenizer.json`` (read with the ``tokenizers`` library; no hub access), or when the checkpoint
 is a GGUF file, whose stored tokenizer is extracted once into the cache
-(:func:`landscape.models.importers.gguf.gguf_tokenizer`). Otherwise it falls back
+(:func:`landscape.models.importers.gguf.gguf_tokenizer`); a tokenizer that is there but cannot
+be read is an error, never a quiet change of ids. Without one it falls back
 to UTF-8 bytes (ids 0–255, when the model's vocabulary has at least 256 entries) or characters
 (the file's sorted character set), and says so in :attr:`TokenCorpus.tokenizer` and
 :attr:`TokenCorpus.note`: a model trained on another tokenizer sees meaningless ids then, so
 its loss is only a smoke test.
+
+:attr:`TokenCorpus.tokenizer_digest` is the sha256 of the tokenizer.json text the ids come
+from, so that data keys change when the tokenizer does (same kind, other content).
 
 Windows are non-overlapping, ``n_ctx`` inputs and the next-token targets, as
 :meth:`landscape.data.TextCorpus.windows`; the last ``val_fraction`` of the tokens is the test
@@ -32,7 +36,7 @@ from landscape.budget import TEXT_BYTES_CODES, TEXT_BYTES_TOKENIZER, check_text_
 from landscape.data import Split, read_text, stream_windows
 from landscape.errors import LandscapeError
 
-__all__ = ["TokenCorpus", "token_corpus"]
+__all__ = ["TokenCorpus", "encoding_sources", "token_corpus"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class TokenCorpus:
     source: str
     digest: str  # sha256 of the UTF-8 text
     note: str  # one line for the user: which encoding, and what it means for the loss
+    tokenizer_digest: str = ""  # sha256 of the tokenizer.json text used ("" without one)
 
     def windows(self, split: str, n_ctx: int, max_windows: int | None = None) -> Split:
         """Non-overlapping windows of ``n_ctx`` inputs and their next-token targets (int64)."""
@@ -60,23 +65,57 @@ class TokenCorpus:
         return Split(out.inputs.long(), out.targets.long())  # ids index embeddings: int64
 
 
-def _tokenizer_file(checkpoint: str | os.PathLike | None) -> tuple[Path | None, str, str]:
-    """``(tokenizer.json, kind, what it is)``: the checkpoint directory's own file, else the
-    tokenizer a GGUF checkpoint stores. ``(None, "", why not)`` for a GGUF whose tokenizer could
-    not be extracted, ``(None, "", "")`` when there is neither."""
+def _tokenizer(checkpoint: str | os.PathLike | None) -> tuple[str | None, str, str, str]:
+    """``(tokenizer.json text, kind, what it is, where)``: the checkpoint directory's own file,
+    else the tokenizer a GGUF checkpoint stores (errors when it cannot be extracted).
+    ``(None, "", why not, "")`` without one: ``why not`` says what was looked for."""
     if checkpoint is None:
-        return None, "", ""
+        return None, "", "", ""
     p = Path(checkpoint)
-    f = (p.parent if p.is_file() else p) / "tokenizer.json"
+    d = p.parent if p.is_file() else p
+    f = d / "tokenizer.json"
     if f.is_file():
-        return f, "tokenizer.json", f"the model's own tokenizer ({f})"
+        try:
+            text = f.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            msg = " ".join(str(e).split())
+            raise LandscapeError(f"{f}: not a readable tokenizer ({msg})") from None
+        return text, "tokenizer.json", f"the model's own tokenizer ({f})", str(f)
     from landscape.models.importers.gguf import gguf_file, gguf_tokenizer
 
     g = gguf_file(p)
     if g is None:
-        return None, "", ""
-    found, what = gguf_tokenizer(g)
-    return found, ("gguf" if found else ""), what
+        others = [n for n in _OTHER_TOKENIZER_FILES if (d / n).is_file()]
+        why = f"no tokenizer.json ({others[0]} is not read)" if others else "no tokenizer.json"
+        return None, "", why, ""
+    text, what = gguf_tokenizer(g)
+    return text, ("gguf" if text is not None else ""), what, str(g)
+
+
+# a tokenizer's files other than tokenizer.json, which the encoder does not read: named in the
+# note so that a fallback to bytes is not mistaken for the model's tokenizer
+_OTHER_TOKENIZER_FILES = ("tokenizer.model", "vocab.json", "merges.txt", "vocab.txt")
+
+
+def encoding_sources(text: str | os.PathLike, checkpoint: str | os.PathLike | None) -> tuple:
+    """What encoding ``text`` for ``checkpoint`` reads, as (inode, size, modification time)
+    of the text file and of the tokenizer source (tokenizer.json, or the GGUF file), without
+    reading them: a memo of the encoding is stale when this changes."""
+
+    def stamp(f: Path) -> tuple[int, int, int] | None:
+        try:
+            st = f.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    from landscape.models.importers.gguf import gguf_file
+
+    files = [Path(text)]
+    if checkpoint is not None:
+        p = Path(checkpoint)
+        files += [(p.parent if p.is_file() else p) / "tokenizer.json", gguf_file(p) or p]
+    return tuple(stamp(f) for f in files)
 
 
 def token_corpus(
@@ -90,15 +129,16 @@ def token_corpus(
     ``checkpoint``: the model's directory (for ``tokenizer.json``); ``d_vocab``: the model's
     input vocabulary, used to refuse ids it cannot embed.
     """
-    tok_file, tok_kind, tok_what = _tokenizer_file(checkpoint)
-    if tok_file is not None:
+    tok_text, tok_kind, tok_what, tok_file = _tokenizer(checkpoint)
+    if tok_text is not None:
         check_text_file(path, TEXT_BYTES_TOKENIZER, f"with {tok_file}")
     else:
         check_text_file(path, TEXT_BYTES_CODES, "as bytes or characters")
     text = read_text(path)
     raw = text.encode("utf-8")
     digest = hashlib.sha256(raw).hexdigest()
-    if tok_file is not None:
+    tok_digest = ""
+    if tok_text is not None:
         try:
             from tokenizers import Tokenizer
         except ImportError:
@@ -106,18 +146,17 @@ def token_corpus(
                 f"{tok_file}: reading it needs the tokenizers package (pip install tokenizers)"
             ) from None
         try:
-            tok = Tokenizer.from_file(str(tok_file))
+            tok = Tokenizer.from_str(tok_text)
         except Exception as e:
             msg = " ".join(str(e).split())
             raise LandscapeError(f"{tok_file}: not a readable tokenizer ({msg})") from None
         kind, vocab = tok_kind, tok.get_vocab_size(with_added_tokens=True)
         ids = torch.tensor(tok.encode(text, add_special_tokens=False).ids, dtype=torch.int32)
         note = f"encoded with {tok_what}"
+        tok_digest = hashlib.sha256(tok_text.encode("utf-8")).hexdigest()
     elif d_vocab is None or d_vocab >= 256:
         ids, kind, vocab = torch.frombuffer(bytearray(raw), dtype=torch.uint8), "bytes", 256
-        note = "no tokenizer.json found: UTF-8 bytes as ids 0-255"
-        if tok_what:  # a GGUF whose tokenizer could not be extracted
-            note = f"{tok_what}: UTF-8 bytes as ids 0-255"
+        note = f"{tok_what or 'no tokenizer'}: UTF-8 bytes as ids 0-255"
         if d_vocab not in (None, 256):
             note += " (not the model's tokenizer: its loss on these ids is only a smoke test)"
     else:
@@ -132,12 +171,12 @@ def token_corpus(
         ids = torch.frombuffer(bytearray(codes), dtype=torch.uint8)
         kind, vocab = "characters", len(chars)
         note = (
-            f"no tokenizer.json found: the file's {len(chars)} characters in sorted order as ids "
-            "(not the model's vocabulary unless it was trained that way)"
+            f"{tok_what or 'no tokenizer'}: the file's {len(chars)} characters in sorted order "
+            "as ids (not the model's vocabulary unless it was trained that way)"
         )
     if d_vocab is not None and len(ids) and int(ids.max()) >= d_vocab:
         raise LandscapeError(
             f"{path}: token id {int(ids.max())} from {kind} is outside the model's {d_vocab} ids"
         )
     cut = int(len(ids) * (1 - val_fraction))
-    return TokenCorpus(ids[:cut], ids[cut:], kind, vocab, str(path), digest, note)
+    return TokenCorpus(ids[:cut], ids[cut:], kind, vocab, str(path), digest, note, tok_digest)

@@ -27,31 +27,39 @@ def _byte_symbols() -> list[str]:
     return [chr(b) if b in keep else chr(next(extra)) for b in range(256)]
 
 
-def write_tiny_gguf(d: Path) -> Path:
-    """A 2-layer Llama with grouped-query attention and a 261-token BPE vocabulary, as GGUF."""
+def write_tiny_gguf(d: Path, name: str = "tiny.gguf", merges: list[str] = MERGES,
+                    tokenizer: str | None = "gpt2", seed: int = 0, extra_tokens: int = 0,
+                    **lies: int) -> Path:  # fmt: skip
+    """A 2-layer Llama with grouped-query attention and a BPE vocabulary (the 256 byte symbols,
+    the tokens ``merges`` make, an end token, ``extra_tokens`` fillers), as GGUF.
+    ``tokenizer``: the tokenizer model written (None: no tokenizer at all); ``lies``: metadata
+    written in place of the true values (``block_count``, ``vocab_size``,
+    ``feed_forward_length``, ``head_count``)."""
     import numpy as np
 
-    rng = np.random.default_rng(0)
-    tokens = [*_byte_symbols(), *(m.replace(" ", "") for m in MERGES), "<|endoftext|>"]
+    rng = np.random.default_rng(seed)
+    fillers = [f"<filler{i}>" for i in range(extra_tokens)]
+    tokens = [*_byte_symbols(), *(m.replace(" ", "") for m in merges), *fillers, "<|endoftext|>"]
     v = len(tokens)
-    f = d / "tiny.gguf"
+    f = d / name
     w = gguf.GGUFWriter(str(f), "llama")
     w.add_context_length(32)
     w.add_embedding_length(D)
-    w.add_block_count(LAYERS)
-    w.add_feed_forward_length(F)
-    w.add_head_count(HEADS)
+    w.add_block_count(lies.get("block_count", LAYERS))
+    w.add_feed_forward_length(lies.get("feed_forward_length", F))
+    w.add_head_count(lies.get("head_count", HEADS))
     w.add_head_count_kv(KV)
     w.add_rope_dimension_count(D_HEAD)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(10000.0)
-    w.add_vocab_size(v)
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list(tokens)
-    w.add_token_types([1] * (v - 1) + [3])
-    w.add_token_merges(MERGES)
-    w.add_bos_token_id(v - 1)
-    w.add_eos_token_id(v - 1)
+    w.add_vocab_size(lies.get("vocab_size", v))
+    if tokenizer is not None:
+        w.add_tokenizer_model(tokenizer)
+        w.add_token_list(tokens)
+        w.add_token_types([1] * (v - 1) + [3])
+        w.add_token_merges(merges)
+        w.add_bos_token_id(v - 1)
+        w.add_eos_token_id(v - 1)
 
     def tensor(name: str, *shape: int) -> None:
         scale = 0.3 if len(shape) > 1 else 1.0

@@ -28,12 +28,14 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
   after the residual sums (``block="postln"``), the token-type-0 row folded into the positions.
 
 A ``.gguf`` file (a directory holding one) is read by :mod:`.gguf` into a Llama state dict and
-converted the same way; the tokenizer it stores is written out once as a ``tokenizer.json`` in
-the cache, so its text is encoded with the model's own ids. What the sources share (tensor
-sources, checked config readers) is :mod:`.common`. Adding a family: one module with
-``MODEL_TYPE``, ``FAMILY`` and ``convert`` (or, for several model types, ``MODEL_TYPES``:
-model_type → (family, converter), and ``REFUSED``: model_type → why not), listed in
-``_FAMILIES`` below.
+converted the same way, after its header is bounded (:mod:`.gguf_header`: metadata arrays
+against the memory budget, the sizes the model is built with against the tensors the file
+holds); the tokenizer it stores is extracted once into the cache (checked against the file's
+tokenizer metadata on every read), so its text is encoded with the model's own ids. What the
+sources share (tensor sources, checked config readers) is :mod:`.common`. Adding a family: one
+module with ``MODEL_TYPE``, ``FAMILY`` and ``convert`` (or, for several model types,
+``MODEL_TYPES``: model_type → (family, converter), and ``REFUSED``: model_type → why not),
+listed in ``_FAMILIES`` below.
 
 Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
 Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
