@@ -184,3 +184,26 @@ def test_a_gguf_without_a_tokenizer_says_so(tmp_path, cache, text):
     f = write_tiny_gguf(tmp_path, tokenizer=None)
     corpus = token_corpus(text, f, 261)
     assert corpus.tokenizer == "bytes" and "stores no tokenizer" in corpus.note
+
+
+def test_a_failed_first_load_leaves_no_wrong_family_data(tmp_path, cache, text, monkeypatch):
+    """The family memo keeps only data encoded with the family's own tokenizer: a first load
+    that fails inside transformers is an error, and the next call encodes properly."""
+    from landscape import sources
+    from landscape.sources import add_family, family_splits
+
+    members = []
+    for seed in (0, 1):
+        (tmp_path / f"m{seed}").mkdir()
+        members.append(write_tiny_gguf(tmp_path / f"m{seed}", seed=seed))
+    add_family("gguf-pair", members, text=text, n_ctx=8, max_windows=4)
+    # as in a new process: no data read yet, no tokenizer extracted
+    monkeypatch.setattr(sources, "_FAMILY_DATA", {})
+    shutil.rmtree(cache / "tokenizers", ignore_errors=True)
+    _patch_loader(monkeypatch, ImportError("cannot import name 'X' from partially initialized "
+                                           "module 'transformers.integrations.ggml'"))
+    with pytest.raises(LandscapeError, match="partially initialized"):
+        family_splits("gguf-pair")
+    splits, key = family_splits("gguf-pair")
+    assert key["tokens"] == "gguf" and key["tokenizer"]
+    assert splits["train"].inputs.max() > 255  # merged tokens: not bytes
