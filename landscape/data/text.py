@@ -26,6 +26,7 @@ a file whose encoding would exceed the memory budget is refused before it is rea
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,12 +140,16 @@ def token_corpus(
     digest = hashlib.sha256(raw).hexdigest()
     tok_digest = ""
     if tok_text is not None:
-        try:
-            from tokenizers import Tokenizer
-        except ImportError:
+        if importlib.util.find_spec("tokenizers") is None:
             raise LandscapeError(
                 f"{tok_file}: reading it needs the tokenizers package (pip install tokenizers)"
-            ) from None
+            )
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as e:  # installed but broken: say so, not that it is missing
+            msg = " ".join(str(e).split())
+            raise LandscapeError(f"{tok_file}: the tokenizers package failed to import ({msg})"
+                                 ) from None  # fmt: skip
         try:
             tok = Tokenizer.from_str(tok_text)
         except Exception as e:
