@@ -237,7 +237,8 @@ _BLOCK = re.compile(r"blk\.(\d+)\.")
 
 def check_model(header: GGUFHeader) -> None:
     """The sizes the model is built with (``{arch}.*`` metadata) are those of the tensors the
-    file holds: a field claiming more is refused in one line naming it and the limit."""
+    file holds: a block count, FFN width or head count claiming more, or a width or vocabulary
+    other than the embedding's, is refused in one line naming the field and the limit."""
     arch, label = header.architecture, str(header.path)
     if not arch:
         raise LandscapeError(f"{label}: general.architecture is missing")
@@ -251,8 +252,8 @@ def check_model(header: GGUFHeader) -> None:
             raise LandscapeError(f"{label}: {arch}.{key} must be a count, got {v!r}")
         return v
 
-    def refuse(key: str, value: int, limit: str) -> None:
-        raise LandscapeError(f"{label}: {key} {value} exceeds {limit}")
+    def refuse(key: str, value: int, limit: str, how: str = "exceeds") -> None:
+        raise LandscapeError(f"{label}: {key} {value} {how} {limit}")
 
     blocks = {int(m.group(1)) for n in t if (m := _BLOCK.match(n))}
     n_blocks = size("block_count")
@@ -264,17 +265,18 @@ def check_model(header: GGUFHeader) -> None:
         d, vocab = embed.dims
         width = size("embedding_length")
         if width is not None and width != d:
-            refuse(f"{arch}.embedding_length", width, f"token_embd.weight's width {d}")
+            refuse(f"{arch}.embedding_length", width, f"token_embd.weight's width {d}",
+                   "does not match")  # fmt: skip
         v = size("vocab_size")
         key = f"{arch}.vocab_size"
         if v is None and "tokenizer.ggml.tokens" in header.arrays:  # transformers' fallback
             v, key = header.arrays["tokenizer.ggml.tokens"], "the tokenizer.ggml.tokens count"
         if v is not None and v != vocab:
-            refuse(key, v, f"token_embd.weight's {vocab} rows")
+            refuse(key, v, f"token_embd.weight's {vocab} rows", "does not match")
     ffn = [x for x in (t.get(f"blk.{i}.ffn_up.weight") for i in sorted(blocks)[:1]) if x]
     f = size("feed_forward_length")
     if f is not None and ffn and f > ffn[0].rows:
-        refuse(f"{arch}.feed_forward_length", f, f"blk.0.ffn_up.weight's {ffn[0].rows} rows")
+        refuse(f"{arch}.feed_forward_length", f, f"{ffn[0].name}'s {ffn[0].rows} rows")
     first = min(blocks) if blocks else 0
     q = t.get(f"blk.{first}.attn_q.weight") or t.get(f"blk.{first}.attn_qkv.weight")
     k = t.get(f"blk.{first}.attn_k.weight") or t.get(f"blk.{first}.attn_qkv.weight")
