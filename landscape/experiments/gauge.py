@@ -152,7 +152,7 @@ def solve_resid(m: torch.Tensor, kind: str, method: Signs = "marginalised") -> E
     """The residual element ``h`` aligning B to A from a similarity ``m`` (rows A, columns B):
     ``landscape.matching.solvers.solve`` with ``method`` ∈ {"marginalised", "signed"} as its
     sign handling of signed permutations."""
-    return solve(kind, m, signs=method)
+    return solve(kind, m, signs=method).to("cpu")
 
 
 def coordinate_accuracy(est: Element, true: Element) -> dict[str, float]:

@@ -139,7 +139,8 @@ def match(
     if method == "naive":
         r = naive(cfg, params_a, params_b, group)
     elif method == "weight":
-        r = weight_matching(cfg, params_a, params_b, group, seed=seed, consume=consume, **kw)
+        r = weight_matching(cfg, params_a, params_b, group, seed=seed, consume=consume,
+                            device=device, **kw)  # fmt: skip
     elif method == "activation":
         inputs = kw.pop("inputs", None)
         batch = kw.pop("batch", 512)

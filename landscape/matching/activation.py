@@ -215,7 +215,7 @@ def activation_transform(
     ca, cb = collect(cfg, params_a, inputs, **run), collect(cfg, params_b, inputs, **run)
     xa, xb = stream(ca, cfg, drop_first), stream(cb, cfg, drop_first)
     m = activation_similarity(xa, xb, kinds["resid"], o.statistic)
-    elements = {"resid": solve(kinds["resid"], m, signs=o.signs)}
+    elements = {"resid": solve(kinds["resid"], m, signs=o.signs).to("cpu")}
     g = elements["resid"].dense()
     similarity = float((g.T * m.cpu()).sum()) if kinds["resid"] == ORTH else 0.0
     drop_units = drop_first and o.units_drop_first
@@ -224,7 +224,7 @@ def activation_transform(
         h_a, h_b = pool(ca[key], cfg.d_mlp, drop_units), pool(cb[key], cfg.d_mlp, drop_units)
         # gated units: a flipped up projection flips the unit's sign
         c = activation_similarity(h_a[None], h_b[None], kinds[mv], o.statistic)
-        elements[mv] = solve(kinds[mv], c, signs=o.signs)
+        elements[mv] = solve(kinds[mv], c, signs=o.signs).to("cpu")
         if cfg.has_attn and o.heads == "output":
             group = spec.variables[f"heads{layer}"].group
             elements[f"heads{layer}"] = _output_heads(

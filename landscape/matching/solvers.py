@@ -25,11 +25,13 @@ last axis is B's units (a writer, ``W`` row vectors) becomes ``W @ Xᵀ``.
 DESIGN's residual gauge multiplies writers on the right (``W ← W·G``), so its G is the
 transpose of X here; equivalently, pass ``Mᵀ`` (rows = B, columns = A) and use the result as is.
 Numpy or torch in; torch out, on the input's device (CPU for numpy). Assignment runs on the CPU
-in float64; orthogonal solutions are returned in float64 (cast back outside, STYLE §10).
+in float64 (on scores rounded to :data:`ASSIGN_GRID`, so ties are broken alike everywhere);
+orthogonal solutions are computed and returned in float64 (cast back outside, STYLE §10).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -46,6 +48,16 @@ SIGNS: tuple[Signs, ...] = ("marginalised", "signed")
 # A within-head map more ill-conditioned than this is never returned: it would amplify float32
 # round-off of the aligned factors by as much (and a singular one is no symmetry at all).
 MAX_COND = 1e8
+# Singular values of a similarity below this fraction of the largest are its null space (exact
+# zeros of the data, which round-off leaves at ~1e-16 of the largest; measured similarities keep
+# theirs above ~1e-5): the solution there is chosen by rule, not by round-off (solve_semi_orth).
+NULL_RANK = 1e-10
+# Assignment scores are rounded to this fraction of their largest entry before the solver sees
+# them, so that entries equal up to round-off (tied units: dead, duplicated, zero) are exactly
+# equal on every machine and the tie is broken by index, not by the last bit of a product.
+ASSIGN_GRID = 2.0**-40
+# A change of a cost below this fraction of its scale is round-off (solve_within_heads).
+SIGNIFICANT = 1e-13
 
 
 def _as_tensor(m: Matrix) -> torch.Tensor:
@@ -62,6 +74,11 @@ def _assign(score: torch.Tensor, maximize: bool) -> torch.Tensor:
     s = score.detach().to("cpu", torch.float64).numpy()
     if not np.isfinite(s).all():
         raise ValueError("similarity matrix has non-finite entries")
+    top = float(np.abs(s).max()) if s.size else 0.0
+    if top > 0:  # ties up to round-off become exact ties, broken by index (ASSIGN_GRID)
+        # a power of two: the grid does not move with the last bit of the largest entry
+        q = 2.0 ** (math.frexp(top)[1] - 1) * ASSIGN_GRID
+        s = np.round(s / q) * q
     rows, cols = linear_sum_assignment(s, maximize=maximize)
     perm = np.empty(len(rows), dtype=np.int64)
     perm[rows] = cols
@@ -133,10 +150,25 @@ def solve_semi_orth(m: Matrix) -> torch.Tensor:
     trace inequality ``tr(Gᵀ M) ≤ Σ σ_k``, attained at ``U Vᵀ``. For a width change with
     d_B < d_A, pass M as [d_B, d_A] (rows = B, DESIGN's orientation) to get DESIGN's
     ``G`` (d_B×d_A, ``G·Gᵀ = I``) directly. Computed and returned in float64.
+
+    **Rank-deficient M.** Where M has singular values below :data:`NULL_RANK` of the largest,
+    every ``G = U_r V_rᵀ + U₀ Q V₀ᵀ`` (Q orthogonal on the null spaces U₀, V₀) is a maximiser,
+    and the SVD's choice of Q is round-off: another CPU's kernels, another thread count or a GPU
+    pick another rotation there (the first visit of a ViT's stream sees only its embeddings,
+    rank 86 of 128, and the descent then went to answers 8% apart in barrier). There Q is
+    the one nearest the identity, ``argmax_Q tr(Gᵀ I) = polar(U₀ᵀ I V₀)``, which depends on the
+    null spaces only, not on the bases the SVD returned: a result of M, not of the machine.
     """
     t = _as_tensor(m).to(torch.float64)
-    u, _, vh = torch.linalg.svd(t, full_matrices=False)
-    return u @ vh
+    u, s, vh = torch.linalg.svd(t, full_matrices=False)
+    g = u @ vh
+    rank = int((s > NULL_RANK * s[0]).sum()) if s.numel() and float(s[0]) > 0 else 0
+    if rank < s.numel():
+        u0, v0 = u[:, rank:], vh[rank:].mT
+        eye = torch.eye(t.shape[0], t.shape[1], dtype=t.dtype, device=t.device)
+        a, _, bh = torch.linalg.svd(u0.mT @ eye @ v0)
+        g = u[:, :rank] @ vh[:rank] + u0 @ (a @ bh) @ v0.mT
+    return g
 
 
 def solve_orth(m: Matrix) -> torch.Tensor:
@@ -259,40 +291,41 @@ def solve(
       ``G = Xᵀ`` (d_B × d_A, ``G·Gᵀ = I``), which embeds B's stream into A's, ``x ↦ x·G``.
 
     Learned matching projects a latent Z (already in the spec's orientation, ``Z ≈ G``) by
-    passing ``M = Zᵀ``. The element lives on the CPU; M may be on any device (the orthogonal
-    solve runs where M is).
+    passing ``M = Zᵀ``. The element lives on M's device: the orthogonal solve runs there, an
+    assignment on the CPU (its permutation is moved back), so weight matching on a GPU keeps
+    its elements there between rounds.
     """
     if signs not in SIGNS:
         raise ValueError(f"unknown sign handling {signs!r}; expected one of {SIGNS}")
-    n = m.shape[0]
+    n, dev = m.shape[0], m.device
     score = m if unsigned is None else m + unsigned
-    ones = torch.ones(n, dtype=torch.float64)
+    ones = torch.ones(n, dtype=torch.float64, device=dev)
     if kind == PERM:
         perm = solve_perm(score) if group == 1 else solve_grouped_perm(score, group)
-        return Element(kind, perm.cpu(), ones)
+        return Element(kind, perm.to(dev), ones)
     if kind == SIGNED_PERM:
         solver = solve_signed_perm if signs == "marginalised" else solve_signed_perm_naive
         perm, s = solver(m, unsigned)
-        return Element(kind, perm.cpu(), s.cpu())
+        return Element(kind, perm.to(dev), s.to(dev))
     if kind == GLOBAL_SIGN:
-        rows = torch.arange(n, device=m.device)
+        rows = torch.arange(n, device=dev)
         best = None
         for sign in (1.0, -1.0):
             signed = sign * m if unsigned is None else sign * m + unsigned
-            perm = solve_perm(signed)
+            perm = solve_perm(signed).to(dev)
             total = float(signed[rows, perm].sum())
             if best is None or total > best[0]:
-                best = (total, Element(kind, perm.cpu(), sign * ones))
+                best = (total, Element(kind, perm, sign * ones))
         return best[1]
     if kind == ORTH:
-        return Element(kind, matrix=solve_orth(m).T.contiguous().cpu())
+        return Element(kind, matrix=solve_orth(m).T.contiguous())
     if kind == SEMI_ORTH:
         if m.ndim != 2 or m.shape[0] < m.shape[1]:
             raise ValueError(
                 "a semi-orthogonal element widens B's stream: M must be [d_A, d_B] with "
                 f"d_A ≥ d_B, got {tuple(m.shape)}"
             )
-        return Element(kind, matrix=solve_semi_orth(m).T.contiguous().cpu())
+        return Element(kind, matrix=solve_semi_orth(m).T.contiguous())
     raise ValueError(f"no solver for kind {kind!r}")
 
 
@@ -405,8 +438,11 @@ def solve_within_heads(
     Gauss-Newton part (K = 0), a Sylvester equation solved exactly from the eigendecompositions
     ``X_MᵀX_M = U diag(α) Uᵀ``, ``Y_NᵀY_N = V diag(β) Vᵀ``: ``E = U [(UᵀCV)_ij/(α_i + β_j + μ)]
     Vᵀ``; at negative curvature CG stops (on its first direction: the Gauss-Newton step). A step
-    is kept only where it lowers f and keeps ``cond(M) ≤ max_cond``; μ shrinks after a kept
-    step and grows after a refused one (Levenberg-Marquardt). O(H n²(r + s + n)) per step.
+    is kept only where it lowers f by more than round-off (:data:`SIGNIFICANT` of the factors'
+    squared norm) and keeps ``cond(M) ≤ max_cond``; μ shrinks after a kept step and grows after
+    one that raises f (Levenberg-Marquardt); a step that changes f by round-off only ends the
+    head's descent. No decision rests on round-off, so the maps are the same on any machine up
+    to it. O(H n²(r + s + n)) per step.
 
     A planted map (B's factors equal to A's moved by ``M₀⁻¹``) is recovered to round-off by
     either least-squares start. Otherwise the result is a stationary point no worse than any
@@ -425,11 +461,15 @@ def solve_within_heads(
     f = within_head_cost(m, xa, xb, ya, yb)
     inv_y, info = torch.linalg.inv_ex(torch.linalg.pinv(yb) @ ya)
     from_y = torch.where((info == 0)[:, None, None], inv_y.mT, eye)
+    scale = xa.pow(2).sum((-1, -2)) + ya.pow(2).sum((-1, -2)) + 1e-300
+    # A change of f smaller than this is round-off: deciding on it would let the machine's
+    # rounding pick the map (another CPU or a GPU would keep another step), so such a step is
+    # neither taken nor refused as too long: the head has converged.
+    flat = SIGNIFICANT * scale
     for cand in (torch.linalg.pinv(xb) @ xa, from_y, procrustes):
         fc = within_head_cost(cand, xa, xb, ya, yb)
-        better = (fc < f) & (_cond(cand) <= max_cond)
+        better = (fc < f - flat) & (_cond(cand) <= max_cond)
         m, f = torch.where(better[:, None, None], cand, m), torch.where(better, fc, f)
-    scale = xa.pow(2).sum((-1, -2)) + ya.pow(2).sum((-1, -2)) + 1e-300
     mu = torch.full((h,), 1e-3, dtype=torch.float64, device=xa.device)
     done = f <= 1e-28 * scale
     for _ in range(max_iter):
@@ -437,9 +477,10 @@ def solve_within_heads(
             break
         step = m @ (eye + _newton_step(m, xa, xb, ya, yb, mu))
         fs = within_head_cost(step, xa, xb, ya, yb)
-        keep = (fs < f) & (_cond(step) <= max_cond) & ~done
-        gain = torch.where(keep, f - fs, 0.0)
+        ok = (_cond(step) <= max_cond) & ~done
+        keep = ok & (fs < f - flat)
+        level = ok & ~keep & (fs <= f + flat)  # no step of this size changes f: converged
         m, f = torch.where(keep[:, None, None], step, m), torch.where(keep, fs, f)
         mu = torch.where(keep, (mu / 10).clamp_min(1e-12), mu * 10)
-        done |= (keep & (gain <= 1e-13 * scale)) | (mu > 1e8) | (f <= 1e-28 * scale)
+        done |= level | (mu > 1e8) | (f <= 1e-28 * scale)
     return m, _cond(m)

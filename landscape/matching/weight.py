@@ -34,8 +34,10 @@ attention; ``qk`` under rotary positions) are matched as without the option.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
 import torch
@@ -153,7 +155,8 @@ def head_element(
             ws.append(t)
     cost = head_cost(*ws)
     perm = solve_heads(cost) if v.group == 1 else solve_grouped_perm(-cost, v.group)
-    return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64))
+    perm = perm.to(cost.device)
+    return Element(PERM, perm, torch.ones(len(perm), dtype=torch.float64, device=cost.device))
 
 
 def within_head_element(
@@ -188,7 +191,7 @@ def within_head_element(
     current = (elements or {}).get(var)
     start = None if current is None else current.matrix
     m, cond = solve_within_heads(kind, xa, xb, ya, yb, start)
-    return Element(kind, matrix=m.cpu(), over=v.over), cond.cpu()
+    return Element(kind, matrix=m, over=v.over), cond
 
 
 def _follow_heads(inner: Element, old: Element | None, new: Element) -> Element:
@@ -199,7 +202,7 @@ def _follow_heads(inner: Element, old: Element | None, new: Element) -> Element:
     ``old.perm⁻¹[new.perm[i]]``.
     """
     where = new.perm if old is None else torch.argsort(old.perm)[new.perm]
-    return Element(inner.kind, matrix=inner.matrix[where], over=inner.over)
+    return Element(inner.kind, matrix=inner.matrix[where.to(inner.matrix.device)], over=inner.over)
 
 
 def _changed(old: Element | None, new: Element) -> bool:
@@ -207,10 +210,41 @@ def _changed(old: Element | None, new: Element) -> bool:
     if not new.is_monomial:
         return False
     if old is None:
-        return not (
-            torch.equal(new.perm, torch.arange(len(new.perm))) and bool((new.scale == 1).all())
-        )
+        identity = torch.arange(len(new.perm), device=new.perm.device)
+        return not (torch.equal(new.perm, identity) and bool((new.scale == 1).all()))
     return not (torch.equal(old.perm, new.perm) and torch.equal(old.scale, new.scale))
+
+
+# FFN variables at least this wide have their assignments solved concurrently (the solver
+# releases the GIL; at a 1.1B Llama's 5632 units one takes seconds, at the zoo's widths
+# milliseconds, where threads would only add overhead)
+CONCURRENT_SIZE = 1024
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1)), "assignment")
+    return _POOL
+
+
+def _solved(
+    kind: str, m: torch.Tensor, m_abs: torch.Tensor | None, old: Element | None
+) -> tuple[Element, bool]:
+    new = solve(kind, m, unsigned=m_abs)
+    return new, _changed(old, new)
+
+
+def _settle(pending: dict[str, Future], elements: dict[str, Element]) -> bool:
+    """Wait for the pending assignments (in visiting order) and store their elements; whether
+    one changed."""
+    changed = False
+    for var, future in pending.items():
+        elements[var], moved_ = future.result()
+        changed |= moved_
+    pending.clear()
+    return changed
 
 
 def _sq_norm(p: Params) -> float:
@@ -256,6 +290,7 @@ def weight_matching(
     within_heads: bool = True,
     on_round: OnRound | None = None,
     consume: bool = False,
+    device: str | torch.device | None = None,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
@@ -278,13 +313,23 @@ def weight_matching(
     holds the processed A and B, and at the end the processed A and the aligned B, never the
     originals beside them); B's function check is made against its logits taken beforehand.
     The result is the same as without.
+    ``device`` (default: where the parameters are) is where the descent runs: the processed
+    pair is moved there once in its own dtype, every similarity product, Procrustes SVD and
+    within-head solve is made there in float64, and the elements stay there between rounds;
+    only assignment problems visit the CPU (their scores, then the permutation back). The
+    result (transform and parameters) is returned where the parameters came from.
     """
     t0 = time.perf_counter()
+    home = next(iter(params_a.values())).device
     reference = None
     if consume:
         dtype = next(iter(params_b.values())).dtype
         reference = probe_logits(cfg, params_b)
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group, consume=consume)
+    dev = home if device is None else torch.device(device)
+    for p in (a, b):  # one parameter at a time, so a large pair is never held twice
+        for k in list(p):
+            p[k] = p[k].to(dev)
     spec = spec_for(cfg_p)
     kinds, after = weight_kinds(spec, group, within_heads)
     dense = any(k in (ORTH, INVERTIBLE) for k in kinds.values())
@@ -305,9 +350,14 @@ def weight_matching(
         order = [names[i] for i in torch.randperm(len(names), generator=gen).tolist()]
         if rounds == 1 and "resid" in kinds:  # the stream first: embeddings and unembedding
             order = ["resid"] + [v for v in order if v != "resid"]
+        # wide FFN assignments solved on CPU threads while the descent goes on: no variable
+        # visited before the next ``resid`` reads an FFN element, so the answer is the same
+        pending: dict[str, Future[Element]] = {}
         for var in (w for v in order for w in (v, *after.get(v, ()))):
             # B' = π_{−v}(θ_B) is formed one touched parameter at a time inside the helpers
             family = spec.variables[var].family
+            if family == "resid" or var in pending:
+                changed |= _settle(pending, elements)
             if family == "heads":
                 new = head_element(spec, var, a, b, elements)
                 for inner in (w for w in after.get(var, ()) if w in elements):
@@ -315,11 +365,15 @@ def weight_matching(
             elif family in INNER_GROUPS:
                 new, conds[var] = within_head_element(spec, var, kinds[var], a, b, elements)
             else:
-                unsolved = set(kinds) - set(elements) - {var}
+                unsolved = set(kinds) - set(elements) - set(pending) - {var}
                 m, m_abs = weight_similarity(spec, var, a, b, elements=elements, unsolved=unsolved)
+                if family == "mlp" and m.shape[0] >= CONCURRENT_SIZE:
+                    pending[var] = _pool().submit(_solved, kinds[var], m, m_abs, elements.get(var))
+                    continue
                 new = solve(kinds[var], m, unsigned=m_abs)
             changed |= _changed(elements.get(var), new)
             elements[var] = new
+        changed |= _settle(pending, elements)
         objective.append(aligned_distance(spec, elements, a, b))
         if on_round is not None:
             on_round(rounds, dict(elements))
@@ -331,7 +385,7 @@ def weight_matching(
     if conds:  # the last visit's maps are the ones in the transform
         info["within_heads_cond"] = {v: [float(x) for x in c] for v, c in conds.items()}
     extra = {} if reference is None else {"dtype": dtype}
-    return finish(
+    r = finish(
         "weight",
         group,
         cfg,
@@ -346,3 +400,8 @@ def weight_matching(
         info=info,
         **extra,
     )
+    if dev != home:
+        r.transform = r.transform.to(home)
+        r.params_a = {k: v.to(home) for k, v in r.params_a.items()}
+        r.params_b = {k: v.to(home) for k, v in r.params_b.items()}
+    return r

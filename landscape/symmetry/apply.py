@@ -109,13 +109,13 @@ def _check_element(var: Variable, e: Element) -> None:
             PERM: bool((s == 1).all()),
             GLOBAL_SIGN: bool((s.abs() == 1).all() and (s == s[0]).all()),
             SIGNED_PERM: bool((s.abs() == 1).all()),
-            SCALE: bool((s > 0).all() and (e.perm == torch.arange(len(s))).all()),
+            SCALE: bool((s > 0).all() and (e.perm.cpu() == torch.arange(len(s))).all()),
             SCALED_PERM: bool((s > 0).all()),
             INVERTIBLE: bool((s != 0).all()),  # e.g. a signed perm composed with a scaling
         }.get(e.kind, False)
     else:
         m = e.matrix
-        eye = torch.eye(m.shape[-2], dtype=m.dtype)
+        eye = torch.eye(m.shape[-2], dtype=m.dtype, device=m.device)
         if e.kind in (ORTH, SEMI_ORTH):
             ok = bool((m @ m.transpose(-1, -2) - eye).abs().max() < 1e-9)
         else:

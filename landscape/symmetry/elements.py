@@ -63,13 +63,22 @@ class Element:
         return len(self.perm) if self.is_monomial else self.matrix.shape[-2]
 
     def dense(self) -> torch.Tensor:
-        """The element as a float64 matrix (``[slots, n, n]`` for per-slot variables)."""
+        """The element as a float64 matrix (``[slots, n, n]`` for per-slot variables), on the
+        element's device."""
         if not self.is_monomial:
             return self.matrix
         n = len(self.perm)
-        m = torch.zeros(n, n, dtype=torch.float64)
-        m[self.perm, torch.arange(n)] = self.scale
+        m = torch.zeros(n, n, dtype=torch.float64, device=self.perm.device)
+        m[self.perm, torch.arange(n, device=self.perm.device)] = self.scale
         return m
+
+    def to(self, device: str | torch.device) -> Element:
+        """The same element with its tensors on ``device``."""
+
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device)
+
+        return Element(self.kind, move(self.perm), move(self.scale), move(self.matrix), self.over)
 
     def inverse(self) -> Element:
         """G⁻¹ (for a semi-orthogonal G: the left inverse Gᵀ, which undoes the width change)."""
@@ -173,6 +182,38 @@ class Transform:
         """Dense float64 matrix of ``var``'s element (None for the identity)."""
         e = self.elements.get(var)
         return None if e is None else e.dense()
+
+    def to(self, device: str | torch.device) -> Transform:
+        """The same transform with every element on ``device``."""
+        return Transform({k: e.to(device) for k, e in self.elements.items()})
+
+    def to_tensors(self, prefix: str = "") -> tuple[dict[str, torch.Tensor], dict[str, dict]]:
+        """The transform as named tensors (``{prefix}{var}.perm``, ``.scale`` or ``.matrix``)
+        and a JSON-able description (variable → kind and slots), for a cache entry;
+        :meth:`from_tensors` reads them back."""
+        tensors: dict[str, torch.Tensor] = {}
+        about: dict[str, dict] = {}
+        for var, e in self.elements.items():
+            parts = {"perm": e.perm, "scale": e.scale, "matrix": e.matrix}
+            for part, t in parts.items():
+                if t is not None:
+                    tensors[f"{prefix}{var}.{part}"] = t.detach().cpu().contiguous()
+            about[var] = {"kind": e.kind, "over": e.over}
+        return tensors, about
+
+    @staticmethod
+    def from_tensors(
+        tensors: Mapping[str, torch.Tensor], about: Mapping[str, Mapping], prefix: str = ""
+    ) -> Transform:
+        """The transform :meth:`to_tensors` wrote (a KeyError names a missing tensor)."""
+        out = {}
+        for var, d in about.items():
+            parts = {p: tensors.get(f"{prefix}{var}.{p}") for p in ("perm", "scale", "matrix")}
+            if parts["matrix"] is None and (parts["perm"] is None or parts["scale"] is None):
+                raise KeyError(f"the transform's tensors for {var!r} are missing")
+            out[var] = Element(d["kind"], parts["perm"], parts["scale"], parts["matrix"],
+                               d.get("over"))  # fmt: skip
+        return Transform(out)
 
 
 def identity() -> Transform:
