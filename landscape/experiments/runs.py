@@ -60,11 +60,15 @@ from landscape.sources import (
 )
 from landscape.store.cache import Cache, digest_tensors
 from landscape.store.families import family, member_rows
+from landscape.symmetry import Transform
 from landscape.threads import threaded
 
-ALGO_VERSION = 3  # bump when matching or triangle evaluation changes: old entries stop matching
+ALGO_VERSION = 4  # bump when matching or triangle evaluation changes: old entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
 # 3: within-head maps in weight and activation matching; learned rotations as G₀·exp(S − Sᵀ)
+# 4: weight matching decides nothing on round-off (null spaces of a Procrustes by rule, ties of
+#    an assignment by index, within-head steps on significant changes only), so its answer is
+#    the pair's, not the machine's; entries hold the transform (learned matching starts from it)
 BARRIER_VERSION = 5  # bump when the barrier pipeline changes
 # 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
 # 4: the matchings of ALGO_VERSION 3 (a barrier entry does not hold the matching's version)
@@ -131,6 +135,7 @@ class Aligned:
     resid: torch.Tensor  # (d_model, d_model) float64
     info: dict[str, Any]
     cached: bool
+    transform: Transform | None = None  # acting on B as processed (None: not stored)
 
 
 def split_prefixed(tensors: dict[str, torch.Tensor], prefix: str) -> Params:
@@ -149,15 +154,20 @@ def _match(
     data: Data | None,
     progress: Progress | None,
     consume: bool = False,
+    start: Transform | None = None,
 ) -> Aligned:
     """Align B to A (uncached); activation and learned matching learn from A's training split.
 
     ``consume``: the parameters of ``a`` and ``b`` are handed over to weight matching, which
     empties them (``landscape.matching.match``): the same result, in fewer copies of the pair.
+    ``start``: learned matching's weight-matching start, when known (:func:`align` reads it
+    from the cache).
     """
     needs_data = method in ("activation", "learned")
     train = (data or data_of(a)).split("train") if needs_data else None
     extra: dict[str, Any] = {"progress": progress} if method == "learned" else {}
+    if start is not None and method == "learned":
+        extra["start"] = start
     if consume and method == "weight":
         extra["consume"] = True
     try:
@@ -168,7 +178,27 @@ def _match(
             f"{method} matching of {label(b)} to {label(a)} under {group} failed: "
             f"{' '.join(str(e).split())}"
         ) from None
-    return Aligned(r.cfg, r.params_a, r.params_b, r.resid_matrix(), r.to_dict(), False)
+    return Aligned(r.cfg, r.params_a, r.params_b, r.resid_matrix(), r.to_dict(), False,
+                   r.transform)  # fmt: skip
+
+
+def weight_start(
+    a: Checkpoint,
+    b: Checkpoint,
+    group: str,
+    *,
+    seed: int,
+    device: torch.device,
+    cache: Cache,
+    options: dict[str, Any],
+) -> Transform | None:
+    """Learned matching's start, weight matching under ``group`` (its cached entry, the one
+    ``barrier --method weight`` reads), or None when learned ``options`` start elsewhere."""
+    if options.get("init", "weight") != "weight":
+        return None
+    wm_options = {k: options[k] for k in ("within_heads",) if k in options}
+    return align(a, b, "weight", group, seed=seed, device=device, cache=cache,
+                 options=wm_options).transform  # fmt: skip
 
 
 @threaded
@@ -207,17 +237,25 @@ def align(
     }
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        al = _match(a, b, method, group, seed, device, options, data, progress)
+        start = None
+        if method == "learned":
+            start = weight_start(a, b, group, seed=seed, device=device, cache=cache,
+                                 options=options)  # fmt: skip
+        al = _match(a, b, method, group, seed, device, options, data, progress, start=start)
         tensors = {f"a.{k}": v for k, v in al.params_a.items()}
         tensors.update({f"b.{k}": v for k, v in al.params_b.items()})
         tensors["resid"] = al.resid
-        return unshared(tensors), al.info
+        moves, about = al.transform.to_tensors("t.")
+        tensors.update(moves)
+        return unshared(tensors), {**al.info, "transform": about}
 
     entry, hit = cache.get_or_compute("matching", inputs, compute)
     t = entry.tensors
     cfg = ModelConfig.from_dict(entry.meta["cfg"])
+    about = entry.meta.get("transform")
+    transform = None if about is None else Transform.from_tensors(t, about, "t.")
     return Aligned(cfg, split_prefixed(t, "a."), split_prefixed(t, "b."), t["resid"],
-                   entry.meta, hit)  # fmt: skip
+                   entry.meta, hit, transform)  # fmt: skip
 
 
 def unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

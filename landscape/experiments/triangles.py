@@ -27,6 +27,7 @@ from landscape.experiments.runs import (
     learned_space,
     split_prefixed,
     unshared,
+    weight_start,
 )
 from landscape.matching import function_check, worst_check
 from landscape.matching.learned import learned_triangle
@@ -77,8 +78,12 @@ def align_joint(
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         train = (data or data_of(a)).split("train")
+        # each edge's weight-matching start from the cache (shared with the pairwise barriers)
+        starts = tuple(weight_start(a, x, group, seed=seed, device=device, cache=cache,
+                                    options=options) for x in (b, c))  # fmt: skip
         rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train, seed=seed,
-                                  device=str(device), progress=progress, **options)  # fmt: skip
+                                  device=str(device), progress=progress, starts=starts,
+                                  **options)  # fmt: skip
         tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
         for name, r in (("b", rb), ("c", rc)):
             r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)

@@ -51,7 +51,12 @@ import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
 from landscape.matching.methods import matching_kinds, prepare_pair
-from landscape.matching.result import MatchResult, function_check, naive, weight_distance
+from landscape.matching.result import (
+    MatchResult,
+    aligned_distance,
+    function_check,
+    weight_distance,
+)
 from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params, forward
@@ -173,6 +178,68 @@ def _det_sign(g: torch.Tensor) -> int:
     return int(torch.sign(torch.linalg.det(g)).item())
 
 
+def _element_det_sign(e: Element) -> int:
+    """sign det G of an element on the host: a monomial's from its permutation's parity and its
+    signs (no determinant, no device), a dense one's from its determinant."""
+    if not e.is_monomial:
+        return _det_sign(e.matrix)
+    perm, seen, odd = e.perm.tolist(), [False] * len(e.perm), 0
+    for i in range(len(perm)):  # parity: a cycle of length k is k − 1 transpositions
+        j, length = i, 0
+        while not seen[j]:
+            seen[j], j, length = True, perm[j], length + 1
+        odd ^= max(length - 1, 0) & 1
+    negative = int((e.scale < 0).sum()) & 1
+    return -1 if odd ^ negative else 1
+
+
+def _same(a: Element, b: Element) -> bool:
+    if a.is_monomial:
+        return torch.equal(a.perm, b.perm) and torch.equal(a.scale, b.scale)
+    return torch.equal(a.matrix, b.matrix)
+
+
+def _project_all(latents: list[tuple[str, torch.Tensor, int]]) -> list[Element]:
+    """:func:`project` of several latents ``(kind, Z, group)`` with one copy to the host: the
+    assignments run on the CPU, and one copy of all latents waits for the device once a step,
+    not once a variable. Elements on the CPU."""
+    if not latents:
+        return []
+    flat = torch.cat([z.detach().reshape(-1) for _, z, _ in latents]).to("cpu", torch.float64)
+    out, at = [], 0
+    for kind, z, group in latents:
+        host = flat[at : at + z.numel()].view(z.shape)
+        at += z.numel()
+        out.append(solve(kind, host.T, group=group))
+    return out
+
+
+def _dense_on(elements: list[Element], dev: torch.device) -> list[torch.Tensor]:
+    """The elements as float32 matrices on ``dev``: on a GPU from one copy of their
+    permutations and signs (or dense matrices), the matrices built there."""
+    if dev.type == "cpu" or not elements:
+        return [e.dense().to(dev, torch.float32) for e in elements]
+    parts = [torch.cat([e.perm.double(), e.scale]) if e.is_monomial else e.matrix.reshape(-1)
+             for e in elements]  # fmt: skip
+    packed = torch.cat(parts)
+    if torch.cuda.is_available():
+        packed = packed.pin_memory()
+    packed = packed.to(dev, non_blocking=True)
+    out, at = [], 0
+    for e in elements:
+        if e.is_monomial:
+            k = len(e.perm)
+            perm, scale = packed[at : at + k].long(), packed[at + k : at + 2 * k]
+            at += 2 * k
+            m = torch.zeros(k, k, dtype=torch.float32, device=dev)
+            m[perm, torch.arange(k, device=dev)] = scale.float()
+        else:
+            m = packed[at : at + e.matrix.numel()].view(e.matrix.shape).float()
+            at += e.matrix.numel()
+        out.append(m)
+    return out
+
+
 def learned_matching(
     cfg: ModelConfig,
     params_a: Params,
@@ -195,6 +262,7 @@ def learned_matching(
     eval_size: int | None = None,
     progress: Progress | None = None,
     on_eval: OnEval | None = None,
+    start: Transform | None = None,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
@@ -218,7 +286,12 @@ def learned_matching(
     ``info["selected_step"]``.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
-    units changed assignment per variable (``moved``) and ‖G − G_init‖ for a dense resid.
+    units changed assignment per variable (``moved``), ‖G − G_init‖ for a dense resid and
+    ``projection_changes``, the steps at which a projected latent's element changed (per
+    variable; the assignments are the only work of a step that needs the host).
+    ``start`` is weight matching's transform under ``group`` with the same ``seed`` and
+    ``within_heads`` (acting on B as processed), when the caller has it already (the cache):
+    ``init="weight"`` then starts from it instead of matching again.
     """
     if lam not in LAMBDAS:
         raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
@@ -235,7 +308,7 @@ def learned_matching(
                   orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
                   eval_every=eval_every, eval_size=eval_size, progress=progress,
                   on_eval=None if on_eval is None else lambda step, els: on_eval(step, els[0]),
-                  settings={"lam": lam})  # fmt: skip
+                  settings={"lam": lam}, starts=[start])  # fmt: skip
     return r
 
 
@@ -260,6 +333,7 @@ def learned_triangle(
     eval_every: int = 25,
     eval_size: int | None = None,
     progress: Progress | None = None,
+    starts: tuple[Transform | None, Transform | None] = (None, None),
 ) -> tuple[MatchResult, MatchResult]:
     """Learn the transforms of B and C onto A jointly, over the whole triangle.
 
@@ -267,8 +341,9 @@ def learned_triangle(
     the simplex (Dirichlet(1, 1, 1)), so the two transforms are learned for every mixture of the
     three models, not edge by edge; the scoring slice is evaluated at the centroid and the three
     edge midpoints. Each transform starts from its own pairwise start (weight matching onto A, or
-    the identity) and keeps its model's function exactly. Settings as :func:`learned_matching`;
-    returns (B's result, C's result), each with ``info["joint"] = True``.
+    the identity) and keeps its model's function exactly. Settings as :func:`learned_matching`
+    (``starts``: B's and C's weight matching onto A, when known); returns (B's result, C's
+    result), each with ``info["joint"] = True``.
     """
     gen = torch.Generator().manual_seed(seed)
 
@@ -282,7 +357,8 @@ def learned_triangle(
                   init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
                   orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
                   eval_every=eval_every, eval_size=eval_size, progress=progress,
-                  settings={"lam": "dirichlet(1,1,1)", "joint": True})  # fmt: skip
+                  settings={"lam": "dirichlet(1,1,1)", "joint": True},
+                  starts=list(starts))  # fmt: skip
     return b, c
 
 
@@ -311,11 +387,12 @@ def _learn(
     progress: Progress | None,
     settings: dict[str, Any],
     on_eval: Callable[[int, list[dict[str, Element]]], None] | None = None,
+    starts: list[Transform | None] | None = None,
 ) -> list[MatchResult]:
     """The learning loop of :func:`learned_matching` and :func:`learned_triangle`: one set of
     latents per model in ``others``, all moved by one optimiser on the loss of the mixture
     ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
-    slice is evaluated at."""
+    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match)."""
     t0 = time.perf_counter()
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
@@ -337,22 +414,25 @@ def _learn(
     a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
 
     members = []
-    for params, (_, _, b) in zip(others, prepared, strict=True):
-        if init == "weight":
-            start = weight_matching(cfg, params_a, params, group, seed=seed,
-                                    within_heads=within_heads)  # fmt: skip
+    starts = starts if starts is not None else [None] * len(others)
+    for params, (_, _, b), known in zip(others, prepared, starts, strict=True):
+        if init == "identity":
+            start = Transform({})
+        elif known is not None:
+            start = known.to("cpu")
         else:
-            start = naive(cfg, params_a, params, group)
+            start = weight_matching(cfg, params_a, params, group, seed=seed,
+                                    within_heads=within_heads, device=dev).transform  # fmt: skip
         g_init = {
-            v: start.transform.matrix(v)
-            if v in start.transform.elements
+            v: start.matrix(v)
+            if v in start.elements
             else torch.eye(sizes[v], dtype=torch.float64)
             for v in kinds
         }
         # the start's within-head maps stay as found: moved onto B's own heads once, they travel
         # with them whatever head permutation is learned (re-indexed at the end)
-        inner = {v: e for v, e in start.transform.elements.items() if e.over is not None}
-        in_b = {v: _on_own_heads(e, start.transform.elements[e.over]) for v, e in inner.items()}
+        inner = {v: e for v, e in start.elements.items() if e.over is not None}
+        in_b = {v: _on_own_heads(e, start.elements[e.over]) for v, e in inner.items()}
         b_inner = apply(spec, Transform(in_b), b) if in_b else b
         g0 = {v: g_init[v].to(dev, torch.float32) for v in rotations}
         latents = {
@@ -426,8 +506,13 @@ def _learn(
 
     def hard_elements() -> list[dict[str, Element]]:
         with torch.no_grad():
-            return [{v: project(kinds[v], rotation(m, v) if v in rotations else z, groups[v])
-                     for v, z in m.latents.items()} for m in members]  # fmt: skip
+            every = [(i, v, rotation(m, v) if v in rotations else z)
+                     for i, m in enumerate(members) for v, z in m.latents.items()]  # fmt: skip
+            found = _project_all([(kinds[v], t, groups[v]) for _, v, t in every])
+        out: list[dict[str, Element]] = [{} for _ in members]
+        for (i, v, _), e in zip(every, found, strict=True):
+            out[i][v] = e
+        return out
 
     def with_inner(elements: list[dict[str, Element]]) -> list[dict[str, Element]]:
         # each start's within-head maps, from its own heads to the slots of ``elements``' heads
@@ -442,6 +527,10 @@ def _learn(
     losses: list[torch.Tensor] = []
     flips: list[list[int]] = [[] for _ in members]
     last_det = [_det_sign(m.g_init["resid"]) for m in members]
+    # the latents projected each step (rotations by the exponential need none), in one order
+    projected = [(i, v) for i, m in enumerate(members) for v in m.latents if v not in rotations]
+    last: list[Element | None] = [None] * len(projected)
+    changes = [{v: 0 for v in m.latents if v not in rotations} for m in members]
     for step in range(steps):
         if cursor + batch_size > n:
             order, cursor = torch.randperm(n, generator=gen).to(inputs.device), 0
@@ -449,20 +538,32 @@ def _learn(
         cursor += batch_size
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
 
-        mats, abs_mats, hards = [], [], []
-        for m in members:
-            mt, ab, hard = {}, {}, {}
+        # every projection of the step from one copy of the latents to the host, and back in one
+        elements = _project_all([(kinds[v], members[i].latents[v], groups[v])
+                                 for i, v in projected])  # fmt: skip
+        hard_dense = dict(zip(projected, _dense_on(elements, dev), strict=True))
+        for k, ((i, v), e) in enumerate(zip(projected, elements, strict=True)):
+            if last[k] is not None and not _same(last[k], e):
+                changes[i][v] += 1
+            last[k] = e
+            if v == "resid":  # det of the exact element, on the host where it already is
+                det = _element_det_sign(e)
+                if det != last_det[i]:
+                    flips[i].append(step)
+                last_det[i] = det
+        mats, abs_mats = [], []
+        for i, m in enumerate(members):
+            mt, ab = {}, {}
             for v, z in m.latents.items():
                 if v in rotations:  # an exact group element with its own gradient
-                    mt[v] = hard[v] = rotation(m, v)
+                    mt[v] = rotation(m, v)
                     ab[v] = mt[v].abs()
                     continue
-                hard[v] = project(kinds[v], z, groups[v]).dense().to(dev, torch.float32)
-                mt[v] = z + (hard[v] - z).detach()  # straight through the projection
-                ab[v] = torch.where(hard[v] < 0, -1.0, 1.0) * mt[v]  # value |G|, grad via G
+                hard = hard_dense[i, v]
+                mt[v] = z + (hard - z).detach()  # straight through the projection
+                ab[v] = torch.where(hard < 0, -1.0, 1.0) * mt[v]  # value |G|, grad via G
             mats.append(mt)
             abs_mats.append(ab)
-            hards.append(hard)
         loss = merged_loss(mats, abs_mats, x, y, [sample()])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -474,12 +575,6 @@ def _learn(
                     if v not in rotations:  # projections ignore the scale: keep RMS entry 1/√n
                         z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
         losses.append(loss.detach())  # read once after the loop: no host sync per step
-        if "resid" not in rotations:  # G₀·exp(S − Sᵀ) keeps det G₀: nothing can flip
-            for i, hard in enumerate(hards):
-                det = _det_sign(hard["resid"].detach().double())
-                if det != last_det[i]:
-                    flips[i].append(step)
-                last_det[i] = det
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             elements = hard_elements()
             current = score(elements)
@@ -495,7 +590,8 @@ def _learn(
     curve = [{"step": i, "loss": v} for i, v in enumerate(values)]
     a64 = {k: v.double() for k, v in a.items()}
     out = []
-    for m, elements, full, flip_steps in zip(members, best, with_inner(best), flips, strict=True):
+    for m, elements, full, flip_steps, changed in zip(members, best, with_inner(best), flips,
+                                                      changes, strict=True):  # fmt: skip
         transform = Transform(full)
         dtype = next(iter(m.params.values())).dtype
         aligned = {k: v.to(dtype) for k, v in apply(spec, transform, m.b).items()}
@@ -526,10 +622,12 @@ def _learn(
             "moved": moved,
             "resid_change": float((elements["resid"].dense() - m.g_init["resid"]).norm()),
             "det_flip_steps": flip_steps,
+            "projection_changes": changed,
             "selected_step": best_step,
             "eval_curve": eval_curve,
-            "start_objective": m.start.objective[-1],
+            "start_objective": aligned_distance(spec, m.start.elements, a, m.b),
         }
+        start_b = apply(spec, m.start, m.b)
         out.append(MatchResult(
             "learned",
             group,
@@ -538,7 +636,7 @@ def _learn(
             {k: v.to(dtype) for k, v in a.items()},
             aligned,
             objective=[
-                weight_distance(a64, {k: v.double() for k, v in m.start.params_b.items()}),
+                weight_distance(a64, {k: v.to(dtype).double() for k, v in start_b.items()}),
                 weight_distance(a64, {k: v.double() for k, v in aligned.items()}),
             ],
             rounds=steps,
@@ -558,7 +656,7 @@ class _Member:
 
     params: Params
     b: Params  # processed
-    start: MatchResult
+    start: Transform  # acting on b
     g_init: dict[str, torch.Tensor]
     in_b: dict[str, Element]
     g0: dict[str, torch.Tensor]

@@ -278,3 +278,31 @@ def test_a_width_only_difference_points_to_widths() -> None:
     b = narrow_checkpoint("vit-digits", 2, 1)
     with pytest.raises(LandscapeError, match="landscape widths"):
         barrier_pair(a, b, "naive", "perm", points=3)
+
+
+def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) -> None:
+    import landscape.matching.learned as learned_module
+    from landscape.experiments.runs import align, load
+
+    a, b = load("mlp-digits", 0), load("mlp-digits", 1)
+    wm = align(a, b, "weight", "orth")
+    assert wm.transform is not None and set(wm.transform.elements) >= {"resid", "mlp0"}
+    calls = []
+    real = learned_module.weight_matching
+    monkeypatch.setattr(learned_module, "weight_matching",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
+    options = {"steps": 20, "eval_every": 10}
+    lm = align(a, b, "learned", "orth", options=options)
+    assert calls == []  # the start came from the cache, not from matching again
+    # the same as learned matching that matches its own start
+    from landscape.matching import learned_matching
+    from landscape.sources import data_of
+
+    inline = learned_matching(a.cfg, a.params, b.params, "orth", data_of(a).split("train"),
+                              **options)  # fmt: skip
+    assert calls == [1]
+    assert torch.equal(lm.resid, inline.resid_matrix())
+    assert lm.info["info"]["start_objective"] == pytest.approx(wm.info["objective"][-1])
+    again = align(a, b, "learned", "orth", options=options)
+    assert again.cached
+    assert torch.equal(again.transform.matrix("resid"), lm.transform.matrix("resid"))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from landscape.data import Split
+from landscape.matching import weight_matching
 from landscape.matching.learned import apply_dense, learned_matching, project
 from landscape.models import forward, init_params
 from landscape.symmetry import apply, random_transform, spec_for
@@ -160,3 +161,16 @@ def test_learned_matching_does_not_depend_on_the_order_of_the_parameter_dicts() 
     curves = [[p["loss"] for p in r.lm_curve] for r in runs]
     assert curves[0] == curves[1]
     assert torch.equal(runs[0].resid_matrix(), runs[1].resid_matrix())
+
+
+def test_a_given_start_is_the_weight_matching_it_stands_for() -> None:
+    cfg, a, split = _task("mlp")
+    b = init_params(cfg, 2)
+    wm = weight_matching(cfg, a, b, "orth")
+    given = learned_matching(cfg, a, b, "orth", split, steps=8, eval_every=4, start=wm.transform)
+    own = learned_matching(cfg, a, b, "orth", split, steps=8, eval_every=4)
+    assert torch.equal(given.resid_matrix(), own.resid_matrix())
+    assert given.objective == own.objective
+    changes = own.info["projection_changes"]
+    assert set(changes) == {v for v in own.transform.elements if v != "resid"}
+    assert all(0 <= n <= 8 for n in changes.values())
