@@ -28,8 +28,9 @@ the aligned B is formed one parameter at a time while the processed B is emptied
 similarities are built one touched parameter at a time. The curve is evaluated one λ at a time
 (a single interpolated copy beside the processed A and the aligned B), in batches of windows
 sized so that one batch's logits stay near ``LOGIT_BUDGET`` elements, under
-``torch.no_grad``. Parameters are float32 on the CPU; on CUDA ``dtype="bfloat16"`` halves the
-evaluation's memory (matching stays float32 on the CPU). Other methods keep the originals
+``torch.no_grad``. Parameters are float32 on the CPU; on CUDA weight matching runs on the GPU
+(the processed pair moved there once, products and SVDs in float64, only assignments on the
+host) and ``dtype="bfloat16"`` halves the evaluation's memory. Other methods keep the originals
 beside the processed copies.
 
 Results are cached as one entry of the barrier pipeline (``experiments.runs.measure_barrier``)

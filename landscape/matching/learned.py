@@ -215,16 +215,17 @@ def _project_all(latents: list[tuple[str, torch.Tensor, int]]) -> list[Element]:
 
 
 def _dense_on(elements: list[Element], dev: torch.device) -> list[torch.Tensor]:
-    """The elements as float32 matrices on ``dev``: on a GPU from one copy of their
-    permutations and signs (or dense matrices), the matrices built there."""
-    if dev.type == "cpu" or not elements:
-        return [e.dense().to(dev, torch.float32) for e in elements]
+    """The elements as float32 matrices on ``dev``, from one copy of their permutations and
+    signs (or dense matrices), the matrices built there (the same path on every device)."""
+    if not elements:
+        return []
     parts = [torch.cat([e.perm.double(), e.scale]) if e.is_monomial else e.matrix.reshape(-1)
              for e in elements]  # fmt: skip
     packed = torch.cat(parts)
-    if torch.cuda.is_available():
+    if dev.type == "cuda":
         packed = packed.pin_memory()
-    packed = packed.to(dev, non_blocking=True)
+    # float32 holds every unit index below 2²⁴ and every sign exactly, and is what the step uses
+    packed = packed.to(dev, torch.float32, non_blocking=True)
     out, at = [], 0
     for e in elements:
         if e.is_monomial:
@@ -232,9 +233,9 @@ def _dense_on(elements: list[Element], dev: torch.device) -> list[torch.Tensor]:
             perm, scale = packed[at : at + k].long(), packed[at + k : at + 2 * k]
             at += 2 * k
             m = torch.zeros(k, k, dtype=torch.float32, device=dev)
-            m[perm, torch.arange(k, device=dev)] = scale.float()
+            m[perm, torch.arange(k, device=dev)] = scale
         else:
-            m = packed[at : at + e.matrix.numel()].view(e.matrix.shape).float()
+            m = packed[at : at + e.matrix.numel()].view(e.matrix.shape)
             at += e.matrix.numel()
         out.append(m)
     return out
