@@ -391,8 +391,8 @@ class BarrierRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The result of ``landscape barrier``: method, group, split, merge space, the curve, the
-        function checks, ``function_ok``, ``warnings``, times, ``cached``, ``cache_key`` (the
-        barrier entry's) and ``device``."""
+        function checks, ``function_ok``, ``warnings``, times, the matching's rounds and final
+        objective, ``cached``, ``cache_key`` (the barrier entry's) and ``device``."""
         e = self.entry
         out = {
             "method": self.method,
@@ -404,6 +404,9 @@ class BarrierRun:
             "function_check_a": e.get("function_check_a"),
             **health(self.checks()),
             "matching_seconds": e["matching"]["seconds"],
+            # where the descent ended: rounds and ‖θ_A − π(θ_B)‖² (weight matching's objective)
+            "matching_rounds": e["matching"]["rounds"],
+            "matching_objective": (e["matching"]["objective"] or [None])[-1],
             "seconds": round(self.seconds, 4),
             "cached": self.cached,
             "cache_key": self.key,
