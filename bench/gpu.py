@@ -1,103 +1,428 @@
-"""The benchmarks on a CUDA device, in one call of under ten minutes.
+"""The one prepared device check: every GPU workload of the product, timed against its target and
+checked against a CPU value shipped beside the script.
 
-    python bench/gpu.py [TABLE_PATH]        # default: $OUT/gpu_bench.txt, else ./gpu_bench.txt
+    python bench/gpu.py --parts zoo --data DIR      # one call, ≤ 8 minutes on an H200
+    python bench/gpu.py --parts big --data DIR      # the other call
+    python bench/gpu.py --smoke                      # the same code on the CPU, small (CI)
+    python bench/gpu.py --record [--smoke] --data DIR   # the CPU references (hours on 2 cores)
 
-Runs the barrier-curve comparison (ours, loss-landscapes and the module loop, all on the GPU)
-and the growth series on CUDA with wider models, each section under a hard time guard (an
-alarm that abandons the section, and a deadline inside the growth series). Weight matching
-stays on the CPU by design (assignment in float64, DESIGN §1); learned matching runs its
-forward and backward on the GPU. The table is printed and written to TABLE_PATH.
+``--data`` is a folder holding the four Fashion-MNIST IDX files and ``shakespeare.txt`` (as
+``landscape data fetch shakespeare`` stores it): the device machine has no network, so the
+data travels with the call. Every workload runs with an empty cache of its own (no result is
+served from an earlier one), one after the other, each under a time guard, the whole call under
+``--budget`` seconds; a workload that does not fit says so and the others keep their numbers. Parts:
 
-Without CUDA it says so in one line, skips the CUDA sections and runs a small smoke version of
-the same code on the CPU (seconds), so the script can be checked anywhere.
+- ``zoo``: the naive curve of vit-fashion-d128 (25 points on the 10,000 test images); weight
+  matching (orth) of its seeds 0 and 1 and the barrier; learned matching (orth, 300 steps,
+  the weight-matching start included) of gpt-shakespeare-d128-drop0.3's seeds 0 and 1; the
+  triangle of vit-fashion-d128's seeds 0, 1, 2 under weight/orth; training vit-fashion-d128
+  (7,500 steps) for seed 0 alone and for seeds 0, 1, 2 together.
+- ``big``: ``table vit-fashion-d128 --space both`` (three pairs, every method, both merge
+  spaces); the 1.1B-parameter Llama pair of ``bench/bench_big.py`` (TinyLlama's configuration,
+  B = A plus noise) under weight/orth with a 5-point curve, its GPU memory, and the same pair at
+  two layers against its CPU reference; the growth series of ``bench/bench_scaling.py`` to
+  width 4096.
+
+Each result is compared with ``bench/gpu_reference.json`` (written by ``--record`` on the CPU
+with this code): barriers within 1% (the cross-machine target of weight matching) or 0.005
+nats, learned barriers within 10% or 0.005, trained seeds within the README's cross-machine
+tolerance of the shipped checkpoints' test metrics. One table (seconds against the issue's
+measurement before and the target, the value against the CPU's) is printed and written to
+``$OUT/gpu_bench.txt`` with the raw results in ``gpu_bench.json``. Imports only what a bare
+GPU image has (torch, numpy, scipy, safetensors, transformers): no app packages.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-import torch
+import torch  # noqa: E402
 
-from bench import bench_curve, bench_scaling
-from bench.common import machine_line, ratio_table, version
+REFERENCE = Path(__file__).with_name("gpu_reference.json")
+BUDGET_S = 450  # one call: 8 minutes of the lease, less start-up and writing
+VIT, GPT = "vit-fashion-d128", "gpt-shakespeare-d128-drop0.3"
 
-TOTAL_S = 540  # leaves a minute of the ten for start-up and writing
+
+@dataclass
+class Result:
+    """One workload: what it measured, how long it took, and what it is checked against."""
+
+    name: str
+    what: str
+    seconds: float | None = None
+    before_s: float | None = None  # the issue's measurement on the H200 before this work
+    target_s: float | None = None
+    value: float | None = None  # the number checked against the CPU
+    reference: float | None = None
+    rel_tol: float = 0.01
+    abs_tol: float = 0.005
+    facts: dict[str, Any] = field(default_factory=dict)
+    problem: str = ""
+
+    @property
+    def agrees(self) -> bool | None:
+        if self.value is None or self.reference is None:
+            return None
+        tol = max(self.rel_tol * abs(self.reference), self.abs_tol)
+        return abs(self.value - self.reference) <= tol
+
+    @property
+    def met(self) -> bool | None:
+        if self.seconds is None or self.target_s is None:
+            return None
+        return self.seconds <= self.target_s
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def _cache(tmp: Path, name: str):
+    from landscape.store.cache import Cache
+
+    return Cache(tmp / name)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
+    """Naive curve: evaluation of 25 interpolated models on the whole test split."""
+    from landscape.experiments.curves import evaluate_path
+    from landscape.sources import Source, data_of
+
+    r = Result("curve", f"naive curve, {model} 0-1, 25 points, test split", before_s=1.1,
+               target_s=1.1, rel_tol=1e-4, abs_tol=1e-4)  # fmt: skip
+    a, b = Source(model, 0).load(), Source(model, 1).load()
+    data = data_of(a)
+    ev = data.evaluation("test")
+    opts = data.eval_options(a.cfg, ev.inputs)
+    lam = torch.linspace(0, 1, 25, dtype=torch.float64)
+    evaluate_path(a.cfg, a.params, b.params, ev.inputs[:64], ev.targets[:64], lam[:2],
+                  device=device, **opts)  # warm-up: kernels and allocator  # fmt: skip
+    _sync(device)
+    t = time.perf_counter()
+    loss, acc = evaluate_path(a.cfg, a.params, b.params, ev.inputs, ev.targets, lam,
+                              device=device, **opts)  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    from landscape.experiments.curves import barrier_from_curve
+
+    r.value = barrier_from_curve(lam, loss, acc).barrier_loss
+    r.facts["images"] = len(ev)
+    return r
+
+
+def _barrier(device, tmp, name, model, seeds, method, group, **kw) -> dict[str, Any]:
+    from landscape.experiments.runs import measure_barrier
+    from landscape.sources import Source
+
+    run = measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
+                          device=device, cache=_cache(tmp, name), **kw)  # fmt: skip
+    return run.to_dict() | {"rounds": run.entry["matching"]["rounds"]}
+
+
+def weight(device: torch.device, tmp: Path, model: str = VIT) -> Result:
+    """Weight matching under O(d) and the barrier (25 points)."""
+    r = Result("weight", f"weight/orth matching, {model} 0-1 (and its barrier)", before_s=23,
+               target_s=2)  # fmt: skip
+    t = time.perf_counter()
+    out = _barrier(device, tmp, "weight", model, (0, 1), "weight", "orth")
+    r.facts |= {"barrier_s": round(time.perf_counter() - t, 2), "rounds": out["rounds"],
+                "function_check": out["function_check"]}  # fmt: skip
+    r.seconds, r.value = out["matching_seconds"], out["barrier_loss"]
+    return r
+
+
+def learned(device: torch.device, tmp: Path, model: str = GPT, steps: int = 300) -> Result:
+    """Learned matching under O(d), the weight-matching start included."""
+    r = Result("learned", f"learned/orth {steps} steps, {model} 0-1, start included",
+               before_s=55, target_s=5, rel_tol=0.1)  # fmt: skip
+    out = _barrier(device, tmp, "learned", model, (0, 1), "learned", "orth",
+                   options={"steps": steps})  # fmt: skip
+    r.seconds, r.value = out["matching_seconds"], out["barrier_loss"]
+    r.facts["function_check"] = out["function_check"]
+    return r
+
+
+def triangle(device: torch.device, tmp: Path, model: str = VIT) -> Result:
+    """The triangle of three seeds under weight/orth (default resolution)."""
+    from landscape.experiments.triangles import triangle as run_triangle
+
+    r = Result("triangle", f"triangle weight/orth, {model} 0 1 2", before_s=22)
+    t = time.perf_counter()
+    out = run_triangle(model, (0, 1, 2), "weight", "orth", device=device,
+                       cache=_cache(tmp, "triangle"))  # fmt: skip
+    r.seconds = time.perf_counter() - t
+    # the worst loss above the plane of the corners, and the share of points within tolerance
+    r.value = max(out["excess_loss"])
+    r.facts |= {"basin_fraction": out["basin_fraction"], "function_check": out["function_check"]}
+    return r
+
+
+def train(device: torch.device, tmp: Path, model: str = VIT, seeds=(0,)) -> Result:
+    """Training from scratch (the zoo recipe), solo or several seeds at once; each seed's test
+    metrics against the shipped checkpoint's."""
+    from landscape.models.train import REPRODUCIBLE_METRICS, compare_with_shipped, train_seeds
+
+    many = len(seeds) > 1
+    r = Result("train3" if many else "train1", f"train {model} seeds {' '.join(map(str, seeds))}"
+               + (" together" if many else ""), before_s=None if many else 126,
+               target_s=45 if many else 30)  # fmt: skip
+    _sync(device)
+    t = time.perf_counter()
+    ckpts = train_seeds(model, list(seeds), device=device, cache=_cache(tmp, r.name))
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    worst = 0.0
+    for ckpt in ckpts:
+        cmp = compare_with_shipped(ckpt) or {}
+        for k, tol in REPRODUCIBLE_METRICS.items():
+            d = abs(cmp.get("delta", {}).get(k, math.nan))
+            worst = max(worst, d / tol) if not math.isnan(d) else math.inf
+        r.facts[f"seed{ckpt.seed}"] = {k: ckpt.meta.get(k) for k in ("test_loss", "test_accuracy")}
+    # the check: the largest metric difference from the shipped seeds, in units of the tolerance
+    r.value, r.reference, r.rel_tol, r.abs_tol = worst, 0.0, 0.0, 1.0
+    return r
+
+
+def table(device: torch.device, tmp: Path, model: str = VIT) -> Result:
+    """``table MODEL --space both``: three pairs, every method, both spaces; its worst cell
+    against the CPU's same cell."""
+    from landscape.experiments.tables import table as run_table
+
+    r = Result("table", f"table {model} --space both (3 pairs)", before_s=22 * 60,
+               target_s=10 * 60)  # fmt: skip
+    t = time.perf_counter()
+    out = run_table(model, 3, space="both", device=device, cache=_cache(tmp, "table"))
+    r.seconds = time.perf_counter() - t
+    r.facts["cells"] = {
+        f"{row['method']}/{row['group']}/{row['space']}/{'-'.join(map(str, pair))}": loss
+        for row in out["rows"]
+        for pair, loss in zip(out["pairs"], row["per_pair_loss"], strict=True)
+    }
+    return r
+
+
+def llama(device: torch.device, tmp: Path, layers: int = 22) -> Result:
+    """bench_big's Llama pair (TinyLlama's configuration) under weight/orth with a 5-point
+    curve: seconds, GPU memory, function checks."""
+    from bench.bench_big import make_pair
+    from landscape.experiments.pairs import barrier_paths
+
+    big = layers >= 22
+    r = Result("llama" if big else f"llama{layers}",
+               f"Llama pair, {layers} layers of TinyLlama, weight/orth + 5-point curve",
+               before_s=2017 if big else None, target_s=300 if big else None)  # fmt: skip
+    a, b = make_pair(tmp / "llama", layers, 0.1)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    t = time.perf_counter()
+    out = barrier_paths(a, b, "weight", "orth", text=ROOT / "README.md", points=5, n_ctx=64,
+                        max_windows=16, device=device,
+                        cache=_cache(tmp, f"llama{layers}"))  # fmt: skip
+    r.seconds = time.perf_counter() - t
+    r.value = out["barrier_loss"]
+    r.facts |= {"matching_s": out["matching"]["seconds"], "rounds": out["matching"]["rounds"],
+                "function_check": out["function_check"],
+                "parameters": out["parameters"]}  # fmt: skip
+    if device.type == "cuda":
+        r.facts["gpu_peak_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    shutil.rmtree(tmp / "llama", ignore_errors=True)
+    return r
+
+
+def growth(device: torch.device, tmp: Path, budget_s: float = 120) -> Result:
+    from bench import bench_scaling
+
+    r = Result("growth", "growth series to width 4096 (bench_scaling)")
+    t = time.perf_counter()
+    widths = (128, 256, 512, 1024, 2048, 4096) if device.type == "cuda" else (32, 64)
+    text, _ = bench_scaling.run(device, widths, (5, 25, 100), (256, 1024, 4096),
+                                budget_s=budget_s, repeats=1)  # fmt: skip
+    r.seconds = time.perf_counter() - t
+    r.facts["table"] = text
+    return r
+
+
+# ---------------------------------------------------------------- running
+
+PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] = {
+    # (name, workload, keywords, time guard in seconds)
+    "zoo": [
+        ("curve", curve, {}, 60),
+        ("weight", weight, {}, 90),
+        ("learned", learned, {}, 120),
+        ("triangle", triangle, {}, 90),
+        ("train1", train, {"seeds": (0,)}, 120),
+        ("train3", train, {"seeds": (0, 1, 2)}, 120),
+    ],
+    "big": [
+        ("table", table, {}, 300),
+        ("llama2", llama, {"layers": 2}, 90),
+        ("llama", llama, {"layers": 22}, 330),
+        ("growth", growth, {"budget_s": 100}, 120),
+    ],
+}
+# the same code on the CPU, small enough for a test: zoo models that need no data download
+SMOKE = [
+    ("curve", curve, {"model": "mlp-digits"}, 60),
+    ("weight", weight, {"model": "mlp-digits"}, 60),
+    ("learned", learned, {"model": "mlp-digits", "steps": 10}, 60),
+    ("triangle", triangle, {"model": "mlp-digits"}, 60),
+    ("growth", growth, {"budget_s": 20}, 40),
+]
 
 
 class _Timeout(Exception):
     pass
 
 
-def _guarded(title: str, seconds: int, fn: Callable[[], str]) -> str:
-    """``fn()`` under an alarm of ``seconds``: its text, or one line saying why it stopped."""
-
+def _guarded(seconds: float, fn: Callable[[], Result], name: str) -> Result:
     def alarm(signum, frame):
         raise _Timeout
 
     old = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(max(1, int(seconds)))
-    t0 = time.perf_counter()
     try:
-        return f"== {title} ==\n{fn()}\n({time.perf_counter() - t0:.0f} s)"
+        return fn()
     except _Timeout:
-        return f"== {title} ==\nabandoned after the {seconds} s time guard"
-    except Exception:  # one failing section must not lose the others' numbers
-        return f"== {title} ==\nfailed:\n{traceback.format_exc(limit=3)}"
+        return Result(name, "", problem=f"abandoned after its {seconds:.0f} s time guard")
+    except Exception:  # one failing workload must not lose the others' numbers
+        return Result(name, "", problem="failed: " + traceback.format_exc(limit=4))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
 
 
-def main() -> None:
+def _cell(x: Any, fmt: str = "{:.4g}") -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    return fmt.format(x)
+
+
+def report(results: list[Result], header: list[str]) -> str:
+    rows = [["workload", "seconds", "before", "target", "met", "value", "CPU", "agrees"]]
+    for r in results:
+        ratio = None if r.seconds is None or r.before_s is None else r.before_s / r.seconds
+        before = _cell(r.before_s) + ("" if ratio is None else f" ({ratio:.1f}×)")
+        rows.append([r.name, _cell(r.seconds, "{:.2f}"), before, _cell(r.target_s), _cell(r.met),
+                     _cell(r.value), _cell(r.reference), _cell(r.agrees)])  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [*header, ""]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    for r in results:
+        if r.problem:
+            lines.append(f"\n{r.name}: {r.problem}")
+        facts = {k: v for k, v in r.facts.items() if k != "table"}
+        if facts:
+            lines.append(f"{r.name}: {r.what}; {json.dumps(facts, default=str)}")
+        if "table" in r.facts:
+            lines.append(r.facts["table"])
+    return "\n".join(lines)
+
+
+def run(plan, device: torch.device, budget_s: float, references: dict[str, Any]) -> list[Result]:
     start = time.perf_counter()
-    out_dir = os.environ.get("OUT")
-    default = Path(out_dir) / "gpu_bench.txt" if out_dir else Path("gpu_bench.txt")
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else default
-    cuda = torch.cuda.is_available()
-    lines = [
-        f"landscape GPU benchmarks; {machine_line()}",
-        f"peers: loss-landscapes {version('loss-landscapes')}, rebasin {version('rebasin')}",
-    ]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="landscape-gpu-") as d:
+        tmp = Path(d)
+        for name, fn, kw, guard in plan:
+            left = budget_s - (time.perf_counter() - start)
+            if left < 10:
+                results.append(Result(name, "", problem="not run: the call's budget is spent"))
+                continue
+            print(f"[{time.perf_counter() - start:5.0f} s] {name}", file=sys.stderr, flush=True)
+            r = _guarded(min(guard, left), lambda fn=fn, kw=kw: fn(device, tmp, **kw), name)
+            ref = references.get(r.name)
+            if isinstance(ref, dict):  # a table: its worst disagreement, cell by cell
+                cells = r.facts.get("cells", {})
+                gaps = [abs(cells[k] - v) / max(abs(v), 0.005 / 0.01) for k, v in ref.items()
+                        if k in cells]  # fmt: skip
+                r.value, r.reference, r.rel_tol, r.abs_tol = (max(gaps) if gaps else None), 0.0, \
+                    0.0, 0.01  # fmt: skip
+            elif ref is not None and r.reference is None:
+                r.reference = ref
+            results.append(r)
+    return results
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--parts", nargs="+", choices=sorted(PARTS), default=["zoo"])
+    p.add_argument("--data", help="folder with the Fashion-MNIST IDX files and shakespeare.txt")
+    p.add_argument("--smoke", action="store_true", help="the CPU smoke run (seconds)")
+    p.add_argument("--record", action="store_true", help="write the CPU references")
+    p.add_argument("--budget", type=float, default=BUDGET_S, help="seconds for the whole call")
+    p.add_argument("--out", help="table path (default $OUT/gpu_bench.txt, else ./gpu_bench.txt)")
+    args = p.parse_args()
+    if args.data:
+        for var in ("LANDSCAPE_FASHION_MNIST", "LANDSCAPE_DATA"):
+            os.environ[var] = str(Path(args.data).resolve())
+    from bench.common import machine_line
+    from landscape.device import kernel_fingerprint
+
+    cuda = torch.cuda.is_available() and not (args.smoke or args.record)
+    device = torch.device("cuda" if cuda else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the CPU's numbers, not TF32's
+    torch.backends.cudnn.allow_tf32 = False
+    header = [f"landscape device check; {machine_line()}", f"kernels: {kernel_fingerprint()}"]
     if cuda:
-        lines.append(f"device: {torch.cuda.get_device_name(0)}")
-
-        def curve() -> str:
-            text, ratios = bench_curve.run(device="cuda")
-            return text + "\n\n" + ratio_table(ratios)
-
-        def growth() -> str:
-            left = TOTAL_S - (time.perf_counter() - start) - 30
-            widths = (128, 256, 512, 1024, 2048, 4096)
-            text, _ = bench_scaling.run(
-                "cuda", widths, (5, 25, 100, 400), (256, 1024, 4096, 16384), budget_s=left
-            )
-            return text
-
-        lines.append(_guarded("barrier curves on CUDA", 180, curve))
-        left = int(TOTAL_S - (time.perf_counter() - start))
-        lines.append(_guarded("growth on CUDA", left, growth))
+        header.append(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    if args.smoke:
+        plan, budget = SMOKE, min(args.budget, 240)
+        header.append("smoke run on the CPU (no CUDA sections)")
     else:
-        lines.append("no CUDA device: skipping the CUDA sections; CPU smoke run of the same code")
-        torch.set_num_threads(1)
-
-        def smoke() -> str:
-            text, _ = bench_scaling.run("cpu", (32, 64), (5, 9), (64, 128), budget_s=60, repeats=1)
-            return text
-
-        lines.append(_guarded("growth smoke on CPU", 120, smoke))
-    text = "\n\n".join(lines)
+        plan = [w for part in args.parts for w in PARTS[part]]
+        budget = args.budget if not args.record else 10**6
+        if not cuda and not args.record:
+            header.append("no CUDA device: the workloads run on the CPU")
+    shipped = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}
+    references = {} if args.record else shipped.get("smoke", {}) if args.smoke else shipped
+    torch.set_num_threads(os.cpu_count() or 1)
+    results = run(plan, device, budget, references)
+    if args.smoke:  # small models on the CPU: the H200's measurements and targets do not apply
+        for r in results:
+            r.before_s = r.target_s = None
+    text = report(results, header)
+    print(text)
+    if args.record:
+        got = shipped.setdefault("smoke", {}) if args.smoke else shipped
+        for r in results:
+            if r.name == "table" and "cells" in r.facts:
+                got[r.name] = r.facts["cells"]
+            elif r.value is not None and not r.name.startswith("train"):
+                got[r.name] = r.value
+        REFERENCE.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
+        print(f"references written to {REFERENCE}")
+        return
+    out_dir = os.environ.get("OUT")
+    path = Path(args.out) if args.out else Path(out_dir or ".") / "gpu_bench.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n")
-    print(text)
-    print(f"\ntable written to {path} ({time.perf_counter() - start:.0f} s in all)")
+    path.with_suffix(".json").write_text(json.dumps(
+        [r.__dict__ | {"agrees": r.agrees, "met": r.met} for r in results], indent=1,
+        default=str))  # fmt: skip
+    print(f"\ntable written to {path}")
 
 
 if __name__ == "__main__":
