@@ -22,10 +22,13 @@ from pathlib import Path
 from landscape.errors import LandscapeError
 
 __all__ = [
+    "MAX_STEPS",
     "budget_bytes",
+    "check_checkpoints",
     "check_gguf_entries",
     "check_points",
     "check_resolution",
+    "check_steps",
     "check_text_file",
     "check_windows",
     "max_points",
@@ -52,6 +55,13 @@ TEXT_BYTES_CHARACTERS = 8
 # transformers' reader builds of it and the tokenizer or model built from them (≈ 1 kB per entry
 # measured on 200,000 tokens with their types).
 BYTES_PER_GGUF_ENTRY = 2048
+# A checkpoint a run keeps (the gauge sweep's recovery grid and trajectory): its float32
+# parameters and their copy in a random gauge.
+COPIES_PER_CHECKPOINT = 2
+# The steps of one fine-tuning or training run a sweep asks for. Time, not memory, grows with
+# them, so the cap is fixed: over ten times the zoo's longest training (7,500 steps), so that a
+# mistyped count (10⁹) is refused instead of sitting at 0% for days.
+MAX_STEPS = 100_000
 
 
 def budget_bytes() -> int:
@@ -124,6 +134,28 @@ def check_text_file(path: str | os.PathLike, bytes_per_byte: int, how: str) -> N
     if size > limit:
         raise LandscapeError(
             f"text file {p} is {_size(size)}; encoding it {how} is limited to {_size(limit)} "
+            f"({_budget_text()})"
+        )
+
+
+def check_steps(option: str, steps: int) -> None:
+    """Refuse a run of more than :data:`MAX_STEPS` steps (one line naming ``option``)."""
+    if steps > MAX_STEPS:
+        raise LandscapeError(
+            f"{option} {steps} exceeds the limit of {MAX_STEPS} steps of one run (over ten "
+            "times the longest training of the zoo)"
+        )
+
+
+def check_checkpoints(what: str, count: int, parameters: int) -> None:
+    """Refuse a run that keeps ``count`` checkpoints of ``parameters`` float32 parameters (each
+    with its gauged copy) when they exceed the budget; ``what`` names the options asking for
+    them."""
+    each = 4 * COPIES_PER_CHECKPOINT * max(1, parameters)
+    limit = budget_bytes() // each
+    if count > limit:
+        raise LandscapeError(
+            f"{what} keeps {count} checkpoints of {_size(each)} each; the limit is {limit} "
             f"({_budget_text()})"
         )
 

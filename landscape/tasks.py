@@ -40,6 +40,7 @@ class Task:
     batch_size: int = 64
     device: torch.device = CPU
     data_key: dict[str, Any] | None = None  # families: what identifies the data in cache keys
+    lr_from: str = "task"  # where ``lr`` comes from: "family record", "zoo recipe" or "task"
 
     @property
     def digest(self) -> str:
@@ -82,6 +83,7 @@ def load_task(
     if ckpt.meta.get("family"):
         data: Data = data_of(ckpt)
         name = ckpt.meta["family"]
+        lr_from = "family record"
     else:
         name = ckpt.meta.get("name", model if isinstance(model, str) else "")
         if name not in ZOO:
@@ -91,6 +93,7 @@ def load_task(
         data = data_of(ckpt)
         if ZOO[name].config != ckpt.cfg:
             raise LandscapeError(f"checkpoint config differs from the zoo's {name} config")
+        lr_from = "zoo recipe"
     default_act, default_test = data.task_sizes(ckpt.cfg)
     n_act, n_test = n_act or default_act, n_test or default_test
     train, test = data.task_splits()
@@ -99,4 +102,4 @@ def load_task(
     return Task(name, int(ckpt.meta.get("seed", seed) or 0), ckpt.cfg, params,
                 data.sampler(ckpt.cfg, train), train.inputs[:n_act].to(device),
                 train.targets[:n_act].to(device), test, data.lr, data.batch_size, device,
-                data.task_key)  # fmt: skip
+                data.task_key, lr_from)  # fmt: skip

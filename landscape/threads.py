@@ -42,6 +42,9 @@ AUTO = "auto"
 CALIBRATION_VERSION = 1
 WITHIN = 0.9  # the ceiling: the fewest threads reaching this fraction of the fastest speed
 SAMPLE_S = 0.1  # how long /proc/stat is watched for other processes' work
+# More threads than cores only wait for one another; a few per core are allowed (a count set
+# for a larger machine still runs), thousands are refused (each is an OS thread torch starts).
+THREADS_PER_CORE = 4
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -188,8 +191,15 @@ def choose_threads(width: int = 256) -> int:
     return 1 if free == 1 else min(ceiling(width), free)
 
 
+def max_threads() -> int:
+    """The largest thread count accepted: :data:`THREADS_PER_CORE` per core this process may
+    run on (:func:`cores`)."""
+    return THREADS_PER_CORE * cores()
+
+
 def parse_threads(spec: int | str | None) -> int | str | None:
-    """``None`` (leave torch as it is), ``"auto"`` or a count ≥ 1; anything else is refused."""
+    """``None`` (leave torch as it is), ``"auto"`` or a count from 1 to :func:`max_threads`;
+    anything else is refused."""
     if spec is None or spec == AUTO:
         return spec
     try:
@@ -198,6 +208,11 @@ def parse_threads(spec: int | str | None) -> int | str | None:
         raise LandscapeError(f"threads must be a whole number or 'auto', got {spec!r}") from None
     if n < 1 or str(n) != str(spec).strip():
         raise LandscapeError(f"threads must be a whole number ≥ 1 or 'auto', got {spec!r}")
+    if n > max_threads():
+        raise LandscapeError(
+            f"threads must be at most {max_threads()} ({THREADS_PER_CORE} per core of the "
+            f"{cores()} this process may run on), got {n}"
+        )
     return n
 
 

@@ -307,7 +307,7 @@ def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
                            trajectory_steps=args.trajectory_steps,
                            trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
                            device=args.device, executor=args.executor, address=args.address,
-                           progress=progress)  # fmt: skip
+                           lr=args.lr, progress=progress)  # fmt: skip
 
 
 @command("transport")

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from landscape.budget import MAX_STEPS
 from landscape.errors import LandscapeError, check_seed, did_you_mean
 
 # The parser is built without torch, numpy or scipy, so that `--help` answers at once: what
@@ -181,6 +182,22 @@ _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
 
+def _run_steps(low: int) -> Callable[[str], int]:
+    """Steps of one fine-tuning or training run: at least ``low``, at most
+    ``landscape.budget.MAX_STEPS`` (a mistyped count is refused, not run for days)."""
+    at_least = _int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > MAX_STEPS:
+            raise argparse.ArgumentTypeError(
+                f"must be at most {MAX_STEPS}, the limit of the steps of one run, got {value}"
+            )
+        return value
+
+    return parse
+
+
 # --learned-X → learned matching's keyword (landscape.matching.learned.learned_matching), and
 # the library's defaults and starts, mirrored here so that --help imports no torch (a test keeps
 # them equal)
@@ -338,13 +355,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--draws", type=_count, default=3, help="random gauges per group")
     p.add_argument("--parts", nargs="+", default=None,
                    help="table scramble recovery trajectory claims (default: all)")  # fmt: skip
-    p.add_argument("--steps", type=_int_at_least(0), nargs="+", default=[0, 10, 30, 100, 300],
+    p.add_argument("--steps", type=_run_steps(0), nargs="+", default=[0, 10, 30, 100, 300],
                    help="fine-tuning steps of drift for the recovery part")  # fmt: skip
-    p.add_argument("--trajectory-steps", type=_count, default=1500,
+    p.add_argument("--trajectory-steps", type=_run_steps(1), default=1500,
                    help="training steps of the run the trajectory part stores")  # fmt: skip
     p.add_argument("--trajectory-every", type=_count, default=10,
                    help="steps between the checkpoints it stores, each in its own random "
                         "gauge")  # fmt: skip
+    p.add_argument("--lr", type=_float_in(0, 1, open_low=True), default=None,
+                   help="learning rate of the recovery part's fine-tuning (default: the "
+                        "model's own, a family's record or the zoo recipe's)")  # fmt: skip
     _executor(p, "the draws of every part")
 
     p = sub.add_parser("transport", parents=[common],

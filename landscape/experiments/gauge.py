@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from landscape.budget import check_checkpoints, check_steps
 from landscape.data import Split
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.curves import barrier_curve
@@ -98,11 +99,13 @@ __all__ = [
     "GAUGE_VERSION",
     "activation_similarity",
     "align_activations",
+    "check_kept_checkpoints",
     "check_sweep_args",
     "claim_check",
     "coordinate_accuracy",
     "readout_features",
     "recover",
+    "recovery_lr",
     "recovery_under_drift",
     "resid_only",
     "resid_stack",
@@ -317,13 +320,23 @@ def _rel_dist(pa: Params, pb: Params) -> float:
     return math.sqrt(num / den)
 
 
+def recovery_lr(task: Task, lr: float | None = None) -> tuple[float, str]:
+    """The learning rate the recovery part fine-tunes at, and where it comes from: ``lr`` when
+    given ("given"), else the task's own (a family's record, a zoo model's recipe:
+    ``task.lr_from``). A given rate equal to the task's own is the task's own."""
+    check_sweep_args(lr=lr)
+    if lr is None or lr == task.lr:
+        return task.lr, task.lr_from
+    return float(lr), "given"
+
+
 def recovery_under_drift(
     task: Task,
     *,
     steps_grid: Sequence[int] = (0, 10, 30, 100, 300),
     draws: int = 2,
     seed: int = 0,
-    lr: float = 1e-3,
+    lr: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Scramble with g ∈ B_d (stream only), fine-tune g(A) k steps, recover g.
@@ -331,21 +344,26 @@ def recovery_under_drift(
     For each k in ``steps_grid`` and draw: recovery from paired activations and from weights
     (:func:`recover`) with signed-correlation and sign-marginalised assignment, scored per
     coordinate against the truth ``g⁻¹`` (:func:`coordinate_accuracy`). Also the relative weight
-    drift ``‖θ_k − θ_0‖/‖θ_0‖``. Fine-tuning: AdamW at ``lr`` (no warm-up) on the training data.
+    drift ``‖θ_k − θ_0‖/‖θ_0‖``. Fine-tuning: AdamW (no warm-up) on the training data at ``lr``,
+    by default the model's own (:func:`recovery_lr`; the result's ``lr_from`` says which).
     A :class:`RecoveryResult` as a dict.
     """
     check_sweep_args(draws=draws, steps_grid=steps_grid)
+    check_kept_checkpoints(task, steps_grid=steps_grid)
+    lr, lr_from = recovery_lr(task, lr)
     rows = []
     for d in range(draws):
         rows += recovery_draw(task, d, steps_grid=steps_grid, seed=seed, lr=lr)
         if progress:
             progress("recovery", d + 1, draws)
-    return recovery_result(rows, steps_grid, draws, lr)
+    return recovery_result(rows, steps_grid, draws, lr, lr_from)
 
 
 def recovery_draw(task: Task, draw: int, *, steps_grid: Sequence[int], seed: int = 0,
-                  lr: float = 1e-3) -> list[RecoveryPoint]:  # fmt: skip
-    """One draw of :func:`recovery_under_drift`: its points at every step count of the grid."""
+                  lr: float | None = None) -> list[RecoveryPoint]:  # fmt: skip
+    """One draw of :func:`recovery_under_drift`: its points at every step count of the grid
+    (fine-tuning at ``lr``, by default the task's own)."""
+    lr = recovery_lr(task, lr)[0]
     cfg, spec = task.cfg, spec_for(task.cfg)
     grid = sorted(set(int(k) for k in steps_grid))
     g = resid_only(spec, SIGNED_PERM, 1000 * seed + draw)
@@ -372,11 +390,12 @@ def recovery_draw(task: Task, draw: int, *, steps_grid: Sequence[int], seed: int
 
 
 def recovery_result(rows: Sequence[RecoveryPoint], steps_grid: Sequence[int], draws: int,
-                    lr: float = 1e-3) -> dict[str, Any]:  # fmt: skip
-    """The points of :func:`recovery_under_drift` with their mean curve, as a dict."""
+                    lr: float, lr_from: str) -> dict[str, Any]:  # fmt: skip
+    """The points of :func:`recovery_under_drift` with their mean curve, as a dict; ``lr`` and
+    ``lr_from`` as :func:`recovery_lr` gives them."""
     grid = sorted(set(int(k) for k in steps_grid))
     curve = [RecoveryPoint.mean(k, rows) for k in grid]
-    return RecoveryResult(list(rows), curve, grid, lr, draws).to_dict()
+    return RecoveryResult(list(rows), curve, grid, lr, draws, lr_from).to_dict()
 
 
 # ----------------------------------------------------------------------------- 4. trajectory
@@ -406,6 +425,7 @@ def trajectory_transport(
     distance in steps. A :class:`TrajectoryResult` as a dict.
     """
     check_sweep_args(trajectory_steps=steps, trajectory_every=every)
+    check_kept_checkpoints(task, trajectory=(steps, every))
     cfg, spec = task.cfg, spec_for(task.cfg)
     lr = task.lr if lr is None else lr
     snaps = [init_params(cfg, seed)]
@@ -535,6 +555,22 @@ def _accuracy(cfg: ModelConfig, params: Params, split: Split) -> float:
         return float(loss_and_accuracy(cfg, forward(cfg, params, split.inputs), split.targets)[1])
 
 
+def check_kept_checkpoints(task: Task, *, steps_grid: Sequence[int] | None = None,
+                           trajectory: tuple[int, int] | None = None) -> None:  # fmt: skip
+    """Refuse, before any training, a part that keeps more checkpoints of the task's model than
+    the memory budget holds (:func:`landscape.budget.check_checkpoints`): the recovery part one
+    per step count of ``steps_grid``, the trajectory part one every ``every`` of its ``steps``
+    (``trajectory``: (steps, every))."""
+    n = sum(v.numel() for v in task.params.values())
+    if steps_grid is not None:
+        grid = set(steps_grid)
+        check_checkpoints(f"gauge-sweep --steps with {len(grid)} step counts", len(grid), n)
+    if trajectory is not None:
+        steps, every = trajectory
+        check_checkpoints(f"gauge-sweep --trajectory-steps {steps} with --trajectory-every "
+                          f"{every}", steps // every + 1, n)  # fmt: skip
+
+
 def check_sweep_args(
     *,
     seed: int = 0,
@@ -542,9 +578,11 @@ def check_sweep_args(
     steps_grid: Sequence[int] = (0,),
     trajectory_steps: int = 1,
     trajectory_every: int = 1,
+    lr: float | None = None,
 ) -> None:
     """One-line errors for sweep arguments that would otherwise fail deep inside a part
-    (a ``KeyError`` for a negative step, a division by a zero spacing) or overflow a seed."""
+    (a ``KeyError`` for a negative step, a division by a zero spacing), overflow a seed, or run
+    for days (steps past :data:`landscape.budget.MAX_STEPS`)."""
     check_seed(seed, "the gauge-sweep seed")
     if draws < 1:
         raise LandscapeError(f"gauge-sweep --draws must be at least 1, got {draws}")
@@ -553,6 +591,10 @@ def check_sweep_args(
             f"gauge-sweep --steps must be one or more non-negative step counts, got "
             f"{list(steps_grid)}"
         )
+    check_steps("gauge-sweep --steps", max(steps_grid))
+    check_steps("gauge-sweep --trajectory-steps", trajectory_steps)
+    if lr is not None and not (math.isfinite(lr) and lr > 0):
+        raise LandscapeError(f"gauge-sweep --lr must be a positive finite number, got {lr}")
     if trajectory_every < 1:
         raise LandscapeError(
             f"gauge-sweep --trajectory-every must be at least 1, got {trajectory_every}"

@@ -190,19 +190,22 @@ class RecoveryResult:
     rows: list[RecoveryPoint]
     curve: list[RecoveryPoint]
     steps_grid: list[int]
-    lr: float
+    lr: float  # the fine-tuning's learning rate
     draws: int
+    # where lr came from: "given", or the model's own ("family record", "zoo recipe", "task");
+    # None in a result stored before it was said
+    lr_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": [r.to_dict() for r in self.rows],
                 "curve": [c.to_dict() for c in self.curve], "steps_grid": self.steps_grid,
-                "lr": self.lr, "draws": self.draws}  # fmt: skip
+                "lr": self.lr, "lr_from": self.lr_from, "draws": self.draws}  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecoveryResult:
         return cls([RecoveryPoint.from_dict(r) for r in d["rows"]],
                    [RecoveryPoint.from_dict(c) for c in d["curve"]], d["steps_grid"], d["lr"],
-                   d["draws"])  # fmt: skip
+                   d["draws"], d.get("lr_from"))  # fmt: skip
 
 
 @dataclass(frozen=True)

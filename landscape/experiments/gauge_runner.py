@@ -22,10 +22,12 @@ from landscape.experiments import sweeps
 from landscape.experiments.gauge import (
     GAUGE_VERSION,
     Claims,
+    check_kept_checkpoints,
     check_sweep_args,
     claim_check,
     draw_units,
     recovery_draw,
+    recovery_lr,
     recovery_result,
     recovery_under_drift,
     scramble_result,
@@ -61,12 +63,15 @@ def gauge_sweep(
     cache: Cache | None = None,
     executor: str = "local",
     address: str | None = None,
+    lr: float | None = None,
 ) -> dict[str, Any]:
     """The whole gauge sweep of one model as a JSON-serialisable dict, one key per part.
 
     Each part is cached (kind ``"gauge-sweep"``) under the model's weight digest, its arguments
     and ``GAUGE_VERSION``; ``seconds`` records the compute time of each part (0 on a cache hit
-    keeps the original time).
+    keeps the original time). The recovery part fine-tunes at ``lr``, by default the model's
+    own (a family's record, a zoo model's recipe); its result and its cache key hold the rate
+    used, and the result says where it came from (``lr_from``).
 
     ``executor="ray"`` computes every draw of the parts not yet in ``cache`` as a Ray task (a
     (group, draw) of the scramble and the claims, a draw of the recovery; the table and the
@@ -80,8 +85,12 @@ def gauge_sweep(
         raise LandscapeError(f"unknown gauge-sweep parts {sorted(unknown)}; expected {PARTS}")
     check_sweep_args(seed=seed, draws=draws, steps_grid=steps_grid,
                      trajectory_steps=trajectory_steps,
-                     trajectory_every=trajectory_every)  # fmt: skip
+                     trajectory_every=trajectory_every, lr=lr)  # fmt: skip
     task = load_task(model, seed, device=device)
+    # before any part runs: a later part that outgrows the budget would waste the earlier ones
+    check_kept_checkpoints(task, steps_grid=steps_grid if "recovery" in parts else None,
+                           trajectory=((trajectory_steps, trajectory_every)
+                                       if "trajectory" in parts else None))  # fmt: skip
     why = resid_blocked(task.cfg)
     rotating = sorted(set(parts) & {"scramble", "claims"})
     if why and rotating:
@@ -90,6 +99,7 @@ def gauge_sweep(
             f"S_d, B_d and O(d), and {task.name} admits no O(d): {why}; run the other parts "
             "(--parts table recovery trajectory)"
         )
+    recovery_rate, lr_from = recovery_lr(task, lr)
     cache = cache or Cache()
     base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),
             "weights": task.digest, "seed": seed}  # fmt: skip
@@ -99,9 +109,10 @@ def gauge_sweep(
         "table": ({}, lambda: _table_part(task)),
         "scramble": ({"draws": draws},
                      lambda: scramble_test(task, draws=draws, seed=seed, progress=progress)),
-        "recovery": ({"draws": draws, "steps_grid": list(steps_grid)},
+        "recovery": ({"draws": draws, "steps_grid": list(steps_grid), "lr": recovery_rate},
                      lambda: recovery_under_drift(task, steps_grid=steps_grid, draws=draws,
-                                                  seed=seed, progress=progress)),
+                                                  seed=seed, lr=recovery_rate,
+                                                  progress=progress)),
         "trajectory": ({"steps": trajectory_steps, "every": trajectory_every},
                        lambda: trajectory_transport(task, steps=trajectory_steps,
                                                     every=trajectory_every, seed=seed,
@@ -111,8 +122,8 @@ def gauge_sweep(
     inputs = {part: {**base, "part": part, **runners[part][0]} for part in parts}
     if executor == "ray":
         options = {"seed": seed, "draws": draws, "steps_grid": list(steps_grid),
-                   "trajectory_steps": trajectory_steps,
-                   "trajectory_every": trajectory_every}  # fmt: skip
+                   "trajectory_steps": trajectory_steps, "trajectory_every": trajectory_every,
+                   "lr": recovery_rate, "lr_from": lr_from}  # fmt: skip
         _on_ray(model, task, inputs, options, address, cache, progress)
     out: dict[str, Any] = {"model": task.name, "seed": seed, "version": GAUGE_VERSION}
     for part in parts:
@@ -151,9 +162,10 @@ _DRAWS = {
                        lambda t, v, o: scramble_result(v, o["draws"])),
     "recovery": _Draws(lambda o: list(range(o["draws"])),
                        lambda t, u, o: recovery_draw(t, u, steps_grid=o["steps_grid"],
-                                                     seed=o["seed"]),
+                                                     seed=o["seed"], lr=o["lr"]),
                        lambda t, v, o: recovery_result([p for points in v for p in points],
-                                                       o["steps_grid"], o["draws"])),
+                                                       o["steps_grid"], o["draws"], o["lr"],
+                                                       o["lr_from"])),
     "trajectory": _Draws(lambda o: [None],
                          lambda t, u, o: trajectory_transport(t, steps=o["trajectory_steps"],
                                                               every=o["trajectory_every"],

@@ -127,3 +127,36 @@ def test_claims_collapse_under_gauge_and_return_after_transport():
     assert summary["signed-perm"]["raw"] < 0.75
     assert summary["orth"]["raw"] < 0.75
     assert summary["signed-perm"]["perm_only"] < 1.0 or summary["signed-perm"]["raw"] < 1.0
+
+
+def test_recovery_fine_tunes_at_the_task_lr_unless_given():
+    """The drift of the recovery part comes from the model's own learning rate (a family's
+    record, a zoo recipe), or the one given; the result says which (formerly a fixed 1e-3)."""
+    from dataclasses import replace
+
+    task = synthetic_task("mlp")
+    slow = recovery_under_drift(replace(task, lr=1e-5), steps_grid=(0, 3), draws=1)
+    fast = recovery_under_drift(replace(task, lr=1e-1), steps_grid=(0, 3), draws=1)
+    assert (slow["lr"], slow["lr_from"]) == (1e-5, "task")
+    assert (fast["lr"], fast["lr_from"]) == (1e-1, "task")
+    assert fast["curve"][-1]["drift"] > 100 * slow["curve"][-1]["drift"] > 0
+    given = recovery_under_drift(task, steps_grid=(0, 3), draws=1, lr=1e-1)
+    assert (given["lr"], given["lr_from"]) == (1e-1, "given")
+    assert given["curve"] == fast["curve"]
+    same = recovery_under_drift(task, steps_grid=(0,), draws=1, lr=task.lr)
+    assert (same["lr"], same["lr_from"]) == (task.lr, "task")  # the model's own, said so
+
+
+def test_the_sweep_recovers_at_the_recipe_lr_and_keys_the_cache_by_it(tmp_path):
+    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.models.zoo import ZOO
+    from landscape.store.cache import Cache
+
+    cache = Cache(tmp_path / "cache")
+    kw = {"draws": 1, "steps_grid": (0, 2), "parts": ("recovery",), "cache": cache}
+    own = gauge_sweep("mlp-digits", 0, **kw)["recovery"]
+    assert (own["lr"], own["lr_from"]) == (ZOO["mlp-digits"].train.lr, "zoo recipe")
+    given = gauge_sweep("mlp-digits", 0, lr=0.3, **kw)["recovery"]
+    assert (given["lr"], given["lr_from"]) == (0.3, "given")
+    assert given["curve"][-1]["drift"] != own["curve"][-1]["drift"]  # its own entry
+    assert gauge_sweep("mlp-digits", 0, **kw)["recovery"] == own
