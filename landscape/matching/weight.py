@@ -285,7 +285,7 @@ def weight_matching(
     group: str,
     *,
     max_rounds: int = 50,
-    tol: float = 1e-10,
+    tol: float = 1e-4,
     seed: int = 0,
     within_heads: bool = True,
     on_round: OnRound | None = None,
@@ -298,10 +298,12 @@ def weight_matching(
     replaces its element by the best one with the others held fixed. Stops when a round changes
     no monomial element and (with a dense element: orthogonal stream, within-head maps)
     ``‖θ_A − π(θ_B)‖²`` improved by at most ``tol`` relative to ``‖θ_A‖² + ‖θ_B‖²``, or after
-    ``max_rounds``. With the dense within-head maps the default 1e-10 is never met on the zoo's
-    transformers: the objective keeps falling by 1e-5–1e-6 of itself per round, and all
-    ``max_rounds`` run (the barrier moves by a few hundredths over the last 30 rounds, in
-    either direction); ``tol=1e-4`` stops there after 15–25 rounds. ``within_heads`` also
+    ``max_rounds``. The default was chosen by measurement: with the dense within-head maps the
+    descent on the zoo's transformers never settles (after 50 rounds the objective still falls
+    by ~1e-5 of itself a round, now and then by more when an FFN assignment changes), and on
+    vit-fashion-d128 seeds 0-1 the rounds after the first under 1e-4 (round 16) lower the
+    objective by 0.4% in all while the barrier moves by 5-10% in either direction, depending
+    on the visiting order; 1e-4 stops there and takes a third of the time. ``within_heads`` also
     matches the per-head maps ``qk{l}``/``ov{l}`` (each visited right after its layer's head
     permutation; the visiting order of the other variables is the one drawn without the
     option); their condition numbers are in ``info``.
