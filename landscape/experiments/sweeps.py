@@ -26,7 +26,10 @@ optional dependency (``pip install 'landscape[ray]'``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +44,11 @@ from landscape.threads import cores, using
 
 EXECUTORS = ("local", "ray")
 MAX_RETRIES = 3  # attempts after a worker dies mid-task
+CONNECT_TIMEOUT_S = 5.0  # a cluster's head answers a TCP connection at once
+# the ports Ray listens at when an address names none: the GCS of ``ray start --head``, and
+# the Ray client server for ``ray://``
+GCS_PORT, CLIENT_PORT = 6379, 10001
+_ADDRESS = re.compile(r"(?:\[(?P<ip6>[^\]]+)\]|(?P<host>[^:/\[\]\s]+))(?::(?P<port>\d{1,5}))?")
 
 
 def check_executor(executor: str, address: str | None = None) -> None:
@@ -56,6 +64,40 @@ def check_executor(executor: str, address: str | None = None) -> None:
             raise LandscapeError(
                 "--executor ray needs Ray: pip install 'landscape[ray]' (or pip install ray)"
             ) from None
+        if address is not None:
+            check_address(address)
+
+
+def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse, in one line and within about ``timeout_s``, a Ray address that is not one
+    (``host:port``, ``ray://host[:port]``, ``auto`` or ``local``) or that nothing answers at: a
+    TCP connection to its port (the GCS, or the client server of ``ray://``). Ray itself, given
+    such an address, retries for many minutes with a warning every few seconds. ``auto`` and
+    ``local`` are Ray's to resolve."""
+    if address in ("auto", "local"):
+        return
+    rest, port = address, GCS_PORT
+    if rest.startswith("ray://"):
+        rest, port = rest.removeprefix("ray://"), CLIENT_PORT
+    m = _ADDRESS.fullmatch(rest)
+    if m is None or (m["port"] is None and not address.startswith("ray://")):
+        raise LandscapeError(
+            f"--address {address!r} is not a Ray address: host:port (the head's GCS, as "
+            "ray start --head prints it), ray://host:port, or auto"
+        )
+    host, port = m["ip6"] or m["host"], int(m["port"] or port)
+    if not 0 < port < 65536:
+        raise LandscapeError(f"--address {address!r}: the port in host:port must lie in 1–65535")
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = f"no answer within {timeout_s:g} s" if isinstance(e, TimeoutError) else (
+            e.strerror or str(e) or type(e).__name__)  # fmt: skip
+        raise LandscapeError(
+            f"--address {address}: no Ray cluster answers there ({why}); start one with "
+            "ray start --head, or leave out --address for a local one"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -198,8 +240,12 @@ def sweep(address: str | None = None) -> Iterator[Pool]:
     started = False
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": cores()}
+        if address:  # a connection refused at once, not after minutes of Ray's retries
+            check_address(address)
         try:
-            ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+            # Ray's own info and warnings stay off stderr: the command says what went wrong
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                     **kwargs)  # fmt: skip
         except Exception as e:  # noqa: BLE001 - a cluster that cannot be reached: one line
             where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
             raise LandscapeError(f"cannot start or reach {where}: {e}") from None

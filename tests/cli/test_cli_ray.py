@@ -140,3 +140,47 @@ def test_without_ray_the_flag_says_how_to_install_it(argv, capsys, monkeypatch, 
     assert len(errors) == 1 and "pip install 'landscape[ray]'" in errors[0]
     assert main([*argv, "--address", "auto"]) == 2
     assert "use it with --executor ray" in capsys.readouterr().err
+
+
+def _closed_port() -> int:
+    """A local port nothing listens at (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["gauge-sweep", "mlp-digits", "--parts", "table"], ["controls", "mlp-digits"], TRIANGLE,
+])  # fmt: skip
+def test_an_address_nothing_answers_at_is_one_line_at_once(argv, capsys, monkeypatch, tmp_path):
+    """Formerly Ray retried for minutes with a warning every few seconds before its error."""
+    import time
+
+    pytest.importorskip("ray")
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path))
+    address = f"127.0.0.1:{_closed_port()}"
+    t0 = time.perf_counter()
+    assert main([*argv, "--executor", "ray", "--address", address]) == 2
+    assert time.perf_counter() - t0 < 30
+    err = [line.strip() for line in capsys.readouterr().err.splitlines()]
+    bars = [line for line in err if "%|" in line]  # the command's own progress bar, at 0%
+    said = [line for line in err if line and line not in bars]
+    assert all(line.startswith("landscape: ") for line in said), said  # nothing from Ray
+    err = said
+    errors = [line for line in err if line.startswith("landscape: error:")]
+    assert len(errors) == 1 and address in errors[0] and "--address" in errors[0], err
+
+
+@pytest.mark.parametrize("address,fragment", [
+    ("127.0.0.1", "host:port"), ("127.0.0.1:99999", "host:port"), ("ray://", "host:port"),
+    ("no-such-host.invalid:6379", "no-such-host.invalid:6379"),
+])  # fmt: skip
+def test_an_address_that_is_not_one_is_refused_in_one_line(address, fragment):
+    from landscape.experiments.sweeps import check_executor
+
+    pytest.importorskip("ray")
+    with pytest.raises(LandscapeError, match=fragment.replace(".", r"\.")) as err:
+        check_executor("ray", address)
+    assert "\n" not in str(err.value)
