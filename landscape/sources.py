@@ -40,8 +40,9 @@ from landscape.data import Split
 from landscape.data.text import encoding_sources, token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError, did_you_mean
-from landscape.models import Architecture, ModelConfig, architecture_of
+from landscape.models import Architecture, ModelConfig, architecture_of, count_params
 from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
+from landscape.models.registry import describe as describe_architecture
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
 from landscape.models.zoo import (
@@ -106,17 +107,23 @@ def load_any(path: str | os.PathLike) -> Checkpoint:
         raise LandscapeError(
             f"{p} is not a zoo model, a family or a checkpoint path{did_you_mean(str(p), known)}"
         )
-    cfg_file = p / "config.json"
-    if p.is_dir() and cfg_file.is_file():
-        try:
-            doc = read_json(cfg_file)
-        except LandscapeError:  # the importer below names the problem
-            doc = None
-        if isinstance(doc, dict) and doc.get("format") == "landscape":
-            ckpt = load_checkpoint_dir(p)
-            params = {k: v.float() for k, v in ckpt.params.items()}
-            return Checkpoint(ckpt.cfg, params, ckpt.meta)
+    if _landscape_dir(p):
+        ckpt = load_checkpoint_dir(p)
+        params = {k: v.float() for k, v in ckpt.params.items()}
+        return Checkpoint(ckpt.cfg, params, ckpt.meta)
     return import_checkpoint(p)
+
+
+def _landscape_dir(p: Path) -> bool:
+    """Whether ``p`` is a folder landscape wrote: a ``config.json`` that says
+    ``"format": "landscape"`` (``train --save``, ``align --out``, a family's planted member)."""
+    if not (p.is_dir() and (p / "config.json").is_file()):
+        return False
+    try:
+        doc = read_json(p / "config.json")
+    except LandscapeError:  # the importer names the problem
+        return False
+    return isinstance(doc, dict) and doc.get("format") == "landscape"
 
 
 def label(ckpt: Checkpoint) -> str:
@@ -631,8 +638,9 @@ class Source:
 
 def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
     """``landscape inspect PATH``: what a checkpoint is (:func:`~landscape.models.importers.
-    inspect_checkpoint`) and, under ``symmetries``, the gauge groups it admits as imported
-    (:func:`landscape.symmetry.admitted_symmetries`, read from the configuration).
+    inspect_checkpoint`; a folder landscape wrote, ``format`` landscape, from its own
+    configuration and metadata) and, under ``symmetries``, the gauge groups it admits as
+    imported (:func:`landscape.symmetry.admitted_symmetries`, read from the configuration).
 
     ``audit``: also ``audit``, the measured symmetry table of the weights
     (:func:`landscape.symmetry.symmetry_table`): every group level with a random element
@@ -640,7 +648,10 @@ def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
     norm or gain blocks it), and for an invalid level the row measured after the processing
     that makes it exact.
     """
-    cfg, info = inspect_checkpoint(path)
+    if _landscape_dir(Path(path)):
+        cfg, info = _inspect_landscape(Path(path))
+    else:
+        cfg, info = inspect_checkpoint(path)
     out = {**info, "symmetries": admitted_symmetries(cfg)}
     if audit:
         from landscape.symmetry import symmetry_table
@@ -648,3 +659,19 @@ def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
         ckpt = load_any(path)
         out["audit"] = symmetry_table(ckpt.cfg, ckpt.params)
     return out
+
+
+def _inspect_landscape(p: Path) -> tuple[ModelConfig, dict[str, Any]]:
+    """:func:`inspect` of a folder landscape wrote: its own configuration (no source model
+    type: the format is landscape's), the weights checked as loading checks them, and what its
+    metadata says (the zoo model or family it came from, an alignment it holds)."""
+    ckpt = load_checkpoint_dir(p)
+    return ckpt.cfg, {
+        "path": str(p),
+        "format": "landscape",
+        "architecture": describe_architecture(ckpt.cfg),
+        "config": ckpt.cfg.to_dict(),
+        "parameters": count_params(ckpt.cfg),
+        "source_parameters": sum(v.numel() for v in ckpt.params.values()),
+        "meta": ckpt.meta,
+    }

@@ -30,12 +30,13 @@ from landscape.experiments.runs import align, check_pair, check_split, load
 from landscape.matching import function_check
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
 from landscape.models.config import ModelConfig
-from landscape.models.exporters import export_hf
+from landscape.models.exporters import check_hf_writable, export_hf
 from landscape.models.importers import import_checkpoint
 from landscape.models.params import Params, param_shapes
 from landscape.progress import Progress, tell, within
 from landscape.sources import check_evaluable, data_of
 from landscape.store.cache import Cache
+from landscape.symmetry.processing import prepare
 from landscape.threads import threaded
 
 
@@ -98,6 +99,12 @@ def write_aligned(
     check_pair(a, b)
     if merge is not None:  # the merge is evaluated on A's data: refused before anything is written
         check_evaluable(a.cfg)
+    source = _hf_source(b)
+    if source is not None:
+        # what the writer would refuse after the matching (a model type it has no format for, a
+        # group whose processing the format cannot hold), refused before it: the writer's own
+        # check on B processed as the matching will process it
+        check_hf_writable(*prepare(b.cfg, b.params, group), source)
     cache = cache or Cache()
     al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
                progress=within(progress, 0.0, 0.8))  # fmt: skip
@@ -107,7 +114,6 @@ def write_aligned(
     else:
         params = {k: merge * al.params_a[k] + (1.0 - merge) * al.params_b[k] for k in al.params_b}
     tell(progress, "write", 0.8)
-    source = _hf_source(b)
     meta = {"name": f"{b.name} aligned to {a.name}", "aligned": {
         "model": model, "seeds": list(seeds), "method": method, "group": group,
         "merge": merge}}  # fmt: skip

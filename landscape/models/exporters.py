@@ -361,6 +361,40 @@ EXPORTERS = {"gpt2": _gpt2, "llama": _llama, "mistral": _llama, "qwen2": _llama,
              "bert": _bert}  # fmt: skip
 
 
+def hf_config(source: str | os.PathLike) -> dict[str, Any]:
+    """The ``config.json`` of the Hugging Face ``source`` directory, refused in one line where
+    there is no writer for it: not such a directory, not a JSON object, or a ``model_type``
+    with no format here (:data:`EXPORTERS`)."""
+    src = Path(source)
+    if src.suffix == ".gguf" or not (src / "config.json").is_file():
+        raise LandscapeError(f"{src}: not a Hugging Face directory with config.json (a .gguf "
+                             "source is written in the landscape format instead)")  # fmt: skip
+    config = read_json(src / "config.json")
+    if not isinstance(config, dict):
+        raise LandscapeError(f"{src / 'config.json'}: expected a JSON object")
+    model_type = config.get("model_type")
+    if model_type not in EXPORTERS:
+        raise LandscapeError(f"writing model_type {model_type!r} is not supported; "
+                             f"supported: {', '.join(EXPORTERS)}")  # fmt: skip
+    return config
+
+
+def hf_tensors(cfg: ModelConfig, params: Params, config: dict[str, Any]
+               ) -> dict[str, torch.Tensor]:  # fmt: skip
+    """``params`` as the tensors of ``config``'s format (its names and layouts; ``config`` from
+    :func:`hf_config`), or a one-line refusal naming what the format cannot hold (module
+    docstring)."""
+    return EXPORTERS[config["model_type"]](cfg, params, config)
+
+
+def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike) -> None:
+    """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the
+    format of ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`). Called
+    before an alignment with B processed for its group, so that a model or group the format
+    cannot hold is refused before the matching, not after it."""
+    hf_tensors(cfg, params, hf_config(source))
+
+
 def export_hf(
     cfg: ModelConfig, params: Params, source: str | os.PathLike, out: str | os.PathLike
 ) -> dict[str, Any]:
@@ -369,21 +403,13 @@ def export_hf(
     from safetensors.torch import save_file
 
     src, dst = Path(source), Path(out)
-    if src.suffix == ".gguf" or not (src / "config.json").is_file():
-        raise LandscapeError(f"{src}: not a Hugging Face directory with config.json (a .gguf "
-                             "source is written in the landscape format instead)")  # fmt: skip
+    config = hf_config(src)
     if dst.exists() or dst.is_symlink():
         raise LandscapeError(f"{dst} exists; choose a new folder")
     if not dst.parent.is_dir():
         raise LandscapeError(f"{dst.parent} does not exist")
-    config = read_json(src / "config.json")
-    if not isinstance(config, dict):
-        raise LandscapeError(f"{src / 'config.json'}: expected a JSON object")
-    model_type = config.get("model_type")
-    if model_type not in EXPORTERS:
-        raise LandscapeError(f"writing model_type {model_type!r} is not supported; "
-                             f"supported: {', '.join(EXPORTERS)}")  # fmt: skip
-    tensors = EXPORTERS[model_type](cfg, params, config)
+    model_type = config["model_type"]
+    tensors = hf_tensors(cfg, params, config)
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}
     # written whole into a folder of this call's own, then renamed: never another's, never half
     with new_folder(dst) as tmp:
