@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from safetensors.torch import save_file
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
 from landscape.store.cache import Cache
+from landscape.store.files import replace_file
 from landscape.store.paths import assets_root
 
 DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespeare": range(3),
@@ -63,9 +63,8 @@ def build(plan: dict[str, Any], out: Path, device: str = "cpu") -> list[dict[str
 
 def _write_manifest(manifest: Path, records: list[dict[str, Any]]) -> None:
     records.sort(key=lambda r: (list(ZOO).index(r["name"]), r["seed"]))
-    tmp = manifest.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"checkpoints": records}, indent=1))
-    os.replace(tmp, manifest)
+    replace_file(manifest, lambda tmp: tmp.write_text(json.dumps({"checkpoints": records},
+                                                                   indent=1)))  # fmt: skip
 
 
 def verify(models: list[str], out: Path) -> list[dict[str, Any]]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from safetensors.torch import load_file, save_file
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.params import Params, param_shapes
-from landscape.store.files import new_folder, read_json, write_problem
+from landscape.store.files import new_folder, read_json, replace_file, write_problem
 
 
 @dataclass
@@ -107,21 +105,6 @@ def _config_file(ckpt: Checkpoint, f: Path) -> None:
     f.write_text(json.dumps(doc, indent=1))
 
 
-def _replace_file(target: Path, write: Callable[[Path], None]) -> None:
-    """Write ``target`` through a temporary file of this call's own beside it, renamed over it
-    at the end: a failed write (a full disk) leaves the earlier file whole and no partial one."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                               suffix=".landscape-tmp")  # fmt: skip
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
     """Plain format: ``config.json`` (config + metadata) and ``model.safetensors``, in a new
     directory or replacing an existing landscape checkpoint's files (``train --save``); each
@@ -130,8 +113,8 @@ def save_checkpoint_dir(ckpt: Checkpoint, path: str | os.PathLike) -> Path:
     made = not p.exists()
     try:
         p.mkdir(parents=True, exist_ok=True)
-        _replace_file(p / "model.safetensors", lambda f: _weights_file(ckpt, f))
-        _replace_file(p / "config.json", lambda f: _config_file(ckpt, f))
+        replace_file(p / "model.safetensors", lambda f: _weights_file(ckpt, f))
+        replace_file(p / "config.json", lambda f: _config_file(ckpt, f))
     except (OSError, SafetensorError) as e:
         if made:  # the directory this call created, while it is still empty
             with contextlib.suppress(OSError):

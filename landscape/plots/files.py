@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from landscape.errors import LandscapeError
+from landscape.store.files import replace_file, write_problem
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -148,11 +149,9 @@ def write_figures(command: str, result: dict[str, Any], path: str, size: str = "
 
 
 def _write(target: Path, data: bytes) -> None:
-    """Whole or not at all: a full disk leaves no half-written figure under ``target``."""
-    tmp = target.with_name(f".{target.name}.tmp")
+    """Whole or not at all (``store.files.replace_file``): a full disk leaves no half-written
+    figure under ``target``, and a file of the user's beside it is never touched."""
     try:
-        tmp.write_bytes(data)
-        tmp.replace(target)
+        replace_file(target, lambda tmp: tmp.write_bytes(data))
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise LandscapeError(f"--figure {target}: cannot write it ({e.strerror})") from None
+        raise LandscapeError(f"--figure {target}: cannot write it ({write_problem(e)})") from None

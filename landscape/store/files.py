@@ -23,7 +23,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -190,6 +190,24 @@ def new_folder(dst: str | os.PathLike) -> Iterator[Path]:
         if isinstance(e, LandscapeError) or not _is_write_error(e):
             raise
         raise LandscapeError(f"cannot write {dst}: {write_problem(e)}") from None
+
+
+def replace_file(target: str | os.PathLike, write: Callable[[Path], None]) -> None:
+    """Write ``target`` whole or not at all: ``write(path)`` fills a temporary file of this call's
+    own beside it (``.<name>.<random>.landscape-tmp``), renamed over ``target`` at the end. A
+    failed write (a full disk) leaves an earlier ``target`` whole and no partial file; two
+    writers never share a temporary file, and no file but this call's own is ever removed."""
+    target = Path(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
+                               suffix=".landscape-tmp")  # fmt: skip
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _is_write_error(e: BaseException) -> bool:

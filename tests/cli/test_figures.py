@@ -6,6 +6,7 @@ import pytest
 
 from landscape.cli import main
 from landscape.cli import parser as cli_parser
+from landscape.errors import LandscapeError
 from landscape.plots import files
 
 
@@ -27,7 +28,7 @@ def test_barrier_figure_is_the_interpolation_figure(tmp_path, capsys, cache_env)
     assert result["figures"] == [str(out)]
     html = out.read_text()
     assert "Plotly.newPlot" in html and "orth" in html
-    assert not list(tmp_path.glob(".*.tmp"))  # written whole, no temporary left
+    assert not list(tmp_path.glob(".*tmp"))  # written whole, no temporary left
     # the figure draws the command's own curve
     fig = files.BUILDERS["barrier"](result)[""]
     lines = [t for t in fig.data if t.name == "weight/orth" and len(t.y) == len(result["loss"])]
@@ -103,3 +104,23 @@ def test_every_figure_command_takes_a_size():
         if sizes:
             assert tuple(sizes[0].choices) == cli_parser.FIGURE_SIZES
             assert sizes[0].default == "double"
+
+
+def test_a_figure_write_leaves_a_file_named_like_its_temporary_alone(tmp_path, monkeypatch):
+    # the writer's temporary file is its own (mkstemp), never a fixed name a user's file may have
+    target = tmp_path / "curve.html"
+    mine = tmp_path / ".curve.html.tmp"
+    mine.write_text("the user's")
+    files._write(target, b"<html></html>")
+    assert target.read_bytes() == b"<html></html>"
+    assert mine.read_text() == "the user's"
+
+    def full(tmp):
+        raise OSError(28, "No space left on device")
+
+    real = files.replace_file
+    monkeypatch.setattr(files, "replace_file", lambda t, write: real(t, full))
+    with pytest.raises(LandscapeError, match="no space left on device"):
+        files._write(tmp_path / "other.html", b"x")
+    assert mine.read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".curve.html.tmp", "curve.html"]
