@@ -17,11 +17,13 @@ copy is checked against the file's tokenizer metadata on every read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,32 +62,19 @@ def open_gguf(f: Path, dtype: torch.dtype) -> tuple[dict[str, Any], _Source, str
     (module docstring); no pickle is involved."""
     _packages(f, "transformers", "gguf", "accelerate")
     check_model(read_header(f))
-    with _TRANSFORMERS_LOCK:
-        try:
-            from transformers import AutoModelForCausalLM
-            from transformers.utils import logging as hf_logging
-        except ImportError as e:
-            raise _import_failed(f, e) from None
+    with _TRANSFORMERS_LOCK, _quiet_transformers(f, "transformers cannot read this GGUF file"):
+        from transformers import AutoModelForCausalLM
+
         # The reader fills tensors it cannot load (missing, or of another shape) with random
         # values and logs a multi-line report: the report is silenced and its findings become
         # one error.
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()
-        try:
-            model, info = AutoModelForCausalLM.from_pretrained(
-                str(f.parent),
-                gguf_file=f.name,
-                dtype=torch.float32,
-                ignore_mismatched_sizes=True,
-                output_loading_info=True,
-            )
-        except ImportError as e:
-            raise _import_failed(f, e) from None
-        except Exception as e:
-            raise LandscapeError(f"{f}: transformers cannot read this GGUF file ({_one_line(e)})"
-                                 ) from None  # fmt: skip
-        finally:
-            hf_logging.set_verbosity(verbosity)
+        model, info = AutoModelForCausalLM.from_pretrained(
+            str(f.parent),
+            gguf_file=f.name,
+            dtype=torch.float32,
+            ignore_mismatched_sizes=True,
+            output_loading_info=True,
+        )
     mismatched = sorted(info.get("mismatched_keys") or ())
     if mismatched:
         name, found, expected = mismatched[0]
@@ -140,21 +129,32 @@ def _digest(text: str) -> str:
 def _extract(f: Path) -> str:
     """The tokenizer stored in ``f`` as tokenizer.json text, converted by transformers."""
     _packages(f, "transformers", "gguf")
-    try:
+    with _quiet_transformers(f, "its tokenizer cannot be read"):
         from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(f.parent), gguf_file=f.name
+                                             ).backend_tokenizer.to_str()  # fmt: skip
+
+
+@contextlib.contextmanager
+def _quiet_transformers(f: Path, failure: str) -> Iterator[None]:
+    """A block that calls into transformers for ``f``: its logging at errors only, an
+    ImportError raised inside it reported as a failed import (:func:`_import_failed`), any
+    other error one line naming ``f`` and ``failure``."""
+    try:
         from transformers.utils import logging as hf_logging
     except ImportError as e:
         raise _import_failed(f, e) from None
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        tok = AutoTokenizer.from_pretrained(str(f.parent), gguf_file=f.name)
-        return tok.backend_tokenizer.to_str()
+        yield
+    except LandscapeError:
+        raise
     except ImportError as e:
         raise _import_failed(f, e) from None
     except Exception as e:
-        raise LandscapeError(f"{f}: its tokenizer cannot be read ({_one_line(e)[:160]})"
-                             ) from None  # fmt: skip
+        raise LandscapeError(f"{f}: {failure} ({_one_line(e)[:160]})") from None
     finally:
         hf_logging.set_verbosity(verbosity)
 
