@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,14 +38,17 @@ SETTINGS = [
 
 
 def one(model: str, group: str, points: int, env: dict[str, str], threads: int,
-        device: str = "cpu") -> dict:  # fmt: skip
+        device: str = "cpu", root: str | None = None) -> dict:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="landscape-repro-") as cache:
-        cmd = [CLI, "barrier", model, "--seeds", "0", "1", "--method", "weight", "--group",
+        # another checkout's code (the code before a change) runs as a module from its root
+        cli = [CLI] if root is None else [sys.executable, "-m", "landscape.cli"]
+        cmd = [*cli, "barrier", model, "--seeds", "0", "1", "--method", "weight", "--group",
                group, "--points", str(points), "--threads", str(threads), "--device", device,
                "--json"]  # fmt: skip
+        extra = {} if root is None else {"PYTHONPATH": root}
+        env = {**os.environ, **env, **extra, "LANDSCAPE_CACHE": cache}
         t = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True,
-                             env={**os.environ, **env, "LANDSCAPE_CACHE": cache})  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=root, env=env)
         result = json.loads(out.stdout)
         result["wall_s"] = time.perf_counter() - t
         result["aten"] = subprocess.run(
@@ -60,12 +64,16 @@ def main() -> None:
     p.add_argument("--group", default="orth")
     p.add_argument("--points", type=int, default=25)
     p.add_argument("--device", action="append", default=[], help="also run on this device")
+    p.add_argument("--root", help="run another checkout's code (e.g. the code before a change)")
+    p.add_argument("--settings", type=int, nargs="+", help="only these rows of the list (0-based)")
     args = p.parse_args()
     settings = [*SETTINGS, *((f"device {d}", {}, 1) for d in args.device)]
+    if args.settings:
+        settings = [settings[i] for i in args.settings]
     rows = []
     for label, env, threads in settings:
         device = label.split()[-1] if label.startswith("device ") else "cpu"
-        r = one(args.model, args.group, args.points, env, threads, device)
+        r = one(args.model, args.group, args.points, env, threads, device, args.root)
         rows.append((label, r))
         print(f"{label}: barrier {r['barrier_loss']:.6f}, {r['wall_s']:.0f} s", file=sys.stderr,
               flush=True)  # fmt: skip
@@ -77,11 +85,12 @@ def main() -> None:
     print(head)
     for label, r in rows:
         rel = (r["barrier_loss"] - first["barrier_loss"]) / abs(first["barrier_loss"])
-        obj = r["matching_objective"]
-        rel_obj = (obj - first["matching_objective"]) / abs(first["matching_objective"])
+        # code from before these fields existed says nothing of the objective or the rounds
+        obj, first_obj = r.get("matching_objective"), first.get("matching_objective")
+        rel_obj = math.nan if obj is None else (obj - first_obj) / abs(first_obj)
         print(f"{label:32s} {r['aten']:8s} {r['barrier_loss']:10.6f} {rel:+10.2e} "
-              f"{r['barrier_accuracy']:11.5f} {obj:14.6f} {rel_obj:+11.2e} "
-              f"{r['matching_rounds']:6d} {r['matching_seconds']:10.1f}")  # fmt: skip
+              f"{r['barrier_accuracy']:11.5f} {obj or math.nan:14.6f} {rel_obj:+11.2e} "
+              f"{r.get('matching_rounds', 0):6d} {r['matching_seconds']:10.1f}")  # fmt: skip
     spread = max(r["barrier_loss"] for _, r in rows) - min(r["barrier_loss"] for _, r in rows)
     print(f"\nlargest difference: {spread:.3g} nats "
           f"({spread / abs(first['barrier_loss']):.2e} of the barrier)")  # fmt: skip
