@@ -294,7 +294,7 @@ def _train_model(
                     f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
                 )
     final = {k: v.detach().cpu() for k, v in params.items()}
-    return _checkpoint(r, seed, final, curves, time.perf_counter() - start, dev, data_dir)
+    return _checkpoint(r, seed, final, curves, start, dev, data_dir)
 
 
 def _train_batched(
@@ -355,11 +355,10 @@ def _train_batched(
                 losses_, accs = zip(*shown, strict=True)
                 progress(f"test loss {'/'.join(f'{v:.4f}' for v in losses_)}, test accuracy "
                          f"{'/'.join(f'{v:.4f}' for v in accs)}", step + 1, steps)  # fmt: skip
-    seconds = time.perf_counter() - start
     out = []
     for i, seed in enumerate(seeds):
         final = {k: v.cpu().clone() for k, v in seed_slice(params, i).items()}
-        ckpt = _checkpoint(r, seed, final, curves[i], seconds, dev, data_dir)
+        ckpt = _checkpoint(r, seed, final, curves[i], start, dev, data_dir)
         ckpt.meta["batch"] = list(seeds)  # trained together; "seconds" is the whole run's
         out.append(ckpt)
     return out
@@ -378,12 +377,13 @@ def _checkpoint(
     seed: int,
     final: Params,
     curves: dict[str, list[float]],
-    seconds: float,
+    start: float,
     dev: torch.device,
     data_dir: str | None,
 ) -> Checkpoint:
     """The trained parameters (on the CPU) with their metadata: metrics on the test split (the
-    curves' last row) and the whole training split (text: its first ``eval_windows``)."""
+    curves' last row) and the whole training split (text: its first ``eval_windows``), and the
+    seconds since ``start`` (``time.perf_counter``)."""
     model, var, vocab = r.model, r.var, r.vocab
     cfg, tc = model.config, model.train
     train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
@@ -410,7 +410,7 @@ def _checkpoint(
             "train_accuracy": train_acc,
         },
         "curves": curves,
-        "seconds": round(seconds, 2),
+        "seconds": round(time.perf_counter() - start, 2),
         "device": str(dev),
         "digest": digest_tensors(final),
     }
