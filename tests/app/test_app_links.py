@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from tests.app.common import MAIN
@@ -39,8 +40,7 @@ def _texts(node: Any) -> Iterator[str]:
 
 def _no_rendered_link(at: AppTest, hostile: str) -> list[str]:
     """The texts on the page; asserts none renders an image or a link."""
-    markdown_it = pytest.importorskip("markdown_it")
-    md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     texts = list(_texts(at._tree))
     for text in texts:
         html = md.render(text)
