@@ -236,7 +236,7 @@ def _solved(
     return new, _changed(old, new)
 
 
-def _settle(pending: dict[str, Future], elements: dict[str, Element]) -> bool:
+def _settle(pending: dict[str, Future[tuple[Element, bool]]], elements: dict[str, Element]) -> bool:
     """Wait for the pending assignments (in visiting order) and store their elements; whether
     one changed."""
     changed = False
@@ -329,9 +329,12 @@ def weight_matching(
         reference = probe_logits(cfg, params_b)
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group, consume=consume)
     dev = home if device is None else torch.device(device)
-    for p in (a, b):  # one parameter at a time, so a large pair is never held twice
-        for k in list(p):
-            p[k] = p[k].to(dev)
+    if dev != home:
+        if not consume:  # a pair that needs no processing comes back as the caller's own dicts
+            a, b = dict(a), dict(b)
+        for p in (a, b):  # one parameter at a time, so a large pair is never held twice
+            for k in list(p):
+                p[k] = p[k].to(dev)
     spec = spec_for(cfg_p)
     kinds, after = weight_kinds(spec, group, within_heads)
     dense = any(k in (ORTH, INVERTIBLE) for k in kinds.values())
@@ -354,7 +357,7 @@ def weight_matching(
             order = ["resid"] + [v for v in order if v != "resid"]
         # wide FFN assignments solved on CPU threads while the descent goes on: no variable
         # visited before the next ``resid`` reads an FFN element, so the answer is the same
-        pending: dict[str, Future[Element]] = {}
+        pending: dict[str, Future[tuple[Element, bool]]] = {}
         for var in (w for v in order for w in (v, *after.get(v, ()))):
             # B' = π_{−v}(θ_B) is formed one touched parameter at a time inside the helpers
             family = spec.variables[var].family
