@@ -355,7 +355,9 @@ def report(results: list[Result], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run(plan, device: torch.device, budget_s: float, references: dict[str, Any]) -> list[Result]:
+def run(plan, device: torch.device, budget_s: float, references: dict[str, Any],
+        done: Callable[[Result], None] = lambda r: None) -> list[Result]:
+    """Each workload in turn; ``done`` is handed each result as it comes (a record keeps it)."""
     start = time.perf_counter()
     results = []
     with tempfile.TemporaryDirectory(prefix="landscape-gpu-") as d:
@@ -378,6 +380,7 @@ def run(plan, device: torch.device, budget_s: float, references: dict[str, Any])
             elif ref is not None and r.reference is None:
                 r.reference = ref
             results.append(r)
+            done(r)
     return results
 
 
@@ -417,20 +420,26 @@ def main() -> None:
     shipped = json.loads(REFERENCE.read_text()) if REFERENCE.is_file() else {}
     references = {} if args.record else shipped.get("smoke", {}) if args.smoke else shipped
     torch.set_num_threads(os.cpu_count() or 1)
-    results = run(plan, device, budget, references)
+    got = (shipped.setdefault("smoke", {}) if args.smoke else shipped) if args.record else {}
+
+    def keep(r: Result) -> None:  # a record is written after each workload: hours are not lost
+        if not args.record:
+            return
+        if r.name == "table" and "cells" in r.facts:
+            got[r.name] = r.facts["cells"]
+        elif r.value is not None and not r.name.startswith("train"):
+            got[r.name] = r.value
+        else:
+            return
+        REFERENCE.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
+
+    results = run(plan, device, budget, references, keep)
     if args.smoke:  # small models on the CPU: the H200's measurements and targets do not apply
         for r in results:
             r.before_s = r.target_s = None
     text = report(results, header)
     print(text)
     if args.record:
-        got = shipped.setdefault("smoke", {}) if args.smoke else shipped
-        for r in results:
-            if r.name == "table" and "cells" in r.facts:
-                got[r.name] = r.facts["cells"]
-            elif r.value is not None and not r.name.startswith("train"):
-                got[r.name] = r.value
-        REFERENCE.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
         print(f"references written to {REFERENCE}")
         return
     out_dir = os.environ.get("OUT")
