@@ -124,6 +124,18 @@ def cache_info() -> dict[str, Any]:
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
+def _stored_barrier(
+    model: str, seeds: tuple[int, int], method: str, group: str, points: int, split: str,
+    device: str | None, space: str,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`barrier` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape import experiments
+
+    return experiments.barrier(model, seeds, method, group, points=points, split=split,
+                               space=space, device=resolve_device(device),
+                               cache=_DiskOnly())  # fmt: skip
+
+
 def barrier(
     model: str,
     seeds: tuple[int, int],
@@ -133,15 +145,36 @@ def barrier(
     split: str,
     device: str | None,
     space: str = "weights",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """One interpolation curve and its barriers in merge ``space`` (``experiments.barrier``)."""
+    """One interpolation curve and its barriers in merge ``space`` (``experiments.barrier``):
+    memoised, else read from the disk cache, else computed under ``progress`` (its matching
+    and evaluation; outside the memo, which must not draw on the page) and read again."""
     from landscape import experiments
 
-    return experiments.barrier(model, seeds, method, group, points=points, split=split,
-                               space=space, device=resolve_device(device))  # fmt: skip
+    args = (model, seeds, method, group, points, split, device, space)
+    try:
+        return _stored_barrier(*args)
+    except NotCached:
+        experiments.barrier(model, seeds, method, group, points=points, split=split,
+                            space=space, device=resolve_device(device),
+                            progress=progress)  # fmt: skip
+        return _stored_barrier(*args)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
+def _stored_triangle(
+    model: str, seeds: tuple[int, int, int], method: str, group: str, resolution: int,
+    split: str, device: str | None, space: str, joint: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`triangle` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape import experiments
+
+    return experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
+                                space=space, joint=joint, device=resolve_device(device),
+                                cache=_DiskOnly())  # fmt: skip
+
+
 def triangle(
     model: str,
     seeds: tuple[int, int, int],
@@ -152,14 +185,21 @@ def triangle(
     device: str | None,
     space: str = "weights",
     joint: bool = False,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss/accuracy over the barycentric grid of three aligned models, mixed in merge ``space``;
-    ``joint`` aligns B and C together (learned matching)."""
+    ``joint`` aligns B and C together (learned matching). Memoised, else read from disk, else
+    computed under ``progress`` (the matchings and the evaluation) and read again."""
     from landscape import experiments
 
-    return experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
-                                space=space, joint=joint,
-                                device=resolve_device(device))  # fmt: skip
+    args = (model, seeds, method, group, resolution, split, device, space, joint)
+    try:
+        return _stored_triangle(*args)
+    except NotCached:
+        experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
+                             space=space, joint=joint, device=resolve_device(device),
+                             progress=progress)  # fmt: skip
+        return _stored_triangle(*args)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

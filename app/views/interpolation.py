@@ -46,6 +46,7 @@ from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
+from landscape.progress import within
 from landscape.sources import model_arch
 from landscape.summaries import mean_pm
 
@@ -147,9 +148,12 @@ for combo, space in itertools.product(chosen, spaces):
     label = combo if len(spaces) == 1 else f"{combo} · {space}"
     results = []
     for pair in pairs:
-        progress(f"{label}: seeds {pair[0]} ↔ {pair[1]}", done, total)
+        step = f"{label}: seeds {pair[0]} ↔ {pair[1]}"
+        progress(step, done, total)
+        part = within(progress, done / total, (done + 1) / total, f"{step} · ")
         try:
-            results.append(state.barrier(name, pair, method, group, points, split, device(), space))
+            results.append(state.barrier(name, pair, method, group, points, split, device(), space,
+                                         progress=part))  # fmt: skip
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)

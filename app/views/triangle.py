@@ -28,6 +28,7 @@ from app.memory import remember
 from landscape.matching import GROUPS, METHODS
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
+from landscape.progress import within
 
 page_header(
     "Triangle heatmaps",
@@ -109,6 +110,7 @@ for i, label in enumerate(chosen):
                 device(),
                 space,
                 joint and method == "learned",
+                progress=within(run, i / len(chosen), (i + 1) / len(chosen), f"{label} · "),
             )
         )
         titles.append(label)

@@ -165,7 +165,7 @@ def _match(
     """
     needs_data = method in ("activation", "learned")
     train = (data or data_of(a)).split("train") if needs_data else None
-    extra: dict[str, Any] = {"progress": progress} if method == "learned" else {}
+    extra: dict[str, Any] = {"progress": progress} if method != "naive" else {}
     if start is not None and method == "learned":
         extra["start"] = start
     if consume and method == "weight":
@@ -191,14 +191,16 @@ def weight_start(
     device: torch.device,
     cache: Cache,
     options: dict[str, Any],
+    progress: Progress | None = None,
 ) -> Transform | None:
     """Learned matching's start, weight matching under ``group`` (its cached entry, the one
-    ``barrier --method weight`` reads), or None when learned ``options`` start elsewhere."""
+    ``barrier --method weight`` reads), or None when learned ``options`` start elsewhere.
+    ``progress`` follows the weight matching when it is not cached."""
     if options.get("init", "weight") != "weight":
         return None
     wm_options = {k: options[k] for k in ("within_heads",) if k in options}
     return align(a, b, "weight", group, seed=seed, device=device, cache=cache,
-                 options=wm_options).transform  # fmt: skip
+                 options=wm_options, progress=progress).transform  # fmt: skip
 
 
 @threaded
@@ -218,8 +220,8 @@ def align(
     """Align B to A (cached). ``options`` go to the matching method (and into the cache key);
     ``data`` is A's (default :func:`landscape.sources.data_of`).
 
-    ``progress`` follows learned matching step by step (the other methods report nothing until
-    they are done).
+    ``progress`` follows the matching: weight matching's visits, activation matching's passes,
+    learned matching's steps (its weight-matching start, when not cached, in the first tenth).
     """
     check_method(method, group)
     check_pair(a, b)
@@ -237,11 +239,13 @@ def align(
     }
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        start = None
+        start, steps = None, progress
         if method == "learned":
             start = weight_start(a, b, group, seed=seed, device=device, cache=cache,
-                                 options=options)  # fmt: skip
-        al = _match(a, b, method, group, seed, device, options, data, progress, start=start)
+                                 options=options, progress=within(progress, 0.0, 0.1,
+                                                                  "start: "))  # fmt: skip
+            steps = within(progress, 0.1, 1.0)
+        al = _match(a, b, method, group, seed, device, options, data, steps, start=start)
         tensors = {f"a.{k}": v for k, v in al.params_a.items()}
         tensors.update({f"b.{k}": v for k, v in al.params_b.items()})
         tensors["resid"] = al.resid

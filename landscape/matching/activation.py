@@ -45,6 +45,7 @@ from landscape.matching.result import MatchResult, aligned_distance, finish, wei
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
 from landscape.matching.weight import head_element, within_head_element, within_head_variables
 from landscape.models import ModelConfig, Params, forward
+from landscape.progress import Progress, tell
 from landscape.symmetry import INVERTIBLE, ORTH, PERM, Element, Transform, apply, spec_for
 
 # "pearson": per-coordinate z-scores averaged over rows, layers summed one at a time (O(d): the
@@ -201,6 +202,7 @@ def activation_transform(
     options: ActivationOptions = MATCHING,
     drop_first: bool = False,
     device: torch.device | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Transform, float]:
     """The transform ``h`` aligning B to A from activations on ``inputs``, and for O(d) the
     aligned residual similarity ``tr(Gᵀ M)`` (0 otherwise).
@@ -208,11 +210,17 @@ def activation_transform(
     ``kinds`` gives the residual and FFN-unit kinds (heads are permutations); the parameters
     must already be processed for them (no check here: :func:`activation_matching` processes,
     the gauge sweep passes processed pairs). ``device`` runs the forward passes there (None:
-    where the parameters are). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``.
+    where the parameters are). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``. ``progress`` hears
+    the two forward passes and each layer's solve.
     """
     spec, o = spec_for(cfg), options
     run = {"dtype": o.dtype, "device": device, "to_cpu": o.on_cpu}
-    ca, cb = collect(cfg, params_a, inputs, **run), collect(cfg, params_b, inputs, **run)
+    steps = 3 + cfg.n_layers
+    tell(progress, "activation matching: A's activations", 0, steps)
+    ca = collect(cfg, params_a, inputs, **run)
+    tell(progress, "activation matching: B's activations", 1, steps)
+    cb = collect(cfg, params_b, inputs, **run)
+    tell(progress, "activation matching: the stream", 2, steps)
     xa, xb = stream(ca, cfg, drop_first), stream(cb, cfg, drop_first)
     m = activation_similarity(xa, xb, kinds["resid"], o.statistic)
     elements = {"resid": solve(kinds["resid"], m, signs=o.signs).to("cpu")}
@@ -220,6 +228,7 @@ def activation_transform(
     similarity = float((g.T * m.cpu()).sum()) if kinds["resid"] == ORTH else 0.0
     drop_units = drop_first and o.units_drop_first
     for layer in range(cfg.n_layers):
+        tell(progress, f"activation matching: layer {layer}", 3 + layer, steps)
         key, mv = f"blocks.{layer}.mlp.hidden", f"mlp{layer}"
         h_a, h_b = pool(ca[key], cfg.d_mlp, drop_units), pool(cb[key], cfg.d_mlp, drop_units)
         # gated units: a flipped up projection flips the unit's sign
@@ -250,6 +259,7 @@ def activation_matching(
     device: str | torch.device | None = None,
     options: ActivationOptions = MATCHING,
     within_heads: bool = True,
+    progress: Progress | None = None,
 ) -> MatchResult:
     """Activation matching on one fixed batch ``inputs`` (module docstring, :data:`MATCHING`).
 
@@ -264,6 +274,7 @@ def activation_matching(
     stream can see, by their weight objective with everything else held
     (:func:`landscape.matching.weight.within_head_element`, one visit each); without them the
     straight line between factored weights averages every head's factors in unrelated bases.
+    ``progress`` follows the forward passes and the layers' solves.
     """
     t0 = time.perf_counter()
     dev = torch.device(device) if device is not None else torch.device("cpu")
@@ -271,8 +282,9 @@ def activation_matching(
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
     transform, similarity = activation_transform(
-        cfg_p, a, b, inputs, kinds, options=options, drop_first=drop_first, device=dev
-    )
+        cfg_p, a, b, inputs, kinds, options=options, drop_first=drop_first, device=dev,
+        progress=progress,
+    )  # fmt: skip
     info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first, "similarity": similarity}
     if within_heads:
         elements, conds = dict(transform.elements), {}

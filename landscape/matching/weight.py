@@ -59,6 +59,7 @@ from landscape.matching.solvers import (
     solve_within_heads,
 )
 from landscape.models import ModelConfig, Params
+from landscape.progress import Progress, tell
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
@@ -291,6 +292,7 @@ def weight_matching(
     on_round: OnRound | None = None,
     consume: bool = False,
     device: str | torch.device | None = None,
+    progress: Progress | None = None,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
@@ -320,6 +322,8 @@ def weight_matching(
     within-head solve is made there in float64, and the elements stay there between rounds;
     only assignment problems visit the CPU (their scores, then the permutation back). The
     result (transform and parameters) is returned where the parameters came from.
+    ``progress`` (:mod:`landscape.progress`) hears each variable's visit, counted in rounds of
+    ``max_rounds`` (the descent usually stops well before: the stage says which round).
     """
     t0 = time.perf_counter()
     home = next(iter(params_a.values())).device
@@ -358,7 +362,10 @@ def weight_matching(
         # wide FFN assignments solved on CPU threads while the descent goes on: no variable
         # visited before the next ``resid`` reads an FFN element, so the answer is the same
         pending: dict[str, Future[tuple[Element, bool]]] = {}
-        for var in (w for v in order for w in (v, *after.get(v, ()))):
+        visits = [w for v in order for w in (v, *after.get(v, ()))]
+        stage = f"weight matching round {rounds} (stops when settled, at most {max_rounds})"
+        for i, var in enumerate(visits):
+            tell(progress, stage, rounds - 1 + i / len(visits), max_rounds)
             # B' = π_{−v}(θ_B) is formed one touched parameter at a time inside the helpers
             family = spec.variables[var].family
             if family == "resid" or var in pending:

@@ -130,6 +130,41 @@ def test_interpolation_page_renders_and_reruns():
     assert len(at.dataframe[0].value) == 1
 
 
+def test_a_barrier_computed_for_the_page_reports_into_its_bar(monkeypatch):
+    """A barrier not yet on disk is computed outside the page's memo, its matching and
+    evaluation heard by the page's bar (inside the memo, drawing on the page is an error)."""
+    import landscape.experiments as experiments
+    from app import state
+
+    _need(2)
+    real, heard = experiments.barrier, []
+
+    def barrier(*args, progress=None, **kw):
+        def hear(stage, done, total):
+            heard.append((stage, done / total))
+            progress(stage, done, total)
+
+        return real(*args, progress=hear if progress is not None else None, **kw)
+
+    monkeypatch.setattr(experiments, "barrier", barrier)
+    state._stored_barrier.clear()
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.switch_page("views/interpolation.py")
+    at.session_state["interp_combos"] = ["weight/perm"]
+    at.session_state["interp_points"] = 7
+    at.run()
+    ok(at)
+    stages = [s for s, _ in heard]
+    assert any(s.startswith("weight matching round 1") for s in stages), stages
+    assert "evaluate" in stages and stages[-1] == "done"
+    assert len(at.dataframe[0].value) == 1
+    # the second view reads the memo: nothing is computed, nothing heard
+    heard.clear()
+    at.run()
+    ok(at)
+    assert heard == []
+
+
 def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     at = _open("interpolation")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()

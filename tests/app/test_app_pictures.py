@@ -30,8 +30,8 @@ def _interpolation(combos: list[str]) -> AppTest:
 def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
     real = state.barrier
 
-    def raised(name, pair, method, group, *args):
-        r = real(name, pair, method, group, *args)
+    def raised(name, pair, method, group, *args, **kw):
+        r = real(name, pair, method, group, *args, **kw)
         if (method, group) == ("weight", "orth"):  # as if matching had made things worse
             return {**r, "barrier_loss": r["barrier_loss"] + 5.0}
         return r

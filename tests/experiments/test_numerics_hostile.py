@@ -278,8 +278,18 @@ def test_learned_matching_reports_every_step() -> None:
     seen = []
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 3, "eval_every": 3},
           progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
-    assert [s for s, _ in seen] == [f"learned matching step {i}/3" for i in (1, 2, 3)]
-    assert [f for _, f in seen] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    # the weight-matching start (not cached yet) in the first tenth, then each step
+    start = [(s, f) for s, f in seen if s.startswith("start: weight matching round ")]
+    steps = [(s, f) for s, f in seen if not s.startswith("start: ")]
+    assert start and len(start) + len(steps) == len(seen) and seen[: len(start)] == start
+    assert all(0 <= f <= 0.1 for _, f in start)
+    assert [s for s, _ in steps] == [f"learned matching step {i}/3" for i in (1, 2, 3)]
+    assert [f for _, f in steps] == pytest.approx([0.1 + 0.9 / 3, 0.1 + 0.9 * 2 / 3, 1.0])
+    # the start now comes from the cache: only the steps are heard
+    seen.clear()
+    align(zoo(0), zoo(1), "learned", "perm", options={"steps": 2, "eval_every": 2},
+          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+    assert [s for s, _ in seen] == [f"learned matching step {i}/2" for i in (1, 2)]
     # the barrier maps the matching into the first half of its progress
     seen.clear()
     barrier_pair(zoo(0), zoo(2), "learned", "perm", points=3,
@@ -288,6 +298,28 @@ def test_learned_matching_reports_every_step() -> None:
                  )  # fmt: skip
     stages = [s for s, _ in seen]
     assert "learned matching step 2/2" in stages and stages[-1] == "done"
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
+
+
+def test_weight_and_activation_matching_report_as_they_go() -> None:
+    seen = []
+    r = align(zoo(0), zoo(1), "weight", "orth",
+              progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+    rounds = r.info["rounds"]
+    # every variable's visit of every round, in order, within the rounds' share of at most 50
+    n_vars = len(r.info["kinds"])
+    assert len(seen) == rounds * n_vars
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
+    assert seen[0][1] == 0 and seen[-1][1] == pytest.approx((rounds - 1 / n_vars) / 50)
+    assert seen[-1][0] == f"weight matching round {rounds} (stops when settled, at most 50)"
+    seen.clear()
+    align(zoo(0), zoo(1), "activation", "perm",
+          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+    stages = [s for s, _ in seen]
+    assert stages[:3] == ["activation matching: A's activations",
+                          "activation matching: B's activations",
+                          "activation matching: the stream"]  # fmt: skip
+    assert "activation matching: layer 0" in stages
     assert [f for _, f in seen] == sorted(f for _, f in seen)
 
 
