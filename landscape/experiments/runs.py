@@ -542,7 +542,7 @@ def measure_barrier(
         if dtype != "float32":
             pa = {k: v.to(DTYPES[dtype]) for k, v in pa.items()}
             pb = {k: v.to(DTYPES[dtype]) for k, v in pb.items()}
-        tell(progress, "evaluate", 0.5)
+        tell(progress, f"load the {split} split", 0.5)
         ev = data.evaluation(split)
         opts = data.eval_options(cfg, ev.inputs)
         loss, acc = evaluate_path(cfg, pa, pb, ev.inputs, ev.targets, lam, device=device,

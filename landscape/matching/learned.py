@@ -521,6 +521,8 @@ def _learn(
                 for m, el in zip(members, elements, strict=True)]  # fmt: skip
 
     best = hard_elements()
+    if progress is not None:  # the scoring slice at several mixtures: a while on large models
+        progress("learned matching: scoring the start", 0, steps)
     best_loss, best_step = score(best), 0
     if on_eval is not None:
         on_eval(0, with_inner(best))
@@ -577,6 +579,8 @@ def _learn(
                         z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
         losses.append(loss.detach())  # read once after the loop: no host sync per step
         if (step + 1) % eval_every == 0 or step + 1 == steps:
+            if progress is not None:
+                progress(f"learned matching step {step + 1}/{steps}: scoring", step + 0.5, steps)
             elements = hard_elements()
             current = score(elements)
             eval_curve.append({"step": step + 1, "loss": current})

@@ -280,16 +280,23 @@ def test_learned_matching_reports_every_step() -> None:
           progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
     # the weight-matching start (not cached yet) in the first tenth, then each step
     start = [(s, f) for s, f in seen if s.startswith("start: weight matching round ")]
-    steps = [(s, f) for s, f in seen if not s.startswith("start: ")]
-    assert start and len(start) + len(steps) == len(seen) and seen[: len(start)] == start
+    rest = [(s, f) for s, f in seen if not s.startswith("start: ")]
+    assert start and len(start) + len(rest) == len(seen) and seen[: len(start)] == start
     assert all(0 <= f <= 0.1 for _, f in start)
-    assert [s for s, _ in steps] == [f"learned matching step {i}/3" for i in (1, 2, 3)]
-    assert [f for _, f in steps] == pytest.approx([0.1 + 0.9 / 3, 0.1 + 0.9 * 2 / 3, 1.0])
-    # the start now comes from the cache: only the steps are heard
+    # the scoring of the start, each step, and the scoring at the end (eval_every = 3)
+    assert [s for s, _ in rest] == ["learned matching: scoring the start",
+                                    "learned matching step 1/3", "learned matching step 2/3",
+                                    "learned matching step 3/3: scoring",
+                                    "learned matching step 3/3"]  # fmt: skip
+    assert [f for _, f in rest] == pytest.approx([0.1, 0.1 + 0.9 / 3, 0.1 + 0.9 * 2 / 3,
+                                                  0.1 + 0.9 * 2.5 / 3, 1.0])  # fmt: skip
+    # the start now comes from the cache: only the learned matching is heard
     seen.clear()
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 2, "eval_every": 2},
           progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
-    assert [s for s, _ in seen] == [f"learned matching step {i}/2" for i in (1, 2)]
+    assert [s for s, _ in seen if "scoring" not in s] == [
+        f"learned matching step {i}/2" for i in (1, 2)
+    ]
     # the barrier maps the matching into the first half of its progress
     seen.clear()
     barrier_pair(zoo(0), zoo(2), "learned", "perm", points=3,
