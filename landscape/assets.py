@@ -4,13 +4,22 @@ Each checkpoint is trained through the same cached path as ``landscape train`` a
 ``<name>/seed<S>.safetensors``; ``manifest.json`` records how: configuration, training recipe,
 data identity, seed, metrics, curves and the weight digest that ``landscape train`` is checked
 against.
+
+``--results`` computes the pages' default views of the zoo's transformer entries (the
+Interpolation page's curves, the Triangle page's grids) and ships their cache entries in
+``assets/results`` (read after the cache: :mod:`landscape.store.cache`), with ``index.json``
+naming each request; ``--check-results`` asks each request of the index again, served from the
+shipped entries alone, and says which no longer are (a changed algorithm version, data or
+checkpoint).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +27,9 @@ from safetensors.torch import save_file
 
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
-from landscape.store.cache import Cache
+from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache
 from landscape.store.files import replace_file
-from landscape.store.paths import assets_root
+from landscape.store.paths import assets_root, shipped_results_root
 
 DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespeare": range(3),
                  "vit-fashion": range(3), "vit-fashion-d256": range(3),
@@ -135,12 +144,117 @@ def home_curves(out: Path) -> Path:
     return out
 
 
+# ---------------------------------------------------------------- shipped results
+
+# the pages' default choices (app/views/interpolation.py, app/views/triangle.py)
+VIEW_METHODS = (("naive", "perm"), ("weight", "perm"), ("weight", "orth"))
+VIEW_POINTS, VIEW_RESOLUTION = 25, 10
+RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
+                 "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3")  # fmt: skip
+
+
+def standard_views(name: str, views: tuple[str, ...] = ("interpolation", "triangle")
+                   ) -> list[dict[str, Any]]:  # fmt: skip
+    """The requests a page makes for ``name`` with its default choices: the first pair of the
+    shipped seeds, the first three seeds, the three default methods, the test split, the
+    weights space."""
+    from landscape.experiments.tables import pairs_for
+    from landscape.models.zoo import shipped_seeds
+
+    seeds = shipped_seeds(name)
+    out = []
+    if "interpolation" in views and len(seeds) >= 2:
+        pair = pairs_for(name, 1, seeds)[0]
+        out += [{"view": "interpolation", "kind": "barrier", "model": name, "seeds": list(pair),
+                 "method": m, "group": g, "points": VIEW_POINTS, "split": "test",
+                 "space": "weights"} for m, g in VIEW_METHODS]  # fmt: skip
+    if "triangle" in views and len(seeds) >= 3:
+        out += [{"view": "triangle", "kind": "triangle", "model": name, "seeds": seeds[:3],
+                 "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": "test",
+                 "space": "weights", "joint": False} for m, g in VIEW_METHODS]  # fmt: skip
+    return out
+
+
+def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
+    """One request of :func:`standard_views`, through ``cache``."""
+    from landscape import experiments
+
+    r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
+    model, seeds, method, group = r.pop("model"), r.pop("seeds"), r.pop("method"), r.pop("group")
+    run = experiments.barrier if request["kind"] == "barrier" else experiments.triangle
+    return run(model, seeds, method, group, cache=cache, **r)
+
+
+def build_results(models: list[str], out: Path, views: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Compute the standard views of ``models`` in an empty cache of their own and ship their
+    result entries in ``out`` (kept: the entries and index rows of other models)."""
+    index_path = out / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.is_file() else []
+    index = [r for r in index if r["model"] not in models]
+    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
+        cache = Cache(d, shipped=False)
+        for name in models:
+            for request in standard_views(name, views):
+                t0 = time.perf_counter()
+                ask(request, cache)
+                index.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
+                print(f"{name} {request['view']} {request['method']}/{request['group']}: "
+                      f"{index[-1]['seconds']} s", flush=True)  # fmt: skip
+        for kind in SHIPPED_KINDS:
+            for f in sorted((Path(d) / kind).glob(f"*/*{SUFFIX}")):
+                target = out / kind / f.parent.name / f.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(index, indent=1) + "\n"
+    replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return index
+
+
+class _NotShipped(Exception):
+    pass
+
+
+class _ShippedOnly(Cache):
+    """An empty cache over the shipped entries of ``shipped``: a miss raises, nothing runs."""
+
+    def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
+        entry = self.get(kind, self.key(kind, inputs))
+        if entry is None:
+            raise _NotShipped(kind)
+        return entry, True
+
+
+def check_results(out: Path, requests: list[dict[str, Any]] | None = None
+                  ) -> list[dict[str, Any]]:  # fmt: skip
+    """The requests (default: the index's) that the entries of ``out`` no longer serve, each
+    with why."""
+    index_path = out / "index.json"
+    if requests is not None:
+        index = requests
+    else:
+        index = json.loads(index_path.read_text()) if index_path.is_file() else []
+    stale = []
+    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
+        cache = _ShippedOnly(d, shipped=out)
+        for request in index:
+            try:
+                ask(request, cache)
+            except _NotShipped as e:
+                stale.append({**request, "why": f"no shipped {e} entry for today's inputs"})
+    return stale
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
     ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
     ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
     ap.add_argument("--home", action="store_true", help="only recompute the app's Home curves")
+    ap.add_argument("--results", action="store_true",
+                    help="compute the pages' default views of the models (default: the zoo's "
+                         "transformer entries) and ship their results in assets/results")
+    ap.add_argument("--check-results", action="store_true",
+                    help="say which shipped results today's requests no longer reach")
     ap.add_argument("--verify", action="store_true",
                     help="retrain the shipped checkpoints and record this machine's kernels "
                          "where the weights come out bit for bit")  # fmt: skip
@@ -151,6 +265,16 @@ def main() -> None:
     if args.home:
         print(home_curves(home_curves_path()))
         return
+    if args.results:
+        models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
+        build_results(models, shipped_results_root(), ("interpolation", "triangle"))
+        return
+    if args.check_results:
+        stale = check_results(shipped_results_root())
+        for r in stale:
+            print(f"{r['model']} {r['view']} {r['method']}/{r['group']}: {r['why']}")
+        print(f"{len(stale)} shipped result(s) not reached")
+        raise SystemExit(1 if stale else 0)
     if args.verify:
         verify(args.models, args.out)
         return

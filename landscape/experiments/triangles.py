@@ -156,47 +156,56 @@ def triangle(
     if space == "circuits":
         check_circuit_form(a.cfg)
     data = data_of(a)
-    tell(progress, "match B", 0)
     options = learned_space(method, space)
-    if joint:
-        ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
-                             data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
-    else:
-        ab = align(a, b, method, group, device=device, cache=cache, data=data, options=options,
-                   progress=within(progress, 0.0, 0.25))  # fmt: skip
-        tell(progress, "match C", 0.25)
-        ac = align(a, c, method, group, device=device, cache=cache, data=data, options=options,
-                   progress=within(progress, 0.25, 0.5))  # fmt: skip
     names = [label(x) for x in (a, b, c)]
-    checks = {
-        f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
-        f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
-        f"{names[0]} processed for {group}": worst_check(
-            [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
-        ),
-    }
-    cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
-    if space == "circuits":
-        for ckpt, p in zip((a, b, c), corners, strict=True):
-            checks[f"{label(ckpt)} in circuit form"] = circuit_check(ckpt.cfg, ckpt.params,
-                                                                     ab.cfg, p)  # fmt: skip
-        forms = [circuit_form(ab.cfg, p) for p in corners]
-        cfg, corners = forms[0][0], [p for _, p in forms]
+    # the request keys the grid, as a barrier's does: a stored grid is served without aligning
+    # its corners again (they are the matchings of the request, so the grid follows from it)
     inputs = {
-        "a": digest_tensors(ab.params_a),
-        "b": digest_tensors(ab.params_b),
-        "c": digest_tensors(ac.params_b),
-        "cfg": ab.cfg.to_dict(),
+        "a": digest_tensors(a.params),
+        "b": digest_tensors(b.params),
+        "c": digest_tensors(c.params),
+        "cfg": a.cfg.to_dict(),
+        "method": method,
+        "group": group,
+        "options": options,
         "resolution": resolution,
         "tol": tol,
         "split": split,
         "data": data.key,
         "version": ALGO_VERSION,
-        **({"space": space} if space != "weights" else {}),  # weights keys as before spaces
+        "key": "request",  # keyed by the request, no longer by the aligned corners
+        **({"space": space} if space != "weights" else {}),
         **({"joint": True} if joint else {}),
     }
+    aligned_cached = [True]
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        tell(progress, "match B", 0)
+        if joint:
+            ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
+                                 data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
+        else:
+            ab = align(a, b, method, group, device=device, cache=cache, data=data,
+                       options=options, progress=within(progress, 0.0, 0.25))  # fmt: skip
+            tell(progress, "match C", 0.25)
+            ac = align(a, c, method, group, device=device, cache=cache, data=data,
+                       options=options, progress=within(progress, 0.25, 0.5))  # fmt: skip
+        aligned_cached[0] = ab.cached and ac.cached
+        checks = {
+            f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
+            f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
+            f"{names[0]} processed for {group}": worst_check(
+                [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
+            ),
+        }
+        cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
+        if space == "circuits":
+            for ckpt, p in zip((a, b, c), corners, strict=True):
+                checks[f"{label(ckpt)} in circuit form"] = circuit_check(ckpt.cfg, ckpt.params,
+                                                                         ab.cfg, p)  # fmt: skip
+            forms = [circuit_form(ab.cfg, p) for p in corners]
+            cfg, corners = forms[0][0], [p for _, p in forms]
+        tell(progress, "evaluate", 0.5)
         ev = data.evaluation(split)
         r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
                               device=device, progress=within(progress, 0.5, 1.0),
@@ -207,11 +216,13 @@ def triangle(
             return f"the point (w_A, w_B, w_C) = ({w}) of {', '.join(names)} ({method}/{group})"
 
         check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
-        return {}, r.to_dict()
+        worst = worst_check([ab.info["function_check"], ac.info["function_check"]])
+        return {}, {**r.to_dict(), "function_check": worst, "checks": checks}
 
-    tell(progress, "evaluate", 0.5)
     entry, hit = cache.get_or_compute("triangle", inputs, compute)
     tell(progress, "done", 1)
+    meta = dict(entry.meta)
+    checks = meta.pop("checks")
     return {
         "model": model,
         "seeds": list(seeds),
@@ -220,12 +231,11 @@ def triangle(
         "split": split,
         "space": space,
         "joint": joint,
-        **entry.meta,
-        "function_check": worst_check([ab.info["function_check"], ac.info["function_check"]]),
+        **meta,
         "function_check_a": checks[f"{names[0]} processed for {group}"],
         **health(checks),
         "seconds": round(time.perf_counter() - t0, 4),
-        "cached": hit and ab.cached and ac.cached and remote_hit,
+        "cached": hit and aligned_cached[0] and remote_hit,
         "device": str(device),
     }
 

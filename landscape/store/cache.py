@@ -23,6 +23,13 @@ digits) in the folder named by the key's first two, starting with the format's m
 ``cache clear`` removes those, their lock files and stale temporary files of the same naming,
 then the folders it emptied. Anything else under the root (a user's project, an ``align --out``
 folder, ``data/`` and ``families/``) is never touched, whatever the root is.
+
+**Shipped results.** Entries of the small result kinds (:data:`SHIPPED_KINDS`) may also come
+from ``assets/results`` (the zoo's standard views, built by ``python -m landscape.assets
+--results``), laid out as the cache is and keyed alike, so a request finds them only when its
+inputs (weights, data, options, the algorithm's version) are those they were computed from.
+That layer is read after the cache, verified the same way, and never written or removed: a
+shipped entry that fails verification is a miss. ``LANDSCAPE_SHIPPED_RESULTS=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from safetensors.torch import save as st_save
 
 from landscape.errors import LandscapeError
 from landscape.store.files import open_regular
-from landscape.store.paths import cache_root
+from landscape.store.paths import cache_root, shipped_results_root
 
 MAGIC = b"LSC2"
 OLD_MAGICS = (b"LSC1",)  # earlier formats: stale, not corrupt
@@ -58,6 +65,8 @@ SUFFIX = ".lsc"
 TMP_PREFIX = ".tmp-"
 STALE_TMP_SECONDS = 3600  # no write takes this long, so such a temporary file is orphaned
 KEPT = ("data", "families")  # directories under the root that hold no entries
+# kinds whose entries are results alone (no weights), which the assets may ship
+SHIPPED_KINDS = ("barrier", "triangle")
 # What the cache writes, by name: entries, their locks, temporary files, in two-digit folders.
 _KEY_NAME = re.compile(r"([0-9a-f]{64})\.(lsc|lock)")
 _TMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.lsc")  # as tempfile.mkstemp names them
@@ -100,8 +109,17 @@ class Entry:
 class Cache:
     """The disk store. ``Cache()`` uses ``$LANDSCAPE_CACHE`` or ``~/.cache/landscape``."""
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike | None = None, shipped: str | os.PathLike | bool = True
+    ) -> None:
+        """``shipped``: the folder of shipped entries read after the cache (module docstring);
+        True is ``assets/results`` unless ``$LANDSCAPE_SHIPPED_RESULTS`` is ``0``, False none."""
         self.root = Path(root) if root is not None else cache_root()
+        if shipped is True:
+            off = os.environ.get("LANDSCAPE_SHIPPED_RESULTS", "1").strip() == "0"
+            self.shipped = None if off else shipped_results_root()
+        else:
+            self.shipped = Path(shipped) if shipped else None
 
     @staticmethod
     def key(kind: str, inputs: dict[str, Any]) -> str:
@@ -111,7 +129,15 @@ class Cache:
         return self.root / kind / key[:2] / f"{key}{SUFFIX}"
 
     def get(self, kind: str, key: str) -> Entry | None:
-        """The entry, or None when it is missing or fails verification (then it is removed)."""
+        """The entry, or None when it is missing or fails verification (then it is removed);
+        a shipped entry of the kind when the cache has none."""
+        entry = self._get(kind, key)
+        if entry is None and self.shipped is not None and kind in SHIPPED_KINDS:
+            with contextlib.suppress(Exception):  # never removed, never an error: a miss
+                return _read(self.shipped / kind / key[:2] / f"{key}{SUFFIX}", key)
+        return entry
+
+    def _get(self, kind: str, key: str) -> Entry | None:
         p = self.path(kind, key)
         try:
             return _read(p, key)

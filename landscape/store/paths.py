@@ -2,7 +2,8 @@
 
 - cache: ``$LANDSCAPE_CACHE`` or ``~/.cache/landscape`` (results, trained checkpoints)
 - data: ``$LANDSCAPE_DATA`` or ``<cache>/data`` (fetched data sets)
-- assets: ``<repo>/assets`` (the shipped zoo), overridable by ``$LANDSCAPE_ASSETS``
+- assets: ``<repo>/assets`` (the shipped zoo), overridable by ``$LANDSCAPE_ASSETS``; its
+  ``results/`` holds shipped cache entries (the zoo's standard views), read after the cache
 """
 
 from __future__ import annotations
@@ -24,3 +25,8 @@ def data_root() -> Path:
 def assets_root() -> Path:
     env = os.environ.get("LANDSCAPE_ASSETS")
     return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "assets"
+
+
+def shipped_results_root() -> Path:
+    """The shipped cache entries (``assets/results``), laid out as the cache is."""
+    return assets_root() / "results"

@@ -1,0 +1,115 @@
+"""Shipped results: cache entries in assets/results, read after the cache, keyed alike, never
+written or removed; the build and the check of python -m landscape.assets --results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from landscape import assets
+from landscape.models.train import available_seeds
+from landscape.store.cache import Cache
+from landscape.store.paths import shipped_results_root
+
+
+def _entry(root, kind="barrier", inputs=None, value=1.5):
+    c = Cache(root, shipped=False)
+    key = c.key(kind, inputs or {"x": 1})
+    c.put(kind, key, {}, {"value": value})
+    return c.path(kind, key), key
+
+
+def test_a_shipped_entry_is_served_after_the_cache(tmp_path):
+    shipped, _ = _entry(tmp_path / "shipped")
+    cache = Cache(tmp_path / "cache", shipped=tmp_path / "shipped")
+    entry, hit = cache.get_or_compute("barrier", {"x": 1}, lambda: pytest.fail("computed"))
+    assert hit and entry.meta == {"value": 1.5}
+    # the cache's own entry comes first
+    own, _ = _entry(tmp_path / "cache", value=2.0)
+    assert cache.get_or_compute("barrier", {"x": 1}, lambda: None)[0].meta == {"value": 2.0}
+    # clearing the cache leaves the shipped entry alone
+    cache.clear()
+    assert shipped.is_file() and not own.exists()
+    assert cache.get_or_compute("barrier", {"x": 1}, lambda: None)[0].meta == {"value": 1.5}
+
+
+def test_only_result_kinds_are_shipped_and_other_inputs_miss(tmp_path):
+    _entry(tmp_path / "shipped", kind="matching")
+    _entry(tmp_path / "shipped", kind="barrier", inputs={"x": 1})
+    cache = Cache(tmp_path / "cache", shipped=tmp_path / "shipped")
+    assert cache.get("matching", cache.key("matching", {"x": 1})) is None
+    assert cache.get("barrier", cache.key("barrier", {"x": 2})) is None
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_shipped_entry_is_a_miss_and_stays(tmp_path, damage):
+    shipped, key = _entry(tmp_path / "shipped")
+    data = bytearray(shipped.read_bytes())
+    if damage == "flip":
+        data[-3] ^= 0xFF
+    else:
+        data = data[: len(data) // 2]
+    shipped.write_bytes(bytes(data))
+    cache = Cache(tmp_path / "cache", shipped=tmp_path / "shipped")
+    assert cache.get("barrier", key) is None
+    assert shipped.read_bytes() == bytes(data)  # never removed nor rewritten
+    entry, hit = cache.get_or_compute("barrier", {"x": 1}, lambda: ({}, {"value": 3.0}))
+    assert not hit and entry.meta == {"value": 3.0}
+    assert shipped.read_bytes() == bytes(data) and cache.path("barrier", key).is_file()
+
+
+def test_the_environment_turns_shipped_results_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_SHIPPED_RESULTS", "0")
+    assert Cache(tmp_path).shipped is None
+    monkeypatch.setenv("LANDSCAPE_SHIPPED_RESULTS", "1")
+    assert Cache(tmp_path).shipped == shipped_results_root()
+
+
+def test_built_results_serve_the_page_request_without_computing(tmp_path, monkeypatch):
+    if len(available_seeds("mlp-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
+    out = tmp_path / "results"
+    monkeypatch.setattr(assets, "VIEW_METHODS", (("weight", "perm"),))
+    index = assets.build_results(["mlp-digits"], out, ("interpolation", "triangle"))
+    assert [(r["view"], r["kind"]) for r in index] == [("interpolation", "barrier"),
+                                                        ("triangle", "triangle")]  # fmt: skip
+    assert assets.check_results(out) == []
+    # an empty cache over the shipped entries: the requests are served, no matching runs
+    import landscape.experiments.runs as runs
+
+    monkeypatch.setattr(runs, "_match", lambda *a, **k: pytest.fail("matched"))
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))
+    cache = Cache(shipped=out)
+    for request in index:
+        r = assets.ask(request, cache)
+        assert r["cached"] and r["function_check"] < 1e-4
+    # a request the shipped entries were not made for is reported, with why
+    stale = [{**index[0], "points": index[0]["points"] + 2}]
+    (out / "index.json").write_text(json.dumps(stale))
+    found = assets.check_results(out)
+    assert len(found) == 1 and "no shipped barrier entry" in found[0]["why"]
+
+
+def test_every_shipped_result_is_reached_by_todays_requests():
+    """The shipped results answer today's requests: a changed algorithm version, data key or
+    checkpoint would leave them unreachable (then: python -m landscape.assets --results)."""
+    from landscape.errors import LandscapeError
+    from landscape.models.zoo import ZOO, data_identity
+
+    index_path = shipped_results_root() / "index.json"
+    if not index_path.is_file():
+        pytest.skip("no shipped results")
+    index = json.loads(index_path.read_text())
+    here = []
+    for r in index:
+        try:
+            data_identity(ZOO[r["model"]])
+        except LandscapeError:  # its data is not installed here: the key cannot be formed
+            continue
+        here.append(r)
+    if not here:
+        pytest.skip("no shipped result has its data on this machine")
+    torch.set_num_threads(1)
+    assert assets.check_results(shipped_results_root(), here) == []
