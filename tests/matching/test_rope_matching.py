@@ -38,8 +38,9 @@ CONFIGS = [
     pytest.param(dict(pos="rotary", rotary_dim=4), id="rope-partial"),
     pytest.param(dict(pos="rotary", n_kv_heads=2), id="rope-gqa"),
     pytest.param(dict(pos="rotary", rotary_dim=4, n_kv_heads=2), id="rope-partial-gqa"),
-    pytest.param(dict(pos="rotary", n_kv_heads=2, mlp="gated", bias=False, act="silu"),
-                 id="llama"),  # fmt: skip
+    pytest.param(
+        dict(pos="rotary", n_kv_heads=2, mlp="gated", bias=False, act="silu"), id="llama"
+    ),  # fmt: skip
 ]
 
 
@@ -92,17 +93,15 @@ def test_solver_finds_the_global_optimum_of_each_pair() -> None:
     theta = torch.linspace(-math.pi, math.pi, 361, dtype=torch.float64)
     w = (rho[:, None] * torch.exp(1j * theta[None, :])).reshape(-1)
     for pair in range(4):
-        cols = [pair, pair + 4]
-
-        def z(x: torch.Tensor) -> torch.Tensor:  # [H, rows] complex
-            return torch.complex(x[..., cols[0]], x[..., cols[1]])
-
-        za, zb, wa, wb = z(xa), z(xb), z(ya), z(yb)
-        grid = ((za[..., None] - zb[..., None] * w).abs().square().sum(1)
-                + (wa[..., None] - wb[..., None] * w / w.abs().square()).abs().square().sum(1))
+        # the pair's columns as complex numbers, [H, rows]
+        za, zb, wa, wb = (torch.complex(x[..., pair], x[..., pair + 4]) for x in (xa, xb, ya, yb))
+        grid = (za[..., None] - zb[..., None] * w).abs().square().sum(1) + (
+            wa[..., None] - wb[..., None] * w / w.abs().square()
+        ).abs().square().sum(1)
         found = torch.complex(m[:, pair, pair], m[:, pair, pair + 4])
-        own = ((za - zb * found[:, None]).abs().square().sum(1)
-               + (wa - wb * (found / found.abs().square())[:, None]).abs().square().sum(1))
+        own = (za - zb * found[:, None]).abs().square().sum(1) + (
+            wa - wb * (found / found.abs().square())[:, None]
+        ).abs().square().sum(1)
         assert bool((own <= grid.min(-1).values + 1e-9).all())
     gen = torch.Generator().manual_seed(4)
     for _ in range(200):  # small and large moves inside the kind: never lower

@@ -34,10 +34,13 @@ CONFIGS = [
     pytest.param(dict(pos="rotary"), id="rope"),
     pytest.param(dict(pos="rotary", rotary_dim=4), id="rope-partial"),
     pytest.param(dict(pos="rotary", n_kv_heads=2), id="rope-gqa"),
-    pytest.param(dict(pos="rotary", rotary_dim=4, n_kv_heads=2, rotary_bases=(100.0, 10.0)),
-                 id="rope-partial-gqa-bases"),  # fmt: skip
-    pytest.param(dict(pos="rotary", n_kv_heads=1, mlp="gated", bias=False, act="silu"),
-                 id="llama-mqa"),  # fmt: skip
+    pytest.param(
+        dict(pos="rotary", rotary_dim=4, n_kv_heads=2, rotary_bases=(100.0, 10.0)),
+        id="rope-partial-gqa-bases",
+    ),  # fmt: skip
+    pytest.param(
+        dict(pos="rotary", n_kv_heads=1, mlp="gated", bias=False, act="silu"), id="llama-mqa"
+    ),  # fmt: skip
     pytest.param(dict(n_kv_heads=2), id="gqa"),
 ]
 
