@@ -594,7 +594,8 @@ def solve_rope_commuting(
     companion = torch.zeros(*coeffs.shape[:-1], 6, 6, dtype=torch.float64, device=dev)
     companion[..., 0, :] = -coeffs[..., 1:] / lead
     companion[..., 1:, :-1] = torch.eye(5, dtype=torch.float64, device=dev)
-    roots = torch.linalg.eigvals(companion)  # [H, k, 6]
+    # the small eigenproblems on the host, whatever the device: the same roots everywhere
+    roots = torch.linalg.eigvals(companion.cpu()).to(dev)  # [H, k, 6]
     lo, hi = max_cond**-0.5, max_cond**0.5
     t = roots.real.clamp(lo, hi)
     for _ in range(polish):  # Newton on g′(t) = P − Q/t² − h′/√h
