@@ -273,8 +273,8 @@ def weight_kinds(
 
     A residual level gives :func:`landscape.matching.methods.matching_kinds`, plus, with
     ``within_heads``, every declared ``qk{l}``/``ov{l}`` as invertible maps (QK under rotary
-    positions: maps commuting with RoPE; listed after
-    ``heads{l}`` in the second mapping). ``qk``/``ov`` alone give their maps and nothing else
+    positions: maps commuting with RoPE; listed after ``heads{l}`` in the second mapping).
+    ``qk``/``ov`` alone give their maps and nothing else
     (heads stay in place, so ``within_heads`` changes nothing there).
     """
     if group in INNER_GROUPS:

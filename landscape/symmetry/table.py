@@ -305,8 +305,9 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
         names = spec.family(family)
         if not names:
             note = {
-                "qk": "not declared: a q/k norm sits between W_Q/W_K and q·kᵀ, and no "
-                "within-head query/key map but the identity commutes with it",
+                "qk": "not declared: a q/k norm sits between W_Q/W_K and q·kᵀ, and a general "
+                "within-head query/key map (or a rotary pair's scaled rotation) does not "
+                "commute with it",
             }.get(family, "")
             if cfg.has_attn and note:
                 out.append({"variable": family, "exact": False, "note": note})
