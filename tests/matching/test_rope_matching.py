@@ -125,6 +125,19 @@ def test_solver_keeps_the_start_where_no_factor_sees_a_pair() -> None:
     assert torch.allclose(m[:, rest][:, :, rest], m0[:, rest][:, :, rest], atol=1e-12)
 
 
+def test_solver_solves_a_pair_seen_from_one_side_only() -> None:
+    """Where B's query (or key) factors of a pair vanish, the other side alone fixes the
+    scaling; the degree-6 polynomial loses its leading terms there, the answer stays exact."""
+    xa, ya = _pairs(2, 9, 8, seed=9)
+    gen = torch.Generator().manual_seed(10)
+    m0 = torch.stack([random_rope_commuting(8, 8, gen) for _ in range(2)])
+    xb, yb = xa @ torch.linalg.inv(m0), ya @ m0.mT
+    xb[..., [0, 4]] = 0.0  # pair 0: keys only
+    yb[..., [1, 5]] = 0.0  # pair 1: queries only
+    m, _ = solve_within_heads(ROPE, xa, xb, ya, yb, rotary=8)
+    assert float((m - m0).abs().max()) < 1e-12
+
+
 def test_solver_answer_does_not_rest_on_round_off() -> None:
     xa, ya = _pairs(4, 9, 8, seed=7)
     xb, yb = _pairs(4, 9, 8, seed=8)
