@@ -135,7 +135,8 @@ with right:
         "3. **Rotations** of the residual stream: once the norm gains are folded into the "
         "readers, any orthogonal map of the d-dimensional stream is exact.\n"
         "4. **Within-head invertible maps**: W_Q·M with W_K·M⁻ᵀ, and W_V·N with N⁻¹·W_O, inside "
-        "every head.\n\n"
+        "every head (one map per key/value group under grouped-query attention; with rotary "
+        "positions only QK maps commuting with RoPE, a scaled rotation per frequency pair).\n\n"
         "Aligning under a larger group can only bring B closer: the barrier that remains after "
         "rotations have been factored out is what the landscape really has."
     )

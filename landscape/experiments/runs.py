@@ -63,16 +63,20 @@ from landscape.store.families import family, member_rows
 from landscape.symmetry import Transform
 from landscape.threads import threaded
 
-ALGO_VERSION = 4  # bump when matching or triangle evaluation changes: old entries stop matching
+ALGO_VERSION = 5  # bump when matching or triangle evaluation changes: old entries stop matching
 # 2: matchings also check the processed A (``function_check_a``)
 # 3: within-head maps in weight and activation matching; learned rotations as G₀·exp(S − Sᵀ)
 # 4: weight matching decides nothing on round-off (null spaces of a Procrustes by rule, ties of
 #    an assignment by index, within-head steps on significant changes only), so its answer is
 #    the pair's, not the machine's; entries hold the transform (learned matching starts from it)
-BARRIER_VERSION = 5  # bump when the barrier pipeline changes
+# 5: within-head maps under rotary positions (QK maps commuting with RoPE) and grouped-query
+#    attention (one QK and one OV map per key/value group): matchings of such models change;
+#    models without either match as before
+BARRIER_VERSION = 6  # bump when the barrier pipeline changes
 # 3: one pipeline for zoo seeds, family members and paths, keyed by the endpoints' weights
 # 4: the matchings of ALGO_VERSION 3 (a barrier entry does not hold the matching's version)
 # 5: function checks of endpoints in other coordinates (circuit form, original) in float64
+# 6: the matchings of ALGO_VERSION 5
 SPLITS = ("train", "test")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 Endpoint = Source | Checkpoint

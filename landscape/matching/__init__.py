@@ -35,10 +35,12 @@ Conventions
   the cost of pairing A's group I with B's group J is the best assignment of their r query
   heads, and the groups are then assigned on those costs (K/V weights, role ``G/group``, are
   repeated per query head for the circuit cost). The within-head maps ``qk{l}``/``ov{l}`` (one
-  invertible map per head; the head cost is invariant to them) are matched by weight matching
-  (option ``within_heads``, on by default: without them the straight line between factored
-  weights averages each head's Q, K, V and O in unrelated bases) and kept from that start by
-  learned matching; activation matching leaves them out.
+  invertible map per head, or per key/value group under grouped-query attention; under rotary
+  positions the QK maps commuting with RoPE, a scaled rotation per frequency pair; the head
+  cost is invariant to them) are matched by weight matching (option ``within_heads``, on by
+  default: without them the straight line between factored weights averages each head's Q, K,
+  V and O in unrelated bases), by activation matching from the same weight objective, and kept
+  from weight matching's start by learned matching.
 - **Memory.** Nothing holds a transformed copy of the whole model during the descent: B' is
   formed one touched parameter at a time (in float64, cast from the stored dtype), so weight
   matching keeps the inputs, their processed forms and the final aligned B.

@@ -46,7 +46,7 @@ from landscape.matching.solvers import Signs, solve, solve_grouped_perm
 from landscape.matching.weight import head_element, within_head_element, within_head_variables
 from landscape.models import ModelConfig, Params, forward
 from landscape.progress import Progress, tell
-from landscape.symmetry import INVERTIBLE, ORTH, PERM, Element, Transform, apply, spec_for
+from landscape.symmetry import ORTH, PERM, Element, Transform, apply, spec_for
 
 # "pearson": per-coordinate z-scores averaged over rows, layers summed one at a time (O(d): the
 # centred cross-covariance, one scale per model). "cosine": centred unit-norm columns contracted
@@ -270,7 +270,8 @@ def activation_matching(
     residual kind. FFN units: correlation of ``mlp.hidden``. Heads: cosine similarity of each
     head's residual write, assigned as a permutation. ``drop_first`` leaves out position 0
     (attention sinks of text models). ``device`` runs the forward passes (default: the CPU).
-    ``within_heads``: then each head's own invertible QK/OV maps, which no activation of the
+    ``within_heads``: then each head's own QK/OV maps (invertible; QK under rotary positions
+    commuting with RoPE; one per key/value group under GQA), which no activation of the
     stream can see, by their weight objective with everything else held
     (:func:`landscape.matching.weight.within_head_element`, one visit each); without them the
     straight line between factored weights averages every head's factors in unrelated bases.
@@ -289,7 +290,8 @@ def activation_matching(
     if within_heads:
         elements, conds = dict(transform.elements), {}
         for v in within_head_variables(spec):
-            elements[v], cond = within_head_element(spec, v, INVERTIBLE, a, b, elements)
+            kind = spec.variables[v].widest  # invertible, or rope-commuting under RoPE
+            elements[v], cond = within_head_element(spec, v, kind, a, b, elements)
             conds[v] = [float(c) for c in cond]
         transform = Transform(elements)
         if conds:

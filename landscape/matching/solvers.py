@@ -38,7 +38,16 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from landscape.symmetry import GLOBAL_SIGN, INVERTIBLE, ORTH, PERM, SEMI_ORTH, SIGNED_PERM, Element
+from landscape.symmetry import (
+    GLOBAL_SIGN,
+    INVERTIBLE,
+    ORTH,
+    PERM,
+    ROPE,
+    SEMI_ORTH,
+    SIGNED_PERM,
+    Element,
+)
 
 Matrix = torch.Tensor | np.ndarray
 # How a signed permutation is assigned: on |M| with signs from the picks (exact for B_n), or on
@@ -413,6 +422,7 @@ def solve_within_heads(
     *,
     max_iter: int = 50,
     max_cond: float = MAX_COND,
+    rotary: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-head maps minimising :func:`within_head_cost`, batched over heads, float64.
 
@@ -447,7 +457,13 @@ def solve_within_heads(
     A planted map (B's factors equal to A's moved by ``M₀⁻¹``) is recovered to round-off by
     either least-squares start. Otherwise the result is a stationary point no worse than any
     start, never singular.
+
+    ``rope-commuting`` (QK maps under rotary positions, ``rotary`` = dimensions rotated):
+    :func:`solve_rope_commuting`, the global optimum over that subgroup.
     """
+    if kind == ROPE:
+        return solve_rope_commuting(xa, xb, ya, yb, rotary, start, max_iter=max_iter,
+                                    max_cond=max_cond)  # fmt: skip
     xa, xb, ya, yb = (t.to(torch.float64) for t in (xa, xb, ya, yb))
     h, n = xa.shape[0], xa.shape[-1]
     eye = torch.eye(n, dtype=torch.float64, device=xa.device).expand(h, n, n)
@@ -483,4 +499,140 @@ def solve_within_heads(
         m, f = torch.where(keep[:, None, None], step, m), torch.where(keep, fs, f)
         mu = torch.where(keep, (mu / 10).clamp_min(1e-12), mu * 10)
         done |= level | (mu > 1e8) | (f <= 1e-28 * scale)
+    return m, _cond(m)
+
+
+def _complex_pairs(x: torch.Tensor, rotary: int) -> torch.Tensor:
+    """The rotated columns of ``x`` [..., n] as one complex number per frequency pair,
+    ``x_i + i·x_{i+r/2}`` [..., r/2] (complex128): right multiplication by a pair's block
+    ``[[a, c], [−c, a]]`` is then multiplication by ``a + ic``."""
+    h = rotary // 2
+    return torch.complex(x[..., :h].to(torch.float64), x[..., h:rotary].to(torch.float64))
+
+
+def _pair_cost(w, a, b, p, q, sx, sy) -> torch.Tensor:
+    """``‖x_A − x_B·w‖² + ‖y_A − y_B·w/|w|²‖²`` of every pair from its sums (float64)."""
+    t = w.abs().square()
+    return a + b + p * t + q / t - 2 * (sx * w).real - 2 * (sy * w).real / t
+
+
+def solve_rope_commuting(
+    xa: torch.Tensor,
+    xb: torch.Tensor,
+    ya: torch.Tensor,
+    yb: torch.Tensor,
+    rotary: int,
+    start: torch.Tensor | None = None,
+    *,
+    max_iter: int = 50,
+    max_cond: float = MAX_COND,
+    polish: int = 50,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-head maps commuting with RoPE (kind ``rope-commuting``) minimising
+    :func:`within_head_cost`; arguments and returns as :func:`solve_within_heads`.
+
+    M is block-diagonal (``landscape.symmetry.spec``'s docstring): a scaled rotation per
+    frequency pair, ``w = a + ic`` as a complex number, and an invertible block F on the
+    dimensions from ``rotary`` on. ``X·M`` and ``Y·M⁻ᵀ`` act on each block's own columns, so
+    the cost splits into one problem per pair and one for F (the unconstrained problem on those
+    columns, solved by :func:`solve_within_heads`). With a pair's columns as complex numbers
+    (``x_A``, ``x_B``, ``y_A``, ``y_B`` over the rows), ``M⁻ᵀ`` is ``w/|w|²`` there and
+
+        f(w) = ‖x_A − x_B·w‖² + ‖y_A − y_B·w/|w|²‖²
+             = A + B + P·t + Q/t − 2·Re((ρ·s_x + s_y/ρ)·e^{iθ}),
+
+    ``w = ρe^{iθ}``, ``t = ρ²``, ``A = ‖x_A‖²``, ``B = ‖y_A‖²``, ``P = ‖x_B‖²``, ``Q = ‖y_B‖²``,
+    ``s_x = Σ conj(x_A)·x_B``, ``s_y = Σ conj(y_A)·y_B``. For a given ρ the best angle is that of
+    ``conj(ρ·s_x + s_y/ρ)``, which leaves ``g(t) = P·t + Q/t − 2·√(α·t + 2γ + δ/t)`` with
+    ``α = |s_x|²``, ``δ = |s_y|²``, ``γ = Re(s_x·conj(s_y))``. Its stationary points solve
+    ``(P·t² − Q)·√h = α·t² − δ`` (h the root's argument); squared and times t, the degree-6
+    polynomial
+
+        P²α·t⁶ + (2P²γ − α²)·t⁵ + (P²δ − 2PQα)·t⁴ + (2αδ − 4PQγ)·t³
+            + (Q²α − 2PQδ)·t² + (2Q²γ − δ²)·t + Q²δ = 0,
+
+    whose positive real roots (companion-matrix eigenvalues; every root with a positive real
+    part is tried) hold every stationary point, among them the global minimum. Each root is
+    polished by Newton steps on ``g′`` itself until the steps stop moving it (squaring can
+    double a root; ``g′`` has it simple, so a planted map comes back to round-off, and two roots
+    of one stationary point end up equal to round-off). The pair takes the candidate of least
+    f: the start's block (the current element, else the identity) unless another is lower by
+    more than round-off (:data:`SIGNIFICANT` of the pair's ``A + B``), then the roots by
+    increasing t, so no tie is left to round-off. ``t = ρ²`` is kept within
+    ``[max_cond^-½, max_cond^½]``: no two pairs' scales differ by more than ``√max_cond``.
+    The two one-sided least-squares scalings ``conj(s_x)/P`` and ``Q/s_y`` are candidates too
+    (they are the answer where one side's factors vanish). The returned condition number is
+    that of the whole map.
+    """
+    xa, xb, ya, yb = (t.to(torch.float64) for t in (xa, xb, ya, yb))
+    h, n = xa.shape[0], xa.shape[-1]
+    if rotary <= 0 or rotary % 2 or rotary > n:
+        raise ValueError(f"rotary must be even and in 1..{n}, got {rotary}")
+    dev, k = xa.device, rotary // 2
+    eye = torch.eye(n, dtype=torch.float64, device=dev).expand(h, n, n)
+    start = eye if start is None else start.to(xa)
+    cx = [_complex_pairs(t, rotary) for t in (xa, xb, ya, yb)]
+    a, p, b, q = (z.abs().square().sum(-2) for z in cx)  # [H, k]: A, P, B, Q
+    sx = (cx[0].conj() * cx[1]).sum(-2)
+    sy = (cx[2].conj() * cx[3]).sum(-2)
+    al, de, ga = sx.abs().square(), sy.abs().square(), (sx * sy.conj()).real
+
+    def best_angle(t: torch.Tensor) -> torch.Tensor:  # t [H, k, roots]
+        rho = t.sqrt()
+        z = (rho * sx[..., None] + sy[..., None] / rho).conj()
+        phase = torch.where(z.abs() > 0, z / z.abs().clamp_min(1e-300), torch.ones_like(z))
+        return rho * phase
+
+    coeffs = torch.stack([p * p * al, 2 * p * p * ga - al * al, p * p * de - 2 * p * q * al,
+                          2 * al * de - 4 * p * q * ga, q * q * al - 2 * p * q * de,
+                          2 * q * q * ga - de * de, q * q * de], -1)  # fmt: skip
+    top = coeffs.abs().amax(-1, keepdim=True)
+    coeffs = coeffs / torch.where(top > 0, top, 1.0)
+    lead = coeffs[..., :1]
+    # a vanishing leading coefficient (one side's factors zero) leaves a spurious huge root
+    lead = torch.where(lead.abs() > 1e-300, lead, torch.full_like(lead, 1e-300))
+    companion = torch.zeros(*coeffs.shape[:-1], 6, 6, dtype=torch.float64, device=dev)
+    companion[..., 0, :] = -coeffs[..., 1:] / lead
+    companion[..., 1:, :-1] = torch.eye(5, dtype=torch.float64, device=dev)
+    # the small eigenproblems on the host, whatever the device: the same roots everywhere
+    roots = torch.linalg.eigvals(companion.cpu()).to(dev)  # [H, k, 6]
+    lo, hi = max_cond**-0.5, max_cond**0.5
+    t = roots.real.clamp(lo, hi)
+    for _ in range(polish):  # Newton on g′(t) = P − Q/t² − h′/√h
+        hh = (al[..., None] * t + 2 * ga[..., None] + de[..., None] / t).clamp_min(1e-300)
+        h1 = al[..., None] - de[..., None] / t**2
+        h2 = 2 * de[..., None] / t**3
+        g1 = p[..., None] - q[..., None] / t**2 - h1 / hh.sqrt()
+        g2 = 2 * q[..., None] / t**3 - h2 / hh.sqrt() + h1**2 / (2 * hh**1.5)
+        step = torch.where(g2 > 0, g1 / torch.where(g2 > 0, g2, 1.0), 0.0)
+        step = torch.where(torch.isfinite(step) & (t - step > 0), step, 0.0)
+        t = (t - step).clamp(lo, hi)
+        if not bool((step.abs() > 4e-16 * t).any()):
+            break
+    # every root with a positive real part is a candidate (a double root of the square may
+    # split into a complex pair): the cost decides, so a spurious one is never taken
+    t = torch.where(roots.real > 0, t, torch.nan)
+    t = t.sort(-1).values  # the least t first among equal costs: no tie left to round-off
+    one_sided = torch.stack([sx.conj() / p, q / sy], -1)
+    one_sided = torch.where(torch.isfinite(one_sided) & (one_sided.abs() > 0), one_sided, 1.0)
+    idx = torch.arange(k, device=dev)
+    w0 = torch.complex(start[:, idx, idx], start[:, idx, idx + k])
+    cands = torch.cat([best_angle(t), one_sided], -1)
+    w, f = w0, _pair_cost(w0, a, b, p, q, sx, sy)
+    flat = SIGNIFICANT * (a + b) + 1e-300
+    for j in range(cands.shape[-1]):
+        c = cands[..., j]
+        tc = c.abs().square()
+        fc = _pair_cost(c, a, b, p, q, sx, sy)
+        better = torch.isfinite(fc) & (tc >= lo) & (tc <= hi) & (fc < f - flat)
+        w, f = torch.where(better, c, w), torch.where(better, fc, f)
+    m = torch.zeros(h, n, n, dtype=torch.float64, device=dev)
+    m[:, idx, idx], m[:, idx + k, idx + k] = w.real, w.real
+    m[:, idx, idx + k], m[:, idx + k, idx] = w.imag, -w.imag
+    if n > rotary:
+        rest = slice(rotary, None)
+        m[:, rest, rest] = solve_within_heads(
+            INVERTIBLE, xa[..., rest], xb[..., rest], ya[..., rest], yb[..., rest],
+            start[:, rest, rest], max_iter=max_iter, max_cond=max_cond,
+        )[0]  # fmt: skip
     return m, _cond(m)

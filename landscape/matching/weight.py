@@ -28,8 +28,11 @@ objective, ``‖[W_Q; b_Q]^A − [W_Q; b_Q]^{B'}·M‖² + ‖[W_K; b_K]^A − [
 ``‖[W_V; b_V]^A − [W_V; b_V]^{B'}·N‖² + ‖W_O^A − N⁻¹·W_O^{B'}‖²``) with every other variable
 held (:func:`within_head_element`, :func:`landscape.matching.solvers.solve_within_heads`). When
 a head permutation changes, the maps follow their heads to the new slots, so a map always
-belongs to the B head it was fitted to. Architectures without these variables (grouped-query
-attention; ``qk`` under rotary positions) are matched as without the option.
+belongs to the B head it was fitted to. Under grouped-query attention one map serves each
+key/value group (pooled over its query heads); under rotary positions the QK maps are the ones
+commuting with RoPE, a scaled rotation per frequency pair, solved exactly
+(:func:`landscape.matching.solvers.solve_rope_commuting`). Architectures without these
+variables (``qk`` under q/k norms) are matched as without the option.
 """
 
 from __future__ import annotations
@@ -63,13 +66,12 @@ from landscape.progress import Progress, tell
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
-    INV_T,
     INVERTIBLE,
     ORTH,
     PERM,
     PERM_OF,
+    ROPE,
     Element,
-    G,
     Spec,
     Transform,
     group_kinds,
@@ -175,23 +177,31 @@ def within_head_element(
     those it multiplies by M⁻ᵀ (``W_K``, ``b_K``; ``W_O`` with its d_head axis last, ``W_Oᵀ``)
     form Y, of A and of ``B' = π_{−v}(θ_B)`` (heads permuted, stream aligned, so slot i of B'
     is the B head matched to A's head i). The current element of ``var`` is the solver's start,
-    so the visit never raises ``‖θ_A − π(θ_B)‖²``. Returns the element ``[H, n, n]`` and each
-    map's condition number.
+    so the visit never raises ``‖θ_A − π(θ_B)‖²``. Under grouped-query attention one map serves
+    a key/value group: the rows of its query heads and of its key/value head are solved together
+    (their K or V factor counted once, as in the objective). Under rotary positions ``qk{l}``
+    is ``rope-commuting`` (:func:`landscape.matching.solvers.solve_rope_commuting`). Returns the
+    element ``[H, n, n]`` and each map's condition number (per query head).
     """
     v = spec.variables[var]
     others = {k: e for k, e in (elements or {}).items() if k != var}
-    rows: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {G: ([], []), INV_T: ([], [])}
+    # one map per key/value group (GQA): the rows of the group's query heads are pooled with
+    # those of its key/value head, and the map is solved once per group
+    maps = spec.variables[v.over].size // v.group
+    rows: dict[bool, tuple[list[torch.Tensor], list[torch.Tensor]]] = {False: ([], []),
+                                                                       True: ([], [])}  # fmt: skip
     for name, axis, role in spec.touches(var):
         if name not in a:
             continue
         slot = spec.axis_of(name, v.over)
         for side, t in enumerate((a[name].double(), moved(spec, others, b, name))):
             per_head = t.movedim((slot, axis), (0, -1))
-            rows[role.act][side].append(per_head.reshape(per_head.shape[0], -1, v.size))
-    xa, xb, ya, yb = (torch.cat(rows[act][side], 1) for act in (G, INV_T) for side in (0, 1))
+            rows[role.transpose][side].append(per_head.reshape(maps, -1, v.size))
+    xa, xb, ya, yb = (torch.cat(rows[inv][side], 1) for inv in (False, True) for side in (0, 1))
     current = (elements or {}).get(var)
-    start = None if current is None else current.matrix
-    m, cond = solve_within_heads(kind, xa, xb, ya, yb, start)
+    start = None if current is None else current.matrix[:: v.group]
+    m, cond = solve_within_heads(kind, xa, xb, ya, yb, start, rotary=v.rotary)
+    m, cond = m.repeat_interleave(v.group, 0), cond.repeat_interleave(v.group, 0)
     return Element(kind, matrix=m, over=v.over), cond
 
 
@@ -253,8 +263,7 @@ def _sq_norm(p: Params) -> float:
 
 
 def within_head_variables(spec: Spec) -> list[str]:
-    """The declared per-head maps, ``qk{l}`` then ``ov{l}`` (none under grouped-query attention,
-    no ``qk`` under rotary positions)."""
+    """The declared per-head maps, ``qk{l}`` then ``ov{l}`` (no ``qk`` under q/k norms)."""
     return [v for family in INNER_GROUPS for v in spec.family(family)]
 
 
@@ -264,8 +273,9 @@ def weight_kinds(
     """Kind per matched variable, and the within-head maps visited right after each head variable.
 
     A residual level gives :func:`landscape.matching.methods.matching_kinds`, plus, with
-    ``within_heads``, every declared ``qk{l}``/``ov{l}`` as invertible maps (listed after
-    ``heads{l}`` in the second mapping). ``qk``/``ov`` alone give their maps and nothing else
+    ``within_heads``, every declared ``qk{l}``/``ov{l}`` as invertible maps (QK under rotary
+    positions: maps commuting with RoPE; listed after ``heads{l}`` in the second mapping).
+    ``qk``/``ov`` alone give their maps and nothing else
     (heads stay in place, so ``within_heads`` changes nothing there).
     """
     if group in INNER_GROUPS:
@@ -274,7 +284,7 @@ def weight_kinds(
     after: dict[str, tuple[str, ...]] = {}
     if within_heads:
         for v in within_head_variables(spec):
-            kinds[v] = INVERTIBLE
+            kinds[v] = spec.variables[v].widest  # invertible, or rope-commuting (QK under RoPE)
             after[spec.variables[v].over] = (*after.get(spec.variables[v].over, ()), v)
     return kinds, after
 
@@ -341,7 +351,7 @@ def weight_matching(
                 p[k] = p[k].to(dev)
     spec = spec_for(cfg_p)
     kinds, after = weight_kinds(spec, group, within_heads)
-    dense = any(k in (ORTH, INVERTIBLE) for k in kinds.values())
+    dense = any(k in (ORTH, INVERTIBLE, ROPE) for k in kinds.values())
     scale = _sq_norm(a) + _sq_norm(b)
     gen = torch.Generator().manual_seed(seed)
     # the order is drawn over the variables without the within-head maps, so the option leaves

@@ -18,12 +18,13 @@ import torch
 
 from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params
-from landscape.symmetry.elements import Element, Transform
+from landscape.symmetry.elements import Element, Transform, rope_commuting_error
 from landscape.symmetry.spec import (
     GLOBAL_SIGN,
     INVERTIBLE,
     ORTH,
     PERM,
+    ROPE,
     SCALE,
     SCALED_PERM,
     SEMI_ORTH,
@@ -119,10 +120,24 @@ def _check_element(var: Variable, e: Element) -> None:
         if e.kind in (ORTH, SEMI_ORTH):
             ok = bool((m @ m.transpose(-1, -2) - eye).abs().max() < 1e-9)
         else:
-            ok = e.kind == INVERTIBLE and bool(torch.linalg.matrix_rank(m).min() == m.shape[-1])
+            ok = e.kind in (INVERTIBLE, ROPE)
+            ok = ok and bool(torch.linalg.matrix_rank(m).min() == m.shape[-1])
+            if e.kind == ROPE and ok and not bool(rope_commuting_error(m, var.rotary).max() < 1e-9):
+                raise ValueError(
+                    f"element for {var.name} does not commute with the rotary positions: it "
+                    "must be one scaled rotation per frequency pair (spec module docstring)"
+                )
     if not ok:
         raise ValueError(f"element for {var.name} is not a valid {e.kind!r} element")
-    if var.group > 1:
+    if var.group > 1 and var.over is not None:  # one map per key/value group
+        m = e.matrix.unflatten(0, (-1, var.group))
+        spread = (m - m[:, :1]).abs().amax() / m.abs().amax().clamp_min(1e-300)
+        if not bool(spread < 1e-12):
+            raise ValueError(
+                f"element for {var.name} must hold one map per key/value group: the "
+                f"{var.group} query heads of a group share it (grouped-query attention)"
+            )
+    elif var.group > 1:
         blocks = e.perm.view(-1, var.group) // var.group if e.is_monomial else None
         if blocks is None or not bool((blocks == blocks[:, :1]).all()):
             raise ValueError(

@@ -24,10 +24,14 @@ from landscape.symmetry.spec import (
     ABS,
     GLOBAL_SIGN,
     GROUP_OF,
+    INV_T,
     INVERTIBLE,
+    KV_G,
+    KV_INV_T,
     ORTH,
     PERM,
     PERM_OF,
+    ROPE,
     SCALE,
     SCALED_PERM,
     SEMI_ORTH,
@@ -92,10 +96,17 @@ class Element:
     def acting(self, act: str, group: int = 1) -> Element | None:
         """The element acting on an axis with role ``act`` (None: it cannot act there).
 
-        ``group`` is the variable's block size, used by ``"G/group"``.
+        ``group`` is the variable's block size, used by ``"G/group"``, and for per-slot maps
+        shared by groups of slots by ``"G/kv"``/``"G^-T/kv"`` (the map of each group's first
+        slot, for an axis with one slot per group).
         """
         if act == G:
             return self
+        if act in (KV_G, KV_INV_T):
+            if self.over is None:
+                return None
+            shared = Element(self.kind, matrix=self.matrix[::group], over=self.over)
+            return shared if act == KV_G else shared.acting(INV_T)
         if act in (GROUP_OF, PERM_OF):
             if not self.is_monomial:
                 return None
@@ -270,7 +281,42 @@ def random_element(kind: str, n: int, gen: torch.Generator) -> Element:
         u = torch.rand(n, generator=gen, dtype=torch.float64) - 0.5
         m = random_orthogonal(n, gen) * torch.exp(u) @ random_orthogonal(n, gen)
         return Element(kind, matrix=m)
+    if kind == ROPE:
+        raise ValueError("a rope-commuting map needs its rotary width: use random_rope_commuting")
     raise ValueError(f"no random element of kind {kind!r} (width changes: use embed_width)")
+
+
+def random_rope_commuting(n: int, rotary: int, gen: torch.Generator) -> torch.Tensor:
+    """A random map of size ``n`` commuting with RoPE on its first ``rotary`` dimensions
+    (half-split pairs i, i + rotary/2): per pair the block ``[[a, c], [−c, a]]`` of a scaled
+    rotation (scale e^u, u ~ U(−½, ½), angle uniform), a random invertible block (condition at
+    most e) on the unrotated dimensions. float64."""
+    h = rotary // 2
+    rho = torch.exp(torch.rand(h, generator=gen, dtype=torch.float64) - 0.5)
+    angle = (2 * torch.rand(h, generator=gen, dtype=torch.float64) - 1) * torch.pi
+    a, c = rho * angle.cos(), rho * angle.sin()
+    m = torch.zeros(n, n, dtype=torch.float64)
+    i = torch.arange(h)
+    m[i, i], m[i + h, i + h], m[i, i + h], m[i + h, i] = a, a, c, -c
+    if n > rotary:
+        m[rotary:, rotary:] = random_element(INVERTIBLE, n - rotary, gen).dense()
+    return m
+
+
+def rope_commuting_error(m: torch.Tensor, rotary: int) -> torch.Tensor:
+    """How far each map of ``m`` [..., n, n] is from commuting with RoPE on its first
+    ``rotary`` dimensions (kind ``rope-commuting``): the largest entry that breaks the block
+    structure, relative to the map's largest entry. [...]"""
+    h = rotary // 2
+    i = torch.arange(h, device=m.device)
+    expected = torch.zeros_like(m)
+    a = (m[..., i, i] + m[..., i + h, i + h]) / 2
+    c = (m[..., i, i + h] - m[..., i + h, i]) / 2
+    expected[..., i, i], expected[..., i + h, i + h] = a, a
+    expected[..., i, i + h], expected[..., i + h, i] = c, -c
+    expected[..., rotary:, rotary:] = m[..., rotary:, rotary:]
+    top = m.abs().amax((-1, -2)).clamp_min(1e-300)
+    return (m - expected).abs().amax((-1, -2)) / top
 
 
 def random_grouped_perm(n: int, group: int, gen: torch.Generator) -> Element:
@@ -290,14 +336,18 @@ def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> T
     for name, var in spec.variables.items():  # spec order, so the seed fixes every element
         if name not in kinds:
             continue
-        if var.group > 1 and kinds[name] == PERM:
+        if var.over is not None:  # one map per slot, shared by groups of var.group slots
+            maps = spec.variables[var.over].size // var.group
+            if kinds[name] == ROPE:
+                mats = [random_rope_commuting(var.size, var.rotary, gen) for _ in range(maps)]
+            else:
+                mats = [random_element(kinds[name], var.size, gen).dense() for _ in range(maps)]
+            m = torch.stack(mats).repeat_interleave(var.group, 0)
+            out[name] = Element(kinds[name], matrix=m, over=var.over)
+        elif var.group > 1 and kinds[name] == PERM:
             out[name] = random_grouped_perm(var.size, var.group, gen)
-        elif var.over is None:
-            out[name] = random_element(kinds[name], var.size, gen)
         else:
-            slots = spec.variables[var.over].size
-            mats = [random_element(kinds[name], var.size, gen).dense() for _ in range(slots)]
-            out[name] = Element(kinds[name], matrix=torch.stack(mats), over=var.over)
+            out[name] = random_element(kinds[name], var.size, gen)
     unknown = set(kinds) - set(out)
     if unknown:
         raise KeyError(f"variables {sorted(unknown)} are not in the spec")

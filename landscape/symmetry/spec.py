@@ -34,11 +34,25 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   key/value group): ``heads{l}`` has ``Variable.group == r`` and admits only permutations that
   move whole groups of r consecutive query heads onto groups, in any order inside a group
   (S_r ≀ S_{n_kv}); ``W_K``/``W_V``/``b_K``/``b_V`` follow by the induced permutation of the
-  groups (act ``"G/group"``). The within-head maps would have to be shared by a whole group, so
-  ``qk{l}``/``ov{l}`` are not declared under GQA.
-- Rotary positions: q and k are rotated by position-dependent 2×2 blocks between W_Q/W_K and the
-  dot product, so only maps M commuting with every block would be exact (one complex scaling per
-  frequency pair). ``qk{l}`` is not declared under RoPE; ``ov{l}`` is unaffected.
+  groups (act ``"G/group"``). The within-head maps are shared by a whole group:
+  ``qk{l}``/``ov{l}`` have ``Variable.group == r`` and hold one map per query head, equal
+  across each group (so a head permutation that moves whole groups carries them along as
+  without GQA); the group's query heads take it per head (``W_Q·M``, ``N⁻¹·W_O``), its
+  key/value head once (act ``"G^-T/kv"`` on ``W_K``/``b_K``: ``W_K·M⁻ᵀ``; ``"G/kv"`` on
+  ``W_V``/``b_V``: ``W_V·N``). Every score ``(x·W_Q·M)(y·W_K·M⁻ᵀ)ᵀ`` of the group's heads and
+  every output ``p·(y·W_V·N)·N⁻¹·W_O`` is unchanged; a map differing inside a group is not a
+  symmetry.
+- Rotary positions (``cfg.pos == "rotary"``, the first r = ``rotary_dim`` dimensions of a head
+  rotated, dimension i paired with i + r/2, :func:`landscape.models.functional.rotary`): q and k
+  are multiplied on the right by a position-dependent R_t between W_Q/W_K and the dot product,
+  ``s = q·R_t·R_sᵀ·kᵀ``, and ``q·M``, ``k·M⁻ᵀ`` keep it for all positions iff M commutes with
+  every ``R_t·R_sᵀ``: on each frequency pair (i, i + r/2) a 2×2 block ``[[a, c], [−c, a]]`` (a
+  scaled rotation a·I + b·J; a rotation's commutant, as the frequencies are distinct), zero
+  between pairs and between rotated and unrotated dimensions, and any invertible block on the
+  d_head − r unrotated dimensions (partial rotary). ``qk{l}`` then admits only that kind,
+  ``rope-commuting`` (``Variable.rotary == r``); as a complex number a pair's block is one
+  scaling ``w = a + ic`` (``(x_i + i·x_{i+r/2})·w``), and ``M⁻ᵀ`` is ``w/|w|²``, the same
+  rotation. Per-layer bases change the frequencies, not the pairs. ``ov{l}`` is unaffected.
 - Gated FFN, ``h = act(x·W_gate) ⊙ (x·W_in)``: ``mlp{l}`` admits signed permutations and positive
   (and signed) scalings, because the up projection is linear: flipping or scaling column i of
   ``W_in``/``b_in`` and undoing it on row i of ``W_out`` is exact for any activation. The gate
@@ -54,7 +68,8 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   without RoPE: W_Q·M and W_K·M⁻ᵀ cancel only in the bilinear q·kᵀ, and the norm sits between
   the projection and that product. It divides by ‖q‖ (of the head or of the whole position),
   which an M that is not orthogonal changes; and even an orthogonal M must commute with the
-  per-coordinate gains (``N(q·M)·γ ≠ N(q)·γ·M``), which a rotation does not. ``qk{l}`` is
+  per-coordinate gains (``N(q·M)·γ ≠ N(q)·γ·M``), which a rotation does not (nor a pair's
+  scaled rotation under RoPE: its scale changes ‖q‖, its angle mixes two gains). ``qk{l}`` is
   therefore not declared under a q/k norm; ``ov{l}`` is unaffected (V and O have no norm).
 - Post-norm blocks (``block="post"``, OLMo 2): ``x + N(f(x))`` with gains ``ln1_post``/``ln2_post``
   (role ``"|G|"``). A post norm's gain multiplies a block's output before the residual add, so
@@ -99,6 +114,9 @@ from landscape.models.config import POST_NORM_BLOCKS
 
 G, INV_T, ABS = "G", "G^-T", "|G|"
 GROUP_OF = "G/group"  # the permutation G induces on groups of Variable.group slots (GQA)
+# A per-slot map shared by groups of Variable.group slots, on an axis with one slot per group
+# (GQA: a key/value head takes the map of its group's query heads): G, or its inverse-transpose
+KV_G, KV_INV_T = "G/kv", "G^-T/kv"
 PERM_OF = "P(G)"  # the permutation part of a monomial G, without signs or scales (FFN gate)
 
 # Kinds of group element. The first four form a chain of subgroups of O(d).
@@ -110,7 +128,10 @@ SEMI_ORTH = "semi-orth"  # G (d_old × d_new), G·Gᵀ = I: width change
 SCALE = "scale"  # positive diagonal
 SCALED_PERM = "scaled-perm"  # permutation × positive diagonal (ReLU units)
 INVERTIBLE = "invertible"  # GL(n)
-KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, SEMI_ORTH, SCALE, SCALED_PERM, INVERTIBLE)
+# Per-head maps commuting with RoPE: one scaled rotation a·I + b·J per frequency pair (the
+# half-split pairs of dimension i with i + r/2), any invertible block on the unrotated dimensions
+ROPE = "rope-commuting"
+KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, SEMI_ORTH, SCALE, SCALED_PERM, INVERTIBLE, ROPE)
 _CHAIN = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH)
 
 # Group levels by name: the residual kind, plus permutations of FFN units and heads.
@@ -124,7 +145,8 @@ GROUPS = (*RESID_GROUPS, "qk", "ov", "scale")
 
 
 class Role(NamedTuple):
-    """How ``var`` acts on one parameter axis: ``act`` ∈ {"G", "G^-T", "|G|", "G/group", "P(G)"}."""
+    """How ``var`` acts on one parameter axis: ``act`` ∈ {"G", "G^-T", "|G|", "G/group", "P(G)",
+    "G/kv", "G^-T/kv"}."""
 
     var: str
     act: str
@@ -132,7 +154,7 @@ class Role(NamedTuple):
     @property
     def transpose(self) -> bool:
         """True when the axis transforms by the inverse-transpose (a reader of ``var``)."""
-        return self.act == INV_T
+        return self.act in (INV_T, KV_INV_T)
 
 
 @dataclass(frozen=True)
@@ -145,7 +167,16 @@ class Variable:
     family: str  # resid, mlp, heads, qk, ov
     layer: int | None = None
     over: str | None = None  # per-slot variable: one element per slot of this variable
-    group: int = 1  # >1: permutations must move blocks of this many consecutive slots (GQA)
+    # >1: permutations must move blocks of this many consecutive slots (GQA); for a per-slot
+    # variable: one map shared by each block of this many consecutive slots of ``over``
+    group: int = 1
+    rotary: int = 0  # kind ROPE: dimensions of each slot that RoPE rotates (half-split pairs)
+
+    @property
+    def widest(self) -> str:
+        """The largest kind the variable admits (the last one), e.g. what within-head maps are
+        matched as."""
+        return self.kinds[-1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,17 +315,19 @@ def spec_for(cfg: ModelConfig) -> Spec:
         if cfg.has_attn:
             hv, qk, ov = f"heads{layer}", f"qk{layer}", f"ov{layer}"
             variables[hv] = Variable(hv, cfg.n_heads, (PERM,), "heads", layer, group=group)
-            qk_ok = group == 1 and cfg.pos != "rotary" and cfg.qk_norm == "none"
-            inner_maps = {qk: qk_ok, ov: group == 1}
-            for v, declared in inner_maps.items():
-                fam = v.rstrip("0123456789")
-                if declared:
-                    variables[v] = Variable(v, cfg.d_head, (ORTH, INVERTIBLE), fam, layer, over=hv)
+            # module docstring: under RoPE only maps commuting with the rotation; under GQA
+            # one map per key/value group; a q/k norm blocks the QK maps
+            qk_kinds = (ROPE,) if cfg.rot_dim else (ORTH, INVERTIBLE)
+            if cfg.qk_norm == "none":
+                variables[qk] = Variable(qk, cfg.d_head, qk_kinds, "qk", layer, over=hv,
+                                         group=group, rotary=cfg.rot_dim)  # fmt: skip
+            variables[ov] = Variable(ov, cfg.d_head, (ORTH, INVERTIBLE), "ov", layer, over=hv,
+                                     group=group)  # fmt: skip
             kv_head = Role(hv, G if group == 1 else GROUP_OF)
             for m, head, inner in (
                 ("Q", Role(hv, G), Role(qk, G)),
-                ("K", kv_head, Role(qk, INV_T)),
-                ("V", kv_head, Role(ov, G)),
+                ("K", kv_head, Role(qk, INV_T if group == 1 else KV_INV_T)),
+                ("V", kv_head, Role(ov, G if group == 1 else KV_G)),
             ):
                 inner = inner if inner.var in variables else None
                 axes[f"{b}.attn.W_{m}"] = (head, res_inv, inner)
@@ -387,7 +420,8 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
     ``perm``/``perm-global-sign``/``signed-perm``/``orth``: that kind on ``resid`` plus
     permutations of every layer's FFN units and heads (FFN units first, then heads: the order
     weight matching's seeded visiting order is drawn over). ``qk``/``ov``: invertible maps
-    inside every head. ``scale``: positive scalings of every layer's FFN units (exact for ReLU
+    inside every head (under rotary positions the QK maps commute with RoPE, kind
+    ``rope-commuting``). ``scale``: positive scalings of every layer's FFN units (exact for ReLU
     only).
 
     ``gated_signs``: with a signed or orthogonal residual kind, FFN units that admit signed
@@ -405,7 +439,7 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
         kinds.update({v: PERM for v in spec.family("heads")})
         return kinds
     if group in ("qk", "ov"):
-        return {v: INVERTIBLE for v in spec.family(group)}
+        return {v: spec.variables[v].widest for v in spec.family(group)}
     if group == "scale":
         return {v: SCALE for v in spec.family("mlp")}
     raise ValueError(f"unknown group {group!r}; expected one of {GROUPS}")

@@ -16,13 +16,15 @@ import torch
 from landscape.models import ModelConfig, Params, architecture_of, forward
 from landscape.models.registry import random_inputs
 from landscape.symmetry.apply import NormState, apply, norm_state, resid_needs
-from landscape.symmetry.elements import Element, Transform, random_transform
+from landscape.symmetry.elements import Element, Transform, random_element, random_transform
 from landscape.symmetry.processing import embed_width, prepare, process
 from landscape.symmetry.spec import (
     GLOBAL_SIGN,
+    INVERTIBLE,
     RESID_GROUPS,
     SEMI_ORTH,
     SIGNED_PERM,
+    Spec,
     resid_blocked,
     spec_for,
 )
@@ -147,20 +149,7 @@ def symmetry_table(
                 )
             )
     if cfg.has_attn:
-        for group in ("qk", "ov"):
-            if not spec.family(group):  # not declared under GQA or (qk) rotary positions
-                continue
-            d = dlogits(cfg, apply(spec, random_transform(spec, group, seed), params))
-            rows.append(
-                row(
-                    group,
-                    True,
-                    d,
-                    "",
-                    "Attention only sees q·kᵀ and v·W_O, so any "
-                    "invertible change of basis inside a head cancels.",
-                )
-            )
+        rows.extend(_within_head_rows(cfg, params, spec, seed, dlogits, row))
     relu = cfg.act == "relu" or cfg.gated
     if cfg.gated:
         t = random_transform(spec, {v: SIGNED_PERM for v in spec.family("mlp")}, seed)
@@ -221,6 +210,56 @@ def symmetry_table(
     return rows
 
 
+def _within_head_rows(
+    cfg: ModelConfig,
+    params: Params,
+    spec: Spec,
+    seed: int,
+    dlogits: Callable[[ModelConfig, Params], float],
+    row: Callable[..., dict],
+) -> list[dict]:
+    """The within-head rows: ``qk`` and ``ov`` as declared (under rotary positions ``qk`` as
+    maps commuting with RoPE, under GQA one map per key/value group), and under rotary
+    positions the tempting invalid one, a general invertible QK map (shared by each key/value
+    group, so only its mixing of frequency pairs is at fault), applied unchecked."""
+    gqa = " (one map per key/value group)" if cfg.kv_heads != cfg.n_heads else ""
+    rows = []
+    for group in ("qk", "ov"):
+        if not spec.family(group):  # qk under a q/k norm
+            continue
+        d = dlogits(cfg, apply(spec, random_transform(spec, group, seed), params))
+        rope = group == "qk" and cfg.rot_dim
+        note = ("Attention only sees q·kᵀ and v·W_O, so any invertible change of basis inside "
+                "a head cancels.")  # fmt: skip
+        acts = _ACTS_ON[group] + gqa
+        if rope:
+            free = ", invertible on the unrotated dimensions" if cfg.rot_dim < cfg.d_head else ""
+            acts = ("inside each head: W_Q·M, W_K·M⁻ᵀ, M a scaled rotation per rotary frequency "
+                    f"pair{free}{gqa}")  # fmt: skip
+            note = ("RoPE rotates each frequency pair of q and k by a position-dependent angle; "
+                    "a scaled rotation of the pair commutes with it, so q·kᵀ is kept at every "
+                    "pair of positions.")  # fmt: skip
+        rows.append(row(group, True, d, "", note, acts))
+        if rope:
+            v = spec.variables[spec.family("qk")[0]]
+            gen = torch.Generator().manual_seed(seed)
+            maps = spec.variables[v.over].size // v.group
+            mixing = Transform({
+                name: Element(INVERTIBLE, over=spec.variables[name].over, matrix=torch.stack(
+                    [random_element(INVERTIBLE, v.size, gen).dense() for _ in range(maps)]
+                ).repeat_interleave(v.group, 0))
+                for name in spec.family("qk")
+            })  # fmt: skip
+            d2 = dlogits(cfg, apply(spec, mixing, params, check=False))
+            rows.append(row(
+                "qk (general invertible M)", False, d2, "not exact with rotary positions",
+                "A general M mixes the frequency pairs, which RoPE rotates by different "
+                "angles: q·R_t·M·M⁻¹·R_sᵀ·kᵀ needs M to commute with every rotation.",
+                "inside each head: W_Q·M, W_K·M⁻ᵀ, M any invertible matrix" + gqa,
+            ))  # fmt: skip
+    return rows
+
+
 def _blocked_rows(
     cfg: ModelConfig,
     params: Params,
@@ -266,10 +305,9 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
         names = spec.family(family)
         if not names:
             note = {
-                "qk": "not declared: rotary positions, grouped-query attention and q/k norms "
-                "(the norm sits between W_Q/W_K and q·kᵀ) restrict within-head query/key maps",
-                "ov": "not declared: under grouped-query attention the value/output map must be "
-                "shared by a key/value group",
+                "qk": "not declared: a q/k norm sits between W_Q/W_K and q·kᵀ, and a general "
+                "within-head query/key map (or a rotary pair's scaled rotation) does not "
+                "commute with it",
             }.get(family, "")
             if cfg.has_attn and note:
                 out.append({"variable": family, "exact": False, "note": note})
@@ -282,6 +320,15 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
             "kinds": list(var.kinds),
             "exact": True,
         }
+        if family in ("qk", "ov") and var.group > 1:
+            entry["group"] = var.group
+            entry["note"] = f"one map per key/value group, shared by its {var.group} query heads"
+        if family == "qk" and var.rotary:
+            entry["rotary"] = var.rotary
+            entry["note"] = ("commuting with RoPE: a scaled rotation per frequency pair"
+                             + (", invertible on the unrotated dimensions"
+                                if var.rotary < var.size else "")
+                             + ("; " + entry["note"] if "note" in entry else ""))  # fmt: skip
         if family == "heads" and var.group > 1:
             entry["group"] = var.group
             entry["note"] = (

@@ -93,6 +93,13 @@ def _planted(cfg: ModelConfig, a: dict, group: str, seed: int = 5) -> tuple:
     return cfg, a, apply(spec, random_transform(spec, kinds, seed), a)
 
 
+# The tiny Llama's stream is first visited rank-deficient (13 tokens for a width of 32, no W_pos),
+# and with the dense within-head maps (QK commuting with RoPE, OV; one per key/value group) the
+# descent then converges linearly, about ×10 a round, as the rotary MHA import already did with
+# its OV maps: a planted gauge is matched to the objective's round-off (tol ≈ 0), not the default.
+EXACT = dict(tol=1e-16, max_rounds=60)
+
+
 def _max_diff(a: dict, b: dict) -> float:
     return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
 
@@ -113,7 +120,7 @@ def test_weight_matching_recovers_planted_gauge(imported, name: str, group: str)
         assert spec.variables["heads0"].group == 2
         if group != "perm":
             assert matching_kinds(spec, group)["mlp0"] == SIGNED_PERM
-    r = weight_matching(cfg, a, b, group)
+    r = weight_matching(cfg, a, b, group, **EXACT)
     assert _max_diff(r.params_a, r.params_b) < 1e-6
     assert r.function_check < 1e-4
     assert _barrier(r.cfg, r.params_a, r.params_b) < 1e-6
@@ -126,7 +133,7 @@ def test_weight_matching_on_unprocessed_import_keeps_function(imported, name: st
     spec = spec_for(cfg)
     b = apply(spec, random_transform(spec, "perm", 7), a)
     for group in GROUPS:  # the result is applied with checks: only valid elements get through
-        r = weight_matching(cfg, a, b, group)
+        r = weight_matching(cfg, a, b, group, **EXACT)
         assert r.function_check < 1e-4
         assert _max_diff(r.params_a, r.params_b) < 1e-6
 
@@ -144,7 +151,7 @@ def test_float32_import_matches_within_rounding(imported) -> None:
     cfg0, a0 = imported["llama"]
     a32 = {k: v.float() for k, v in a0.items()}
     cfg, a, b = _planted(cfg0, a32, "orth")
-    r = weight_matching(cfg, a, b, "orth")
+    r = weight_matching(cfg, a, b, "orth", **EXACT)
     assert r.params_b["embed.W_E"].dtype == torch.float32
     assert _max_diff(r.params_a, r.params_b) < 1e-5
     assert r.function_check < 1e-4
@@ -179,7 +186,10 @@ def test_learned_matching_runs_on_grouped_query_llama(imported, group: str) -> N
     cfg0, a0 = imported["llama"]
     cfg, a, b = _planted(cfg0, {k: v.float() for k, v in a0.items()}, group)
     x = _tokens(cfg, 64)
-    r = learned_matching(cfg, a, b, group, Split(x[:, :-1], x[:, 1:]), steps=6, eval_every=3)
+    # weight matching's start without the within-head maps recovers the planted gauge exactly
+    # at its default tolerance (EXACT); with them: tests/matching/test_rope_matching.py
+    r = learned_matching(cfg, a, b, group, Split(x[:, :-1], x[:, 1:]), steps=6, eval_every=3,
+                         within_heads=False)  # fmt: skip
     assert r.function_check < 1e-4
     curve = [e["loss"] for e in r.info["eval_curve"]]  # kept: the best merged loss seen
     assert r.info["start_objective"] < 1e-9 and min(curve) <= curve[0]

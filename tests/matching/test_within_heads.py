@@ -137,18 +137,25 @@ def test_within_heads_on_independent_models_keeps_function(arch: str, group: str
     assert all(1 <= c < MAX_COND for cs in conds.values() for c in cs)
 
 
-def test_within_heads_is_a_no_op_without_within_head_variables() -> None:
-    """Grouped-query attention declares neither map: the option changes nothing. Rotary
-    positions declare only OV maps, so only those are matched."""
+def test_within_heads_matches_the_maps_each_architecture_declares() -> None:
+    """Grouped-query attention declares both maps, one per key/value group; rotary positions
+    declare QK maps commuting with RoPE; a q/k norm declares only OV maps, and then only those
+    are matched."""
     base = dict(d_model=16, d_mlp=12, n_layers=2, n_out=7, n_heads=4, d_head=4, d_vocab=7, n_ctx=6)
+    every = {f"{f}{layer}" for f in ("qk", "ov") for layer in range(2)}
     gqa = ModelConfig("gpt", **base, n_kv_heads=2)
-    a, b = _model(gqa, 1), _model(gqa, 2)
-    on = weight_matching(gqa, a, b, "signed-perm", within_heads=True)
-    off = weight_matching(gqa, a, b, "signed-perm", within_heads=False)
-    assert on.objective == off.objective and "within_heads_cond" not in on.info
-    assert all(torch.equal(on.params_b[k], off.params_b[k]) for k in on.params_b)
+    r = weight_matching(gqa, _model(gqa, 1), _model(gqa, 2), "signed-perm", within_heads=True)
+    assert set(r.info["within_heads_cond"]) == every and r.function_check < 1e-4
+    for v in every:  # the two query heads of a group share one map
+        m = r.transform.elements[v].matrix
+        assert torch.equal(m[0::2], m[1::2]) and not torch.equal(m[0], m[2])
     rope = ModelConfig("gpt", **base, pos="rotary")
     r = weight_matching(rope, _model(rope, 1), _model(rope, 2), "orth", within_heads=True)
+    assert set(r.info["within_heads_cond"]) == every
+    assert {r.transform.elements[v].kind for v in ("qk0", "qk1")} == {"rope-commuting"}
+    assert r.function_check < 1e-4
+    normed = ModelConfig("gpt", **base, pos="rotary", qk_norm="head")
+    r = weight_matching(normed, _model(normed, 1), _model(normed, 2), "orth", within_heads=True)
     assert set(r.info["within_heads_cond"]) == {"ov0", "ov1"}
     assert r.function_check < 1e-4
 

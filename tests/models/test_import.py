@@ -128,13 +128,14 @@ def test_imported_logits_equal_transformers(saved, name):
         assert ckpt.meta["tied_embeddings"] == name.endswith("-tied")
 
 
-# Every gauge each imported model admits (qk is not declared under rotary positions, qk/ov not
-# under grouped queries; signs and scales of FFN units need the gated FFN's linear up projection).
+# Every gauge each imported model admits (qk under rotary positions: maps commuting with RoPE;
+# qk/ov under grouped queries: one map per key/value group; signs and scales of FFN units need
+# the gated FFN's linear up projection).
 _FFN = ["ffn-signed-perm", "ffn-scaled-perm"]
 GAUGES = {
     "gpt2": [*RESID_GROUPS, "qk", "ov"],
-    "llama-gqa-untied": [*RESID_GROUPS, *_FFN],
-    "llama-mha": [*RESID_GROUPS, "ov", *_FFN],
+    "llama-gqa-untied": [*RESID_GROUPS, "qk", "ov", *_FFN],
+    "llama-mha": [*RESID_GROUPS, "qk", "ov", *_FFN],
     "vit-classifier": [*RESID_GROUPS, "qk", "ov"],
 }
 CASES = [pytest.param(n, g, id=f"{n}-{g}") for n, groups in GAUGES.items() for g in groups]
@@ -190,7 +191,7 @@ def test_inspect_reports_architecture_and_symmetries(saved):
     assert by_var[("resid", "orth")]["needs"] == ["fold_norm_gains"]
     assert by_var[("heads", 2)]["kinds"] == ["perm"]
     assert "signed-perm" in by_var[("mlp", None)]["kinds"]
-    assert not by_var[("qk", None)]["exact"]
+    assert by_var[("qk", 2)]["kinds"] == ["rope-commuting"] and by_var[("qk", 2)]["exact"]
     gpt = inspect_checkpoint(saved["gpt2"][0])
     by_var = {(s["variable"], s.get("group")): s for s in gpt["symmetries"]}
     assert by_var[("resid", "perm-global-sign")]["exact"]

@@ -216,7 +216,8 @@ def test_attention_biases_and_one_key_value_head_per_query_head(tmp_path, kind):
     x = _tokens()
     assert _diff(forward(ckpt.cfg, ckpt.params, x), _hf_logits(tmp_path / "src", x)) < 1e-4
     rows = {r["group"]: r for r in symmetry_table(ckpt.cfg, ckpt.params)}
-    assert rows["ov"]["valid"] and "qk" not in rows  # rotary positions (and q/k norms)
+    # rotary positions: QK maps commuting with RoPE, unless a q/k norm blocks them
+    assert rows["ov"]["valid"] and ("qk" in rows) == (ckpt.cfg.qk_norm == "none")
     assert all(r["max_abs_dlogits"] < 1e-8 for r in rows.values() if r["valid"])
     spec = spec_for(ckpt.cfg)
     moved = apply(spec, random_transform(spec, "signed-perm", 3), ckpt.params)

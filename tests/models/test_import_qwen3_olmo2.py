@@ -94,7 +94,7 @@ def test_symmetry_table_keeps_logits_where_valid_and_says_why_orth_is_not(tmp_pa
     assert all(r["max_abs_dlogits"] < 1e-8 for r in rows.values() if r["valid"]), rows
     assert rows["signed-perm"]["valid"] and rows["perm"]["valid"]
     assert rows["signed-perm (gated FFN units)"]["valid"]
-    assert "qk" not in rows  # rotary positions and the q/k norm: not declared
+    assert "qk" not in rows  # the q/k norm: not declared (rotary positions alone would be)
     orth = rows["orth"]
     assert not orth["valid"] and orth["max_abs_dlogits"] > 1e-3
     after = rows["orth after fold_norm_gains"]

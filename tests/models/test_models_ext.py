@@ -142,7 +142,8 @@ def test_grouped_head_permutations():
     params = noisy_params(cfg)
     spec = spec_for(cfg)
     assert spec.variables["heads0"].group == 2
-    assert "qk0" not in spec.variables and "ov0" not in spec.variables
+    # within-head maps: one per key/value group, shared by its query heads
+    assert spec.variables["qk0"].group == spec.variables["ov0"].group == 2
     t = random_transform(spec, "perm", 4)
     assert dlogits(cfg, params, apply(spec, t, params)) < 1e-9
     # swapping the two groups, and heads inside a group: exact
@@ -158,9 +159,9 @@ def test_grouped_head_permutations():
 def test_rotary_restricts_within_head_query_key_maps():
     rope = ext_config(pos="rotary", bias=False)
     spec = spec_for(rope)
-    assert "qk0" not in spec.variables and "ov0" in spec.variables
-    assert spec.axes["blocks.0.attn.W_Q"][2] is None
+    assert spec.variables["qk0"].kinds == ("rope-commuting",) and "ov0" in spec.variables
     params = noisy_params(rope)
+    assert dlogits(rope, params, apply(spec, random_transform(spec, "qk", 0), params)) < 1e-9
     assert dlogits(rope, params, apply(spec, random_transform(spec, "ov", 0), params)) < 1e-9
     # a generic invertible M on q (M⁻ᵀ on k) no longer cancels once RoPE sits in between ...
     gen = torch.Generator().manual_seed(0)
@@ -172,8 +173,8 @@ def test_rotary_restricts_within_head_query_key_maps():
     # ... while it does without positions in the head space
     plain = ext_config(pos="none", bias=False)
     assert dlogits(plain, params, moved) < 1e-9
-    # rotations by the same angle in one frequency pair commute with RoPE: the reason a future
-    # restricted qk kind would be exact
+    # rotations by the same angle in one frequency pair commute with RoPE: the reason the
+    # restricted qk kind is exact
     c, s = math.cos(0.7), math.sin(0.7)
     r = torch.eye(4, dtype=torch.float64)
     r[0, 0], r[0, 2], r[2, 0], r[2, 2] = c, s, -s, c  # pair (0, 2) of a 4-dim head
