@@ -141,6 +141,22 @@ def rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+# A trace's ``meta`` or a shape's ``name`` that marks it as drawn for the screen only (the λ
+# marker a slider moves): exports, CSV files and the report leave it out (:func:`for_export`).
+SCREEN_ONLY = "screen-only"
+
+
+def for_export(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` without what is drawn for the screen only (:data:`SCREEN_ONLY`
+    traces and shapes): what a file of the figure shows."""
+    spec = fig.to_plotly_json()
+    spec["data"] = [t for t in spec.get("data", []) if t.get("meta") != SCREEN_ONLY]
+    layout = spec.get("layout", {})
+    if "shapes" in layout:
+        layout["shapes"] = [s for s in layout["shapes"] if s.get("name") != SCREEN_ONLY]
+    return go.Figure(spec)
+
+
 def legend_above(y: float = 1.02) -> dict[str, Any]:
     """A horizontal legend just above the plot area, left-aligned (``y`` in paper units)."""
     return {"orientation": "h", "yanchor": "bottom", "y": y, "x": 0}

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import TRIANGLE
-from landscape.plots.theme import apply_theme, font_size, presentable
+from landscape.plots.theme import SCREEN_ONLY, apply_theme, font_size, presentable
 
 METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy"}
 ACCURACY_TOL = 0.01  # the accuracy basin's slack: one percentage point below the corners' plane
@@ -61,7 +61,8 @@ def figure_triangles(
     within :data:`ACCURACY_TOL` of theirs) are drawn with a dark outline; the basin fraction is
     in the panel title and the criterion under the panels.
     ``mark``: a λ marked on the A–B edge of every panel, at the grid point nearest to
-    θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover).
+    θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover), for the screen
+    only (exports leave it out).
     """
     n = len(results)
     titles = list(titles or [f"{TRIANGLE.read(r, 'method')}/{TRIANGLE.read(r, 'group')}"
@@ -102,6 +103,7 @@ def figure_triangles(
                 go.Scatterternary(
                     a=[pts[at][0]], b=[pts[at][1]], c=[pts[at][2]], mode="markers",
                     name=f"{titles[i]} at λ", showlegend=False, cliponaxis=False,
+                    meta=SCREEN_ONLY,
                     marker={"color": "white", "size": 14, "symbol": "diamond",
                             "line": {"color": "#222", "width": 2}},
                     hovertemplate=f"θ(λ={pts[at][0]:.2f}) on A–B<br>{metric}="
