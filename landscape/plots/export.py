@@ -81,23 +81,29 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     """A copy of ``fig`` themed for print at preset ``size`` (:data:`SIZES`): white background,
     the preset's pixel size, and every font, line and marker scaled by the preset's font over
     the screen's (:func:`landscape.plots.theme.projector`), so ticks and legends print at the
-    preset's font. What is drawn for the screen only (the λ marker) is left out. A legend above
-    or below the plot that needs more rows than the screen's one makes the figure taller by
-    those rows, so that the plot keeps its height in a narrow column. ``width``/``height``
-    override the preset's."""
+    preset's font. What is drawn for the screen only (the λ marker) is left out. A horizontal
+    legend that needs more than :data:`LEGEND_SHARE` of the preset's height makes the figure
+    taller by the rows beyond it, so that the plot keeps its height in a narrow column.
+    ``width``/``height`` override the preset's."""
     preset = size_preset(size)
     out = projector(for_export(fig), preset.scale)
     box_width = width or preset.width_px
-    extra = 0 if height else (legend_rows(out, box_width, preset.font_px) - 1) * _row_px(preset)
+    extra = 0
+    if not height:  # rows beyond a fifth of the preset's height are added to it
+        fits = max(1, int(LEGEND_SHARE * preset.height_px / _row_px(preset)))
+        extra = max(0, legend_rows(out, box_width, preset.font_px) - fits) * _row_px(preset)
     out.update_layout(
         width=box_width,
-        height=(height or preset.height_px) + max(0, extra),
+        height=(height or preset.height_px) + extra,
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
     _room_between_panels(out, box_width, preset.font_px)
     return out
+
+
+LEGEND_SHARE = 0.2  # of an export's height, the most its legend takes before the figure grows
 
 
 def _row_px(preset: SizePreset) -> int:

@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
 from landscape.plots.theme import (
+    ACCURACY_UNIT,
     LINE_WIDTH,
     SCREEN_ONLY,
     THIN_WIDTH,
@@ -18,6 +19,7 @@ from landscape.plots.theme import (
     legend_above,
     method_key,
     method_style,
+    points,
     presentable,
     rgba,
 )
@@ -162,10 +164,11 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
                       key=lambda r: WIDTH_ROW.read(r, "width"))  # fmt: skip
         widths = [WIDTH_ROW.read(r, "width") for r in mine]
         style = method_style(method_key(method, WIDTH_ROW.read(mine[0], "group")))
-        for col, metric in ((1, "barrier_loss"), (2, "barrier_accuracy")):
+        for col, metric, unit in ((1, "barrier_loss", 1.0), (2, "barrier_accuracy", points(1.0))):
             fig.add_trace(
                 go.Scatter(
-                    x=widths, y=[WIDTH_ROW.read(r, metric) for r in mine], mode="lines+markers",
+                    x=widths, y=[unit * WIDTH_ROW.read(r, metric) for r in mine],
+                    mode="lines+markers",
                     name=method, legendgroup=method, showlegend=col == 1,
                     line=style.line(LINE_WIDTH),
                     marker={"size": 9, "symbol": style.symbol, "color": style.colour},
@@ -178,7 +181,8 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
         fig.update_xaxes(title_text=f"width of B (A: {d})", type="log", tickvals=ticks,
                          ticktext=[str(t) for t in ticks], row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy barrier", rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(title_text=f"{split} accuracy barrier (points)", rangemode="tozero",
+                     row=1, col=2)  # fmt: skip
     apply_theme(fig)
     fig.update_layout(height=400, legend=legend_above(),
                       margin={"t": 50})  # fmt: skip
@@ -231,8 +235,10 @@ def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> lis
                 continue
             method = series_method(s).partition("/")[0]
             what = " and ".join(
-                f"{m} barrier {record[m]:.3f} against {record[f'naive_{m}']:.3f}"
-                + (" nats" if m == "loss" else "")
+                f"loss barrier {record[m]:.3f} against {record[f'naive_{m}']:.3f} nats"
+                if m == "loss"
+                else f"accuracy barrier {points(record[m]):.1f} against "
+                f"{points(record[f'naive_{m}']):.1f} {ACCURACY_UNIT}"
                 for m in record["metrics"]
             )
             over = f"{len(both)} pair" + ("s" if len(both) > 1 else "")

@@ -141,6 +141,17 @@ def rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+# Accuracy barriers are shown in percentage points everywhere on screen (a drop of accuracy from
+# 0.95 to 0.70 below the chord is 25 points); results keep the fraction.
+ACCURACY_POINTS = 100.0
+ACCURACY_UNIT = "percentage points"
+
+
+def points(fraction: float) -> float:
+    """An accuracy barrier (a fraction of the test set) in percentage points."""
+    return ACCURACY_POINTS * fraction
+
+
 # A trace's ``meta`` or a shape's ``name`` that marks it as drawn for the screen only (the λ
 # marker a slider moves): exports, CSV files and the report leave it out (:func:`for_export`).
 SCREEN_ONLY = "screen-only"

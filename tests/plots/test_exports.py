@@ -302,13 +302,14 @@ def _eight_series() -> list[dict]:
 def test_a_long_legend_in_one_column_makes_the_figure_taller_not_the_plot_smaller():
     fig = figure_interpolation(_eight_series())
     preset = export.SIZES["single"]
+    row = round(1.6 * preset.font_px)
     rows = export.legend_rows(export.paper_figure(fig, "double"), preset.width_px,
                               preset.font_px)  # fmt: skip
-    assert rows >= 3
+    fits = int(export.LEGEND_SHARE * preset.height_px / row)
+    assert rows > fits
     single = export.paper_figure(fig, "single")
-    assert single.layout.height > preset.height_px
-    legend = single.layout.height - preset.height_px + round(1.6 * preset.font_px)
-    assert legend / single.layout.height < 0.3
+    assert single.layout.height == preset.height_px + (rows - fits) * row
+    assert rows * row / single.layout.height < 1 / 3
     assert export.paper_figure(figure_interpolation(SERIES), "double").layout.height == (
         export.SIZES["double"].height_px
     )
