@@ -366,18 +366,21 @@ def show_warnings(what: str, result: dict[str, Any]) -> None:
 def figure(
     fig: go.Figure, name: str, *, data: Any = None, key: str | None = None,
     settings: dict[str, Any] | None = None, cache_keys: list[str] | None = None,
+    tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> None:  # fmt: skip
     """A plotly figure with PNG/SVG (at the chosen export size) and CSV downloads, generated
     only on click, and registered for the session's export report.
 
     ``data``: the figure's tidy table (``landscape.plots.tidy``: a DataFrame or records), its
     CSV; without, the CSV is the traces' points. ``settings`` (model, seeds, method, group,
-    space, split, points, …) and ``cache_keys`` go into the report beside the figure.
+    space, split, points, …), ``cache_keys`` and ``tables`` (title → rows: the numbers the page
+    shows beside the figure) go into the report beside the figure.
     """
     key = key or name
     st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
     state.register_figure(key, export.ReportFigure(name, fig, dict(settings or {}),
-                                                   list(cache_keys or [])))  # fmt: skip
+                                                   list(cache_keys or []),
+                                                   dict(tables or {})))  # fmt: skip
     if presentation():
         return
     row = st.container(horizontal=True, gap="small", vertical_alignment="bottom")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.state import FIGURES
 from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO
 from tests.app.common import MAIN, ok
@@ -140,6 +141,32 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     frame = at.dataframe[0].value
     assert list(frame["space"]) == ["weights", "circuits"]
     assert frame["loss barrier (nats)"].nunique() == 2  # two paths, two barriers
+    # the paper measured in the circuits space: its number beside that row only
+    assert frame["paper (circuits)"].iloc[0] == "" and frame["paper (circuits)"].iloc[1]
+    report = at.session_state[FIGURES]["interp"]
+    assert report.settings["merge space"] == "weights and circuits"
+
+
+def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report():
+    _need(2)
+    at = _open("interpolation")
+    frame = at.dataframe[0].value
+    assert "paper (circuits)" not in frame and "space" not in frame  # an MLP, one space
+    assert list(frame["method"]) == ["naive", "weight/perm", "weight/orth"]
+    assert frame["vs naive"].iloc[0] == "—"
+    assert all(v == "at or below naive" or v.startswith("above naive in ")
+               for v in frame["vs naive"].iloc[1:])  # fmt: skip
+    assert "accuracy barrier (points)" in frame
+    acc = float(frame["accuracy barrier (points)"].iloc[0].split()[0])
+    assert acc > 1  # naive's drop of accuracy, in points (a fraction would read below 1)
+    tables = at.session_state[FIGURES]["interp"].tables
+    (rows,) = tables.values()
+    assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
+    assert "loss barrier (nats)" in rows[0]
+    at.sidebar.toggle(key="presentation").set_value(True).run()
+    ok(at)
+    assert "max |Δlogits|" not in at.dataframe[0].value  # in the details on a projector
+    assert "max |Δlogits|" in at.dataframe[1].value
 
 
 def test_interpolation_page_measures_the_width_barriers():
