@@ -23,8 +23,9 @@ from landscape.plots import export
 from landscape.progress import Progress, fraction
 
 # Presentation mode, for a projector at 1920×1080: text, tables and metrics about 1.5× larger
-# (figures are redrawn larger by landscape.plots.theme.projector), and a sidebar wide enough
-# for the page names at that size.
+# (figures are redrawn larger by landscape.plots.theme.projector), metrics' deltas whole, the
+# Controls popover wide enough for its choices' tags, and a sidebar wide enough for the page
+# names at that size.
 PRESENTATION_CSS = """
 <style>
   html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
@@ -34,10 +35,21 @@ PRESENTATION_CSS = """
     { padding: 2.5rem 2.5rem 6rem 2.5rem !important; max-width: none !important; }
   h1 { font-size: 2.8rem !important; padding: 0 !important; }
   h2, h3 { font-size: 2rem !important; }
-  [data-testid="stMetricValue"] { font-size: 3.2rem !important; }
-  [data-testid="stMetricLabel"] p { font-size: 1.45rem !important; white-space: normal !important; }
+  [data-testid="stMetric"] [data-testid], [data-testid="stMetric"] [data-testid] p
+    { white-space: normal !important; overflow: visible !important;
+      text-overflow: clip !important; max-width: none !important; }
+  [data-testid="stMetric"] [data-testid="stMetricValue"] [data-testid] p
+    { font-size: 2.8rem !important; line-height: 1.25 !important; white-space: nowrap !important; }
+  [data-testid="stMetricLabel"] p { font-size: 1.45rem !important; }
+  [data-testid="stMetric"] [data-testid="stMetricDelta"] [data-testid] p,
+  [data-testid="stMetric"] [data-testid="stMetricDeltaDescription"] [data-testid] p
+    { font-size: 1.45rem !important; }
   [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.4rem !important; }
   [data-testid="stDataFrame"] { zoom: 1.4; width: calc(100% / 1.4) !important; }
+  [data-testid="stPopoverBody"] { width: min(1500px, 80vw) !important; max-width: none !important; }
+  [data-testid="stPopoverBody"] [data-baseweb="tag"] { max-width: none !important; }
+  [data-testid="stPopoverBody"] [data-baseweb="tag"] span { max-width: none !important;
+    overflow: visible !important; text-overflow: clip !important; }
   [data-testid="stSidebar"] { min-width: 22rem !important; }
   [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.3rem !important;
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
