@@ -239,6 +239,12 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     ok(at)
     assert len(at.get("plotly_chart")) == 3  # symmetry check, scramble, claims
     assert len(at.table) == 1  # the symmetry table
+    at.sidebar.toggle(key="presentation").set_value(True).run()
+    ok(at)
+    # on a projector: what the figure needs, and the whole table behind a details expander
+    assert len(at.table) == 2 and len(at.expander) >= 1
+    assert "why" not in at.table[0].value and "why" in at.table[1].value
+    at.sidebar.toggle(key="presentation").set_value(False).run()
     # the expensive parts wait for a click
     assert [b.key for b in at.button] == GAUGE_BUTTONS
     at.slider(key="gauge_draws").set_value(1).run()
@@ -267,9 +273,12 @@ def _fake_parts(monkeypatch) -> None:
         return {"rows": rows}
 
     def rows(task, **kw):
-        return [{"artifact": "probe", "mode": m, "metric": "probe accuracy", "value": v,
-                 "reference": 0.9, "kept": 100 * v / 0.9}
-                for m, v in (("exact", 0.9), ("perm-only", 0.2), ("none", 0.1))]  # fmt: skip
+        probe = [{"artifact": "probe", "mode": m, "metric": "probe accuracy", "value": v,
+                  "reference": 0.9, "kept": 100 * v / 0.9}
+                 for m, v in (("exact", 0.9), ("perm-only", 0.2), ("none", 0.1))]  # fmt: skip
+        adamw = {"artifact": "AdamW", "mode": "exact", "metric": "distance", "value": 0.0,
+                 "reference": 0.0, "kept": None}  # a distance: no percentage  # fmt: skip
+        return [*probe, adamw]
 
     monkeypatch.setattr(gauge, "recovery_under_drift", recovery)
     monkeypatch.setattr(gauge, "trajectory_transport", trajectory)
@@ -286,6 +295,11 @@ def test_gauge_page_computes_on_click_then_reads_the_disk_cache(_fresh_memory, m
         ok(at)
         assert len(at.get("plotly_chart")) == 4 + i
     assert len(at.table) == 1 and len(at.dataframe) == 1  # symmetry and transport tables
+    kept = at.dataframe[0].value["% kept"]
+    assert kept.dtype.kind == "f" and kept.isna().sum() == 1  # numbers; AdamW's is missing
+    notes = " ".join(c.value for c in at.caption)
+    assert "Here: after 300 steps the weights moved" in notes  # the drift, in numbers
+    assert "steps apart the model has moved" in notes
     at.run()  # the next run reads every part back: no buttons left
     ok(at)
     assert len(at.get("plotly_chart")) == 6

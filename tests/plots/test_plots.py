@@ -559,3 +559,13 @@ def test_accuracy_barriers_are_drawn_in_percentage_points():
     acc = next(t for t in matrix.data if "accuracy" in t.name)
     assert acc.z[0][1] == pytest.approx(25.6) and acc.text[0][1] == "25.6"
     assert "points" in acc.name
+
+
+def test_the_missing_permutation_only_bar_of_a_rotation_says_why():
+    fig = plots.figure_claims(CLAIMS)
+    perm_only = next(t for t in fig.data if t.name == "transported, permutation only")
+    at = [i for i, s in enumerate(CLAIMS["summary"]) if s["perm_only"] is None]
+    assert at and all(perm_only.text[i] == "n/a" for i in at)  # its place is labelled
+    assert "n/a: a rotation has no permutation part" in fig.layout.xaxis.title.text
+    full = {**CLAIMS, "summary": [{**s, "perm_only": 0.3} for s in CLAIMS["summary"]]}
+    assert "n/a" not in plots.figure_claims(full).layout.xaxis.title.text  # no note
