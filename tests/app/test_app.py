@@ -56,13 +56,15 @@ def test_home_renders_and_routes():
 def test_models_page_renders_and_reruns(tmp_path):
     at = _open("models")
     ok(at)
-    frame = at.dataframe[0].value
+    # a static table: cells wrap, so names and architectures are never cut to one line
+    frame = at.table[0].value
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
                                     "vit-fashion-d256", "vit-fashion-d128",
                                     "gpt-shakespeare-d128",
                                     "gpt-shakespeare-d128-drop0.3"]  # fmt: skip
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view
+    assert frame["architecture"][0].startswith("residual MLP")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
     ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
@@ -90,12 +92,12 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     ok(at)
     assert any("my-mlps" in s.value for s in at.success)
     assert "my-mlps" in at.sidebar.selectbox(key="model").options[-1]
-    frame = at.dataframe[0].value
+    frame = at.table[0].value
     assert list(frame["kind"]) == ["zoo"] * len(ZOO) + ["imported"]
     at.sidebar.selectbox(key="model").set_value("my-mlps").run()
     ok(at)
     members = next(e for e in at.expander if "my-mlps" in e.label)
-    assert members is not None and at.dataframe[1].value["test_accuracy"].min() > 0.95
+    assert members is not None and at.dataframe[0].value["test_accuracy"].min() > 0.95
     at.switch_page("views/interpolation.py").run()
     ok(at)
     assert len(at.get("plotly_chart")) == 1
@@ -109,10 +111,10 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
 def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_path):
     at = _open_family(tmp_path, "audit-mlp", "models", timeout=120)
     ok(at)
-    assert not at.table  # nothing measured until asked
+    assert len(at.table) == 1  # the models; nothing measured until asked
     at.button(key="audit_audit-mlp").click().run()
     ok(at)
-    frame = at.table[0].value
+    frame = at.table[1].value
     assert "✗ invalid" in set(frame["valid"]) and "✓ valid" in set(frame["valid"])
     assert "fold_norm_gains" in set(frame["to make it valid"])
 
