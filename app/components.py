@@ -389,7 +389,10 @@ def figure(
     shows beside the figure) go into the report beside the figure.
     """
     key = key or name
-    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
+    # a figure drawn to a pixel box of its own (the triangles) is shown at that width
+    width = "content" if fig.layout.width else "stretch"
+    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False},
+                    width=width)  # fmt: skip
     state.register_figure(key, export.ReportFigure(name, fig, dict(settings or {}),
                                                    list(cache_keys or []),
                                                    dict(tables or {})))  # fmt: skip

@@ -86,7 +86,8 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     taller by the rows beyond it, so that the plot keeps its height in a narrow column.
     ``width``/``height`` override the preset's."""
     preset = size_preset(size)
-    out = projector(for_export(fig), preset.scale)
+    screen = for_export(fig)
+    out = projector(screen, preset.scale)
     box_width = width or preset.width_px
     extra = 0
     if not height:  # rows beyond a fifth of the preset's height are added to it
@@ -100,7 +101,20 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
     _room_between_panels(out, box_width, preset.font_px)
+    if screen.layout.width and screen.layout.height:  # drawn to a pixel box: refit as a whole
+        _refit_hexagons(out, screen, min(box_width / screen.layout.width,
+                                         out.layout.height / screen.layout.height))  # fmt: skip
     return out
+
+
+def _refit_hexagons(out: go.Figure, screen: go.Figure, fit: float) -> None:
+    """Hexagon grids of a figure drawn to a pixel box (the triangles), sized for the export's
+    box: their screen size times ``fit``, the factor the box shrinks or grows by, so that they
+    tile their triangles there too."""
+    for mine, theirs in zip(out.data, screen.data, strict=True):
+        marker = getattr(theirs, "marker", None)
+        if getattr(marker, "symbol", None) == "hexagon" and marker.size is not None:
+            mine.marker.size = marker.size * fit
 
 
 LEGEND_SHARE = 0.2  # of an export's height, the most its legend takes before the figure grows

@@ -198,7 +198,8 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     lines and ticks, and the margins; sizes left unset are scaled from plotly's defaults, so
     nothing stays at its screen size. Bars keep filling their plot (their size is the data's);
     hexagon grids grow with their triangle, by √scale. The height becomes
-    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen.
+    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen; a figure with a
+    width of its own grows as a whole instead, its box and its hexagons by √scale.
     """
     spec = fig.to_plotly_json()
     layout = spec.get("layout", {})
@@ -217,9 +218,15 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     for side in ("l", "r", "t", "b"):
         if side in margin:
             margin[side] = margin[side] * (1 + scale) / 2  # room for larger labels, not double
-    layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
+    # a figure drawn to a pixel box of its own (the triangles) grows as a whole, by √scale (a
+    # 1920-pixel screen against a laptop's); any other is one figure to a 1080-pixel screen
+    grow = scale**0.5 if layout.get("width") and layout.get("height") else None
+    if grow is not None:
+        layout["width"], layout["height"] = (round(layout[k] * grow) for k in ("width", "height"))
+    else:
+        layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
     for trace in spec.get("data", []):
-        _scale_trace(trace, scale)
+        _scale_trace(trace, scale, grow)
     return go.Figure(spec)
 
 
@@ -257,7 +264,7 @@ def _scale_axis(axis: dict[str, Any], scale: float) -> None:
     axis["ticklen"] = axis.get("ticklen", _PLOTLY_TICK_LEN) * scale
 
 
-def _scale_trace(trace: dict[str, Any], scale: float) -> None:
+def _scale_trace(trace: dict[str, Any], scale: float, grow: float | None = None) -> None:
     kind = trace.get("type", "scatter")
     mode = trace.get("mode", "")
     _scale_fonts(trace, scale)
@@ -269,9 +276,9 @@ def _scale_trace(trace: dict[str, Any], scale: float) -> None:
         return
     marker = trace.setdefault("marker", {})
     if kind == "scatterternary" and marker.get("symbol") == "hexagon":
-        # A grid of hexagons tiles its triangle, which grows with the figure's width rather than
-        # its fonts: on a projector about √scale times (a 1920-pixel screen against a laptop's).
-        scale = scale**0.5
+        # A grid of hexagons tiles its triangle, which grows with the figure's box rather than
+        # its fonts: about √scale (a 1920-pixel screen against a laptop's).
+        scale = grow if grow is not None else scale**0.5
     if "line" in marker and "width" in marker["line"]:
         marker["line"]["width"] = _times(marker["line"]["width"], scale)
     if kind in ("scatter", "scatterternary", "box") and ("markers" in mode or kind == "box"):

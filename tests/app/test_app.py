@@ -194,6 +194,11 @@ def test_triangle_page_renders_and_reruns():
     at = _open("triangle")
     ok(at)
     assert len(at.get("plotly_chart")) == 1
+    assert not [t for t in at.toggle if t.key == "tri_joint"]  # no learned method chosen
+    at.multiselect(key="tri_combos").set_value(["naive", "learned/orth"])
+    keys = [t.key for t in at.run(timeout=600).toggle]
+    assert "tri_joint" in keys  # it changes the learned panel
+    at.multiselect(key="tri_combos").set_value(["naive", "weight/perm", "weight/orth"]).run()
     at.radio(key="tri_metric").set_value("accuracy").run()
     ok(at)
     at.slider(key="tri_resolution").set_value(4).run()

@@ -569,3 +569,22 @@ def test_the_missing_permutation_only_bar_of_a_rotation_says_why():
     assert "n/a: a rotation has no permutation part" in fig.layout.xaxis.title.text
     full = {**CLAIMS, "summary": [{**s, "perm_only": 0.3} for s in CLAIMS["summary"]]}
     assert "n/a" not in plots.figure_claims(full).layout.xaxis.title.text  # no note
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_triangles_tile_their_panels_and_keep_titles_off_the_corner_labels(n):
+    from landscape.plots.triangle import CORNER_ROOM, HEXAGON, TRIANGLE_SIDE
+
+    fig = plots.figure_triangles([_triangle("naive", 0.5 * (i + 1)) for i in range(n)])
+    side = TRIANGLE_SIDE[n]
+    plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r
+    domains = [fig.layout["ternary" if i == 0 else f"ternary{i + 1}"].domain for i in range(n)]
+    for d in domains:
+        assert (d.x[1] - d.x[0]) * plot_w == pytest.approx(side)  # the triangle, no more
+        assert d.y[1] < 1  # room above the apex for the A label, under the title
+    for left, right in zip(domains, domains[1:], strict=False):
+        assert (right.x[0] - left.x[1]) * plot_w == pytest.approx(CORNER_ROOM)  # B, C labels
+    hexagons = [t for t in fig.data if getattr(t.marker, "symbol", None) == "hexagon"]
+    assert all(t.marker.size == pytest.approx(HEXAGON * side / 4) for t in hexagons)  # tiles
+    titles = fig.layout.annotations[:n]
+    assert all(a.yanchor == "bottom" and a.y == 1 for a in titles)  # above the plot area
