@@ -46,7 +46,7 @@ PRESENTATION_CSS = """
     { font-size: 1.45rem !important; }
   [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.4rem !important; }
   [data-testid="stDataFrame"] { zoom: 1.4; width: calc(100% / 1.4) !important; }
-  [data-testid="stPopoverBody"] { width: min(1500px, 80vw) !important; max-width: none !important; }
+  [data-testid="stPopoverBody"] { width: min(1400px, 70vw) !important; max-width: none !important; }
   [data-testid="stPopoverBody"] [data-baseweb="tag"] { max-width: none !important; }
   [data-testid="stPopoverBody"] [data-baseweb="tag"] span { max-width: none !important;
     overflow: visible !important; text-overflow: clip !important; }

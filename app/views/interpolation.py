@@ -65,6 +65,13 @@ TABLE_COLUMNS = {
 DETAIL_COLUMNS = ["pairs", "max |Δlogits|"]
 
 
+def _static(frame: pd.DataFrame):  # -> pandas Styler
+    """The barrier table as a static table (cells wrap): the check in scientific notation."""
+    return frame.style.format({"max |Δlogits|": "{:.1e}"}, na_rep="—",
+                              subset=[c for c in ["max |Δlogits|"] if c in frame]
+                              ).hide(axis="index")  # fmt: skip
+
+
 def _differs_or_says(column: pd.Series, name: str) -> bool:
     """Whether a column is worth its width: the space when the rows differ in it, the paper's
     numbers when any row has one."""
@@ -228,11 +235,12 @@ table = pd.DataFrame(rows)
 if rows:
     shown = table.drop(columns=[c for c in ("space", "paper (circuits)")
                                 if c in table and not _differs_or_says(table[c], c)])  # fmt: skip
-    main = shown.drop(columns=DETAIL_COLUMNS) if presentation() else shown
-    table_slot.dataframe(main, hide_index=True, column_config=TABLE_COLUMNS)
-    if presentation():  # the whole table fits a projector's width only without its details
+    if presentation():  # a static table, without its details, fits a projector's width
+        table_slot.table(_static(shown.drop(columns=DETAIL_COLUMNS)))
         with st.expander("Details: pairs, function check"):
-            st.dataframe(shown, hide_index=True, column_config=TABLE_COLUMNS)
+            st.table(_static(shown))
+    else:
+        table_slot.dataframe(shown, hide_index=True, column_config=TABLE_COLUMNS)
 for a in above.values():
     st.warning(a["note"], icon=":material/trending_up:")
 if rows:
