@@ -402,8 +402,11 @@ if transport is not None:
             "cut, hatched and labelled as a multiple of A). AdamW has no %: the distance of B's "
             "resumed run, mapped back, from A's, per step length (0 is exact)."
         )
-    st.dataframe(
-        transport_table(frame),
-        hide_index=True,
-        height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
-    )
+    if pres:  # a static table fits a projector's width (a data grid ran off it)
+        st.table(transport_table(frame).hide(axis="index"))
+    else:
+        st.dataframe(
+            transport_table(frame),
+            hide_index=True,
+            height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
+        )

@@ -109,7 +109,11 @@ if current["imported"]:
 else:
     with st.expander(f"Seeds of {plain(name)}", expanded=not presentation()):
         if current["seeds"]:
-            st.dataframe(pd.DataFrame(current["seeds"]), hide_index=True)
+            seeds_frame = pd.DataFrame(current["seeds"])
+            if presentation():  # a static table fits a projector's width
+                st.table(seeds_frame.style.hide(axis="index"))
+            else:
+                st.dataframe(seeds_frame, hide_index=True)
         else:
             st.info(f"No trained seeds of {plain(name)} yet: train some below.")
 
