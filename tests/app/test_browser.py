@@ -188,7 +188,8 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
 
 def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, monkeypatch):
     """On a 1920×1080 projector every page opens with its first figure on the first screen,
-    across the main column, and the sidebar shows the page names whole."""
+    across the main column, the sidebar shows the page names whole, every table fits the
+    screen and metrics are at display size."""
     from playwright.sync_api import sync_playwright
 
     from landscape.models.train import available_seeds
@@ -228,6 +229,20 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
             )
             if cut:
                 problems.append(f"/{path}: sidebar names cut: {cut}")
+            wide = page.evaluate(
+                "Array.from(document.querySelectorAll('[data-testid=\"stTable\"], "
+                "[data-testid=\"stDataFrame\"]')).filter(e => e.offsetParent !== null && "
+                "(e.getBoundingClientRect().right > window.innerWidth + 1 || "
+                "e.scrollWidth > e.clientWidth + 1)).map(e => e.innerText.slice(0, 40))"
+            )
+            if wide:
+                problems.append(f"/{path}: tables wider than the screen: {wide}")
+            small = page.evaluate(
+                "Array.from(document.querySelectorAll('[data-testid=\"stMetricValue\"] p'))"
+                ".filter(e => parseFloat(getComputedStyle(e).fontSize) < 40).length"
+            )
+            if small:
+                problems.append(f"/{path}: {small} metric(s) at body size")
         browser.close()
     assert not problems, problems
 
