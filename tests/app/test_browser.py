@@ -230,8 +230,8 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
             if cut:
                 problems.append(f"/{path}: sidebar names cut: {cut}")
             wide = page.evaluate(
-                "Array.from(document.querySelectorAll('[data-testid=\"stTable\"], "
-                "[data-testid=\"stDataFrame\"]')).filter(e => e.offsetParent !== null && "
+                'Array.from(document.querySelectorAll(\'[data-testid="stTable"], '
+                '[data-testid="stDataFrame"]\')).filter(e => e.offsetParent !== null && '
                 "(e.getBoundingClientRect().right > window.innerWidth + 1 || "
                 "e.scrollWidth > e.clientWidth + 1)).map(e => e.innerText.slice(0, 40))"
             )
