@@ -134,6 +134,17 @@ if results:
     fig = figure_triangles(
         results, metric=metric, titles=titles, mark=mark, presentation=presentation()
     )
+    summary = pd.DataFrame(
+        [
+            {
+                "method": t,
+                f"{metric} basin": basin_fraction(r, metric),
+                "max loss above plane": float(np.max(r["excess_loss"])),
+                f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
+            }
+            for t, r in zip(titles, results, strict=True)
+        ]
+    )
     figure(
         fig,
         f"triangle-{name}-{metric}-{split}",
@@ -147,17 +158,7 @@ if results:
             "resolution": resolution,
             "space": space,
         },  # fmt: skip
-    )
-    summary = pd.DataFrame(
-        [
-            {
-                "method": t,
-                f"{metric} basin": basin_fraction(r, metric),
-                "max loss above plane": float(np.max(r["excess_loss"])),
-                f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
-            }
-            for t, r in zip(titles, results, strict=True)
-        ]
+        tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
     )
     if presentation():  # a static table fits a projector's width; its cells are the numbers
         st.table(summary.style.format({f"{metric} basin": "{:.0%}", "max loss above plane":

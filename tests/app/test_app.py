@@ -200,6 +200,8 @@ def test_triangle_page_renders_and_reruns():
     keys = [t.key for t in at.run(timeout=600).toggle]
     assert "tri_joint" in keys  # it changes the learned panel
     at.multiselect(key="tri_combos").set_value(["naive", "weight/perm", "weight/orth"]).run()
+    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()  # for the export report
+    assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     at.radio(key="tri_metric").set_value("accuracy").run()
     ok(at)
     at.slider(key="tri_resolution").set_value(4).run()
