@@ -23,8 +23,9 @@ from landscape.plots import export
 from landscape.progress import Progress, fraction
 
 # Presentation mode, for a projector at 1920×1080: text, tables and metrics about 1.5× larger
-# (figures are redrawn larger by landscape.plots.theme.projector), and a sidebar wide enough
-# for the page names at that size.
+# (figures are redrawn larger by landscape.plots.theme.projector), metrics' deltas whole, the
+# Controls popover wide enough for its choices' tags, and a sidebar wide enough for the page
+# names at that size.
 PRESENTATION_CSS = """
 <style>
   html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
@@ -34,10 +35,21 @@ PRESENTATION_CSS = """
     { padding: 2.5rem 2.5rem 6rem 2.5rem !important; max-width: none !important; }
   h1 { font-size: 2.8rem !important; padding: 0 !important; }
   h2, h3 { font-size: 2rem !important; }
-  [data-testid="stMetricValue"] { font-size: 3.2rem !important; }
-  [data-testid="stMetricLabel"] p { font-size: 1.45rem !important; white-space: normal !important; }
+  [data-testid="stMetric"] [data-testid], [data-testid="stMetric"] [data-testid] p
+    { white-space: normal !important; overflow: visible !important;
+      text-overflow: clip !important; max-width: none !important; }
+  [data-testid="stMetric"] [data-testid="stMetricValue"] [data-testid] p
+    { font-size: 2.8rem !important; line-height: 1.25 !important; white-space: nowrap !important; }
+  [data-testid="stMetricLabel"] p { font-size: 1.45rem !important; }
+  [data-testid="stMetric"] [data-testid="stMetricDelta"] [data-testid] p,
+  [data-testid="stMetric"] [data-testid="stMetricDeltaDescription"] [data-testid] p
+    { font-size: 1.45rem !important; }
   [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.4rem !important; }
   [data-testid="stDataFrame"] { zoom: 1.4; width: calc(100% / 1.4) !important; }
+  [data-testid="stPopoverBody"] { width: min(1400px, 70vw) !important; max-width: none !important; }
+  [data-testid="stPopoverBody"] [data-baseweb="tag"] { max-width: none !important; }
+  [data-testid="stPopoverBody"] [data-baseweb="tag"] span { max-width: none !important;
+    overflow: visible !important; text-overflow: clip !important; }
   [data-testid="stSidebar"] { min-width: 22rem !important; }
   [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.3rem !important;
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
@@ -366,18 +378,24 @@ def show_warnings(what: str, result: dict[str, Any]) -> None:
 def figure(
     fig: go.Figure, name: str, *, data: Any = None, key: str | None = None,
     settings: dict[str, Any] | None = None, cache_keys: list[str] | None = None,
+    tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> None:  # fmt: skip
     """A plotly figure with PNG/SVG (at the chosen export size) and CSV downloads, generated
     only on click, and registered for the session's export report.
 
     ``data``: the figure's tidy table (``landscape.plots.tidy``: a DataFrame or records), its
     CSV; without, the CSV is the traces' points. ``settings`` (model, seeds, method, group,
-    space, split, points, …) and ``cache_keys`` go into the report beside the figure.
+    space, split, points, …), ``cache_keys`` and ``tables`` (title → rows: the numbers the page
+    shows beside the figure) go into the report beside the figure.
     """
     key = key or name
-    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False})
+    # a figure drawn to a pixel box of its own (the triangles) is shown at that width
+    width = "content" if fig.layout.width else "stretch"
+    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False},
+                    width=width)  # fmt: skip
     state.register_figure(key, export.ReportFigure(name, fig, dict(settings or {}),
-                                                   list(cache_keys or [])))  # fmt: skip
+                                                   list(cache_keys or []),
+                                                   dict(tables or {})))  # fmt: skip
     if presentation():
         return
     row = st.container(horizontal=True, gap="small", vertical_alignment="bottom")
@@ -459,19 +477,20 @@ def parse_combo(label: str) -> tuple[str, str]:
 VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
 
 
-def styled_table(rows: list[dict[str, Any]]):  # -> pandas Styler
+def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pandas Styler
     """A symmetry table (``landscape.symmetry.symmetry_table`` rows) as the pages show it:
-    valid rows green, invalid ones orange, |Δlogits| in scientific notation."""
-    frame = pd.DataFrame(
-        {
-            "group": [r["group"] for r in rows],
-            "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
-            "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
-            "to make it valid": [r["needs"] or "—" for r in rows],
-            "acts on": [r["acts_on"] for r in rows],
-            "why": [r["note"] for r in rows],
-        }
-    )
+    valid rows green, invalid ones orange, |Δlogits| in scientific notation. ``brief``: only
+    what its figure needs (group, valid, |Δlogits|, the step that makes it valid), for a
+    projector; what each acts on and why go to a details expander."""
+    columns = {
+        "group": [r["group"] for r in rows],
+        "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
+        "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
+        "to make it valid": [r["needs"] or "—" for r in rows],
+    }
+    if not brief:
+        columns |= {"acts on": [r["acts_on"] for r in rows], "why": [r["note"] for r in rows]}
+    frame = pd.DataFrame(columns)
     colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
     return frame.style.apply(
         lambda col: [f"background-color: {c}" for c in colours], axis=0

@@ -12,13 +12,16 @@ if str(ROOT) not in sys.path:  # so `app` and an uninstalled `landscape` import 
     sys.path.insert(0, str(ROOT))
 
 from app import memory  # noqa: E402
-from app.navigation import pages  # noqa: E402
+from app.navigation import HOME, pages, root  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 
 st.set_page_config(page_title="Landscape", page_icon=":material/landscape:", layout="wide")
 
 memory.keep()  # every page's controls outlive the runs that do not draw them
-page = st.navigation(list(pages().values()))
+views = pages()
+page = st.navigation([root(), *views.values()])
+if page.url_path == "":  # the root: on to /home, with the link's values
+    st.switch_page(views[HOME], query_params=st.query_params.to_dict())
 sidebar()
 try:
     page.run()

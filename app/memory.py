@@ -43,6 +43,20 @@ def text(value: Any) -> str:
     return str(value)
 
 
+def spoken(value: Any) -> str:
+    """``value`` as a person reads it in a note: a switch as on/off, a pair as ``0 ↔ 1``, a list
+    comma-separated (``none`` when empty)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return " ↔ ".join(spoken(v) for v in value)
+    if isinstance(value, list):
+        return ", ".join(spoken(v) for v in value) or "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) or "none"
+
+
 def keep() -> None:
     """Re-save every remembered control before any widget is drawn (called once per run, by
     ``app/main.py``): a value saved through session state survives a run that draws no widget
@@ -101,9 +115,11 @@ def remember(
                 shown = link if len(link) <= 40 else link[:40] + "…"
                 # the link's text is anyone's: a code span on one line (app.components.literal),
                 # so blank lines cannot end the span and turn the rest into an image or a link
+                what = f"{label} " if label else "value "
                 st.caption(
-                    f":material/link_off: The link's {label or param} {literal(shown)} is not an "
-                    f"option here; showing {literal(text(default) or 'none')}."
+                    f":material/link_off: The link's {what}{literal(shown)} is not an option "
+                    f"here, so {label or 'this control'} starts at its default: "
+                    f"{literal(spoken(default))}."
                 )
             else:
                 value = parsed

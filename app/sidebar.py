@@ -20,6 +20,26 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
+# The address bar mirrors every control (app/memory.py), and the browser adds a history entry for
+# each new address Streamlit writes: Back would step through every control change before it left
+# the page. A new address on the same page therefore replaces the current entry; a new page
+# still adds one, so Back goes to the page before.
+ONE_ENTRY_PER_PAGE = """<script>
+(() => {
+  if (window.landscapeOneEntryPerPage) return;
+  window.landscapeOneEntryPerPage = true;
+  const push = window.history.pushState.bind(window.history);
+  window.history.pushState = (state, title, url) => {
+    const next = url == null ? null : new URL(url, window.location.href);
+    if (next !== null && next.pathname === window.location.pathname) {
+      return window.history.replaceState(state, title, url);
+    }
+    return push(state, title, url);
+  };
+})();
+</script>"""
+
+
 def sidebar() -> None:
     """Widgets shared by every page; their values live in ``st.session_state``."""
     with st.sidebar:
@@ -48,7 +68,8 @@ def sidebar() -> None:
         )
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-        remember("presentation", False, param="present", options=(False, True))
+        remember("presentation", False, param="present", options=(False, True),
+                 label="presentation mode")  # fmt: skip
         st.toggle(
             "Presentation mode",
             key="presentation",
@@ -57,6 +78,7 @@ def sidebar() -> None:
         )
         if not st.session_state.get("presentation"):  # a projector needs no exports
             report_button()
+        st.html(ONE_ENTRY_PER_PAGE, unsafe_allow_javascript=True, width="content")
         info = state.cache_info()
         size = _human_bytes(info["bytes"])
         st.caption(f"Disk cache: {info['entries']} entries, {size}  \n{literal(info['root'])}")

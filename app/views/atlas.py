@@ -96,17 +96,20 @@ if result is not None:
             "reference": result["reference"],
         },  # fmt: skip
     )
+    # boxes stretched to the row's height: a label that wraps does not leave its neighbours short
     c1, c2, c3 = st.columns(3)
+    box = {"border": True, "height": "stretch"}
     raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")
     if raw is not None:
-        c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}")
+        c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}", **box)
         c2.metric(
-            "… after alignment",
+            "Orbit spread / seed distance, aligned",
             f"{aligned:.2f}",
             delta=f"{aligned - raw:.2f}",
             delta_color="inverse",
+            **box,
         )
-    c3.metric("Weights per checkpoint", f"{result['dimension']:,}")
+    c3.metric("Weights per checkpoint", f"{result['dimension']:,}", **box)
     copies_total = sum(p["kind"] != "seed" for p in result["points"])
     on_seed = sum(p.get("on_seed_aligned", False) for p in result["points"])
     if copies_total:

@@ -175,6 +175,40 @@ def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
     return None
 
 
+def transport_table(frame: pd.DataFrame):  # -> pandas Styler
+    """The transport table as shown: values to four significant digits, % kept as a whole
+    percentage, and a missing value (AdamW's % kept) as "—"; every column keeps its type."""
+    return frame.style.format(
+        {"value on g(A)": "{:.4g}", "value on A": "{:.4g}", "% kept": "{:.0f}%"}, na_rep="—"
+    )
+
+
+def recovery_note(recovery: dict[str, Any]) -> str:
+    """What this model's drift figure shows, in numbers: how far the longest fine-tuning moved
+    it and what each assignment recovered there (flat lines are recovery, not standstill)."""
+    last = recovery["curve"][-1]
+    marginalised = min(last[f"{s}_marginalised_coord"] for s in ("weights", "activations"))
+    signed = max(last[f"{s}_signed_coord"] for s in ("weights", "activations"))
+    unflipped = 1 - last["flipped"] if last.get("flipped") is not None else None
+    signs = f", with {unflipped:.0%} of the signs unflipped" if unflipped is not None else ""
+    return (f"Here: after {last['steps']} steps the weights moved {last['drift']:.0%} of their "
+            f"norm away; sign-marginalised matching still puts {marginalised:.0%} of the "
+            f"coordinates right, signed correlation {signed:.0%}{signs}. Lines that lie on one "
+            "another agree (weights wide, activations thin on top).")  # fmt: skip
+
+
+def trajectory_note(trajectory: dict[str, Any]) -> str:
+    """What this model's trajectory figure shows at its far end, in numbers."""
+    rows = trajectory["rows"]
+    far = max(r["steps"] for r in rows)
+    last = {r["source"]: r for r in rows if r["steps"] == far}
+    parts = [f"{src}: composed {r['local_coord']:.0%}, endpoints {r['endpoint_coord']:.0%}"
+             for src, r in last.items()]  # fmt: skip
+    drift = next(iter(last.values()))["drift"]
+    return (f"Here: {far} steps apart the model has moved {drift:.0%} of its norm; coordinates "
+            f"recovered ({'; '.join(parts)}). Lines at 100% lie on one another.")  # fmt: skip
+
+
 pres = presentation()
 
 # ---------------------------------------------------------------- 1. symmetry table
@@ -191,8 +225,11 @@ if table is not None:
             data=tidy_records(rows, model=name, seed=seed),
             key="gauge-table",
         )
-    (right if pres else table_slot).table(styled_table(rows))
+    (right if pres else table_slot).table(styled_table(rows, brief=pres))
     with right:
+        if pres:  # on a projector the table holds what the figure needs; the rest on a click
+            with st.expander("Details: what each group acts on, and why"):
+                st.table(styled_table(rows))
         st.markdown(
             "A random element of each group is applied and the logits are compared in float64: "
             "a valid gauge changes them only by rounding (~1e-15), an invalid one by order 1. "
@@ -251,6 +288,7 @@ if recovery is not None:
             "stays near the share of unflipped signs; assigning on |C| and reading the sign "
             "off afterwards (*sign-marginalised*) recovers them."
         )
+        st.caption(recovery_note(recovery))
 
 # ---------------------------------------------------------------- 4. trajectory transport
 st.subheader("4. Transport along a training trajectory")
@@ -275,6 +313,7 @@ if trajectory is not None:
             "neighbours (which barely differ) and composing the matches carries the "
             "coordinates much further than matching the far-apart endpoints directly."
         )
+        st.caption(trajectory_note(trajectory))
 
 # ---------------------------------------------------------------- 5. claim check
 st.subheader("5. Claim check: the negative control")
@@ -337,8 +376,9 @@ if transport is not None:
             "metric": [r["metric"] for r in transport],
             "value on g(A)": [r["value"] for r in transport],
             "value on A": [r["reference"] for r in transport],
-            # AdamW has no percentage (its metric is a distance, the caption says so)
-            "% kept": [r["kept"] if r["kept"] is not None else "—" for r in transport],
+            # AdamW has no percentage (its metric is a distance, the caption says so): NaN,
+            # shown as "—" by the table's format, so the column stays numbers
+            "% kept": [float("nan") if r["kept"] is None else float(r["kept"]) for r in transport],
         }
     )
     left, right = side_by_side([3, 2])
@@ -362,13 +402,11 @@ if transport is not None:
             "cut, hatched and labelled as a multiple of A). AdamW has no %: the distance of B's "
             "resumed run, mapped back, from A's, per step length (0 is exact)."
         )
-    st.dataframe(
-        frame,
-        hide_index=True,
-        height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
-        column_config={
-            "value on g(A)": st.column_config.NumberColumn(format="%.4g"),
-            "value on A": st.column_config.NumberColumn(format="%.4g"),
-            "% kept": st.column_config.NumberColumn(format="%.0f%%"),
-        },
-    )
+    if pres:  # a static table fits a projector's width (a data grid ran off it)
+        st.table(transport_table(frame).hide(axis="index"))
+    else:
+        st.dataframe(
+            transport_table(frame),
+            hide_index=True,
+            height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
+        )

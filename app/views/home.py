@@ -16,7 +16,7 @@ from landscape.assets import HOME_MODEL, home_curves, home_curves_path
 from landscape.plots.fields import BARRIER
 from landscape.plots.home import figure_symmetry_levels
 from landscape.plots.interpolation import figure_interpolation
-from landscape.plots.tidy import tidy_interpolation
+from landscape.plots.tidy import tidy_interpolation, tidy_symmetry_levels
 
 page_header(
     "Landscape",
@@ -73,23 +73,26 @@ st.markdown(
     f"**The merged model θ(λ = {lam:.2f})**: its test loss, and how far it lies above the chord "
     "between the endpoints' losses (the barrier is the largest such gap):"
 )
-cols = st.columns(len(series))
-for col, s in zip(cols, series, strict=True):
+# One row of names, one of numbers, one of notes: each row starts level across the columns, so
+# a name that wraps to two lines does not push its number below its neighbours'.
+names, numbers, notes = (st.columns(len(series)) for _ in range(3))
+for name, number, note, s in zip(names, numbers, notes, series, strict=True):
     r = s["results"][0]
     loss, acc = BARRIER.read(r, "loss"), BARRIER.read(r, "accuracy")
     i = lambdas.index(lam)
     above = loss[i] - (lam * loss[-1] + (1 - lam) * loss[0])  # λ runs from 0 (B) to 1 (A)
-    col.markdown(f"**{s['label']}**")  # wraps where a metric's label would be cut
-    col.metric(
+    name.markdown(f"**{s['label']}**")  # wraps where a metric's label would be cut
+    number.metric(
         s["label"],
         f"{loss[i]:.3f} nats",
         label_visibility="collapsed",
-        delta=f"{above:+.3f} above the chord",
+        delta=f"{above:+.3f}",
+        delta_description="above the chord",
         delta_color="inverse",
         help=f"The loss barrier of this line is {r['barrier_loss']:.3f} nats, at "
         f"λ = {r['lambda_peak_loss']:.2f}.",
     )
-    col.caption(f"accuracy {acc[i]:.1%} · barrier {r['barrier_loss']:.3f} nats")
+    note.caption(f"accuracy {acc[i]:.1%} · barrier {r['barrier_loss']:.3f} nats")
 
 st.latex(
     r"B_{\mathrm{loss}} = \max_{\lambda \in [0, 1]} \Big[\, L\big(\lambda\,\theta_A"
@@ -124,7 +127,8 @@ for n, (url, text) in enumerate(routes.items(), start=1):
 st.subheader("Four levels of symmetry")
 left, right = side_by_side([1, 1])
 with left:
-    figure(figure_symmetry_levels(presentation=presentation()), "symmetry-levels")
+    figure(figure_symmetry_levels(presentation=presentation()), "symmetry-levels",
+           data=tidy_symmetry_levels())  # fmt: skip
 with right:
     st.markdown(
         "Each level contains the previous one:\n\n"

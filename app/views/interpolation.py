@@ -45,6 +45,7 @@ from landscape.models.zoo import ZOO
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
 from landscape.plots.matrix import figure_barrier_matrix
+from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
 from landscape.sources import model_arch
@@ -53,7 +54,54 @@ from landscape.summaries import mean_pm
 
 def _mean_sem(value: tuple[float, float], n: int) -> str:
     """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
-    return mean_pm(*value) if n > 1 else f"{value[0]:.3f} (n = 1)"
+    return mean_pm(*value) if n > 1 else f"{value[0]:.4g} (n = 1)"
+
+
+# the table's columns as the page formats them; a projector shows the table without the details
+TABLE_COLUMNS = {
+    "method": st.column_config.TextColumn(width="small"),
+    "max |Δlogits|": st.column_config.NumberColumn(format="%.1e"),
+    "pairs": st.column_config.NumberColumn(width="small"),
+}
+DETAIL_COLUMNS = ["pairs", "max |Δlogits|"]
+
+
+def _static(frame: pd.DataFrame):  # -> pandas Styler
+    """The barrier table as a static table (cells wrap): the check in scientific notation."""
+    return frame.style.format({"max |Δlogits|": "{:.1e}"}, na_rep="—",
+                              subset=[c for c in ["max |Δlogits|"] if c in frame]
+                              ).hide(axis="index")  # fmt: skip
+
+
+def _differs_or_says(column: pd.Series, name: str) -> bool:
+    """Whether a column is worth its width: the space when the rows differ in it, the paper's
+    numbers when any row has one."""
+    if name == "space":
+        return column.nunique() > 1
+    return bool((column != "").any())
+
+
+def versus_naive(series: dict, above: dict | None) -> str:
+    """A row's word against naive on the same pairs (``above``: its record of
+    ``above_naive``, None when neither barrier is above naive's)."""
+    if series["method"] == "naive":
+        return "—"
+    if above is None:
+        return "at or below naive"
+    return "above naive in " + " and ".join(above["metrics"])
+
+
+def _beside_accuracy(row: dict, key: str, value: str) -> dict:
+    """``row`` with ``key: value`` right after the accuracy barrier, where it is read."""
+    keys = list(row)
+    at = keys.index("accuracy barrier (points)") + 1
+    return {**{k: row[k] for k in keys[:at]}, key: value, **{k: row[k] for k in keys[at:]}}
+
+
+def _report_rows(table: pd.DataFrame) -> list[dict]:
+    """The barrier table for the export report: every column, NaN as None."""
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            for r in table.to_dict("records")]  # fmt: skip
 
 
 def _written(result: dict) -> str:
@@ -71,11 +119,12 @@ def _written(result: dict) -> str:
 page_header(
     "Interpolation curves",
     "Loss and accuracy of θ(λ) = λ·θ_A + (1−λ)·π(θ_B), with π found by the chosen matching "
-    "method under the chosen symmetry group. λ = 1 is A (circle), λ = 0 is the aligned B "
-    "(square). Lines are means over the selected pairs; bands span their range. For "
-    "transformers the line can be straight in the weights (the model's own factors W_Q, W_K, …) "
-    "or in the circuits (every head rewritten as its products QKᵀ and VO, which average "
-    "differently): two paths between the same two functions.",
+    "method under the chosen symmetry group. λ = 1 is A, λ = 0 is the aligned B (the "
+    "endpoints are marked in each curve's own marker). Lines are means over the selected "
+    "pairs; bands span their range. For transformers the line can be straight in the weights "
+    "(the model's own factors W_Q, W_K, …) or in the circuits (every head rewritten as its "
+    "products QKᵀ and VO, which average differently): two paths between the same two "
+    "functions.",
 )
 
 name = model()
@@ -121,7 +170,8 @@ with controls():
             key="interp_space",
             help="weights: the straight line between the parameters as stored. circuits: "
             "between the heads' QK and OV circuits (not for rotary positions). both: two curves "
-            "per method, circuits dashed.",
+            "per method in its colour, weights solid with filled markers, circuits dashed with "
+            "open markers.",
         )
         spaces = ["weights", "circuits"] if choice == "both" else [choice]
 
@@ -162,18 +212,19 @@ for combo, space in itertools.product(chosen, spaces):
         continue
     series.append({"label": label, "results": results, "space": space, "method": combo})
     loss = mean_sem([r["barrier_loss"] for r in results])
-    acc = mean_sem([r["barrier_accuracy"] for r in results])
+    acc = mean_sem([in_points(r["barrier_accuracy"]) for r in results])
+    # the paper measured transformers in the circuits space: its numbers beside those rows only
+    paper = paper_value(method, group, arch) if space == "circuits" and has_heads(name) else ""
     rows.append(
         {
-            "method": method,
-            "group": "—" if method == "naive" else group,
+            "method": combo,
             "space": space,
             # the split is in the table's title
             "loss barrier (nats)": _mean_sem(loss, len(results)),
-            "accuracy barrier": _mean_sem(acc, len(results)),
+            "accuracy barrier (points)": _mean_sem(acc, len(results)),
             "pairs": len(results),
             "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
-            "paper (circuits)": paper_value(method, group, arch),
+            "paper (circuits)": paper,
         }
     )
     # Partial rows as a static table: a data grid whose row count changes between quick
@@ -183,31 +234,35 @@ progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):
     for i, (row, s) in enumerate(zip(rows, series, strict=True)):
-        a = above.get(s["label"])
-        versus = ("—" if s["method"] == "naive"
-                  else f"above ({', '.join(a['metrics'])})" if a else "not above")  # fmt: skip
-        keys = list(row)  # beside the barriers, where it is read
-        at = keys.index("accuracy barrier") + 1
-        rows[i] = {**{k: row[k] for k in keys[:at]}, "vs naive": versus,
-                   **{k: row[k] for k in keys[at:]}}  # fmt: skip
+        rows[i] = _beside_accuracy(row, "vs naive", versus_naive(s, above.get(s["label"])))
+table = pd.DataFrame(rows)
 if rows:
-    table_slot.dataframe(pd.DataFrame(rows), hide_index=True)
+    shown = table.drop(columns=[c for c in ("space", "paper (circuits)")
+                                if c in table and not _differs_or_says(table[c], c)])  # fmt: skip
+    if presentation():  # a static table, without its details, fits a projector's width
+        table_slot.table(_static(shown.drop(columns=DETAIL_COLUMNS)))
+        with st.expander("Details: pairs, function check"):
+            st.table(_static(shown))
+    else:
+        table_slot.dataframe(shown, hide_index=True, column_config=TABLE_COLUMNS)
 for a in above.values():
     st.warning(a["note"], icon=":material/trending_up:")
 if rows:
     st.caption(
-        "Mean ± standard error over pairs (Table-2 layout); the accuracy barrier is a fraction, "
-        "the paper column its test-loss barrier in the circuits space. max |Δlogits| checks "
-        "that the aligned B computes the same function as B; in the circuits space a warning above "
-        "names any circuit form that does not keep its model's function."
+        "Mean ± standard error over pairs (Table-2 layout); the accuracy barrier in percentage "
+        "points (a drop from 95% to 70% accuracy below the chord is 25 points). vs naive: "
+        "whether the method's barrier lies above naive's on the same pairs. max |Δlogits| "
+        "checks that the aligned B computes the same function as B; in the circuits space a "
+        "warning above names any circuit form that does not keep its model's function."
     )
-    ref = PAPER_REFERENCE
-    learned = ", ".join(f"{v} ({k})" for k, v in ref["learned/orth"].items())
-    st.caption(
-        f"For comparison, the paper's Table 2 (test-loss barriers in the circuits space, "
-        f"independently trained ViTs and GPT-2): naive {ref['naive']}, weight matching "
-        f"{ref['weight']}, learned rotations {learned}."
-    )
+    if "paper (circuits)" in shown:
+        ref = PAPER_REFERENCE
+        learned = ", ".join(f"{v} ({k})" for k, v in ref["learned/orth"].items())
+        st.caption(
+            f"paper (circuits): the paper's Table 2 (test-loss barriers in the circuits space, "
+            f"independently trained ViTs and GPT-2), beside the circuits rows: naive "
+            f"{ref['naive']}, weight matching {ref['weight']}, learned rotations {learned}."
+        )
 
 if series:
     with figure_slot or st.container():
@@ -225,10 +280,12 @@ if series:
                 "model": name,
                 "pairs": [list(p) for p in pairs],
                 "methods": [s["label"] for s in series],
+                "merge space": " and ".join(spaces),
                 "split": split,
                 "points": points,
             },  # fmt: skip
             cache_keys=[r.get("cache_key", "") for s in series for r in s["results"]],
+            tables={f"Barriers, {split} split (mean ± s.e.m.)": _report_rows(table)},
         )
 
 if chosen:  # the methods chosen above, one of them for the matrix

@@ -63,29 +63,14 @@ table = pd.DataFrame(
         for r in rows
     ]
 )
-st.dataframe(
-    table,
-    hide_index=True,
-    width="stretch",
-    column_config={
-        # widths in pixels for the short columns; the description takes the rest of the row,
-        # last, so every number stays in view on a laptop screen
-        "model": st.column_config.TextColumn(width=150),
-        "kind": st.column_config.TextColumn(width=65),
-        "data": st.column_config.TextColumn(width=85),
-        "parameters": st.column_config.NumberColumn(format="localized", width=85),
-        "seeds": st.column_config.TextColumn(width=65),
-        "test acc.": st.column_config.NumberColumn(
-            format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
-        ),
-        "test loss": st.column_config.NumberColumn(
-            format="%.3f", width=70, help="Mean over the trained seeds (zoo models)"
-        ),
-        "architecture": st.column_config.TextColumn(
-            width="large", help="Hover a cell for the whole description"
-        ),
-    },
+# A static table: its cells wrap, so every model name and architecture is read whole and every
+# column stays on screen, on a laptop and on a projector (a data grid cuts a cell to one line).
+st.table(
+    table.style.format(
+        {"parameters": "{:,}", "test acc.": "{:.3f}", "test loss": "{:.3f}"}, na_rep="—"
+    ).hide(axis="index")
 )
+st.caption("test acc. and test loss: means over the trained seeds (zoo models).")
 
 if trained:
     with overview if presentation() else st.container():
@@ -124,7 +109,11 @@ if current["imported"]:
 else:
     with st.expander(f"Seeds of {plain(name)}", expanded=not presentation()):
         if current["seeds"]:
-            st.dataframe(pd.DataFrame(current["seeds"]), hide_index=True)
+            seeds_frame = pd.DataFrame(current["seeds"])
+            if presentation():  # a static table fits a projector's width
+                st.table(seeds_frame.style.hide(axis="index"))
+            else:
+                st.dataframe(seeds_frame, hide_index=True)
         else:
             st.info(f"No trained seeds of {plain(name)} yet: train some below.")
 

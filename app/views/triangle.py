@@ -75,13 +75,15 @@ with controls():
             help="weights: mix the parameters as stored. circuits: mix the heads' QK and OV "
             "circuits (not for rotary positions).",
         )
-    remember("tri_joint", False, param="joint", options=(False, True))
-    joint = c2.toggle(
-        "Learned matching: align B and C together",
-        key="tri_joint",
-        help="Learn both transforms at once on mixtures drawn over the whole triangle, instead "
-        "of B onto A and C onto A separately (learned panels only).",
-    )
+    joint = False
+    if any(parse_combo(c)[0] == "learned" for c in chosen):  # it changes learned panels only
+        remember("tri_joint", False, param="joint", options=(False, True))
+        joint = c2.toggle(
+            "Learned matching: align B and C together",
+            key="tri_joint",
+            help="Learn both transforms at once on mixtures drawn over the whole triangle, "
+            "instead of B onto A and C onto A separately (learned panels only).",
+        )
 
 if len(chosen_seeds) != 3 or not chosen:
     st.info("Choose exactly three seeds and at least one method.")
@@ -134,6 +136,17 @@ if results:
     fig = figure_triangles(
         results, metric=metric, titles=titles, mark=mark, presentation=presentation()
     )
+    summary = pd.DataFrame(
+        [
+            {
+                "method": t,
+                f"{metric} basin": basin_fraction(r, metric),
+                "max loss above plane": float(np.max(r["excess_loss"])),
+                f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
+            }
+            for t, r in zip(titles, results, strict=True)
+        ]
+    )
     figure(
         fig,
         f"triangle-{name}-{metric}-{split}",
@@ -147,23 +160,25 @@ if results:
             "resolution": resolution,
             "space": space,
         },  # fmt: skip
+        tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
     )
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "method": t,
-                    f"{metric} basin fraction": basin_fraction(r, metric),
-                    f"max loss above plane ({split})": float(np.max(r["excess_loss"])),
-                    f"{metric} at λ = {mark:.2f} on A–B": edge_value(r, metric, mark),
-                    "grid points": len(r["points"]),
-                }
-                for t, r in zip(titles, results, strict=True)
-            ]
-        ),
-        hide_index=True,
-        column_config={
-            f"{metric} basin fraction": st.column_config.ProgressColumn(min_value=0, max_value=1)
-        },
+    if presentation():  # a static table fits a projector's width; its cells are the numbers
+        st.table(summary.style.format({f"{metric} basin": "{:.0%}", "max loss above plane":
+                                       "{:.4f}", f"{metric} at λ = {mark:.2f} (A–B)": "{:.4f}"})
+                 .hide(axis="index"))  # fmt: skip
+    else:
+        st.dataframe(
+            summary,
+            hide_index=True,
+            column_config={
+                f"{metric} basin": st.column_config.ProgressColumn(
+                    min_value=0, max_value=1, format="percent"
+                ),
+                "max loss above plane": st.column_config.NumberColumn(format="%.4f"),
+                f"{metric} at λ = {mark:.2f} (A–B)": st.column_config.NumberColumn(format="%.4f"),
+            },
+        )
+    st.caption(
+        f"Basin: {basin(results[0], metric)[1]}. Max loss above plane: over the grid, "
+        f"{split} split. {len(results[0]['points'])} grid points in each triangle."
     )
-    st.caption(f"Basin: {basin(results[0], metric)[1]}.")

@@ -25,6 +25,7 @@ from landscape.plots.theme import (
     THIN_WIDTH,
     apply_theme,
     legend_above,
+    points,
     presentable,
     rgba,
 )
@@ -87,6 +88,17 @@ def figure_eigenangles(result: dict[str, Any], *, bins: int = 24
     return fig
 
 
+def integer_step(n: int, most: int = 10) -> int:
+    """The tick step of an axis of the integers 0 … n−1: 1, 2 or 5 times a power of ten, the
+    smallest that puts at most ``most`` ticks on it (every integer of 53 rounds would overlap)."""
+    power = 1
+    while True:
+        for m in (1, 2, 5):
+            if (n - 1) <= most * m * power:
+                return m * power
+        power *= 10
+
+
 @presentable
 def figure_objective(values: Sequence[float]) -> go.Figure:
     """The weight-matching objective ‖θ_A − π(θ_B)‖² per coordinate-descent round."""
@@ -100,7 +112,7 @@ def figure_objective(values: Sequence[float]) -> go.Figure:
             marker={"size": 8},
         )  # fmt: skip
     )
-    fig.update_xaxes(title_text="round (0 = identity)", dtick=1)
+    fig.update_xaxes(title_text="round (0 = identity)", tick0=0, dtick=integer_step(len(values)))
     fig.update_yaxes(title_text="‖θ_A − π(θ_B)‖²")
     apply_theme(fig)
     fig.update_layout(height=320)
@@ -165,9 +177,10 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
             rings.append((label, [r for r in mine if kind.read(r, mark)]))
         xs = [kind.read(r, x) for r in mine]
         for col, metric in ((1, "loss"), (2, "accuracy")):
+            unit = points(1.0) if metric == "accuracy" else 1.0
             fig.add_trace(
                 go.Scatter(
-                    x=xs, y=[kind.read(r, f"barrier_{metric}") for r in mine],
+                    x=xs, y=[unit * kind.read(r, f"barrier_{metric}") for r in mine],
                     mode="lines+markers", name=label, legendgroup=label, showlegend=col == 1,
                     line={"color": colour, "width": LINE_WIDTH}, marker={"size": 7},
                     hovertemplate=f"{label}<br>{x} %{{x}}<br>{metric} barrier %{{y:.4f}}"
@@ -181,10 +194,11 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
         if not ringed:
             continue
         for col, metric in ((1, "loss"), (2, "accuracy")):
+            unit = points(1.0) if metric == "accuracy" else 1.0
             fig.add_trace(
                 go.Scatter(
                     x=[kind.read(r, x) for r in ringed],
-                    y=[kind.read(r, f"barrier_{metric}") for r in ringed],
+                    y=[unit * kind.read(r, f"barrier_{metric}") for r in ringed],
                     mode="markers", name=RETURNED, legendgroup=RETURNED, cliponaxis=False,
                     showlegend=col == 1 and not any(t.name == RETURNED for t in fig.data),
                     marker={"symbol": "circle-open", "size": 17, "color": PALETTE[-1],
@@ -198,7 +212,7 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
         fig.update_xaxes(title_text=x_title, row=1, col=col)
     fig.update_yaxes(title_text=f"{split} loss barrier (nats{where})", rangemode="tozero",
                      row=1, col=1)  # fmt: skip
-    fig.update_yaxes(title_text=f"{split} accuracy barrier{where}", rangemode="tozero",
+    fig.update_yaxes(title_text=f"{split} accuracy barrier (points{where})", rangemode="tozero",
                      row=1, col=2)  # fmt: skip
     apply_theme(fig)
     fig.update_layout(height=360, legend=legend_above())

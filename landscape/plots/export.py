@@ -8,16 +8,18 @@ clicked, so page renders never pay that cost.
 from __future__ import annotations
 
 import io
+import struct
 import threading
 import warnings
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from landscape.errors import LandscapeError
-from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, projector
+from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, for_export, projector
 
 Size = Literal["single", "double", "slide"]
 
@@ -79,18 +81,69 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     """A copy of ``fig`` themed for print at preset ``size`` (:data:`SIZES`): white background,
     the preset's pixel size, and every font, line and marker scaled by the preset's font over
     the screen's (:func:`landscape.plots.theme.projector`), so ticks and legends print at the
-    preset's font. ``width``/``height`` override the preset's."""
+    preset's font. What is drawn for the screen only (the λ marker) is left out. A horizontal
+    legend that needs more than :data:`LEGEND_SHARE` of the preset's height makes the figure
+    taller by the rows beyond it, so that the plot keeps its height in a narrow column.
+    ``width``/``height`` override the preset's."""
     preset = size_preset(size)
-    out = projector(fig, preset.scale)
+    screen = for_export(fig)
+    out = projector(screen, preset.scale)
+    box_width = width or preset.width_px
+    extra = 0
+    if not height:  # rows beyond a fifth of the preset's height are added to it
+        fits = max(1, int(LEGEND_SHARE * preset.height_px / _row_px(preset)))
+        extra = max(0, legend_rows(out, box_width, preset.font_px) - fits) * _row_px(preset)
     out.update_layout(
-        width=width or preset.width_px,
-        height=height or preset.height_px,
+        width=box_width,
+        height=(height or preset.height_px) + extra,
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
-    _room_between_panels(out, width or preset.width_px, preset.font_px)
+    _room_between_panels(out, box_width, preset.font_px)
+    if screen.layout.width and screen.layout.height:  # drawn to a pixel box: refit as a whole
+        _refit_hexagons(out, screen, min(box_width / screen.layout.width,
+                                         out.layout.height / screen.layout.height))  # fmt: skip
     return out
+
+
+def _refit_hexagons(out: go.Figure, screen: go.Figure, fit: float) -> None:
+    """Hexagon grids of a figure drawn to a pixel box (the triangles), sized for the export's
+    box: their screen size times ``fit``, the factor the box shrinks or grows by, so that they
+    tile their triangles there too."""
+    for mine, theirs in zip(out.data, screen.data, strict=True):
+        marker = getattr(theirs, "marker", None)
+        if getattr(marker, "symbol", None) == "hexagon" and marker.size is not None:
+            mine.marker.size = marker.size * fit
+
+
+LEGEND_SHARE = 0.2  # of an export's height, the most its legend takes before the figure grows
+
+
+def _row_px(preset: SizePreset) -> int:
+    """The height of one row of a horizontal legend at the preset's font (plotly: about 1.6
+    lines of text with its gaps)."""
+    return round(1.6 * preset.font_px)
+
+
+def legend_rows(fig: go.Figure, width: int, font_px: float) -> int:
+    """How many rows a horizontal legend of ``fig`` takes across ``width`` pixels at a font of
+    ``font_px`` (0 for a figure with no horizontal legend): its entries, each its text at about
+    0.55 em a character and the symbol's 40 px, packed left to right as plotly packs them."""
+    layout = fig.layout
+    if layout.showlegend is False or layout.legend.orientation != "h":
+        return 0
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    if not names:
+        return 0
+    margin = (layout.margin.l or 0) + (layout.margin.r or 0)
+    room, rows, used = max(1.0, width - margin), 1, 0.0
+    for name in names:
+        need = 0.55 * font_px * len(name) + 40 * font_px / FONT_SIZE
+        if used and used + need > room:
+            rows, used = rows + 1, 0.0
+        used += need
+    return rows
 
 
 PANEL_GAP_PX = 110  # a right panel's tick labels and axis title at a 16 px font
@@ -129,8 +182,30 @@ def to_png(fig: go.Figure, size: str = DEFAULT_SIZE, *, scale: float | None = No
     """PNG bytes of the figure at preset ``size``; ``scale`` multiplies the pixel size (default
     the preset's: 300 dpi for paper sizes). ``box``: ``width``/``height`` overrides."""
     preset = size_preset(size)
-    return _render(paper_figure(fig, size, **box), "png", preset.png_scale if scale is None
-                   else scale)  # fmt: skip
+    scale = preset.png_scale if scale is None else scale
+    return with_dpi(_render(paper_figure(fig, size, **box), "png", scale),
+                    scale * PX_PER_INCH)  # fmt: skip
+
+
+def with_dpi(png: bytes, dpi: float) -> bytes:
+    """``png`` with a pHYs chunk saying ``dpi`` (pixels per metre, as PNG stores it), just after
+    its header, any pHYs it had replaced: a page-layout program then places it at the size it
+    was drawn for."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    per_metre = round(dpi / 0.0254)
+    body = b"pHYs" + struct.pack(">IIB", per_metre, per_metre, 1)
+    chunk = struct.pack(">I", 9) + body + struct.pack(">I", zlib.crc32(body))
+    out, at = [png[:8]], 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind, end = png[at + 4 : at + 8], at + 12 + length
+        if kind != b"pHYs":
+            out.append(png[at:end])
+        if kind == b"IHDR":
+            out.append(chunk)
+        at = end
+    return b"".join(out)
 
 
 def to_svg(fig: go.Figure, size: str = DEFAULT_SIZE, **box: Any) -> bytes:
@@ -160,10 +235,10 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
     """The data of every trace in long form: ``trace, point, x, y[, z, a, b, c, value]``.
 
     Bands drawn as closed polygons and endpoint markers are included as their own traces, so the
-    CSV holds everything that is drawn.
+    CSV holds everything that is drawn in a file (not the screen's λ marker).
     """
     frames = []
-    for i, tr in enumerate(fig.data):
+    for i, tr in enumerate(for_export(fig).data):
         cols = _columns(tr)
         if not cols:
             continue
@@ -195,15 +270,18 @@ def to_csv(data: Any) -> bytes:
 @dataclass
 class ReportFigure:
     """One figure of a report: its file name, the figure, the settings that made it (model,
-    seeds, method, group, space, split, points, …) and the cache keys of the results drawn."""
+    seeds, method, group, space, split, points, …), the cache keys of the results drawn and the
+    tables shown beside it on the page (title → rows, e.g. the barriers of the curves)."""
 
     name: str
     figure: go.Figure
     settings: dict[str, Any]
     cache_keys: list[str]
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "settings": self.settings, "cache_keys": self.cache_keys}
+        return {"name": self.name, "settings": self.settings, "cache_keys": self.cache_keys,
+                "tables": self.tables}  # fmt: skip
 
 
 def versions() -> dict[str, str]:
@@ -224,16 +302,40 @@ def versions() -> dict[str, str]:
 def report_html(figures: list[ReportFigure], *, title: str = "Landscape report",
                 environment: dict[str, str] | None = None, created: str = "") -> str:  # fmt: skip
     """One self-contained HTML page with every figure (interactive; plotly.js inlined once, so it
-    opens offline), each with a table of its settings and cache keys, and the versions it was
-    made with. Every text from a result or a setting is escaped."""
+    opens offline; without the screen's λ marker), each with its tables (the barriers beside a
+    curve), a table of its settings and cache keys, and the versions it was made with. Values
+    read as text (a list of methods as ``naive · weights, weight/perm · weights``); every text
+    from a result or a setting is escaped."""
     import html
-    import json
+    import math
 
     from plotly.offline import get_plotlyjs
 
+    def text(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "—"
+        if isinstance(v, (list, tuple)):
+            return ", ".join(text(x) if not isinstance(x, (list, tuple))
+                             else "(" + ", ".join(text(y) for y in x) + ")" for x in v)  # fmt: skip
+        if isinstance(v, dict):
+            return "; ".join(f"{k}: {text(x)}" for k, x in v.items())
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
     def cell(v: Any) -> str:
-        text = v if isinstance(v, str) else json.dumps(v, default=str)
-        return html.escape(text)
+        return html.escape(text(v))
+
+    def table(title: str, rows: list[dict[str, Any]]) -> list[str]:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        return [
+            f"<h3>{html.escape(title)}</h3>",
+            '<table class="data"><tr>' + "".join(f"<th>{cell(c)}</th>" for c in columns)
+            + "</tr>",
+            *("<tr>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>"
+              for r in rows),
+            "</table>",
+        ]  # fmt: skip
 
     env = environment if environment is not None else versions()
     parts = [
@@ -256,7 +358,8 @@ def report_html(figures: list[ReportFigure], *, title: str = "Landscape report",
         div = f"figure-{i}"
         parts += [
             f'<section class="figure" id="section-{i}"><h2>{html.escape(f.name)}</h2>',
-            f.figure.to_html(full_html=False, include_plotlyjs=False, div_id=div),
+            for_export(f.figure).to_html(full_html=False, include_plotlyjs=False, div_id=div),
+            *(line for title, rows in f.tables.items() if rows for line in table(title, rows)),
             '<table class="settings">',
             *(f"<tr><th>{cell(k)}</th><td>{cell(v)}</td></tr>" for k, v in f.settings.items()),
             "<tr><th>cache keys</th><td>"

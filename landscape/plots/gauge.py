@@ -161,13 +161,17 @@ def figure_recovery(recovery: dict[str, Any]) -> go.Figure:
     """Recovery of a B_d gauge under fine-tuning drift (``recovery_under_drift``).
 
     Left: share of coordinates mapped to the right place; right: share recovered exactly
-    (place and sign), against fine-tuning steps k (categorical axis). Colour: from activations
+    (place and sign), against fine-tuning steps k (categorical axis, each with its drift
+    ‖θ_k − θ_0‖/‖θ_0‖ under it). Colour: from activations
     or weights; solid: sign-marginalised assignment, dotted: signed correlation. The grey line
     is the share of unflipped signs, where signed correlation plateaus.
     """
     curve = RECOVERY.read(recovery, "curve")
-    ks = [str(RECOVERY_POINT.read(c, "steps")) for c in curve]
     drift = [RECOVERY_POINT.read(c, "drift") for c in curve]
+    # each k with how far the fine-tuning moved the weights: flat lines then read as "recovered
+    # however far it drifted", not as "nothing happened"
+    steps = [RECOVERY_POINT.read(c, "steps") for c in curve]
+    ks = [f"{k}<br>{d:.0%}" for k, d in zip(steps, drift, strict=True)]
     flipped = [RECOVERY_POINT.read(c, "flipped") for c in curve]
     unflipped = [None if f is None else 1 - f for f in flipped]
     fig = make_subplots(
@@ -212,15 +216,16 @@ def figure_recovery(recovery: dict[str, Any]) -> go.Figure:
             row=1,
             col=col,
         )
-        fig.update_xaxes(title_text="fine-tuning steps k", type="category", row=1, col=col)
+        fig.update_xaxes(title_text="fine-tuning steps k<br>and the drift ‖θ_k − θ_0‖ / ‖θ_0‖",
+                         type="category", row=1, col=col)  # fmt: skip
     fig.update_yaxes(
         title_text="share of coordinates", tickformat=".0%", range=[-0.03, 1.05], row=1, col=1
     )
     fig.update_yaxes(tickformat=".0%", range=[-0.03, 1.05], row=1, col=2)
     apply_theme(fig)
     fig.update_layout(
-        height=420,
-        margin={"t": 110},
+        height=440,
+        margin={"t": 110, "b": 100},
         legend=legend_above(1.1),
     )
     fig.update_annotations(font={"size": font_size()})
@@ -234,7 +239,8 @@ def figure_recovery(recovery: dict[str, Any]) -> go.Figure:
 def figure_trajectory(trajectory: dict[str, Any]) -> go.Figure:
     """Trajectory transport: coordinates recovered between checkpoint 0 and checkpoint t of one
     run, each stored in its own random B_d gauge, against the distance t in steps. Solid:
-    local matches composed along the run; dotted: the endpoints matched directly."""
+    local matches composed along the run; dotted: the endpoints matched directly. The ticks
+    carry the drift ‖θ_t − θ_0‖/‖θ_0‖ under the steps."""
     rows = TRAJECTORY.read(trajectory, "rows")
     fig = go.Figure()
     colours = {"weights": PALETTE[3], "activations": PALETTE[0]}
@@ -264,12 +270,23 @@ def figure_trajectory(trajectory: dict[str, Any]) -> go.Figure:
                     "<br>%{y:.1%}<extra></extra>",
                 )
             )
-    fig.update_xaxes(title_text="distance along the trajectory (training steps)")
+    # ticks with the drift from the first checkpoint under the steps: flat lines then read as
+    # "recovered however far the run went", not as "nothing moved"
+    first = [r for r, s in zip(rows, source_of, strict=True) if s == sources[0]] if rows else []
+    marks = first[:: max(1, len(first) // 5)]
+    fig.update_xaxes(
+        title_text="distance along the trajectory (training steps)<br>and the drift "
+        "‖θ_t − θ_0‖ / ‖θ_0‖",
+        tickvals=[TRAJECTORY_ROW.read(r, "steps") for r in marks],
+        ticktext=[f"{TRAJECTORY_ROW.read(r, 'steps')}<br>{TRAJECTORY_ROW.read(r, 'drift'):.0%}"
+                  for r in marks],
+    )  # fmt: skip
     fig.update_yaxes(title_text="coordinates recovered", tickformat=".0%", range=[-0.03, 1.05])
     apply_theme(fig)
     fig.update_layout(
-        height=380,
+        height=400,
         legend=legend_above(),
+        margin={"b": 100},
     )
     return fig
 
@@ -281,40 +298,48 @@ def figure_trajectory(trajectory: dict[str, Any]) -> go.Figure:
 def figure_claims(claims: dict[str, Any]) -> go.Figure:
     """Claim check: overlap of "the top-k coordinates for class c" re-made in a random gauge
     with the original claim, raw and after transport back (mean over classes and draws); for
-    S_d and B_d also transported with the permutation alone. Dashed: the chance level k/d."""
+    S_d and B_d also transported with the permutation alone. Dashed: the chance level k/d.
+    A rotation has no permutation part, so that bar of O(d) is not drawn: its place says
+    "n/a" and a line under the axis title says why."""
     summary = CLAIMS.read(claims, "summary")
     x = [CLAIMS_SUMMARY.read(s, "label") for s in summary]
     fig = go.Figure()
+    missing = False
     for key, name, colour in (
         ("raw", "in the random gauge", NEUTRAL),
         ("perm_only", "transported, permutation only", PALETTE[1]),
         ("transported", "transported back", PALETTE[2]),
     ):
         ys = [CLAIMS_SUMMARY.read(s, key) for s in summary]
+        missing = missing or any(v is None for v in ys)
         fig.add_trace(
             go.Bar(
                 x=x,
-                y=ys,
+                y=[0.0 if v is None else v for v in ys],  # a bar of no height carries "n/a"
                 name=name,
                 marker={"color": colour},
-                text=["" if v is None else f"{v:.2f}" for v in ys],
+                text=["n/a" if v is None else f"{v:.2f}" for v in ys],
                 textposition="outside",
                 cliponaxis=False,
                 textfont={"size": font_size() - 3},
-                hovertemplate=f"g ∈ %{{x}}<br>{name}<br>overlap %{{y:.2f}}<extra></extra>",
+                customdata=["not applicable" if v is None else f"{v:.2f}" for v in ys],
+                hovertemplate=f"g ∈ %{{x}}<br>{name}<br>overlap %{{customdata}}<extra></extra>",
             )
         )
     chance = CLAIMS.read(claims, "chance")
     _reference_line(fig, chance, f"chance k/d = {chance:.3g}")
-    fig.update_xaxes(title_text="g drawn from", showgrid=False)
+    note = "<br>n/a: a rotation has no permutation part to transport by" if missing else ""
+    fig.update_xaxes(title_text=f"g drawn from{note}", showgrid=False)
     k = CLAIMS.read(claims, "k")
     fig.update_yaxes(title_text=f"top-{k} overlap with the original", range=[0, 1.12])
     apply_theme(fig)
     fig.update_layout(
         barmode="group",
-        height=380,
+        height=380 + (2 * font_size() if missing else 0),
         legend=legend_above(),
     )
+    if missing:  # room for the note's line under the axis title
+        fig.update_layout(margin={"b": 60 + 2 * font_size()})
     return fig
 
 

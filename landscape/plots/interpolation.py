@@ -11,12 +11,15 @@ from plotly.subplots import make_subplots
 
 from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
 from landscape.plots.theme import (
+    ACCURACY_UNIT,
     LINE_WIDTH,
+    SCREEN_ONLY,
     THIN_WIDTH,
     apply_theme,
     legend_above,
     method_key,
     method_style,
+    points,
     presentable,
     rgba,
 )
@@ -34,6 +37,10 @@ def series_method(series: dict[str, Any]) -> str:
     return INTERPOLATION_SERIES.read(series, "label")
 
 
+# the line of each merge space when a figure draws both (one method's two curves, one colour)
+SPACE_DASH = {"weights": "solid", "circuits": "dash"}
+
+
 @presentable
 def figure_interpolation(
     series: Sequence[dict[str, Any]], *, split: str = "test", mark: float | None = None
@@ -43,21 +50,33 @@ def figure_interpolation(
     ``series``: ``{"label", "results": [barrier result, ...]}``, every result of a series on the
     same λ grid; optional ``method`` (``"naive"`` or ``"method/group"``: its colour, dash and
     marker from :func:`~landscape.plots.theme.method_style`; by default the results' own method
-    and group, else the label) and ``space`` (``"circuits"`` is drawn thinner with open markers
-    beside the weights line of the same style). The band spans the minimum to the maximum over
-    pairs; endpoints are marked (A at λ = 1, B at λ = 0). The split is named on both axes.
+    and group, else the label) and ``space`` (``"circuits"`` with open markers). When both
+    spaces are drawn, the line style is the space's (:data:`SPACE_DASH`: weights solid, circuits
+    dashed), the colour and marker the method's, and the legend names each method once and the
+    two line styles. The band spans the minimum to the maximum over pairs; endpoints are marked
+    in the series' own marker (A at λ = 1, B at λ = 0). The split is named on both axes.
     ``mark``: a λ marked by a dotted vertical line and a diamond on every curve at the grid point
-    nearest to it (the merged model θ(λ)), its value in the hover.
+    nearest to it (the merged model θ(λ)), its value in the hover; drawn for the screen only
+    (:data:`~landscape.plots.theme.SCREEN_ONLY`: exports leave it out).
     """
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    spaces = {INTERPOLATION_SERIES.read(s, "space") for s in series}
+    both = {"weights", "circuits"} <= spaces  # the line style then says the space
+    named = set()  # methods already in the legend, when both spaces are drawn
     for s in series:
         label = INTERPOLATION_SERIES.read(s, "label")
         results = INTERPOLATION_SERIES.read(s, "results")
-        style = method_style(series_method(s))
+        key = series_method(s)
+        style = method_style(key)
         colour = style.colour
         circuits = INTERPOLATION_SERIES.read(s, "space") == "circuits"
         symbol = f"{style.symbol}-open" if circuits else style.symbol
-        width = THIN_WIDTH if circuits else LINE_WIDTH
+        line = style.line(LINE_WIDTH)
+        group, entry, in_legend = label, label, True
+        if both:  # one legend entry per method (colour, marker), the space keyed below
+            line["dash"] = SPACE_DASH["circuits" if circuits else "weights"]
+            group, entry, in_legend = key, key, key not in named
+            named.add(key)
         lam = np.asarray(BARRIER.read(results[0], "lambdas"))
         for col, metric in ((1, "loss"), (2, "accuracy")):
             y = np.asarray([BARRIER.read(r, metric) for r in results])
@@ -69,14 +88,14 @@ def figure_interpolation(
                         y=np.concatenate([y.max(0), y.min(0)[::-1]]),
                         fill="toself", fillcolor=rgba(colour, 0.18), line={"width": 0},
                         hoverinfo="skip", showlegend=False, name=f"{label} range",
-                        legendgroup=label,
+                        legendgroup=group,
                     ),  # fmt: skip
                     row=1, col=col,
                 )  # fmt: skip
             fig.add_trace(
                 go.Scatter(
-                    x=lam, y=mean, mode="lines+markers", name=label, legendgroup=label,
-                    showlegend=col == 1, line=style.line(width),
+                    x=lam, y=mean, mode="lines+markers", name=entry, legendgroup=group,
+                    showlegend=col == 1 and in_legend, line=line,
                     marker={"color": colour, "symbol": symbol, "size": 8, "maxdisplayed": 8},
                     hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
                                   "<extra></extra>",
@@ -87,8 +106,8 @@ def figure_interpolation(
             fig.add_trace(
                 go.Scatter(
                     x=[1.0, 0.0], y=ends, mode="markers", showlegend=False,
-                    legendgroup=label, name=f"{label} endpoints",
-                    marker={"color": colour, "size": 10, "symbol": ["circle", "square"],
+                    legendgroup=group, name=f"{label} endpoints",
+                    marker={"color": colour, "size": 10, "symbol": symbol,
                             "line": {"color": "white", "width": 1}},
                     hovertemplate=["A (λ=1): %{y:.4f}<extra></extra>",
                                    "B (λ=0): %{y:.4f}<extra></extra>"],
@@ -100,7 +119,7 @@ def figure_interpolation(
                 fig.add_trace(
                     go.Scatter(
                         x=[lam[at]], y=[mean[at]], mode="markers", showlegend=False,
-                        legendgroup=label, name=f"{label} at λ",
+                        legendgroup=group, name=f"{label} at λ", meta=SCREEN_ONLY,
                         marker={"color": colour, "size": 13, "symbol": "diamond",
                                 "line": {"color": "#222", "width": 1.5}},
                         hovertemplate=f"{label}<br>θ(λ={lam[at]:.2f}): {metric} %{{y:.4f}}"
@@ -108,9 +127,14 @@ def figure_interpolation(
                     ),  # fmt: skip
                     row=1, col=col,
                 )  # fmt: skip
+    if both:
+        for space, dash in SPACE_DASH.items():  # a key to the two line styles
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=space,
+                                     line={"color": "#444", "width": LINE_WIDTH, "dash": dash}),
+                          row=1, col=1)  # fmt: skip
     if mark is not None:
         fig.add_vline(x=mark, line={"dash": "dot", "color": "#444", "width": THIN_WIDTH},
-                      row="all", col="all")  # fmt: skip
+                      row="all", col="all", name=SCREEN_ONLY)  # fmt: skip
     for col in (1, 2):
         fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
                          row=1, col=col)  # fmt: skip
@@ -140,10 +164,11 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
                       key=lambda r: WIDTH_ROW.read(r, "width"))  # fmt: skip
         widths = [WIDTH_ROW.read(r, "width") for r in mine]
         style = method_style(method_key(method, WIDTH_ROW.read(mine[0], "group")))
-        for col, metric in ((1, "barrier_loss"), (2, "barrier_accuracy")):
+        for col, metric, unit in ((1, "barrier_loss", 1.0), (2, "barrier_accuracy", points(1.0))):
             fig.add_trace(
                 go.Scatter(
-                    x=widths, y=[WIDTH_ROW.read(r, metric) for r in mine], mode="lines+markers",
+                    x=widths, y=[unit * WIDTH_ROW.read(r, metric) for r in mine],
+                    mode="lines+markers",
                     name=method, legendgroup=method, showlegend=col == 1,
                     line=style.line(LINE_WIDTH),
                     marker={"size": 9, "symbol": style.symbol, "color": style.colour},
@@ -156,7 +181,8 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
         fig.update_xaxes(title_text=f"width of B (A: {d})", type="log", tickvals=ticks,
                          ticktext=[str(t) for t in ticks], row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy barrier", rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(title_text=f"{split} accuracy barrier (points)", rangemode="tozero",
+                     row=1, col=2)  # fmt: skip
     apply_theme(fig)
     fig.update_layout(height=400, legend=legend_above(),
                       margin={"t": 50})  # fmt: skip
@@ -209,8 +235,10 @@ def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> lis
                 continue
             method = series_method(s).partition("/")[0]
             what = " and ".join(
-                f"{m} barrier {record[m]:.3f} against {record[f'naive_{m}']:.3f}"
-                + (" nats" if m == "loss" else "")
+                f"loss barrier {record[m]:.3f} against {record[f'naive_{m}']:.3f} nats"
+                if m == "loss"
+                else f"accuracy barrier {points(record[m]):.1f} against "
+                f"{points(record[f'naive_{m}']):.1f} {ACCURACY_UNIT}"
                 for m in record["metrics"]
             )
             over = f"{len(both)} pair" + ("s" if len(both) > 1 else "")

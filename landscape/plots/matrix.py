@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import MATRIX
-from landscape.plots.theme import apply_theme, font_size, presentable
+from landscape.plots.theme import apply_theme, font_size, points, presentable
 
 # sequential, colour-blind safe; 0 (no barrier, the diagonal) is the lightest
 MATRIX_SCALE = "Viridis_r"
@@ -16,20 +16,20 @@ MATRIX_SCALE = "Viridis_r"
 
 @presentable
 def figure_barrier_matrix(result: dict[str, Any]) -> go.Figure:
-    """Loss barrier (nats) and accuracy barrier (fraction) of every pair of seeds, one heatmap
-    each, the value written in every cell. The diagonal is each model against itself: 0 by
+    """Loss barrier (nats) and accuracy barrier (percentage points) of every pair of seeds, one
+    heatmap each, the value written in every cell. The diagonal is each model against itself: 0 by
     definition (not measured), drawn and written as 0."""
     seeds = [str(s) for s in MATRIX.read(result, "seeds")]
     method, group = MATRIX.read(result, "method"), MATRIX.read(result, "group")
     split, space = MATRIX.read(result, "split"), MATRIX.read(result, "space")
     label = "naive" if method == "naive" else f"{method}/{group}"
     # short panel titles, so that two panels fit one column; the split is in the figure title
-    panels = (("barrier_loss", "loss barrier (nats)", "{:.3f}"),
-              ("barrier_accuracy", "accuracy barrier", "{:.3f}"))  # fmt: skip
+    panels = (("barrier_loss", "loss barrier (nats)", "{:.3f}", 1.0),
+              ("barrier_accuracy", "accuracy barrier (points)", "{:.1f}", points(1.0)))  # fmt: skip
     fig = make_subplots(rows=1, cols=2, subplot_titles=[p[1] for p in panels],
                         horizontal_spacing=0.24)  # fmt: skip
-    for col, (key, title, fmt) in enumerate(panels, start=1):
-        z = MATRIX.read(result, key)
+    for col, (key, title, fmt, unit) in enumerate(panels, start=1):
+        z = [[unit * v for v in row] for row in MATRIX.read(result, key)]
         text = [["0" if i == j else fmt.format(v) for j, v in enumerate(row)]
                 for i, row in enumerate(z)]  # fmt: skip
         fig.add_trace(

@@ -141,6 +141,33 @@ def rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+# Accuracy barriers are shown in percentage points everywhere on screen (a drop of accuracy from
+# 0.95 to 0.70 below the chord is 25 points); results keep the fraction.
+ACCURACY_POINTS = 100.0
+ACCURACY_UNIT = "percentage points"
+
+
+def points(fraction: float) -> float:
+    """An accuracy barrier (a fraction of the test set) in percentage points."""
+    return ACCURACY_POINTS * fraction
+
+
+# A trace's ``meta`` or a shape's ``name`` that marks it as drawn for the screen only (the λ
+# marker a slider moves): exports, CSV files and the report leave it out (:func:`for_export`).
+SCREEN_ONLY = "screen-only"
+
+
+def for_export(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` without what is drawn for the screen only (:data:`SCREEN_ONLY`
+    traces and shapes): what a file of the figure shows."""
+    spec = fig.to_plotly_json()
+    spec["data"] = [t for t in spec.get("data", []) if t.get("meta") != SCREEN_ONLY]
+    layout = spec.get("layout", {})
+    if "shapes" in layout:
+        layout["shapes"] = [s for s in layout["shapes"] if s.get("name") != SCREEN_ONLY]
+    return go.Figure(spec)
+
+
 def legend_above(y: float = 1.02) -> dict[str, Any]:
     """A horizontal legend just above the plot area, left-aligned (``y`` in paper units)."""
     return {"orientation": "h", "yanchor": "bottom", "y": y, "x": 0}
@@ -171,7 +198,8 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     lines and ticks, and the margins; sizes left unset are scaled from plotly's defaults, so
     nothing stays at its screen size. Bars keep filling their plot (their size is the data's);
     hexagon grids grow with their triangle, by √scale. The height becomes
-    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen.
+    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen; a figure with a
+    width of its own grows as a whole instead, its box and its hexagons by √scale.
     """
     spec = fig.to_plotly_json()
     layout = spec.get("layout", {})
@@ -190,9 +218,15 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     for side in ("l", "r", "t", "b"):
         if side in margin:
             margin[side] = margin[side] * (1 + scale) / 2  # room for larger labels, not double
-    layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
+    # a figure drawn to a pixel box of its own (the triangles) grows as a whole, by √scale (a
+    # 1920-pixel screen against a laptop's); any other is one figure to a 1080-pixel screen
+    grow = scale**0.5 if layout.get("width") and layout.get("height") else None
+    if grow is not None:
+        layout["width"], layout["height"] = (round(layout[k] * grow) for k in ("width", "height"))
+    else:
+        layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
     for trace in spec.get("data", []):
-        _scale_trace(trace, scale)
+        _scale_trace(trace, scale, grow)
     return go.Figure(spec)
 
 
@@ -230,7 +264,7 @@ def _scale_axis(axis: dict[str, Any], scale: float) -> None:
     axis["ticklen"] = axis.get("ticklen", _PLOTLY_TICK_LEN) * scale
 
 
-def _scale_trace(trace: dict[str, Any], scale: float) -> None:
+def _scale_trace(trace: dict[str, Any], scale: float, grow: float | None = None) -> None:
     kind = trace.get("type", "scatter")
     mode = trace.get("mode", "")
     _scale_fonts(trace, scale)
@@ -242,9 +276,9 @@ def _scale_trace(trace: dict[str, Any], scale: float) -> None:
         return
     marker = trace.setdefault("marker", {})
     if kind == "scatterternary" and marker.get("symbol") == "hexagon":
-        # A grid of hexagons tiles its triangle, which grows with the figure's width rather than
-        # its fonts: on a projector about √scale times (a 1920-pixel screen against a laptop's).
-        scale = scale**0.5
+        # A grid of hexagons tiles its triangle, which grows with the figure's box rather than
+        # its fonts: about √scale (a 1920-pixel screen against a laptop's).
+        scale = grow if grow is not None else scale**0.5
     if "line" in marker and "width" in marker["line"]:
         marker["line"]["width"] = _times(marker["line"]["width"], scale)
     if kind in ("scatter", "scatterternary", "box") and ("markers" in mode or kind == "box"):

@@ -31,6 +31,7 @@ from landscape.plots.fields import (
     ZOO_ROW,
     ZOO_SEED,
 )
+from landscape.plots.home import SYMMETRY_LEVELS
 
 CURVE_COLUMNS = ["model", "seed_a", "seed_b", "method", "group", "space", "split", "metric",
                  "lam", "value", "series", "mean", "band_low", "band_high"]  # fmt: skip
@@ -199,3 +200,14 @@ def tidy_records(rows: Iterable[Mapping[str, Any]], **settings: Any) -> pd.DataF
     for i, (k, v) in enumerate((k, v) for k, v in settings.items() if k not in flat.columns):
         flat.insert(i, k, v)
     return flat
+
+
+def tidy_symmetry_levels() -> pd.DataFrame:
+    """The Home page's diagram of the four nested symmetry levels: one row per level, its
+    group and what it acts on (the diagram is boxes and words, which a CSV of traces misses)."""
+    rows = []
+    for i, (name, detail) in enumerate(SYMMETRY_LEVELS, start=1):
+        group, _, acts = detail.replace("<br>", " ").partition(": ")
+        rows.append({"level": i, "name": name, "group": group, "acts_on": acts,
+                     "contains_levels": ", ".join(str(k) for k in range(1, i))})  # fmt: skip
+    return _frame(rows, ["level", "name", "group", "acts_on", "contains_levels"])

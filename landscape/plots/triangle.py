@@ -9,9 +9,17 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import TRIANGLE
-from landscape.plots.theme import apply_theme, font_size, presentable
+from landscape.plots.theme import SCREEN_ONLY, apply_theme, font_size, presentable
 
 METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy"}
+# A triangle's side in screen pixels by the number of panels, so that a row of them fits a
+# laptop's main column (and, scaled for a projector, a 1920-pixel screen's)
+TRIANGLE_SIDE = {1: 380, 2: 340, 3: 210, 4: 150}
+CORNER_ROOM = 80  # px beside a triangle for its B and C labels and the gap to the next panel
+APEX_ROOM = 30  # px above the apex for the A label, under the panel's title
+COLOUR_BAR = 110  # px for the colour bar and its title
+NOTE_DROP = 30  # px from the triangles' base down to the note under them (below B and C)
+HEXAGON = 0.95  # a hexagon's marker size over the grid spacing (measured: they tile, barely)
 ACCURACY_TOL = 0.01  # the accuracy basin's slack: one percentage point below the corners' plane
 
 
@@ -61,7 +69,8 @@ def figure_triangles(
     within :data:`ACCURACY_TOL` of theirs) are drawn with a dark outline; the basin fraction is
     in the panel title and the criterion under the panels.
     ``mark``: a λ marked on the A–B edge of every panel, at the grid point nearest to
-    θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover).
+    θ(λ) = λ·θ_A + (1−λ)·θ_B (the interpolation line; its value in the hover), for the screen
+    only (exports leave it out).
     """
     n = len(results)
     titles = list(titles or [f"{TRIANGLE.read(r, 'method')}/{TRIANGLE.read(r, 'group')}"
@@ -70,12 +79,28 @@ def figure_triangles(
         f"{t}<br>{metric} basin {100 * basin_fraction(r, metric):.0f}% (outlined)"
         for t, r in zip(titles, results, strict=True)
     ]
-    fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub,
-                        horizontal_spacing=0.08)  # fmt: skip
+    fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub)
     values = [v for r in results for v in TRIANGLE.read(r, metric)]
     lo, hi = min(values), max(values)
     size = font_size()
-    marker_size = max(5.0, 190.0 / (TRIANGLE.read(results[0], "resolution") + 1) / max(1, n / 3))
+    # Pixel geometry, so that the triangles fill their panels and the hexagons tile them: each
+    # triangle has a known side, its panel that side and room for the B and C labels, the
+    # titles sit above the A label, and the figure is as wide as its panels (the app draws it
+    # at that width; a projector scales the whole box, hexagons included).
+    side = TRIANGLE_SIDE.get(n, TRIANGLE_SIDE[max(TRIANGLE_SIDE)])
+    tri_h = side * 3**0.5 / 2
+    panel = side + CORNER_ROOM
+    plot_w = n * panel + COLOUR_BAR
+    plot_h = tri_h + APEX_ROOM
+    for i in range(n):
+        key = "ternary" if i == 0 else f"ternary{i + 1}"
+        # a ternary fills its domain's width: the domain is the triangle, the room beside it
+        x0 = (i * panel + CORNER_ROOM / 2) / plot_w
+        x1 = x0 + side / plot_w
+        fig.layout[key].domain = {"x": [x0, x1], "y": [0, tri_h / plot_h]}
+        fig.layout.annotations[i].update(x=(x0 + x1) / 2, y=1, yanchor="bottom")
+    spacing = side / TRIANGLE.read(results[0], "resolution")
+    marker_size = HEXAGON * spacing
     for i, r in enumerate(results):
         pts = TRIANGLE.read(r, "points")
         colour = TRIANGLE.read(r, metric)
@@ -102,6 +127,7 @@ def figure_triangles(
                 go.Scatterternary(
                     a=[pts[at][0]], b=[pts[at][1]], c=[pts[at][2]], mode="markers",
                     name=f"{titles[i]} at λ", showlegend=False, cliponaxis=False,
+                    meta=SCREEN_ONLY,
                     marker={"color": "white", "size": 14, "symbol": "diamond",
                             "line": {"color": "#222", "width": 2}},
                     hovertemplate=f"θ(λ={pts[at][0]:.2f}) on A–B<br>{metric}="
@@ -121,16 +147,19 @@ def figure_triangles(
     label = METRIC_LABEL.get(metric, metric)
     split = TRIANGLE.read(results[0], "split")
     apply_theme(fig)
+    margin = {"l": 20, "r": 20, "t": 60, "b": 60}
     fig.update_layout(
         coloraxis={"colorscale": "Viridis_r" if metric == "loss" else "Viridis", "cmin": lo,
-                   "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9}},
-        height=450,
-        margin={"l": 40, "r": 40, "t": 100, "b": 60},
+                   "cmax": hi, "colorbar": {"title": {"text": f"{split} {label}"}, "len": 0.9,
+                                            "x": n * panel / plot_w, "xanchor": "left"}},
+        width=round(plot_w + margin["l"] + margin["r"]),
+        height=round(plot_h + margin["t"] + margin["b"]),
+        margin=margin,
     )  # fmt: skip
     fig.update_annotations(font={"size": size})
     fig.add_annotation(
         text=f"outlined: the {metric} basin, {criterion}", xref="paper", yref="paper",
-        x=0.5, y=-0.04, xanchor="center", yanchor="top", showarrow=False,
+        x=0.5, y=-NOTE_DROP / plot_h, xanchor="center", yanchor="top", showarrow=False,
         font={"size": size - 2, "color": "#444"},
     )  # fmt: skip
     return fig

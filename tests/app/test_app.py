@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.state import FIGURES
 from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO
 from tests.app.common import MAIN, ok
@@ -55,13 +56,15 @@ def test_home_renders_and_routes():
 def test_models_page_renders_and_reruns(tmp_path):
     at = _open("models")
     ok(at)
-    frame = at.dataframe[0].value
+    # a static table: cells wrap, so names and architectures are never cut to one line
+    frame = at.table[0].value
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
                                     "vit-fashion-d256", "vit-fashion-d128",
                                     "gpt-shakespeare-d128",
                                     "gpt-shakespeare-d128-drop0.3"]  # fmt: skip
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view
+    assert frame["architecture"][0].startswith("residual MLP")
     at.sidebar.selectbox(key="model").set_value("vit-digits").run()
     ok(at)
     assert any("vit-digits" in e.label for e in at.expander)
@@ -89,12 +92,12 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
     ok(at)
     assert any("my-mlps" in s.value for s in at.success)
     assert "my-mlps" in at.sidebar.selectbox(key="model").options[-1]
-    frame = at.dataframe[0].value
+    frame = at.table[0].value
     assert list(frame["kind"]) == ["zoo"] * len(ZOO) + ["imported"]
     at.sidebar.selectbox(key="model").set_value("my-mlps").run()
     ok(at)
     members = next(e for e in at.expander if "my-mlps" in e.label)
-    assert members is not None and at.dataframe[1].value["test_accuracy"].min() > 0.95
+    assert members is not None and at.dataframe[0].value["test_accuracy"].min() > 0.95
     at.switch_page("views/interpolation.py").run()
     ok(at)
     assert len(at.get("plotly_chart")) == 1
@@ -108,10 +111,10 @@ def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path)
 def test_models_page_audits_an_imported_family_on_a_click(_fresh_memory, tmp_path):
     at = _open_family(tmp_path, "audit-mlp", "models", timeout=120)
     ok(at)
-    assert not at.table  # nothing measured until asked
+    assert len(at.table) == 1  # the models; nothing measured until asked
     at.button(key="audit_audit-mlp").click().run()
     ok(at)
-    frame = at.table[0].value
+    frame = at.table[1].value
     assert "✗ invalid" in set(frame["valid"]) and "✓ valid" in set(frame["valid"])
     assert "fold_norm_gains" in set(frame["to make it valid"])
 
@@ -175,6 +178,33 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     frame = at.dataframe[0].value
     assert list(frame["space"]) == ["weights", "circuits"]
     assert frame["loss barrier (nats)"].nunique() == 2  # two paths, two barriers
+    # the paper measured in the circuits space: its number beside that row only
+    assert frame["paper (circuits)"].iloc[0] == "" and frame["paper (circuits)"].iloc[1]
+    report = at.session_state[FIGURES]["interp"]
+    assert report.settings["merge space"] == "weights and circuits"
+
+
+def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report():
+    _need(2)
+    at = _open("interpolation")
+    frame = at.dataframe[0].value
+    assert "paper (circuits)" not in frame and "space" not in frame  # an MLP, one space
+    assert list(frame["method"]) == ["naive", "weight/perm", "weight/orth"]
+    assert frame["vs naive"].iloc[0] == "—"
+    assert all(v == "at or below naive" or v.startswith("above naive in ")
+               for v in frame["vs naive"].iloc[1:])  # fmt: skip
+    assert "accuracy barrier (points)" in frame
+    acc = float(frame["accuracy barrier (points)"].iloc[0].split()[0])
+    assert acc > 1  # naive's drop of accuracy, in points (a fraction would read below 1)
+    tables = at.session_state[FIGURES]["interp"].tables
+    (rows,) = tables.values()
+    assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
+    assert "loss barrier (nats)" in rows[0]
+    at.sidebar.toggle(key="presentation").set_value(True).run()
+    ok(at)
+    # on a projector a static table whose cells wrap, the details in an expander
+    assert "max |Δlogits|" not in at.table[0].value and "vs naive" in at.table[0].value
+    assert "max |Δlogits|" in at.table[1].value
 
 
 def test_interpolation_page_measures_the_width_barriers():
@@ -200,6 +230,13 @@ def test_triangle_page_renders_and_reruns():
     at = _open("triangle")
     ok(at)
     assert len(at.get("plotly_chart")) == 1
+    assert not [t for t in at.toggle if t.key == "tri_joint"]  # no learned method chosen
+    at.multiselect(key="tri_combos").set_value(["naive", "learned/orth"])
+    keys = [t.key for t in at.run(timeout=600).toggle]
+    assert "tri_joint" in keys  # it changes the learned panel
+    at.multiselect(key="tri_combos").set_value(["naive", "weight/perm", "weight/orth"]).run()
+    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()  # for the export report
+    assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     at.radio(key="tri_metric").set_value("accuracy").run()
     ok(at)
     at.slider(key="tri_resolution").set_value(4).run()
@@ -247,6 +284,12 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     ok(at)
     assert len(at.get("plotly_chart")) == 3  # symmetry check, scramble, claims
     assert len(at.table) == 1  # the symmetry table
+    at.sidebar.toggle(key="presentation").set_value(True).run()
+    ok(at)
+    # on a projector: what the figure needs, and the whole table behind a details expander
+    assert len(at.table) == 2 and len(at.expander) >= 1
+    assert "why" not in at.table[0].value and "why" in at.table[1].value
+    at.sidebar.toggle(key="presentation").set_value(False).run()
     # the expensive parts wait for a click
     assert [b.key for b in at.button] == GAUGE_BUTTONS
     at.slider(key="gauge_draws").set_value(1).run()
@@ -275,9 +318,12 @@ def _fake_parts(monkeypatch) -> None:
         return {"rows": rows}
 
     def rows(task, **kw):
-        return [{"artifact": "probe", "mode": m, "metric": "probe accuracy", "value": v,
-                 "reference": 0.9, "kept": 100 * v / 0.9}
-                for m, v in (("exact", 0.9), ("perm-only", 0.2), ("none", 0.1))]  # fmt: skip
+        probe = [{"artifact": "probe", "mode": m, "metric": "probe accuracy", "value": v,
+                  "reference": 0.9, "kept": 100 * v / 0.9}
+                 for m, v in (("exact", 0.9), ("perm-only", 0.2), ("none", 0.1))]  # fmt: skip
+        adamw = {"artifact": "AdamW", "mode": "exact", "metric": "distance", "value": 0.0,
+                 "reference": 0.0, "kept": None}  # a distance: no percentage  # fmt: skip
+        return [*probe, adamw]
 
     monkeypatch.setattr(gauge, "recovery_under_drift", recovery)
     monkeypatch.setattr(gauge, "trajectory_transport", trajectory)
@@ -294,6 +340,11 @@ def test_gauge_page_computes_on_click_then_reads_the_disk_cache(_fresh_memory, m
         ok(at)
         assert len(at.get("plotly_chart")) == 4 + i
     assert len(at.table) == 1 and len(at.dataframe) == 1  # symmetry and transport tables
+    kept = at.dataframe[0].value["% kept"]
+    assert kept.dtype.kind == "f" and kept.isna().sum() == 1  # numbers; AdamW's is missing
+    notes = " ".join(c.value for c in at.caption)
+    assert "Here: after 300 steps the weights moved" in notes  # the drift, in numbers
+    assert "steps apart the model has moved" in notes
     at.run()  # the next run reads every part back: no buttons left
     ok(at)
     assert len(at.get("plotly_chart")) == 6

@@ -38,7 +38,8 @@ def test_home_draws_the_shipped_curves_and_its_slider_moves_the_marker():
     metric = next(m for m in at.metric if m.label == "naive")
     assert metric.value == f"{naive['loss'][i]:.3f} nats"
     chord = 0.25 * naive["loss"][-1] + 0.75 * naive["loss"][0]
-    assert metric.proto.delta == f"{naive['loss'][i] - chord:+.3f} above the chord"
+    assert metric.proto.delta == f"{naive['loss'][i] - chord:+.3f}"
+    assert metric.proto.delta_description == "above the chord"  # beside it, not cut from it
     assert at.query_params["lam"] == "0.25"
     assert "B_{\\mathrm{loss}}" in at.latex[0].value
     links = [p.proto.page for p in at.get("page_link")]

@@ -86,3 +86,11 @@ def test_hostile_link_values_are_quoted_as_text_on_the_interpolation_page():
     notes = [t for t in _no_rendered_link(at, IMAGE) if "is not an option" in t]
     # pairs, methods, split, points and the download's λ (a model without heads has no space)
     assert len(notes) == 5, notes
+
+
+def test_a_bad_links_note_speaks_of_the_control_and_its_default_in_words():
+    at = _open("views/home.py", {"present": "2"})
+    notes = [t for t in _texts(at._tree) if "is not an option" in t]
+    assert len(notes) == 1, notes
+    assert "presentation mode" in notes[0] and "` off `" in notes[0], notes[0]
+    assert "` 0 `" not in notes[0] and "present " not in notes[0]

@@ -188,7 +188,8 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
 
 def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, monkeypatch):
     """On a 1920×1080 projector every page opens with its first figure on the first screen,
-    across the main column, and the sidebar shows the page names whole."""
+    across the main column, the sidebar shows the page names whole, every table fits the
+    screen and metrics are at display size."""
     from playwright.sync_api import sync_playwright
 
     from landscape.models.train import available_seeds
@@ -228,5 +229,56 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
             )
             if cut:
                 problems.append(f"/{path}: sidebar names cut: {cut}")
+            wide = page.evaluate(
+                'Array.from(document.querySelectorAll(\'[data-testid="stTable"], '
+                '[data-testid="stDataFrame"]\')).filter(e => e.offsetParent !== null && '
+                "(e.getBoundingClientRect().right > window.innerWidth + 1 || "
+                "e.scrollWidth > e.clientWidth + 1)).map(e => e.innerText.slice(0, 40))"
+            )
+            if wide:
+                problems.append(f"/{path}: tables wider than the screen: {wide}")
+            small = page.evaluate(
+                "Array.from(document.querySelectorAll('[data-testid=\"stMetricValue\"] p'))"
+                ".filter(e => parseFloat(getComputedStyle(e).fontSize) < 40).length"
+            )
+            if small:
+                problems.append(f"/{path}: {small} metric(s) at body size")
         browser.close()
     assert not problems, problems
+
+
+def test_home_has_its_own_address_and_back_leaves_a_page(app_url, monkeypatch):
+    """``/home`` is the Home page (not "page not found"), the root forwards there with its link,
+    and a control changed on a page adds no history entry: Back goes to the page before."""
+    from playwright.sync_api import sync_playwright
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    with sync_playwright() as pw:
+        browser, page = _browser(pw)
+        page.goto(f"{url}/home")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+        _settle(page)
+        found = "Page not found" not in page.locator("body").inner_text()
+        title = page.locator('[data-testid="stMainBlockContainer"] h1').first.inner_text()
+        page.goto(f"{url}/?present=1")
+        page.wait_for_url("**/home?present=1", timeout=60_000)
+        _settle(page)
+        page.goto(f"{url}/home")
+        _settle(page)
+        page.locator('[data-testid="stSidebarNavLink"]', has_text="Models").click()
+        page.wait_for_url("**/models*", timeout=60_000)
+        _settle(page)
+        entries = page.evaluate("history.length")
+        toggle = page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode")
+        for _ in range(3):  # each click writes or removes ?present=1
+            toggle.click()
+            _settle(page)
+        added = page.evaluate("history.length") - entries
+        page.go_back()
+        _settle(page)
+        back = page.url
+        browser.close()
+    assert found and title.startswith("Landscape")
+    assert added == 0
+    assert "/home" in back, back

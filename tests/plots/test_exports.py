@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html.parser
+import io
 import shutil
 import subprocess
 
@@ -230,3 +231,128 @@ def test_a_narrow_export_makes_room_between_two_panels():
     assert single.layout.xaxis2.domain[1] == screen[1][1]
     double = export.paper_figure(fig, "double")
     assert (double.layout.xaxis.domain, double.layout.xaxis2.domain) == screen
+
+
+# ---------------------------------------------------------------- files hold no screen extras
+
+
+def _marked(fig: go.Figure) -> bool:
+    """Whether the λ marker (diamonds on the curves, a dotted line) is drawn in ``fig``."""
+    diamonds = any(
+        getattr(t.marker, "symbol", None) == "diamond" for t in fig.data if t.marker is not None
+    )
+    dotted = any(s.line.dash == "dot" for s in fig.layout.shapes)
+    return diamonds or dotted
+
+
+def test_the_lambda_marker_is_on_screen_and_in_no_export():
+    screen = figure_interpolation(SERIES, mark=0.5)
+    assert _marked(screen)  # the screen shows it
+    for size in export.SIZES:
+        assert not _marked(export.paper_figure(screen, size)), size
+    assert not any("at λ" in str(t) for t in export.figure_frame(screen)["trace"])
+    assert "at λ" not in export.to_csv(screen).decode()
+    figures = [export.ReportFigure("interpolation", screen, {}, [])]
+    report = export.report_html(figures, environment={})
+    assert '"diamond"' not in report and "screen-only" not in report
+
+
+def test_the_triangle_marker_is_in_no_export():
+    from landscape.plots.triangle import figure_triangles
+
+    pts = [(1 - i / 4 - j / 4, i / 4, j / 4) for i in range(5) for j in range(5 - i)]
+    tri = {"seeds": [0, 1, 2], "method": "naive", "group": "perm", "split": "test",
+           "points": pts, "loss": [0.1] * len(pts), "accuracy": [0.9] * len(pts),
+           "excess_loss": [0.0] * len(pts), "tol": 0.05, "basin_fraction": 1.0,
+           "resolution": 4}  # fmt: skip
+    screen = figure_triangles([tri], mark=0.5)
+    assert _marked(screen)
+    assert not _marked(export.paper_figure(screen, "single"))
+
+
+def test_a_png_carries_the_dpi_its_size_says():
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (3, 2), "white").save(buf, format="PNG")  # no pHYs chunk
+    assert "dpi" not in Image.open(io.BytesIO(buf.getvalue())).info
+    png = export.with_dpi(buf.getvalue(), 72)
+    out = export.with_dpi(png, export.PRINT_DPI)  # a second call replaces the first
+    assert out.count(b"pHYs") == 1
+    image = Image.open(io.BytesIO(out))
+    image.load()  # every chunk's CRC is checked
+    assert image.info["dpi"] == pytest.approx((export.PRINT_DPI, export.PRINT_DPI), abs=0.1)
+
+
+@pytest.mark.slow
+def test_an_exported_png_says_300_dpi():
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(export.to_png(figure_barrier_matrix(MATRIX), "single")))
+    assert image.info["dpi"] == pytest.approx((export.PRINT_DPI, export.PRINT_DPI), abs=0.1)
+
+
+def _eight_series() -> list[dict]:
+    methods = ["naive", "weight/perm", "weight/signed-perm", "weight/orth"]
+    return [{"label": f"{m} · {space}", "method": m, "space": space,
+             "results": [_result(0, 1, m.partition("/")[0], 0.5)]}
+            for m in methods for space in ("weights", "circuits")]  # fmt: skip
+
+
+def test_a_long_legend_in_one_column_makes_the_figure_taller_not_the_plot_smaller():
+    fig = figure_interpolation(_eight_series())
+    preset = export.SIZES["single"]
+    row = round(1.6 * preset.font_px)
+    rows = export.legend_rows(export.paper_figure(fig, "double"), preset.width_px,
+                              preset.font_px)  # fmt: skip
+    fits = int(export.LEGEND_SHARE * preset.height_px / row)
+    assert rows > fits
+    single = export.paper_figure(fig, "single")
+    assert single.layout.height == preset.height_px + (rows - fits) * row
+    assert rows * row / single.layout.height < 1 / 3
+    assert export.paper_figure(figure_interpolation(SERIES), "double").layout.height == (
+        export.SIZES["double"].height_px
+    )
+
+
+@pytest.mark.slow
+def test_a_single_column_svg_of_eight_series_spends_under_a_third_on_its_legend():
+    import re
+
+    svg = export.to_svg(figure_interpolation(_eight_series()), "single").decode()
+    height = float(re.search(r'<svg[^>]* height="([\d.]+)"', svg).group(1))
+    legend = svg[svg.index('class="legend"') :]
+    box = float(re.search(r'class="bg"[^>]* height="([\d.]+)"', legend).group(1))
+    assert box / height < 1 / 3, (box, height)
+
+
+# ---------------------------------------------------------------- the report's text
+
+
+def test_the_report_holds_the_tables_the_space_and_methods_as_text():
+    fig = figure_interpolation(SERIES)
+    rows = [{"method": "naive", "space": "weights", "loss barrier (nats)": "0.50 ± 0.10",
+             "accuracy barrier (points)": "5.0 ± 1.0", "max |Δlogits|": float("nan")}]  # fmt: skip
+    settings = {"model": "vit", "methods": ["naive · weights", "weight/perm · circuits"],
+                "space": ["weights", "circuits"], "pairs": [[0, 1], [1, 2]]}  # fmt: skip
+    text = export.report_html(
+        [export.ReportFigure("interpolation", fig, settings, [], {"Barriers": rows})],
+        environment={},
+    )
+    assert "naive · weights, weight/perm · circuits" in text
+    assert "\\u00b7" not in text and "[&quot;" not in text
+    assert "<td>weights, circuits</td>" in text
+    assert "<td>(0, 1), (1, 2)</td>" in text
+    assert "<h3>Barriers</h3>" in text and "<th>loss barrier (nats)</th>" in text
+    assert "<td>0.50 ± 0.10</td>" in text and "<td>—</td>" in text
+
+
+def test_the_symmetry_levels_csv_holds_the_levels():
+    from landscape.plots.home import SYMMETRY_LEVELS, figure_symmetry_levels
+
+    frame = tidy.tidy_symmetry_levels()
+    assert list(frame["level"]) == [1, 2, 3, 4]
+    assert list(frame["name"]) == [name for name, _ in SYMMETRY_LEVELS]
+    assert list(frame["group"]) == ["S_n", "B_d", "O(d)", "GL(d_head)"]
+    assert not any("<br>" in a for a in frame["acts_on"])
+    assert export.figure_frame(figure_symmetry_levels()).empty  # why the page passes the table

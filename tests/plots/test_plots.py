@@ -479,16 +479,33 @@ def test_gauge_figures_read_what_the_sweep_writes():
     assert all(len(export.figure_frame(fig)) > 0 for fig in figures)
 
 
-def test_interpolation_draws_the_circuit_line_thin_and_open_in_its_method_style() -> None:
+def test_interpolation_draws_both_spaces_in_the_method_colour_weights_solid_circuits_dashed():
     fig = plots.figure_interpolation(
-        [{"label": "weight/orth · weights", "results": [_curve(0.5)], "method": "weight/orth"},
+        [{"label": "weight/orth · weights", "results": [_curve(0.5)], "method": "weight/orth",
+          "space": "weights"},
          {"label": "weight/orth · circuits", "results": [_curve(0.1)], "space": "circuits",
-          "method": "weight/orth"}])  # fmt: skip
-    lines = [t for t in fig.data if t.mode == "lines+markers" and t.showlegend]
-    assert lines[0].line.color == lines[1].line.color
-    assert lines[0].line.dash == lines[1].line.dash
-    assert lines[1].line.width < lines[0].line.width
+          "method": "weight/orth"},
+         {"label": "naive · circuits", "results": [_curve(0.9)], "space": "circuits",
+          "method": "naive"}])  # fmt: skip
+    lines = [t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x"]
+    assert [t.line.dash for t in lines] == ["solid", "dash", "dash"]  # as the page's help says
+    assert lines[0].line.color == lines[1].line.color != lines[2].line.color
     assert lines[1].marker.symbol == lines[0].marker.symbol + "-open"
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert legend == ["weight/orth", "naive", "weights", "circuits"]  # methods, then the key
+    key = {t.name: t.line.dash for t in fig.data if t.name in ("weights", "circuits")}
+    assert key == {"weights": "solid", "circuits": "dash"}
+
+
+def test_one_space_keeps_the_method_dashes_and_the_endpoints_their_series_marker():
+    fig = plots.figure_interpolation(
+        [{"label": "weight/perm", "results": [_curve(0.5)], "method": "weight/perm"},
+         {"label": "weight/orth", "results": [_curve(0.1)], "method": "weight/orth"}])  # fmt: skip
+    lines = {t.name: t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x"}
+    assert lines["weight/perm"].line.dash != lines["weight/orth"].line.dash
+    for name, line in lines.items():
+        ends = next(t for t in fig.data if t.name == f"{name} endpoints")
+        assert ends.marker.symbol == line.marker.symbol  # no circle/square of their own
 
 
 def test_iteration_figures_draw_one_line_per_series_in_both_panels():
@@ -503,7 +520,7 @@ def test_iteration_figures_draw_one_line_per_series_in_both_panels():
     assert [t.name for t in learned.data if t.showlegend] == ["from the identity",
                                                               "from weight matching"]  # fmt: skip
     circuits = figure_checkpoint_barriers({**ITERATIONS, "space": "circuits"})
-    assert circuits.layout.yaxis2.title.text == "test accuracy barrier, circuits space"
+    assert circuits.layout.yaxis2.title.text == "test accuracy barrier (points, circuits space)"
     # the checkpoint each start returns is ringed, in both panels, with one legend entry
     chosen = [{**r, "selected": r["step"] == (20 if r["init"] == "identity" else 10)}
               for r in ITERATIONS["checkpoints"]]  # fmt: skip
@@ -523,3 +540,51 @@ def test_widths_figure_draws_one_line_per_method_against_width() -> None:
     assert [t.name for t in lines] == ["naive", "weight"]
     assert list(lines[1].x) == [8, 16, 32] and lines[1].y[-1] == 1.5
     assert fig.layout.xaxis.type == "log" and 64 in fig.layout.xaxis.tickvals
+
+
+def test_the_objective_axis_ticks_a_few_rounds_not_every_integer():
+    from landscape.plots.eigenangles import figure_objective
+
+    fig = figure_objective([float(100 - i) for i in range(54)])
+    ticks = range(int(fig.layout.xaxis.tick0 or 0), 54, int(fig.layout.xaxis.dtick))
+    assert 3 <= len(ticks) <= 11
+    assert figure_objective([3.0, 2.0, 1.0]).layout.xaxis.dtick == 1  # a short run: every round
+
+
+def test_accuracy_barriers_are_drawn_in_percentage_points():
+    matrix = figure_barrier_matrix(
+        {"model": "m", "seeds": [0, 1], "method": "weight", "group": "perm", "space": "weights",
+         "split": "test", "barrier_loss": [[0, 0.5], [0.5, 0]],
+         "barrier_accuracy": [[0, 0.256], [0.256, 0]]})  # fmt: skip
+    acc = next(t for t in matrix.data if "accuracy" in t.name)
+    assert acc.z[0][1] == pytest.approx(25.6) and acc.text[0][1] == "25.6"
+    assert "points" in acc.name
+
+
+def test_the_missing_permutation_only_bar_of_a_rotation_says_why():
+    fig = plots.figure_claims(CLAIMS)
+    perm_only = next(t for t in fig.data if t.name == "transported, permutation only")
+    at = [i for i, s in enumerate(CLAIMS["summary"]) if s["perm_only"] is None]
+    assert at and all(perm_only.text[i] == "n/a" for i in at)  # its place is labelled
+    assert "n/a: a rotation has no permutation part" in fig.layout.xaxis.title.text
+    full = {**CLAIMS, "summary": [{**s, "perm_only": 0.3} for s in CLAIMS["summary"]]}
+    assert "n/a" not in plots.figure_claims(full).layout.xaxis.title.text  # no note
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_triangles_tile_their_panels_and_keep_titles_off_the_corner_labels(n):
+    from landscape.plots.triangle import CORNER_ROOM, HEXAGON, TRIANGLE_SIDE
+
+    fig = plots.figure_triangles([_triangle("naive", 0.5 * (i + 1)) for i in range(n)])
+    side = TRIANGLE_SIDE[n]
+    plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r
+    domains = [fig.layout["ternary" if i == 0 else f"ternary{i + 1}"].domain for i in range(n)]
+    for d in domains:
+        assert (d.x[1] - d.x[0]) * plot_w == pytest.approx(side)  # the triangle, no more
+        assert d.y[1] < 1  # room above the apex for the A label, under the title
+    for left, right in zip(domains, domains[1:], strict=False):
+        assert (right.x[0] - left.x[1]) * plot_w == pytest.approx(CORNER_ROOM)  # B, C labels
+    hexagons = [t for t in fig.data if getattr(t.marker, "symbol", None) == "hexagon"]
+    assert all(t.marker.size == pytest.approx(HEXAGON * side / 4) for t in hexagons)  # tiles
+    titles = fig.layout.annotations[:n]
+    assert all(a.yanchor == "bottom" and a.y == 1 for a in titles)  # above the plot area

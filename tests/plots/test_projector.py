@@ -36,7 +36,11 @@ def test_projector_doubles_fonts_lines_and_markers(name):
     assert fonts, "every themed figure sets some font"
     for path, size in fonts.items():
         assert _sizes(b["layout"])[path] == 2 * size, path
-    assert b["layout"]["height"] >= theme.PROJECTOR_HEIGHT
+    boxed = s["layout"].get("width")  # drawn to a pixel box: the box grows by √2
+    if boxed:
+        assert b["layout"]["height"] == round(2**0.5 * s["layout"]["height"])
+    else:
+        assert b["layout"]["height"] >= theme.PROJECTOR_HEIGHT
     for axis in (k for k in b["layout"] if k.startswith(("xaxis", "yaxis"))):
         assert b["layout"][axis]["linewidth"] == 2 * s["layout"][axis].get("linewidth", 1)
     for t0, t1 in zip(s["data"], b["data"], strict=True):
@@ -47,6 +51,7 @@ def test_projector_doubles_fonts_lines_and_markers(name):
         if isinstance(size, (int, float)) and "markers" in t0.get("mode", ""):
             kind = t0.get("type")
             if kind == "scatterternary" and t0["marker"].get("symbol") == "hexagon":
+                assert b["layout"]["width"] == round(2**0.5 * s["layout"]["width"])
                 assert t1["marker"]["size"] == pytest.approx(2**0.5 * size)  # tiles its triangle
             else:
                 assert t1["marker"]["size"] == 2 * size, t0.get("name")
