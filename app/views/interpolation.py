@@ -179,17 +179,46 @@ if not pairs or not chosen:
     st.info("Choose at least one seed pair and one method.")
     st.stop()
 
-figure_slot = st.container() if presentation() else None  # figure first on a projector
+
+def _table_notes(shown: pd.DataFrame) -> None:
+    """What the barrier table's columns mean, and the paper's numbers beside circuits rows."""
+    st.caption(
+        "Mean ± standard error over pairs (Table-2 layout); the accuracy barrier in percentage "
+        "points (a drop from 95% to 70% accuracy below the chord is 25 points). vs naive: "
+        "whether the method's barrier lies above naive's on the same pairs. max |Δlogits| "
+        "checks that the aligned B computes the same function as B; in the circuits space a "
+        "warning above names any circuit form that does not keep its model's function."
+    )
+    if "paper (circuits)" in shown:
+        ref = PAPER_REFERENCE
+        learned = ", ".join(f"{v} ({k})" for k, v in ref["learned/orth"].items())
+        st.caption(
+            f"paper (circuits): the paper's Table 2 (test-loss barriers in the circuits space, "
+            f"independently trained ViTs and GPT-2), beside the circuits rows: naive "
+            f"{ref['naive']}, weight matching {ref['weight']}, learned rotations {learned}."
+        )
+
+
+figure_first = st.empty() if presentation() else None  # figure first on a projector
 st.subheader(
     f"Barriers of {plain(name)} — {split} split" + (" (TRAIN data)" if split == "train" else "")
 )
 table_slot = st.empty()
+# the figure's place, filled at once: the figure of earlier choices does not stay on the page
+# (faded) while these are computed
+figure_slot = figure_first or st.empty()
+figure_slot.info(
+    f"The curves of {plain(name)} ({', '.join(chosen)}; {len(pairs)} pair(s), {split} split) "
+    "appear here when they are measured.",
+    icon=":material/hourglass_top:",
+)
 progress = LongRun(
     "Aligning and interpolating …",
     key="interp",
     inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
 )
 if progress.cancelled:
+    figure_slot.empty()
     st.stop()
 series, rows = [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
@@ -236,36 +265,26 @@ if rows and any(s["method"] == "naive" for s in series):
     for i, (row, s) in enumerate(zip(rows, series, strict=True)):
         rows[i] = _beside_accuracy(row, "vs naive", versus_naive(s, above.get(s["label"])))
 table = pd.DataFrame(rows)
-if rows:
-    shown = table.drop(columns=[c for c in ("space", "paper (circuits)")
-                                if c in table and not _differs_or_says(table[c], c)])  # fmt: skip
-    if presentation():  # a static table, without its details, fits a projector's width
-        table_slot.table(_static(shown.drop(columns=DETAIL_COLUMNS)))
-        with st.expander("Details: pairs, function check"):
-            st.table(_static(shown))
-    else:
-        table_slot.dataframe(shown, hide_index=True, column_config=TABLE_COLUMNS)
-for a in above.values():
-    st.warning(a["note"], icon=":material/trending_up:")
-if rows:
-    st.caption(
-        "Mean ± standard error over pairs (Table-2 layout); the accuracy barrier in percentage "
-        "points (a drop from 95% to 70% accuracy below the chord is 25 points). vs naive: "
-        "whether the method's barrier lies above naive's on the same pairs. max |Δlogits| "
-        "checks that the aligned B computes the same function as B; in the circuits space a "
-        "warning above names any circuit form that does not keep its model's function."
-    )
-    if "paper (circuits)" in shown:
-        ref = PAPER_REFERENCE
-        learned = ", ".join(f"{v} ({k})" for k, v in ref["learned/orth"].items())
-        st.caption(
-            f"paper (circuits): the paper's Table 2 (test-loss barriers in the circuits space, "
-            f"independently trained ViTs and GPT-2), beside the circuits rows: naive "
-            f"{ref['naive']}, weight matching {ref['weight']}, learned rotations {learned}."
-        )
+with table_slot.container():  # the table and what is said of it, in the table's place
+    if rows:
+        same = [c for c in ("space", "paper (circuits)")
+                if c in table and not _differs_or_says(table[c], c)]  # fmt: skip
+        shown = table.drop(columns=same)
+        if presentation():  # a static table, without its details, fits a projector's width
+            st.table(_static(shown.drop(columns=DETAIL_COLUMNS)))
+            with st.expander("Details: pairs, function check"):
+                st.table(_static(shown))
+        else:
+            st.dataframe(shown, hide_index=True, column_config=TABLE_COLUMNS)
+    for a in above.values():
+        st.warning(a["note"], icon=":material/trending_up:")
+    if rows:
+        _table_notes(shown)
 
-if series:
-    with figure_slot or st.container():
+if not series:
+    figure_slot.empty()
+else:
+    with figure_slot.container():
         lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
         mark = remember("interp_mark", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
         st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",

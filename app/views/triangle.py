@@ -19,6 +19,7 @@ from app.components import (
     need_seeds,
     page_header,
     parse_combo,
+    plain,
     presentation,
     seed_format,
     show_error,
@@ -90,12 +91,21 @@ if len(chosen_seeds) != 3 or not chosen:
     st.stop()
 
 results, titles, failures = [], [], []
+# the figure's place, filled at once: the triangles of earlier choices do not stay on the page
+# (faded) while these are computed
+figure_slot = st.empty()
+figure_slot.info(
+    f"The triangles of {plain(name)} (seeds {', '.join(map(str, chosen_seeds))}; "
+    f"{', '.join(chosen)}; {split} split) appear here when they are evaluated.",
+    icon=":material/hourglass_top:",
+)
 run = LongRun(
     "Evaluating the triangles …",
     key="triangle",
     inputs=(name, tuple(chosen_seeds), tuple(chosen), resolution, split, space, joint),
 )
 if run.cancelled:
+    figure_slot.empty()
     st.stop()
 for i, label in enumerate(chosen):
     method, group = parse_combo(label)
@@ -124,61 +134,65 @@ for label, err in failures:  # each on its own card, never folded into a box tha
 
 for t, r in zip(titles, results, strict=True):
     show_warnings(f"Triangle {t}", r)
-if results:
-    edge = [i / resolution for i in range(resolution + 1)]
-    mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
-    st.select_slider(
-        "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π_B(θ_B), the Interpolation page's line)",
-        edge,
-        key="tri_mark",
-        format_func=lambda v: f"{v:.2f}",
-    )
-    fig = figure_triangles(
-        results, metric=metric, titles=titles, mark=mark, presentation=presentation()
-    )
-    summary = pd.DataFrame(
-        [
-            {
-                "method": t,
-                f"{metric} basin": basin_fraction(r, metric),
-                "max loss above plane": float(np.max(r["excess_loss"])),
-                f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
-            }
-            for t, r in zip(titles, results, strict=True)
-        ]
-    )
-    figure(
-        fig,
-        f"triangle-{name}-{metric}-{split}",
-        key="triangle",
-        data=tidy_triangles(results, model=name),
-        settings={
-            "model": name,
-            "seeds": list(chosen_seeds),
-            "methods": titles,
-            "split": split,
-            "resolution": resolution,
-            "space": space,
-        },  # fmt: skip
-        tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
-    )
-    if presentation():  # a static table fits a projector's width; its cells are the numbers
-        st.table(summary.style.format({f"{metric} basin": "{:.0%}", "max loss above plane":
-                                       "{:.4f}", f"{metric} at λ = {mark:.2f} (A–B)": "{:.4f}"})
-                 .hide(axis="index"))  # fmt: skip
-    else:
-        st.dataframe(
-            summary,
-            hide_index=True,
-            column_config={
-                f"{metric} basin": st.column_config.ProgressColumn(
-                    min_value=0, max_value=1, format="percent"
-                ),
-                "max loss above plane": st.column_config.NumberColumn(format="%.4f"),
-                f"{metric} at λ = {mark:.2f} (A–B)": st.column_config.NumberColumn(format="%.4f"),
-            },
+if not results:
+    figure_slot.empty()
+else:
+    with figure_slot.container():
+        edge = [i / resolution for i in range(resolution + 1)]
+        mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
+        st.select_slider(
+            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π_B(θ_B), the Interpolation page's line)",
+            edge,
+            key="tri_mark",
+            format_func=lambda v: f"{v:.2f}",
         )
-    st.caption(
-        f"Basin: {basin(results[0], metric)[1]}. Max loss above plane: over the grid, "
-        f"{split} split. {len(results[0]['points'])} grid points in each triangle."
-    )
+        fig = figure_triangles(
+            results, metric=metric, titles=titles, mark=mark, presentation=presentation()
+        )
+        summary = pd.DataFrame(
+            [
+                {
+                    "method": t,
+                    f"{metric} basin": basin_fraction(r, metric),
+                    "max loss above plane": float(np.max(r["excess_loss"])),
+                    f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
+                }
+                for t, r in zip(titles, results, strict=True)
+            ]
+        )
+        figure(
+            fig,
+            f"triangle-{name}-{metric}-{split}",
+            key="triangle",
+            data=tidy_triangles(results, model=name),
+            settings={
+                "model": name,
+                "seeds": list(chosen_seeds),
+                "methods": titles,
+                "split": split,
+                "resolution": resolution,
+                "space": space,
+            },  # fmt: skip
+            tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
+        )
+        if presentation():  # a static table fits a projector's width; its cells are the numbers
+            st.table(summary.style.format({f"{metric} basin": "{:.0%}", "max loss above plane":
+                                           "{:.4f}", f"{metric} at λ = {mark:.2f} (A–B)": "{:.4f}"})
+                     .hide(axis="index"))  # fmt: skip
+        else:
+            at_mark = f"{metric} at λ = {mark:.2f} (A–B)"
+            st.dataframe(
+                summary,
+                hide_index=True,
+                column_config={
+                    f"{metric} basin": st.column_config.ProgressColumn(
+                        min_value=0, max_value=1, format="percent"
+                    ),
+                    "max loss above plane": st.column_config.NumberColumn(format="%.4f"),
+                    at_mark: st.column_config.NumberColumn(format="%.4f"),
+                },
+            )
+        st.caption(
+            f"Basin: {basin(results[0], metric)[1]}. Max loss above plane: over the grid, "
+            f"{split} split. {len(results[0]['points'])} grid points in each triangle."
+        )
