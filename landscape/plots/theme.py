@@ -32,7 +32,8 @@ THIN_WIDTH = 1.5  # reference lines, outlines and noisy raw series under a smoot
 # is the matching method, the marker its group, and every method/group its own dash.
 METHOD_COLOUR = {"naive": NEUTRAL, "activation": PALETTE[1], "weight": PALETTE[0],
                  "learned": PALETTE[3]}  # fmt: skip
-GROUP_SYMBOL = {"perm": "circle", "signed-perm": "triangle-up", "orth": "square"}  # λ: diamond
+GROUP_SYMBOL = {"perm": "circle", "signed-perm": "triangle-up", "orth": "square",
+                "orth-mean": "square-open"}  # λ: diamond
 METHOD_DASH = {
     "naive": "dot",
     "activation/perm": "dashdot",

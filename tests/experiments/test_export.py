@@ -25,6 +25,15 @@ def _gpt2(seed: int):
     return perturbed(transformers.GPT2LMHeadModel(cfg))
 
 
+def _neox(seed: int):
+    torch.manual_seed(seed)
+    cfg = transformers.GPTNeoXConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                     intermediate_size=24, vocab_size=256,
+                                     max_position_embeddings=32,
+                                     attn_implementation="eager")  # fmt: skip
+    return perturbed(transformers.GPTNeoXForCausalLM(cfg))
+
+
 def _qwen2(seed: int):
     torch.manual_seed(seed)
     cfg = transformers.Qwen2Config(
@@ -58,7 +67,9 @@ def cache_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("build", "group"), [(_gpt2, "perm"), (tiny_llama, "perm"),
-                                              (tiny_llama, "orth"), (_qwen2, "orth")])  # fmt: skip
+                                              (tiny_llama, "orth"), (_qwen2, "orth"),
+                                              (_gpt2, "orth-mean"), (_neox, "orth-mean"),
+                                              (tiny_llama, "orth-mean")])  # fmt: skip
 def test_aligned_b_loads_in_transformers_with_b_s_logits(tmp_path, cache_env, build, group):
     name = f"{build.__name__.strip('_')}-pair"
     paths = _family(tmp_path, build, name)
