@@ -196,8 +196,10 @@ def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
         raise LandscapeError(f"{target.parent} does not exist")
     a_source = _hf_source(a)
     if source is None or a_source is None:
-        raise LandscapeError("mergekit merges Hugging Face directories; this pair was not "
-                             "imported from them (write it with --out, without --mergekit-config)")
+        raise LandscapeError(
+            "mergekit merges Hugging Face directories; this pair was not "
+            "imported from them (write it with --out, without --mergekit-config)"
+        )
     if not resid_needs(norm_state(a.cfg, a.params), RESID_GROUPS.get(group, "perm")):
         if out_a is not None:
             raise LandscapeError(f"--group {group} leaves A as it is: the config names A's own "

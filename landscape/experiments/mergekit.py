@@ -41,8 +41,10 @@ def mergekit_yaml(a: str | os.PathLike, b: str | os.PathLike, method: str = "lin
     if not 0.0 <= weight <= 1.0:
         raise LandscapeError(f"--merge-weight must lie in [0, 1] (λ = 1 is A), got {weight}")
     qa, qb = json.dumps(str(Path(a).resolve())), json.dumps(str(Path(b).resolve()))
-    lines = [f"# A at λ = {weight:g} (λ = 1 is A), B aligned to A by landscape",
-             f"merge_method: {method}"]
+    lines = [
+        f"# A at λ = {weight:g} (λ = 1 is A), B aligned to A by landscape",
+        f"merge_method: {method}",
+    ]
     if method == "linear":
         lines += ["models:", f"  - model: {qa}", "    parameters:", f"      weight: {weight!r}",
                   f"  - model: {qb}", "    parameters:",

@@ -110,9 +110,9 @@ def _layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> Params:
     1: an uncentred writer is refused (and a group that may move 1 before the matching,
     :func:`check_hf_writable`).
 
-    The format has no unembedding bias: one (the final norm's bias folded there, ``b_U = β·W_U``)
-    goes back into the final norm's bias, β' with ``β'·W_U = b_U`` (least squares in float64),
-    and is refused if no β' reproduces it.
+    The format has no unembedding bias: one (the final norm's bias folded there) is written
+    through W_U's dead mean direction and a final bias of ones (in the code), exactly and
+    linearly, so that mergekit's linear merge of two written models is the written merge.
     """
     if cfg.norm != "ln":
         if cfg.d_norm != cfg.d_model:
@@ -130,14 +130,17 @@ def _layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> Params:
         out.setdefault(f"{name}.b", torch.zeros(d, dtype=like.dtype, device=like.device))
     b_u = out.pop("unembed.b_U", None)
     if b_u is not None and bool(b_u.abs().max() > 0):
+        # LayerNorm's output N has zero mean (N·1 = 0), so with a unit final gain a row r added
+        # to every row of W_U changes nothing there, and a final bias of ones then adds
+        # 1ᵀ·W_U + d·r: r = (b_U − 1ᵀ·W_U)/d writes b_U exactly, linearly in (W_U, b_U), so a
+        # merge of two such files is the file of their merge
+        if "ln_final.w" in p or bool(out["ln_final.b"].abs().max() > 0):
+            raise LandscapeError(f"{family} has no unembedding bias, and this model has one "
+                                 "beside its final norm's own gain or bias")  # fmt: skip
         w_u = p["unembed.W_U"].double()  # [d, vocab]
-        shift = torch.linalg.lstsq(w_u.T, b_u.double().unsqueeze(-1)).solution.squeeze(-1)
-        miss = (shift @ w_u - b_u.double()).abs().max()
-        if bool(miss > MEAN_FREE * (1.0 + float(b_u.abs().max()))):
-            raise LandscapeError(f"{family} has no unembedding bias, and this model has one that "
-                                 "no final-norm bias reproduces")  # fmt: skip
-        # (N·γ + β + β')·W_U = (N·γ + β)·W_U + b_U: β' is added after the gain, whatever it is
-        out["ln_final.b"] = (out["ln_final.b"].double() + shift).to(like.dtype)
+        r = (b_u.double() - w_u.sum(0)) / d
+        out["unembed.W_U"] = (w_u + r).to(like.dtype)
+        out["ln_final.b"] = torch.ones_like(out["ln_final.b"])
     return out
 
 

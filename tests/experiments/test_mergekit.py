@@ -88,17 +88,37 @@ def cache_env(tmp_path, monkeypatch):
     monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
 
 
-@pytest.mark.parametrize(("build", "group"), [(_gpt2, "perm"), (tiny_llama, "orth"),
-                                              (_qwen3, "orth")],
-                         ids=["gpt2-perm", "llama-orth", "qwen3-orth"])  # fmt: skip
+PAIRS = [
+    pytest.param(_gpt2, "orth-mean", id="gpt2-orth-mean"),  # a rotated LayerNorm format
+    pytest.param(tiny_llama, "orth", id="llama-orth"),
+    pytest.param(_qwen3, "orth", id="qwen3-orth"),
+    pytest.param(_qwen3, "perm", id="qwen3-perm"),  # A's own directory in the config
+]
+
+
+@pytest.mark.parametrize(("build", "group"), PAIRS)
 def test_mergekit_linear_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsys, build, group):
     cli = _mergekit_cli()
     name = f"mk-{build.__name__.strip('_')}"
     _family(tmp_path, build, name)
     config, b_dir, a_dir = tmp_path / "merge.yaml", tmp_path / "b", tmp_path / "a"
-    argv = ["align", name, "--seeds", "0", "1", "--group", group, "--out", str(b_dir),
-            "--mergekit-config", str(config), "--merge-weight", str(LAMBDA), "--json"]
-    if group != "perm":  # the group folds the gains: A is written processed as B is
+    argv = [
+        "align",
+        name,
+        "--seeds",
+        "0",
+        "1",
+        "--group",
+        group,
+        "--out",
+        str(b_dir),
+        "--mergekit-config",
+        str(config),
+        "--merge-weight",
+        str(LAMBDA),
+        "--json",
+    ]
+    if group != "perm":  # the group folds gains (and centres): A is written processed as B is
         argv += ["--out-a", str(a_dir)]
     capsys.readouterr()
     assert main(argv) == 0
@@ -116,8 +136,10 @@ def test_mergekit_linear_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsy
     ev = data_of(load(name, 0, torch.device("cpu"))).evaluation("test")
     logits = _hf_logits(merged, ev.inputs)
     loss = _hf_loss(logits, ev.targets)
-    print(f"{name} {group}: mergekit linear at λ={LAMBDA}: loss {loss:.8f}, "
-          f"curve {line['curve_loss']:.8f}, |Δ| {abs(loss - line['curve_loss']):.2e}")
+    print(
+        f"{name} {group}: mergekit linear at λ={LAMBDA}: loss {loss:.8f}, "
+        f"curve {line['curve_loss']:.8f}, |Δ| {abs(loss - line['curve_loss']):.2e}"
+    )
     assert loss == pytest.approx(line["curve_loss"], abs=1e-4)
     # and the merge is neither endpoint: its logits are not B's, nor A's
     a_path = a_dir if group != "perm" else tmp_path / f"{name}0"
