@@ -9,10 +9,13 @@ set to what the tensors are), ``model.safetensors`` in the source's tensor names
 the tokenizer files beside them. A model the source architecture cannot express is refused
 with the reason:
 
-- **GPT-2** (LayerNorm, Conv1D layout): the stream must still be a LayerNorm stream. Permutations
-  are exact on it; signed permutations and rotations need the writers centred and LayerNorm
-  replaced by RMSNorm, which GPT-2's format has no place for (align with ``--group perm``).
-  GPT-2 has no unembedding bias, so one folded there is refused.
+- **GPT-2** (LayerNorm, Conv1D layout): a LayerNorm stream, or one that processing centred into
+  RMSNorm while it is still mean-free, where LayerNorm with unit gain equals RMSNorm: after
+  permutations and after rotations fixing the mean direction (``--group orth-mean``), written
+  with unit gains and the folded norm biases in the readers' biases. Signed permutations and
+  other rotations move the mean direction and are refused (:func:`_layernorm_stream`). GPT-2
+  has no unembedding bias: one folded there is written through W_U's mean direction, which
+  LayerNorm's mean-free output never reads, and a final-norm bias of ones.
 - **Llama**, **Mistral**, **Qwen2**, **Qwen3** and **OLMo 2** (RMSNorm, gated MLP, rotary
   positions, grouped-query heads; Qwen2's q/k/v biases; the q/k norm gains of Qwen3, per head,
   and OLMo 2, over all heads; OLMo 2's post-norm blocks): every group the alignment admits. A
@@ -22,8 +25,8 @@ with the reason:
   OLMo 2 before anything is written. A model whose q/k norm or norm placement is not the
   format's is refused.
 - **GPT-NeoX / Pythia** (LayerNorm, parallel or sequential blocks, head-interleaved fused
-  ``query_key_value``): as GPT-2, the stream must still be a LayerNorm stream (permutations,
-  and the global sign); one that processing centred into RMSNorm is refused with the reason.
+  ``query_key_value``): as GPT-2 (permutations, the global sign and rotations fixing the mean
+  direction; signed permutations and other rotations are refused with the reason).
   The unembedding is written as ``embed_out.weight`` unless it is still tied.
 - **Phi-3** (the Llama layout with fused ``qkv_proj`` and ``gate_up_proj``): the Llama
   writer's tensors, the projections fused again (q | k | v rows, gate | up rows); no biases.
@@ -111,8 +114,9 @@ def _layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> Params:
     :func:`check_hf_writable`).
 
     The format has no unembedding bias: one (the final norm's bias folded there) is written
-    through W_U's dead mean direction and a final bias of ones (in the code), exactly and
-    linearly, so that mergekit's linear merge of two written models is the written merge.
+    through W_U's mean direction, which LayerNorm's mean-free output never reads, and a final
+    bias of ones, exactly and linearly in (W_U, b_U), so that mergekit's linear merge of two
+    written models is the written merge.
     """
     if cfg.norm != "ln":
         if cfg.d_norm != cfg.d_model:
