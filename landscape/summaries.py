@@ -24,7 +24,8 @@ LAYOUTS: dict[str, Layout] = {}
 METHOD_WORDS = {"activation": "activation matching", "weight": "weight matching",
                 "learned": "learned matching"}  # fmt: skip
 GROUP_WORDS = {"perm": "perm (permutations)", "signed-perm": "signed-perm (signed permutations)",
-               "orth": "orth (rotations)"}  # fmt: skip
+               "orth": "orth (rotations)",
+               "orth-mean": "orth-mean (rotations fixing the mean direction)"}  # fmt: skip
 
 
 def layout(*names: str) -> Callable[[Layout], Layout]:

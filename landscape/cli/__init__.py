@@ -203,7 +203,9 @@ def _align(args: argparse.Namespace) -> dict[str, Any]:
     _status(f"align {args.model} {args.seeds} {args.method}/{args.group} → {args.out}")
     with _progress_bar(f"align {args.method}/{args.group}") as progress:
         return write_aligned(args.model, args.seeds, args.out, args.method, args.group,
-                             merge=args.merge, split=args.split, device=args.device,
+                             merge=args.merge, mergekit_config=args.mergekit_config,
+                             merge_method=args.merge_method, merge_weight=args.merge_weight,
+                             out_a=args.out_a, split=args.split, device=args.device,
                              progress=progress)  # fmt: skip
 
 

@@ -20,7 +20,10 @@ from landscape.errors import LandscapeError, check_seed, did_you_mean
 # therefore written here; a test keeps them equal to the library's (landscape.matching.methods,
 # landscape.models.circuits, landscape.threads).
 METHODS = ("naive", "activation", "weight", "learned")
-GROUPS = ("perm", "signed-perm", "orth")
+GROUPS = ("perm", "signed-perm", "orth", "orth-mean")
+# landscape.experiments.mergekit.MERGE_METHODS (a test keeps them equal)
+MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
+                 "breadcrumbs", "della")  # fmt: skip
 MONOMIAL_GROUPS = ("perm", "signed-perm")
 SPACES = ("weights", "circuits")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
@@ -39,8 +42,9 @@ PAIR_HELP = ("models A and B: seeds of a zoo model or member numbers of a family
              "λ = 1 is A, and B is aligned to A")  # fmt: skip
 METHOD_HELP = "how B is aligned to A: naive (not at all), or activation, weight or learned matching"
 GROUP_HELP = ("symmetry group of the alignment: perm (permutations), signed-perm (signed "
-              "permutations of the residual stream) or orth (rotations, after folding norm "
-              "gains)")  # fmt: skip
+              "permutations of the residual stream), orth (rotations, after folding norm "
+              "gains) or orth-mean (rotations fixing the mean direction: a LayerNorm model "
+              "stays one)")  # fmt: skip
 POINTS_HELP = "points along each line, λ = 0 and λ = 1 included"
 SPLIT_HELP = "data split the models are evaluated on"
 PAIRS_HELP = (
@@ -310,6 +314,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "beside the curve's value there")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test",
                    help="data split the merge's loss is measured on")  # fmt: skip
+    p.add_argument("--mergekit-config", metavar="PATH",
+                   help="also write a mergekit YAML config there that merges A and the aligned "
+                        "B (run it with mergekit-yaml PATH OUT; pip install 'landscape[merge]')")
+    p.add_argument("--merge-method", choices=MERGE_METHODS, default="linear",
+                   help="mergekit merge method of --mergekit-config (B is the base of the "
+                        "methods that need one)")  # fmt: skip
+    p.add_argument("--merge-weight", type=_float_in(0.0, 1.0), default=0.5, metavar="λ",
+                   help="λ of --mergekit-config: A's weight (λ = 1 is A)")  # fmt: skip
+    p.add_argument("--out-a", metavar="DIR",
+                   help="new folder for A processed as B was (folded gains, centred writers), "
+                        "which --mergekit-config needs when the group processes the "
+                        "weights")  # fmt: skip
 
     p = sub.add_parser("triangle", parents=[common], help="loss over a three-model triangle")
     p.add_argument("model", help=MODEL_HELP)

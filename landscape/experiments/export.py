@@ -26,6 +26,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.curves import evaluate_path
+from landscape.experiments.mergekit import mergekit_yaml, write_mergekit_config
 from landscape.experiments.runs import align, check_pair, check_split, load
 from landscape.matching import function_check
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
@@ -36,6 +37,7 @@ from landscape.models.params import Params, param_shapes
 from landscape.progress import Progress, tell, within
 from landscape.sources import check_evaluable, data_of
 from landscape.store.cache import Cache
+from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM, norm_state, resid_needs
 from landscape.symmetry.processing import prepare
 from landscape.threads import threaded
 
@@ -71,6 +73,10 @@ def write_aligned(
     group: str = "perm",
     *,
     merge: float | None = None,
+    mergekit_config: str | os.PathLike | None = None,
+    merge_method: str = "linear",
+    merge_weight: float = 0.5,
+    out_a: str | os.PathLike | None = None,
     split: str = "test",
     seed: int = 0,
     options: dict[str, Any] | None = None,
@@ -84,6 +90,12 @@ def write_aligned(
     (aligned B as written, reloaded, against B; for a merge, the reloaded merge against the
     line's parameters at λ), ``function_ok`` and, for a merge, ``loss``/``accuracy`` of the
     reloaded model on A's ``split`` beside ``curve_loss``/``curve_accuracy``, the line's value.
+
+    ``mergekit_config``: also write a mergekit configuration there that merges A and the aligned
+    B with ``merge_method`` at λ = ``merge_weight`` (:mod:`landscape.experiments.mergekit`;
+    ``mergekit`` in the result). Both must be Hugging Face directories in the same coordinates:
+    A's source directory when the group needs no processing of A, else A processed as B was,
+    written to ``out_a`` (required then, and refused before the matching without it).
     """
     if len(seeds) != 2 or seeds[0] == seeds[1]:
         raise LandscapeError("give two different seeds: A and B")
@@ -100,11 +112,15 @@ def write_aligned(
     if merge is not None:  # the merge is evaluated on A's data: refused before anything is written
         check_evaluable(a.cfg)
     source = _hf_source(b)
+    # signed permutations and full rotations move the mean direction of a centred stream
+    moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
     if source is not None:
         # what the writer would refuse after the matching (a model type it has no format for, a
         # group whose processing the format cannot hold), refused before it: the writer's own
         # check on B processed as the matching will process it
-        check_hf_writable(*prepare(b.cfg, b.params, group), source)
+        check_hf_writable(*prepare(b.cfg, b.params, group), source, moves_mean=moves_mean)
+    a_dir = _mergekit_a(a, group, merge, mergekit_config, merge_method, merge_weight, out_a,
+                        source, moves_mean)  # fmt: skip
     cache = cache or Cache()
     al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
                progress=within(progress, 0.0, 0.8))  # fmt: skip
@@ -120,6 +136,11 @@ def write_aligned(
     if source is not None:
         written = export_hf(cfg, params, source, target)
         back = import_checkpoint(target)
+        if mergekit_config is not None:
+            if a_dir is None:  # A processed as B was, in its own format
+                a_dir = export_hf(cfg, al.params_a, _hf_source(a), out_a)["path"]
+            mk = write_mergekit_config(mergekit_config, a_dir, target, merge_method,
+                                       merge_weight)  # fmt: skip
     else:
         save_new_checkpoint_dir(Checkpoint(cfg, _completed(cfg, params), {**b.meta, **meta}),
                                 target)  # fmt: skip
@@ -134,6 +155,7 @@ def write_aligned(
         "model": model, "seeds": list(seeds), "method": method, "group": group, "merge": merge,
         "path": str(target), "format": written["format"], "written": written,
         "function_check": check, "function_ok": bool(check < 1e-4),
+        "mergekit": mk if mergekit_config is not None else None,
         "warnings": [] if check < 1e-4 else [
             f"the written model's logits differ by {check:.3g} from what it should compute"],
     }  # fmt: skip
@@ -151,6 +173,46 @@ def write_aligned(
                        "curve_accuracy": float(line_acc[0])})  # fmt: skip
     tell(progress, "done", 1.0)
     return result
+
+
+def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
+                mergekit_config: str | os.PathLike | None, method: str, weight: float,
+                out_a: str | os.PathLike | None, source: str | None,
+                moves_mean: bool) -> str | None:  # fmt: skip
+    """Check a mergekit request before the matching; A's directory for the config when A's own
+    source directory serves (None: A is written processed to ``out_a``, or no config)."""
+    if mergekit_config is None:
+        if out_a is not None:
+            raise LandscapeError("--out-a writes A for --mergekit-config; give that too")
+        return None
+    if merge is not None:
+        raise LandscapeError("--mergekit-config writes a config for the aligned pair: leave out "
+                             "--merge and give λ as --merge-weight")  # fmt: skip
+    mergekit_yaml(".", ".", method, weight)  # refuses a method or weight now, not after matching
+    target = Path(mergekit_config)
+    if target.exists():
+        raise LandscapeError(f"{target} exists; choose a new file")
+    if not target.parent.is_dir():
+        raise LandscapeError(f"{target.parent} does not exist")
+    a_source = _hf_source(a)
+    if source is None or a_source is None:
+        raise LandscapeError(
+            "mergekit merges Hugging Face directories; this pair was not "
+            "imported from them (write it with --out, without --mergekit-config)"
+        )
+    if not resid_needs(norm_state(a.cfg, a.params), RESID_GROUPS.get(group, "perm")):
+        if out_a is not None:
+            raise LandscapeError(f"--group {group} leaves A as it is: the config names A's own "
+                                 f"directory {a_source}; leave out --out-a")  # fmt: skip
+        return a_source
+    if out_a is None:
+        raise LandscapeError(f"--group {group} folds or centres the weights, so A must be written "
+                             "processed as B is: give --out-a DIR")  # fmt: skip
+    check_hf_writable(*prepare(a.cfg, a.params, group), a_source, moves_mean=moves_mean)
+    folder = Path(out_a)
+    if folder.exists() or not folder.parent.is_dir():
+        raise LandscapeError(f"--out-a {folder}: must be a new folder in an existing one")
+    return None
 
 
 def archive_name(model: str, seeds: Sequence[int], method: str, group: str,

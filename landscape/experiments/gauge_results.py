@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from landscape.matching import GROUPS
 from landscape.symmetry import RESID_GROUPS
 
 __all__ = [
@@ -40,7 +39,7 @@ __all__ = [
 ]
 
 # The three residual groups of the sweep (the chain S_d ⊂ B_d ⊂ O(d)), name -> residual kind.
-SWEEP_GROUPS = {g: RESID_GROUPS[g] for g in GROUPS}
+SWEEP_GROUPS = {g: RESID_GROUPS[g] for g in ("perm", "signed-perm", "orth")}
 GROUP_LABEL = {"perm": "S_d", "signed-perm": "B_d", "orth": "O(d)"}
 RECOVERY_METHODS = ("signed", "marginalised")  # signed-correlation vs sign-marginalised assignment
 RECOVERY_SOURCES = ("activations", "weights")

@@ -46,7 +46,9 @@ from landscape.matching.solvers import Signs, solve, solve_grouped_perm
 from landscape.matching.weight import head_element, within_head_element, within_head_variables
 from landscape.models import ModelConfig, Params, forward
 from landscape.progress import Progress, tell
-from landscape.symmetry import ORTH, PERM, Element, Transform, apply, spec_for
+from landscape.symmetry import ORTH, ORTH_MEAN, PERM, Element, Transform, apply, spec_for
+
+ROTATIONS = (ORTH, ORTH_MEAN)  # the dense residual kinds: one scale per model and layer
 
 # "pearson": per-coordinate z-scores averaged over rows, layers summed one at a time (O(d): the
 # centred cross-covariance, one scale per model). "cosine": centred unit-norm columns contracted
@@ -156,10 +158,10 @@ def activation_similarity(
     does not change the polar factor).
     """
     if statistic == "pearson":
-        return sum(_pearson(xa[i], xb[i], kind != ORTH) for i in range(xa.shape[0]))
+        return sum(_pearson(xa[i], xb[i], kind not in ROTATIONS) for i in range(xa.shape[0]))
     if statistic != "cosine":
         raise ValueError(f"unknown statistic {statistic!r}; expected 'pearson' or 'cosine'")
-    if kind == ORTH:
+    if kind in ROTATIONS:
         return torch.einsum("lna,lnb->ab", xa.double(), xb.double())
     return torch.einsum("lna,lnb->ab", _standardise(xa), _standardise(xb))
 
@@ -225,7 +227,7 @@ def activation_transform(
     m = activation_similarity(xa, xb, kinds["resid"], o.statistic)
     elements = {"resid": solve(kinds["resid"], m, signs=o.signs).to("cpu")}
     g = elements["resid"].dense()
-    similarity = float((g.T * m.cpu()).sum()) if kinds["resid"] == ORTH else 0.0
+    similarity = float((g.T * m.cpu()).sum()) if kinds["resid"] in ROTATIONS else 0.0
     drop_units = drop_first and o.units_drop_first
     for layer in range(cfg.n_layers):
         tell(progress, f"activation matching: layer {layer}", 3 + layer, steps)

@@ -67,6 +67,7 @@ from landscape.symmetry import (
     ABS,
     GROUP_OF,
     ORTH,
+    ORTH_MEAN,
     PERM_OF,
     Element,
     Spec,
@@ -411,7 +412,11 @@ def _learn(
     groups = {v: spec.variables[v].group for v in kinds}
     # rotations by the exponential of a skew matrix: G₀·exp(K) is orthogonal for every latent,
     # stays in G₀'s component of O(d) and needs no projection; the rest: projected latents
-    rotations = {v for v in kinds if kinds[v] == ORTH and orth == "exp"}
+    rotations = {v for v in kinds if kinds[v] in (ORTH, ORTH_MEAN) and orth == "exp"}
+    # rotations fixing the mean direction: the skew generator with 1 in its kernel, P·K·P with
+    # P = I − 11ᵀ/n, whose exponential fixes 1 (as G₀ does)
+    centring = {v: torch.eye(sizes[v], device=dev) - 1.0 / sizes[v]
+                for v in rotations if kinds[v] == ORTH_MEAN}  # fmt: skip
     a_dev = {k: v.detach().to(dev, torch.float32) for k, v in a.items()}
 
     members = []
@@ -445,7 +450,8 @@ def _learn(
         b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
         members.append(_Member(params, b, start, g_init, in_b, g0, latents, b_dev))
 
-    base_lr = {v: (lr if kinds[v] == ORTH else lr_perm) / math.sqrt(sizes[v]) for v in kinds}
+    base_lr = {v: (lr if kinds[v] in (ORTH, ORTH_MEAN) else lr_perm) / math.sqrt(sizes[v])
+               for v in kinds}  # fmt: skip
     opt = torch.optim.Adam(
         [{"params": [z], "lr": base_lr[v]} for m in members for v, z in m.latents.items()]
     )
@@ -503,7 +509,10 @@ def _learn(
 
     def rotation(m: _Member, v: str) -> torch.Tensor:
         z = m.latents[v]
-        return m.g0[v] @ torch.linalg.matrix_exp(z - z.T)
+        k = z - z.T
+        if v in centring:
+            k = centring[v] @ k @ centring[v]
+        return m.g0[v] @ torch.linalg.matrix_exp(k)
 
     def hard_elements() -> list[dict[str, Element]]:
         with torch.no_grad():

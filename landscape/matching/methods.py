@@ -6,7 +6,9 @@ app, the atlas): import the tuples from here instead of writing the strings agai
 - :data:`METHODS`: every matching method, in the order tables and pages show them.
 - :data:`MATCH_GROUPS`: every residual group level matching accepts, the keys of
   ``landscape.symmetry.RESID_GROUPS`` (a test keeps them equal).
-- :data:`GROUPS`: the chain S_d ⊂ B_d ⊂ O(d) offered by the barrier commands, tables and pages.
+- :data:`GROUPS`: the chain S_d ⊂ B_d ⊂ O(d) offered by the barrier commands, tables and pages,
+  and O(d) fixing the mean direction (``orth-mean``, S_d ⊂ it ⊂ O(d)): the rotations a
+  LayerNorm model can be written back with (``landscape.models.exporters``).
 - :data:`MONOMIAL_GROUPS`: the coordinate-preserving levels (S_d, B_d), the ones whose elements
   relabel and flip coordinates (atlas, artifact transport).
 
@@ -25,9 +27,9 @@ from landscape.symmetry.processing import prepare
 Method = Literal["naive", "activation", "weight", "learned"]
 METHODS: tuple[Method, ...] = get_args(Method)
 
-Group = Literal["perm", "perm-global-sign", "signed-perm", "orth"]
+Group = Literal["perm", "perm-global-sign", "signed-perm", "orth", "orth-mean"]
 MATCH_GROUPS: tuple[Group, ...] = get_args(Group)
-GROUPS: tuple[Group, ...] = ("perm", "signed-perm", "orth")
+GROUPS: tuple[Group, ...] = ("perm", "signed-perm", "orth", "orth-mean")
 MONOMIAL_GROUPS: tuple[Group, ...] = ("perm", "signed-perm")
 
 

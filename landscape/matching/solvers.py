@@ -42,11 +42,14 @@ from landscape.symmetry import (
     GLOBAL_SIGN,
     INVERTIBLE,
     ORTH,
+    ORTH_MEAN,
     PERM,
     ROPE,
     SEMI_ORTH,
     SIGNED_PERM,
     Element,
+    fix_mean,
+    mean_free_part,
 )
 
 Matrix = torch.Tensor | np.ndarray
@@ -295,6 +298,12 @@ def solve(
     - ``perm-global-sign``: the better of the assignments on ``±M + U``, one sign for all;
     - ``orth``: Procrustes on M (``U`` unused: gains are folded first); the solver's ``X = UVᵀ``
       maps column vectors, so the element acting on row vectors is ``Xᵀ``;
+    - ``orth-mean``: the same Procrustes restricted to rotations fixing the mean direction
+      ``1/√n``: M restricted to the complement of 1 on both sides
+      (:func:`landscape.symmetry.mean_free_part`), solved there in dimension n − 1 and embedded
+      back with 1 fixed (:func:`landscape.symmetry.fix_mean`). ``tr(XᵀM)`` splits into the
+      fixed ``(HMH)[0, 0]`` and the complement's term, so this is the maximiser over the
+      subgroup;
     - ``semi-orth``: a narrower B (width change): M is [d_A, d_B] with d_A ≥ d_B and
       ``X = UVᵀ`` of its thin SVD (:func:`solve_semi_orth`, orthonormal columns); the element is
       ``G = Xᵀ`` (d_B × d_A, ``G·Gᵀ = I``), which embeds B's stream into A's, ``x ↦ x·G``.
@@ -328,6 +337,9 @@ def solve(
         return best[1]
     if kind == ORTH:
         return Element(kind, matrix=solve_orth(m).T.contiguous())
+    if kind == ORTH_MEAN:
+        x = fix_mean(solve_orth(mean_free_part(m.to(torch.float64))))
+        return Element(kind, matrix=x.T.contiguous())
     if kind == SEMI_ORTH:
         if m.ndim != 2 or m.shape[0] < m.shape[1]:
             raise ValueError(

@@ -68,6 +68,7 @@ from landscape.symmetry import (
     GROUP_OF,
     INVERTIBLE,
     ORTH,
+    ORTH_MEAN,
     PERM,
     PERM_OF,
     ROPE,
@@ -351,7 +352,7 @@ def weight_matching(
                 p[k] = p[k].to(dev)
     spec = spec_for(cfg_p)
     kinds, after = weight_kinds(spec, group, within_heads)
-    dense = any(k in (ORTH, INVERTIBLE, ROPE) for k in kinds.values())
+    dense = any(k in (ORTH, ORTH_MEAN, INVERTIBLE, ROPE) for k in kinds.values())
     scale = _sq_norm(a) + _sq_norm(b)
     gen = torch.Generator().manual_seed(seed)
     # the order is drawn over the variables without the within-head maps, so the option leaves

@@ -9,10 +9,13 @@ set to what the tensors are), ``model.safetensors`` in the source's tensor names
 the tokenizer files beside them. A model the source architecture cannot express is refused
 with the reason:
 
-- **GPT-2** (LayerNorm, Conv1D layout): the stream must still be a LayerNorm stream. Permutations
-  are exact on it; signed permutations and rotations need the writers centred and LayerNorm
-  replaced by RMSNorm, which GPT-2's format has no place for (align with ``--group perm``).
-  GPT-2 has no unembedding bias, so one folded there is refused.
+- **GPT-2** (LayerNorm, Conv1D layout): a LayerNorm stream, or one that processing centred into
+  RMSNorm while it is still mean-free, where LayerNorm with unit gain equals RMSNorm: after
+  permutations and after rotations fixing the mean direction (``--group orth-mean``), written
+  with unit gains and the folded norm biases in the readers' biases. Signed permutations and
+  other rotations move the mean direction and are refused (:func:`_layernorm_stream`). GPT-2
+  has no unembedding bias: one folded there is written through W_U's mean direction, which
+  LayerNorm's mean-free output never reads, and a final-norm bias of ones.
 - **Llama**, **Mistral**, **Qwen2**, **Qwen3** and **OLMo 2** (RMSNorm, gated MLP, rotary
   positions, grouped-query heads; Qwen2's q/k/v biases; the q/k norm gains of Qwen3, per head,
   and OLMo 2, over all heads; OLMo 2's post-norm blocks): every group the alignment admits. A
@@ -22,8 +25,8 @@ with the reason:
   OLMo 2 before anything is written. A model whose q/k norm or norm placement is not the
   format's is refused.
 - **GPT-NeoX / Pythia** (LayerNorm, parallel or sequential blocks, head-interleaved fused
-  ``query_key_value``): as GPT-2, the stream must still be a LayerNorm stream (permutations,
-  and the global sign); one that processing centred into RMSNorm is refused with the reason.
+  ``query_key_value``): as GPT-2 (permutations, the global sign and rotations fixing the mean
+  direction; signed permutations and other rotations are refused with the reason).
   The unembedding is written as ``embed_out.weight`` unless it is still tied.
 - **Phi-3** (the Llama layout with fused ``qkv_proj`` and ``gate_up_proj``): the Llama
   writer's tensors, the projections fused again (q | k | v rows, gate | up rows); no biases.
@@ -72,22 +75,81 @@ def _gain(params: Params, name: str, d: int, dtype: torch.dtype) -> torch.Tensor
     return params[name] if name in params else torch.ones(d, dtype=dtype)
 
 
-def _check_layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> None:
-    """Refuse a model a LayerNorm-only format (GPT-2, GPT-NeoX) cannot hold: a stream that
-    processing centred into RMSNorm, or LayerNorm biases folded into the readers."""
+# A writer whose rows' mean is below this fraction of its largest entry writes into the
+# mean-free subspace (round-off of a rotation fixing 1 stays ~1e-7; any other rotation leaves
+# means of the order of the entries themselves)
+MEAN_FREE = 1e-5
+_WRITERS = ("embed.W_E", "embed.b_E", "pos_embed.W_pos", ".attn.W_O", ".attn.b_O",
+            ".mlp.W_out", ".mlp.b_out")  # fmt: skip
+
+
+def _uncentred_writer(p: Params) -> str | None:
+    """The first writer into the stream (last axis d_model) whose rows do not have zero mean."""
+    for name, w in p.items():
+        if name.endswith(_WRITERS):
+            w = w.double()
+            if bool(w.mean(-1).abs().max() > MEAN_FREE * (1.0 + float(w.abs().max()))):
+                return name
+    return None
+
+
+def _refuse_layernorm(family: str, why: str) -> LandscapeError:
+    return LandscapeError(
+        f"{family}'s format has LayerNorm only, which equals the RMSNorm of this alignment on a "
+        f"mean-free stream only: {why}; align with --group orth-mean (rotations fixing the mean "
+        "direction) or --group perm"
+    )
+
+
+def _layernorm_stream(cfg: ModelConfig, p: Params, family: str) -> Params:
+    """``p`` as a LayerNorm-only format (GPT-2, GPT-NeoX) holds it, or a one-line refusal.
+
+    A LayerNorm stream is written as it is. A stream that processing centred into RMSNorm
+    (``landscape.symmetry.processing.center_writers``) is one too as long as it is still
+    mean-free: there LayerNorm subtracts nothing and equals RMSNorm (same ε), so the norms are
+    written as LayerNorms with their gains (ones where folded) and biases (zeros where folded
+    into the readers' biases). That holds after permutations and after rotations fixing the
+    mean direction (``--group orth-mean``), not after sign flips or other rotations, which move
+    1: an uncentred writer is refused (and a group that may move 1 before the matching,
+    :func:`check_hf_writable`).
+
+    The format has no unembedding bias: one (the final norm's bias folded there) is written
+    through W_U's mean direction, which LayerNorm's mean-free output never reads, and a final
+    bias of ones, exactly and linearly in (W_U, b_U), so that mergekit's linear merge of two
+    written models is the written merge.
+    """
     if cfg.norm != "ln":
-        raise LandscapeError(
-            f"{family}'s format has LayerNorm only; this alignment centred the stream and uses "
-            "RMSNorm (signed permutations and rotations need that): align with --group perm"
-        )
-    if any(f"blocks.{i}.ln1.b" not in p for i in range(cfg.n_layers)):
-        raise LandscapeError(f"{family}'s format has LayerNorm biases; these were folded away")
+        if cfg.d_norm != cfg.d_model:
+            raise _refuse_layernorm(family, "its norm divides by another width")
+        writer = _uncentred_writer(p)
+        if writer is not None:
+            raise _refuse_layernorm(family, f"the stream is no longer mean-free ({writer})")
+    out = dict(p)
+    d = cfg.d_model
+    like = p["embed.W_E"]
+    for name in [f"blocks.{i}.{n}" for i in range(cfg.n_layers) for n in ("ln1", "ln2")] + [
+        "ln_final"
+    ]:
+        out.setdefault(f"{name}.w", torch.ones(d, dtype=like.dtype, device=like.device))
+        out.setdefault(f"{name}.b", torch.zeros(d, dtype=like.dtype, device=like.device))
+    b_u = out.pop("unembed.b_U", None)
+    if b_u is not None and bool(b_u.abs().max() > 0):
+        # LayerNorm's output N has zero mean (N·1 = 0), so with a unit final gain a row r added
+        # to every row of W_U changes nothing there, and a final bias of ones then adds
+        # 1ᵀ·W_U + d·r: r = (b_U − 1ᵀ·W_U)/d writes b_U exactly, linearly in (W_U, b_U), so a
+        # merge of two such files is the file of their merge
+        if "ln_final.w" in p or bool(out["ln_final.b"].abs().max() > 0):
+            raise LandscapeError(f"{family} has no unembedding bias, and this model has one "
+                                 "beside its final norm's own gain or bias")  # fmt: skip
+        w_u = p["unembed.W_U"].double()  # [d, vocab]
+        r = (b_u.double() - w_u.sum(0)) / d
+        out["unembed.W_U"] = (w_u + r).to(like.dtype)
+        out["ln_final.b"] = torch.ones_like(out["ln_final.b"])
+    return out
 
 
 def _gpt2(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
-    _check_layernorm_stream(cfg, p, "GPT-2")
-    if "unembed.b_U" in p and bool(p["unembed.b_U"].abs().max() > 0):
-        raise LandscapeError("GPT-2 has no unembedding bias, and this model has one")
+    p = _layernorm_stream(cfg, p, "GPT-2")
     h, e, d = cfg.n_heads, cfg.d_head, cfg.d_model
     dtype = p["embed.W_E"].dtype
     out = {"transformer.wte.weight": p["embed.W_E"], "transformer.wpe.weight": p["pos_embed.W_pos"]}
@@ -172,7 +234,7 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
 
 
 def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
-    _check_layernorm_stream(cfg, p, "GPT-NeoX")
+    p = _layernorm_stream(cfg, p, "GPT-NeoX")
     if (cfg.block == "parallel") != bool(config.get("use_parallel_residual", True)):
         raise LandscapeError(f"this model's {cfg.block} blocks differ from the source's "
                              "use_parallel_residual")  # fmt: skip
@@ -387,12 +449,22 @@ def hf_tensors(cfg: ModelConfig, params: Params, config: dict[str, Any]
     return EXPORTERS[config["model_type"]](cfg, params, config)
 
 
-def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike) -> None:
+LAYERNORM_FORMATS = {"gpt2": "GPT-2", "gpt_neox": "GPT-NeoX"}
+
+
+def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike, *,
+                      moves_mean: bool = False) -> None:  # fmt: skip
     """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the
     format of ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`). Called
     before an alignment with B processed for its group, so that a model or group the format
-    cannot hold is refused before the matching, not after it."""
-    hf_tensors(cfg, params, hf_config(source))
+    cannot hold is refused before the matching, not after it. ``moves_mean``: the group's
+    elements need not fix the mean direction (signed permutations, O(d)), which a LayerNorm
+    format cannot hold once processing centred the stream into RMSNorm."""
+    config = hf_config(source)
+    family = LAYERNORM_FORMATS.get(config["model_type"])
+    if family is not None and moves_mean and cfg.norm != "ln":
+        raise _refuse_layernorm(family, "this alignment's group moves the mean direction")
+    hf_tensors(cfg, params, config)
 
 
 def export_hf(

@@ -32,7 +32,9 @@ THIN_WIDTH = 1.5  # reference lines, outlines and noisy raw series under a smoot
 # is the matching method, the marker its group, and every method/group its own dash.
 METHOD_COLOUR = {"naive": NEUTRAL, "activation": PALETTE[1], "weight": PALETTE[0],
                  "learned": PALETTE[3]}  # fmt: skip
-GROUP_SYMBOL = {"perm": "circle", "signed-perm": "triangle-up", "orth": "square"}  # λ: diamond
+# λ: diamond
+GROUP_SYMBOL = {"perm": "circle", "signed-perm": "triangle-up", "orth": "square",
+                "orth-mean": "square-open"}  # fmt: skip
 METHOD_DASH = {
     "naive": "dot",
     "activation/perm": "dashdot",
@@ -44,6 +46,9 @@ METHOD_DASH = {
     "learned/perm": "4px,2px",
     "learned/signed-perm": "14px,3px,3px,3px",
     "learned/orth": "20px,3px",
+    "activation/orth-mean": "10px,3px,2px,3px",
+    "weight/orth-mean": "6px,2px",
+    "learned/orth-mean": "20px,3px,6px,3px",
 }
 
 

@@ -23,6 +23,7 @@ from landscape.symmetry.spec import (
     GLOBAL_SIGN,
     INVERTIBLE,
     ORTH,
+    ORTH_MEAN,
     PERM,
     ROPE,
     SCALE,
@@ -82,12 +83,16 @@ def resid_needs(state: NormState, kind: str) -> tuple[str, ...]:
     LayerNorm subtracts the mean: only G with G·1 = ±1 and 1ᵀ·G = ±1ᵀ commute with it, i.e.
     within B_d only S_d × {±I}. Rewriting LN as RMSNorm (``center_writers``) removes that
     constraint. A rotation cannot move per-channel gains, so O(d) also needs ``fold_norm_gains``.
+    Rotations fixing the mean direction (``orth-mean``) take the same steps as O(d): after them
+    the stream is centred, and such a G keeps it centred (``x·1 = 0 ⇒ x·G·1 = x·1 = 0``), so
+    the rotated model is a LayerNorm model again, with unit gains (a LayerNorm format can hold
+    it: ``landscape.models.exporters``).
     Norm biases move like the stream (β ← β·G, signs included), so they never need folding.
     """
     if kind in (PERM, GLOBAL_SIGN):
         return ()
     steps = []
-    if kind in (ORTH, SEMI_ORTH) and not state.gains_folded:
+    if kind in (ORTH, ORTH_MEAN, SEMI_ORTH) and not state.gains_folded:
         steps.append("fold_norm_gains")
     if state.norm == "ln":
         steps.append("center_writers")
@@ -117,7 +122,7 @@ def _check_element(var: Variable, e: Element) -> None:
     else:
         m = e.matrix
         eye = torch.eye(m.shape[-2], dtype=m.dtype, device=m.device)
-        if e.kind in (ORTH, SEMI_ORTH):
+        if e.kind in (ORTH, ORTH_MEAN, SEMI_ORTH):
             ok = bool((m @ m.transpose(-1, -2) - eye).abs().max() < 1e-9)
         else:
             ok = e.kind in (INVERTIBLE, ROPE)
@@ -127,6 +132,8 @@ def _check_element(var: Variable, e: Element) -> None:
                     f"element for {var.name} does not commute with the rotary positions: it "
                     "must be one scaled rotation per frequency pair (spec module docstring)"
                 )
+        if e.kind == ORTH_MEAN:  # and G·1 = 1
+            ok = ok and bool((m.sum(-1) - 1).abs().max() < 1e-9)
     if not ok:
         raise ValueError(f"element for {var.name} is not a valid {e.kind!r} element")
     if var.group > 1 and var.over is not None:  # one map per key/value group

@@ -29,6 +29,7 @@ from landscape.symmetry.spec import (
     KV_G,
     KV_INV_T,
     ORTH,
+    ORTH_MEAN,
     PERM,
     PERM_OF,
     ROPE,
@@ -89,7 +90,7 @@ class Element:
         if self.is_monomial:
             inv = torch.argsort(self.perm)
             return Element(self.kind, inv, (1.0 / self.scale)[inv])
-        if self.kind in (ORTH, SEMI_ORTH):
+        if self.kind in (ORTH, ORTH_MEAN, SEMI_ORTH):
             return Element(self.kind, matrix=self.matrix.transpose(-1, -2), over=self.over)
         return Element(self.kind, matrix=torch.linalg.inv(self.matrix), over=self.over)
 
@@ -119,7 +120,7 @@ class Element:
             return Element(self.kind, self.perm, s)
         if act == ABS:
             return None
-        if self.kind in (ORTH, SEMI_ORTH):
+        if self.kind in (ORTH, ORTH_MEAN, SEMI_ORTH):
             return self  # G⁻ᵀ = G (pseudo-inverse-transpose for semi-orthogonal)
         inv_t = torch.linalg.inv(self.matrix).transpose(-1, -2)
         return Element(self.kind, matrix=inv_t, over=self.over)
@@ -131,6 +132,9 @@ def _join(a: str, b: str) -> str:
         return a
     if a in _CHAIN and b in _CHAIN:
         return max(a, b, key=_CHAIN.index)
+    if ORTH_MEAN in (a, b) and {a, b} - {ORTH_MEAN} <= set(_CHAIN):
+        # S_d fixes the mean direction too; a sign pattern other than +I (or O(d)) does not
+        return ORTH_MEAN if {a, b} <= {ORTH_MEAN, PERM} else ORTH
     if {a, b} <= {PERM, SCALE, SCALED_PERM}:
         return SCALED_PERM
     if SEMI_ORTH in (a, b) and {a, b} - {SEMI_ORTH} <= set(_CHAIN):
@@ -253,6 +257,40 @@ def random_orthogonal(n: int, gen: torch.Generator) -> torch.Tensor:
     return q * torch.sign(torch.diagonal(r))
 
 
+def mean_basis(n: int, dtype: torch.dtype = torch.float64,
+               device: torch.device | str = "cpu") -> torch.Tensor:  # fmt: skip
+    """The Householder reflection H (n × n, ``H = Hᵀ = H⁻¹``) that swaps e₁ and ``1/√n``: its
+    first column is the mean direction, the other n − 1 an orthonormal basis of its complement
+    (the mean-free vectors). Deterministic, so every machine embeds and restricts alike."""
+    v = -torch.full((n,), n**-0.5, dtype=dtype, device=device)
+    v[0] += 1.0
+    norm2 = v @ v
+    eye = torch.eye(n, dtype=dtype, device=device)
+    if float(norm2) == 0.0:  # n = 1: e₁ is the mean direction
+        return eye
+    return eye - 2.0 * torch.outer(v, v) / norm2
+
+
+def fix_mean(r: torch.Tensor) -> torch.Tensor:
+    """The n × n rotation that fixes ``1/√n`` and acts as ``r`` ((n−1) × (n−1), orthogonal) on
+    the basis of its complement given by :func:`mean_basis`: ``H·diag(1, r)·H``. Every
+    element of the ``orth-mean`` kind (O(d) with ``G·1 = 1``) is one of these."""
+    n = r.shape[-1] + 1
+    h = mean_basis(n, r.dtype, r.device)
+    block = torch.zeros(n, n, dtype=r.dtype, device=r.device)
+    block[0, 0] = 1.0
+    block[1:, 1:] = r
+    return h @ block @ h
+
+
+def mean_free_part(m: torch.Tensor) -> torch.Tensor:
+    """``m`` (n × n) restricted to the complement of the mean direction on both sides, in the
+    basis of :func:`mean_basis`: ``(H·m·H)[1:, 1:]``, (n−1) × (n−1); the inverse of
+    :func:`fix_mean` on its image."""
+    h = mean_basis(m.shape[-1], m.dtype, m.device)
+    return (h @ m @ h)[1:, 1:]
+
+
 def random_semi_orthogonal(d_old: int, d_new: int, gen: torch.Generator) -> torch.Tensor:
     """G of shape (d_old, d_new) with orthonormal rows, G·Gᵀ = I (float64)."""
     q, r = torch.linalg.qr(torch.randn(d_new, d_old, generator=gen, dtype=torch.float64))
@@ -276,6 +314,8 @@ def random_element(kind: str, n: int, gen: torch.Generator) -> Element:
         return Element(kind, p, s)
     if kind == ORTH:
         return Element(kind, matrix=random_orthogonal(n, gen))
+    if kind == ORTH_MEAN:
+        return Element(kind, matrix=fix_mean(random_orthogonal(n - 1, gen)))
     if kind == INVERTIBLE:
         # condition number at most e, so float32 round-off stays far below the test tolerance
         u = torch.rand(n, generator=gen, dtype=torch.float64) - 0.5

@@ -124,6 +124,10 @@ PERM = "perm"
 GLOBAL_SIGN = "perm-global-sign"  # S_d × {±I}: a permutation times one global sign
 SIGNED_PERM = "signed-perm"  # B_d = S_d ⋉ {±1}^d
 ORTH = "orth"  # O(d)
+# O(d) fixing the mean direction: G·1 = 1 (so 1ᵀ·G = 1ᵀ), i.e. O(d−1) on the complement of 1.
+# Between S_d and O(d): it keeps a centred (mean-free) stream centred, where LayerNorm with unit
+# gain equals RMSNorm, so a LayerNorm format (GPT-2, GPT-NeoX) can hold the rotated model.
+ORTH_MEAN = "orth-mean"
 SEMI_ORTH = "semi-orth"  # G (d_old × d_new), G·Gᵀ = I: width change
 SCALE = "scale"  # positive diagonal
 SCALED_PERM = "scaled-perm"  # permutation × positive diagonal (ReLU units)
@@ -131,7 +135,8 @@ INVERTIBLE = "invertible"  # GL(n)
 # Per-head maps commuting with RoPE: one scaled rotation a·I + b·J per frequency pair (the
 # half-split pairs of dimension i with i + r/2), any invertible block on the unrotated dimensions
 ROPE = "rope-commuting"
-KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, SEMI_ORTH, SCALE, SCALED_PERM, INVERTIBLE, ROPE)
+KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, ORTH_MEAN, SEMI_ORTH, SCALE, SCALED_PERM,
+         INVERTIBLE, ROPE)  # fmt: skip
 _CHAIN = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH)
 
 # Group levels by name: the residual kind, plus permutations of FFN units and heads.
@@ -140,6 +145,7 @@ RESID_GROUPS = {
     "perm-global-sign": GLOBAL_SIGN,
     "signed-perm": SIGNED_PERM,
     "orth": ORTH,
+    "orth-mean": ORTH_MEAN,
 }
 GROUPS = (*RESID_GROUPS, "qk", "ov", "scale")
 
@@ -277,7 +283,9 @@ def spec_for(cfg: ModelConfig) -> Spec:
     """The symmetry spec of ``cfg``'s architecture (mlp, vit and gpt share this one builder)."""
     shapes = param_shapes(cfg)
     res_g, res_inv, res_abs = Role("resid", G), Role("resid", INV_T), Role("resid", ABS)
-    resid_kinds = (PERM, GLOBAL_SIGN, SIGNED_PERM) if resid_blocked(cfg) else (*_CHAIN, SEMI_ORTH)
+    resid_kinds = (PERM, GLOBAL_SIGN, SIGNED_PERM)
+    if not resid_blocked(cfg):
+        resid_kinds = (*_CHAIN, ORTH_MEAN, SEMI_ORTH)
     if cfg.block == "postln" and cfg.norm == "ln":  # resid_blocked: LayerNorm's mean, too
         resid_kinds = (PERM, GLOBAL_SIGN)
     variables = {"resid": Variable("resid", cfg.d_model, resid_kinds, "resid")}
@@ -417,7 +425,7 @@ def _postln(
 def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[str, str]:
     """Kind per variable of a named group level (the one map from a level to its kinds).
 
-    ``perm``/``perm-global-sign``/``signed-perm``/``orth``: that kind on ``resid`` plus
+    ``perm``/``perm-global-sign``/``signed-perm``/``orth``/``orth-mean``: the kind on ``resid`` plus
     permutations of every layer's FFN units and heads (FFN units first, then heads: the order
     weight matching's seeded visiting order is drawn over). ``qk``/``ov``: invertible maps
     inside every head (under rotary positions the QK maps commute with RoPE, kind
@@ -432,7 +440,7 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
     """
     if group in RESID_GROUPS:
         resid = RESID_GROUPS[group]
-        signed = gated_signs and resid in (SIGNED_PERM, ORTH)
+        signed = gated_signs and resid in (SIGNED_PERM, ORTH, ORTH_MEAN)
         kinds = {"resid": resid}
         for v in spec.family("mlp"):
             kinds[v] = SIGNED_PERM if signed and SIGNED_PERM in spec.variables[v].kinds else PERM

@@ -68,6 +68,7 @@ _ACTS_ON = {
     "perm-global-sign": "resid S_d × {±I}; FFN units S_f; heads S_H",
     "signed-perm": "resid B_d (signed permutations); FFN units S_f; heads S_H",
     "orth": "resid O(d); FFN units S_f; heads S_H",
+    "orth-mean": "resid O(d) fixing the mean direction 1; FFN units S_f; heads S_H",
     "qk": "inside each head: W_Q·M, W_K·M⁻ᵀ (M invertible)",
     "ov": "inside each head: W_V·N, N⁻¹·W_O (N invertible)",
     "scale": "FFN units: positive scalings",
@@ -116,6 +117,9 @@ def symmetry_table(
         "LayerNorm also subtracts the mean, and flipping some coordinates changes the mean.",
         "orth": "A rotation keeps the norm but mixes coordinates, so a per-channel gain cannot "
         "follow it and LayerNorm's mean (along 1) is not preserved.",
+        "orth-mean": "A rotation that fixes 1 keeps LayerNorm's mean, but still mixes "
+        "coordinates, so the gains must be folded first; after centring the stream stays "
+        "mean-free, where LayerNorm with unit gain is RMSNorm.",
     }
     rows = []
     blocked = resid_blocked(cfg)  # post-norm gains: no processing makes rotations exact

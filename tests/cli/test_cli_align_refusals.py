@@ -113,3 +113,42 @@ def test_inspect_describes_a_folder_landscape_wrote(home, tmp_path, capsys):
     assert main(["inspect", str(folder)]) == 0
     shown = capsys.readouterr().out
     assert "landscape" in shown and "null" not in shown
+
+
+def test_align_refuses_full_rotations_of_a_layernorm_format_before_matching_naming_orth_mean(
+    home, tmp_path, capsys, no_matching
+):
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be, that is the question. " * 60)
+    fam = _neox_family(tmp_path, text)
+    capsys.readouterr()
+    out = tmp_path / "out"
+    _refused(capsys, ["align", fam, "--seeds", "0", "1", "--group", "orth", "--out", str(out)],
+             "LayerNorm", "moves the mean direction", "--group orth-mean")  # fmt: skip
+    assert not out.exists()
+
+
+def test_mergekit_requests_are_checked_before_matching(home, tmp_path, capsys, no_matching):
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be, that is the question. " * 60)
+    fam = _neox_family(tmp_path, text)
+    capsys.readouterr()
+    out, cfg, a = tmp_path / "out", tmp_path / "merge.yaml", tmp_path / "a"
+    base = ["align", fam, "--seeds", "0", "1", "--out", str(out)]
+    _refused(capsys, [*base, "--group", "orth-mean", "--mergekit-config", str(cfg)], "--out-a")
+    _refused(capsys, [*base, "--mergekit-config", str(cfg), "--merge", "0.5"], "--merge-weight")
+    _refused(capsys, [*base, "--out-a", str(a)], "--mergekit-config")
+    _refused(capsys, [*base, "--mergekit-config", str(cfg), "--out-a", str(a)],
+             "leaves A as it is")  # fmt: skip
+    cfg.write_text("mine")
+    _refused(capsys, [*base, "--mergekit-config", str(cfg)], "exists")
+    assert cfg.read_text() == "mine" and not out.exists() and not a.exists()
+    assert main([*base, "--mergekit-config", str(tmp_path / "m2.yaml"), "--merge-method",
+                 "nonsense"]) == 2  # fmt: skip
+
+
+def test_mergekit_needs_hugging_face_directories(home, tmp_path, capsys, no_matching):
+    out = tmp_path / "out"
+    _refused(capsys, ["align", "mlp-digits", "--seeds", "0", "1", "--out", str(out),
+                      "--mergekit-config", str(tmp_path / "m.yaml")], "Hugging Face")  # fmt: skip
+    assert not out.exists()

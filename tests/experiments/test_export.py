@@ -25,6 +25,15 @@ def _gpt2(seed: int):
     return perturbed(transformers.GPT2LMHeadModel(cfg))
 
 
+def _neox(seed: int):
+    torch.manual_seed(seed)
+    cfg = transformers.GPTNeoXConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                     intermediate_size=24, vocab_size=256,
+                                     max_position_embeddings=32,
+                                     attn_implementation="eager")  # fmt: skip
+    return perturbed(transformers.GPTNeoXForCausalLM(cfg))
+
+
 def _qwen2(seed: int):
     torch.manual_seed(seed)
     cfg = transformers.Qwen2Config(
@@ -58,7 +67,9 @@ def cache_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("build", "group"), [(_gpt2, "perm"), (tiny_llama, "perm"),
-                                              (tiny_llama, "orth"), (_qwen2, "orth")])  # fmt: skip
+                                              (tiny_llama, "orth"), (_qwen2, "orth"),
+                                              (_gpt2, "orth-mean"), (_neox, "orth-mean"),
+                                              (tiny_llama, "orth-mean")])  # fmt: skip
 def test_aligned_b_loads_in_transformers_with_b_s_logits(tmp_path, cache_env, build, group):
     name = f"{build.__name__.strip('_')}-pair"
     paths = _family(tmp_path, build, name)
@@ -74,10 +85,13 @@ def test_aligned_b_loads_in_transformers_with_b_s_logits(tmp_path, cache_env, bu
     assert any(not torch.equal(a_sd[k], b_sd[k]) for k in a_sd if k in b_sd)
 
 
-def test_the_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsys):
-    paths = _family(tmp_path, tiny_llama, "llama-merge")
+@pytest.mark.parametrize(("build", "group"), [(tiny_llama, "orth"), (_gpt2, "orth-mean")])
+def test_the_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsys, build, group):
+    # GPT-2: the merge's unembedding bias (the final norm's, folded) has no place in the format
+    # but W_U's mean direction, which a least-squares final bias could not hold for a merge
+    paths = _family(tmp_path, build, "pair-merge")
     out = tmp_path / "merged"
-    argv = ["align", "llama-merge", "--seeds", "0", "1", "--group", "orth", "--merge", "0.3",
+    argv = ["align", "pair-merge", "--seeds", "0", "1", "--group", group, "--merge", "0.3",
             "--out", str(out), "--json"]  # fmt: skip
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)

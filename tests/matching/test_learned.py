@@ -115,6 +115,24 @@ def test_both_rotation_parametrisations_lower_the_merged_loss(orth: str) -> None
         assert r.det_flips == 0
 
 
+@pytest.mark.parametrize("orth", ["exp", "polar"])
+def test_learned_rotations_fixing_the_mean_direction_stay_in_their_subgroup(orth: str) -> None:
+    """``orth-mean``: the learned residual rotation keeps G·1 = 1 under both parametrisations
+    (the exponential's generator has 1 in its kernel; the polar latent is projected by the
+    restricted Procrustes), lowers the merged loss and keeps B's function."""
+    cfg, a, split = _task("vit")
+    b = init_params(cfg, 2)
+    r = learned_matching(cfg, a, b, "orth-mean", split, steps=40, batch_size=64, lam="0.5",
+                         orth=orth, eval_every=10)  # fmt: skip
+    evals = [e["loss"] for e in r.info["eval_curve"]]
+    assert min(evals) < evals[0] and r.function_check < 1e-4
+    g = r.resid_matrix()
+    ones = torch.ones(cfg.d_model, dtype=torch.float64)
+    assert (g @ g.T - torch.eye(cfg.d_model, dtype=torch.float64)).abs().max() < 1e-10
+    assert (g @ ones - ones).abs().max() < 1e-10
+    assert r.transform.elements["resid"].kind == "orth-mean"
+
+
 def test_learned_matching_in_the_circuit_space_descends_the_circuit_line() -> None:
     from landscape.models.circuits import circuit_form
 

@@ -32,7 +32,7 @@ from landscape.symmetry.processing import prepare
 from tests.conftest import tiny_config, tiny_inputs
 
 ARCHS = ["mlp", "vit", "gpt"]
-GROUPS = ["perm", "signed-perm", "orth"]
+GROUPS = ["perm", "signed-perm", "orth", "orth-mean"]
 
 
 def _model(arch: str, norm: str = "rms", seed: int = 1) -> tuple:

@@ -168,7 +168,7 @@ def test_solve_heads_recovers_planted_perm_under_within_head_maps(gen):
     assert torch.equal(solve_heads(cost), perm)
 
 
-@pytest.mark.parametrize("kind", ["perm", "signed-perm", "perm-global-sign", "orth"])
+@pytest.mark.parametrize("kind", ["perm", "signed-perm", "perm-global-sign", "orth", "orth-mean"])
 def test_solve_dispatch_recovers_planted_element(gen, kind):
     """B = A·G: ``solve(kind, M)`` on ``M = X_Aᵀ X_B`` returns the element aligning B to A, G⁻¹."""
     n = 10
@@ -178,6 +178,26 @@ def test_solve_dispatch_recovers_planted_element(gen, kind):
     est = solve(kind, m)
     assert est.kind == kind
     assert torch.allclose(est.dense(), g.inverse().dense(), atol=1e-9)
+
+
+def test_orth_mean_is_procrustes_over_the_rotations_fixing_1(gen):
+    """``orth-mean``: G·1 = 1, orthogonal, and no element of the subgroup scores higher than
+    the restricted Procrustes (while full O(d) generally does: the restriction is real)."""
+    n = 9
+    m = torch.randn(n, n, generator=gen, dtype=torch.float64)
+    g = solve("orth-mean", m).dense()
+    ones = torch.ones(n, dtype=torch.float64)
+    assert torch.allclose(g @ g.T, torch.eye(n, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(g @ ones, ones, atol=1e-12)
+
+    def score(x: torch.Tensor) -> float:  # the solver maximises tr(Xᵀ M) with X = Gᵀ
+        return float((x * m).sum())
+
+    best = score(g.T)
+    for _ in range(200):
+        other = random_element("orth-mean", n, gen).dense()
+        assert score(other.T) <= best + 1e-12
+    assert score(solve("orth", m).dense().T) > best + 1e-6
 
 
 def test_solve_signs_option_is_the_matrix_solvers(gen):

@@ -118,7 +118,8 @@ def test_symmetry_table_admits_what_post_ln_keeps_and_says_why_the_rest_is_refus
     ckpt = import_checkpoint(saved[kind][1])
     rows = {r["group"]: r for r in symmetry_table(ckpt.cfg, ckpt.params)}
     after = {"signed-perm": "signed-perm after center_writers",
-             "orth": "orth after fold_norm_gains + center_writers"}  # fmt: skip
+             "orth": "orth after fold_norm_gains + center_writers",
+             "orth-mean": "orth-mean after fold_norm_gains + center_writers"}  # fmt: skip
     assert set(rows) == {"perm", "perm-global-sign", "qk", "ov", "scale", *after, *after.values()}
     valid = {g for g, r in rows.items() if r["valid"]}
     assert valid == {"perm", "perm-global-sign", "qk", "ov"}

@@ -89,7 +89,7 @@ def test_spec_declares_every_axis_once(arch_norm):
 def _valid_cases():
     for arch_norm in ARCH_NORMS:
         arch, norm = arch_norm.values[0]
-        groups = ["perm", "perm-global-sign", "signed-perm", "orth"]
+        groups = ["perm", "perm-global-sign", "signed-perm", "orth", "orth-mean"]
         if arch != "mlp":
             groups += ["qk", "ov"]
         for group in groups:

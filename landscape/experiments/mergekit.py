@@ -1,0 +1,78 @@
+"""A mergekit configuration for an aligned pair: the aligned pair one command from any of its
+merge methods (``landscape align … --mergekit-config PATH``).
+
+mergekit (PyPI ``mergekit``, the optional extra ``landscape[merge]``) merges Hugging Face
+directories of one architecture. After ``align --out B`` the two endpoints of the line are A
+(its source directory, or with a group that processes the weights A processed the same way,
+``--out-a``) and the aligned B; :func:`mergekit_config` writes the YAML that merges them at
+λ (λ = 1 is A, as on the line):
+
+- ``linear``: weights λ for A and 1 − λ for B, the straight line itself, so the merged model's
+  loss is the curve's value at λ (``tests/experiments/test_mergekit.py`` runs mergekit's CLI);
+- ``slerp``: B the base, ``t = λ`` towards A (t = 0 is B);
+- ``task_arithmetic``, ``ties``, ``dare_ties``, ``dare_linear``, ``breadcrumbs``, ``della``:
+  methods that add task vectors to a base; with no common ancestor, B is the base and A − B the
+  one task vector, at weight λ (task arithmetic at λ is then the line again; the sparsifying
+  methods take mergekit's defaults for density and the like, to be edited in the file).
+
+Written as plain YAML (JSON strings are YAML scalars), float32, so no YAML library is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from landscape.errors import LandscapeError
+from landscape.store.files import replace_file
+
+MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
+                 "breadcrumbs", "della")  # fmt: skip
+
+
+def mergekit_yaml(a: str | os.PathLike, b: str | os.PathLike, method: str = "linear",
+                  weight: float = 0.5) -> str:  # fmt: skip
+    """The YAML merging A and B at λ = ``weight`` with ``method`` (module docstring)."""
+    if method not in MERGE_METHODS:
+        raise LandscapeError(f"unknown merge method {method!r}; expected one of "
+                             f"{', '.join(MERGE_METHODS)}")  # fmt: skip
+    if not 0.0 <= weight <= 1.0:
+        raise LandscapeError(f"--merge-weight must lie in [0, 1] (λ = 1 is A), got {weight}")
+    qa, qb = json.dumps(str(Path(a).resolve())), json.dumps(str(Path(b).resolve()))
+    lines = [
+        f"# A at λ = {weight:g} (λ = 1 is A), B aligned to A by landscape",
+        f"merge_method: {method}",
+    ]
+    if method == "linear":
+        lines += ["models:", f"  - model: {qa}", "    parameters:", f"      weight: {weight!r}",
+                  f"  - model: {qb}", "    parameters:",
+                  f"      weight: {1.0 - weight!r}"]  # fmt: skip
+    elif method == "slerp":
+        lines += [f"base_model: {qb}", "models:", f"  - model: {qa}", f"  - model: {qb}",
+                  "parameters:", f"  t: {weight!r}"]  # fmt: skip
+    else:
+        lines += [f"base_model: {qb}", "models:", f"  - model: {qa}", "    parameters:",
+                  f"      weight: {weight!r}"]  # fmt: skip
+    lines += ["dtype: float32", ""]
+    return "\n".join(lines)
+
+
+def write_mergekit_config(
+    path: str | os.PathLike,
+    a: str | os.PathLike,
+    b: str | os.PathLike,
+    method: str = "linear",
+    weight: float = 0.5,
+) -> dict[str, Any]:
+    """Write :func:`mergekit_yaml` to ``path`` (a new file) and say how to run it."""
+    target = Path(path)
+    if target.exists():
+        raise LandscapeError(f"{target} exists; choose a new file")
+    if not target.parent.is_dir():
+        raise LandscapeError(f"{target.parent} does not exist")
+    text = mergekit_yaml(a, b, method, weight)
+    replace_file(target, lambda tmp: tmp.write_text(text))
+    return {"path": str(target), "method": method, "weight": weight, "a": str(a), "b": str(b),
+            "command": f"mergekit-yaml {target} MERGED_DIR"}  # fmt: skip
