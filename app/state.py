@@ -1,4 +1,4 @@
-"""Every Streamlit cache wrapper of the app lives here (STYLE 12).
+"""Every Streamlit cache wrapper of the app lives here (docs/design.md §2).
 
 Models go in ``st.cache_resource`` and are never mutated; results in ``st.cache_data``. The
 library's disk cache sits underneath, so a restart or a second user sees results at once; the

@@ -1,4 +1,4 @@
-"""A memory budget for the parts of a request that grow with its size (DESIGN §4).
+"""A memory budget for the parts of a request that grow with its size (docs/design.md §4).
 
 Evaluation itself is bounded whatever the request: the mixtures of a curve or a triangle are
 formed a chunk of λ at a time (``barrier.MIX_BUDGET_ELEMENTS`` parameters, or what fits the GPU)

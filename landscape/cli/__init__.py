@@ -1,4 +1,4 @@
-"""The ``landscape`` command line (DESIGN §5).
+"""The ``landscape`` command line (docs/design.md §5).
 
 Every command takes ``--json`` (one JSON object on stdout; progress on stderr), ``--device`` and
 ``--threads`` (``landscape.threads``).

@@ -1,4 +1,4 @@
-"""Loss and accuracy along lines and over triangles in weight space (DESIGN §1, "Loss barrier").
+"""Loss and accuracy along lines and over triangles in weight space (docs/design.md §1).
 
 Convention: ``θ(λ) = λ·θ_A + (1−λ)·θ_B``, so **λ = 1 is A** and λ = 0 is B (B already aligned to
 A by whatever transform the caller chose). For a curve with endpoint losses L_A = L(θ(1)),
@@ -8,15 +8,15 @@ L_B = L(θ(0)) and accuracies acc_A, acc_B:
     B_acc  = max_λ [ (λ·acc_A + (1−λ)·acc_B) − acc(θ(λ)) ]
 
 Many interpolated models are evaluated at once: the mixed parameters of a chunk of λ values are
-stacked along a new leading axis (one tensor per parameter name, not one model per λ), mixed in
-one step for the whole chunk. On CUDA ``torch.func.vmap`` runs ``models.forward_resid`` over
-that axis, one pass per data batch (DESIGN §4). On the CPU every model runs one plain functional
-forward per mixture instead, on cache-sized slices of the batch: vmap's batched matmuls and
-copies, and activations K times larger, made the vectorised pass slower there for every zoo
-model (``auto_chunk``, bench/bench_curve.py). Either way there is no module and no per-λ copy
-of a state dict. The embedding is linear in the parameters, so each endpoint embeds a batch once
-and the mixtures start from mixed embeddings. Losses and accuracies are exact means over every
-prediction in the data set (every token for gpt), accumulated in float64.
+stacked along a new leading axis (one tensor per parameter name, not one model per λ), mixed in one
+step for the whole chunk. On CUDA ``torch.func.vmap`` runs ``models.forward_resid`` over that axis,
+one pass per data batch (docs/design.md §4). On the CPU every model runs one plain functional
+forward per mixture instead, on cache-sized slices of the batch: vmap's batched matmuls and copies,
+and activations K times larger, made the vectorised pass slower there for every zoo model
+(``auto_chunk``, bench/bench_curve.py). Either way there is no module and no per-λ copy of a state
+dict. The embedding is linear in the parameters, so each endpoint embeds a batch once and the
+mixtures start from mixed embeddings. Losses and accuracies are exact means over every prediction in
+the data set (every token for gpt), accumulated in float64.
 """
 
 from __future__ import annotations
@@ -385,7 +385,7 @@ def barrier_from_curve(
     loss: Sequence[float] | torch.Tensor,
     accuracy: Sequence[float] | torch.Tensor,
 ) -> BarrierCurve:
-    """Barriers of a measured curve (DESIGN §1).
+    """Barriers of a measured curve (docs/design.md §1).
 
     ``B_loss = max_λ [L(θ(λ)) − (λ·L_A + (1−λ)·L_B)]`` and
     ``B_acc = max_λ [(λ·acc_A + (1−λ)·acc_B) − acc(θ(λ))]``, the maxima over the grid points.

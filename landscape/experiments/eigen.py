@@ -1,4 +1,4 @@
-"""Eigenangles of orthogonal matrices (DESIGN §1: the residual rotation found by matching).
+"""Eigenangles of orthogonal matrices (docs/design.md §1: the residual rotation found by matching).
 
 An orthogonal G is normal, so it is unitarily diagonalisable with eigenvalues on the unit
 circle, ``e^{±iφ}`` in conjugate pairs plus real ±1. The angles φ say how far G is from the

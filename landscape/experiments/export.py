@@ -1,8 +1,8 @@
 """Aligned checkpoints out: π(θ_B), or the merge λ·θ_A + (1−λ)·π(θ_B), written as a checkpoint.
 
 :func:`write_aligned` aligns B to A (the cached matching of ``experiments.align``) and writes
-the aligned B, or with ``merge=λ`` the model at λ on the straight line (λ = 1 is A, DESIGN §1),
-in B's own format: a Hugging Face directory for a model imported from one
+the aligned B, or with ``merge=λ`` the model at λ on the straight line (λ = 1 is A,
+docs/design.md §1), in B's own format: a Hugging Face directory for a model imported from one
 (:func:`landscape.models.exporters.export_hf`: config.json + safetensors in the source's tensor
 names, tokenizer files beside them), the landscape format (config.json + model.safetensors)
 for zoo models, GGUF files and landscape directories. The written files are read back and

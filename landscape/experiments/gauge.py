@@ -1,5 +1,5 @@
-"""Gauge sweep: which facts about a model survive a random function-preserving gauge (DESIGN §1,
-"Signed-permutation transport").
+"""Gauge sweep: which facts about a model survive a random function-preserving gauge
+(docs/design.md §1, "Coordinate transport").
 
 For an RMSNorm stream with per-channel gains the coordinate-preserving residual gauge is the
 signed-permutation group B_d = S_d ⋉ {±1}^d: B = g(A) writes ``x·G`` where A writes ``x``, so
@@ -184,7 +184,7 @@ def align_activations(
     method: Signs = "marginalised",
     drop_first: bool = False,
 ) -> Transform:
-    """Activation matching restricted to ``resid_kind`` on the stream (DESIGN §1, "Matching"),
+    """Activation matching restricted to ``resid_kind`` on the stream (docs/design.md §1),
     with the sweep's options (``landscape.matching.activation.GAUGE_SWEEP``).
 
     Residual: :func:`activation_similarity` solved by ``resid_kind`` (``method``: the sign

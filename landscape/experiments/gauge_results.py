@@ -131,7 +131,7 @@ class ScrambleResult:
     summary: list[ScrambleSummary]
     draws: int
     lambdas: int
-    split: str = "test"  # every barrier names its split (DESIGN §5): the task's test split
+    split: str = "test"  # every barrier names its split (docs/design.md §5): the task's test split
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": [r.to_dict() for r in self.rows],

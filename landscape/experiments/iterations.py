@@ -57,7 +57,7 @@ ITERATIONS_VERSION = 2  # bump when what is measured per round or checkpoint cha
 # 2: circuit-form checks in float64
 FULL_ROUNDS = 10  # every round up to this one is measured ...
 ROUND_STRIDE = 5  # ... then every ROUND_STRIDE-th, and the last
-LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (DESIGN §1)
+LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (docs/design.md §1)
 STEPS = 300  # learned matching's own default, so the final transform is the usual one
 CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS steps
 

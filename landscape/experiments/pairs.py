@@ -4,7 +4,7 @@
 directories or ``.gguf`` files through :func:`landscape.models.importers.import_checkpoint`, or
 landscape-format directories written by ``zoo.save_checkpoint_dir``), aligns B to A and
 measures the loss/accuracy barrier along ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` (λ = 1 is A,
-DESIGN §1). Typical use: two fine-tunes of one base model.
+docs/design.md §1). Typical use: two fine-tunes of one base model.
 
 Evaluation data
 ---------------

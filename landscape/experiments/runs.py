@@ -3,7 +3,7 @@
 This is the layer the CLI and the app call. Every result is stored in the disk cache keyed by
 the weight digests of the checkpoints involved, the method, group and parameters, the data and
 the version of the algorithm, so a second request (from either front end) is served from disk.
-Results are plain JSON-able dicts; the JSON keys follow DESIGN §5.
+Results are plain JSON-able dicts; the JSON keys follow docs/design.md §5.
 
 There is one barrier pipeline, :func:`barrier_pair`: two endpoints (each a
 :class:`~landscape.sources.Source` or a loaded checkpoint) are checked, loaded, aligned and
@@ -453,7 +453,7 @@ def measure_barrier(
 ) -> BarrierRun:
     """The one barrier pipeline: check, load, align B to A, evaluate the line on A's data.
 
-    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (DESIGN §1), in ``coordinates`` and merge
+    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (docs/design.md §1), in ``coordinates`` and merge
     ``space`` (``"weights"`` or ``"circuits"``: :func:`in_space`). Everything is
     checked before anything is loaded (method, group, split, points against the memory budget,
     dtype). The measurement is one cache entry (kind ``"barrier"``) keyed by both endpoints'
@@ -589,7 +589,8 @@ def barrier_pair(
     (:func:`measure_barrier`, written out as :meth:`BarrierRun.to_dict`).
 
     ``coordinates=PROCESSED``: the straight line between processed A and π(B) as matched
-    (gains folded for O(d), LayerNorm rewritten as RMSNorm, DESIGN §1). ``controls.ORIGINAL``:
+    (gains folded for O(d), LayerNorm rewritten as RMSNorm, docs/design.md §1).
+    ``controls.ORIGINAL``:
     the straight line between the unprocessed A and π(B) written back in the unprocessed
     parameterisation. Folding gains or norm biases into the readers makes the two lines
     different paths between the same functions. ``space="circuits"``: the line between the
@@ -622,7 +623,7 @@ def barrier(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two seeds of a zoo model
-    (or members of a family), λ = 1 is A (DESIGN §1); see :func:`barrier_pair`. ``options``
+    (or members of a family), λ = 1 is A (docs/design.md §1); see :func:`barrier_pair`. ``options``
     (keywords of the matching method, e.g. learned matching's ``steps``) are said in the
     result's ``options``."""
     if len(seeds) != 2:

@@ -1,4 +1,4 @@
-"""Artifact transport between gauge-related models (DESIGN §1, "Signed-permutation transport").
+"""Artifact transport between gauge-related models (docs/design.md §1, "Coordinate transport").
 
 An *artifact* is anything trained on or against a model's residual coordinates: a steering
 vector, a linear probe, a sparse autoencoder, a LoRA adapter, AdamW optimizer state. For

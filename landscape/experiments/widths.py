@@ -1,5 +1,5 @@
-"""Barriers between models of different widths (DESIGN §1, "residual stream, different widths";
-the paper's Appendix E).
+"""Barriers between models of different widths (docs/design.md §1, the
+symmetry table's last row; the paper's Appendix E).
 
 A zoo model A of width d is compared with a model B of width d/k: the same zoo recipe with
 ``d_model`` divided by k (same layers, heads, d_head and d_mlp), trained on a cache miss like

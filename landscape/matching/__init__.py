@@ -1,4 +1,4 @@
-"""Matching: find the symmetry transform π that aligns model B to model A (DESIGN §1, "Matching").
+"""Matching: find the symmetry transform π that aligns model B to model A (docs/design.md §1).
 
 Every method returns a :class:`MatchResult` holding π (a :class:`landscape.symmetry.Transform`
 acting on B *as processed*), the processed A and the aligned B = π(θ_B), so that the barrier

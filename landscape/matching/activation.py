@@ -1,4 +1,4 @@
-"""Activation matching (AM, DESIGN §1, "Matching"): the same solvers on activation statistics.
+"""Activation matching (AM, docs/design.md §1): the same solvers on activation statistics.
 
 Both models run on one fixed batch; the similarity of A's and B's units comes from the residual
 stream at every layer boundary (all positions pooled, standardised per layer, optionally
@@ -102,7 +102,7 @@ def collect(
 
 def pool(x: torch.Tensor, n: int, drop_first: bool) -> torch.Tensor:
     """All positions pooled into rows: [batch(, pos), ..., n] → [rows, n]; ``drop_first`` leaves
-    out position 0 (attention-sink coordinates of text models, DESIGN §1)."""
+    out position 0 (attention-sink coordinates of text models, docs/design.md §1)."""
     if drop_first and x.ndim >= 3:
         x = x[:, 1:]
     return x.reshape(-1, n)

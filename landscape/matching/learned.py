@@ -1,4 +1,4 @@
-"""Learned matching (DESIGN §1, "Matching"): learn π by descending the loss of the merged model.
+"""Learned matching (docs/design.md §1): learn π by descending the loss of the merged model.
 
 Rotations (``orth`` variables, ``orth="exp"``, the default) are parametrised as
 

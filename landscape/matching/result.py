@@ -30,7 +30,7 @@ from landscape.symmetry import (
     spec_for,
 )
 
-FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (DESIGN §1)
+FUNCTION_TOLERANCE = 1e-4  # float32 max |Δlogits| (docs/design.md §1)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Solvers that turn a similarity matrix into a group element (DESIGN §1, "Matching").
+"""Solvers that turn a similarity matrix into a group element (docs/design.md §1).
 
 Every solver is a pure function of one matrix; building the matrix (weight or activation
 cross-products) is the matching loop's job. :func:`solve` is the one dispatch from a variable's
@@ -22,11 +22,12 @@ last axis is B's units (a writer, ``W`` row vectors) becomes ``W @ Xᵀ``.
   in the element (it holds both M and M⁻ᵀ), so they take the stacked factors, not one matrix,
   and return the spec's per-head matrices directly.
 
-DESIGN's residual gauge multiplies writers on the right (``W ← W·G``), so its G is the
-transpose of X here; equivalently, pass ``Mᵀ`` (rows = B, columns = A) and use the result as is.
+The residual gauge of docs/design.md §1 multiplies writers on the right (``W ← W·G``), so
+its G is the transpose of X here; equivalently, pass ``Mᵀ`` (rows = B, columns = A) and use
+the result as is.
 Numpy or torch in; torch out, on the input's device (CPU for numpy). Assignment runs on the CPU
 in float64 (on scores rounded to :data:`ASSIGN_GRID`, so ties are broken alike everywhere);
-orthogonal solutions are computed and returned in float64 (cast back outside, STYLE §10).
+orthogonal solutions are computed and returned in float64 (cast back outside, docs/design.md §4).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def solve_signed_perm_naive(
 
     The assignment itself cannot see that a −1 entry is a perfect (flipped) match, so flipped
     coordinates are paired with something else; kept to reproduce the ~50% plateau of
-    DESIGN §1, "Signed-permutation transport". Same return convention as ``solve_signed_perm``.
+    docs/design.md §1, "Coordinate transport". Same return convention as ``solve_signed_perm``.
     """
     t = _as_tensor(m)
     perm = _assign(t if unsigned is None else t + _as_tensor(unsigned), maximize=True)
@@ -160,7 +161,7 @@ def solve_semi_orth(m: Matrix) -> torch.Tensor:
     ``G`` has M's shape [m, n] and maximises ``tr(Gᵀ M)`` over matrices with orthonormal rows
     (m ≤ n, ``G Gᵀ = I_m``) or orthonormal columns (m ≥ n, ``Gᵀ G = I_n``): by von Neumann's
     trace inequality ``tr(Gᵀ M) ≤ Σ σ_k``, attained at ``U Vᵀ``. For a width change with
-    d_B < d_A, pass M as [d_B, d_A] (rows = B, DESIGN's orientation) to get DESIGN's
+    d_B < d_A, pass M as [d_B, d_A] (rows = B, the orientation of docs/design.md §1) to get its
     ``G`` (d_B×d_A, ``G·Gᵀ = I``) directly. Computed and returned in float64.
 
     **Rank-deficient M.** Where M has singular values below :data:`NULL_RANK` of the largest,
@@ -188,7 +189,7 @@ def solve_orth(m: Matrix) -> torch.Tensor:
 
     With rows = A and columns = B (module convention) G maps B's coordinates to A's,
     ``aligned b = G @ b``; with ``M = W_Aᵀ W_B`` it minimises ``‖W_A − W_B Gᵀ‖_F``. G may be a
-    reflection (det −1); O(n), not SO(n). float64 in and out (SVD in float64, STYLE §10).
+    reflection (det −1); O(n), not SO(n). float64 in and out (SVD in float64, docs/design.md §4).
     """
     t = _as_tensor(m)
     if t.shape[0] != t.shape[1]:

@@ -1,4 +1,4 @@
-"""Weight matching (WM, DESIGN §1, "Matching"): data-free coordinate descent over the spec.
+"""Weight matching (WM, docs/design.md §1): data-free coordinate descent over the spec.
 
 Coordinate descent over the variables. For variable v, with every other variable held at its
 current element (B' = π_{−v}(θ_B)), the similarity of A's unit i with B's unit j is

@@ -21,7 +21,7 @@ coordinate (width d, ``W_K′ = W_V′ = I``).
 
 The straight line between the circuit forms of A and π(B) averages the products ``QKᵀ`` and
 ``VO``, not the factors: it is a different path from the line between the factored weights, the
-*circuits* merge space next to the *weights* one (DESIGN §1, "Loss barrier"). Every other
+*circuits* merge space next to the *weights* one (docs/design.md §1, "Loss barrier"). Every other
 parameter (embeddings, norms, FFN, unembedding) is the same in both spaces.
 
 Rotary positions rotate q and k by position between the two factors, and a q/k norm

@@ -11,7 +11,7 @@ The architectures share one vocabulary of parameter names and, by default, one p
   position read out (masked LM, or a bare encoder's hidden states) or the first token (sequence
   classification); imported BERTs have their norms after the residual sums (``block``).
 
-Optional extensions, all off by default (imported checkpoints, DESIGN §3;
+Optional extensions, all off by default (imported checkpoints, docs/design.md §3;
 ``landscape.models.importers``):
 
 - ``pos``: ``"learned"`` (``W_pos``), ``"rotary"`` (RoPE on q and k, no ``W_pos``; the

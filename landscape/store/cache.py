@@ -1,4 +1,4 @@
-"""Content-addressed disk cache for every expensive result (DESIGN §4).
+"""Content-addressed disk cache for every expensive result (docs/design.md §4).
 
 An entry is addressed by the SHA-256 of its inputs (kind, configuration, weight digests, method,
 parameters and the algorithm's code version), canonicalised as sorted JSON. One entry is one

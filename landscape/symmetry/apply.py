@@ -1,13 +1,13 @@
 """Apply a transform to a parameter dict, refusing what is not exact for its norm state.
 
-:func:`apply` multiplies every axis with a role (``landscape.symmetry.spec``) by G, G⁻ᵀ or |G|
-of its variable, in float64, and returns a new dict. Which residual kinds are exact depends on
-the parameters' norm state (DESIGN §1 table), see :func:`resid_needs`: RMSNorm with gains kept
-admits B_d (signed permutations); RMSNorm with folded gains O(d) and semi-orthogonal width
+:func:`apply` multiplies every axis with a role (``landscape.symmetry.spec``) by G, G⁻ᵀ or |G| of
+its variable, in float64, and returns a new dict. Which residual kinds are exact depends on the
+parameters' norm state (docs/design.md §1, its table), see :func:`resid_needs`: RMSNorm with gains
+kept admits B_d (signed permutations); RMSNorm with folded gains O(d) and semi-orthogonal width
 changes; LayerNorm admits S_d × {±I} (a global sign, the only sign pattern that commutes with
-subtracting the mean) and becomes RMSNorm after ``processing.center_writers``. A model whose
-post norms keep gains no reader can absorb (``spec.resid_blocked``) admits no rotation in any
-state: its ``resid`` variable lacks the kinds, and the refusal says which norm blocks them.
+subtracting the mean) and becomes RMSNorm after ``processing.center_writers``. A model whose post
+norms keep gains no reader can absorb (``spec.resid_blocked``) admits no rotation in any state: its
+``resid`` variable lacks the kinds, and the refusal says which norm blocks them.
 """
 
 from __future__ import annotations

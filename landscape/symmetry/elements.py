@@ -1,4 +1,5 @@
-"""Group elements (DESIGN §1): one variable's :class:`Element`, a whole model's :class:`Transform`.
+"""Group elements (docs/design.md §1): one variable's :class:`Element`, a whole model's
+:class:`Transform`.
 
 An :class:`Element` is one variable's group element, stored as a monomial matrix
 (``G[perm[i], i] = scale[i]``: permutations, signed permutations, positive scalings) or as a dense

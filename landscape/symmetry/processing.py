@@ -1,4 +1,4 @@
-"""Function-preserving weight processing (DESIGN §1; STYLE 6).
+"""Function-preserving weight processing (docs/design.md §1, §3).
 
 A fixed series of named steps, each taking and returning ``(cfg, params)`` and leaving the logits
 unchanged; together they widen the exact residual gauge group from S_d (LayerNorm) to O(d):
@@ -182,8 +182,9 @@ def embed_width(
     """Embed the residual stream into a wider one, ``x ↦ x·G`` with G (d_model × d_new), G·Gᵀ = I.
 
     Writers become ``W·G``, readers ``Gᵀ·W``; ``‖x·G‖ = ‖x‖``, so RMSNorm is unchanged provided it
-    still divides by the old width: ``cfg.d_norm`` keeps its value (the √d correction of DESIGN
-    §1). Needs an RMSNorm stream with folded gains (run :func:`prepare` with ``"orth"`` first).
+    still divides by the old width: ``cfg.d_norm`` keeps its value (the √d correction of
+    docs/design.md §1). Needs an RMSNorm stream with folded gains (run :func:`prepare` with
+    ``"orth"`` first).
     Not one of the steps of :func:`process`: it changes the width, which no group level asks for.
     """
     if d_new < cfg.d_model:
@@ -211,7 +212,7 @@ def rescale_norm(cfg: ModelConfig, params: Params, d_norm: int) -> tuple[ModelCo
     exactly, ε included; a norm bias β is added after the norm, so it scales with it (c·β), and
     the readers' 1/c gives back ``(N(x)·γ + β)·W``. Gains are untouched.
 
-    This is the √d correction of a width change (DESIGN §1) written into the weights: after
+    This is the √d correction of a width change (docs/design.md §1) written into the weights: after
     :func:`embed_width` into width d_new the stream still divides by its old width;
     ``rescale_norm(..., d_new)`` makes it a model of the wider configuration itself, whose
     parameters can be interpolated with a model trained at that width.

@@ -1,5 +1,5 @@
-"""The symmetry spec: which gauge variable acts on which parameter axis (DESIGN §1, "Residual
-gauge G acts on ...").
+"""The symmetry spec: which gauge variable acts on which parameter axis (docs/design.md §1,
+"A residual gauge G acts on ...").
 
 A :class:`Spec` declares, for every parameter name, which gauge variable acts on each axis::
 
@@ -97,7 +97,7 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   and readers are the same parameters; so every group of the pre-norm block is exact here, on
   the same conditions.
 
-Which residual groups are exact depends on the norm state (DESIGN §1 table):
+Which residual groups are exact depends on the norm state (docs/design.md §1 table):
 :func:`landscape.symmetry.apply.resid_needs`, and on :func:`resid_blocked`.
 
 Group levels (:data:`RESID_GROUPS`, :data:`GROUPS`) name a kind per variable; :func:`group_kinds`

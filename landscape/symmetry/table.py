@@ -1,4 +1,4 @@
-"""The symmetry table: which group levels a model admits, measured (DESIGN §1 table).
+"""The symmetry table: which group levels a model admits, measured (docs/design.md §1 table).
 
 Every level gets a random element, applied with or without the exactness check, and the largest
 logit change on a fixed probe batch (:func:`probe_inputs`); an invalid level gets a second row

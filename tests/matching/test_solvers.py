@@ -119,7 +119,7 @@ def test_solve_semi_orth_recovers_planted_embedding(gen):
     assert got.shape == (d_a, d_b)
     assert (got.T @ got - torch.eye(d_b, dtype=torch.float64)).abs().max() < 1e-12
     assert (got - x).abs().max() < 1e-10
-    # DESIGN's orientation (rows = B): G is d_B×d_A with G·Gᵀ = I
+    # the orientation of docs/design.md §1 (rows = B): G is d_B×d_A with G·Gᵀ = I
     g = solve_semi_orth(b @ a.T)
     assert g.shape == (d_b, d_a)
     assert (g @ g.T - torch.eye(d_b, dtype=torch.float64)).abs().max() < 1e-12

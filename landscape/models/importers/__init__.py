@@ -1,4 +1,4 @@
-"""Import Hugging Face checkpoints into the canonical form (DESIGN §3, "Imported checkpoints").
+"""Import Hugging Face checkpoints into the canonical form (docs/design.md §3).
 
 A local directory with ``config.json`` and safetensors weights (``model.safetensors``, or shards
 listed in ``model.safetensors.index.json``) is converted once into a :class:`Checkpoint`: a
