@@ -19,6 +19,10 @@ SCALE = ("vit-fashion-d256-l6", "gpt-shakespeare-d256-l6")
 
 @pytest.fixture
 def cache_env(tmp_path, monkeypatch):
+    """An empty cache; fetched data stay where they are."""
+    from landscape.store.paths import data_root
+
+    monkeypatch.setenv("LANDSCAPE_DATA", str(data_root()))
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
     return tmp_path
 
@@ -61,7 +65,11 @@ def test_the_llama_entry_admits_its_declared_groups_exactly():
 
 def test_a_rotation_barrier_runs_on_the_llama_entry(cache_env):
     from landscape.experiments import barrier
+    from landscape.store.paths import data_root
 
+    if not (data_root() / "shakespeare.txt").is_file():
+        pytest.skip("needs the Shakespeare text (landscape data fetch shakespeare)")
+    assert shipped_seeds(LLAMA)[:2] == [0, 1]  # read from the assets, not trained here
     naive = barrier(LLAMA, (0, 1), "naive", "perm", points=5)
     aligned = barrier(LLAMA, (0, 1), "weight", "orth", points=5)
     assert aligned["function_ok"] and aligned["space"] == "weights"
