@@ -74,8 +74,9 @@ def test_a_rotation_barrier_runs_on_the_llama_entry(cache_env):
     aligned = barrier(LLAMA, (0, 1), "weight", "orth", points=5)
     assert naive["function_ok"] and aligned["function_ok"] and aligned["space"] == "weights"
     assert math.isfinite(aligned["barrier_loss"]) and naive["barrier_loss"] > 0.5
-    # measured: rotations do not lower it here (3.21 against naive 2.62 nats on 0–1), as the
-    # query/key maps of rotary heads are not yet matched (only value/output maps are)
+    # measured: rotations do not lower it here (3.21 against naive 2.62 nats on 0–1); the
+    # query/key maps of rotary heads are not matched yet (only value/output maps are), a likely
+    # cause that this test does not establish
 
 
 def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
