@@ -547,7 +547,8 @@ def _seed_ranges(seeds: Sequence[int]) -> str:
 @layout("zoo")
 def _show_zoo(r: dict[str, Any]) -> list[str]:
     rows = [{"name": m["name"], "dataset": m["dataset"], "parameters": m["parameters"],
-             "seeds": _seed_ranges(m.get("shipped_seeds") or []),
+             "seeds": (_seed_ranges(m.get("shipped_seeds") or []) if m.get("ships", True)
+                       else "not shipped"),
              "description": f"{m['description']}\n{m['architecture']}"}
             for m in r["models"]]  # fmt: skip
     return [f"{len(rows)} zoo models; the seeds shown are shipped and load at once, any other is "

@@ -61,7 +61,9 @@ def test_models_page_renders_and_reruns(tmp_path):
     assert list(frame["model"]) == ["mlp-digits", "vit-digits", "vit-fashion", "gpt-shakespeare",
                                     "vit-fashion-d256", "vit-fashion-d128",
                                     "gpt-shakespeare-d128",
-                                    "gpt-shakespeare-d128-drop0.3"]  # fmt: skip
+                                    "gpt-shakespeare-d128-drop0.3",
+                                    "llama-shakespeare-d128", "vit-fashion-d256-l6",
+                                    "gpt-shakespeare-d256-l6"]  # fmt: skip
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view
     assert frame["architecture"][0].startswith("residual MLP")

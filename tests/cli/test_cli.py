@@ -44,6 +44,9 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "vit-fashion-d128",
         "gpt-shakespeare-d128",
         "gpt-shakespeare-d128-drop0.3",
+        "llama-shakespeare-d128",
+        "vit-fashion-d256-l6",
+        "gpt-shakespeare-d256-l6",
     ]
     for m in models:
         assert m["dataset"] and m["architecture"] and m["parameters"] > 1000

@@ -1,0 +1,125 @@
+"""The Llama-style zoo entry (three seeds shipped and verified, its symmetry table exact, a
+barrier on it) and the paper-scale entries (defined and trainable, never shipped)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+from landscape.models.params import init_params
+from landscape.models.zoo import ZOO, load_shipped, read_manifest, shipped_seeds
+
+LLAMA = "llama-shakespeare-d128"
+SCALE = ("vit-fashion-d256-l6", "gpt-shakespeare-d256-l6")
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    """An empty cache; fetched data stay where they are."""
+    from landscape.store.paths import data_root
+
+    monkeypatch.setenv("LANDSCAPE_DATA", str(data_root()))
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_the_llama_entry_is_llama_style():
+    cfg = ZOO[LLAMA].config
+    assert (cfg.arch, cfg.d_model, cfg.n_layers) == ("gpt", 128, 4)
+    assert cfg.pos == "rotary" and cfg.rot_dim == cfg.d_head  # RoPE on every head dimension
+    assert (cfg.n_heads, cfg.kv_heads) == (8, 2)  # grouped-query attention
+    assert cfg.gated and cfg.act == "silu"  # SwiGLU
+    assert cfg.norm == "rms" and not cfg.bias
+    p = init_params(cfg, 0)
+    assert "W_pos" not in p and "blocks.0.mlp.W_gate" in p
+    assert p["blocks.0.attn.W_K"].shape == (2, 128, 16)
+
+
+def test_the_llama_entry_ships_three_verified_seeds():
+    assert shipped_seeds(LLAMA) == [0, 1, 2]
+    records = [r for r in read_manifest() if r["name"] == LLAMA]
+    for rec in records:
+        ckpt = load_shipped(LLAMA, rec["seed"])  # current recipe, digest verified
+        assert ckpt is not None, rec["seed"]
+        assert ckpt.cfg == ZOO[LLAMA].config and ckpt.meta["digest"] == rec["digest"]
+        assert rec["metrics"]["test_loss"] < 2.0  # trained: the uniform guess is ln 84 ≈ 4.4
+        # untied: the unembedding is its own matrix, not the embedding's transpose
+        assert (ckpt.params["unembed.W_U"] - ckpt.params["embed.W_E"].T).abs().max() > 0.1
+    assert len({r["digest"] for r in records}) == 3
+
+
+def test_the_llama_entry_admits_its_declared_groups_exactly():
+    from landscape.symmetry.table import symmetry_table
+
+    ckpt = load_shipped(LLAMA, 0)
+    rows = {r["group"]: r for r in symmetry_table(ckpt.cfg, ckpt.params)}
+    valid = [r for r in rows.values() if r["valid"]]
+    assert {"perm", "signed-perm", "orth after fold_norm_gains"} <= {r["group"] for r in valid}
+    assert all(r["max_abs_dlogits"] < 1e-8 for r in valid)
+    assert rows["orth"]["max_abs_dlogits"] > 1e-3  # trained gains block rotations until folded
+
+
+def test_a_rotation_barrier_runs_on_the_llama_entry(cache_env):
+    from landscape.experiments import barrier
+    from landscape.store.paths import data_root
+
+    if not (data_root() / "shakespeare.txt").is_file():
+        pytest.skip("needs the Shakespeare text (landscape data fetch shakespeare)")
+    assert shipped_seeds(LLAMA)[:2] == [0, 1]  # read from the assets, not trained here
+    naive = barrier(LLAMA, (0, 1), "naive", "perm", points=5)
+    aligned = barrier(LLAMA, (0, 1), "weight", "orth", points=5)
+    assert naive["function_ok"] and aligned["function_ok"] and aligned["space"] == "weights"
+    assert math.isfinite(aligned["barrier_loss"]) and naive["barrier_loss"] > 0.5
+    # measured: rotations do not lower it here (3.21 against naive 2.62 nats on 0–1); the
+    # query/key maps of rotary heads are not matched yet (only value/output maps are), a likely
+    # cause that this test does not establish
+
+
+def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
+    from landscape.assets import DEFAULT_SEEDS
+    from landscape.cli import main
+
+    vit, gpt = (ZOO[n] for n in SCALE)
+    assert (vit.config.n_layers, vit.config.d_model, vit.dataset) == (6, 256, "fashion")
+    assert (gpt.config.n_layers, gpt.config.d_model, gpt.dataset) == (6, 256, "shakespeare")
+    assert vit.config == ZOO["vit-fashion-d256"].config.replace(n_layers=6)  # reused, not copied
+    for name in SCALE:
+        assert not ZOO[name].ships and name not in DEFAULT_SEEDS and shipped_seeds(name) == []
+    assert all(m.ships == (name in DEFAULT_SEEDS) for name, m in ZOO.items())
+    assert main(["zoo", "--json"]) == 0
+    rows = {m["name"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    assert [rows[n]["ships"] for n in SCALE] == [False, False] and rows[LLAMA]["ships"]
+    assert main(["zoo"]) == 0
+    out = capsys.readouterr().out
+    for name in SCALE:
+        line = next(ln for ln in out.splitlines() if ln.startswith(name + " "))
+        assert "not shipped" in line
+
+
+@pytest.mark.parametrize("name", SCALE)
+def test_paper_scale_entries_train_a_few_steps(name, monkeypatch):
+    """Three steps of the zoo's training path at a small batch (its evaluation on 64 examples),
+    so the entry builds, reads its data and moves its weights on the CPU."""
+    from landscape import data
+    from landscape.models import train as training
+
+    full = training.split_for
+
+    def small(*args, **kwargs):
+        s = full(*args, **kwargs)
+        return data.Split(s.inputs[:64], s.targets[:64])
+
+    monkeypatch.setattr(training, "split_for", small)
+    model = ZOO[name]
+    quick = dataclasses.replace(model.train, steps=3, warmup=1, eval_every=3, batch_size=4)
+    ckpt = training.train_model(dataclasses.replace(model, train=quick, eval_windows=4), 0)
+    start = init_params(model.config, 0)
+    assert set(ckpt.params) == set(start)
+    assert all(ckpt.params[k].shape == v.shape for k, v in start.items())
+    assert any(not torch.equal(ckpt.params[k], v) for k, v in start.items())
+    assert math.isfinite(ckpt.meta["metrics"]["test_loss"])
+    assert ckpt.meta["curves"]["step"] == [3]
