@@ -1,6 +1,6 @@
 """Parameters: flat dicts of tensors in canonical names, their shapes and their initialisation.
 
-Names and shapes (TransformerLens vocabulary, right multiplication ``x @ W``): the embedding of
+Names and shapes (docs/design.md §3, right multiplication ``x @ W``): the embedding of
 the architecture (:mod:`landscape.models.registry`), then per block ``ln1`` (attention models),
 ``attn.W_Q/W_K/W_V`` [heads, d_model, d_head] with ``b_Q/b_K/b_V`` [heads, d_head], ``attn.W_O``
 [n_heads, d_head, d_model], ``b_O``, ``ln2``, ``mlp.W_in`` (and ``W_gate``) [d_model, d_mlp],
