@@ -21,12 +21,12 @@ import torch
 from landscape.cli import main
 from landscape.experiments.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.experiments.runs import load
-from landscape.sources import add_family, data_of
+from landscape.sources import data_of
 from tests.conftest import perturbed, tiny_llama
+from tests.experiments.test_export import _family, _gpt2, _logits
 
 transformers = pytest.importorskip("transformers")
 
-TEXT = "To be, or not to be, that is the question. Whether tis nobler in the mind. " * 40
 LAMBDA = 0.3
 
 
@@ -44,13 +44,6 @@ def _mergekit_cli() -> str:
                 "on a machine without mergekit)")  # fmt: skip
 
 
-def _gpt2(seed: int):
-    torch.manual_seed(seed)
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=256, n_positions=16,
-                                  attn_implementation="eager")  # fmt: skip
-    return perturbed(transformers.GPT2LMHeadModel(cfg))
-
-
 def _qwen3(seed: int):
     torch.manual_seed(seed)
     cfg = transformers.Qwen3Config(
@@ -59,23 +52,6 @@ def _qwen3(seed: int):
         tie_word_embeddings=True, attn_implementation="eager",
     )  # fmt: skip
     return perturbed(transformers.Qwen3ForCausalLM(cfg))
-
-
-def _family(tmp_path: Path, build, name: str) -> None:
-    paths = []
-    for seed in (0, 1):
-        paths.append(tmp_path / f"{name}{seed}")
-        build(seed).save_pretrained(paths[-1], safe_serialization=True)
-    (tmp_path / "text.txt").write_text(TEXT)
-    add_family(name, paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
-
-
-def _hf_logits(path: Path, inputs: torch.Tensor) -> torch.Tensor:
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32, attn_implementation="eager"
-    ).eval()
-    with torch.no_grad():
-        return model(inputs).logits.double()
 
 
 def _hf_loss(logits: torch.Tensor, targets: torch.Tensor) -> float:
@@ -135,7 +111,7 @@ def test_mergekit_linear_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsy
                  "--out", str(tmp_path / "line"), "--json"]) == 0  # fmt: skip
     line = json.loads(capsys.readouterr().out)
     ev = data_of(load(name, 0, torch.device("cpu"))).evaluation("test")
-    logits = _hf_logits(merged, ev.inputs)
+    logits = _logits(merged, ev.inputs).double()
     loss = _hf_loss(logits, ev.targets)
     print(
         f"{name} {group}: mergekit linear at λ={LAMBDA}: loss {loss:.8f}, "
@@ -145,7 +121,7 @@ def test_mergekit_linear_merge_is_the_curve_at_lambda(tmp_path, cache_env, capsy
     # and the merge is neither endpoint: its logits are not B's, nor A's
     a_path = a_dir if group != "perm" else tmp_path / f"{name}0"
     for end in (b_dir, a_path):
-        assert (logits - _hf_logits(end, ev.inputs)).abs().max() > 1e-2
+        assert (logits - _logits(end, ev.inputs).double()).abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("method", MERGE_METHODS)
