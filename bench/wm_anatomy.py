@@ -58,6 +58,17 @@ def _place(part: str) -> tuple[int, int, str]:
     return (1, int(re.sub(r"\D", "", part)), part)
 
 
+def load_pair(model: str, seeds, split: str, limit: int | None):
+    """Seeds A and B of ``model``, A's data and its ``split`` (the first ``limit`` rows)."""
+    a, b = Source(model, seeds[0]).load(), Source(model, seeds[1]).load()
+    data = data_of(a)
+    ev = data.evaluation(split)
+    x, y = ev.inputs, ev.targets
+    if limit:
+        x, y = x[:limit], y[:limit]
+    return a, b, data, x, y
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("model")
@@ -69,12 +80,7 @@ def main() -> None:
     p.add_argument("--json", help="write the rows here as JSON lines")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    a, b = Source(args.model, args.seeds[0]).load(), Source(args.model, args.seeds[1]).load()
-    data = data_of(a)
-    ev = data.evaluation(args.split)
-    x, y = ev.inputs, ev.targets
-    if args.limit:
-        x, y = x[: args.limit], y[: args.limit]
+    a, b, data, x, y = load_pair(args.model, args.seeds, args.split, args.limit)
 
     rows = []
     for combo in args.methods:

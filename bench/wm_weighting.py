@@ -27,12 +27,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from wm_anatomy import part_of  # noqa: E402
+from wm_anatomy import load_pair, part_of  # noqa: E402
 
 from landscape.experiments.curves import barrier_from_curve, evaluate_path  # noqa: E402
 from landscape.matching import weight_matching  # noqa: E402
 from landscape.matching.methods import prepare_pair  # noqa: E402
-from landscape.sources import Source, data_of  # noqa: E402
 from landscape.symmetry import apply, spec_for  # noqa: E402
 
 
@@ -54,12 +53,7 @@ def main() -> None:
     p.add_argument("--json", help="append the rows here as JSON lines")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    a, b = Source(args.model, args.seeds[0]).load(), Source(args.model, args.seeds[1]).load()
-    data = data_of(a)
-    ev = data.evaluation("test")
-    x, y = ev.inputs, ev.targets
-    if args.limit:
-        x, y = x[: args.limit], y[: args.limit]
+    a, b, data, x, y = load_pair(args.model, args.seeds, "test", args.limit)
     cfg, pa, pb = prepare_pair(a.cfg, a.params, b.params, args.group)
     spec = spec_for(cfg)
     lam = torch.linspace(0, 1, args.points, dtype=torch.float64)
