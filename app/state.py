@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -22,7 +21,7 @@ from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
 from landscape.progress import Progress
 from landscape.sources import Source, family_data
-from landscape.store.cache import Cache, Entry
+from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 from landscape.threads import AUTO, resolve_threads
 
 # The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
@@ -133,7 +132,7 @@ def _stored_barrier(
 
     return experiments.barrier(model, seeds, method, group, points=points, split=split,
                                space=space, device=resolve_device(device),
-                               cache=_DiskOnly())  # fmt: skip
+                               cache=ReadOnlyCache())  # fmt: skip
 
 
 def barrier(
@@ -172,7 +171,7 @@ def _stored_triangle(
 
     return experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
                                 space=space, joint=joint, device=resolve_device(device),
-                                cache=_DiskOnly())  # fmt: skip
+                                cache=ReadOnlyCache())  # fmt: skip
 
 
 def triangle(
@@ -213,7 +212,7 @@ def eigenangles(
 
     return experiments.eigenangle_result(model, seeds, learned=learned,
                                          device=resolve_device(device),
-                                         cache=_DiskOnly())  # fmt: skip
+                                         cache=ReadOnlyCache())  # fmt: skip
 
 
 def compute_eigenangles(
@@ -253,7 +252,7 @@ def atlas(
         copies=copies,
         group=group,
         projection=projection,
-        cache=_DiskOnly(),
+        cache=ReadOnlyCache(),
     )
 
 
@@ -282,20 +281,6 @@ def compute_atlas(
     )
 
 
-class NotCached(Exception):
-    """A cache-only lookup found no entry on disk (nothing was computed)."""
-
-
-class _DiskOnly(Cache):
-    """The disk cache, read-only: a miss raises :class:`NotCached` instead of computing."""
-
-    def get_or_compute(
-        self, kind: str, inputs: dict[str, Any], compute: Callable[[], Any]
-    ) -> tuple[Entry, bool]:
-        entry = self.get(kind, self.key(kind, inputs))
-        if entry is None:
-            raise NotCached(kind)
-        return entry, True
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -322,7 +307,7 @@ def gauge_part(
         trajectory_steps,
         trajectory_every,
         device,
-        cache=_DiskOnly(),
+        cache=ReadOnlyCache(),
     )
 
 
@@ -393,7 +378,7 @@ def transport_table(
     from landscape.experiments.transport import transport_table as table
 
     return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
-                 cache=_DiskOnly())  # fmt: skip
+                 cache=ReadOnlyCache())  # fmt: skip
 
 
 def compute_transport_table(

@@ -27,7 +27,7 @@ from safetensors.torch import save_file
 
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
-from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache
+from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache, NotCached, ReadOnlyCache
 from landscape.store.files import replace_file
 from landscape.store.paths import assets_root, shipped_results_root
 
@@ -213,20 +213,6 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...]) -> list[
     return index
 
 
-class _NotShipped(Exception):
-    pass
-
-
-class _ShippedOnly(Cache):
-    """An empty cache over the shipped entries of ``shipped``: a miss raises, nothing runs."""
-
-    def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
-        entry = self.get(kind, self.key(kind, inputs))
-        if entry is None:
-            raise _NotShipped(kind)
-        return entry, True
-
-
 def check_results(out: Path, requests: list[dict[str, Any]] | None = None
                   ) -> list[dict[str, Any]]:  # fmt: skip
     """The requests (default: the index's) that the entries of ``out`` no longer serve, each
@@ -238,11 +224,11 @@ def check_results(out: Path, requests: list[dict[str, Any]] | None = None
         index = json.loads(index_path.read_text()) if index_path.is_file() else []
     stale = []
     with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
-        cache = _ShippedOnly(d, shipped=out)
+        cache = ReadOnlyCache(d, shipped=out)  # an empty cache over the shipped entries
         for request in index:
             try:
                 ask(request, cache)
-            except _NotShipped as e:
+            except NotCached as e:
                 stale.append({**request, "why": f"no shipped {e} entry for today's inputs"})
     return stale
 

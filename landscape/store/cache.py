@@ -325,6 +325,23 @@ class Cache:
         return n
 
 
+class NotCached(Exception):
+    """A read-only lookup (:class:`ReadOnlyCache`) found no entry; nothing was computed."""
+
+
+class ReadOnlyCache(Cache):
+    """The cache (and its shipped entries), read-only: a miss raises :class:`NotCached` instead
+    of computing. The app reads stored results through it before offering to compute them."""
+
+    def get_or_compute(
+        self, kind: str, inputs: dict[str, Any], compute: Callable[[], Any]
+    ) -> tuple[Entry, bool]:
+        entry = self.get(kind, self.key(kind, inputs))
+        if entry is None:
+            raise NotCached(kind)
+        return entry, True
+
+
 def _is_dir(p: Path) -> bool:
     """A real directory, not a link to one (the cache never walks out of its root)."""
     try:
