@@ -15,16 +15,23 @@ from app import memory  # noqa: E402
 from app.navigation import HOME, pages, root  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 
-st.set_page_config(page_title="Landscape", page_icon=":material/landscape:", layout="wide")
 
-memory.keep()  # every page's controls outlive the runs that do not draw them
-views = pages()
-page = st.navigation([root(), *views.values()])
-if page.url_path == "":  # the root: on to /home, with the link's values
-    st.switch_page(views[HOME], query_params=st.query_params.to_dict())
-sidebar()
-try:
-    page.run()
-finally:
-    memory.first_run_over()
-memory.prune()  # reached when the page ran to its end (st.stop and st.rerun raise)
+def main() -> None:
+    st.set_page_config(page_title="Landscape", page_icon=":material/landscape:", layout="wide")
+    memory.keep()  # every page's controls outlive the runs that do not draw them
+    views = pages()
+    page = st.navigation([root(), *views.values()])
+    if page.url_path == "":  # the root: on to /home, with the link's values
+        st.switch_page(views[HOME], query_params=st.query_params.to_dict())
+    sidebar()
+    try:
+        page.run()
+    finally:
+        memory.first_run_over()
+    memory.prune()  # reached when the page ran to its end (st.stop and st.rerun raise)
+
+
+# Streamlit runs this file as __main__; a process that imports it under another name (a worker
+# spawned by a process whose main module it is, as under AppTest) runs no page
+if __name__ == "__main__":
+    main()
