@@ -13,7 +13,8 @@ copied here: this script only calls its scripts and functions with the side-by-s
 end-of-text token outside the model's vocabulary, which the reference code uses as padding),
 the reference code's contiguous 90/5/5 split and its token counts. ``train`` trains one seed
 with the reference training script for a fixed number of steps. ``merge`` measures one
-method's test-loss barrier with the reference merger on seeds 0 and 1 (11 points on λ) and
+method's test-loss barrier with the reference merger on seeds 0 and 1 (``--seeds A B`` for
+another trained pair; 11 points on λ) and
 writes ``merge-<method>-<group>.json``; ``factored`` then measures that merger's alignment on
 the straight line between the factored weights (``merge-<method>-<group>-weights.json``).
 Each stage writes a JSON file in ``--work`` and prints its path.
@@ -140,8 +141,8 @@ def _setup(args, out: Path):
         splits_dir=str(work / "splits"), tokenizer=tokenizer, block_size=256
     )
     ns = argparse.Namespace(
-        model_dir_0=str(work / "seed0"),
-        model_dir_1=str(work / "seed1"),
+        model_dir_0=str(work / f"seed{args.seeds[0]}"),
+        model_dir_1=str(work / f"seed{args.seeds[1]}"),
         splits_dir=str(work / "splits"),
         output_dir=str(out),
         results_name="sweep.json",
@@ -328,6 +329,14 @@ def main() -> None:
     p.add_argument("--official", required=True, help="a fetched copy of the reference code")
     p.add_argument("--work", required=True)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs=2,
+        default=[0, 1],
+        metavar=("A", "B"),
+        help="the pair merge and factored measure (trained by train --seed)",
+    )
     sub = p.add_subparsers(dest="stage", required=True)
     sub.add_parser("prepare")
     t = sub.add_parser("train")

@@ -1,16 +1,16 @@
 """Side by side with the reference implementation on one GPT-2 pair in its own setting.
 
     python bench/official_side_by_side.py --official DIR --official-python PY --work DIR
-        [--train-steps 1500] [--learned-steps 300] [--jobs 2]
+        [--seeds 0 1] [--train-steps 1500] [--learned-steps 300] [--jobs 2]
 
 ``--official`` is a fetched copy of the public reference code; ``--official-python`` an
 interpreter with its pinned libraries (its requirements file). Nothing of that code is copied
 here: ``bench/official_driver.py`` runs under that interpreter and calls its scripts.
 
-1. The reference side trains seeds 0 and 1 with its own training script (Hugging Face GPT-2,
-   2 layers, width 64, 4 heads, MLP 256, LayerNorm, windows of 256 characters, batch 32,
-   ``--train-steps`` steps) on its contiguous 90/5/5 split of Tiny Shakespeare, with a
-   65-character tokenizer.
+1. The reference side trains seeds 0 and 1 (``--seeds A B``: another pair, in a ``--work``
+   of its own) with its own training script (Hugging Face GPT-2, 2 layers, width 64, 4 heads,
+   MLP 256, LayerNorm, windows of 256 characters, batch 32, ``--train-steps`` steps) on its
+   contiguous 90/5/5 split of Tiny Shakespeare, with a 65-character tokenizer.
 2. Landscape imports the two checkpoints as a family (``landscape family add``) on a text whose
    last tenth is exactly the reference test split (the family's test split), checks that the
    family's test windows are the test split's characters, and measures every method in both
@@ -79,7 +79,7 @@ def _run(cmd: list[str], log: Path, out: Path | None = None) -> None:
 def _driver(args, *stage: str) -> list[str]:
     driver = str(ROOT / "bench" / "official_driver.py")
     return [args.official_python, driver, "--official", args.official, "--work", args.work,
-            *stage]  # fmt: skip
+            "--seeds", *map(str, args.seeds), *stage]  # fmt: skip
 
 
 LANDSCAPE = [sys.executable, "-m", "landscape.cli"]
@@ -121,6 +121,7 @@ def main() -> None:
     p.add_argument("--official-python", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--family", default="gpt2-official")
+    p.add_argument("--seeds", type=int, nargs=2, default=[0, 1], metavar=("A", "B"))
     p.add_argument("--train-steps", type=int, default=1500)
     p.add_argument("--learned-steps", type=int, default=300)
     p.add_argument("--jobs", type=int, default=2, help="commands at a time, one thread each")
@@ -150,12 +151,12 @@ def main() -> None:
             _driver(args, "train", "--seed", str(s), "--steps", str(args.train_steps)),
             work / f"train-seed{s}.json",
         )
-        for s in (0, 1)
+        for s in args.seeds
     ]:
         f.result()
 
     text = _family_text(work, Path(args.official))
-    seeds = [str(work / "seed0"), str(work / "seed1")]
+    seeds = [str(work / f"seed{s}") for s in args.seeds]  # the family's members 0 and 1
     add = ["family", "add", args.family, *seeds, "--text", str(text), "--n-ctx", "255",
            "--max-windows", "2048", "--replace"]  # fmt: skip
     _run(LANDSCAPE + add, work / "family.log")
@@ -189,11 +190,12 @@ def main() -> None:
         job.result()
         results["/".join(key)] = json.loads(out.read_text())
 
-    trained = [json.loads((work / f"train-seed{s}.json").read_text()) for s in (0, 1)]
+    trained = [json.loads((work / f"train-seed{s}.json").read_text()) for s in args.seeds]
     print()
     print(
-        f"GPT-2 pair in the reference setting: {args.train_steps} training steps, seeds 0 and "
-        f"1, reference test loss {trained[0]['test_loss']:.4f} / {trained[1]['test_loss']:.4f};"
+        f"GPT-2 pair in the reference setting: {args.train_steps} training steps, seeds "
+        f"{args.seeds[0]} and {args.seeds[1]}, reference test loss "
+        f"{trained[0]['test_loss']:.4f} / {trained[1]['test_loss']:.4f};"
         f" Landscape's family test split: {windows} windows of 255"
     )
     print(
