@@ -29,6 +29,9 @@ served from an earlier one), one after the other, each under a time guard, the w
   B = A plus noise) under weight/orth with a 5-point curve, its GPU memory, and the same pair at
   two layers against its CPU reference; the growth series of ``bench/bench_scaling.py`` to
   width 4096.
+- ``paper-vit``, ``paper-gpt``: Table 2 at the paper's scale (issue #41 item 5): the three
+  seeds of ``vit-fashion-d256-l6`` or ``gpt-shakespeare-d256-l6`` trained together on the
+  device, then ``table MODEL --space both`` on them; no CPU reference (hours there).
 
 Each result is compared with ``bench/gpu_reference.json`` (written by ``--record`` on the CPU
 with this code): barriers within 1% (the cross-machine target of weight matching) or 0.005
@@ -229,6 +232,46 @@ def table(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     return r
 
 
+def paper(device: torch.device, tmp: Path, model: str, space: str = "both") -> Result:
+    """Table 2 at the paper's scale: ``model``'s seeds 0, 1, 2 trained together on the device
+    (not shipped, so from scratch), then ``table MODEL --space both`` on them from the same
+    cache; the rows (mean ± s.e.m. over the three pairs, per-pair values) go into the report
+    beside the paper's numbers. There is no CPU reference: these models take hours there."""
+    from landscape.experiments.tables import table as run_table
+    from landscape.models.train import train_seeds
+
+    r = Result(f"paper-{model}", f"train {model} seeds 0 1 2 together, then its table "
+               f"--space {space}")  # fmt: skip
+    cache = _cache(tmp, r.name)
+    _sync(device)
+    t = time.perf_counter()
+    got = train_seeds(model, [0, 1, 2], device=device, cache=cache)
+    _sync(device)
+    r.facts["train_s"] = round(time.perf_counter() - t, 1)
+    r.facts["batched"] = got.batched
+    r.facts["test"] = {ck.seed: {k: round(v, 4) for k, v in ck.meta["metrics"].items()
+                                 if k.startswith("test")} for ck in got.checkpoints}  # fmt: skip
+    out = run_table(model, 3, space=space, device=device, cache=cache)
+    r.seconds = time.perf_counter() - t
+    lines = ["| method | space | loss barrier | per pair | acc. barrier | matching s | paper |",
+             "|" + "---|" * 7]  # fmt: skip
+    for row in out["rows"]:
+        per = " ".join(f"{x:.3f}" for x in row["per_pair_loss"])
+        lines.append(
+            f"| {row['method']}/{row['group']} | {row['space']} | {row['barrier_loss']:.3f} ± "
+            f"{row['barrier_loss_sem']:.3f} | {per} | {row['barrier_accuracy']:.3f} ± "
+            f"{row['barrier_accuracy_sem']:.3f} | {row['matching_seconds']:.1f} | "
+            f"{row['paper'] or '–'} |"
+        )
+    r.facts["table"] = "\n".join(lines)
+    r.facts["cells"] = {
+        f"{row['method']}/{row['group']}/{row['space']}/{'-'.join(map(str, pair))}": loss
+        for row in out["rows"]
+        for pair, loss in zip(out["pairs"], row["per_pair_loss"], strict=True)
+    }
+    return r
+
+
 def llama(device: torch.device, tmp: Path, layers: int = 22) -> Result:
     """bench_big's Llama pair (TinyLlama's configuration) under weight/orth with a 5-point
     curve: seconds, GPU memory, function checks."""
@@ -288,6 +331,10 @@ PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] =
         ("llama", llama, {"layers": 22}, 330),
         ("growth", growth, {"budget_s": 100}, 120),
     ],
+    # Table 2 at the paper's scale (6 layers × 256), a call each: a third and fourth call, past
+    # one session's 15 minutes of device time when zoo and big run first
+    "paper-vit": [("paper-vit", paper, {"model": "vit-fashion-d256-l6"}, 450)],
+    "paper-gpt": [("paper-gpt", paper, {"model": "gpt-shakespeare-d256-l6"}, 450)],
 }
 # the same code on the CPU, small enough for a test: zoo models that need no data download
 SMOKE = [
@@ -300,7 +347,7 @@ SMOKE = [
 ]
 
 
-UNRECORDED = ("train1", "train3", "llama", "growth")
+UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt")
 # the guards of a CPU run that records references: hours, not minutes
 RECORD_GUARD_S = 4 * 3600
 
