@@ -51,7 +51,6 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import torch
@@ -156,7 +155,8 @@ def match(
 
     The method's settings come as ``options`` (its options dataclass, or a dict) and as
     keywords named like its settings (keywords over ``options``); the other keywords are the
-    method's per-call hooks (``landscape.matching.methods.Run``). ``train_split`` (a
+    method's per-call hooks (its entry's ``hooks``; any other name is refused in one line
+    naming the settings). ``train_split`` (a
     ``data.Split``) is what a method that ``needs_data`` learns from: activation matching's
     fixed batch (its first ``batch`` rows, unless ``inputs`` is given), learned matching's
     training batches. Every method's B is function-checked against the input B; here the
@@ -167,9 +167,8 @@ def match(
     (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
     """
     entry = method_of(method)
-    names = {f.name for f in fields(entry.options)}
-    settings = entry.settings(options, **{k: kw.pop(k) for k in list(kw) if k in names})
     consume = kw.pop("consume", False) and entry.consumes
+    settings = entry.settings(options, **{k: kw.pop(k) for k in list(kw) if k not in entry.hooks})
     if consume:
         kw["consume"] = True
     reference_a = probe_logits(cfg, params_a) if consume else params_a

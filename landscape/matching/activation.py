@@ -361,4 +361,4 @@ def _run(
 
 
 ACTIVATION = MatchingMethod("activation", "activation matching", ActivationOptions, _run,
-                            needs_data=True)  # fmt: skip
+                            needs_data=True, hooks=("inputs",))  # fmt: skip

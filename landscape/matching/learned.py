@@ -705,4 +705,4 @@ def _run(
 
 
 LEARNED = MatchingMethod("learned", "learned matching", LearnedOptions, _run, needs_data=True,
-                         learned=True)  # fmt: skip
+                         learned=True, hooks=("start", "on_eval"))  # fmt: skip

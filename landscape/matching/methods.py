@@ -58,7 +58,7 @@ class Run(Protocol):
     where the parameters are, or the CPU); ``progress`` hears its stages. ``hooks`` are the
     method's own per-call arguments that are no setting and key no cache (weight matching's
     ``on_round`` and ``consume``, learned matching's ``start`` and ``on_eval``, activation
-    matching's ``inputs``); one a method does not take is a TypeError.
+    matching's ``inputs``), named in its entry's ``hooks``.
     """
 
     def __call__(self, cfg: ModelConfig, params_a: Params, params_b: Params, group: str,
@@ -83,7 +83,8 @@ class MatchingMethod:
     matching's transform (``init="weight"``, read from the cache) and it can align a triangle
     jointly. ``consumes``: it can work on handed-over input dicts, emptying them
     (``consume=True``: the same result in fewer copies of a large pair). ``aligns``: it moves
-    B at all (naive does not).
+    B at all (naive does not). ``hooks``: the names of its per-call arguments that are no
+    setting (:class:`Run`).
     """
 
     name: str
@@ -94,6 +95,7 @@ class MatchingMethod:
     learned: bool = False
     consumes: bool = False
     aligns: bool = True
+    hooks: tuple[str, ...] = ()
 
     def settings(self, given: Mapping[str, Any] | Any | None = None, **more: Any) -> Any:
         """This method's ``options`` from ``given`` (a dict of settings, or the dataclass

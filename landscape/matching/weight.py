@@ -466,4 +466,5 @@ def _run(
                            device=device, progress=progress, **hooks)  # fmt: skip
 
 
-WEIGHT = MatchingMethod("weight", "weight matching", WeightOptions, _run, consumes=True)
+WEIGHT = MatchingMethod("weight", "weight matching", WeightOptions, _run, consumes=True,
+                        hooks=("on_round", "consume"))  # fmt: skip
