@@ -113,8 +113,8 @@ def test_a_registered_method_measures_a_barrier(stream):
     assert r["method"] == "stream" and len(r["loss"]) == 3 and r["function_ok"]
     naive = barrier("mlp-digits", (0, 1), "naive", "perm", points=3)
     assert r["endpoint_loss"] == pytest.approx(naive["endpoint_loss"], abs=1e-6)
-    said = barrier("mlp-digits", (0, 1), "stream", "perm", points=3,
-                   options={"gains": "unsigned"})  # its default, said: the same entry
+    # its default, said: the same entry
+    said = barrier("mlp-digits", (0, 1), "stream", "perm", points=3, options={"gains": "unsigned"})
     assert said["cached"] and said["cache_key"] == r["cache_key"]
 
 
