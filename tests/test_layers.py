@@ -30,10 +30,7 @@ TIERS: list[tuple[str, ...]] = [
 ]
 RANK = {unit: i for i, tier in enumerate(TIERS) for unit in tier}
 # imports that still go up, each with where it is to go; one that disappears must leave the list
-KNOWN_UPWARD = {
-    # the tokenizer of a GGUF checkpoint: the path is to be handed to data.text by its callers
-    ("landscape.data.text", "landscape.models.importers.gguf"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 NEVER = ("streamlit", "app")
 
 
