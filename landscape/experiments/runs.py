@@ -204,13 +204,13 @@ def weight_start(
     progress: Progress | None = None,
 ) -> Transform | None:
     """Learned matching's start, weight matching under ``group`` (its cached entry, the one
-    ``barrier --method weight`` reads), or None when learned ``options`` (its settings, a
-    dict or ``LearnedOptions``) start elsewhere. ``progress`` follows the weight matching when
-    it is not cached."""
-    learned = method_of("learned").settings(options)
-    if learned.init != "weight":
+    ``barrier --method weight`` reads), or None when the ``options`` of a learned method (its
+    settings dataclass, or learned matching's as a dict) start elsewhere (``init``).
+    ``progress`` follows the weight matching when it is not cached."""
+    learned = options if is_dataclass(options) else method_of("learned").settings(options)
+    if getattr(learned, "init", "weight") != "weight":
         return None
-    start = WeightOptions(within_heads=learned.within_heads)
+    start = WeightOptions(within_heads=getattr(learned, "within_heads", True))
     return align(a, b, "weight", group, seed=seed, device=device, cache=cache,
                  options=start, progress=progress).transform  # fmt: skip
 

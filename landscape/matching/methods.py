@@ -78,10 +78,10 @@ class MatchingMethod:
     ``options`` is a frozen dataclass whose fields are the method's settings with their
     defaults, written once (:func:`given_settings` builds it from keywords); ``run`` aligns
     (:class:`Run`). ``needs_data``: it reads A's training split (activation and learned
-    matching), so the pipeline loads it. ``learned``: it descends the merge's loss, so its
-    ``space`` setting follows the space a barrier is measured in, it starts from weight
-    matching's transform (``init="weight"``, read from the cache) and it can align a triangle
-    jointly. ``consumes``: it can work on handed-over input dicts, emptying them
+    matching), so the pipeline loads it. ``learned``: it descends the merge's loss, so it has
+    a ``space`` setting, which follows the space a barrier is measured in, and it starts from
+    weight matching's transform (read from the cache) when its ``init`` setting is
+    ``"weight"``. ``consumes``: it can work on handed-over input dicts, emptying them
     (``consume=True``: the same result in fewer copies of a large pair). ``aligns``: it moves
     B at all (naive does not). ``hooks``: the names of its per-call arguments that are no
     setting (:class:`Run`).
