@@ -330,7 +330,7 @@ def learned_matching(
     (r,) = _learn(cfg, params_a, [params_b], group, train_split, sample, mixes, gen, opts,
                   seed=seed, device=device, progress=progress,
                   on_eval=None if on_eval is None else lambda step, els: on_eval(step, els[0]),
-                  settings={"lam": lam}, starts=[start])  # fmt: skip
+                  about={"lam": lam}, starts=[start])  # fmt: skip
     return r
 
 
@@ -373,7 +373,7 @@ def learned_triangle(
     mixes = [[third] * 3, [half, half, 0.0], [half, 0.0, half], [0.0, half, half]]
     b, c = _learn(cfg, params_a, [params_b, params_c], group, train_split, sample, mixes, gen,
                   opts, seed=seed, device=device, progress=progress,
-                  settings={"lam": "dirichlet(1,1,1)", "joint": True},
+                  about={"lam": "dirichlet(1,1,1)", "joint": True},
                   starts=list(starts))  # fmt: skip
     return b, c
 
@@ -392,14 +392,15 @@ def _learn(
     seed: int,
     device: torch.device | None,
     progress: Progress | None,
-    settings: dict[str, Any],
+    about: dict[str, Any],
     on_eval: Callable[[int, list[dict[str, Element]]], None] | None = None,
     starts: list[Transform | None] | None = None,
 ) -> list[MatchResult]:
     """The learning loop of :func:`learned_matching` and :func:`learned_triangle`: one set of
     latents per model in ``others``, all moved by one optimiser on the loss of the mixture
     ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
-    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match)."""
+    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match);
+    ``about`` goes into every result's ``info`` (how the mixtures were drawn)."""
     t0 = time.perf_counter()
     o = options
     init, steps, lr, lr_perm, orth = o.init, o.steps, o.lr, o.lr_perm, o.orth
@@ -630,7 +631,7 @@ def _learn(
         }
         info = {
             "init": init,
-            **settings,
+            **about,
             "steps": steps,
             "lr": lr,
             "lr_perm": lr_perm,
