@@ -125,17 +125,17 @@ def encoding_sources(text: str | os.PathLike, tokenizer_files: Sequence[Path] = 
 
 def token_corpus(
     path: str | os.PathLike,
-    tokenizer: Tokenizer = NO_TOKENIZER,
+    tokenizer: Tokenizer | None = None,
     d_vocab: int | None = None,
     val_fraction: float = 0.1,
 ) -> TokenCorpus:
     """Encode the text file ``path`` for a model (module docstring for the fallbacks).
 
-    ``tokenizer``: the model's (``landscape.models.importers.checkpoint_tokenizer``; without
-    one, bytes or characters); ``d_vocab``: the model's input vocabulary, used to refuse ids it
-    cannot embed.
+    ``tokenizer``: the model's (``landscape.models.importers.checkpoint_tokenizer``; None or
+    :data:`NO_TOKENIZER`: bytes or characters); ``d_vocab``: the model's input vocabulary,
+    used to refuse ids it cannot embed.
     """
-    tok = tokenizer
+    tok = tokenizer or NO_TOKENIZER
     tok_text, tok_kind, tok_what, tok_file = tok.text, tok.kind, tok.what, tok.where
     if tok_text is not None:
         check_text_file(path, TEXT_BYTES_TOKENIZER, f"with {tok_file}")
