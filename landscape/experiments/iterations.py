@@ -38,7 +38,7 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
-from landscape.experiments.runs import ALGO_VERSION, SPLITS, health
+from landscape.experiments.runs import ALGO_VERSION, SPLITS, health, learned_space
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
@@ -190,8 +190,7 @@ def _learned(line: _Line, init: str, steps: int, checkpoints: int, seed: int,
     kept: list[tuple[int, dict[str, Element]]] = []
     eval_every = max(1, math.ceil(steps / checkpoints))
     t0 = time.perf_counter()
-    options = {**line.data.match_options(a.cfg, "learned"),
-               **({"space": line.space} if line.space != "weights" else {})}  # fmt: skip
+    options = {**line.data.match_options(a.cfg, "learned"), **learned_space("learned", line.space)}
     lm = learned_matching(a.cfg, a.params, b.params, LEARNED_GROUP, line.data.split("train"),
                           init=init, steps=steps, eval_every=eval_every, seed=seed,
                           device=line.device, progress=within(progress, 0.0, 0.8),
