@@ -158,12 +158,12 @@ def match(
     method's per-call hooks (its entry's ``hooks``; any other name is refused in one line
     naming the settings). ``train_split`` (a ``data.Split``) is what a method that
     ``needs_data`` learns from: activation matching's fixed batch (its first ``batch`` rows,
-    unless ``inputs`` is given), learned matching's training batches. Every method's B is function-checked against the input B; here the
-    processed A is checked against the input A as well (``function_check_a``): processing
-    both endpoints must preserve both functions. ``consume=True`` (a method that ``consumes``:
-    weight matching; ignored by the others) hands ``params_a`` and ``params_b`` over to be
-    emptied, both checks then made against logits taken before
-    (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
+    unless ``inputs`` is given), learned matching's training batches. Every method's B is
+    function-checked against the input B; here the processed A is checked against the input A
+    as well (``function_check_a``): processing both endpoints must preserve both functions.
+    ``consume=True`` (a method that ``consumes``: weight matching; ignored by the others) hands
+    ``params_a`` and ``params_b`` over to be emptied, both checks then made against logits taken
+    before (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
     """
     entry = method_of(method)
     consume = kw.pop("consume", False) and entry.consumes
