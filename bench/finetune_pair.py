@@ -40,9 +40,10 @@ def _tokenizer(base: Path, out: Path) -> bool:
 
 
 def main() -> None:
-    from landscape.data.text import token_corpus
+    from landscape.data.text import NO_TOKENIZER, token_corpus
     from landscape.experiments import barrier, family_members
     from landscape.experiments.pairs import load_any, peak_rss_mb
+    from landscape.models.importers import checkpoint_tokenizer
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
     from landscape.optim import adamw_steps
     from landscape.sources import add_family
@@ -70,8 +71,8 @@ def main() -> None:
     report["parameters"] = sum(v.numel() for v in base.params.values())
     dirs = [out / "ft-a", out / "ft-b"]
     has_tok = all(_tokenizer(Path(args.base), d) for d in dirs)
-    corpus = token_corpus(args.text, checkpoint=dirs[0] if has_tok else None,
-                          d_vocab=base.cfg.d_vocab)  # fmt: skip
+    tokenizer = checkpoint_tokenizer(dirs[0]) if has_tok else NO_TOKENIZER
+    corpus = token_corpus(args.text, tokenizer, d_vocab=base.cfg.d_vocab)
     report["tokens"] = corpus.tokenizer
     train = corpus.windows("train", args.n_ctx)
     half = len(train) // 2

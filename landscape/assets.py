@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 from safetensors.torch import save_file
 
+from landscape.device import CPU
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
 from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache, NotCached, ReadOnlyCache
@@ -43,7 +45,7 @@ DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespea
 ASSETS_BUDGET_MB = 60
 
 
-def build(plan: dict[str, Any], out: Path, device: str = "cpu") -> list[dict[str, Any]]:
+def build(plan: dict[str, Any], out: Path, device: torch.device = CPU) -> list[dict[str, Any]]:
     records = []
     manifest = out / "manifest.json"
     if manifest.is_file():  # keep the records of models not rebuilt this time
@@ -90,7 +92,7 @@ def verify(models: list[str], out: Path) -> list[dict[str, Any]]:
         for rec in records:
             if rec["name"] not in models:
                 continue
-            ckpt, _ = train(rec["name"], rec["seed"], device="cpu", cache=cache)
+            ckpt, _ = train(rec["name"], rec["seed"], device=CPU, cache=cache)
             same = ckpt.meta["digest"] == rec["digest"]
             if same:
                 rec["kernels"] = ckpt.meta["kernels"]
@@ -232,17 +234,24 @@ def check_results(out: Path, requests: list[dict[str, Any]] | None = None
                 stale.append({**request, "why": f"no shipped {e} entry for today's inputs"})
     return stale
 
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
     ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
     ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
     ap.add_argument("--home", action="store_true", help="only recompute the app's Home curves")
-    ap.add_argument("--results", action="store_true",
-                    help="compute the pages' default views of the models (default: the zoo's "
-                         "transformer entries) and ship their results in assets/results")
-    ap.add_argument("--check-results", action="store_true",
-                    help="say which shipped results today's requests no longer reach")
+    ap.add_argument(
+        "--results",
+        action="store_true",
+        help="compute the pages' default views of the models (default: the zoo's "
+        "transformer entries) and ship their results in assets/results",
+    )
+    ap.add_argument(
+        "--check-results",
+        action="store_true",
+        help="say which shipped results today's requests no longer reach",
+    )
     ap.add_argument("--verify", action="store_true",
                     help="retrain the shipped checkpoints and record this machine's kernels "
                          "where the weights come out bit for bit")  # fmt: skip

@@ -41,7 +41,13 @@ from landscape.data.text import encoding_sources, token_corpus
 from landscape.device import CPU
 from landscape.errors import LandscapeError, did_you_mean
 from landscape.models import Architecture, ModelConfig, architecture_of, count_params
-from landscape.models.importers import describe, import_checkpoint, inspect_checkpoint
+from landscape.models.importers import (
+    checkpoint_tokenizer,
+    describe,
+    import_checkpoint,
+    inspect_checkpoint,
+    tokenizer_files,
+)
 from landscape.models.registry import describe as describe_architecture
 from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.train import get_checkpoint
@@ -194,7 +200,7 @@ def _text_splits(
         splits = {s: corpus.windows(s, n_ctx, max_windows) for s in ("train", "test")}
         ident = {"text": corpus.digest, "tokens": "model vocabulary (characters)"}
         return splits, {**ident, "note": "encoded with the checkpoint's character vocabulary"}
-    corpus = token_corpus(text, checkpoint=path, d_vocab=cfg.d_vocab)
+    corpus = token_corpus(text, checkpoint_tokenizer(path), d_vocab=cfg.d_vocab)
     splits = {s: corpus.windows(s, n_ctx, max_windows) for s in ("train", "test")}
     ident = {"text": corpus.digest, "tokens": corpus.tokenizer, "note": corpus.note}
     if corpus.tokenizer_digest:  # the tokenizer's content, not only its kind
@@ -447,7 +453,7 @@ def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
     loaded, saves loading it again (a GGUF member takes most of a minute)."""
     fam = family(name)
     doc = json.dumps(fam.to_dict(), sort_keys=True)
-    memo = (doc, encoding_sources(fam.text, fam.members[0]) if fam.text else ())
+    memo = (doc, encoding_sources(fam.text, tokenizer_files(fam.members[0])) if fam.text else ())
     with _FAMILY_DATA_LOCK:
         data = _FAMILY_DATA.pop(memo, None)
         if data is None:

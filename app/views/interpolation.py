@@ -40,8 +40,9 @@ from landscape.experiments import (
 from landscape.experiments.export import aligned_archive
 from landscape.experiments.matrix import barrier_matrix
 from landscape.experiments.widths import default_factors
-from landscape.matching import GROUPS, METHODS, worst_check
+from landscape.matching import method_of, worst_check
 from landscape.models.zoo import ZOO
+from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
 from landscape.plots.matrix import figure_barrier_matrix
@@ -134,7 +135,9 @@ need_data(name)
 all_pairs = list(itertools.combinations(seeds, 2))
 seed_label = seed_format(name)
 default_pairs = [p for p in pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
-combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g in GROUPS]
+# a method that aligns comes under every group; naive, which does not, once
+combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+                      for g in BARRIER_GROUPS]  # fmt: skip
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])

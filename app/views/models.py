@@ -20,6 +20,7 @@ from app.components import (
     styled_table,
 )
 from app.memory import remember
+from landscape.device import resolve_device
 from landscape.plots.models import figure_zoo_overview
 from landscape.plots.tidy import tidy_zoo
 
@@ -140,7 +141,7 @@ else:
                     n + step / total, len(todo))  # fmt: skip
 
             try:
-                ckpt, hit = train(name, seed, device=device(), progress=report)
+                ckpt, hit = train(name, seed, device=resolve_device(device()), progress=report)
                 st.success(
                     f"{plain(name)} seed {seed}: test accuracy "
                     f"{ckpt.meta['metrics']['test_accuracy']:.3f}"

@@ -26,7 +26,8 @@ from app.components import (
     show_warnings,
 )
 from app.memory import remember
-from landscape.matching import GROUPS, METHODS
+from landscape.matching import method_of
+from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
 from landscape.progress import within
@@ -43,7 +44,9 @@ page_header(
 name = model()
 seeds = need_seeds(name, 3)
 need_data(name)
-combos = ["naive"] + [combo_label(m, g) for m in METHODS if m != "naive" for g in GROUPS]
+# a method that aligns comes under every group; naive, which does not, once
+combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+                      for g in BARRIER_GROUPS]  # fmt: skip
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])

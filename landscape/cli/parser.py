@@ -14,18 +14,15 @@ from typing import Any
 
 from landscape.budget import MAX_STEPS
 from landscape.errors import LandscapeError, check_seed, did_you_mean
+from landscape.names import BARRIER_GROUPS, METHODS, MONOMIAL_GROUPS, SPACES
 
 # The parser is built without torch, numpy or scipy, so that `--help` answers at once: what
-# needs them is imported by the handlers and by main(). The choices the parser offers are
-# therefore written here; a test keeps them equal to the library's (landscape.matching.methods,
-# landscape.models.circuits, landscape.threads).
-METHODS = ("naive", "activation", "weight", "learned")
-GROUPS = ("perm", "signed-perm", "orth", "orth-mean")
+# needs them is imported by the handlers and by main(). Methods, groups and spaces come from
+# landscape.names (torch-free); the other choices are written here, and a test keeps them equal
+# to the library's (landscape.experiments.mergekit, landscape.threads).
 # landscape.experiments.mergekit.MERGE_METHODS (a test keeps them equal)
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
-MONOMIAL_GROUPS = ("perm", "signed-perm")
-SPACES = ("weights", "circuits")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
@@ -252,8 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("zoo", parents=[common], help="list the zoo models")
 
-    p = sub.add_parser("train", parents=[common],
-                       help="train (or load cached) zoo checkpoints: one seed, or several at once")
+    p = sub.add_parser(
+        "train",
+        parents=[common],
+        help="train (or load cached) zoo checkpoints: one seed, or several at once",
+    )
     p.add_argument("model", help="zoo model")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--seed", type=_seed, help="seed of the training run")
@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
                    action=_distinct("barrier"), help=PAIR_HELP)  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
-    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
@@ -305,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
                    action=_distinct("alignment"), help=PAIR_HELP)  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
-    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--out", required=True,
                    help="new folder to write: B's own format (a Hugging Face directory for a "
                         "model imported from one, else the landscape format)")  # fmt: skip
@@ -314,9 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "beside the curve's value there")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test",
                    help="data split the merge's loss is measured on")  # fmt: skip
-    p.add_argument("--mergekit-config", metavar="PATH",
-                   help="also write a mergekit YAML config there that merges A and the aligned "
-                        "B (run it with mergekit-yaml PATH OUT; pip install 'landscape[merge]')")
+    p.add_argument(
+        "--mergekit-config",
+        metavar="PATH",
+        help="also write a mergekit YAML config there that merges A and the aligned "
+        "B (run it with mergekit-yaml PATH OUT; pip install 'landscape[merge]')",
+    )
     p.add_argument("--merge-method", choices=MERGE_METHODS, default="linear",
                    help="mergekit merge method of --mergekit-config (B is the base of the "
                         "methods that need one)")  # fmt: skip
@@ -334,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="models A, B and C (seeds or member numbers); B and C are aligned to "
                         "A")  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
-    p.add_argument("--group", choices=GROUPS, default="orth", help=GROUP_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="orth", help=GROUP_HELP)
     p.add_argument("--resolution", type=_count, default=10,
                    help="grid steps along each edge: (r + 1)(r + 2)/2 points")  # fmt: skip
     p.add_argument("--tol", type=_float_in(0, math.inf), default=0.05,
@@ -426,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="two or more seeds (or family members): one alignment per "
                         "pair")  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
-    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
@@ -518,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", help="checkpoint A (λ = 1)")
     p.add_argument("b", help="checkpoint B, aligned to A")
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
-    p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--text", help="UTF-8 text file for language models")
     p.add_argument("--data", choices=["digits", "fashion"], help="image data for classifiers")
     p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")

@@ -1,10 +1,12 @@
 """Token batches for imported language models from any local UTF-8 text file.
 
-The text is encoded with the model's own tokenizer when its checkpoint directory holds a
-``tokenizer.json`` (read with the ``tokenizers`` library; no hub access), or when the checkpoint
-is a GGUF file, whose stored tokenizer is extracted once into the cache
-(:func:`landscape.models.importers.gguf.gguf_tokenizer`); a tokenizer that is there but cannot
-be read is an error, never a quiet change of ids. Without one it falls back
+The text is encoded with the model's own tokenizer when its caller hands one in (a
+:class:`Tokenizer`: the ``tokenizer.json`` text, read with the ``tokenizers`` library, no hub
+access). Where a checkpoint's tokenizer is (its directory's ``tokenizer.json``, or the one a
+GGUF file stores) is the importers' knowledge:
+:func:`landscape.models.importers.checkpoint_tokenizer` finds it and
+:func:`read_tokenizer_json` reads a file of it. A tokenizer that is there but cannot be read is
+an error, never a quiet change of ids. Without one it falls back
 to UTF-8 bytes (ids 0–255, when the model's vocabulary has at least 256 entries) or characters
 (the file's sorted character set), and says so in :attr:`TokenCorpus.tokenizer` and
 :attr:`TokenCorpus.note`: a model trained on another tokenizer sees meaningless ids then, so
@@ -28,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +40,30 @@ from landscape.budget import TEXT_BYTES_CODES, TEXT_BYTES_TOKENIZER, check_text_
 from landscape.data import Split, read_text, stream_windows
 from landscape.errors import LandscapeError
 
-__all__ = ["TokenCorpus", "encoding_sources", "token_corpus"]
+__all__ = [
+    "NO_TOKENIZER",
+    "OTHER_TOKENIZER_FILES",
+    "TokenCorpus",
+    "Tokenizer",
+    "encoding_sources",
+    "read_tokenizer_json",
+    "token_corpus",
+]
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A model's tokenizer as the encoder reads it: the ``tokenizer.json`` text (None: there is
+    none), its kind (``"tokenizer.json"`` or ``"gguf"``; "" without one), what it is in words
+    (or why there is none, for the note) and the file it came from ("" without one)."""
+
+    text: str | None
+    kind: str = ""
+    what: str = ""
+    where: str = ""
+
+
+NO_TOKENIZER = Tokenizer(None)
 
 
 @dataclass(frozen=True)
@@ -66,42 +92,26 @@ class TokenCorpus:
         return Split(out.inputs.long(), out.targets.long())  # ids index embeddings: int64
 
 
-def _tokenizer(checkpoint: str | os.PathLike | None) -> tuple[str | None, str, str, str]:
-    """``(tokenizer.json text, kind, what it is, where)``: the checkpoint directory's own file,
-    else the tokenizer a GGUF checkpoint stores (errors when it cannot be extracted).
-    ``(None, "", why not, "")`` without one: ``why not`` says what was looked for."""
-    if checkpoint is None:
-        return None, "", "", ""
-    p = Path(checkpoint)
-    d = p.parent if p.is_file() else p
-    f = d / "tokenizer.json"
-    if f.is_file():
-        try:
-            text = f.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            msg = " ".join(str(e).split())
-            raise LandscapeError(f"{f}: not a readable tokenizer ({msg})") from None
-        return text, "tokenizer.json", f"the model's own tokenizer ({f})", str(f)
-    from landscape.models.importers.gguf import gguf_file, gguf_tokenizer
-
-    g = gguf_file(p)
-    if g is None:
-        others = [n for n in _OTHER_TOKENIZER_FILES if (d / n).is_file()]
-        why = f"no tokenizer.json ({others[0]} is not read)" if others else "no tokenizer.json"
-        return None, "", why, ""
-    text, what = gguf_tokenizer(g)
-    return text, ("gguf" if text is not None else ""), what, str(g)
+def read_tokenizer_json(f: Path) -> Tokenizer:
+    """The tokenizer in the ``tokenizer.json`` file ``f`` (one line when it cannot be read)."""
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        msg = " ".join(str(e).split())
+        raise LandscapeError(f"{f}: not a readable tokenizer ({msg})") from None
+    return Tokenizer(text, "tokenizer.json", f"the model's own tokenizer ({f})", str(f))
 
 
 # a tokenizer's files other than tokenizer.json, which the encoder does not read: named in the
 # note so that a fallback to bytes is not mistaken for the model's tokenizer
-_OTHER_TOKENIZER_FILES = ("tokenizer.model", "vocab.json", "merges.txt", "vocab.txt")
+OTHER_TOKENIZER_FILES = ("tokenizer.model", "vocab.json", "merges.txt", "vocab.txt")
 
 
-def encoding_sources(text: str | os.PathLike, checkpoint: str | os.PathLike | None) -> tuple:
-    """What encoding ``text`` for ``checkpoint`` reads, as (inode, size, modification time)
-    of the text file and of the tokenizer source (tokenizer.json, or the GGUF file), without
-    reading them: a memo of the encoding is stale when this changes."""
+def encoding_sources(text: str | os.PathLike, tokenizer_files: Sequence[Path] = ()) -> tuple:
+    """What encoding ``text`` reads, as (inode, size, modification time) of the text file and
+    of the files its tokenizer comes from
+    (:func:`landscape.models.importers.tokenizer_files`), without reading them: a memo of the
+    encoding is stale when this changes."""
 
     def stamp(f: Path) -> tuple[int, int, int] | None:
         try:
@@ -110,27 +120,23 @@ def encoding_sources(text: str | os.PathLike, checkpoint: str | os.PathLike | No
             return None
         return st.st_ino, st.st_size, st.st_mtime_ns
 
-    from landscape.models.importers.gguf import gguf_file
-
-    files = [Path(text)]
-    if checkpoint is not None:
-        p = Path(checkpoint)
-        files += [(p.parent if p.is_file() else p) / "tokenizer.json", gguf_file(p) or p]
-    return tuple(stamp(f) for f in files)
+    return tuple(stamp(f) for f in [Path(text), *tokenizer_files])
 
 
 def token_corpus(
     path: str | os.PathLike,
-    checkpoint: str | os.PathLike | None = None,
+    tokenizer: Tokenizer | None = None,
     d_vocab: int | None = None,
     val_fraction: float = 0.1,
 ) -> TokenCorpus:
     """Encode the text file ``path`` for a model (module docstring for the fallbacks).
 
-    ``checkpoint``: the model's directory (for ``tokenizer.json``); ``d_vocab``: the model's
-    input vocabulary, used to refuse ids it cannot embed.
+    ``tokenizer``: the model's (``landscape.models.importers.checkpoint_tokenizer``; None or
+    :data:`NO_TOKENIZER`: bytes or characters); ``d_vocab``: the model's input vocabulary,
+    used to refuse ids it cannot embed.
     """
-    tok_text, tok_kind, tok_what, tok_file = _tokenizer(checkpoint)
+    tok = tokenizer or NO_TOKENIZER
+    tok_text, tok_kind, tok_what, tok_file = tok.text, tok.kind, tok.what, tok.where
     if tok_text is not None:
         check_text_file(path, TEXT_BYTES_TOKENIZER, f"with {tok_file}")
     else:
@@ -145,18 +151,18 @@ def token_corpus(
                 f"{tok_file}: reading it needs the tokenizers package (pip install tokenizers)"
             )
         try:
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer as Encoder
         except ImportError as e:  # installed but broken: say so, not that it is missing
             msg = " ".join(str(e).split())
             raise LandscapeError(f"{tok_file}: the tokenizers package failed to import ({msg})"
                                  ) from None  # fmt: skip
         try:
-            tok = Tokenizer.from_str(tok_text)
+            encoder = Encoder.from_str(tok_text)
         except Exception as e:
             msg = " ".join(str(e).split())
             raise LandscapeError(f"{tok_file}: not a readable tokenizer ({msg})") from None
-        kind, vocab = tok_kind, tok.get_vocab_size(with_added_tokens=True)
-        ids = torch.tensor(tok.encode(text, add_special_tokens=False).ids, dtype=torch.int32)
+        kind, vocab = tok_kind, encoder.get_vocab_size(with_added_tokens=True)
+        ids = torch.tensor(encoder.encode(text, add_special_tokens=False).ids, dtype=torch.int32)
         note = f"encoded with {tok_what}"
         tok_digest = hashlib.sha256(tok_text.encode("utf-8")).hexdigest()
     elif d_vocab is None or d_vocab >= 256:

@@ -26,8 +26,6 @@ from landscape.experiments.iterations import iteration_barriers
 from landscape.experiments.runs import (
     ALGO_VERSION,
     BARRIER_VERSION,
-    GROUPS,
-    METHODS,
     PROCESSED,
     SPLITS,
     Aligned,
@@ -66,6 +64,7 @@ from landscape.experiments.widths import (
     width_barriers,
     width_rows,
 )
+from landscape.names import BARRIER_GROUPS, METHODS
 
 __all__ = [
     "ALGO_VERSION",
@@ -74,7 +73,7 @@ __all__ = [
     "PAPER_REFERENCE",
     "paper_value",
     "table_spaces",
-    "GROUPS",
+    "BARRIER_GROUPS",
     "METHODS",
     "PROCESSED",
     "SPLITS",

@@ -194,8 +194,8 @@ def align_activations(
     the caller). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``.
     """
     kinds = group_kinds(spec_for(cfg), resid_kind)  # the kind names its own level
-    options = replace(GAUGE_SWEEP, signs=method)
-    return activation_transform(cfg, pa, pb, inputs, kinds, options=options,
+    similarity = replace(GAUGE_SWEEP, signs=method)
+    return activation_transform(cfg, pa, pb, inputs, kinds, similarity=similarity,
                                 drop_first=drop_first)[0]  # fmt: skip
 
 

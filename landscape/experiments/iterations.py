@@ -38,8 +38,8 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
-from landscape.experiments.runs import ALGO_VERSION, SPLITS, health
-from landscape.matching import GROUPS, function_check, worst_check
+from landscape.experiments.runs import ALGO_VERSION, SPLITS, health, learned_space
+from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
 from landscape.matching.result import MatchResult, circuit_check, finish
@@ -80,8 +80,9 @@ def _check(seeds: Sequence[int], groups: Sequence[str], inits: Sequence[str],
     if len(seeds) != 2:
         raise LandscapeError("iterations need two seeds: --seeds A B")
     for g in groups:
-        if g not in GROUPS:
-            raise LandscapeError(f"unknown group {g!r}; expected one of {', '.join(GROUPS)}")
+        if g not in BARRIER_GROUPS:
+            known = ", ".join(BARRIER_GROUPS)
+            raise LandscapeError(f"unknown group {g!r}; expected one of {known}")
     for i in inits:
         if i not in INITS:
             raise LandscapeError(f"unknown learned start {i!r}; expected one of {', '.join(INITS)}")
@@ -189,8 +190,7 @@ def _learned(line: _Line, init: str, steps: int, checkpoints: int, seed: int,
     kept: list[tuple[int, dict[str, Element]]] = []
     eval_every = max(1, math.ceil(steps / checkpoints))
     t0 = time.perf_counter()
-    options = {**line.data.match_options(a.cfg, "learned"),
-               **({"space": line.space} if line.space != "weights" else {})}  # fmt: skip
+    options = {**line.data.match_options(a.cfg, "learned"), **learned_space("learned", line.space)}
     lm = learned_matching(a.cfg, a.params, b.params, LEARNED_GROUP, line.data.split("train"),
                           init=init, steps=steps, eval_every=eval_every, seed=seed,
                           device=line.device, progress=within(progress, 0.0, 0.8),

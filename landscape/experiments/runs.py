@@ -19,7 +19,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Any
 
 import torch
@@ -35,12 +35,14 @@ from landscape.experiments.curves import (
 )
 from landscape.experiments.eigen import angle_summary, eigenangles, haar_draws, haar_reference
 from landscape.matching import (
-    GROUPS,
-    METHODS,
+    BARRIER_GROUPS,
+    METHODS_BY_NAME,
+    WeightOptions,
     function_check,
     function_warnings,
-    given_options,
     match,
+    method_of,
+    options_key,
 )
 from landscape.matching.result import check_dtype
 from landscape.models import ModelConfig, Params
@@ -120,10 +122,14 @@ def check_split(split: str) -> None:
 
 
 def check_method(method: str, group: str) -> None:
-    if method not in METHODS:
-        raise LandscapeError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    if group not in GROUPS:
-        raise LandscapeError(f"unknown group {group!r}; expected one of {', '.join(GROUPS)}")
+    """One line refusing a method that is not registered or a group no barrier is measured
+    under (``landscape.names.BARRIER_GROUPS``)."""
+    if method not in METHODS_BY_NAME:
+        known = ", ".join(METHODS_BY_NAME)
+        raise LandscapeError(f"unknown method {method!r}; expected one of {known}")
+    if group not in BARRIER_GROUPS:
+        known = ", ".join(BARRIER_GROUPS)
+        raise LandscapeError(f"unknown group {group!r}; expected one of {known}")
 
 
 # ---------------------------------------------------------------- matching
@@ -154,7 +160,7 @@ def _match(
     group: str,
     seed: int,
     device: torch.device,
-    options: dict[str, Any],
+    options: Any,
     data: Data | None,
     progress: Progress | None,
     consume: bool = False,
@@ -165,18 +171,18 @@ def _match(
     ``consume``: the parameters of ``a`` and ``b`` are handed over to weight matching, which
     empties them (``landscape.matching.match``): the same result, in fewer copies of the pair.
     ``start``: learned matching's weight-matching start, when known (:func:`align` reads it
-    from the cache).
+    from the cache). ``options``: the method's settings (its options dataclass).
     """
-    needs_data = method in ("activation", "learned")
-    train = (data or data_of(a)).split("train") if needs_data else None
-    extra: dict[str, Any] = {"progress": progress} if method != "naive" else {}
-    if start is not None and method == "learned":
-        extra["start"] = start
-    if consume and method == "weight":
-        extra["consume"] = True
+    entry = method_of(method)
+    train = (data or data_of(a)).split("train") if entry.needs_data else None
+    hooks: dict[str, Any] = {}
+    if start is not None:
+        hooks["start"] = start
+    if consume and entry.consumes:
+        hooks["consume"] = True
     try:
         r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
-                  device=str(device), **options, **extra)  # fmt: skip
+                  device=device, options=options, progress=progress, **hooks)  # fmt: skip
     except torch.linalg.LinAlgError as e:  # e.g. weights so large that products overflow
         raise LandscapeError(
             f"{method} matching of {label(b)} to {label(a)} under {group} failed: "
@@ -194,17 +200,19 @@ def weight_start(
     seed: int,
     device: torch.device,
     cache: Cache,
-    options: dict[str, Any],
+    options: Any,
     progress: Progress | None = None,
 ) -> Transform | None:
     """Learned matching's start, weight matching under ``group`` (its cached entry, the one
-    ``barrier --method weight`` reads), or None when learned ``options`` start elsewhere.
+    ``barrier --method weight`` reads), or None when the ``options`` of a learned method (its
+    settings dataclass, or learned matching's as a dict) start elsewhere (``init``).
     ``progress`` follows the weight matching when it is not cached."""
-    if options.get("init", "weight") != "weight":
+    learned = options if is_dataclass(options) else method_of("learned").settings(options)
+    if getattr(learned, "init", "weight") != "weight":
         return None
-    wm_options = {k: options[k] for k in ("within_heads",) if k in options}
+    start = WeightOptions(within_heads=getattr(learned, "within_heads", True))
     return align(a, b, "weight", group, seed=seed, device=device, cache=cache,
-                 options=wm_options, progress=progress).transform  # fmt: skip
+                 options=start, progress=progress).transform  # fmt: skip
 
 
 @threaded
@@ -217,12 +225,13 @@ def align(
     seed: int = 0,
     device: torch.device = CPU,
     cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
+    options: Any = None,
     data: Data | None = None,
     progress: Progress | None = None,
 ) -> Aligned:
-    """Align B to A (cached). ``options`` go to the matching method (and into the cache key);
-    ``data`` is A's (default :func:`landscape.sources.data_of`).
+    """Align B to A (cached). ``options`` are the matching method's settings, a dict or its
+    options dataclass (those not at their defaults key the cache entry); ``data`` is A's
+    (default :func:`landscape.sources.data_of`).
 
     ``progress`` follows the matching: weight matching's visits, activation matching's passes,
     learned matching's steps (its weight-matching start, when not cached, in the first tenth).
@@ -230,7 +239,8 @@ def align(
     check_method(method, group)
     check_pair(a, b)
     cache = cache or Cache()
-    options = given_options(method, options)
+    entry = method_of(method)
+    options = entry.settings(options)  # read once: a dataclass passes as it is
     inputs = {
         "a": digest_tensors(a.params),
         "b": digest_tensors(b.params),
@@ -238,13 +248,13 @@ def align(
         "method": method,
         "group": group,
         "seed": seed,
-        "options": options,
+        "options": options_key(options),
         "version": ALGO_VERSION,
     }
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         start, steps = None, progress
-        if method == "learned":
+        if entry.learned:
             start = weight_start(a, b, group, seed=seed, device=device, cache=cache,
                                  options=options, progress=within(progress, 0.0, 0.1,
                                                                   "start: "))  # fmt: skip
@@ -280,10 +290,10 @@ def unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def learned_space(method: str, space: str) -> dict[str, Any]:
-    """The matching option that makes learned matching descend the loss along the line that is
-    measured: in the circuits space, the circuit line (none in the weights space, so its cache
-    keys are those of before spaces)."""
-    return {"space": space} if method == "learned" and space != "weights" else {}
+    """The matching setting that makes a ``learned`` method descend the loss along the line
+    that is measured: in the circuits space, the circuit line (none in the weights space, so
+    its cache keys are those of before spaces)."""
+    return {"space": space} if method_of(method).learned and space != "weights" else {}
 
 
 # ---------------------------------------------------------------- barrier
@@ -444,7 +454,7 @@ def measure_barrier(
     seed: int = 0,
     device: torch.device = CPU,
     cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
+    options: Any = None,
     coordinates: Coordinates = PROCESSED,
     space: str = "weights",
     dtype: str = "float32",
@@ -484,8 +494,12 @@ def measure_barrier(
     data = a.data_of(ckpt_a) if isinstance(a, Source) else data_of(ckpt_a)
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
-    options = {**data.match_options(cfg_a, method), **learned_space(method, coordinates.space),
-               **given_options(method, options)}  # fmt: skip
+    # the method's settings, read once for the whole request: the data's and the space's, and
+    # those said (a dict, or the options dataclass: its settings not at their defaults)
+    said = options_key(options) if is_dataclass(options) else dict(options or {})
+    options = method_of(method).settings(
+        {**data.match_options(cfg_a, method), **learned_space(method, coordinates.space), **said}
+    )
     inputs = {
         "a": digest_tensors(ckpt_a.params),
         "b": digest_tensors(ckpt_b.params),
@@ -493,7 +507,7 @@ def measure_barrier(
         "method": method,
         "group": group,
         "seed": seed,
-        "options": options,
+        "options": options_key(options),
         "points": points,
         "split": split,
         "coordinates": coordinates.key,

@@ -20,7 +20,7 @@ from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
 from landscape.experiments.runs import barrier, measure_barrier
-from landscape.matching import worst_check
+from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
 from landscape.progress import Progress, tell, within
@@ -186,8 +186,9 @@ def table(
 
 
 def _options(method: str, learned_options: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The matching keywords of a row: the learned settings for learned rows, else none."""
-    return (learned_options or None) if method == "learned" else None
+    """The matching settings of a row: the learned settings for learned rows, else none."""
+    entry = METHODS_BY_NAME.get(method)  # an unknown one is refused by the barrier
+    return (learned_options or None) if entry is not None and entry.learned else None
 
 
 def _barrier_cell(model: str, seeds: tuple[int, int], method: str, group: str, space: str,

@@ -29,7 +29,7 @@ from landscape.experiments.runs import (
     unshared,
     weight_start,
 )
-from landscape.matching import function_check, worst_check
+from landscape.matching import function_check, method_of, options_key, worst_check
 from landscape.matching.learned import learned_triangle
 from landscape.matching.result import circuit_check
 from landscape.models import ModelConfig
@@ -53,17 +53,18 @@ def align_joint(
     seed: int = 0,
     device: torch.device = CPU,
     cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
+    options: Any = None,
     data: Data | None = None,
     progress: Progress | None = None,
 ) -> tuple[Aligned, Aligned]:
     """Learned alignment of B and C onto A jointly over the triangle
-    (:func:`landscape.matching.learned.learned_triangle`), cached as one entry."""
+    (:func:`landscape.matching.learned.learned_triangle`), cached as one entry. ``options``:
+    learned matching's settings (a dict or ``LearnedOptions``)."""
     check_method("learned", group)
     check_pair(a, b)
     check_pair(a, c)
     cache = cache or Cache()
-    options = dict(options or {})
+    options = method_of("learned").settings(options)
     inputs = {
         "a": digest_tensors(a.params),
         "b": digest_tensors(b.params),
@@ -72,7 +73,7 @@ def align_joint(
         "method": "learned-joint",
         "group": group,
         "seed": seed,
-        "options": options,
+        "options": options_key(options),
         "version": ALGO_VERSION,
     }
 
@@ -81,9 +82,9 @@ def align_joint(
         # each edge's weight-matching start from the cache (shared with the pairwise barriers)
         starts = tuple(weight_start(a, x, group, seed=seed, device=device, cache=cache,
                                     options=options) for x in (b, c))  # fmt: skip
-        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train, seed=seed,
-                                  device=str(device), progress=progress, starts=starts,
-                                  **options)  # fmt: skip
+        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train,
+                                  options=options, seed=seed, device=device, progress=progress,
+                                  starts=starts)  # fmt: skip
         tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
         for name, r in (("b", rb), ("c", rc)):
             r.function_check_a = function_check(a.cfg, a.params, r.cfg, r.params_a)
@@ -134,14 +135,14 @@ def triangle(
     sweeps.check_executor(executor, address)
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
-    if joint and method != "learned":
+    check_method(method, group)
+    if joint and method != "learned":  # the joint loss is learned matching's own
         raise LandscapeError(
             "--joint aligns B and C together by learned matching: use --method learned"
         )
     if resolution < 1:
         raise LandscapeError("--resolution must be at least 1")
     check_resolution(resolution)
-    check_method(method, group)
     check_split(split)
     check_space(space)
     t0 = time.perf_counter()

@@ -46,7 +46,7 @@ from landscape.experiments.runs import (
     learned_space,
     measure_barrier,
 )
-from landscape.matching import METHODS, function_check, function_warnings
+from landscape.matching import METHODS_BY_NAME, function_check, function_warnings
 from landscape.models import ModelConfig
 from landscape.models.train import checkpoint_inputs, train_model
 from landscape.models.zoo import Checkpoint, ZooModel, zoo_model
@@ -258,8 +258,9 @@ def width_barriers(
     factors = check_factors(zm.config, list(factors))
     methods = tuple(methods)
     for m in methods:
-        if m not in METHODS:
-            raise LandscapeError(f"unknown method {m!r}; expected one of {', '.join(METHODS)}")
+        if m not in METHODS_BY_NAME:
+            known = ", ".join(METHODS_BY_NAME)
+            raise LandscapeError(f"unknown method {m!r}; expected one of {known}")
     if not methods or len(set(methods)) != len(methods):
         raise LandscapeError("give each method once, and at least one")
     if split not in SPLITS:

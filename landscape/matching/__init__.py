@@ -5,16 +5,19 @@ acting on B *as processed*), the processed A and the aligned B = π(θ_B), so th
 ``max_λ L(λθ_A + (1−λ)π(θ_B)) − …`` is measured between models whose functions are exactly those
 of the inputs. :func:`match` is the one entry; the package, in import order:
 
-- :mod:`~landscape.matching.methods`: the method and group names (``Method``, ``Group``,
-  :data:`METHODS`, :data:`GROUPS`), the kinds a group matches, the processing of a pair;
+- :mod:`~landscape.matching.methods`: what a method declares (:class:`MatchingMethod`), the
+  method and group names (``Method``, ``Group`` and their tuples, from :mod:`landscape.names`),
+  the kinds a group matches, the processing of a pair;
 - :mod:`~landscape.matching.solvers`: similarity matrix → group element, one dispatch
   (:func:`~landscape.matching.solvers.solve`);
 - :mod:`~landscape.matching.result`: :class:`MatchResult`, function checks, distances, naive;
 - :mod:`~landscape.matching.weight`: weight matching and the weight similarity;
 - :mod:`~landscape.matching.activation`: activation matching (one implementation, two named
-  option sets: :data:`~landscape.matching.activation.MATCHING` and
+  similarities: :data:`~landscape.matching.activation.MATCHING` and
   :data:`~landscape.matching.activation.GAUGE_SWEEP`);
-- :mod:`~landscape.matching.learned`: learned matching.
+- :mod:`~landscape.matching.learned`: learned matching;
+- :mod:`~landscape.matching.registry`: the methods by name (:func:`method_of`), which
+  :func:`match` looks up.
 
 Conventions
 -----------
@@ -48,22 +51,31 @@ Conventions
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 
-from landscape.matching.activation import activation_matching
-from landscape.matching.learned import learned_matching
+from landscape.matching.activation import ActivationOptions, activation_matching
+from landscape.matching.learned import LearnedOptions, learned_matching
 from landscape.matching.methods import (
-    GROUPS,
+    BARRIER_GROUPS,
     MATCH_GROUPS,
     METHODS,
     MONOMIAL_GROUPS,
     Group,
+    MatchingMethod,
     Method,
+    NoOptions,
     matching_kinds,
+    options_key,
     prepare_pair,
+)
+from landscape.matching.registry import (
+    METHODS_BY_NAME,
+    given_options,
+    method_of,
+    register,
+    unregister,
 )
 from landscape.matching.result import (
     FUNCTION_TOLERANCE,
@@ -76,8 +88,9 @@ from landscape.matching.result import (
     weight_distance,
     worst_check,
 )
-from landscape.matching.weight import weight_matching
+from landscape.matching.weight import WeightOptions, weight_matching
 from landscape.models import ModelConfig, Params
+from landscape.progress import Progress
 from landscape.symmetry.table import PROBE_LOGITS, PROBE_TOKENS
 from landscape.threads import threaded
 
@@ -85,16 +98,22 @@ from landscape.threads import threaded
 probe_inputs = function_probe
 
 __all__ = [
+    "BARRIER_GROUPS",
     "FUNCTION_TOLERANCE",
-    "GROUPS",
     "MATCH_GROUPS",
     "METHODS",
+    "METHODS_BY_NAME",
     "MONOMIAL_GROUPS",
     "PROBE_LOGITS",
     "PROBE_TOKENS",
+    "ActivationOptions",
     "Group",
+    "LearnedOptions",
     "MatchResult",
+    "MatchingMethod",
     "Method",
+    "NoOptions",
+    "WeightOptions",
     "activation_matching",
     "function_check",
     "function_probe",
@@ -103,9 +122,13 @@ __all__ = [
     "learned_matching",
     "match",
     "matching_kinds",
+    "method_of",
     "naive",
+    "options_key",
     "prepare_pair",
     "probe_inputs",
+    "register",
+    "unregister",
     "weight_distance",
     "weight_matching",
     "worst_check",
@@ -117,71 +140,38 @@ def match(
     cfg: ModelConfig,
     params_a: Params,
     params_b: Params,
-    method: Method,
+    method: Method | str,
     group: Group,
     *,
     train_split: Any = None,
     seed: int = 0,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
+    options: Any = None,
+    progress: Progress | None = None,
     **kw: Any,
 ) -> MatchResult:
-    """Align B to A with ``method`` ∈ {naive, weight, activation, learned} under ``group``.
+    """Align B to A with the registered ``method`` (:func:`method_of`: naive, weight,
+    activation, learned, …) under ``group``.
 
-    ``train_split`` (a ``data.Split``) is needed by learned matching (training batches) and by
-    activation matching (its first ``kw.get("batch", 512)`` rows, a fixed batch, unless
-    ``inputs`` is given). Other keywords go to the method. Every method's B is function-checked
-    against the input B; here the processed A is checked against the input A as well
-    (``function_check_a``): processing both endpoints must preserve both functions.
-    ``consume=True`` (weight matching; ignored by the other methods) hands ``params_a`` and
-    ``params_b`` over to be emptied, both checks then made against logits taken before
-    (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
+    The method's settings come as ``options`` (its options dataclass, or a dict) and as
+    keywords named like its settings (keywords over ``options``); the other keywords are the
+    method's per-call hooks (its entry's ``hooks``; any other name is refused in one line
+    naming the settings). ``train_split`` (a ``data.Split``) is what a method that
+    ``needs_data`` learns from: activation matching's fixed batch (its first ``batch`` rows,
+    unless ``inputs`` is given), learned matching's training batches. Every method's B is
+    function-checked against the input B; here the processed A is checked against the input A
+    as well (``function_check_a``): processing both endpoints must preserve both functions.
+    ``consume=True`` (a method that ``consumes``: weight matching; ignored by the others) hands
+    ``params_a`` and ``params_b`` over to be emptied, both checks then made against logits taken
+    before (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
     """
-    consume = kw.pop("consume", False) and method == "weight"
+    entry = method_of(method)
+    consume = kw.pop("consume", False) and entry.consumes
+    settings = entry.settings(options, **{k: kw.pop(k) for k in list(kw) if k not in entry.hooks})
+    if consume:
+        kw["consume"] = True
     reference_a = probe_logits(cfg, params_a) if consume else params_a
-    if method == "naive":
-        r = naive(cfg, params_a, params_b, group)
-    elif method == "weight":
-        r = weight_matching(cfg, params_a, params_b, group, seed=seed, consume=consume,
-                            device=device, **kw)  # fmt: skip
-    elif method == "activation":
-        inputs = kw.pop("inputs", None)
-        batch = kw.pop("batch", 512)
-        if inputs is None:
-            if train_split is None:
-                raise ValueError("activation matching needs inputs or a train_split")
-            inputs = train_split.inputs[:batch]
-        r = activation_matching(cfg, params_a, params_b, group, inputs, device=device, **kw)
-    elif method == "learned":
-        if train_split is None:
-            raise ValueError("learned matching needs a train_split")
-        r = learned_matching(
-            cfg, params_a, params_b, group, train_split, seed=seed, device=device, **kw
-        )
-    else:
-        raise ValueError(f"unknown matching method {method!r}; expected one of {METHODS}")
+    r = entry.run(cfg, params_a, params_b, group, settings, train_split=train_split, seed=seed,
+                  device=device, progress=progress, **kw)  # fmt: skip
     r.function_check_a = function_check(cfg, reference_a, r.cfg, r.params_a)
     return r
-
-
-_METHOD_FUNCTIONS = {"weight": weight_matching, "activation": activation_matching,
-                     "learned": learned_matching}  # fmt: skip
-
-
-def given_options(method: str, options: dict[str, Any] | None) -> dict[str, Any]:
-    """``options`` of ``method`` less those that say the method's own default (a number, text
-    or flag equal to its keyword's default), so that a default said explicitly keys the same
-    cached result as one left out. Anything else (a tensor, an unknown keyword) is kept."""
-    options = dict(options or {})
-    fn = _METHOD_FUNCTIONS.get(method)
-    if fn is None:
-        return options
-    params = inspect.signature(fn).parameters
-
-    def said_default(k: str, v: Any) -> bool:
-        p = params.get(k)
-        if p is None or p.default is inspect.Parameter.empty:
-            return False
-        plain = (bool, int, float, str)
-        return isinstance(v, plain) and type(v) is type(p.default) and v == p.default
-
-    return {k: v for k, v in options.items() if not said_default(k, v)}

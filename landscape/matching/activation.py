@@ -9,8 +9,8 @@ activation matching cannot see the sign of G along 1: the readers' (unused) comp
 may come out flipped, which changes neither the function nor any interpolated model (every
 writer stays centred).
 
-One implementation, :func:`activation_transform`, with two named sets of options
-(:class:`ActivationOptions`), because merging them would move published numbers:
+One implementation, :func:`activation_transform`, with two named ways of forming the
+similarities (:class:`ActivationSimilarity`), because merging them would move published numbers:
 
 - :data:`MATCHING`, used by :func:`activation_matching` and so by ``match(…, "activation")``
   (barrier tables, pairs, the app's method "activation"): forward passes in float64, statistics
@@ -36,11 +36,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
-from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.device import CPU
+from landscape.matching.methods import (
+    MatchingMethod,
+    given_settings,
+    matching_kinds,
+    prepare_pair,
+)
 from landscape.matching.result import MatchResult, aligned_distance, finish, weight_distance
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
 from landscape.matching.weight import head_element, within_head_element, within_head_variables
@@ -59,7 +65,7 @@ HeadCost = Literal["output", "circuit"]
 
 
 @dataclass(frozen=True)
-class ActivationOptions:
+class ActivationSimilarity:
     """How activation matching forms and solves its similarities (module docstring)."""
 
     statistic: Statistic
@@ -70,8 +76,18 @@ class ActivationOptions:
     signs: Signs = "marginalised"  # signed permutations: on |C| (exact) or on signed C
 
 
-MATCHING = ActivationOptions("pearson", "output", torch.float64, True, True)
-GAUGE_SWEEP = ActivationOptions("cosine", "circuit", None, False, False)
+MATCHING = ActivationSimilarity("pearson", "output", torch.float64, True, True)
+GAUGE_SWEEP = ActivationSimilarity("cosine", "circuit", None, False, False)
+
+
+@dataclass(frozen=True)
+class ActivationOptions:
+    """The settings of activation matching (:func:`activation_matching`, the method
+    ``"activation"``)."""
+
+    batch: int = 512  # rows of A's training split it correlates (a fixed batch: the first)
+    drop_first: bool = False  # leave position 0 out (attention sinks of text models)
+    within_heads: bool = True  # also the per-head maps, by their weight objective
 
 
 def collect(
@@ -201,7 +217,7 @@ def activation_transform(
     inputs: torch.Tensor,
     kinds: Mapping[str, str],
     *,
-    options: ActivationOptions = MATCHING,
+    similarity: ActivationSimilarity = MATCHING,
     drop_first: bool = False,
     device: torch.device | None = None,
     progress: Progress | None = None,
@@ -215,7 +231,7 @@ def activation_transform(
     where the parameters are). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``. ``progress`` hears
     the two forward passes and each layer's solve.
     """
-    spec, o = spec_for(cfg), options
+    spec, o = spec_for(cfg), similarity
     run = {"dtype": o.dtype, "device": device, "to_cpu": o.on_cpu}
     steps = 3 + cfg.n_layers
     tell(progress, "activation matching: A's activations", 0, steps)
@@ -257,13 +273,16 @@ def activation_matching(
     group: str,
     inputs: torch.Tensor,
     *,
-    drop_first: bool = False,
-    device: str | torch.device | None = None,
-    options: ActivationOptions = MATCHING,
-    within_heads: bool = True,
+    options: ActivationOptions | None = None,
+    similarity: ActivationSimilarity = MATCHING,
+    device: torch.device | None = None,
     progress: Progress | None = None,
+    **settings: Any,
 ) -> MatchResult:
     """Activation matching on one fixed batch ``inputs`` (module docstring, :data:`MATCHING`).
+
+    Its settings (:class:`ActivationOptions`; ``batch`` is for callers that take the batch from
+    a training split) come as ``options`` or as keywords (``drop_first``, ``within_heads``).
 
     Processes A and B for ``group`` (:func:`landscape.matching.methods.prepare_pair`), matches
     the group's kinds (:func:`landscape.matching.methods.matching_kinds`) and returns a
@@ -279,17 +298,20 @@ def activation_matching(
     straight line between factored weights averages every head's factors in unrelated bases.
     ``progress`` follows the forward passes and the layers' solves.
     """
+    opts = given_settings(ActivationOptions, options, what="activation matching", **settings)
+    drop_first = opts.drop_first
     t0 = time.perf_counter()
-    dev = torch.device(device) if device is not None else torch.device("cpu")
+    dev = device if device is not None else CPU
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
-    transform, similarity = activation_transform(
-        cfg_p, a, b, inputs, kinds, options=options, drop_first=drop_first, device=dev,
+    transform, aligned_similarity = activation_transform(
+        cfg_p, a, b, inputs, kinds, similarity=similarity, drop_first=drop_first, device=dev,
         progress=progress,
     )  # fmt: skip
-    info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first, "similarity": similarity}
-    if within_heads:
+    info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first,
+                  "similarity": aligned_similarity}  # fmt: skip
+    if opts.within_heads:
         elements, conds = dict(transform.elements), {}
         for v in within_head_variables(spec):
             kind = spec.variables[v].widest  # invertible, or rope-commuting under RoPE
@@ -313,3 +335,30 @@ def activation_matching(
         rounds=1,
         info=info,
     )
+
+
+def _run(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    group: str,
+    options: ActivationOptions,
+    *,
+    train_split: Any,
+    seed: int,
+    device: torch.device | None,
+    progress: Progress | None,
+    inputs: torch.Tensor | None = None,
+) -> MatchResult:
+    """The method ``"activation"``: on ``inputs`` when given, else the first ``options.batch``
+    rows of A's training split."""
+    if inputs is None:
+        if train_split is None:
+            raise ValueError("activation matching needs inputs or a train_split")
+        inputs = train_split.inputs[: options.batch]
+    return activation_matching(cfg, params_a, params_b, group, inputs, options=options,
+                               device=device, progress=progress)  # fmt: skip
+
+
+ACTIVATION = MatchingMethod("activation", "activation matching", ActivationOptions, _run,
+                            needs_data=True, hooks=("inputs",))  # fmt: skip

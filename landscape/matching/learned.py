@@ -49,8 +49,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.matching.methods import (
+    MatchingMethod,
+    given_settings,
+    matching_kinds,
+    prepare_pair,
+)
 from landscape.matching.result import (
     MatchResult,
     aligned_distance,
@@ -89,9 +95,31 @@ EVAL_TOKENS = 16384  # positions of the scoring slice of a language model's wind
 # Told the projected elements at every scoring point (step 0: the start)
 OnEval = Callable[[int, Mapping[str, Element]], None]
 
+
+@dataclass(frozen=True)
+class LearnedOptions:
+    """The settings of learned matching, pairwise (:func:`learned_matching`) and over a
+    triangle (:func:`learned_triangle`), written once (their meaning: :func:`learned_matching`).
+    """
+
+    init: str = "weight"  # INITS: start from weight matching, or from the identity
+    lam: str = "u(0.4,0.6)"  # LAMBDAS: the distribution of λ (pairwise only)
+    steps: int = 300
+    lr: float = 0.1  # rotations: Adam's step in units of the element's RMS entry 1/√n
+    lr_perm: float = 0.1  # the same for permutation latents
+    batch_size: int | None = None  # rows per step (None: BATCH_ROWS, or BATCH_TOKENS tokens)
+    orth: str = "exp"  # ORTH_PARAMS: rotations as G₀·exp(S − Sᵀ), or projected latents
+    space: str = "weights"  # the merge space of the loss (landscape.models.circuits)
+    within_heads: bool = True  # weight matching's start matches the per-head maps too
+    eval_every: int = 25  # steps between scorings of the projected transform
+    eval_size: int | None = None  # rows of the scoring slice (None: EVAL_ROWS, or EVAL_TOKENS)
+
+
 __all__ = [
     "INITS",
     "LAMBDAS",
+    "LEARNED",
+    "LearnedOptions",
     "ORTH_PARAMS",
     "OnEval",
     "apply_dense",
@@ -249,26 +277,18 @@ def learned_matching(
     group: str,
     train_split: Any,
     *,
-    init: str = "weight",
-    lam: str = "u(0.4,0.6)",
-    steps: int = 300,
-    lr: float = 0.1,
-    lr_perm: float = 0.1,
-    batch_size: int | None = None,
-    orth: str = "exp",
-    space: str = "weights",
-    within_heads: bool = True,
+    options: LearnedOptions | None = None,
     seed: int = 0,
-    device: str | torch.device | None = None,
-    eval_every: int = 25,
-    eval_size: int | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
     on_eval: OnEval | None = None,
     start: Transform | None = None,
+    **settings: Any,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
-    ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
+    Its settings (:class:`LearnedOptions`) come as ``options`` or as keywords, keywords over
+    ``options``. ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
     ``batch_size`` rows (default 64, or 8,192 tokens of a language model's windows) are drawn in
     seeded shuffled epochs. ``init="weight"`` starts from weight matching under ``group`` (seed
     ``seed``), ``"identity"`` from the identity. ``orth`` is the parametrisation of rotations:
@@ -295,6 +315,8 @@ def learned_matching(
     ``within_heads`` (acting on B as processed), when the caller has it already (the cache):
     ``init="weight"`` then starts from it instead of matching again.
     """
+    opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
+    lam = opts.lam
     if lam not in LAMBDAS:
         raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
     gen = torch.Generator().manual_seed(seed)
@@ -305,12 +327,10 @@ def learned_matching(
         return [t, 1 - t]
 
     mixes = [[t, 1 - t] for t in _eval_lambdas(lam)]
-    (r,) = _learn(cfg, params_a, [params_b], group, train_split, sample, mixes, gen,
-                  init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
-                  orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
-                  eval_every=eval_every, eval_size=eval_size, progress=progress,
+    (r,) = _learn(cfg, params_a, [params_b], group, train_split, sample, mixes, gen, opts,
+                  seed=seed, device=device, progress=progress,
                   on_eval=None if on_eval is None else lambda step, els: on_eval(step, els[0]),
-                  settings={"lam": lam}, starts=[start])  # fmt: skip
+                  about={"lam": lam}, starts=[start])  # fmt: skip
     return r
 
 
@@ -322,20 +342,12 @@ def learned_triangle(
     group: str,
     train_split: Any,
     *,
-    init: str = "weight",
-    steps: int = 300,
-    lr: float = 0.1,
-    lr_perm: float = 0.1,
-    batch_size: int | None = None,
-    orth: str = "exp",
-    space: str = "weights",
-    within_heads: bool = True,
+    options: LearnedOptions | None = None,
     seed: int = 0,
-    device: str | torch.device | None = None,
-    eval_every: int = 25,
-    eval_size: int | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
     starts: tuple[Transform | None, Transform | None] = (None, None),
+    **settings: Any,
 ) -> tuple[MatchResult, MatchResult]:
     """Learn the transforms of B and C onto A jointly, over the whole triangle.
 
@@ -345,8 +357,12 @@ def learned_triangle(
     edge midpoints. Each transform starts from its own pairwise start (weight matching onto A, or
     the identity) and keeps its model's function exactly. Settings as :func:`learned_matching`
     (``starts``: B's and C's weight matching onto A, when known); returns (B's result, C's
-    result), each with ``info["joint"] = True``.
+    result), each with ``info["joint"] = True``. The mixtures are drawn from Dirichlet(1, 1, 1),
+    so ``lam`` is not a setting here.
     """
+    opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
+    if opts.lam != LearnedOptions.lam:
+        raise ValueError("a joint triangle draws its mixtures from Dirichlet(1, 1, 1): no lam")
     gen = torch.Generator().manual_seed(seed)
 
     def sample() -> list[float]:
@@ -356,10 +372,8 @@ def learned_triangle(
     third, half = 1.0 / 3.0, 0.5
     mixes = [[third] * 3, [half, half, 0.0], [half, 0.0, half], [0.0, half, half]]
     b, c = _learn(cfg, params_a, [params_b, params_c], group, train_split, sample, mixes, gen,
-                  init=init, steps=steps, lr=lr, lr_perm=lr_perm, batch_size=batch_size,
-                  orth=orth, space=space, within_heads=within_heads, seed=seed, device=device,
-                  eval_every=eval_every, eval_size=eval_size, progress=progress,
-                  settings={"lam": "dirichlet(1,1,1)", "joint": True},
+                  opts, seed=seed, device=device, progress=progress,
+                  about={"lam": "dirichlet(1,1,1)", "joint": True},
                   starts=list(starts))  # fmt: skip
     return b, c
 
@@ -373,35 +387,31 @@ def _learn(
     sample: Callable[[], list[float]],
     mixes: list[list[float]],
     gen: torch.Generator,
+    options: LearnedOptions,
     *,
-    init: str,
-    steps: int,
-    lr: float,
-    lr_perm: float,
-    batch_size: int | None,
-    orth: str,
-    space: str,
-    within_heads: bool,
     seed: int,
-    device: str | torch.device | None,
-    eval_every: int,
-    eval_size: int | None,
+    device: torch.device | None,
     progress: Progress | None,
-    settings: dict[str, Any],
+    about: dict[str, Any],
     on_eval: Callable[[int, list[dict[str, Element]]], None] | None = None,
     starts: list[Transform | None] | None = None,
 ) -> list[MatchResult]:
     """The learning loop of :func:`learned_matching` and :func:`learned_triangle`: one set of
     latents per model in ``others``, all moved by one optimiser on the loss of the mixture
     ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
-    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match)."""
+    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match);
+    ``about`` goes into every result's ``info`` (how the mixtures were drawn)."""
     t0 = time.perf_counter()
+    o = options
+    init, steps, lr, lr_perm, orth = o.init, o.steps, o.lr, o.lr_perm, o.orth
+    space, within_heads, eval_every = o.space, o.within_heads, o.eval_every
+    batch_size, eval_size = o.batch_size, o.eval_size
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
     if orth not in ORTH_PARAMS:
         raise ValueError(f"unknown orth parametrisation {orth!r}; expected one of {ORTH_PARAMS}")
     check_space(space)
-    dev = torch.device(device) if device is not None else torch.device("cpu")
+    dev = device if device is not None else CPU
     prepared = [prepare_pair(cfg, params_a, p, group) for p in others]
     cfg_p, a = prepared[0][0], prepared[0][1]
     if space == "circuits":
@@ -430,9 +440,7 @@ def _learn(
             start = weight_matching(cfg, params_a, params, group, seed=seed,
                                     within_heads=within_heads, device=dev).transform  # fmt: skip
         g_init = {
-            v: start.matrix(v)
-            if v in start.elements
-            else torch.eye(sizes[v], dtype=torch.float64)
+            v: start.matrix(v) if v in start.elements else torch.eye(sizes[v], dtype=torch.float64)
             for v in kinds
         }
         # the start's within-head maps stay as found: moved onto B's own heads once, they travel
@@ -623,7 +631,7 @@ def _learn(
         }
         info = {
             "init": init,
-            **settings,
+            **about,
             "steps": steps,
             "lr": lr,
             "lr_perm": lr_perm,
@@ -676,3 +684,26 @@ class _Member:
     g0: dict[str, torch.Tensor]
     latents: dict[str, torch.Tensor]
     b_dev: Params  # processed, within-head maps applied, on the device in float32
+
+
+def _run(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    group: str,
+    options: LearnedOptions,
+    *,
+    train_split: Any,
+    seed: int,
+    device: torch.device | None,
+    progress: Progress | None,
+    **hooks: Any,
+) -> MatchResult:
+    if train_split is None:
+        raise ValueError("learned matching needs a train_split")
+    return learned_matching(cfg, params_a, params_b, group, train_split, options=options,
+                            seed=seed, device=device, progress=progress, **hooks)  # fmt: skip
+
+
+LEARNED = MatchingMethod("learned", "learned matching", LearnedOptions, _run, needs_data=True,
+                         learned=True, hooks=("start", "on_eval"))  # fmt: skip

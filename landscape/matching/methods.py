@@ -1,16 +1,13 @@
-"""The matching contract: the one list of methods and group levels, and what a level means.
+"""The matching contract: what a method declares, and what a group level means.
 
-``Method`` and ``Group`` are the names every layer above reads (experiments, pairs, the CLI, the
-app, the atlas): import the tuples from here instead of writing the strings again.
+The names (``Method``, ``Group`` and their tuples) are :mod:`landscape.names`'s, re-exported
+here: every layer reads them from there instead of writing the strings again.
 
-- :data:`METHODS`: every matching method, in the order tables and pages show them.
-- :data:`MATCH_GROUPS`: every residual group level matching accepts, the keys of
-  ``landscape.symmetry.RESID_GROUPS`` (a test keeps them equal).
-- :data:`GROUPS`: the chain S_d ⊂ B_d ⊂ O(d) offered by the barrier commands, tables and pages,
-  and O(d) fixing the mean direction (``orth-mean``, S_d ⊂ it ⊂ O(d)): the rotations a
-  LayerNorm model can be written back with (``landscape.models.exporters``).
-- :data:`MONOMIAL_GROUPS`: the coordinate-preserving levels (S_d, B_d), the ones whose elements
-  relabel and flip coordinates (atlas, artifact transport).
+A matching method is one :class:`MatchingMethod` entry in the registry
+(:mod:`landscape.matching.registry`): whether it needs data, its settings as a frozen dataclass
+(the ``options``, part of every cache key), and ``run``. :func:`given_settings` and
+:func:`options_key` are how a dict of settings becomes that dataclass and how the dataclass
+becomes a cache key, for every method alike.
 
 A group level means a kind per gauge variable (:func:`matching_kinds`) and the processing that
 makes it exact on both endpoints (:func:`prepare_pair`).
@@ -18,19 +15,138 @@ makes it exact on both endpoints (:func:`prepare_pair`).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Protocol
 
+import torch
+
+from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params
+from landscape.names import BARRIER_GROUPS, MATCH_GROUPS, METHODS, MONOMIAL_GROUPS, Group, Method
+from landscape.progress import Progress
 from landscape.symmetry import RESID_GROUPS, Spec, group_kinds
 from landscape.symmetry.processing import prepare
 
-Method = Literal["naive", "activation", "weight", "learned"]
-METHODS: tuple[Method, ...] = get_args(Method)
+if TYPE_CHECKING:  # the result type sits in result.py, which imports this module
+    from landscape.matching.result import MatchResult
 
-Group = Literal["perm", "perm-global-sign", "signed-perm", "orth", "orth-mean"]
-MATCH_GROUPS: tuple[Group, ...] = get_args(Group)
-GROUPS: tuple[Group, ...] = ("perm", "signed-perm", "orth", "orth-mean")
-MONOMIAL_GROUPS: tuple[Group, ...] = ("perm", "signed-perm")
+__all__ = [
+    "BARRIER_GROUPS",
+    "MATCH_GROUPS",
+    "METHODS",
+    "MONOMIAL_GROUPS",
+    "Group",
+    "MatchingMethod",
+    "Method",
+    "NoOptions",
+    "Run",
+    "given_settings",
+    "matching_kinds",
+    "options_key",
+    "prepare_pair",
+    "said_default",
+    "settings_of",
+]
+
+
+class Run(Protocol):
+    """A method's work: align B to A under ``group`` with ``options`` (its settings).
+
+    ``train_split`` is A's training data (a ``data.Split``) for a method that ``needs_data``,
+    else None; ``seed`` seeds whatever the method draws; ``device`` is where it computes (None:
+    where the parameters are, or the CPU); ``progress`` hears its stages. ``hooks`` are the
+    method's own per-call arguments that are no setting and key no cache (weight matching's
+    ``on_round`` and ``consume``, learned matching's ``start`` and ``on_eval``, activation
+    matching's ``inputs``), named in its entry's ``hooks``.
+    """
+
+    def __call__(self, cfg: ModelConfig, params_a: Params, params_b: Params, group: str,
+                 options: Any, *, train_split: Any, seed: int, device: torch.device | None,
+                 progress: Progress | None, **hooks: Any) -> MatchResult: ...  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The settings of a method that has none (naive)."""
+
+
+@dataclass(frozen=True)
+class MatchingMethod:
+    """One matching method: the facts other code branches on, its settings and its work.
+
+    ``options`` is a frozen dataclass whose fields are the method's settings with their
+    defaults, written once (:func:`given_settings` builds it from keywords); ``run`` aligns
+    (:class:`Run`). ``needs_data``: it reads A's training split (activation and learned
+    matching), so the pipeline loads it. ``learned``: it descends the merge's loss, so it has
+    a ``space`` setting, which follows the space a barrier is measured in, and it starts from
+    weight matching's transform (read from the cache) when its ``init`` setting is
+    ``"weight"``. ``consumes``: it can work on handed-over input dicts, emptying them
+    (``consume=True``: the same result in fewer copies of a large pair). ``aligns``: it moves
+    B at all (naive does not). ``hooks``: the names of its per-call arguments that are no
+    setting (:class:`Run`).
+    """
+
+    name: str
+    title: str  # what it is in words, e.g. "weight matching"
+    options: type
+    run: Run
+    needs_data: bool = False
+    learned: bool = False
+    consumes: bool = False
+    aligns: bool = True
+    hooks: tuple[str, ...] = ()
+
+    def settings(self, given: Mapping[str, Any] | Any | None = None, **more: Any) -> Any:
+        """This method's ``options`` from ``given`` (a dict of settings, or the dataclass
+        itself) and ``more`` keywords (:func:`given_settings`)."""
+        return given_settings(self.options, given, what=self.title, **more)
+
+
+_PLAIN = (bool, int, float, str)
+
+
+def said_default(value: Any, default: Any) -> bool:
+    """A plain value (number, text, flag) equal to the default, of its type: said or left out,
+    it means the same setting, so it keys the same cached result."""
+    return isinstance(value, _PLAIN) and type(value) is type(default) and value == default
+
+
+def settings_of(options: Any) -> dict[str, Any]:
+    """Every setting of an options dataclass, by name (the method's keywords)."""
+    return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def given_settings(
+    cls: type, given: Mapping[str, Any] | Any | None = None, *, what: str = "", **more: Any
+) -> Any:
+    """The options dataclass ``cls`` from the settings ``given`` (a dict, or an instance, kept
+    as it is) updated by ``more``. A name that is not one of its settings is one line naming
+    the settings there are."""
+    if isinstance(given, cls) and not more:
+        return given
+    values = settings_of(given) if isinstance(given, cls) else dict(given or {})
+    values.update(more)
+    names = [f.name for f in fields(cls)]
+    unknown = [k for k in values if k not in names]
+    if unknown:
+        known = ", ".join(names) if names else "none"
+        raise LandscapeError(
+            f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+            f"{' of ' + what if what else ''}; its settings: {known}"
+        )
+    return cls(**values)
+
+
+def options_key(options: Any) -> dict[str, Any]:
+    """The settings of ``options`` that differ from their defaults: its part of a cache key, so
+    that a default said explicitly keys the same entry as one left out."""
+    out = {}
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if not (value is f.default or said_default(value, f.default)):
+            out[f.name] = value
+    return out
 
 
 def matching_kinds(spec: Spec, group: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from landscape.matching.methods import prepare_pair
+from landscape.matching.methods import MatchingMethod, NoOptions, prepare_pair
 from landscape.models import ModelConfig, Params, forward
 from landscape.symmetry import (
     Element,
@@ -259,3 +259,21 @@ def naive(cfg: ModelConfig, params_a: Params, params_b: Params, group: str = "pe
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
     obj = [weight_distance(a, b)]
     return finish("naive", group, cfg, params_b, cfg_p, a, b, Transform({}), t0, objective=obj)
+
+
+def _run_naive(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    group: str,
+    options: NoOptions,
+    *,
+    train_split: Any,
+    seed: int,
+    device: torch.device | None,
+    progress: Any,
+) -> MatchResult:
+    return naive(cfg, params_a, params_b, group)
+
+
+NAIVE = MatchingMethod("naive", "no matching", NoOptions, _run_naive, aligns=False)

@@ -41,11 +41,17 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 
-from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.matching.methods import (
+    MatchingMethod,
+    given_settings,
+    matching_kinds,
+    prepare_pair,
+)
 from landscape.matching.result import (
     MatchResult,
     aligned_distance,
@@ -290,22 +296,33 @@ def weight_kinds(
     return kinds, after
 
 
+@dataclass(frozen=True)
+class WeightOptions:
+    """The settings of weight matching (:func:`weight_matching`)."""
+
+    max_rounds: int = 50  # rounds of the descent at most
+    tol: float = 1e-4  # settled: the objective fell by at most this, relative
+    within_heads: bool = True  # also match the per-head maps qk{l}/ov{l}
+
+
 def weight_matching(
     cfg: ModelConfig,
     params_a: Params,
     params_b: Params,
     group: str,
     *,
-    max_rounds: int = 50,
-    tol: float = 1e-4,
+    options: WeightOptions | None = None,
     seed: int = 0,
-    within_heads: bool = True,
     on_round: OnRound | None = None,
     consume: bool = False,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     progress: Progress | None = None,
+    **settings: Any,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
+
+    Its settings (:class:`WeightOptions`) come as ``options`` or as keywords (``max_rounds``,
+    ``tol``, ``within_heads``), keywords over ``options``.
 
     Starts at the identity; each round visits every variable once in a seeded random order and
     replaces its element by the best one with the others held fixed. Stops when a round changes
@@ -336,6 +353,8 @@ def weight_matching(
     ``progress`` (:mod:`landscape.progress`) hears each variable's visit, counted in rounds of
     ``max_rounds`` (the descent usually stops well before: the stage says which round).
     """
+    opts = given_settings(WeightOptions, options, what="weight matching", **settings)
+    max_rounds, tol, within_heads = opts.max_rounds, opts.tol, opts.within_heads
     t0 = time.perf_counter()
     home = next(iter(params_a.values())).device
     reference = None
@@ -343,7 +362,7 @@ def weight_matching(
         dtype = next(iter(params_b.values())).dtype
         reference = probe_logits(cfg, params_b)
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group, consume=consume)
-    dev = home if device is None else torch.device(device)
+    dev = home if device is None else device
     if dev != home:
         if not consume:  # a pair that needs no processing comes back as the caller's own dicts
             a, b = dict(a), dict(b)
@@ -428,3 +447,24 @@ def weight_matching(
         r.params_a = {k: v.to(home) for k, v in r.params_a.items()}
         r.params_b = {k: v.to(home) for k, v in r.params_b.items()}
     return r
+
+
+def _run(
+    cfg: ModelConfig,
+    params_a: Params,
+    params_b: Params,
+    group: str,
+    options: WeightOptions,
+    *,
+    train_split: Any,
+    seed: int,
+    device: torch.device | None,
+    progress: Progress | None,
+    **hooks: Any,
+) -> MatchResult:
+    return weight_matching(cfg, params_a, params_b, group, options=options, seed=seed,
+                           device=device, progress=progress, **hooks)  # fmt: skip
+
+
+WEIGHT = MatchingMethod("weight", "weight matching", WeightOptions, _run, consumes=True,
+                        hooks=("on_round", "consume"))  # fmt: skip

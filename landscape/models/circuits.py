@@ -39,8 +39,7 @@ from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.params import Params
 from landscape.models.registry import architecture_of
-
-SPACES = ("weights", "circuits")
+from landscape.names import SPACES
 
 
 def check_circuit_form(cfg: ModelConfig) -> None:

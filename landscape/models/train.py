@@ -150,7 +150,7 @@ def train_model(
     model: ZooModel,
     seed: int,
     *,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     data_dir: str | None = None,
     progress: Progress | None = None,
     variant: str | None = None,
@@ -173,7 +173,7 @@ def train_models(
     model: ZooModel,
     seeds: list[int],
     *,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     data_dir: str | None = None,
     progress: Progress | None = None,
     variant: str | None = None,
@@ -454,7 +454,7 @@ def train(
     name: str,
     seed: int,
     *,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     data_dir: str | None = None,
     cache: Cache | None = None,
     progress: Progress | None = None,
@@ -466,7 +466,9 @@ def train(
     ``variant`` trains a control variant of the model (``landscape.models.zoo.VARIANTS``), cached
     under its own key; ``None`` is the zoo recipe itself. ``text`` trains the GPT model ``name``
     on a user's UTF-8 text file instead (its own character vocabulary, stored with the
-    checkpoint; cached under the file's digest).
+    checkpoint; cached under the file's digest). ``device``: where it trains, resolved by the
+    caller (the CLI and the app: ``landscape.device.resolve_device``); None trains on CUDA when
+    it is available, else on the CPU.
     """
     model = zoo_model(name) if text is None else text_model(text, name)
     check_seed(seed)
@@ -497,7 +499,7 @@ def train_seeds(
     name: str,
     seeds: list[int],
     *,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     data_dir: str | None = None,
     cache: Cache | None = None,
     progress: Progress | None = None,
@@ -601,7 +603,7 @@ def get_checkpoint(
     model: str,
     seed: int | None = None,
     *,
-    device: str | torch.device | None = None,
+    device: torch.device | None = None,
     cache: Cache | None = None,
     train_if_missing: bool = True,
     progress: Progress | None = None,

@@ -100,8 +100,8 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
 Which residual groups are exact depends on the norm state (docs/design.md §1 table):
 :func:`landscape.symmetry.apply.resid_needs`, and on :func:`resid_blocked`.
 
-Group levels (:data:`RESID_GROUPS`, :data:`GROUPS`) name a kind per variable; :func:`group_kinds`
-turns a level into that mapping for one spec.
+Group levels (:data:`RESID_GROUPS`, :data:`SYMMETRY_LEVELS`) name a kind per variable;
+:func:`group_kinds` turns a level into that mapping for one spec.
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ RESID_GROUPS = {
     "orth": ORTH,
     "orth-mean": ORTH_MEAN,
 }
-GROUPS = (*RESID_GROUPS, "qk", "ov", "scale")
+# every level of the symmetry table: the residual ones, the within-head maps, FFN scalings
+SYMMETRY_LEVELS = (*RESID_GROUPS, "qk", "ov", "scale")
 
 
 class Role(NamedTuple):
@@ -450,4 +451,4 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
         return {v: spec.variables[v].widest for v in spec.family(group)}
     if group == "scale":
         return {v: SCALE for v in spec.family("mlp")}
-    raise ValueError(f"unknown group {group!r}; expected one of {GROUPS}")
+    raise ValueError(f"unknown group {group!r}; expected one of {SYMMETRY_LEVELS}")

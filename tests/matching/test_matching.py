@@ -173,5 +173,5 @@ def test_weight_similarity_gains_option() -> None:
 def test_gauge_sweep_options_recover_planted_transform(arch: str, group: str) -> None:
     """The sweep's option set of activation matching also undoes a planted element exactly."""
     cfg, a, b = _planted(arch, group)
-    r = activation_matching(cfg, a, b, group, tiny_inputs(cfg, batch=64), options=GAUGE_SWEEP)
+    r = activation_matching(cfg, a, b, group, tiny_inputs(cfg, batch=64), similarity=GAUGE_SWEEP)
     assert _max_diff(r.params_a, r.params_b) < 1e-6

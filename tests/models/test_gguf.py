@@ -8,7 +8,7 @@ import torch
 
 from landscape.data.text import token_corpus
 from landscape.models import forward
-from landscape.models.importers import import_checkpoint
+from landscape.models.importers import checkpoint_tokenizer, import_checkpoint
 from landscape.models.importers.gguf import gguf_file
 
 transformers = pytest.importorskip("transformers")
@@ -109,7 +109,7 @@ def test_gguf_text_is_encoded_with_the_tokenizer_it_stores(tiny, tmp_path, monke
     text = tmp_path / "t.txt"
     text.write_text("the other thing, then the theatre; " * 40)
     assert gguf_file(tiny.parent) == tiny and gguf_file(text) is None
-    corpus = token_corpus(text, tiny, d_vocab=261)
+    corpus = token_corpus(text, checkpoint_tokenizer(tiny), d_vocab=261)
     assert corpus.tokenizer == "gguf" and tiny.name in corpus.note
     ref = transformers.AutoTokenizer.from_pretrained(str(tiny.parent), gguf_file=tiny.name)
     ids = ref(text.read_text(), add_special_tokens=False)["input_ids"]
@@ -119,5 +119,5 @@ def test_gguf_text_is_encoded_with_the_tokenizer_it_stores(tiny, tmp_path, monke
     assert len(stored) == 1
     # the second time the stored file is read, whatever transformers would do
     monkeypatch.setattr(transformers, "AutoTokenizer", None)
-    again = token_corpus(text, tiny.parent, d_vocab=261)
+    again = token_corpus(text, checkpoint_tokenizer(tiny.parent), d_vocab=261)
     assert again.tokenizer == "gguf" and torch.equal(again.train, corpus.train)

@@ -5,7 +5,7 @@ import pytest
 
 from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
-from landscape.models.importers import import_checkpoint
+from landscape.models.importers import checkpoint_tokenizer, import_checkpoint
 from tests.models.test_gguf import write_tiny_gguf
 
 transformers = pytest.importorskip("transformers")
@@ -42,7 +42,8 @@ def test_metadata_arrays_beyond_the_budget_are_refused(tmp_path, monkeypatch):
     f = write_tiny_gguf(tmp_path, extra_tokens=6000)
     text = tmp_path / "t.txt"
     text.write_text("the theatre " * 20)
-    for call in (lambda: import_checkpoint(f), lambda: token_corpus(text, f, 6261)):
+    encode = lambda: token_corpus(text, checkpoint_tokenizer(f), 6261)  # noqa: E731
+    for call in (lambda: import_checkpoint(f), encode):
         _refused(call, "tokenizer.ggml.tokens", "6261 entries", "5242", "LANDSCAPE_MEMORY_GB")
 
 

@@ -12,7 +12,7 @@ import torch
 
 from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
-from landscape.models.importers import import_checkpoint
+from landscape.models.importers import checkpoint_tokenizer, import_checkpoint
 from landscape.sources import DataSpec, spec_data
 from tests.models.test_gguf import write_tiny_gguf
 
@@ -63,21 +63,21 @@ def test_same_weights_other_tokenizer_is_another_data_key(tmp_path, cache, text)
     ka, kb = spec_data(ca, a, spec).key, spec_data(cb, b, spec).key
     assert ka["text"] == kb["text"] and ka["tokens"] == kb["tokens"] == "gguf"
     assert ka != kb  # the tokenizer's content is in the key
-    assert _ids(token_corpus(text, a, 261)) == _reference_ids(a)
-    assert _ids(token_corpus(text, b, 261)) == _reference_ids(b)
+    assert _ids(token_corpus(text, checkpoint_tokenizer(a), 261)) == _reference_ids(a)
+    assert _ids(token_corpus(text, checkpoint_tokenizer(b), 261)) == _reference_ids(b)
 
 
 def test_a_swapped_or_truncated_stored_tokenizer_is_extracted_again(tmp_path, cache, text):
     a, b = _two(tmp_path)
-    token_corpus(text, a, 261)
+    token_corpus(text, checkpoint_tokenizer(a), 261)
     (stored_a,) = (cache / "tokenizers").glob("*.json")
-    token_corpus(text, b, 261)
+    token_corpus(text, checkpoint_tokenizer(b), 261)
     (stored_b,) = set((cache / "tokenizers").glob("*.json")) - {stored_a}
     shutil.copyfile(stored_b, stored_a)  # b's tokenizer where a's should be
-    assert _ids(token_corpus(text, a, 261)) == _reference_ids(a)
+    assert _ids(token_corpus(text, checkpoint_tokenizer(a), 261)) == _reference_ids(a)
     whole = stored_a.read_bytes()
     stored_a.write_bytes(whole[: len(whole) // 2])  # truncated
-    assert _ids(token_corpus(text, a, 261)) == _reference_ids(a)
+    assert _ids(token_corpus(text, checkpoint_tokenizer(a), 261)) == _reference_ids(a)
     assert stored_a.read_bytes() == whole  # written whole again
 
 
@@ -136,7 +136,7 @@ def test_two_threads_encoding_for_one_gguf_extract_once(tmp_path, cache, text, m
     f = write_tiny_gguf(tmp_path)
     expected = _reference_ids(f)
     loader = _patch_loader(monkeypatch)
-    results = _in_threads(lambda: token_corpus(text, f, 261))
+    results = _in_threads(lambda: token_corpus(text, checkpoint_tokenizer(f), 261))
     assert loader.most == 1 and loader.calls == 1  # serialised; the second read the first's
     assert all(not isinstance(r, Exception) for r in results), results
     assert [r.tokenizer for r in results] == ["gguf", "gguf"]
@@ -152,13 +152,13 @@ def test_an_import_error_inside_the_loader_is_an_error_not_a_fallback(tmp_path, 
     why = ImportError("cannot import name 'GGUFTokenizerSkeleton' from partially initialized "
                       "module 'transformers.integrations.ggml'")  # fmt: skip
     _patch_loader(monkeypatch, why)
-    results = _in_threads(lambda: token_corpus(text, f, 261))
+    results = _in_threads(lambda: token_corpus(text, checkpoint_tokenizer(f), 261))
     assert not [r for r in results if not isinstance(r, Exception) and r.tokenizer != "gguf"]
     errors = [r for r in results if isinstance(r, Exception)]
     assert len(errors) == 1 and isinstance(errors[0], LandscapeError), results
     msg = str(errors[0])
     assert "partially initialized" in msg and "needs" not in msg and "\n" not in msg
-    assert _ids(token_corpus(text, f, 261)) == _reference_ids(f)
+    assert _ids(token_corpus(text, checkpoint_tokenizer(f), 261)) == _reference_ids(f)
 
 
 def test_a_missing_package_is_named(tmp_path, cache, text, monkeypatch):
@@ -166,23 +166,26 @@ def test_a_missing_package_is_named(tmp_path, cache, text, monkeypatch):
 
     f = write_tiny_gguf(tmp_path)
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "transformers" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "transformers" else real(name, *a),
+    )
     with pytest.raises(LandscapeError, match="needs the transformers package"):
-        token_corpus(text, f, 261)
+        token_corpus(text, checkpoint_tokenizer(f), 261)
 
 
 def test_a_tokenizer_that_cannot_be_extracted_is_one_line(tmp_path, cache, text):
     f = write_tiny_gguf(tmp_path, tokenizer="no-such-model")
     with pytest.raises(LandscapeError) as err:
-        token_corpus(text, f, 261)
+        token_corpus(text, checkpoint_tokenizer(f), 261)
     assert f.name in str(err.value) and "tokenizer" in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_a_gguf_without_a_tokenizer_says_so(tmp_path, cache, text):
     f = write_tiny_gguf(tmp_path, tokenizer=None)
-    corpus = token_corpus(text, f, 261)
+    corpus = token_corpus(text, checkpoint_tokenizer(f), 261)
     assert corpus.tokenizer == "bytes" and "stores no tokenizer" in corpus.note
 
 
@@ -200,8 +203,13 @@ def test_a_failed_first_load_leaves_no_wrong_family_data(tmp_path, cache, text, 
     # as in a new process: no data read yet, no tokenizer extracted
     monkeypatch.setattr(sources, "_FAMILY_DATA", {})
     shutil.rmtree(cache / "tokenizers", ignore_errors=True)
-    _patch_loader(monkeypatch, ImportError("cannot import name 'X' from partially initialized "
-                                           "module 'transformers.integrations.ggml'"))
+    _patch_loader(
+        monkeypatch,
+        ImportError(
+            "cannot import name 'X' from partially initialized "
+            "module 'transformers.integrations.ggml'"
+        ),
+    )
     with pytest.raises(LandscapeError, match="partially initialized"):
         family_splits("gguf-pair")
     splits, key = family_splits("gguf-pair")

@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.models import forward  # noqa: E402
-from landscape.models.importers import import_checkpoint  # noqa: E402
+from landscape.models.importers import checkpoint_tokenizer, import_checkpoint  # noqa: E402
 from landscape.sources import inspect as inspect_checkpoint  # noqa: E402
 from landscape.symmetry import (  # noqa: E402
     RESID_GROUPS,
@@ -273,7 +273,7 @@ def test_token_batches_use_the_models_tokenizer(saved, tmp_path):
     tok.save(str(d / "tokenizer.json"))
     text = tmp_path / "text.txt"
     text.write_text(TEXT)
-    corpus = token_corpus(text, d, d_vocab=13)
+    corpus = token_corpus(text, checkpoint_tokenizer(d), d_vocab=13)
     assert corpus.tokenizer == "tokenizer.json" and corpus.vocab_size == 6
     assert corpus.train[:5].tolist() == [1, 2, 3, 4, 5]
     split = corpus.windows("test", 4)
@@ -287,13 +287,13 @@ def test_token_batches_fall_back_to_bytes_or_characters(tmp_path):
 
     text = tmp_path / "text.txt"
     text.write_text(TEXT + "é")
-    as_bytes = token_corpus(text, tmp_path, d_vocab=50257)
+    as_bytes = token_corpus(text, checkpoint_tokenizer(tmp_path), d_vocab=50257)
     assert as_bytes.tokenizer == "bytes" and "smoke test" in as_bytes.note
     assert as_bytes.train[:3].tolist() == list(b"the")
-    chars = token_corpus(text, None, d_vocab=40)
+    chars = token_corpus(text, d_vocab=40)
     assert chars.tokenizer == "characters" and chars.vocab_size == len(set(TEXT + "é"))
     with pytest.raises(LandscapeError, match="distinct characters"):
-        token_corpus(text, None, d_vocab=5)
+        token_corpus(text, d_vocab=5)
 
 
 def _smollm2_gguf() -> Path | None:

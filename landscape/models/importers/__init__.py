@@ -72,6 +72,12 @@ from typing import Any
 
 import torch
 
+from landscape.data.text import (
+    NO_TOKENIZER,
+    OTHER_TOKENIZER_FILES,
+    Tokenizer,
+    read_tokenizer_json,
+)
 from landscape.errors import LandscapeError
 from landscape.models.checkpoint import Checkpoint, check_params
 from landscape.models.config import ModelConfig
@@ -97,7 +103,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
-from landscape.models.importers.gguf import gguf_file, open_gguf
+from landscape.models.importers.gguf import gguf_file, gguf_tokenizer, open_gguf
 from landscape.models.params import Params, count_params
 from landscape.models.registry import architecture_of
 from landscape.models.registry import describe as registry_describe
@@ -106,9 +112,11 @@ from landscape.store.files import read_json
 __all__ = [
     "DTYPES",
     "SUPPORTED",
+    "checkpoint_tokenizer",
     "describe",
     "import_checkpoint",
     "inspect_checkpoint",
+    "tokenizer_files",
 ]
 
 _FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit, bert)
@@ -257,3 +265,32 @@ def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, 
         "ignored_config": meta.get("ignored_config", []),
         **({"notes": meta["notes"]} if meta.get("notes") else {}),
     }
+
+
+def checkpoint_tokenizer(checkpoint: str | os.PathLike | None) -> Tokenizer:
+    """The tokenizer of a checkpoint, for ``landscape.data.text.token_corpus``: its directory's
+    ``tokenizer.json``, else the one a GGUF checkpoint stores (extracted once into the cache;
+    an error when it cannot be), else none, saying what was looked for."""
+    if checkpoint is None:
+        return NO_TOKENIZER
+    p = Path(checkpoint)
+    d = p.parent if p.is_file() else p
+    f = d / "tokenizer.json"
+    if f.is_file():
+        return read_tokenizer_json(f)
+    g = gguf_file(p)
+    if g is None:
+        others = [n for n in OTHER_TOKENIZER_FILES if (d / n).is_file()]
+        why = f"no tokenizer.json ({others[0]} is not read)" if others else "no tokenizer.json"
+        return Tokenizer(None, what=why)
+    text, what = gguf_tokenizer(g)
+    return Tokenizer(text, "gguf" if text is not None else "", what, str(g))
+
+
+def tokenizer_files(checkpoint: str | os.PathLike | None) -> list[Path]:
+    """The files :func:`checkpoint_tokenizer` reads for ``checkpoint`` (its ``tokenizer.json``
+    and its GGUF file, or the path itself), for ``landscape.data.text.encoding_sources``."""
+    if checkpoint is None:
+        return []
+    p = Path(checkpoint)
+    return [(p.parent if p.is_file() else p) / "tokenizer.json", gguf_file(p) or p]

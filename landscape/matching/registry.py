@@ -1,0 +1,74 @@
+"""The matching methods: one :class:`~landscape.matching.methods.MatchingMethod` entry each.
+
+:func:`method_of` is how code asks about a method (``method_of(name).needs_data``), never by
+comparing its name; :func:`landscape.matching.match` runs one by looking it up here.
+
+Adding a method
+---------------
+1. One module in ``landscape/matching/`` with its settings as a frozen dataclass (every field a
+   setting with its default), its run function (``landscape.matching.methods.Run``) and its
+   entry, e.g. ``SIGNS = MatchingMethod("signs", "sign matching", SignOptions, _run)``.
+2. One line in :data:`METHODS_BY_NAME` below. The library (``match``, ``align``,
+   ``measure_barrier``, ``barrier``) then takes it by name; to offer it on the command line
+   and in the app, its name goes into ``landscape.names.Method`` as well (a test keeps the
+   two lists equal). ``docs/architecture.md`` walks through a whole example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from landscape.matching.activation import ACTIVATION
+from landscape.matching.learned import LEARNED
+from landscape.matching.methods import MatchingMethod, said_default
+from landscape.matching.result import NAIVE
+from landscape.matching.weight import WEIGHT
+
+__all__ = ["METHODS_BY_NAME", "given_options", "method_of", "register", "unregister"]
+
+# in the order tables and pages show them (landscape.names.METHODS)
+METHODS_BY_NAME: dict[str, MatchingMethod] = {
+    NAIVE.name: NAIVE,
+    ACTIVATION.name: ACTIVATION,
+    WEIGHT.name: WEIGHT,
+    LEARNED.name: LEARNED,
+}
+
+
+def method_of(name: str) -> MatchingMethod:
+    """The entry of the method called ``name``; a ValueError naming the methods there are."""
+    try:
+        return METHODS_BY_NAME[name]
+    except (KeyError, TypeError):
+        known = ", ".join(METHODS_BY_NAME)
+        raise ValueError(f"unknown matching method {name!r}; expected one of {known}") from None
+
+
+def register(method: MatchingMethod) -> MatchingMethod:
+    """Add ``method`` to the registry (a method defined outside the package, or a test's);
+    a name already taken is refused."""
+    if method.name in METHODS_BY_NAME:
+        raise ValueError(f"a matching method {method.name!r} is registered already")
+    METHODS_BY_NAME[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove the method ``name`` (what :func:`register` added)."""
+    METHODS_BY_NAME.pop(name, None)
+
+
+def given_options(method: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` of ``method`` less those that say the method's own default (a number, text
+    or flag equal to its setting's default, of its type), so that a default said explicitly
+    keys the same cached result as one left out. Anything else (a tensor, an unknown name) is
+    kept, for the method to refuse; so is everything of a method that is not registered."""
+    options = dict(options or {})
+    entry = METHODS_BY_NAME.get(method)
+    if entry is None:
+        return options
+    defaults = {f.name: f.default for f in fields(entry.options)}
+    return {k: v for k, v in options.items()
+            if not (k in defaults and said_default(v, defaults[k]))}  # fmt: skip
