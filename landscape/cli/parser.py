@@ -453,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "family`; seeds are member numbers)")  # fmt: skip
     p.add_argument("--seeds", type=_seed, nargs="+", required=True, metavar="S",
                    action=_distinct("merge"),
-                   help="two or more seeds (or family members): every pair of them")
+                   help="two or more seeds (or family members): every pair of them")  # fmt: skip
     p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
     p.add_argument("--group", choices=GROUPS, default="perm", help=GROUP_HELP)
     p.add_argument("--operators", choices=MERGE_METHODS, nargs="+", default=list(MERGE_OPERATORS),

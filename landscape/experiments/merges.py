@@ -232,7 +232,7 @@ def pair_merges(
                 """A and the aligned B written once, when a merge is first computed."""
                 if not ends:
                     mo = {**data.match_options(a.cfg, m),
-                          **given_options(m, options if m == method else None)}
+                          **given_options(m, options if m == method else None)}  # fmt: skip
                     al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
                     for name, params, ckpt in (("a", al.params_a, a), ("b", al.params_b, b)):
                         ends[name] = export_hf(al.cfg, params, hf_source(ckpt),

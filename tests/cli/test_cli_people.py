@@ -58,6 +58,7 @@ def test_help_of_a_command_imports_no_torch():
 
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
+    from landscape.experiments.merges import DENSITY, OPERATORS
     from landscape.experiments.mergekit import MERGE_METHODS
     from landscape.experiments.sweeps import EXECUTORS
     from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
@@ -65,6 +66,7 @@ def test_the_parsers_choices_are_the_librarys():
 
     assert cli_parser.METHODS == METHODS and cli_parser.GROUPS == GROUPS
     assert cli_parser.MERGE_METHODS == MERGE_METHODS
+    assert cli_parser.MERGE_OPERATORS == OPERATORS and cli_parser.MERGE_DENSITY == DENSITY
     assert cli_parser.MONOMIAL_GROUPS == MONOMIAL_GROUPS and cli_parser.SPACES == SPACES
     assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
 
