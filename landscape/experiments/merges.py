@@ -59,10 +59,10 @@ from landscape.experiments.runs import align, barrier, check_method, check_split
 from landscape.experiments.tables import mean_sem
 from landscape.matching import given_options
 from landscape.models.checkpoint import Checkpoint
-from landscape.models.exporters import check_hf_writable, export_hf
+from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
 from landscape.progress import Progress, tell, within
-from landscape.sources import data_of
+from landscape.sources import data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM
 from landscape.symmetry.processing import prepare
@@ -144,20 +144,31 @@ def run_operator(a_dir: str | Path, b_dir: str | Path, operator: str, lam: float
         quiet.setLevel(level)
 
 
-def _writable(a: Checkpoint, b: Checkpoint, group: str) -> str:
-    """B's Hugging Face source directory, after refusing (before any matching) a pair that
-    mergekit cannot read or a group whose processing the format cannot hold."""
-    sources = [hf_source(a), hf_source(b)]
-    if None in sources:
+def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
+    """How ``ckpt`` is written for mergekit, which reads Hugging Face directories: its source
+    directory's format (source, None), or for a model with no source but Llama's layout,
+    Llama's (None, config; :func:`landscape.models.exporters.llama_config`). Anything else is
+    refused in one line."""
+    source = hf_source(ckpt)
+    if source is not None:
+        return source, None
+    try:
+        return None, llama_config(ckpt.cfg)
+    except LandscapeError as e:
         raise LandscapeError(
-            "mergekit merges Hugging Face directories, and this pair is not imported from them "
-            "(a zoo model's format has no Hugging Face equivalent): register Hugging Face "
-            "checkpoints as a family (landscape family add) to merge them"
-        )
+            f"mergekit merges Hugging Face directories: {label(ckpt)} was not imported from one, "
+            f"and its architecture has no Hugging Face format here ({e})"
+        ) from None
+
+
+def _check_writable(a: Checkpoint, b: Checkpoint, group: str) -> None:
+    """Refuse, before any matching, a pair mergekit cannot read or a group whose processing
+    the format cannot hold."""
     moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
-    for ckpt, source in zip((a, b), sources, strict=True):
-        check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean)
-    return str(sources[1])
+    for ckpt in (a, b):
+        source, config = hf_format(ckpt)
+        check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean,
+                          config=config)  # fmt: skip
 
 
 def _curve(lam: Sequence[float], loss: Sequence[float], acc: Sequence[float],
@@ -203,7 +214,7 @@ def pair_merges(
     cache = cache or Cache()
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
-    _writable(a, b, group)
+    _check_writable(a, b, group)
     data = data_of(a)
     ev = data.evaluation(split)
     alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
@@ -235,8 +246,9 @@ def pair_merges(
                           **given_options(m, options if m == method else None)}  # fmt: skip
                     al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
                     for name, params, ckpt in (("a", al.params_a, a), ("b", al.params_b, b)):
-                        ends[name] = export_hf(al.cfg, params, hf_source(ckpt),
-                                               Path(tmp) / name)["path"]  # fmt: skip
+                        source, config = hf_format(ckpt)
+                        ends[name] = export_hf(al.cfg, params, source, Path(tmp) / name,
+                                               config=config)["path"]  # fmt: skip
                 return ends
 
             curves = {}
