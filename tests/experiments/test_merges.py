@@ -99,8 +99,10 @@ def test_cli_json_table_and_cache(tmp_path, cache_env, capsys):
     _family(tmp_path, _gpt2, "mg-cli")
     argv = ["merges", "mg-cli", "--seeds", "0", "1", "--operators", "ties", "--points", "3",
             "--threads", "1"]  # fmt: skip
-    assert main([*argv, "--json"]) == 0
+    fig = tmp_path / "merges.html"
+    assert main([*argv, "--json", "--figure", str(fig)]) == 0
     r = json.loads(capsys.readouterr().out)
+    assert r["figures"] == [str(fig)] and "ties · weight/perm" in fig.read_text()
     assert r["operators"] == ["ties"] and r["density"] == 0.5 and r["points"] == 3
     assert [x["operator"] for x in r["rows"]] == ["line", "ties"]
     row = r["rows"][1]
