@@ -102,7 +102,8 @@ def test_cli_json_table_and_cache(tmp_path, cache_env, capsys):
     fig = tmp_path / "merges.html"
     assert main([*argv, "--json", "--figure", str(fig)]) == 0
     r = json.loads(capsys.readouterr().out)
-    assert r["figures"] == [str(fig)] and "ties · weight/perm" in fig.read_text()
+    html = fig.read_text()
+    assert r["figures"] == [str(fig)] and "Plotly.newPlot" in html and "weight/perm" in html
     assert r["operators"] == ["ties"] and r["density"] == 0.5 and r["points"] == 3
     assert [x["operator"] for x in r["rows"]] == ["line", "ties"]
     row = r["rows"][1]
