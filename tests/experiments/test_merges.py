@@ -103,7 +103,7 @@ def test_cli_json_table_and_cache(tmp_path, cache_env, capsys):
     assert main([*argv, "--json", "--figure", str(fig)]) == 0
     r = json.loads(capsys.readouterr().out)
     html = fig.read_text()
-    assert r["figures"] == [str(fig)] and "Plotly.newPlot" in html and "weight/perm" in html
+    assert r["figures"] == [str(fig)] and "Plotly.newPlot" in html and "straight line" in html
     assert r["operators"] == ["ties"] and r["density"] == 0.5 and r["points"] == 3
     assert [x["operator"] for x in r["rows"]] == ["line", "ties"]
     row = r["rows"][1]
