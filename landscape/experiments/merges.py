@@ -61,6 +61,7 @@ from landscape.matching import given_options
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
+from landscape.models.zoo import ZOO
 from landscape.progress import Progress, tell, within
 from landscape.sources import data_of, label
 from landscape.store.cache import Cache, digest_tensors
@@ -91,6 +92,20 @@ def mergekit_installed() -> bool:
     except LandscapeError:
         return False
     return True
+
+
+def merge_refusal(model: str) -> str | None:
+    """Why ``model``'s pairs cannot be merged by mergekit, said before anything is loaded (a
+    zoo model without Llama's layout), or None (a family, or the zoo's Llama-style GPT: its
+    run may still refuse a group the format cannot hold)."""
+    if model not in ZOO:
+        return None
+    try:
+        llama_config(ZOO[model].config)
+    except LandscapeError as e:
+        return (f"mergekit merges Hugging Face directories, and {model} has no Hugging Face "
+                f"format here ({e})")  # fmt: skip
+    return None
 
 
 def check_operators(operators: Sequence[str]) -> list[str]:
@@ -289,6 +304,21 @@ def pair_merges(
     return {"model": model, "seeds": list(seeds), "lambdas": lam, "split": split,
             "density": density, "merge_seed": merge_seed, "mergekit": version,
             "alignments": out}  # fmt: skip
+
+
+def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One pair's barriers (:func:`pair_merges`) as tidy records: per path (the line, then each
+    operator) and alignment, the loss and accuracy barrier against the line's chord."""
+    rows = []
+    for al in result["alignments"]:
+        for path in ["line", *al["operators"]]:
+            c = _path(al, path)
+            rows.append({"operator": "straight line" if path == "line" else path,
+                         "alignment": al["method"] if al["method"] == "naive"
+                         else f"{al['method']}/{al['group']}",
+                         "loss barrier (nats)": c["barrier_loss"],
+                         "accuracy barrier": c["barrier_accuracy"]})  # fmt: skip
+    return rows
 
 
 @dataclass
