@@ -446,11 +446,11 @@ def build_parser() -> argparse.ArgumentParser:
         "operator is a curve from B (λ = 0) towards A (λ = 1); slerp is t = λ from B. TIES and "
         "DARE keep --density of the task vector (not mergekit's default 1, which keeps it all); "
         "at λ = 1 they are not A, and every barrier is measured against the line's chord "
-        "between A and B. The pair must be Hugging Face checkpoints (a family), which mergekit "
-        "reads.",
+        "between A and B. mergekit reads Hugging Face directories: the pair must be a family of "
+        "them, or a zoo model of Llama's layout (llama-shakespeare-d128).",
     )  # fmt: skip
     p.add_argument("model", help="imported family of Hugging Face checkpoints (`landscape "
-                   "family`; seeds are member numbers)")  # fmt: skip
+                   "family`; seeds are member numbers), or llama-shakespeare-d128")  # fmt: skip
     p.add_argument("--seeds", type=_seed, nargs="+", required=True, metavar="S",
                    action=_distinct("merge"),
                    help="two or more seeds (or family members): every pair of them")  # fmt: skip

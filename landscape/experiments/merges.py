@@ -3,7 +3,9 @@
 
 For a pair and an alignment (the naive pair, and B aligned to A by a method and group), both
 endpoints are written as Hugging Face directories in the coordinates the line is straight in
-(A processed as B was, :func:`landscape.models.exporters.export_hf`), and each operator merges
+(A processed as B was, :func:`landscape.models.exporters.export_hf`: in their source's format,
+or for a zoo model of Llama's layout as a Llama directory, :func:`hf_format`; other zoo models
+have no Hugging Face format and are refused), and each operator merges
 them through mergekit itself (``mergekit.merge.run_merge`` on the configuration
 :func:`landscape.experiments.mergekit.mergekit_yaml` writes, never rewritten here) at the λ of
 the line's grid. The merged directory is read back and evaluated on A's data, the windows the
