@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from landscape.budget import check_points
@@ -76,6 +77,10 @@ DENSITY = 0.5
 POINTS = 5  # each point is one mergekit run per operator and alignment
 MERGES_VERSION = 1  # bump when a merged point is computed differently
 INSTALL = "pip install 'landscape[merge]'"
+# the operators that read the density, and those that draw at random (the others' points are
+# keyed without them)
+SPARSIFYING = ("ties", "dare_ties", "dare_linear", "breadcrumbs", "della")
+RANDOM = ("dare_ties", "dare_linear", "della")
 
 
 def require_mergekit() -> str:
@@ -125,8 +130,6 @@ def check_operators(operators: Sequence[str]) -> list[str]:
 def _own_rng() -> Iterator[None]:
     """mergekit seeds the global generators (torch, numpy, random) for its random drops: the
     caller's are restored afterwards."""
-    import numpy as np
-
     state, np_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=[]):
         try:
@@ -249,8 +252,7 @@ def pair_merges(
             "a": digest_tensors(a.params), "b": digest_tensors(b.params),
             "cfg": a.cfg.to_dict(), "method": m, "group": g,
             "options": given_options(m, options if m == method else None),
-            "split": split, "data": data.key, "density": density, "merge_seed": merge_seed,
-            "mergekit": version, "version": MERGES_VERSION,
+            "split": split, "data": data.key, "mergekit": version, "version": MERGES_VERSION,
         }  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="landscape-merges-") as tmp:
             ends: dict[str, str] = {}
@@ -288,8 +290,10 @@ def pair_merges(
                     return {}, {"loss": float(loss[0]), "accuracy": float(acc[0]),
                                 "seconds": round(time.perf_counter() - t0, 4)}  # fmt: skip
 
-                entry, _ = cache.get_or_compute("merge", {**inputs, "operator": op, "lambda": x},
-                                                compute)  # fmt: skip
+                point = {**inputs, "operator": op, "lambda": x,
+                         "density": density if op in SPARSIFYING else None,
+                         "merge_seed": merge_seed if op in RANDOM else None}  # fmt: skip
+                entry, _ = cache.get_or_compute("merge", point, compute)
                 curves.setdefault(op, []).append(entry.meta)
         chord = {"endpoint_loss": line["endpoint_loss"],
                  "endpoint_accuracy": line["endpoint_accuracy"]}  # fmt: skip
