@@ -471,9 +471,9 @@ def llama_config(cfg: ModelConfig) -> dict[str, Any]:
     ]  # fmt: skip
     for ok, what in needs:
         if not ok:
-            raise LandscapeError(f"Llama's format, the one written for a model without a Hugging "
-                                 f"Face source, needs {what}; this {describe(cfg)} has "
-                                 "other")  # fmt: skip
+            raise LandscapeError(f"a model without a Hugging Face source is written in Llama's "
+                                 f"format, which needs {what}; this model is a "
+                                 f"{describe(cfg)}")  # fmt: skip
     return {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
             "vocab_size": cfg.d_vocab, "hidden_size": cfg.d_model,
             "intermediate_size": cfg.d_mlp, "num_hidden_layers": cfg.n_layers,
@@ -526,6 +526,8 @@ def export_hf(
     :func:`llama_config`; no tokenizer files then)."""
     from safetensors.torch import save_file
 
+    if source is None and config is None:
+        raise LandscapeError("a model without a Hugging Face source needs the format's config")
     src, dst = (None if source is None else Path(source)), Path(out)
     config = dict(config) if config is not None else hf_config(src)
     if dst.exists() or dst.is_symlink():
