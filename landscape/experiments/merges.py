@@ -55,7 +55,7 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.curves import barrier_from_curve, evaluate_path
+from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.experiments.export import hf_source
 from landscape.experiments.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.experiments.runs import align, barrier, check_method, check_split, load
@@ -272,10 +272,10 @@ def pair_merges(
 
             curves = {}
             for j, (op, x) in enumerate(itertools.product(ops, lam)):
-                stage = f"{m}/{g} {op} λ={x:g}"
-                tell(progress, stage, base + 1 + j, total)
+                tell(progress, f"{m}/{g} {op} λ={x:g}", base + 1 + j, total)
+                here = f"{op}'s merge at λ = {x:g} ({m}/{g})"
 
-                def compute(op: str = op, x: float = x, tmp: str = tmp
+                def compute(op: str = op, x: float = x, tmp: str = tmp, here: str = here
                             ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:  # fmt: skip
                     t0 = time.perf_counter()
                     e = endpoints()
@@ -287,6 +287,8 @@ def pair_merges(
                     loss, acc = evaluate_path(back.cfg, back.params, back.params, ev.inputs,
                                               ev.targets, [1.0], device=device,
                                               **opts)  # fmt: skip
+                    # refused, and nothing stored, as on the line
+                    check_finite_loss(loss, lambda _: here, split)
                     return {}, {"loss": float(loss[0]), "accuracy": float(acc[0]),
                                 "seconds": round(time.perf_counter() - t0, 4)}  # fmt: skip
 

@@ -137,3 +137,23 @@ def test_cli_without_mergekit_names_the_extra(tmp_path, cache_env, capsys, monke
     assert main(["merges", "mg-none", "--seeds", "0", "1", "--threads", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'landscape[merge]'" in err, err
+
+
+def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cache_env,
+                                                                  monkeypatch):  # fmt: skip
+    from landscape.errors import LandscapeError
+    from landscape.experiments import merges
+
+    _family(tmp_path, _gpt2, "mg-nan")
+    real = merges.evaluate_path
+
+    def nan_path(*args, **kwargs):
+        loss, acc = real(*args, **kwargs)
+        return torch.full_like(loss, float("nan")), acc
+
+    monkeypatch.setattr(merges, "evaluate_path", nan_path)
+    with pytest.raises(LandscapeError, match="slerp's merge at λ = 0 "):
+        pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+    monkeypatch.setattr(merges, "evaluate_path", real)
+    r = pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+    assert all(math.isfinite(v) for v in r["alignments"][0]["operators"]["slerp"]["loss"])
