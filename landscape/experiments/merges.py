@@ -325,7 +325,7 @@ def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                          "alignment": al["method"] if al["method"] == "naive"
                          else f"{al['method']}/{al['group']}",
                          "loss barrier (nats)": c["barrier_loss"],
-                         "accuracy barrier": c["barrier_accuracy"]})  # fmt: skip
+                         "accuracy barrier (fraction)": c["barrier_accuracy"]})  # fmt: skip
     return rows
 
 
