@@ -58,8 +58,8 @@ def test_help_of_a_command_imports_no_torch():
 
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
-    from landscape.experiments.merges import DENSITY, OPERATORS
     from landscape.experiments.mergekit import MERGE_METHODS
+    from landscape.experiments.merges import DENSITY, OPERATORS
     from landscape.experiments.sweeps import EXECUTORS
     from landscape.matching import GROUPS, METHODS, MONOMIAL_GROUPS
     from landscape.models.circuits import SPACES
