@@ -161,6 +161,45 @@ def barrier(
         return _stored_barrier(*args)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_merges(
+    model: str, seeds: tuple[int, int], method: str, group: str, operators: tuple[str, ...],
+    points: int, split: str, device: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`merges` read from the disk cache; :class:`NotCached` when a point is not there."""
+    from landscape.experiments.merges import pair_merges
+
+    return pair_merges(model, seeds, method, group, operators=operators, points=points,
+                       split=split, device=resolve_device(device),
+                       cache=ReadOnlyCache())  # fmt: skip
+
+
+def merges(
+    model: str,
+    seeds: tuple[int, int],
+    method: str,
+    group: str,
+    operators: tuple[str, ...],
+    points: int,
+    split: str,
+    device: str | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One pair's merge operators beside the line, naive and aligned
+    (``experiments.merges.pair_merges``): memoised, else read from the disk cache, else
+    computed under ``progress`` (one mergekit run per missing point) and read again."""
+    from landscape.experiments.merges import pair_merges
+
+    args = (model, seeds, method, group, operators, points, split, device)
+    try:
+        return _stored_merges(*args)
+    except NotCached:
+        pair_merges(model, seeds, method, group, operators=operators, points=points,
+                    split=split, device=resolve_device(device),
+                    progress=progress)  # fmt: skip
+        return _stored_merges(*args)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def _stored_triangle(
     model: str, seeds: tuple[int, int, int], method: str, group: str, resolution: int,
@@ -279,8 +318,6 @@ def compute_atlas(
         projection=projection,
         progress=progress,
     )
-
-
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -39,12 +39,22 @@ from landscape.experiments import (
 )
 from landscape.experiments.export import aligned_archive
 from landscape.experiments.matrix import barrier_matrix
+from landscape.experiments.mergekit import MERGE_METHODS
+from landscape.experiments.merges import DENSITY as MERGE_DENSITY
+from landscape.experiments.merges import OPERATORS as MERGE_OPERATORS
+from landscape.experiments.merges import POINTS as MERGE_POINTS
+from landscape.experiments.merges import merge_refusal, merge_rows, mergekit_installed
 from landscape.experiments.widths import default_factors
 from landscape.matching import method_of, worst_check
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.plots.fields import BARRIER
-from landscape.plots.interpolation import above_naive, figure_interpolation, figure_widths
+from landscape.plots.interpolation import (
+    above_naive,
+    figure_interpolation,
+    figure_merges,
+    figure_widths,
+)
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
@@ -361,6 +371,71 @@ if chosen:  # the methods chosen above, one of them for the matrix
             },  # fmt: skip
             cache_keys=[p["cache_key"] for p in matrix["pairs"]],
         )
+
+if pairs and not presentation():
+    st.subheader("Merge operators")
+    st.caption(
+        "mergekit's merge operators (SLERP, TIES, DARE, …) beside the straight line, for one "
+        "pair, naive (dashed) and aligned (solid), each point merged by mergekit itself and "
+        "evaluated here. The models share no base: B is the base and A − B the one task vector "
+        "at weight λ, so each operator is a curve from B (λ = 0) towards A; TIES and DARE keep "
+        f"a fraction {MERGE_DENSITY:g} of it (at λ = 1 they are not A), and every barrier is "
+        "measured against the line's chord. Each point is one mergekit run, cached once made."
+    )
+    remember("merges_show", False, param="merges", options=(False, True))
+    if st.toggle("Show the merge operators", key="merges_show"):
+        refusal = merge_refusal(name)
+        if not mergekit_installed():
+            st.info("The merge operators run mergekit, which is not installed here: "
+                    "`pip install 'landscape[merge]'`.", icon=":material/info:")  # fmt: skip
+        elif refusal is not None:
+            st.info(plain(refusal), icon=":material/info:")
+        else:
+            k1, k2, k3 = st.columns([2, 2, 3])
+            remember(f"merges_pair_{name}", pairs[0], param="mg_pair", options=pairs,
+                     label="merge pair")  # fmt: skip
+            merge_pair = k1.selectbox(
+                "Pair (A, B)", pairs, key=f"merges_pair_{name}",
+                format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
+            )  # fmt: skip
+            aligned_combos = [c for c in chosen if c != "naive"] or ["naive"]
+            remember("merges_combo", aligned_combos[0], param="mg_method",
+                     options=aligned_combos, label="merge method")  # fmt: skip
+            merge_combo = k1.selectbox("Aligned by", aligned_combos, key="merges_combo")
+            remember("merges_ops", list(MERGE_OPERATORS), param="mg_ops",
+                     options=MERGE_METHODS, many=True)  # fmt: skip
+            merge_ops = k2.multiselect("Operators", MERGE_METHODS, key="merges_ops", wrap=True,
+                                       help="linear is the straight line itself, through "
+                                            "mergekit: a check of the round trip")  # fmt: skip
+            remember("merges_points", MERGE_POINTS, param="mg_points", options=(3, 5, 9))
+            merge_points = k3.select_slider("Points on λ", [3, 5, 9], key="merges_points")
+            if merge_ops:
+                method, group = parse_combo(merge_combo)
+                ops = tuple(o for o in MERGE_METHODS if o in merge_ops)
+                wanted = (name, merge_pair, method, group, ops, merge_points, split, device())
+                merged = run_in_status(
+                    lambda progress: state.merges(*wanted, progress=progress),
+                    running="Merging with mergekit and evaluating …",
+                    done="The merge operators are ready",
+                    failed="The merge operators failed",
+                    what="Merge operators",
+                    inputs=wanted,
+                )  # fmt: skip
+                if merged is not None:
+                    for al in merged["alignments"]:
+                        show_warnings(f"Merge operators, {al['method']}/{al['group']}", al)
+                    figure(
+                        figure_merges(merged),
+                        f"merges-{name}-{merge_pair[0]}-{merge_pair[1]}-{split}",
+                        key="merges",
+                        data=tidy_records(merge_rows(merged), model=name, split=split),
+                        settings={"model": name, "seeds": list(merge_pair),
+                                  "alignment": merge_combo, "operators": list(ops),
+                                  "points": merge_points, "split": split,
+                                  "density": merged["density"],
+                                  "mergekit": merged["mergekit"]},
+                    )  # fmt: skip
+                    st.dataframe(pd.DataFrame(merge_rows(merged)), hide_index=True)
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")

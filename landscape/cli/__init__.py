@@ -273,6 +273,22 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
                               device=args.device, progress=progress)  # fmt: skip
 
 
+@command("merges")
+def _merges(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.merges import merges, require_mergekit
+
+    require_mergekit()  # before any model is loaded
+    if len(args.seeds) < 2:
+        raise LandscapeError("merges needs at least two seeds: --seeds A B [C ...]")
+    options = _learned_settings(args)
+    _status(f"merges {args.model} {args.seeds} {args.method}/{args.group}")
+    with _progress_bar(f"merges {args.method}/{args.group}") as progress:
+        return merges(args.model, args.seeds, args.method, args.group, operators=args.operators,
+                      points=args.points, split=args.split, density=args.density,
+                      merge_seed=args.merge_seed, options=options or None, device=args.device,
+                      progress=progress)  # fmt: skip
+
+
 @command("controls")
 def _controls(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.controls import controls_table

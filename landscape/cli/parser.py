@@ -23,12 +23,15 @@ from landscape.names import BARRIER_GROUPS, METHODS, MONOMIAL_GROUPS, SPACES
 # landscape.experiments.mergekit.MERGE_METHODS (a test keeps them equal)
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
+# landscape.experiments.merges: OPERATORS and DENSITY (a test keeps them equal)
+MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
+MERGE_DENSITY = 0.5
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "eigenangles", "widths", "symmetries", "gauge-sweep",
-                   "transport", "matrix")  # fmt: skip
+                   "transport", "matrix", "merges")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -433,6 +436,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+
+    p = sub.add_parser(
+        "merges", parents=[common],
+        help="mergekit's merge operators (SLERP, TIES, DARE) beside the straight line, naive and "
+             "aligned",
+        description="For every pair of --seeds (B, the later seed, aligned to A), naive and "
+        "aligned by --method/--group: the loss and accuracy of mergekit's merge operators along "
+        "λ, run through mergekit itself (pip install 'landscape[merge]'), beside the straight "
+        "line at the same λ, and the table of their barriers, naive against aligned. Models "
+        "share no base: B is the base and A − B the one task vector at weight λ, so every "
+        "operator is a curve from B (λ = 0) towards A (λ = 1); slerp is t = λ from B. TIES and "
+        "DARE keep --density of the task vector (not mergekit's default 1, which keeps it all); "
+        "at λ = 1 they are not A, and every barrier is measured against the line's chord "
+        "between A and B. mergekit reads Hugging Face directories: the pair must be a family of "
+        "them, or a zoo model of Llama's layout (llama-shakespeare-d128).",
+    )  # fmt: skip
+    p.add_argument("model", help="imported family of Hugging Face checkpoints (`landscape "
+                   "family`; seeds are member numbers), or llama-shakespeare-d128")  # fmt: skip
+    p.add_argument("--seeds", type=_seed, nargs="+", required=True, metavar="S",
+                   action=_distinct("merge"),
+                   help="two or more seeds (or family members): every pair of them")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--operators", choices=MERGE_METHODS, nargs="+", default=list(MERGE_OPERATORS),
+                   metavar="OP",
+                   help=f"mergekit merge methods: {', '.join(MERGE_METHODS)} (linear is the "
+                        "straight line itself, a check of the round trip)")  # fmt: skip
+    p.add_argument("--points", type=_points, default=5,
+                   help="λ points of every curve, λ = 0 and λ = 1 included (each point is one "
+                        "mergekit run per operator and alignment)")  # fmt: skip
+    p.add_argument("--density", type=_float_in(0.0, 1.0, open_low=True), default=MERGE_DENSITY,
+                   help="fraction of the task vector TIES keeps (the largest entries) and DARE "
+                        "keeps (at random, rescaled)")  # fmt: skip
+    p.add_argument("--merge-seed", type=_seed, default=0, help="seed of DARE's random drop")
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    _learned_options(p)
 
     p = sub.add_parser("controls", parents=[common], help="real pairs against control pairs")
     p.add_argument("model", help="zoo model")

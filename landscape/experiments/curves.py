@@ -384,6 +384,9 @@ def barrier_from_curve(
     lambdas: Sequence[float] | torch.Tensor,
     loss: Sequence[float] | torch.Tensor,
     accuracy: Sequence[float] | torch.Tensor,
+    *,
+    endpoints_loss: tuple[float, float] | None = None,
+    endpoints_accuracy: tuple[float, float] | None = None,
 ) -> BarrierCurve:
     """Barriers of a measured curve (docs/design.md §1).
 
@@ -391,6 +394,9 @@ def barrier_from_curve(
     ``B_acc = max_λ [(λ·acc_A + (1−λ)·acc_B) − acc(θ(λ))]``, the maxima over the grid points.
     The endpoint values are read from the grid at λ = 1 (A) and λ = 0 (B), so both must be in
     ``lambdas`` (within 1e-12); a ValueError says which one is missing. Any order of λ is fine.
+    ``endpoints_loss``/``endpoints_accuracy``: (A, B) of the chord instead, for a path that
+    does not end at A and B (a sparsifying merge operator at λ = 1,
+    :mod:`landscape.experiments.merges`); ``endpoint_*`` of the result are then these.
     """
     lam, los, acc = _as_weights(lambdas), _as_weights(loss), _as_weights(accuracy)
     if not lam.shape == los.shape == acc.shape:
@@ -398,8 +404,10 @@ def barrier_from_curve(
     order = torch.argsort(lam, stable=True)
     lam, los, acc = lam[order], los[order], acc[order]
     ia, ib = _endpoint_index(lam, 1.0), _endpoint_index(lam, 0.0)
-    gap_loss = los - (lam * los[ia] + (1 - lam) * los[ib])
-    gap_acc = (lam * acc[ia] + (1 - lam) * acc[ib]) - acc
+    la, lb = endpoints_loss or (float(los[ia]), float(los[ib]))
+    aa, ab = endpoints_accuracy or (float(acc[ia]), float(acc[ib]))
+    gap_loss = los - (lam * la + (1 - lam) * lb)
+    gap_acc = (lam * aa + (1 - lam) * ab) - acc
     pl, pa = int(torch.argmax(gap_loss)), int(torch.argmax(gap_acc))
     return BarrierCurve(
         lambdas=lam.tolist(),
@@ -409,8 +417,8 @@ def barrier_from_curve(
         barrier_accuracy=float(gap_acc[pa]),
         lambda_peak_loss=float(lam[pl]),
         lambda_peak_accuracy=float(lam[pa]),
-        endpoint_loss=(float(los[ia]), float(los[ib])),
-        endpoint_accuracy=(float(acc[ia]), float(acc[ib])),
+        endpoint_loss=(la, lb),
+        endpoint_accuracy=(aa, ab),
     )
 
 

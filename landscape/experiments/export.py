@@ -42,7 +42,7 @@ from landscape.symmetry.processing import prepare
 from landscape.threads import threaded
 
 
-def _hf_source(ckpt: Checkpoint) -> str | None:
+def hf_source(ckpt: Checkpoint) -> str | None:
     """The Hugging Face directory B was imported from, if it was."""
     fmt, source = ckpt.meta.get("format", ""), ckpt.meta.get("source")
     if source and str(fmt).startswith("safetensors") and (Path(source) / "config.json").is_file():
@@ -111,7 +111,7 @@ def write_aligned(
     check_pair(a, b)
     if merge is not None:  # the merge is evaluated on A's data: refused before anything is written
         check_evaluable(a.cfg)
-    source = _hf_source(b)
+    source = hf_source(b)
     # signed permutations and full rotations move the mean direction of a centred stream
     moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
     if source is not None:
@@ -138,7 +138,7 @@ def write_aligned(
         back = import_checkpoint(target)
         if mergekit_config is not None:
             if a_dir is None:  # A processed as B was, in its own format
-                a_dir = export_hf(cfg, al.params_a, _hf_source(a), out_a)["path"]
+                a_dir = export_hf(cfg, al.params_a, hf_source(a), out_a)["path"]
             mk = write_mergekit_config(mergekit_config, a_dir, target, merge_method,
                                        merge_weight)  # fmt: skip
     else:
@@ -194,7 +194,7 @@ def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
         raise LandscapeError(f"{target} exists; choose a new file")
     if not target.parent.is_dir():
         raise LandscapeError(f"{target.parent} does not exist")
-    a_source = _hf_source(a)
+    a_source = hf_source(a)
     if source is None or a_source is None:
         raise LandscapeError(
             "mergekit merges Hugging Face directories; this pair was not "

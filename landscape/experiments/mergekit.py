@@ -13,7 +13,13 @@ directories of one architecture. After ``align --out B`` the two endpoints of th
 - ``task_arithmetic``, ``ties``, ``dare_ties``, ``dare_linear``, ``breadcrumbs``, ``della``:
   methods that add task vectors to a base; with no common ancestor, B is the base and A − B the
   one task vector, at weight λ (task arithmetic at λ is then the line again; the sparsifying
-  methods take mergekit's defaults for density and the like, to be edited in the file).
+  methods take mergekit's defaults for density and the like, to be edited in the file, or
+  ``density``). ``normalize: false`` is written for them: with one task vector, mergekit's
+  normalisation (the default of ``ties`` and ``della``) divides the weight λ away, and every λ
+  would give the same model.
+
+``landscape merges`` (:mod:`landscape.experiments.merges`) runs these configurations through
+mergekit along λ, beside the straight line.
 
 Written as plain YAML (JSON strings are YAML scalars), float32, so no YAML library is needed.
 """
@@ -33,13 +39,17 @@ MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dar
 
 
 def mergekit_yaml(a: str | os.PathLike, b: str | os.PathLike, method: str = "linear",
-                  weight: float = 0.5) -> str:  # fmt: skip
-    """The YAML merging A and B at λ = ``weight`` with ``method`` (module docstring)."""
+                  weight: float = 0.5, density: float | None = None) -> str:  # fmt: skip
+    """The YAML merging A and B at λ = ``weight`` with ``method`` (module docstring);
+    ``density``: the fraction of the task vector the sparsifying methods keep (None: mergekit's
+    default)."""
     if method not in MERGE_METHODS:
         raise LandscapeError(f"unknown merge method {method!r}; expected one of "
                              f"{', '.join(MERGE_METHODS)}")  # fmt: skip
     if not 0.0 <= weight <= 1.0:
         raise LandscapeError(f"--merge-weight must lie in [0, 1] (λ = 1 is A), got {weight}")
+    if density is not None and not 0.0 < density <= 1.0:
+        raise LandscapeError(f"--density must lie in (0, 1], got {density}")
     qa, qb = json.dumps(str(Path(a).resolve())), json.dumps(str(Path(b).resolve()))
     lines = [
         f"# A at λ = {weight:g} (λ = 1 is A), B aligned to A by landscape",
@@ -55,6 +65,9 @@ def mergekit_yaml(a: str | os.PathLike, b: str | os.PathLike, method: str = "lin
     else:
         lines += [f"base_model: {qb}", "models:", f"  - model: {qa}", "    parameters:",
                   f"      weight: {weight!r}"]  # fmt: skip
+        if density is not None:
+            lines.append(f"      density: {density!r}")
+        lines += ["parameters:", "  normalize: false"]
     lines += ["dtype: float32", ""]
     return "\n".join(lines)
 

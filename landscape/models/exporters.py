@@ -46,6 +46,11 @@ with the reason:
   transform has its own space), so it is written untied. A BertModel (identity readout, pooler
   left out at import) is refused.
 
+A model that came from no Hugging Face directory but has Llama's layout (the zoo's
+``llama-shakespeare-d128``) is written as a Llama directory with the configuration
+:func:`llama_config` makes for it (``export_hf(…, source=None, config=…)``); the zoo's other
+models have no Hugging Face format.
+
 Files are written whole: into a temporary folder beside ``out``, renamed at the end.
 """
 
@@ -63,6 +68,7 @@ from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.importers.gemma import embed_scale
 from landscape.models.params import Params
+from landscape.models.registry import architecture_of, describe
 from landscape.store.files import new_folder, read_json
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -441,6 +447,43 @@ def hf_config(source: str | os.PathLike) -> dict[str, Any]:
     return config
 
 
+def llama_config(cfg: ModelConfig) -> dict[str, Any]:
+    """The Llama ``config.json`` of a model that came from no Hugging Face directory (a zoo
+    model) but has Llama's layout: a causal language model over tokens, pre-norm RMSNorm over
+    the whole width, rotary positions over whole heads with one base, a SiLU-gated MLP, no
+    biases, plain attention and a linear head (the zoo's ``llama-shakespeare-d128``). Written
+    with :func:`export_hf`, transformers' LlamaForCausalLM computes its logits. Anything else
+    is refused in one line naming the first thing Llama's format lacks: the zoo's GPTs
+    (RMSNorm with learned positions, which no Hugging Face family has) and ViTs (images)."""
+    arch = architecture_of(cfg)
+    needs = [
+        (arch.inputs == "tokens" and arch.causal and arch.readout == "every position",
+         "a causal language model over tokens"),
+        (cfg.norm == "rms" and cfg.d_norm == cfg.d_model, "RMSNorm over the whole width"),
+        (cfg.pos == "rotary" and cfg.rotary_dim in (0, cfg.d_head) and not cfg.rotary_bases,
+         "rotary positions over whole heads (not learned positions)"),
+        (cfg.mlp == "gated" and cfg.act == "silu", "a SiLU-gated MLP"),
+        (not cfg.bias, "no biases"),
+        (cfg.block == "pre" and cfg.qk_norm == "none" and cfg.head == "linear",
+         "pre-norm blocks without q/k norms and a linear head"),
+        (cfg.attn_scale == 0.0 and cfg.attn_softcap == 0.0 and cfg.logit_softcap == 0.0
+         and not cfg.windows, "plain attention (no scale, soft-cap or windows of its own)"),
+    ]  # fmt: skip
+    for ok, what in needs:
+        if not ok:
+            raise LandscapeError(f"a model without a Hugging Face source is written in Llama's "
+                                 f"format, which needs {what}; this model is a "
+                                 f"{describe(cfg)}")  # fmt: skip
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+            "vocab_size": cfg.d_vocab, "hidden_size": cfg.d_model,
+            "intermediate_size": cfg.d_mlp, "num_hidden_layers": cfg.n_layers,
+            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.kv_heads,
+            "head_dim": cfg.d_head, "hidden_act": "silu", "max_position_embeddings": cfg.n_ctx,
+            "rms_norm_eps": cfg.eps, "rope_theta": cfg.rotary_base,
+            "attention_bias": False, "mlp_bias": False,
+            "tie_word_embeddings": False}  # fmt: skip
+
+
 def hf_tensors(cfg: ModelConfig, params: Params, config: dict[str, Any]
                ) -> dict[str, torch.Tensor]:  # fmt: skip
     """``params`` as the tensors of ``config``'s format (its names and layouts; ``config`` from
@@ -452,15 +495,17 @@ def hf_tensors(cfg: ModelConfig, params: Params, config: dict[str, Any]
 LAYERNORM_FORMATS = {"gpt2": "GPT-2", "gpt_neox": "GPT-NeoX"}
 
 
-def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike, *,
-                      moves_mean: bool = False) -> None:  # fmt: skip
+def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike | None, *,
+                      moves_mean: bool = False,
+                      config: dict[str, Any] | None = None) -> None:  # fmt: skip
     """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the
     format of ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`). Called
     before an alignment with B processed for its group, so that a model or group the format
     cannot hold is refused before the matching, not after it. ``moves_mean``: the group's
     elements need not fix the mean direction (signed permutations, O(d)), which a LayerNorm
-    format cannot hold once processing centred the stream into RMSNorm."""
-    config = hf_config(source)
+    format cannot hold once processing centred the stream into RMSNorm. ``config``: the format's
+    configuration instead of the source's (:func:`llama_config`)."""
+    config = dict(config) if config is not None else hf_config(source)
     family = LAYERNORM_FORMATS.get(config["model_type"])
     if family is not None and moves_mean and cfg.norm != "ln":
         raise _refuse_layernorm(family, "this alignment's group moves the mean direction")
@@ -468,14 +513,23 @@ def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLik
 
 
 def export_hf(
-    cfg: ModelConfig, params: Params, source: str | os.PathLike, out: str | os.PathLike
+    cfg: ModelConfig,
+    params: Params,
+    source: str | os.PathLike | None,
+    out: str | os.PathLike,
+    *,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``params`` as a checkpoint of the Hugging Face ``source`` directory's family in
-    ``out`` (module docstring); returns what was written. ``out`` must not exist yet."""
+    ``out`` (module docstring); returns what was written. ``out`` must not exist yet.
+    ``config``: the configuration to write instead of the source's (a model with no source,
+    :func:`llama_config`; no tokenizer files then)."""
     from safetensors.torch import save_file
 
-    src, dst = Path(source), Path(out)
-    config = hf_config(src)
+    if source is None and config is None:
+        raise LandscapeError("a model without a Hugging Face source needs the format's config")
+    src, dst = (None if source is None else Path(source)), Path(out)
+    config = dict(config) if config is not None else hf_config(src)
     if dst.exists() or dst.is_symlink():
         raise LandscapeError(f"{dst} exists; choose a new folder")
     if not dst.parent.is_dir():
@@ -487,7 +541,7 @@ def export_hf(
     with new_folder(dst) as tmp:
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        copied = [f for f in TOKENIZER_FILES if (src / f).is_file()]
+        copied = [f for f in TOKENIZER_FILES if src is not None and (src / f).is_file()]
         for f in copied:
             shutil.copy2(src / f, tmp / f)
     return {"path": str(dst), "format": "safetensors", "model_type": model_type,

@@ -106,6 +106,16 @@ def _matrix(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {"": figure_barrier_matrix(result)}
 
 
+def _merges(result: dict[str, Any]) -> dict[str, go.Figure]:
+    """One figure per pair (``-<A>-<B>``), or the one pair's."""
+    from landscape.plots.interpolation import figure_merges
+
+    pairs = result["pairs"]
+    if len(pairs) == 1:
+        return {"": figure_merges(pairs[0])}
+    return {f"{p['seeds'][0]}-{p['seeds'][1]}": figure_merges(p) for p in pairs}
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -115,6 +125,7 @@ BUILDERS: dict[str, Builder] = {
     "gauge-sweep": _gauge_sweep,
     "transport": _transport,
     "matrix": _matrix,
+    "merges": _merges,
 }
 
 

@@ -9,10 +9,19 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES, WIDTH_ROW, WIDTHS
+from landscape.plots.fields import (
+    BARRIER,
+    INTERPOLATION_SERIES,
+    MERGE_ALIGNMENT,
+    MERGE_CURVE,
+    MERGES,
+    WIDTH_ROW,
+    WIDTHS,
+)
 from landscape.plots.theme import (
     ACCURACY_UNIT,
     LINE_WIDTH,
+    PALETTE,
     SCREEN_ONLY,
     THIN_WIDTH,
     apply_theme,
@@ -186,6 +195,55 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
     apply_theme(fig)
     fig.update_layout(height=400, legend=legend_above(),
                       margin={"t": 50})  # fmt: skip
+    return fig
+
+
+# one colour per merge path (landscape.experiments.mergekit.MERGE_METHODS), the line black
+_PATH_COLOUR = {"line": "#000000", "linear": PALETTE[5], "slerp": PALETTE[0],
+                "ties": PALETTE[1], "dare_ties": PALETTE[3], "task_arithmetic": PALETTE[2],
+                "dare_linear": PALETTE[4], "breadcrumbs": PALETTE[6],
+                "della": PALETTE[2]}  # fmt: skip
+
+
+@presentable
+def figure_merges(result: dict[str, Any]) -> go.Figure:
+    """One pair's merge operators against λ (``experiments.merges.pair_merges``): loss and
+    accuracy of the straight line (black) and of each mergekit operator (its colour), the
+    aligned pair solid with filled markers, the naive pair dashed with open markers. λ = 0 is B
+    for every operator; λ = 1 is A for the line and SLERP only."""
+    lam = MERGES.read(result, "lambdas")
+    split = MERGES.read(result, "split")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    alignments = MERGES.read(result, "alignments")
+    for k, al in enumerate(alignments):
+        method, group = MERGE_ALIGNMENT.read(al, "method"), MERGE_ALIGNMENT.read(al, "group")
+        naive = method == "naive"
+        which = "naive" if naive else method_key(method, group)
+        paths = {"line": MERGE_ALIGNMENT.read(al, "line"), **MERGE_ALIGNMENT.read(al, "operators")}
+        for path, curve in paths.items():
+            colour = _PATH_COLOUR.get(path, PALETTE[7])
+            name = "straight line" if path == "line" else path
+            for col, metric, unit in ((1, "loss", 1.0), (2, "accuracy", points(1.0))):
+                fig.add_trace(
+                    go.Scatter(
+                        x=lam, y=[unit * v for v in MERGE_CURVE.read(curve, metric)],
+                        mode="lines+markers", name=f"{name} · {which}",
+                        legendgroup=f"{path}-{k}", showlegend=col == 1,
+                        line={"color": colour, "width": THIN_WIDTH if naive else LINE_WIDTH,
+                              "dash": "dash" if naive else "solid"},
+                        marker={"size": 7, "color": colour,
+                                "symbol": "circle-open" if naive else "circle"},
+                        hovertemplate=f"{name} · {which}<br>λ = %{{x:.3g}}<br>%{{y:.4f}}"
+                                      "<extra></extra>",
+                    ),
+                    row=1, col=col,
+                )  # fmt: skip
+    for col in (1, 2):
+        fig.update_xaxes(title_text="λ (0: B, the base; 1: A)", row=1, col=col)
+    fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{split} accuracy ({ACCURACY_UNIT})", row=1, col=2)
+    apply_theme(fig)
+    fig.update_layout(height=440, legend=legend_above(), margin={"t": 80})
     return fig
 
 

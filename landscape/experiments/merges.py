@@ -1,0 +1,423 @@
+"""Merge operators after alignment: mergekit's SLERP, TIES and DARE beside the straight line
+(``landscape merges``, the Interpolation page's operators; docs/design.md §1, "Merge operators").
+
+For a pair and an alignment (the naive pair, and B aligned to A by a method and group), both
+endpoints are written as Hugging Face directories in the coordinates the line is straight in
+(A processed as B was, :func:`landscape.models.exporters.export_hf`: in their source's format,
+or for a zoo model of Llama's layout as a Llama directory, :func:`hf_format`; other zoo models
+have no Hugging Face format and are refused), and each operator merges
+them through mergekit itself (``mergekit.merge.run_merge`` on the configuration
+:func:`landscape.experiments.mergekit.mergekit_yaml` writes, never rewritten here) at the λ of
+the line's grid. The merged directory is read back and evaluated on A's data, the windows the
+curve is evaluated on.
+
+**The base-model convention.** Independently trained models share no base, and TIES and DARE
+merge task vectors into one. B is the base and A − B the one task vector, at weight λ, so every
+operator is a curve in λ with λ = 0 B itself (as on the line, λ = 1 is A):
+
+- ``linear``: λ·A + (1−λ)·B, the straight line itself (a check of the round trip);
+- ``slerp``: the spherical interpolation from B (t = 0) to A (t = 1) at t = λ, tensor by tensor;
+- ``ties``: B + λ·trim(A − B), the task vector's largest-magnitude entries (a ``density``
+  fraction of each tensor; the sign election of a single vector keeps them all);
+- ``dare_ties``: B + λ·drop(A − B), each entry kept with probability ``density`` and rescaled
+  (mergekit's random drop, seeded by ``merge_seed``), the sign election again trivial;
+- the other task-vector methods of :data:`~landscape.experiments.mergekit.MERGE_METHODS` alike.
+
+``density`` is 0.5, not mergekit's default 1 (which keeps the whole task vector, so that TIES
+and DARE would be the line again); ``normalize`` is off (with one task vector mergekit's
+normalisation divides λ away). At λ = 1 the sparsifying operators are not A: their barrier is
+measured against the line's chord, ``max_λ [L(merge(λ)) − (λ·L_A + (1−λ)·L_B)]``, so that it
+reads on the same scale as the line's.
+
+The naive pair is the same two models in the same coordinates (the alignment's processing,
+B not moved): the difference between the two is what the alignment does to each operator.
+Every merged point is one cache entry (kind ``"merge"``), keyed by both endpoints' weights, the
+alignment, the operator, λ, density, seed, split, data and mergekit's version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import itertools
+import logging
+import random
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from landscape.budget import check_points
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
+from landscape.experiments.export import hf_source
+from landscape.experiments.mergekit import MERGE_METHODS, mergekit_yaml
+from landscape.experiments.runs import align, barrier, check_method, check_split, load
+from landscape.experiments.tables import mean_sem
+from landscape.matching import given_options
+from landscape.models.checkpoint import Checkpoint
+from landscape.models.exporters import check_hf_writable, export_hf, llama_config
+from landscape.models.importers import import_checkpoint
+from landscape.models.zoo import ZOO
+from landscape.progress import Progress, tell, within
+from landscape.sources import data_of, label
+from landscape.store.cache import Cache, digest_tensors
+from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM
+from landscape.symmetry.processing import prepare
+from landscape.threads import threaded
+
+OPERATORS = ("slerp", "ties", "dare_ties")  # the default; any of MERGE_METHODS may be asked for
+DENSITY = 0.5
+POINTS = 5  # each point is one mergekit run per operator and alignment
+MERGES_VERSION = 1  # bump when a merged point is computed differently
+INSTALL = "pip install 'landscape[merge]'"
+# the operators that read the density, and those that draw at random (the others' points are
+# keyed without them)
+SPARSIFYING = ("ties", "dare_ties", "dare_linear", "breadcrumbs", "della")
+RANDOM = ("dare_ties", "dare_linear", "della")
+
+
+def require_mergekit() -> str:
+    """mergekit's version, or one line saying how to install it."""
+    try:
+        import mergekit.merge  # noqa: F401
+    except ImportError:
+        raise LandscapeError(f"the merge operators run mergekit, which is not installed: "
+                             f"{INSTALL}") from None  # fmt: skip
+    return importlib.metadata.version("mergekit")
+
+
+def mergekit_installed() -> bool:
+    try:
+        require_mergekit()
+    except LandscapeError:
+        return False
+    return True
+
+
+def merge_refusal(model: str) -> str | None:
+    """Why ``model``'s pairs cannot be merged by mergekit, said before anything is loaded (a
+    zoo model without Llama's layout), or None (a family, or the zoo's Llama-style GPT: its
+    run may still refuse a group the format cannot hold)."""
+    if model not in ZOO:
+        return None
+    try:
+        llama_config(ZOO[model].config)
+    except LandscapeError as e:
+        return (f"mergekit merges Hugging Face directories, and {model} has no Hugging Face "
+                f"format here ({e})")  # fmt: skip
+    return None
+
+
+def check_operators(operators: Sequence[str]) -> list[str]:
+    ops = list(dict.fromkeys(operators))
+    if not ops:
+        raise LandscapeError("give at least one merge operator")
+    for op in ops:
+        if op not in MERGE_METHODS:
+            raise LandscapeError(f"unknown merge operator {op!r}; expected one of "
+                                 f"{', '.join(MERGE_METHODS)}")  # fmt: skip
+    return ops
+
+
+@contextlib.contextmanager
+def _own_rng() -> Iterator[None]:
+    """mergekit seeds the global generators (torch, numpy, random) for its random drops: the
+    caller's are restored afterwards."""
+    state, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            random.setstate(state)
+            np.random.set_state(np_state)
+
+
+def run_operator(a_dir: str | Path, b_dir: str | Path, operator: str, lam: float,
+                 out: str | Path, *, density: float = DENSITY,
+                 merge_seed: int = 0) -> None:  # fmt: skip
+    """mergekit's ``operator`` at λ on the Hugging Face directories A and B (B the base;
+    module docstring), written to the new folder ``out``, through ``mergekit.merge.run_merge``."""
+    require_mergekit()
+    import yaml
+    from mergekit.config import MergeConfiguration
+    from mergekit.merge import run_merge
+    from mergekit.options import MergeOptions
+
+    text = mergekit_yaml(a_dir, b_dir, operator, lam, density)
+    config = MergeConfiguration.model_validate(yaml.safe_load(text))
+    options = MergeOptions(random_seed=merge_seed, quiet=True, copy_tokenizer=False,
+                           write_model_card=False)  # fmt: skip
+    quiet = logging.getLogger("mergekit")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with _own_rng():
+            run_merge(config, str(out), options)
+    finally:
+        quiet.setLevel(level)
+
+
+def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
+    """How ``ckpt`` is written for mergekit, which reads Hugging Face directories: its source
+    directory's format (source, None), or for a model with no source but Llama's layout,
+    Llama's (None, config; :func:`landscape.models.exporters.llama_config`). Anything else is
+    refused in one line."""
+    source = hf_source(ckpt)
+    if source is not None:
+        return source, None
+    try:
+        return None, llama_config(ckpt.cfg)
+    except LandscapeError as e:
+        raise LandscapeError(
+            f"mergekit merges Hugging Face directories: {label(ckpt)} was not imported from one, "
+            f"and its architecture has no Hugging Face format here ({e})"
+        ) from None
+
+
+def _check_writable(a: Checkpoint, b: Checkpoint, group: str) -> None:
+    """Refuse, before any matching, a pair mergekit cannot read or a group whose processing
+    the format cannot hold."""
+    moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
+    for ckpt in (a, b):
+        source, config = hf_format(ckpt)
+        check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean,
+                          config=config)  # fmt: skip
+
+
+def _curve(lam: Sequence[float], loss: Sequence[float], acc: Sequence[float],
+           chord: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """An operator's curve with its barriers against the line's chord (module docstring)."""
+    c = barrier_from_curve(lam, loss, acc, endpoints_loss=chord["endpoint_loss"],
+                           endpoints_accuracy=chord["endpoint_accuracy"])  # fmt: skip
+    return {"loss": c.loss, "accuracy": c.accuracy, "barrier_loss": c.barrier_loss,
+            "barrier_accuracy": c.barrier_accuracy}  # fmt: skip
+
+
+@threaded
+def pair_merges(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    operators: Sequence[str] = OPERATORS,
+    points: int = POINTS,
+    split: str = "test",
+    density: float = DENSITY,
+    merge_seed: int = 0,
+    options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The operators' curves for one pair, naive and aligned by ``method``/``group`` (module
+    docstring): ``alignments``, one record each with its ``line`` (the barrier pipeline's
+    curve, :func:`landscape.experiments.runs.barrier`) and ``operators`` (operator → loss,
+    accuracy and barriers at the line's λ)."""
+    version = require_mergekit()
+    ops = check_operators(operators)
+    check_method(method, group)
+    check_split(split)
+    if len(seeds) != 2 or seeds[0] == seeds[1]:
+        raise LandscapeError("give two different seeds: A and B")
+    if points < 2:
+        raise LandscapeError("--points must be at least 2 (the endpoints)")
+    check_points(points)
+    mergekit_yaml(".", ".", "ties", 0.5, density)  # refuses a density now, not after matching
+    cache = cache or Cache()
+    tell(progress, "load", 0)
+    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    _check_writable(a, b, group)
+    data = data_of(a)
+    ev = data.evaluation(split)
+    alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
+    per = len(ops) * points
+    total = len(alignments) * (1 + per)
+    out: list[dict[str, Any]] = []
+    for k, (m, g) in enumerate(alignments):
+        base = k * (1 + per)
+        line = barrier(model, seeds, m, g, points=points, split=split, device=device,
+                       cache=cache, options=options if m == method else None,
+                       progress=within(progress, base / total, (base + 1) / total,
+                                       f"{m}/{g} line: "))  # fmt: skip
+        lam = line["lambdas"]
+        inputs = {
+            "a": digest_tensors(a.params), "b": digest_tensors(b.params),
+            "cfg": a.cfg.to_dict(), "method": m, "group": g,
+            "options": given_options(m, options if m == method else None),
+            "split": split, "data": data.key, "mergekit": version, "version": MERGES_VERSION,
+        }  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="landscape-merges-") as tmp:
+            ends: dict[str, str] = {}
+
+            def endpoints(m: str = m, g: str = g, tmp: str = tmp,
+                          ends: dict[str, str] = ends) -> dict[str, str]:  # fmt: skip
+                """A and the aligned B written once, when a merge is first computed."""
+                if not ends:
+                    mo = {**data.match_options(a.cfg, m),
+                          **given_options(m, options if m == method else None)}  # fmt: skip
+                    al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
+                    for name, params, ckpt in (("a", al.params_a, a), ("b", al.params_b, b)):
+                        source, config = hf_format(ckpt)
+                        ends[name] = export_hf(al.cfg, params, source, Path(tmp) / name,
+                                               config=config)["path"]  # fmt: skip
+                return ends
+
+            curves = {}
+            for j, (op, x) in enumerate(itertools.product(ops, lam)):
+                tell(progress, f"{m}/{g} {op} λ={x:g}", base + 1 + j, total)
+                here = f"{op}'s merge at λ = {x:g} ({m}/{g})"
+
+                def compute(op: str = op, x: float = x, tmp: str = tmp, here: str = here
+                            ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:  # fmt: skip
+                    t0 = time.perf_counter()
+                    e = endpoints()
+                    merged = Path(tmp) / f"{op}-{x!r}"
+                    run_operator(e["a"], e["b"], op, x, merged, density=density,
+                                 merge_seed=merge_seed)  # fmt: skip
+                    back = import_checkpoint(merged)
+                    opts = data.eval_options(back.cfg, ev.inputs)
+                    loss, acc = evaluate_path(back.cfg, back.params, back.params, ev.inputs,
+                                              ev.targets, [1.0], device=device,
+                                              **opts)  # fmt: skip
+                    # refused, and nothing stored, as on the line
+                    check_finite_loss(loss, lambda _: here, split)
+                    return {}, {"loss": float(loss[0]), "accuracy": float(acc[0]),
+                                "seconds": round(time.perf_counter() - t0, 4)}  # fmt: skip
+
+                point = {**inputs, "operator": op, "lambda": x,
+                         "density": density if op in SPARSIFYING else None,
+                         "merge_seed": merge_seed if op in RANDOM else None}  # fmt: skip
+                entry, _ = cache.get_or_compute("merge", point, compute)
+                curves.setdefault(op, []).append(entry.meta)
+        chord = {"endpoint_loss": line["endpoint_loss"],
+                 "endpoint_accuracy": line["endpoint_accuracy"]}  # fmt: skip
+        out.append({
+            "method": m, "group": g,
+            "line": {"loss": line["loss"], "accuracy": line["accuracy"],
+                     "barrier_loss": line["barrier_loss"],
+                     "barrier_accuracy": line["barrier_accuracy"]},
+            "operators": {op: _curve(lam, [p["loss"] for p in c], [p["accuracy"] for p in c],
+                                     chord) for op, c in curves.items()},
+            "function_check": line["function_check"], "warnings": line["warnings"],
+        })  # fmt: skip
+    tell(progress, "done", 1)
+    return {"model": model, "seeds": list(seeds), "lambdas": lam, "split": split,
+            "density": density, "merge_seed": merge_seed, "mergekit": version,
+            "alignments": out}  # fmt: skip
+
+
+def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One pair's barriers (:func:`pair_merges`) as tidy records: per path (the line, then each
+    operator) and alignment, the loss and accuracy barrier against the line's chord."""
+    rows = []
+    for al in result["alignments"]:
+        for path in ["line", *al["operators"]]:
+            c = _path(al, path)
+            rows.append({"operator": "straight line" if path == "line" else path,
+                         "alignment": al["method"] if al["method"] == "naive"
+                         else f"{al['method']}/{al['group']}",
+                         "loss barrier (nats)": c["barrier_loss"],
+                         "accuracy barrier (fraction)": c["barrier_accuracy"]})  # fmt: skip
+    return rows
+
+
+@dataclass
+class MergesResult:
+    """``landscape merges``: per pair the curves (:func:`pair_merges`), and ``rows``, one per
+    path (the straight ``line``, then each operator): its loss and accuracy barrier naive and
+    aligned, means over the pairs with standard errors, and ``gain`` (naive − aligned, the
+    mean of the per-pair differences)."""
+
+    model: str
+    seeds: list[int]
+    method: str
+    group: str
+    operators: list[str]
+    points: int
+    split: str
+    density: float
+    merge_seed: int
+    mergekit: str
+    pairs: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    seconds: float
+    function_ok: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _path(alignment: dict[str, Any], path: str) -> dict[str, Any]:
+    return alignment["line"] if path == "line" else alignment["operators"][path]
+
+
+def _rows(pairs: list[dict[str, Any]], ops: list[str]) -> list[dict[str, Any]]:
+    """The table (:class:`MergesResult`): naive is each pair's first alignment, aligned its
+    last (the same one when the method is naive)."""
+    rows = []
+    for path in ["line", *ops]:
+        row: dict[str, Any] = {"operator": path}
+        for metric in ("loss", "accuracy"):
+            key = f"barrier_{metric}"
+            per = [(_path(p["alignments"][0], path)[key], _path(p["alignments"][-1], path)[key])
+                   for p in pairs]  # fmt: skip
+            for name, values in (("naive", [n for n, _ in per]), ("aligned", [a for _, a in per]),
+                                 ("gain", [n - a for n, a in per])):  # fmt: skip
+                mean, sem = mean_sem(values)
+                row[f"{metric}_{name}"] = mean
+                row[f"{metric}_{name}_sem"] = sem if len(pairs) > 1 else None
+        rows.append(row)
+    return rows
+
+
+@threaded
+def merges(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    operators: Sequence[str] = OPERATORS,
+    points: int = POINTS,
+    split: str = "test",
+    density: float = DENSITY,
+    merge_seed: int = 0,
+    options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """:class:`MergesResult` of every pair of ``seeds`` (B the later seed, aligned to A, as
+    ``landscape matrix`` pairs them), as a dict."""
+    t0 = time.perf_counter()
+    require_mergekit()
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 2 or len(set(seeds)) < len(seeds):
+        raise LandscapeError(f"give two or more different seeds (got "
+                             f"{' '.join(map(str, seeds))}): one merge per pair")  # fmt: skip
+    ops = check_operators(operators)
+    todo = list(itertools.combinations(seeds, 2))
+    pairs, warnings = [], []
+    for i, pair in enumerate(todo):
+        sub = within(progress, i / len(todo), (i + 1) / len(todo), f"{pair[0]}-{pair[1]} ")
+        r = pair_merges(model, pair, method, group, operators=ops, points=points, split=split,
+                        density=density, merge_seed=merge_seed, options=options, device=device,
+                        cache=cache, progress=sub)  # fmt: skip
+        pairs.append(r)
+        warnings += [f"seeds {pair[0]}-{pair[1]}: {w}" for al in r["alignments"]
+                     for w in al["warnings"]]  # fmt: skip
+    return MergesResult(
+        model=model, seeds=seeds, method=method, group=group, operators=ops, points=points,
+        split=split, density=density, merge_seed=merge_seed, mergekit=pairs[0]["mergekit"],
+        pairs=pairs, rows=_rows(pairs, ops), seconds=round(time.perf_counter() - t0, 4),
+        function_ok=not warnings, warnings=warnings,
+    ).to_dict()  # fmt: skip

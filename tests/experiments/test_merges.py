@@ -1,0 +1,159 @@
+"""Merge operators after alignment (``landscape merges``): mergekit's operators, run through
+mergekit on tiny Hugging Face pairs built here, beside the straight line.
+
+mergekit comes with the ``test`` extra; where it is missing these tests fail unless
+``LANDSCAPE_NO_MERGEKIT=1`` says the machine has none (as ``test_mergekit.py``).
+"""
+
+import json
+import math
+import os
+import sys
+
+import pytest
+import torch
+
+from landscape.cli import main
+from landscape.experiments.merges import mergekit_installed, pair_merges, run_operator
+from tests.conftest import tiny_llama
+from tests.experiments.test_export import _family, _gpt2
+
+pytest.importorskip("transformers")
+
+OPERATORS = ["linear", "slerp", "ties", "dare_ties"]
+
+
+@pytest.fixture(autouse=True)
+def _mergekit():
+    if mergekit_installed():
+        return
+    if os.environ.get("LANDSCAPE_NO_MERGEKIT") == "1":
+        pytest.skip("LANDSCAPE_NO_MERGEKIT=1: this machine has no mergekit")
+    pytest.fail("mergekit not installed: pip install -e '.[test]' installs it (or "
+                "LANDSCAPE_NO_MERGEKIT=1 on a machine without it)")  # fmt: skip
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
+
+
+PAIRS = [
+    pytest.param(_gpt2, "weight", "perm", id="gpt2-weight-perm"),
+    pytest.param(_gpt2, "weight", "orth-mean", id="gpt2-weight-orth-mean"),  # A processed, too
+    pytest.param(tiny_llama, "weight", "orth", id="llama-weight-orth"),
+]
+
+
+@pytest.mark.parametrize(("build", "method", "group"), PAIRS)
+def test_operators_along_the_line(tmp_path, cache_env, build, method, group):
+    name = f"mg-{build.__name__.strip('_')}"
+    _family(tmp_path, build, name)
+    r = pair_merges(name, [0, 1], method, group, operators=OPERATORS, points=5)
+    assert [a["method"] for a in r["alignments"]] == ["naive", method]
+    assert r["lambdas"] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    for al in r["alignments"]:
+        line, ops = al["line"], al["operators"]
+        # mergekit's linear merge, written, merged, read back and evaluated, is the line
+        for x, got, want in zip(r["lambdas"], ops["linear"]["loss"], line["loss"], strict=True):
+            assert got == pytest.approx(want, abs=1e-4), (al["method"], x)
+        for op in OPERATORS:
+            c = ops[op]
+            assert all(math.isfinite(v) for v in [*c["loss"], *c["accuracy"]]), op
+            assert math.isfinite(c["barrier_loss"]) and math.isfinite(c["barrier_accuracy"])
+            # λ = 0 is the base, B, for every operator
+            assert c["loss"][0] == pytest.approx(line["loss"][0], abs=1e-4), op
+        # slerp ends at A; the sparsifying operators are curves in λ that leave the line
+        assert ops["slerp"]["loss"][-1] == pytest.approx(line["loss"][-1], abs=1e-4)
+        for op in ("ties", "dare_ties"):
+            assert max(abs(a - b) for a, b in zip(ops[op]["loss"], line["loss"],
+                                                  strict=True)) > 1e-3, op  # fmt: skip
+            assert len({round(v, 6) for v in ops[op]["loss"]}) == 5, op  # λ is not divided away
+
+
+def test_dare_is_seeded_and_leaves_the_callers_generators(tmp_path, cache_env):
+    import random
+
+    paths = _family(tmp_path, _gpt2, "mg-seeded")
+    from safetensors.torch import load_file
+
+    torch.manual_seed(123)
+    random.seed(7)
+    before = torch.get_rng_state(), random.getstate()
+    merged = []
+    for k in range(2):
+        out = tmp_path / f"dare{k}"
+        run_operator(paths[0], paths[1], "dare_ties", 0.5, out)
+        merged.append(load_file(out / "model.safetensors"))
+    assert torch.equal(torch.get_rng_state(), before[0]) and random.getstate() == before[1]
+    assert merged[0].keys() == merged[1].keys()
+    assert all(torch.equal(merged[0][k], merged[1][k]) for k in merged[0])
+    other = tmp_path / "dare-seed1"
+    run_operator(paths[0], paths[1], "dare_ties", 0.5, other, merge_seed=1)
+    drawn = load_file(other / "model.safetensors")
+    assert any(not torch.equal(drawn[k], merged[0][k]) for k in drawn)
+
+
+def test_cli_json_table_and_cache(tmp_path, cache_env, capsys):
+    _family(tmp_path, _gpt2, "mg-cli")
+    argv = ["merges", "mg-cli", "--seeds", "0", "1", "--operators", "ties", "--points", "3",
+            "--threads", "1"]  # fmt: skip
+    fig = tmp_path / "merges.html"
+    assert main([*argv, "--json", "--figure", str(fig)]) == 0
+    r = json.loads(capsys.readouterr().out)
+    html = fig.read_text()
+    assert r["figures"] == [str(fig)] and "Plotly.newPlot" in html and "straight line" in html
+    assert r["operators"] == ["ties"] and r["density"] == 0.5 and r["points"] == 3
+    assert [x["operator"] for x in r["rows"]] == ["line", "ties"]
+    row = r["rows"][1]
+    assert row["loss_gain"] == pytest.approx(row["loss_naive"] - row["loss_aligned"])
+    assert row["loss_naive_sem"] is None  # one pair: no spread
+    assert main(argv) == 0  # the table for people, from the cache
+    out = capsys.readouterr().out
+    assert "ties" in out and "straight line" in out and "gain" in out
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["merges", "mg-bad", "--seeds", "0", "7"], "no member 7"),
+    (["merges", "mg-bad", "--seeds", "0", "0"], "seeds must differ"),
+    (["merges", "mg-bad", "--seeds", "0"], "at least two seeds"),
+    (["merges", "mg-bad", "--seeds", "0", "1", "--density", "0"], "--density"),
+    (["merges", "mg-bad", "--seeds", "0", "1", "--operators", "karcher"], "invalid choice"),
+    (["merges", "vit-digits", "--seeds", "0", "1"], "Hugging Face"),
+], ids=["member", "same-seed", "one-seed", "density", "operator", "zoo-model"])  # fmt: skip
+def test_cli_refusals_are_one_line(tmp_path, cache_env, capsys, argv, says):
+    _family(tmp_path, _gpt2, "mg-bad")
+    assert main([*argv, "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("landscape: error:") and says in err, err
+
+
+def test_cli_without_mergekit_names_the_extra(tmp_path, cache_env, capsys, monkeypatch):
+    _family(tmp_path, _gpt2, "mg-none")
+    monkeypatch.setitem(sys.modules, "mergekit", None)  # import mergekit → ImportError
+    monkeypatch.setitem(sys.modules, "mergekit.merge", None)
+    capsys.readouterr()  # the family's own writing
+    assert main(["merges", "mg-none", "--seeds", "0", "1", "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'landscape[merge]'" in err, err
+
+
+def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cache_env,
+                                                                  monkeypatch):  # fmt: skip
+    from landscape.errors import LandscapeError
+    from landscape.experiments import merges
+
+    _family(tmp_path, _gpt2, "mg-nan")
+    real = merges.evaluate_path
+
+    def nan_path(*args, **kwargs):
+        loss, acc = real(*args, **kwargs)
+        return torch.full_like(loss, float("nan")), acc
+
+    monkeypatch.setattr(merges, "evaluate_path", nan_path)
+    with pytest.raises(LandscapeError, match="slerp's merge at λ = 0 "):
+        pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+    monkeypatch.setattr(merges, "evaluate_path", real)
+    r = pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+    assert all(math.isfinite(v) for v in r["alignments"][0]["operators"]["slerp"]["loss"])
