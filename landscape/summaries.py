@@ -587,3 +587,28 @@ def _show_matrix(r: dict[str, Any]) -> list[str]:
             cells = ("—" if i == j else _num(v) for j, v in enumerate(row))
             lines.append(seeds[i].ljust(width) + "".join(c.rjust(width) for c in cells))
     return lines
+
+
+@layout("recover")
+def _show_recover(r: dict[str, Any]) -> list[str]:
+    """One row per planted level: units recovered, distance, checks, barrier, seconds."""
+    method = METHOD_WORDS.get(r["method"], "no alignment (naive)")
+    rows = [{"level": x["level"], "recovered": f"{100 * x['recovered']:.2f}%",
+             "units": x["units"], "distance": _num(x["distance"]),
+             "scramble": _num(x["scramble_check"]), "aligned": _num(x["function_check"]),
+             "barrier_loss": x["barrier_loss"], "barrier_accuracy": x["barrier_accuracy"],
+             "seconds": x["seconds"]} for x in r["rows"]]  # fmt: skip
+    heads = {"recovered": "recovered", "distance": "distance", "scramble": "Δ scrambled",
+             "aligned": "Δ aligned", "barrier_loss": "barrier (nats)",
+             "barrier_accuracy": "acc. barrier", "seconds": "matching (s)"}  # fmt: skip
+    title = (f"{r['label']}: planted symmetries recovered by {method} ({r['dtype']}, "
+             f"draw {r['draw']})")  # fmt: skip
+    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    lines += _wrap("", "recovered: units put back, of `units` (slots and signs of "
+                   "permutations; columns of rotations and within-head maps within "
+                   f"{_num(r['column_tol'])} of the planted inverse's, relative). distance: "
+                   "‖H − G⁻¹‖_F / ‖G⁻¹‖_F, the largest over variables. Δ: max |Δlogits| of the "
+                   "scrambled model against the original (float64) and of the aligned one "
+                   "against the scrambled (float32).")  # fmt: skip
+    verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
+    return [*lines, f"function checks: {verdict}"]
