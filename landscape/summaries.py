@@ -598,9 +598,9 @@ def _show_recover(r: dict[str, Any]) -> list[str]:
              "scramble": _num(x["scramble_check"]), "aligned": _num(x["function_check"]),
              "barrier_loss": x["barrier_loss"], "barrier_accuracy": x["barrier_accuracy"],
              "seconds": x["seconds"]} for x in r["rows"]]  # fmt: skip
-    heads = {"recovered": "recovered", "distance": "distance", "scramble": "Δ scrambled",
-             "aligned": "Δ aligned", "barrier_loss": "barrier (nats)",
-             "barrier_accuracy": "acc. barrier", "seconds": "matching (s)"}  # fmt: skip
+    heads = {"recovered": "recovered", "distance": "distance", "scramble": "Δ scramble",
+             "aligned": "Δ aligned", "barrier_loss": "barrier", "barrier_accuracy": "acc barrier",
+             "seconds": "seconds"}  # fmt: skip
     title = (f"{r['label']}: planted symmetries recovered by {method} ({r['dtype']}, "
              f"draw {r['draw']})")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
@@ -609,6 +609,7 @@ def _show_recover(r: dict[str, Any]) -> list[str]:
                    f"{_num(r['column_tol'])} of the planted inverse's, relative). distance: "
                    "‖H − G⁻¹‖_F / ‖G⁻¹‖_F, the largest over variables. Δ: max |Δlogits| of the "
                    "scrambled model against the original (float64) and of the aligned one "
-                   "against the scrambled (float32).")  # fmt: skip
+                   "against the scrambled (float32). barrier: the loss barrier (nats) between "
+                   "the original and the recovered model; seconds: the matching's.")  # fmt: skip
     verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
     return [*lines, f"function checks: {verdict}"]

@@ -179,6 +179,9 @@ def check_levels(cfg: ModelConfig, levels: Sequence[str] | None) -> tuple[str, .
     for g in levels:
         if g not in LEVELS:
             raise LandscapeError(f"unknown group level {g!r}; expected one of {', '.join(LEVELS)}")
+        if g in INNER_LEVELS and g not in admitted:
+            why = "attention" if not cfg.has_attn else "QK maps (its q/k norms block them)"
+            raise LandscapeError(f"this {cfg.arch} does not admit the level {g!r}: it has no {why}")
         if g not in admitted:
             raise LandscapeError(
                 f"this {cfg.arch} does not admit the level {g!r} (it admits "
@@ -320,23 +323,27 @@ def recovery(
     """``landscape recover MODEL``: the rows of :func:`recover` for a zoo seed, a family member
     or a checkpoint path (a path's data from ``text`` or ``image_data``), as one JSON-able dict
     with ``rows`` (tidy records: one per level), ``function_ok`` and ``warnings``."""
-    spec_data = None
-    if text is not None or image_data is not None:
-        spec_data = DataSpec(text=text, data=image_data, data_dir=data_dir)
-    source = Source(model, seed, data=spec_data)
+    source = Source(model, seed)
     if source.kind == "zoo" and seed is None:
         raise LandscapeError(f"{model} is a zoo model: give the checkpoint's --seed")
-    if spec_data is not None and source.kind != "path":
+    given = text is not None or image_data is not None
+    if given and source.kind != "path":
         raise LandscapeError("--text and --data name a checkpoint path's data; a zoo model or "
                              "family has its own")  # fmt: skip
     tell(progress, "load", 0.0)
     ckpt = source.load(CPU)
     todo = check_levels(ckpt.cfg, levels)  # before the data is read
-    try:
+    if given:  # windows as long as the model's context allows, at most pair-barrier's 128
+        spec = DataSpec(text=text, data=image_data, data_dir=data_dir,
+                        n_ctx=min(128, ckpt.cfg.n_ctx or 128))  # fmt: skip
+        source = Source(model, seed, data=spec)
         data = source.data_of(ckpt)
-    except LandscapeError as e:
-        raise LandscapeError(f"{e} (recover measures the barrier on it: for a checkpoint path "
-                             "give --text FILE or --data digits|fashion)") from None  # fmt: skip
+    else:
+        try:
+            data = source.data_of(ckpt)
+        except LandscapeError as e:
+            hint = "for a checkpoint path give --text FILE or --data digits|fashion"
+            raise LandscapeError(f"{e} (recover measures the barrier on it: {hint})") from None
     rows = recover(ckpt.cfg, ckpt.params, todo, method=method, seed=draw, data=data,
                    points=points, dtype=dtype, device=device,
                    progress=within(progress, 0.05, 1.0))  # fmt: skip
