@@ -594,19 +594,20 @@ def _show_recover(r: dict[str, Any]) -> list[str]:
     """One row per planted level: units recovered, distance, checks, barrier, seconds."""
     method = METHOD_WORDS.get(r["method"], "no alignment (naive)")
     rows = [{"level": x["level"], "recovered": f"{100 * x['recovered']:.2f}%",
-             "units": x["units"], "distance": _num(x["distance"]),
+             "in_place": f"{100 * x['in_place']:.2f}%", "distance": _num(x["distance"]),
              "scramble": _num(x["scramble_check"]), "aligned": _num(x["function_check"]),
              "barrier_loss": x["barrier_loss"], "barrier_accuracy": x["barrier_accuracy"],
              "seconds": x["seconds"]} for x in r["rows"]]  # fmt: skip
-    heads = {"recovered": "recovered", "distance": "distance", "scramble": "Δ scramble",
-             "aligned": "Δ aligned", "barrier_loss": "barrier", "barrier_accuracy": "acc barrier",
-             "seconds": "seconds"}  # fmt: skip
+    heads = {"recovered": "recovered", "in_place": "in place", "distance": "distance",
+             "scramble": "Δ scramble", "aligned": "Δ aligned", "barrier_loss": "barrier",
+             "barrier_accuracy": "acc barrier", "seconds": "seconds"}  # fmt: skip
     title = (f"{r['label']}: planted symmetries recovered by {method} ({r['dtype']}, "
              f"draw {r['draw']})")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    lines += _wrap("", "recovered: units put back, of `units` (slots and signs of "
-                   "permutations; columns of rotations and within-head maps within "
-                   f"{_num(r['column_tol'])} of the planted inverse's, relative). distance: "
+    lines += _wrap("", "recovered: units put back (slots and signs of permutations; columns "
+                   f"of rotations and within-head maps within {_num(r['column_tol'])} of the "
+                   "planted inverse's, relative); in place: units whose weights are back where "
+                   "the original has them. distance: "
                    "‖H − G⁻¹‖_F / ‖G⁻¹‖_F, the largest over variables. Δ: max |Δlogits| of the "
                    "scrambled model against the original (float64) and of the aligned one "
                    "against the scrambled (float32). barrier: the loss barrier (nats) between "

@@ -22,6 +22,9 @@ Scores (documented in docs/design.md §5):
   O(1), round-off by 1e-12 in float64.
 - ``distance``: the largest ``‖H − G⁻¹‖_F / ‖G⁻¹‖_F`` over the level's variables (per head for
   within-head maps), which for a rotation is ``‖R_found − R_planted⁻¹‖_F / √d``.
+- ``in_place``: the fraction of units whose weights are back where A has them
+  (:func:`units_in_place`: every slice a unit indexes within ``COLUMN_TOL`` of A's), a measure
+  of the aligned weights alone, so it scores an aligner that reports no transform as well;
 - ``gap``: the largest ``|θ_A − h(B)|`` over every parameter, relative to that parameter's
   largest entry; ``function_check``: h(B) against B (matching's own check, float32).
 - ``barrier_loss``/``barrier_accuracy``: the barrier along ``λ·θ_A + (1−λ)·h(B)`` on A's test
@@ -50,6 +53,9 @@ from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, DataSpec, Source
 from landscape.symmetry import (
+    GROUP_OF,
+    KV_G,
+    KV_INV_T,
     RESID_GROUPS,
     Element,
     Spec,
@@ -93,6 +99,7 @@ class RecoveryRow:
     planted: dict[str, str]  # family → kind of the planted element (resid, mlp, heads, qk, ov)
     units: int
     recovered: float
+    in_place: float  # units whose weights are back where A has them (units_in_place)
     distance: float
     by_family: dict[str, float]
     scramble_check: float
@@ -202,10 +209,67 @@ def _planted_kinds(spec: Spec, g: Transform) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the benchmark
 
 
-def recover_level(
-    cfg: ModelConfig,
-    params: Params,
-    level: str,
+@dataclass
+class Scramble:
+    """A planted element: ``a`` (A processed for the level, config ``cfg``), ``g`` drawn from
+    the spec of ``cfg``, ``b`` = g(a), and ``check``, B's max |Δlogits| against A as given."""
+
+    level: str
+    match_group: str
+    cfg: ModelConfig
+    a: Params
+    g: Transform
+    b: Params
+    check: float
+
+
+def scramble(cfg: ModelConfig, params: Params, level: str, seed: int = 0) -> Scramble:
+    """Process A as ``level`` needs and apply a random element of it (seed ``seed``), in the
+    parameters' dtype; the matching group is the level, ``perm`` for ``qk``/``ov``."""
+    match_group = "perm" if level in INNER_LEVELS else level
+    cfg_p, a = prepare(cfg, params, match_group)
+    spec = spec_for(cfg_p)
+    g = random_transform(spec, level, seed)
+    b = apply(spec, g, a)
+    check = function_check(cfg, params, cfg_p, b, dtype=torch.float64)
+    return Scramble(level, match_group, cfg_p, a, g, b, check)
+
+
+def units_in_place(spec: Spec, a: Params, b: Params,
+                   tol: float = COLUMN_TOL) -> dict[str, tuple[int, int]]:  # fmt: skip
+    """Per variable, (units whose weights are back in place, units): unit i of a variable is in
+    place when every slice of every parameter the variable indexes at i (rows, columns, a head's
+    block, one column of a head's map) is within ``tol`` of A's, relative. A measure of the
+    weights alone, so it scores any aligner's output, whatever transform it found (or none);
+    parameters missing from either side are skipped."""
+    out = {}
+    for var, v in spec.variables.items():
+        slots = spec.variables[v.over].size if v.over is not None else 1
+        ok = torch.ones(slots, v.size, dtype=torch.bool)
+        for name, axis, role in spec.touches(var):
+            if name not in a or name not in b:
+                continue
+            x, y = a[name].double().cpu(), b[name].double().cpu()
+            shared = role.act in (GROUP_OF, KV_G, KV_INV_T)  # one slice per group of units
+            if v.over is None:
+                x, y = x.movedim(axis, 0)[None], y.movedim(axis, 0)[None]
+                cols = torch.arange(v.size) // (v.group if shared else 1)
+                rows = torch.zeros(1, dtype=torch.long)
+            else:  # per-slot maps: (slot, column) of the map, the slot on the head axis
+                over = next(i for i, r in enumerate(spec.axes[name]) if r and r.var == v.over)
+                x, y = x.movedim((over, axis), (0, 1)), y.movedim((over, axis), (0, 1))
+                rows = torch.arange(slots) // (v.group if shared else 1)
+                cols = torch.arange(v.size)
+            xs = x[rows][:, cols].reshape(len(rows), len(cols), -1)
+            ys = y[rows][:, cols].reshape(len(rows), len(cols), -1)
+            diff, ref = (xs - ys).norm(dim=-1), xs.norm(dim=-1)
+            ok &= (diff <= tol * ref) | (diff == 0)
+        out[var] = (int(ok.sum()), ok.numel())
+    return out
+
+
+def align_back(
+    s: Scramble,
     *,
     method: str = "weight",
     seed: int = 0,
@@ -215,21 +279,14 @@ def recover_level(
     progress: Progress | None = None,
     options: dict[str, Any] | None = None,
 ) -> RecoveryRow:
-    """Plant a random element of ``level`` (seed ``seed``) in ``params`` and align it back with
-    ``method`` (module docstring). ``params`` are used in their own dtype (float64 makes every
-    score a property of the algorithm, not of float32 storage). ``data``: A's data, for the
-    barrier (its test evaluation split) and for data-driven methods (its training split);
-    without it the barrier is None and only weight and naive matching run."""
+    """Align the scrambled B back to A with ``method`` and score it (module docstring).
+    ``data``: A's data, for the barrier (its test evaluation split) and for data-driven methods
+    (its training split); without it the barrier is None and only weight and naive matching
+    run."""
     if method not in METHODS:
         raise LandscapeError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    inner = level in INNER_LEVELS
-    match_group = "perm" if inner else level
-    cfg_p, a = prepare(cfg, params, match_group)
+    cfg_p, a, b = s.cfg, s.a, s.b
     spec = spec_for(cfg_p)
-    g = random_transform(spec, level, seed)
-    b = apply(spec, g, a)
-    dtype = next(iter(params.values())).dtype
-    check = function_check(cfg, params, cfg_p, b, dtype=torch.float64)
     train = data.split("train") if data is not None else None
     if method in ("activation", "learned") and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
@@ -237,38 +294,33 @@ def recover_level(
     if method == "weight":
         kw["progress"] = within(progress, 0.0, 0.9)
     t0 = time.perf_counter()
-    r = match(cfg_p, a, b, method, match_group, train_split=train, seed=seed, device=device,
+    r = match(cfg_p, a, b, method, s.match_group, train_split=train, seed=seed, device=device,
               **kw)  # fmt: skip
     seconds = time.perf_counter() - t0
-    scores = score_transform(spec, r.transform.to(CPU), g.inverse())
-    units = sum(s.units for s in scores)
+    scores = score_transform(spec, r.transform.to(CPU), s.g.inverse())
+    units = sum(x.units for x in scores)
     by_family: dict[str, list[int]] = {}
-    for s in scores:
-        tally = by_family.setdefault(spec.variables[s.variable].family, [0, 0])
-        tally[0] += s.recovered
-        tally[1] += s.units
+    for x in scores:
+        tally = by_family.setdefault(spec.variables[x.variable].family, [0, 0])
+        tally[0] += x.recovered
+        tally[1] += x.units
+    placed = units_in_place(spec, a, r.params_b).values()
     barrier_loss = barrier_acc = None
     if data is not None:
         tell(progress, "barrier", 0.9)
-        ev = data.evaluation("test")
-        opts = data.eval_options(cfg_p, ev.inputs)
-        a_ev = {k: v.to(dtype) for k, v in r.params_a.items()}
-        b_ev = {k: v.to(dtype) for k, v in r.params_b.items()}
-        lam = torch.linspace(0, 1, points, dtype=torch.float64)
-        loss, acc = evaluate_path(cfg_p, a_ev, b_ev, ev.inputs, ev.targets, lam, **opts)
-        curve = barrier_from_curve(lam, loss, acc)
-        barrier_loss, barrier_acc = curve.barrier_loss, curve.barrier_accuracy
+        barrier_loss, barrier_acc = barrier_between(cfg_p, r.params_a, r.params_b, data, points)
     tell(progress, "done", 1.0)
     return RecoveryRow(
-        level=level,
+        level=s.level,
         method=method,
-        match_group=match_group,
-        planted=_planted_kinds(spec, g),
+        match_group=s.match_group,
+        planted=_planted_kinds(spec, s.g),
         units=units,
-        recovered=sum(s.recovered for s in scores) / max(units, 1),
-        distance=max((s.distance for s in scores), default=0.0),
+        recovered=sum(x.recovered for x in scores) / max(units, 1),
+        in_place=sum(k for k, _ in placed) / max(sum(n for _, n in placed), 1),
+        distance=max((x.distance for x in scores), default=0.0),
         by_family={f: ok / n for f, (ok, n) in by_family.items()},
-        scramble_check=check,
+        scramble_check=s.check,
         function_check=r.function_check,
         gap=_gap(a, r.params_b),
         barrier_loss=barrier_loss,
@@ -277,6 +329,31 @@ def recover_level(
         rounds=r.rounds,
         variables=scores,
     )
+
+
+def barrier_between(cfg: ModelConfig, a: Params, b: Params, data: Data,
+                    points: int = RECOVER_POINTS) -> tuple[float, float]:  # fmt: skip
+    """(loss, accuracy) barrier along ``λ·a + (1−λ)·b`` on ``data``'s test evaluation split."""
+    ev = data.evaluation("test")
+    opts = data.eval_options(cfg, ev.inputs)
+    lam = torch.linspace(0, 1, points, dtype=torch.float64)
+    loss, acc = evaluate_path(cfg, a, b, ev.inputs, ev.targets, lam, **opts)
+    curve = barrier_from_curve(lam, loss, acc)
+    return curve.barrier_loss, curve.barrier_accuracy
+
+
+def recover_level(
+    cfg: ModelConfig,
+    params: Params,
+    level: str,
+    *,
+    seed: int = 0,
+    **kw: Any,
+) -> RecoveryRow:
+    """Plant a random element of ``level`` (seed ``seed``) in ``params`` (:func:`scramble`, in
+    their own dtype: float64 makes every score a property of the algorithm, not of float32
+    storage) and align it back (:func:`align_back`, keywords passed on)."""
+    return align_back(scramble(cfg, params, level, seed), seed=seed, **kw)
 
 
 @threaded
@@ -371,7 +448,10 @@ __all__ = [
     "DEFAULT_LEVELS",
     "LEVELS",
     "RecoveryRow",
+    "Scramble",
     "VariableScore",
+    "align_back",
+    "barrier_between",
     "check_levels",
     "levels_of",
     "recover",
@@ -379,4 +459,6 @@ __all__ = [
     "recovery",
     "score_transform",
     "score_variable",
+    "scramble",
+    "units_in_place",
 ]
