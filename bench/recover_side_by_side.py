@@ -149,9 +149,15 @@ def score_peer(s, a_dir: Path, b_dir: Path, out: Path, data) -> dict[str, Any]:
     """What the peer's output weights say: units in place, its function, the barrier."""
     got = import_checkpoint(out)
     a_back, b_back = import_checkpoint(a_dir), import_checkpoint(b_dir)
-    placed = units_in_place(spec_for(s.cfg), s.a, got.params).values()
+    spec = spec_for(s.cfg)
+    placed = units_in_place(spec, s.a, got.params)
+    families: dict[str, list[int]] = {}
+    for var, (k, n) in placed.items():
+        tally = families.setdefault(spec.variables[var].family, [0, 0])
+        tally[0], tally[1] = tally[0] + k, tally[1] + n
     return {
-        "in_place": sum(k for k, _ in placed) / max(sum(n for _, n in placed), 1),
+        "in_place": sum(k for k, _ in placed.values()) / max(sum(n for _, n in placed.values()), 1),
+        "in_place_by_family": {f: k / n for f, (k, n) in families.items()},
         "function_check": function_check(b_back.cfg, b_back.params, got.cfg, got.params),
         "barrier_loss": barrier_between(a_back.cfg, a_back.params, got.params, data)[0],
     }
@@ -207,6 +213,7 @@ def run_model(name: str, args: argparse.Namespace, env: dict[str, str] | None,
             continue
         got = score_peer(s, here / "a", here / "b", here / "out", data)
         row.update({"peer_in_place": got["in_place"], "peer_check": got["function_check"],
+                    "peer_in_place_by_family": got["in_place_by_family"],
                     "peer_barrier": got["barrier_loss"],
                     "peer_seconds": peer["seconds"],
                     "peer_wall_seconds": peer["wall_seconds"]})  # fmt: skip
