@@ -533,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--max-rounds", type=_count, help="cap on weight-matching rounds (with "
                    "--method weight; default: weight matching's own, 50)")  # fmt: skip
+
     p = sub.add_parser(
         "recover", parents=[common],
         help="scramble a model with a planted symmetry and align it back: units recovered",
