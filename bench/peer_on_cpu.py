@@ -2,6 +2,10 @@
 
     python bench/peer_on_cpu.py MODULE [ARGS ...]
 
+The module is imported first (its imports, the bulk of a short run's wall time) and then run;
+the run alone is timed and its seconds said on stderr as the last line,
+``peer_on_cpu: ran in S s after imports``.
+
 mergekit's aligner places every tensor on CUDA by name (``.cuda()``, ``device="cuda"``, a
 safetensors file opened on ``"cuda"``), so on a machine without CUDA it stops at its first
 tensor. Where CUDA is missing this launcher maps those placements to the CPU
@@ -12,10 +16,14 @@ what is computed (the peer computes in float32 either way). Nothing of the peer 
 
 from __future__ import annotations
 
+import importlib
 import runpy
 import sys
+import time
 
 import torch
+
+RAN = "peer_on_cpu: ran in"
 
 
 def _on_cpu(device: object) -> object:
@@ -50,4 +58,9 @@ if __name__ == "__main__":
     if not torch.cuda.is_available():
         map_cuda_to_cpu()
     module, sys.argv = sys.argv[1], sys.argv[1:]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    importlib.import_module(module)
+    t0 = time.perf_counter()
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        print(f"{RAN} {time.perf_counter() - t0:.6f} s after imports", file=sys.stderr)

@@ -18,8 +18,8 @@ as Hugging Face directories (``landscape.models.exporters.export_hf``, float32).
   ``bench/peer_on_cpu.py`` (which maps its hard-coded CUDA placements to the CPU where there is
   no CUDA; nothing of the peer is copied). Its output is read back and scored by what the
   weights alone say: units in place, max |Δlogits| against B, the barrier between A and it;
-  seconds are its command's wall time (start-up, reading, aligning, writing), shown beside
-  its start-up alone (its ``--help``, median of three; ``peer_seconds`` is the difference). Its
+  seconds are its run after its imports (reading, aligning, writing; timed by the launcher),
+  beside its command's wall time and its start-up alone (its ``--help``, median of three). Its
   written ``config.json`` is replaced by B's before reading (under transformers 5 the peer's
   copy loses the vocabulary size; the tensors are what it aligned).
 
@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from bench.peer_on_cpu import RAN  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.recover import (  # noqa: E402
     DEFAULT_LEVELS,
@@ -130,7 +131,9 @@ def run_peer(env: dict[str, str], a: Path, b: Path, out: Path, startup: float,
         last = [ln for ln in r.stderr.strip().splitlines() if ln.strip()][-1:]
         return {"ok": False, "note": f"failed: {last[0] if last else r.returncode}"}
     shutil.copy(b / "config.json", out / "config.json")
-    return {"ok": True, "wall_seconds": seconds, "seconds": seconds - startup}
+    ran = [ln for ln in r.stderr.splitlines() if ln.startswith(RAN)]
+    run = float(ran[-1].split()[3]) if ran else None
+    return {"ok": True, "wall_seconds": seconds, "seconds": run}
 
 
 def peer_startup(env: dict[str, str], repeats: int = 3) -> float:
@@ -217,7 +220,7 @@ def run_model(name: str, args: argparse.Namespace, env: dict[str, str] | None,
                     "peer_barrier": got["barrier_loss"],
                     "peer_seconds": peer["seconds"],
                     "peer_wall_seconds": peer["wall_seconds"]})  # fmt: skip
-        print(f"{name} {level}: peer in place {got['in_place']:.3f}, {peer['wall_seconds']:.2f} s",
+        print(f"{name} {level}: peer in place {got['in_place']:.3f}, {peer['seconds']} s",
               flush=True)  # fmt: skip
     return rows
 
@@ -237,7 +240,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"{f(r.get('ours_in_place'), '.3f'):>8} {f(r.get('ours_barrier')):>9} "
             f"{f(r.get('ours_seconds'), '.2f'):>7} | {f(r.get('peer_in_place'), '.3f'):>13} "
             f"{f(r.get('peer_check')):>9} {f(r.get('peer_barrier')):>9} "
-            f"{f(r.get('peer_wall_seconds'), '.2f'):>7}  {r.get('note', '')}"
+            f"{f(r.get('peer_seconds'), '.2f'):>7}  {r.get('note', '')}"
         )
     return "\n".join(lines)
 
