@@ -24,7 +24,10 @@ Scores (documented in docs/design.md §5):
   within-head maps), which for a rotation is ``‖R_found − R_planted⁻¹‖_F / √d``.
 - ``in_place``: the fraction of units whose weights are back where A has them
   (:func:`units_in_place`: every slice a unit indexes within ``COLUMN_TOL`` of A's), a measure
-  of the aligned weights alone, so it scores an aligner that reports no transform as well;
+  of the aligned weights alone, so it scores an aligner that reports no transform as well.
+  It is strict: a unit counts only when every parameter slice it indexes is back, so one
+  variable left wrong (a head's QK map) takes with it the units of every other variable those
+  parameters carry (the stream's units that W_Q reads, the head);
 - ``gap``: the largest ``|θ_A − h(B)|`` over every parameter, relative to that parameter's
   largest entry; ``function_check``: h(B) against B (matching's own check, float32).
 - ``barrier_loss``/``barrier_accuracy``: the barrier along ``λ·θ_A + (1−λ)·h(B)`` on A's test
