@@ -201,7 +201,8 @@ def check_levels(cfg: ModelConfig, levels: Sequence[str] | None) -> tuple[str, .
 
 
 def _planted_kinds(spec: Spec, g: Transform) -> dict[str, str]:
-    """Family → kind of the planted element (the widest kind when a family mixes kinds)."""
+    """Family → kind of the planted element (its first variable's: a level gives every variable
+    of a family one kind)."""
     out: dict[str, str] = {}
     for var, e in g.elements.items():
         family = spec.variables[var].family
@@ -355,7 +356,8 @@ def recover_level(
 ) -> RecoveryRow:
     """Plant a random element of ``level`` (seed ``seed``) in ``params`` (:func:`scramble`, in
     their own dtype: float64 makes every score a property of the algorithm, not of float32
-    storage) and align it back (:func:`align_back`, keywords passed on)."""
+    storage) and align it back (:func:`align_back`, keywords passed on; ``seed`` also seeds
+    the matching's visiting order)."""
     return align_back(scramble(cfg, params, level, seed), seed=seed, **kw)
 
 
