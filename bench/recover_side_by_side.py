@@ -31,7 +31,13 @@ a repeated sentence as their text; any other argument is a Hugging Face director
 The peer: the mergekit release on PyPI (0.1.5, the ``merge`` extra) ships no aligner. The
 public repository has it on its ``rope-alignment`` branch; ``--peer DIR`` is a checkout of that
 branch, and ``--peer-path`` adds directories to its import path (it imports POT, ``ot``).
-Without a peer the Landscape side runs alone and the table says what is missing. Prints one
+Without a peer the Landscape side runs alone and the table says what is missing. Seen at the
+branch's commit 33af1ae: the peer reads GPT-2 tensors without transformers' ``transformer.``
+prefix (a KeyError on every GPT-2 file), refuses grouped-query attention ("Output dimension
+mismatch"), cuts embeddings to 32,000 rows (so no model with a larger vocabulary, SmolLM2's
+49,152 among them, comes out whole), permutes the stream without signs and estimates one angle
+per head and frequency pair (no scale) for the QK maps and none for the OV maps; its visiting
+order after the first round is an unseeded shuffle, so its results vary between runs. Prints one
 table and writes it with every raw result to ``<work>/recover_side_by_side.json``. Nothing here
 asserts a time or a value.
 """
