@@ -36,7 +36,8 @@ branch's commit 33af1ae: the peer reads GPT-2 tensors without transformers' ``tr
 prefix (a KeyError on every GPT-2 file), refuses grouped-query attention ("Output dimension
 mismatch"), cuts embeddings to 32,000 rows (so no model with a larger vocabulary, SmolLM2's
 49,152 among them, comes out whole), permutes the stream without signs and estimates one angle
-per head and frequency pair (no scale) for the QK maps and none for the OV maps; its visiting
+per head and frequency pair (no scale) for the QK maps and a permutation of each head's
+dimensions for the OV maps (not an invertible map); its visiting
 order after the first round is an unseeded shuffle, so its results vary between runs. Prints one
 table and writes it with every raw result to ``<work>/recover_side_by_side.json``. Nothing here
 asserts a time or a value.
