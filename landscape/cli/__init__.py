@@ -414,6 +414,21 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
                              max_rounds=args.max_rounds, progress=progress)  # fmt: skip
 
 
+@command("recover")
+def _recover(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from landscape.experiments.recover import recovery
+
+    _status(f"recover {args.model}{'' if args.seed is None else f' seed {args.seed}'} "
+            f"{args.method}")  # fmt: skip
+    with _progress_bar(f"recover {args.method}") as progress:
+        return recovery(args.model, args.seed, args.groups, method=args.method, draw=args.draw,
+                        text=args.text, image_data=args.data, data_dir=args.data_dir,
+                        points=args.points, dtype=getattr(torch, args.dtype),
+                        device=args.device, progress=progress)  # fmt: skip
+
+
 def _say(text: object) -> None:
     """``landscape: text`` as one line on stderr. Every message the command line prints there
     goes through here: it may echo names, labels, paths and text from files, so every control

@@ -26,6 +26,8 @@ MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dar
 # landscape.experiments.merges: OPERATORS and DENSITY (a test keeps them equal)
 MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
 MERGE_DENSITY = 0.5
+# landscape.experiments.recover.LEVELS (a test keeps them equal)
+RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
@@ -573,6 +575,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     p.add_argument("--max-rounds", type=_count, help="cap on weight-matching rounds (with "
                    "--method weight; default: weight matching's own, 50)")  # fmt: skip
+
+    p = sub.add_parser(
+        "recover", parents=[common],
+        help="scramble a model with a planted symmetry and align it back: units recovered",
+        description="For each group level: a random function-preserving element of the level "
+        "(seed --draw) applied to the model, the scrambled model's function checked, then "
+        "aligned back to the original by --method; the fraction of units recovered (slots "
+        "and signs of permutations; columns within a tolerance of rotations and within-head "
+        "maps), the distance ‖found − planted⁻¹‖_F / ‖planted⁻¹‖_F, the barrier between the "
+        "original and the recovered model, and the matching's seconds (docs/design.md §5).",
+    )  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP + ", or a checkpoint path")
+    p.add_argument("--seed", type=_seed, help="checkpoint seed (zoo models) or member number")
+    p.add_argument("--groups", nargs="+", choices=RECOVER_LEVELS, metavar="LEVEL",
+                   help="group levels to plant, each on its own (default: perm signed-perm "
+                        "orth qk ov, those the model admits; also perm-global-sign, "
+                        "orth-mean)")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight",
+                   help="how the scrambled model is aligned back: weight, activation or learned "
+                        "matching, or naive (not at all: the control)")  # fmt: skip
+    p.add_argument("--draw", type=_seed, default=0, help="seed of the planted elements")
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                   help="precision of the scramble and the matching (float64: every score is "
+                        "the algorithm's, not float32 storage's)")  # fmt: skip
+    p.add_argument("--points", type=_points, default=11, help=POINTS_HELP)
+    p.add_argument("--text", help="UTF-8 text file: a language-model path's data")
+    p.add_argument("--data", choices=["digits", "fashion"], help="image data: a classifier path's")
+    p.add_argument("--data-dir", help="directory of the Fashion-MNIST IDX files")
+
     for name in FIGURE_COMMANDS:
         sub.choices[name].add_argument(
             "--figure", type=_figure_path, metavar="PATH",
