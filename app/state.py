@@ -208,11 +208,10 @@ def eigenangles(
     """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast).
     Read from the disk cache; :class:`NotCached` when a matching is not there yet (then
     :func:`compute_eigenangles`, under a progress bar)."""
-    from landscape import experiments
+    from landscape.experiments import eigenangle_view
 
-    return experiments.eigenangle_result(model, seeds, learned=learned,
-                                         device=resolve_device(device),
-                                         cache=ReadOnlyCache())  # fmt: skip
+    return eigenangle_view(model, seeds, learned=learned, device=resolve_device(device),
+                           cache=ReadOnlyCache())  # fmt: skip
 
 
 def compute_eigenangles(
@@ -224,11 +223,10 @@ def compute_eigenangles(
 ) -> dict[str, Any]:
     """Compute the matchings of :func:`eigenangles` and store them on disk (not memoised, as
     :func:`compute_atlas`); ``progress`` follows learned matching step by step."""
-    from landscape import experiments
+    from landscape.experiments import eigenangle_view
 
-    return experiments.eigenangle_result(model, seeds, learned=learned,
-                                         device=resolve_device(device),
-                                         progress=progress)  # fmt: skip
+    return eigenangle_view(model, seeds, learned=learned, device=resolve_device(device),
+                           progress=progress)  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -279,8 +277,6 @@ def compute_atlas(
         projection=projection,
         progress=progress,
     )
-
-
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
