@@ -9,8 +9,9 @@ entry of its own, kind ``eigenangles``, without tensors, so the zoo's default vi
 (``python -m landscape.assets --results``). Its key holds what the result depends on: both
 checkpoints' weights, the configuration, the training data when learned matching runs, the
 Haar reference's draws, and the matching's ``ALGO_VERSION``, so a change of any of them is a
-miss, never a stale figure. The Haar reference depends on the width alone and is recomputed
-on read (:func:`~landscape.experiments.eigen.haar_reference`, memoised per process), not stored.
+miss, never a stale figure. The Haar reference (its angles and their summary) depends on the
+width alone and is recomputed on read (:func:`~landscape.experiments.eigen.haar_reference`,
+memoised per process), not stored.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.eigen import HAAR_SEED, haar_draws, haar_reference
+from landscape.experiments.eigen import HAAR_SEED, angle_summary, haar_draws, haar_reference
 from landscape.experiments.runs import ALGO_VERSION, eigenangle_result, load
 from landscape.progress import Progress
 from landscape.sources import data_of
@@ -30,7 +31,7 @@ from landscape.store.cache import Cache, digest_tensors
 
 EIGENVIEW_VERSION = 1  # bump when the stored fields change
 # recomputed on read: a property of the width (HAAR_ANGLES floats), not of the pair
-_NOT_STORED = ("angles_haar",)
+_NOT_STORED = ("angles_haar", "summary_haar")
 
 
 def eigenangle_view(
@@ -68,6 +69,8 @@ def eigenangle_view(
 
     entry, hit = cache.get_or_compute("eigenangles", inputs, compute)
     out = dict(entry.meta)
-    out["angles_haar"] = [float(x) for x in haar_reference(out["d_model"])]
+    haar = haar_reference(out["d_model"])
+    out["angles_haar"] = [float(x) for x in haar]
+    out["summary_haar"] = angle_summary(haar)
     out["cached"] = hit
     return out
