@@ -63,6 +63,5 @@ def test_a_page_draws_the_shipped_default_view_without_computing(
     if not _shipped(page):
         pytest.skip(f"no shipped {page} view of {MODEL}")
     at = _open(page)
-    ok(at)
+    ok(at)  # a computation started would have failed in a card
     assert len(at.get("plotly_chart")) == figures
-    assert not any("Not computed yet" in c.value for c in at.caption)
