@@ -248,7 +248,8 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     """Compute the standard ``views`` of ``models`` in a cache of their own (``work``, kept so
     that an interrupted build resumes; default a temporary one) and ship the result entries the
     requests read in ``out``, refusing any that holds tensors (results only, never weights).
-    The index rows and entries of other models and views are kept."""
+    The index rows and entries of other models and views are kept; a row's ``seconds`` is how
+    long its request took in this build (a read, where ``work`` held the result already)."""
     index_path = out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else []
     index = [r for r in index if not (r["model"] in models and r["view"] in views)]
