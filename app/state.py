@@ -245,13 +245,13 @@ def eigenangles(
     model: str, seeds: tuple[int, int], learned: bool, device: str | None
 ) -> dict[str, Any]:
     """Eigenangle histograms; without ``learned`` only O_WM and the Haar reference (fast).
-    Read from the disk cache; :class:`NotCached` when a matching is not there yet (then
-    :func:`compute_eigenangles`, under a progress bar)."""
-    from landscape import experiments
+    Read from the disk cache (or the shipped results: ``experiments.eigenangle_view``);
+    :class:`NotCached` when the result is not stored yet (then :func:`compute_eigenangles`,
+    under a progress bar)."""
+    from landscape.experiments import eigenangle_view
 
-    return experiments.eigenangle_result(model, seeds, learned=learned,
-                                         device=resolve_device(device),
-                                         cache=ReadOnlyCache())  # fmt: skip
+    return eigenangle_view(model, seeds, learned=learned, device=resolve_device(device),
+                           cache=ReadOnlyCache())  # fmt: skip
 
 
 def compute_eigenangles(
@@ -261,13 +261,12 @@ def compute_eigenangles(
     device: str | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Compute the matchings of :func:`eigenangles` and store them on disk (not memoised, as
-    :func:`compute_atlas`); ``progress`` follows learned matching step by step."""
-    from landscape import experiments
+    """Compute :func:`eigenangles` (its matchings, when not cached) and store it on disk (not
+    memoised, as :func:`compute_atlas`); ``progress`` follows learned matching step by step."""
+    from landscape.experiments import eigenangle_view
 
-    return experiments.eigenangle_result(model, seeds, learned=learned,
-                                         device=resolve_device(device),
-                                         progress=progress)  # fmt: skip
+    return eigenangle_view(model, seeds, learned=learned, device=resolve_device(device),
+                           progress=progress)  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("home", "interpolation", "triangle", "eigenangles", "gauge", "atlas", "models")
 MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
-          "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3")  # fmt: skip
+          "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
+          "llama-shakespeare-d128")  # fmt: skip
 
 CHILD = """
 import json, sys, time, torch

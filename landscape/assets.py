@@ -6,16 +6,18 @@ data identity, seed, metrics, curves and the weight digest that ``landscape trai
 against.
 
 ``--results`` computes the pages' default views of the zoo's transformer entries (the
-Interpolation page's curves, the Triangle page's grids) and ships their cache entries in
-``assets/results`` (read after the cache: :mod:`landscape.store.cache`), with ``index.json``
-naming each request; ``--check-results`` asks each request of the index again, served from the
-shipped entries alone, and says which no longer are (a changed algorithm version, data or
-checkpoint).
+Interpolation page's curves, the Triangle page's grids, the Eigenangles page's angles, the Gauge
+page's parts computed on load, the Atlas's coordinates) and ships their cache entries in
+``assets/results`` (read after the cache: :mod:`landscape.store.cache`), results only, never
+weights, with ``index.json`` naming each request; ``--check-results`` asks each request of
+the index again, served from the shipped entries alone, and says which no longer are (a changed
+algorithm version, data or checkpoint).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import tempfile
@@ -27,6 +29,7 @@ import torch
 from safetensors.torch import save_file
 
 from landscape.device import CPU
+from landscape.errors import LandscapeError
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
 from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache, NotCached, ReadOnlyCache
@@ -150,18 +153,25 @@ def home_curves(out: Path) -> Path:
 
 # ---------------------------------------------------------------- shipped results
 
-# the pages' default choices (app/views/interpolation.py, app/views/triangle.py)
+# the pages' default choices (app/views/interpolation.py, triangle.py, eigenangles.py, gauge.py,
+# atlas.py); tests/app/test_app_shipped.py opens each page with its compute path failing
 VIEW_METHODS = (("naive", "perm"), ("weight", "perm"), ("weight", "orth"))
 VIEW_POINTS, VIEW_RESOLUTION = 25, 10
+GAUGE_DRAWS = 2
+GAUGE_ON_LOAD = ("table", "scramble", "claims")  # the Gauge page's parts computed on load
+GAUGE_SHORT = {"gpt-shakespeare": ("table", "claims")}  # its scramble waits for a click
+ATLAS_SEEDS, ATLAS_COPIES, ATLAS_GROUP, ATLAS_PROJECTION = 6, 2, "perm", "pca"
+VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
 RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
-                 "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3")  # fmt: skip
+                 "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
+                 "llama-shakespeare-d128")  # fmt: skip
 
 
-def standard_views(name: str, views: tuple[str, ...] = ("interpolation", "triangle")
-                   ) -> list[dict[str, Any]]:  # fmt: skip
+def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, Any]]:
     """The requests a page makes for ``name`` with its default choices: the first pair of the
-    shipped seeds, the first three seeds, the three default methods, the test split, the
-    weights space."""
+    shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
+    (Triangle), the three default methods, the test split, the weights space; the Gauge page's
+    parts computed on load for the first seed; the Atlas of the first six seeds."""
     from landscape.experiments.tables import pairs_for
     from landscape.models.zoo import shipped_seeds
 
@@ -176,39 +186,96 @@ def standard_views(name: str, views: tuple[str, ...] = ("interpolation", "triang
         out += [{"view": "triangle", "kind": "triangle", "model": name, "seeds": seeds[:3],
                  "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": "test",
                  "space": "weights", "joint": False} for m, g in VIEW_METHODS]  # fmt: skip
+    if "eigenangles" in views and len(seeds) >= 2:
+        out.append({"view": "eigenangles", "kind": "eigenangles", "model": name,
+                    "seeds": seeds[:2], "learned": True})  # fmt: skip
+    if "gauge" in views and seeds:
+        out += [{"view": "gauge", "kind": "gauge-sweep", "model": name, "seed": seeds[0],
+                 "part": part, "draws": GAUGE_DRAWS}
+                for part in GAUGE_SHORT.get(name, GAUGE_ON_LOAD)]  # fmt: skip
+    if "atlas" in views and len(seeds) >= 2:
+        out.append({"view": "atlas", "kind": "atlas", "model": name,
+                    "seeds": seeds[:ATLAS_SEEDS], "reference": seeds[0],
+                    "copies": ATLAS_COPIES, "group": ATLAS_GROUP,
+                    "projection": ATLAS_PROJECTION})  # fmt: skip
     return out
+
+
+def describe(request: dict[str, Any]) -> str:
+    """One request of :func:`standard_views` in a few words (for the build's and check's lines)."""
+    detail = {"barrier": lambda r: f"{r['method']}/{r['group']}",
+              "triangle": lambda r: f"{r['method']}/{r['group']}",
+              "eigenangles": lambda r: f"seeds {r['seeds'][0]} {r['seeds'][1]}",
+              "gauge-sweep": lambda r: r["part"],
+              "atlas": lambda r: f"{r['group']} {r['projection']}"}[request["kind"]]  # fmt: skip
+    return f"{request['model']} {request['view']} {detail(request)}"
 
 
 def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     """One request of :func:`standard_views`, through ``cache``."""
     from landscape import experiments
+    from landscape.experiments.atlas import atlas
+    from landscape.experiments.gauge_runner import gauge_sweep
 
     r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
-    model, seeds, method, group = r.pop("model"), r.pop("seeds"), r.pop("method"), r.pop("group")
-    run = experiments.barrier if request["kind"] == "barrier" else experiments.triangle
+    kind, model = request["kind"], r.pop("model")
+    if kind == "eigenangles":
+        return experiments.eigenangle_view(model, r["seeds"], learned=r["learned"], cache=cache)
+    if kind == "gauge-sweep":
+        part = r["part"]
+        return gauge_sweep(model, r["seed"], draws=r["draws"], parts=(part,), cache=cache)[part]
+    if kind == "atlas":
+        return atlas(model, r.pop("seeds"), cache=cache, **r)
+    seeds, method, group = r.pop("seeds"), r.pop("method"), r.pop("group")
+    run = experiments.barrier if kind == "barrier" else experiments.triangle
     return run(model, seeds, method, group, cache=cache, **r)
 
 
-def build_results(models: list[str], out: Path, views: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Compute the standard views of ``models`` in an empty cache of their own and ship their
-    result entries in ``out`` (kept: the entries and index rows of other models)."""
+class _Recording(Cache):
+    """A cache that remembers which entries of the shipped kinds were asked for: a request's
+    own results, the ones a build ships (not the matchings they were computed from)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, shipped=False)
+        self.read: list[tuple[str, str]] = []
+
+    def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
+        if kind in SHIPPED_KINDS:
+            self.read.append((kind, self.key(kind, inputs)))
+        return super().get_or_compute(kind, inputs, compute)
+
+
+def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
+                  work: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Compute the standard ``views`` of ``models`` in a cache of their own (``work``, kept so
+    that an interrupted build resumes; default a temporary one) and ship the result entries the
+    requests read in ``out``, refusing any that holds tensors (results only, never weights).
+    The index rows and entries of other models and views are kept; a row's ``seconds`` is how
+    long its request took in this build (a read, where ``work`` held the result already)."""
     index_path = out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else []
-    index = [r for r in index if r["model"] not in models]
-    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
-        cache = Cache(d, shipped=False)
+    index = [r for r in index if not (r["model"] in models and r["view"] in views)]
+    with contextlib.ExitStack() as stack:
+        if work is None:
+            work = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="landscape-results-"))
+            )
+        cache = _Recording(work)
         for name in models:
             for request in standard_views(name, views):
                 t0 = time.perf_counter()
                 ask(request, cache)
                 index.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
-                print(f"{name} {request['view']} {request['method']}/{request['group']}: "
-                      f"{index[-1]['seconds']} s", flush=True)  # fmt: skip
-        for kind in SHIPPED_KINDS:
-            for f in sorted((Path(d) / kind).glob(f"*/*{SUFFIX}")):
-                target = out / kind / f.parent.name / f.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(f, target)
+                print(f"{describe(request)}: {index[-1]['seconds']} s", flush=True)
+        for kind, key in dict.fromkeys(cache.read):
+            entry = cache.get(kind, key)
+            if entry is None:
+                raise LandscapeError(f"the {kind} entry {key} vanished from {work}")
+            if entry.tensors:
+                raise LandscapeError(f"a {kind} entry holds tensors; only results ship")
+            target = out / kind / key[:2] / f"{key}{SUFFIX}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cache.path(kind, key), target)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(index, indent=1) + "\n"
     replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -248,6 +315,19 @@ def main() -> None:
         "transformer entries) and ship their results in assets/results",
     )
     ap.add_argument(
+        "--views",
+        nargs="+",
+        choices=VIEWS,
+        default=list(VIEWS),
+        help="with --results: the pages whose default views are built",
+    )
+    ap.add_argument(
+        "--work",
+        type=Path,
+        help="with --results: the cache the views are computed in, kept (an "
+        "interrupted build resumes); default a temporary one",
+    )
+    ap.add_argument(
         "--check-results",
         action="store_true",
         help="say which shipped results today's requests no longer reach",
@@ -264,12 +344,12 @@ def main() -> None:
         return
     if args.results:
         models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
-        build_results(models, shipped_results_root(), ("interpolation", "triangle"))
+        build_results(models, shipped_results_root(), tuple(args.views), args.work)
         return
     if args.check_results:
         stale = check_results(shipped_results_root())
         for r in stale:
-            print(f"{r['model']} {r['view']} {r['method']}/{r['group']}: {r['why']}")
+            print(f"{describe(r)}: {r['why']}")
         print(f"{len(stale)} shipped result(s) not reached")
         raise SystemExit(1 if stale else 0)
     if args.verify:

@@ -6,6 +6,7 @@ its :func:`~landscape.sources.data_of`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from landscape.models.zoo import ZOO, Checkpoint
 from landscape.sources import Data, Sampler, Source, data_of
 from landscape.store.cache import digest_tensors
 
-__all__ = ["Task", "load_task"]
+__all__ = ["Task", "TaskSource", "load_task", "task_source"]
 
 
 @dataclass
@@ -59,22 +60,59 @@ class Task:
         return sorted(torch.argsort(-counts.double(), stable=True)[:n].tolist())
 
 
-def load_task(
-    model: str | Checkpoint | Source,
-    seed: int = 0,
-    *,
-    device: torch.device = CPU,
-    n_act: int | None = None,
-    n_test: int | None = None,
-) -> Task:
-    """A :class:`Task` of a zoo seed, a family member (name + seed), a Source or a Checkpoint.
+@dataclass(frozen=True)
+class TaskSource:
+    """A task before its data is read: the checkpoint, its name, its data (not yet loaded) and
+    what a cache key of the task holds (``name``, ``cfg``, ``digest``, ``data_key``, ``lr``).
+    A stored result is found from these alone; :meth:`load` reads the data when one is
+    computed (seconds for the zoo's images)."""
 
-    A zoo model's task samples its own training data at its recipe's ``lr`` and ``batch_size``
-    (text: random windows of the training text); a family's samples minibatches from its
-    training windows or images at the family's ``lr`` and ``batch_size``.
-    ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
-    64 text windows for activations; the whole test split, or 128 windows of zoo text).
-    """
+    ckpt: Checkpoint
+    name: str
+    seed: int
+    data: Data
+    lr_from: str
+    device: torch.device = CPU
+
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.ckpt.cfg
+
+    @property
+    def params(self) -> Params:
+        return self.ckpt.params
+
+    @property
+    def lr(self) -> float:
+        return self.data.lr
+
+    @property
+    def data_key(self) -> dict[str, Any] | None:
+        return self.data.task_key
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """:attr:`Task.digest` of the loaded task (its float32 parameters)."""
+        return digest_tensors({k: v.to("cpu", torch.float32) for k, v in self.params.items()})
+
+    def load(self, n_act: int | None = None, n_test: int | None = None) -> Task:
+        """The :class:`Task`, its data read (``n_act``, ``n_test``: :func:`load_task`)."""
+        ckpt, data, device = self.ckpt, self.data, self.device
+        default_act, default_test = data.task_sizes(ckpt.cfg)
+        n_act, n_test = n_act or default_act, n_test or default_test
+        train, test = data.task_splits()
+        test = Split(test.inputs[:n_test].to(device), test.targets[:n_test].to(device))
+        params = {k: v.to(device, torch.float32) for k, v in ckpt.params.items()}
+        return Task(self.name, self.seed, ckpt.cfg, params, data.sampler(ckpt.cfg, train),
+                    train.inputs[:n_act].to(device), train.targets[:n_act].to(device), test,
+                    data.lr, data.batch_size, device, data.task_key, self.lr_from)  # fmt: skip
+
+
+def task_source(
+    model: str | Checkpoint | Source, seed: int = 0, *, device: torch.device = CPU
+) -> TaskSource:
+    """The :class:`TaskSource` of a zoo seed, a family member (name + seed), a Source or a
+    Checkpoint: the checkpoint is loaded, its data only named."""
     if isinstance(model, Checkpoint):
         ckpt = model
     else:
@@ -94,12 +132,23 @@ def load_task(
         if ZOO[name].config != ckpt.cfg:
             raise LandscapeError(f"checkpoint config differs from the zoo's {name} config")
         lr_from = "zoo recipe"
-    default_act, default_test = data.task_sizes(ckpt.cfg)
-    n_act, n_test = n_act or default_act, n_test or default_test
-    train, test = data.task_splits()
-    test = Split(test.inputs[:n_test].to(device), test.targets[:n_test].to(device))
-    params = {k: v.to(device, torch.float32) for k, v in ckpt.params.items()}
-    return Task(name, int(ckpt.meta.get("seed", seed) or 0), ckpt.cfg, params,
-                data.sampler(ckpt.cfg, train), train.inputs[:n_act].to(device),
-                train.targets[:n_act].to(device), test, data.lr, data.batch_size, device,
-                data.task_key, lr_from)  # fmt: skip
+    return TaskSource(ckpt, name, int(ckpt.meta.get("seed", seed) or 0), data, lr_from, device)
+
+
+def load_task(
+    model: str | Checkpoint | Source,
+    seed: int = 0,
+    *,
+    device: torch.device = CPU,
+    n_act: int | None = None,
+    n_test: int | None = None,
+) -> Task:
+    """A :class:`Task` of a zoo seed, a family member (name + seed), a Source or a Checkpoint.
+
+    A zoo model's task samples its own training data at its recipe's ``lr`` and ``batch_size``
+    (text: random windows of the training text); a family's samples minibatches from its
+    training windows or images at the family's ``lr`` and ``batch_size``.
+    ``n_act``/``n_test`` cap the activation and evaluation examples (defaults: 512 images or
+    64 text windows for activations; the whole test split, or 128 windows of zoo text).
+    """
+    return task_source(model, seed, device=device).load(n_act, n_test)

@@ -115,20 +115,20 @@ if result is not None:
                          "learned": "angles_correction" in result})  # fmt: skip
     with right:
         st.markdown(f"**Summary** (d = {result['d_model']})")
-        for key, label in (
+        shown = [(label, result[key]) for key, label in (
             ("summary_wm", "O_WM"),
             ("summary_correction", "O_LM·O_WMᵀ"),
             ("summary_haar", "Haar O(d)"),
-        ):
-            s = result.get(key)
-            if not s:
-                continue
-            st.metric(
+        ) if result.get(key)]  # fmt: skip
+        # under the figure on a projector: side by side, not a column the height of a screen
+        cells = st.columns(len(shown)) if presentation() else [st.container() for _ in shown]
+        for cell, (label, s) in zip(cells, shown, strict=True):
+            cell.metric(
                 f"{label}: |φ| < {s['small']:g}",
                 f"{100 * s['share_small']:.0f}%",
                 help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
             )
-            st.caption(f"median |φ| = {s['median_abs']:.2f} rad")
+            cell.caption(f"median |φ| = {s['median_abs']:.2f} rad")
         if result.get("haar_draws"):
             st.caption(
                 f"Haar O(d): the eigenangles of {result['haar_draws']} seeded Haar-random "

@@ -79,8 +79,10 @@ def _train(args: argparse.Namespace) -> dict[str, Any]:
     shipped = None if args.text else compare_with_shipped(ckpt)
     if shipped and shipped.get("current") and not shipped["reproduced"]:
         promise = "bit-identical weights" if shipped["same_kernels"] else "matching test metrics"
-        _say(f"warning: {args.model} seed {args.seed} differs from the shipped checkpoint "
-             f"beyond the promise ({promise}); see README, reproducibility")
+        _say(
+            f"warning: {args.model} seed {args.seed} differs from the shipped checkpoint "
+            f"beyond the promise ({promise}); see README, reproducibility"
+        )
     return {
         "model": args.model,
         "seed": args.seed,
@@ -225,7 +227,7 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
 @command("eigenangles")
 def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.budget import check_points
-    from landscape.experiments import eigenangle_result, iteration_barriers
+    from landscape.experiments import eigenangle_view, iteration_barriers
 
     options = {k: getattr(args, k) for k in ("max_rounds", "checkpoints", "points")
                if getattr(args, k) is not None}  # fmt: skip
@@ -236,7 +238,7 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
         check_points(options["points"])
     _status(f"eigenangles {args.model} {args.seeds}")
     with _progress_bar("eigenangles learned/orth") as progress:
-        out = eigenangle_result(args.model, args.seeds, device=args.device, progress=progress)
+        out = eigenangle_view(args.model, args.seeds, device=args.device, progress=progress)
     if args.iterations:
         _status(f"iterations {args.model} {args.seeds}")
         with _progress_bar("iterations") as progress:

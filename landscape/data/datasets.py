@@ -232,8 +232,26 @@ def text_corpus(
 ) -> TextCorpus:
     """Character corpus from a file; ``vocab`` (e.g. a checkpoint's) defaults to the file's own.
 
-    A file whose encoding would exceed the memory budget is refused before it is read."""
+    A file whose encoding would exceed the memory budget is refused before it is read. The
+    corpus of an unchanged file (same size and modification time) is read and encoded once
+    per process: a page that loads two checkpoints and names their data asked for it three
+    times, a second each for the zoo's text."""
     check_text_file(path, TEXT_BYTES_CHARACTERS, "as characters")
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return _text_corpus(path, vocab, val_fraction)  # reading it names the problem
+    return _read_corpus(str(path), vocab, val_fraction, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _read_corpus(path: str, vocab: str | None, val_fraction: float, size: int,
+                 mtime_ns: int) -> TextCorpus:  # fmt: skip
+    """:func:`_text_corpus` memoised on the file's size and modification time."""
+    return _text_corpus(path, vocab, val_fraction)
+
+
+def _text_corpus(path: str | os.PathLike, vocab: str | None, val_fraction: float) -> TextCorpus:
     text = read_text(path)
     if len(text) < 100:
         raise LandscapeError(f"text file {path} is too short ({len(text)} characters; need ≥ 100)")

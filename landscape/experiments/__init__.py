@@ -11,17 +11,20 @@
   :mod:`~landscape.experiments.gauge_runner`; :mod:`~landscape.experiments.transport`:
   artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
   :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
+  :mod:`~landscape.experiments.eigenview`: the Eigenangles page's result as one small entry
+  (its :func:`eigenangle_view` re-exported here);
   :mod:`~landscape.experiments.iterations`: the barrier per weight-matching round and per
   learned-matching checkpoint (its :func:`iteration_barriers` re-exported here);
   :mod:`~landscape.experiments.widths`: barriers against narrower models (re-exported here).
 
 Submodules keep their own names (``experiments.transport`` is the module, its function is
 ``transport.transport``); the functions re-exported here are those of ``runs``, ``triangles``,
-``tables`` and ``widths``, and ``iteration_barriers``.
+``tables`` and ``widths``, ``iteration_barriers`` and ``eigenangle_view``.
 """
 
 from __future__ import annotations
 
+from landscape.experiments.eigenview import eigenangle_view
 from landscape.experiments.iterations import iteration_barriers
 from landscape.experiments.runs import (
     ALGO_VERSION,
@@ -89,6 +92,7 @@ __all__ = [
     "check_pair",
     "default_factors",
     "eigenangle_result",
+    "eigenangle_view",
     "embed_checkpoint",
     "eval_split",
     "family_members",

@@ -33,6 +33,27 @@ def eigenangles(g: torch.Tensor | np.ndarray) -> torch.Tensor:
     return torch.sort(angles).values
 
 
+def orthogonal_eigenangles(q: torch.Tensor) -> torch.Tensor:
+    """:func:`eigenangles` of an orthogonal Q with no repeated angle (a Haar draw, almost
+    surely), from the symmetric eigenproblem, several times faster than the general one.
+
+    Q = U·diag(e^{iφ})·U* gives (Q + Qᵀ)/2 = U·diag(cos φ)·U*: its eigenvalues are the cos φ,
+    twice for each conjugate pair e^{±iφ}, once for a real eigenvalue ±1. Those are known from
+    d and det Q: d odd, one at det Q; d even and det Q = −1, one at +1 and one at −1. The
+    angles of the pairs are ±arccos of each doubled cosine (their mean), the real ones 0 and π
+    exactly.
+    """
+    t = torch.as_tensor(q).detach().to("cpu", torch.float64)
+    d = t.shape[0]
+    phi = torch.arccos(torch.linalg.eigvalsh((t + t.T) / 2).clamp(-1.0, 1.0)).flip(0)  # ascending
+    det = det_sign(t)
+    plus, minus = (det > 0, det < 0) if d % 2 else (det < 0, det < 0)
+    phi = phi[int(plus) : d - int(minus)]
+    pairs = phi.reshape(-1, 2).mean(1)
+    real = [0.0] * plus + [math.pi] * minus
+    return torch.sort(torch.cat([-pairs, pairs, torch.tensor(real, dtype=torch.float64)])).values
+
+
 def haar_orthogonal(d: int, seed: int, *, proper: bool = False) -> torch.Tensor:
     """A Haar-distributed random orthogonal d×d matrix, float64.
 
@@ -95,7 +116,7 @@ def haar_draws(d: int) -> int:
 
 @functools.lru_cache(maxsize=16)
 def _haar_reference(d: int, draws: int, seed: int) -> tuple[float, ...]:
-    angles = [eigenangles(haar_orthogonal(d, seed=seed + k)) for k in range(draws)]
+    angles = [orthogonal_eigenangles(haar_orthogonal(d, seed=seed + k)) for k in range(draws)]
     return tuple(torch.cat(angles).sort().values.tolist())
 
 

@@ -93,7 +93,7 @@ from landscape.symmetry import (
     spec_for,
 )
 from landscape.symmetry.processing import prepare
-from landscape.tasks import Task
+from landscape.tasks import Task, TaskSource
 
 __all__ = [
     "GAUGE_VERSION",
@@ -320,7 +320,7 @@ def _rel_dist(pa: Params, pb: Params) -> float:
     return math.sqrt(num / den)
 
 
-def recovery_lr(task: Task, lr: float | None = None) -> tuple[float, str]:
+def recovery_lr(task: Task | TaskSource, lr: float | None = None) -> tuple[float, str]:
     """The learning rate the recovery part fine-tunes at, and where it comes from: ``lr`` when
     given ("given"), else the task's own (a family's record, a zoo model's recipe:
     ``task.lr_from``). A given rate equal to the task's own is the task's own."""
@@ -555,7 +555,7 @@ def _accuracy(cfg: ModelConfig, params: Params, split: Split) -> float:
         return float(loss_and_accuracy(cfg, forward(cfg, params, split.inputs), split.targets)[1])
 
 
-def check_kept_checkpoints(task: Task, *, steps_grid: Sequence[int] | None = None,
+def check_kept_checkpoints(task: Task | TaskSource, *, steps_grid: Sequence[int] | None = None,
                            trajectory: tuple[int, int] | None = None) -> None:  # fmt: skip
     """Refuse, before any training, a part that keeps more checkpoints of the task's model than
     the memory budget holds (:func:`landscape.budget.check_checkpoints`): the recovery part one

@@ -9,6 +9,7 @@ part from its draws as the serial function of the part does.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from landscape.progress import Progress
 from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import resid_blocked, symmetry_table
-from landscape.tasks import Task, load_task
+from landscape.tasks import Task, load_task, task_source
 from landscape.threads import threaded
 
 __all__ = ["PARTS", "gauge_sweep"]
@@ -86,38 +87,40 @@ def gauge_sweep(
     check_sweep_args(seed=seed, draws=draws, steps_grid=steps_grid,
                      trajectory_steps=trajectory_steps,
                      trajectory_every=trajectory_every, lr=lr)  # fmt: skip
-    task = load_task(model, seed, device=device)
+    # the parts' cache keys need the checkpoint alone; the data is read for a part computed
+    source = task_source(model, seed, device=device)
+    task = functools.cache(source.load)
     # before any part runs: a later part that outgrows the budget would waste the earlier ones
-    check_kept_checkpoints(task, steps_grid=steps_grid if "recovery" in parts else None,
+    check_kept_checkpoints(source, steps_grid=steps_grid if "recovery" in parts else None,
                            trajectory=((trajectory_steps, trajectory_every)
                                        if "trajectory" in parts else None))  # fmt: skip
-    why = resid_blocked(task.cfg)
+    why = resid_blocked(source.cfg)
     rotating = sorted(set(parts) & {"scramble", "claims"})
     if why and rotating:
         raise GroupNotAdmitted(
             f"the {' and '.join(rotating)} part{'s compare' if len(rotating) > 1 else ' compares'} "
-            f"S_d, B_d and O(d), and {task.name} admits no O(d): {why}; run the other parts "
+            f"S_d, B_d and O(d), and {source.name} admits no O(d): {why}; run the other parts "
             "(--parts table recovery trajectory)"
         )
-    recovery_rate, lr_from = recovery_lr(task, lr)
+    recovery_rate, lr_from = recovery_lr(source, lr)
     cache = cache or Cache()
-    base = {"version": GAUGE_VERSION, "model": task.name, "config": task.cfg.to_dict(),
-            "weights": task.digest, "seed": seed}  # fmt: skip
-    if task.data_key:
-        base["data"] = task.data_key
+    base = {"version": GAUGE_VERSION, "model": source.name, "config": source.cfg.to_dict(),
+            "weights": source.digest, "seed": seed}  # fmt: skip
+    if source.data_key:
+        base["data"] = source.data_key
     runners: dict[str, tuple[dict[str, Any], Callable[[], dict[str, Any]]]] = {
-        "table": ({}, lambda: _table_part(task)),
+        "table": ({}, lambda: _table_part(task())),
         "scramble": ({"draws": draws},
-                     lambda: scramble_test(task, draws=draws, seed=seed, progress=progress)),
+                     lambda: scramble_test(task(), draws=draws, seed=seed, progress=progress)),
         "recovery": ({"draws": draws, "steps_grid": list(steps_grid), "lr": recovery_rate},
-                     lambda: recovery_under_drift(task, steps_grid=steps_grid, draws=draws,
+                     lambda: recovery_under_drift(task(), steps_grid=steps_grid, draws=draws,
                                                   seed=seed, lr=recovery_rate,
                                                   progress=progress)),
         "trajectory": ({"steps": trajectory_steps, "every": trajectory_every},
-                       lambda: trajectory_transport(task, steps=trajectory_steps,
+                       lambda: trajectory_transport(task(), steps=trajectory_steps,
                                                     every=trajectory_every, seed=seed,
                                                     progress=progress)),
-        "claims": ({"draws": draws}, lambda: claim_check(task, draws=draws, seed=seed)),
+        "claims": ({"draws": draws}, lambda: claim_check(task(), draws=draws, seed=seed)),
     }  # fmt: skip
     inputs = {part: {**base, "part": part, **runners[part][0]} for part in parts}
     if executor == "ray":
@@ -125,7 +128,7 @@ def gauge_sweep(
                    "trajectory_steps": trajectory_steps, "trajectory_every": trajectory_every,
                    "lr": recovery_rate, "lr_from": lr_from}  # fmt: skip
         _on_ray(model, task, inputs, options, address, cache, progress)
-    out: dict[str, Any] = {"model": task.name, "seed": seed, "version": GAUGE_VERSION}
+    out: dict[str, Any] = {"model": source.name, "seed": seed, "version": GAUGE_VERSION}
     for part in parts:
         _, run = runners[part]
 
@@ -192,11 +195,12 @@ def _draw_name(unit: Any) -> str:
     return ", " + (f"{unit[0]} draw {unit[1]}" if isinstance(unit, tuple) else f"draw {unit}")
 
 
-def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict[str, Any]],
+def _on_ray(model: str | Checkpoint | Source, task: Callable[[], Task],
+            inputs: dict[str, dict[str, Any]],
             options: dict[str, Any], address: str | None, cache: Cache,
             progress: Progress | None) -> None:  # fmt: skip
     """Every draw of the parts (cache inputs ``inputs``) not yet in ``cache`` as a Ray task;
-    each part assembled from its draws and stored."""
+    each part assembled from its draws and stored (``task()``: the loaded task, read once)."""
     todo = [p for p in inputs if cache.get("gauge-sweep", cache.key("gauge-sweep", inputs[p]))
             is None]  # fmt: skip
     calls = [(part, sweeps.Call(_draw, (model, part, unit), options,
@@ -206,6 +210,6 @@ def _on_ray(model: str | Checkpoint | Source, task: Task, inputs: dict[str, dict
                       stage="ray draws")  # fmt: skip
     for part in todo:
         mine = [d for (p, _), d in zip(calls, done, strict=True) if p == part]
-        result = _DRAWS[part].combine(task, [d.value for d in mine], options)
+        result = _DRAWS[part].combine(task(), [d.value for d in mine], options)
         result["seconds"] = round(sum(d.seconds for d in mine), 3)
         cache.put("gauge-sweep", cache.key("gauge-sweep", inputs[part]), {}, result)

@@ -66,7 +66,7 @@ from landscape.symmetry import (
     random_transform,
     spec_for,
 )
-from landscape.tasks import Task, load_task
+from landscape.tasks import Task, task_source
 from landscape.threads import threaded
 
 ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")
@@ -596,19 +596,19 @@ def transport_table(
     AdamW row the distance between B's resumed run mapped back and A's, relative to how far A's
     resumed run moved). Cached under kind ``"transport"``.
     """
-    task = load_task(model, seed, device=device)
+    source = task_source(model, seed, device=device)  # the data is read only to compute
     cache = cache or Cache()
-    inputs = {"version": TRANSPORT_VERSION, "model": task.name, "config": task.cfg.to_dict(),
-              "weights": task.digest, "seed": seed, "gauge_seed": gauge_seed, "layer": layer,
+    inputs = {"version": TRANSPORT_VERSION, "model": source.name, "config": source.cfg.to_dict(),
+              "weights": source.digest, "seed": seed, "gauge_seed": gauge_seed, "layer": layer,
               "lora": lora_steps, "adamw": [adamw_steps_before, adamw_steps_after]}  # fmt: skip
-    if task.data_key:
-        inputs["data"] = task.data_key
+    if source.data_key:
+        inputs["data"] = source.data_key
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         t0 = time.perf_counter()
-        rows = transport_rows(task, gauge_seed=gauge_seed, layer=layer, lora_steps=lora_steps,
-                              adamw_before=adamw_steps_before, adamw_after=adamw_steps_after,
-                              progress=progress)  # fmt: skip
+        rows = transport_rows(source.load(), gauge_seed=gauge_seed, layer=layer,
+                              lora_steps=lora_steps, adamw_before=adamw_steps_before,
+                              adamw_after=adamw_steps_after, progress=progress)  # fmt: skip
         return {}, {"rows": rows, "seconds": round(time.perf_counter() - t0, 3)}
 
     entry, _ = cache.get_or_compute("transport", inputs, compute)

@@ -39,7 +39,7 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     """
     reference = ATLAS.read(result, "reference")
     fig = make_subplots(
-        rows=1, cols=2, horizontal_spacing=0.11,
+        rows=1, cols=2, horizontal_spacing=0.15,  # the right panel's axis title clear of the left
         subplot_titles=[_subtitle(result, "raw", "raw weights"),
                         _subtitle(result, "aligned", f"aligned to seed {reference} (WM)")],
     )  # fmt: skip

@@ -104,18 +104,18 @@ def test_eigenangles_says_why_learned_matching_is_missing(_fresh_memory):
 
 
 def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory):
-    from landscape import experiments
+    from landscape.experiments import eigenview
 
     if len(available_seeds("mlp-digits")) < 2:
         pytest.skip("needs two mlp-digits seeds")
-    real = experiments.eigenangle_result
+    real = eigenview.eigenangle_result
 
     def failing(model, seeds, *, learned, **kw):
         if learned:
             raise RuntimeError("the merge loss is NaN at step 3")
         return real(model, seeds, learned=learned, **kw)
 
-    monkeypatch.setattr(experiments, "eigenangle_result", failing)
+    monkeypatch.setattr(eigenview, "eigenangle_result", failing)
     at = _open("eigenangles", "mlp-digits")
     card = _card(at)
     assert card.startswith("**Learned matching:** RuntimeError") and "NaN at step 3" in card

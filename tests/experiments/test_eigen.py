@@ -65,3 +65,19 @@ def test_haar_angles_spread_like_a_random_rotation():
     assert s["n"] == 256
     assert abs(s["median_abs"] - math.pi / 2) < 0.25
     assert s["share_small"] < 0.2  # uniform angles would give 0.3/π ≈ 0.095
+
+
+@pytest.mark.parametrize("d", [5, 6, 33, 64])
+def test_the_symmetric_route_gives_the_angles_of_a_haar_draw(d):
+    """Odd and even widths, both determinants: the same angles as the general eigenproblem,
+    the real eigenvalues ±1 at 0 and π exactly."""
+    from landscape.experiments.eigen import orthogonal_eigenangles
+
+    dets = set()
+    for seed in range(8):
+        q = haar_orthogonal(d, seed=seed)
+        dets.add(det_sign(q))
+        fast = orthogonal_eigenangles(q)
+        assert fast.shape == (d,)
+        assert torch.allclose(fast, eigenangles(q), atol=1e-9, rtol=0)
+    assert dets == {-1, 1}

@@ -306,3 +306,23 @@ def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) ->
     again = align(a, b, "learned", "orth", options=options)
     assert again.cached
     assert torch.equal(again.transform.matrix("resid"), lm.transform.matrix("resid"))
+
+
+def test_the_eigenangle_view_is_the_result_stored_without_weights(tmp_path):
+    """The Eigenangles page's entry holds its result, not the matchings' weights nor the Haar
+    reference (recomputed from the width), and reads back as computed."""
+    from landscape.experiments import eigenangle_result, eigenangle_view
+    from landscape.store.cache import Cache
+
+    cache = Cache(tmp_path / "cache", shipped=False)
+    view = eigenangle_view("mlp-digits", (0, 1), learned=False, cache=cache)
+    again = eigenangle_view("mlp-digits", (0, 1), learned=False, cache=cache)
+    direct = eigenangle_result("mlp-digits", (0, 1), learned=False, cache=cache)
+    assert not view["cached"] and again["cached"]
+    for r in (view, again):
+        assert {k: v for k, v in r.items() if k not in ("seconds", "cached")} == {
+            k: v for k, v in direct.items() if k not in ("seconds", "cached")}  # fmt: skip
+    [(kind, path)] = [(k, p) for k, p in cache.entries() if k == "eigenangles"]
+    entry = cache.get(kind, path.name.removesuffix(".lsc"))
+    assert not entry.tensors and "angles_haar" not in entry.meta
+    assert path.stat().st_size < 20_000  # the matching it read holds both models' weights

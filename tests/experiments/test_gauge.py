@@ -160,3 +160,28 @@ def test_the_sweep_recovers_at_the_recipe_lr_and_keys_the_cache_by_it(tmp_path):
     assert (given["lr"], given["lr_from"]) == (0.3, "given")
     assert given["curve"][-1]["drift"] != own["curve"][-1]["drift"]  # its own entry
     assert gauge_sweep("mlp-digits", 0, **kw)["recovery"] == own
+
+
+def test_a_stored_part_is_read_without_reading_the_data(tmp_path, monkeypatch):
+    """The parts' keys come from the checkpoint alone: a stored part (and a stored transport
+    table) is served without the data being read, which takes seconds for the zoo's images."""
+    from landscape import sources
+    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.transport import transport_table
+    from landscape.store.cache import Cache
+
+    cache = Cache(tmp_path / "cache", shipped=False)
+    kw = {"draws": 1, "parts": ("table", "claims"), "cache": cache}
+    stored = gauge_sweep("mlp-digits", 0, **kw)
+    table = transport_table("mlp-digits", 0, lora_steps=2, adamw_steps_before=1,
+                            adamw_steps_after=1, cache=cache)  # fmt: skip
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr(sources.ZooData, "task_splits", refuse)
+    assert gauge_sweep("mlp-digits", 0, **kw) == stored
+    assert transport_table("mlp-digits", 0, lora_steps=2, adamw_steps_before=1,
+                           adamw_steps_after=1, cache=cache) == table  # fmt: skip
+    with pytest.raises(AssertionError, match="the data was read"):  # a miss computes
+        gauge_sweep("mlp-digits", 1, **kw)

@@ -113,3 +113,53 @@ def test_every_shipped_result_is_reached_by_todays_requests():
         pytest.skip("no shipped result has its data on this machine")
     torch.set_num_threads(1)
     assert assets.check_results(shipped_results_root(), here) == []
+
+
+def _result(r: dict) -> dict:
+    """A result less what says how it was obtained (its time, whether it was read)."""
+    return {k: v for k, v in r.items() if k not in ("seconds", "cached")}
+
+
+def test_built_page_views_are_served_alone_and_equal_a_fresh_computation(tmp_path, monkeypatch):
+    """The Eigenangles, Gauge and Atlas views hold results only (no weights): built for a small
+    entry, they serve the page's requests from an empty cache with every computation failing,
+    and equal the same requests computed afresh."""
+    if len(available_seeds("mlp-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
+    torch.set_num_threads(1)
+    monkeypatch.setattr(assets, "GAUGE_ON_LOAD", ("table", "claims"))
+    monkeypatch.setattr(assets, "GAUGE_DRAWS", 1)
+    monkeypatch.setattr(assets, "ATLAS_SEEDS", 3)
+    out = tmp_path / "results"
+    index = assets.build_results(["mlp-digits"], out, ("eigenangles", "gauge", "atlas"))
+    assert [r["kind"] for r in index] == ["eigenangles", "gauge-sweep", "gauge-sweep", "atlas"]
+    assert sorted(p.parent.parent.name for p in out.rglob("*.lsc")) == [
+        "atlas", "eigenangles", "gauge-sweep", "gauge-sweep"]  # fmt: skip
+    assert assets.check_results(out) == []
+    fresh = [assets.ask(r, Cache(tmp_path / "fresh", shipped=False)) for r in index]
+
+    from landscape.experiments import atlas, eigenview, gauge_runner
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed instead of read")
+
+    for module, name in ((eigenview, "eigenangle_result"), (atlas, "_compute"),
+                         (gauge_runner, "_table_part"), (gauge_runner, "claim_check")):  # fmt: skip
+        monkeypatch.setattr(module, name, refuse)
+    for request, computed in zip(index, fresh, strict=True):
+        served = assets.ask(request, Cache(tmp_path / "empty", shipped=out))
+        assert _result(served) == _result(computed), assets.describe(request)
+    # another pair is another key: reported, not served
+    assert len(assets.check_results(out, [{**index[0], "seeds": [0, 2]}])) == 1
+
+
+def test_a_build_refuses_an_entry_that_holds_tensors(tmp_path, monkeypatch):
+    from landscape.errors import LandscapeError
+
+    def heavy(request, cache):
+        return cache.get_or_compute("atlas", {"x": 1}, lambda: ({"w": torch.zeros(3)}, {}))
+
+    monkeypatch.setattr(assets, "ask", heavy)
+    with pytest.raises(LandscapeError, match="holds tensors"):
+        assets.build_results(["vit-digits"], tmp_path / "results", ("atlas",))
+    assert not list((tmp_path / "results").rglob("*.lsc"))
