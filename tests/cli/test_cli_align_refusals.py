@@ -74,16 +74,23 @@ def _refused(capsys, argv, *fragments) -> str:
     return line[0]
 
 
+# a sign flip has no LayerNorm form (perm is named instead); a full rotation moves the mean
+# direction LayerNorm removes (orth-mean is named instead)
+@pytest.mark.parametrize(
+    ("group", "fragments"),
+    [("signed-perm", ("LayerNorm", "--group perm")),
+     ("orth", ("LayerNorm", "moves the mean direction", "--group orth-mean"))],
+)  # fmt: skip
 def test_align_refuses_a_group_the_neox_format_cannot_hold_before_matching(
-    home, tmp_path, capsys, no_matching
+    home, tmp_path, capsys, no_matching, group, fragments
 ):
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question. " * 60)
     fam = _neox_family(tmp_path, text)
     capsys.readouterr()
     out = tmp_path / "out"
-    _refused(capsys, ["align", fam, "--seeds", "0", "1", "--group", "signed-perm",
-                      "--out", str(out)], "LayerNorm", "--group perm")  # fmt: skip
+    _refused(capsys, ["align", fam, "--seeds", "0", "1", "--group", group, "--out", str(out)],
+             *fragments)  # fmt: skip
     assert not out.exists()
 
 
@@ -114,18 +121,6 @@ def test_inspect_describes_a_folder_landscape_wrote(home, tmp_path, capsys):
     shown = capsys.readouterr().out
     assert "landscape" in shown and "null" not in shown
 
-
-def test_align_refuses_full_rotations_of_a_layernorm_format_before_matching_naming_orth_mean(
-    home, tmp_path, capsys, no_matching
-):
-    text = tmp_path / "text.txt"
-    text.write_text("To be, or not to be, that is the question. " * 60)
-    fam = _neox_family(tmp_path, text)
-    capsys.readouterr()
-    out = tmp_path / "out"
-    _refused(capsys, ["align", fam, "--seeds", "0", "1", "--group", "orth", "--out", str(out)],
-             "LayerNorm", "moves the mean direction", "--group orth-mean")  # fmt: skip
-    assert not out.exists()
 
 
 def test_mergekit_requests_are_checked_before_matching(home, tmp_path, capsys, no_matching):
