@@ -23,9 +23,10 @@ from landscape.names import BARRIER_GROUPS, METHODS, MONOMIAL_GROUPS, SPACES
 # landscape.experiments.mergekit.MERGE_METHODS (a test keeps them equal)
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
-# landscape.experiments.merges: OPERATORS and DENSITY (a test keeps them equal)
+# landscape.experiments.merges: OPERATORS, DENSITY and POINTS (a test keeps them equal)
 MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
 MERGE_DENSITY = 0.5
+MERGE_POINTS = 5
 # landscape.experiments.recover.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
@@ -465,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="OP",
                    help=f"mergekit merge methods: {', '.join(MERGE_METHODS)} (linear is the "
                         "straight line itself, a check of the round trip)")  # fmt: skip
-    p.add_argument("--points", type=_points, default=5,
+    p.add_argument("--points", type=_points, default=MERGE_POINTS,
                    help="λ points of every curve, λ = 0 and λ = 1 included (each point is one "
                         "mergekit run per operator and alignment)")  # fmt: skip
     p.add_argument("--density", type=_float_in(0.0, 1.0, open_low=True), default=MERGE_DENSITY,

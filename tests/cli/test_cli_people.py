@@ -59,12 +59,13 @@ def test_help_of_a_command_imports_no_torch():
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
     from landscape.experiments.mergekit import MERGE_METHODS
-    from landscape.experiments.merges import DENSITY, OPERATORS
+    from landscape.experiments.merges import DENSITY, OPERATORS, POINTS
     from landscape.experiments.sweeps import EXECUTORS
 
     # methods, groups and spaces are landscape.names's, read by the parser and the library alike
     assert cli_parser.MERGE_METHODS == MERGE_METHODS
     assert cli_parser.MERGE_OPERATORS == OPERATORS and cli_parser.MERGE_DENSITY == DENSITY
+    assert cli_parser.MERGE_POINTS == POINTS
     assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
 
 
