@@ -167,7 +167,7 @@ def _stored_merges(
     points: int, split: str, device: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """:func:`merges` read from the disk cache; :class:`NotCached` when a point is not there."""
-    from landscape.experiments.merges import pair_merges
+    from landscape.experiments.merging.merges import pair_merges
 
     return pair_merges(model, seeds, method, group, operators=operators, points=points,
                        split=split, device=resolve_device(device),
@@ -186,9 +186,9 @@ def merges(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """One pair's merge operators beside the line, naive and aligned
-    (``experiments.merges.pair_merges``): memoised, else read from the disk cache, else
+    (``experiments.merging.merges.pair_merges``): memoised, else read from the disk cache, else
     computed under ``progress`` (one mergekit run per missing point) and read again."""
-    from landscape.experiments.merges import pair_merges
+    from landscape.experiments.merging.merges import pair_merges
 
     args = (model, seeds, method, group, operators, points, split, device)
     try:
@@ -330,7 +330,7 @@ def gauge_part(
     trajectory_every: int,
     device: str | None,
 ) -> dict[str, Any]:
-    """One part of the gauge sweep (``landscape.experiments.gauge_runner.gauge_sweep``) read
+    """One part of the gauge sweep (``landscape.experiments.gauge.runner.gauge_sweep``) read
     from the disk cache;
     :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
     the entry once :func:`compute_gauge_part` has stored it)."""
@@ -387,7 +387,7 @@ def _gauge_sweep_part(
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
 
     out = gauge_sweep(
         model,

@@ -51,7 +51,7 @@ from bench.common import (
     version,
     zoo_pair,
 )
-from landscape.experiments.curves import (
+from landscape.experiments.evaluation import (
     _activation_elements,
     barrier_from_curve,
     evaluate_path,

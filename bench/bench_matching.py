@@ -47,7 +47,7 @@ from bench.common import (
     version,
     zoo_pair,
 )
-from landscape.experiments.curves import barrier_curve
+from landscape.experiments.evaluation import barrier_curve
 from landscape.matching import weight_matching
 from landscape.matching.solvers import solve_perm
 from landscape.models import ModelConfig, Params, init_params

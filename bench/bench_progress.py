@@ -53,7 +53,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    from landscape.experiments.runs import barrier
+    from landscape.experiments.barriers.pipeline import barrier
 
     rows = [("model", "method", "seconds", "reports", "longest silence s", "ended by")]
     for model in args.model:

@@ -41,7 +41,7 @@ from torch.utils.flop_counter import flop_registry
 
 from bench.common import machine_line, sgemm_gflops, table, timed
 from landscape import threads as T
-from landscape.experiments.curves import evaluate_path
+from landscape.experiments.evaluation import evaluate_path
 from landscape.models.train import get_checkpoint
 from landscape.sources import data_of
 

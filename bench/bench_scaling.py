@@ -43,7 +43,7 @@ from bench.common import (
     timed,
     zoo_pair,
 )
-from landscape.experiments.curves import evaluate_path
+from landscape.experiments.evaluation import evaluate_path
 from landscape.matching import weight_matching
 from landscape.matching.learned import learned_matching
 from landscape.models import ModelConfig, init_params

@@ -29,7 +29,7 @@ import torch
 
 from bench.common import machine_line, table, timed
 from landscape import threads as T
-from landscape.experiments.curves import evaluate_path
+from landscape.experiments.evaluation import evaluate_path
 from landscape.matching.learned import learned_matching
 from landscape.matching.weight import weight_matching
 from landscape.models.train import get_checkpoint

@@ -42,7 +42,7 @@ def _tokenizer(base: Path, out: Path) -> bool:
 def main() -> None:
     from landscape.data.text import NO_TOKENIZER, token_corpus
     from landscape.experiments import barrier, family_members
-    from landscape.experiments.pairs import load_any, peak_rss_mb
+    from landscape.experiments.barriers.pairs import load_any, peak_rss_mb
     from landscape.models.importers import checkpoint_tokenizer
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
     from landscape.optim import adamw_steps

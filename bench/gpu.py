@@ -115,7 +115,7 @@ def _sync(device: torch.device) -> None:
 
 def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """Naive curve: evaluation of 25 interpolated models on the whole test split."""
-    from landscape.experiments.curves import evaluate_path
+    from landscape.experiments.evaluation import evaluate_path
     from landscape.sources import Source, data_of
 
     r = Result("curve", f"naive curve, {model} 0-1, 25 points, test split", before_s=1.1,
@@ -133,7 +133,7 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
                               device=device, **opts)  # fmt: skip
     _sync(device)
     r.seconds = time.perf_counter() - t
-    from landscape.experiments.curves import barrier_from_curve
+    from landscape.experiments.evaluation import barrier_from_curve
 
     r.value = barrier_from_curve(lam, loss, acc).barrier_loss
     r.facts["images"] = len(ev)
@@ -141,7 +141,7 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
 
 
 def _barrier(device, tmp, name, model, seeds, method, group, **kw) -> dict[str, Any]:
-    from landscape.experiments.runs import measure_barrier
+    from landscape.experiments.barriers.pipeline import measure_barrier
     from landscape.sources import Source
 
     run = measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
@@ -174,7 +174,7 @@ def learned(device: torch.device, tmp: Path, model: str = GPT, steps: int = 300)
 
 def triangle(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """The triangle of three seeds under weight/orth (default resolution)."""
-    from landscape.experiments.triangles import triangle as run_triangle
+    from landscape.experiments.barriers.triangles import triangle as run_triangle
 
     r = Result("triangle", f"triangle weight/orth, {model} 0 1 2", before_s=22)
     t = time.perf_counter()
@@ -217,7 +217,7 @@ def train(device: torch.device, tmp: Path, model: str = VIT, seeds=(0,)) -> Resu
 def table(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """``table MODEL --space both``: three pairs, every method, both spaces; its worst cell
     against the CPU's same cell."""
-    from landscape.experiments.tables import table as run_table
+    from landscape.experiments.barriers.tables import table as run_table
 
     r = Result("table", f"table {model} --space both (3 pairs)", before_s=22 * 60,
                target_s=10 * 60)  # fmt: skip
@@ -237,7 +237,7 @@ def paper(device: torch.device, tmp: Path, model: str, space: str = "both") -> R
     (not shipped, so from scratch), then ``table MODEL --space both`` on them from the same
     cache; the rows (mean ± s.e.m. over the three pairs, per-pair values) go into the report
     beside the paper's numbers. There is no CPU reference: these models take hours there."""
-    from landscape.experiments.tables import table as run_table
+    from landscape.experiments.barriers.tables import table as run_table
     from landscape.models.train import train_seeds
 
     r = Result(f"paper-{model}", f"train {model} seeds 0 1 2 together, then its table "
@@ -276,7 +276,7 @@ def llama(device: torch.device, tmp: Path, layers: int = 22) -> Result:
     """bench_big's Llama pair (TinyLlama's configuration) under weight/orth with a 5-point
     curve: seconds, GPU memory, function checks."""
     from bench.bench_big import make_pair
-    from landscape.experiments.pairs import barrier_paths
+    from landscape.experiments.barriers.pairs import barrier_paths
 
     big = layers >= 22
     r = Result("llama" if big else f"llama{layers}",

@@ -4,9 +4,10 @@
         [--models gpt2 llama llama-gqa PATH ...] [--groups LEVEL ...] [--draw 0]
         [--text FILE]
 
-For each model and group level (``landscape.experiments.recover``): the model A, processed as
-the level needs, and B = g(A), g a random element of the level (seed ``--draw``), are written
-as Hugging Face directories (``landscape.models.exporters.export_hf``, float32). Then
+For each model and group level (``landscape.experiments.merging.recover``): the model A,
+processed as the level needs, and B = g(A), g a random element of the level (seed
+``--draw``), are written as Hugging Face directories
+(``landscape.models.exporters.export_hf``, float32). Then
 
 - **Landscape** aligns B back to A in memory (weight matching, ``recover.align_back``: the
   same float32 tensors as the files) and reports units recovered (against g⁻¹), units in place
@@ -62,7 +63,7 @@ import torch  # noqa: E402
 
 from bench.peer_on_cpu import RAN  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.recover import (  # noqa: E402
+from landscape.experiments.merging.recover import (  # noqa: E402
     DEFAULT_LEVELS,
     LEVELS,
     align_back,

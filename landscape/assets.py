@@ -172,7 +172,7 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
     shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
     (Triangle), the three default methods, the test split, the weights space; the Gauge page's
     parts computed on load for the first seed; the Atlas of the first six seeds."""
-    from landscape.experiments.tables import pairs_for
+    from landscape.experiments.barriers.tables import pairs_for
     from landscape.models.zoo import shipped_seeds
 
     seeds = shipped_seeds(name)
@@ -215,7 +215,7 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     """One request of :func:`standard_views`, through ``cache``."""
     from landscape import experiments
     from landscape.experiments.atlas import atlas
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
 
     r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
     kind, model = request["kind"], r.pop("model")

@@ -37,17 +37,18 @@ from landscape.experiments import (
     paper_value,
     width_barriers,
 )
-from landscape.experiments.export import aligned_archive
-from landscape.experiments.matrix import barrier_matrix
-from landscape.experiments.mergekit import MERGE_METHODS
-from landscape.experiments.merges import DENSITY as MERGE_DENSITY
-from landscape.experiments.merges import OPERATORS as MERGE_OPERATORS
-from landscape.experiments.merges import POINTS as MERGE_POINTS
-from landscape.experiments.merges import merge_refusal, merge_rows, mergekit_installed
-from landscape.experiments.widths import default_factors
+from landscape.experiments.barriers.matrix import barrier_matrix
+from landscape.experiments.barriers.widths import default_factors
+from landscape.experiments.merging.export import aligned_archive
+from landscape.experiments.merging.mergekit import MERGE_METHODS
+from landscape.experiments.merging.merges import DENSITY as MERGE_DENSITY
+from landscape.experiments.merging.merges import OPERATORS as MERGE_OPERATORS
+from landscape.experiments.merging.merges import POINTS as MERGE_POINTS
+from landscape.experiments.merging.merges import merge_refusal, merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
+from landscape.numbers import mean_pm
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import (
     above_naive,
@@ -60,7 +61,6 @@ from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
 from landscape.sources import model_arch
-from landscape.summaries import mean_pm
 
 
 def _mean_sem(value: tuple[float, float], n: int) -> str:

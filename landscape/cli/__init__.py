@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from landscape.cli.parser import LEARNED_OPTIONS, build_parser
+from landscape.cli.summaries import show, terminal_safe
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction
-from landscape.summaries import show, terminal_safe
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 COMMANDS: dict[str, Handler] = {}
@@ -200,7 +200,7 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("align")
 def _align(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.export import write_aligned
+    from landscape.experiments.merging.export import write_aligned
 
     _status(f"align {args.model} {args.seeds} {args.method}/{args.group} → {args.out}")
     with _progress_bar(f"align {args.method}/{args.group}") as progress:
@@ -264,7 +264,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.matrix import barrier_matrix
+    from landscape.experiments.barriers.matrix import barrier_matrix
 
     if len(args.seeds) < 2:
         raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
@@ -277,7 +277,7 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("merges")
 def _merges(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.merges import merges, require_mergekit
+    from landscape.experiments.merging.merges import merges, require_mergekit
 
     require_mergekit()  # before any model is loaded
     if len(args.seeds) < 2:
@@ -293,7 +293,7 @@ def _merges(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("controls")
 def _controls(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.controls import controls_table
+    from landscape.experiments.barriers.controls import controls_table
 
     with _progress_bar(f"controls {args.model}") as progress:
         return controls_table(args.model, args.pairs, split=args.split, points=args.points,
@@ -319,7 +319,7 @@ def _widths(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("gauge-sweep")
 def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.gauge_runner import PARTS, gauge_sweep
+    from landscape.experiments.gauge.runner import PARTS, gauge_sweep
 
     _status(f"gauge sweep {args.model} seed {args.seed}")
     with _progress_bar(f"gauge sweep {args.model}") as progress:
@@ -406,7 +406,7 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("pair-barrier")
 def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.pairs import barrier_paths
+    from landscape.experiments.barriers.pairs import barrier_paths
 
     with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
         return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
@@ -420,7 +420,7 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
 def _recover(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from landscape.experiments.recover import recovery
+    from landscape.experiments.merging.recover import recovery
 
     _status(f"recover {args.model}{'' if args.seed is None else f' seed {args.seed}'} "
             f"{args.method}")  # fmt: skip
@@ -434,7 +434,7 @@ def _recover(args: argparse.Namespace) -> dict[str, Any]:
 def _say(text: object) -> None:
     """``landscape: text`` as one line on stderr. Every message the command line prints there
     goes through here: it may echo names, labels, paths and text from files, so every control
-    character is written as a visible escape (``landscape.summaries.terminal_safe``)."""
+    character is written as a visible escape (``landscape.cli.summaries.terminal_safe``)."""
     print(f"landscape: {terminal_safe(text)}", file=sys.stderr, flush=True)
 
 

@@ -19,15 +19,15 @@ from landscape.names import BARRIER_GROUPS, METHODS, MONOMIAL_GROUPS, SPACES
 # The parser is built without torch, numpy or scipy, so that `--help` answers at once: what
 # needs them is imported by the handlers and by main(). Methods, groups and spaces come from
 # landscape.names (torch-free); the other choices are written here, and a test keeps them equal
-# to the library's (landscape.experiments.mergekit, landscape.threads).
-# landscape.experiments.mergekit.MERGE_METHODS (a test keeps them equal)
+# to the library's (landscape.experiments.merging.mergekit, landscape.threads).
+# landscape.experiments.merging.mergekit.MERGE_METHODS (a test keeps them equal)
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
-# landscape.experiments.merges: OPERATORS, DENSITY and POINTS (a test keeps them equal)
+# landscape.experiments.merging.merges: OPERATORS, DENSITY and POINTS (a test keeps them equal)
 MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
 MERGE_DENSITY = 0.5
 MERGE_POINTS = 5
-# landscape.experiments.recover.LEVELS (a test keeps them equal)
+# landscape.experiments.merging.recover.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"

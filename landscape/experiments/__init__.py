@@ -1,32 +1,31 @@
 """Experiments on checkpoints, cached on disk: the layer the CLI and the app call.
 
-- :mod:`~landscape.experiments.runs`: matchings, the one barrier pipeline, eigenangles
-  (re-exported here); :mod:`~landscape.experiments.triangles`: triangles, edge by edge or
-  jointly aligned (re-exported here); :mod:`~landscape.experiments.tables`: pairs of seeds and the
-  methods × groups table (re-exported here);
-- :mod:`~landscape.experiments.curves`: loss and accuracy along lines and over triangles;
-- :mod:`~landscape.experiments.pairs`: barriers between checkpoint paths;
-- :mod:`~landscape.experiments.controls`: control pairs and the original coordinates of a path;
-- :mod:`~landscape.experiments.gauge`: the gauge sweep's parts, run by
-  :mod:`~landscape.experiments.gauge_runner`; :mod:`~landscape.experiments.transport`:
-  artifact transport; :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
-  :mod:`~landscape.experiments.eigen`: eigenangles of rotations;
-  :mod:`~landscape.experiments.eigenview`: the Eigenangles page's result as one small entry
-  (its :func:`eigenangle_view` re-exported here);
-  :mod:`~landscape.experiments.iterations`: the barrier per weight-matching round and per
-  learned-matching checkpoint (its :func:`iteration_barriers` re-exported here);
-  :mod:`~landscape.experiments.widths`: barriers against narrower models (re-exported here).
+One room per experiment family, each a subpackage or a module:
 
-Submodules keep their own names (``experiments.transport`` is the module, its function is
-``transport.transport``); the functions re-exported here are those of ``runs``, ``triangles``,
-``tables`` and ``widths``, ``iteration_barriers`` and ``eigenangle_view``.
+- :mod:`~landscape.experiments.barriers`: the one barrier pipeline (``barriers.pipeline``) and
+  what is built on it: the methods × groups table, controls, checkpoint-path pairs, the matrix,
+  the barrier per matching round, narrower models, triangles;
+- :mod:`~landscape.experiments.eigen`: eigenangles of the rotations and the Eigenangles page's
+  cached result;
+- :mod:`~landscape.experiments.gauge`: the gauge sweep (its parts, its runner, its results);
+- :mod:`~landscape.experiments.transport`: artifact transport between checkpoints;
+- :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
+- :mod:`~landscape.experiments.merging`: aligned checkpoints out, mergekit's operators, the
+  recovery benchmark;
+- :mod:`~landscape.experiments.families`: imported families' members with their metrics.
+
+Shared by the rooms: :mod:`~landscape.experiments.evaluation` (loss and accuracy of many
+models at once: along lines, over triangles) and :mod:`~landscape.experiments.sweeps` (the
+tasks of a sweep, threaded or as Ray draws).
+
+Re-exported here: the barrier pipeline, tables, triangles, widths, ``iteration_barriers``,
+the eigenangle results and the family metrics.
 """
 
 from __future__ import annotations
 
-from landscape.experiments.eigenview import eigenangle_view
-from landscape.experiments.iterations import iteration_barriers
-from landscape.experiments.runs import (
+from landscape.experiments.barriers.iterations import iteration_barriers
+from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     BARRIER_VERSION,
     PROCESSED,
@@ -38,15 +37,12 @@ from landscape.experiments.runs import (
     barrier,
     barrier_pair,
     check_pair,
-    eigenangle_result,
     eval_split,
-    family_members,
     health,
     load,
     measure_barrier,
-    member_metrics,
 )
-from landscape.experiments.tables import (
+from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
     PAPER_REFERENCE,
     mean_sem,
@@ -56,8 +52,8 @@ from landscape.experiments.tables import (
     table,
     table_spaces,
 )
-from landscape.experiments.triangles import align_joint, triangle
-from landscape.experiments.widths import (
+from landscape.experiments.barriers.triangles import align_joint, triangle
+from landscape.experiments.barriers.widths import (
     WIDTH_GROUP,
     check_factors,
     default_factors,
@@ -67,6 +63,8 @@ from landscape.experiments.widths import (
     width_barriers,
     width_rows,
 )
+from landscape.experiments.eigen.view import eigenangle_result, eigenangle_view
+from landscape.experiments.families import family_members, member_metrics
 from landscape.names import BARRIER_GROUPS, METHODS
 
 __all__ = [

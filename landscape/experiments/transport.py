@@ -42,7 +42,7 @@ from safetensors.torch import load_file, save_file
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.gauge import readout_features
+from landscape.experiments.gauge.parts import readout_features
 from landscape.models import ModelConfig, Params, forward, param_shapes
 from landscape.models.zoo import Checkpoint
 from landscape.optim import adamw_init, adamw_steps

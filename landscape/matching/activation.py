@@ -20,7 +20,7 @@ similarities (:class:`ActivationSimilarity`), because merging them would move pu
   and gated units matched with signs under signed and orthogonal groups; heads assigned on the
   cosine similarity of their residual writes ``z_h·W_O[h]`` (B's in A's coordinates through the
   matched G): activations only, as the method's definition asks.
-- :data:`GAUGE_SWEEP`, used by the gauge sweep (``landscape.experiments.gauge``: scramble and
+- :data:`GAUGE_SWEEP`, used by the gauge sweep (``landscape.experiments.gauge.parts``: scramble and
   claim parts): forward passes in the parameters' own precision and on their device (the sweep
   runs on its task's device); centred coordinates scaled to unit norm (Pearson up to the factor
   N − 1), all layers contracted in one sum, and for O(d) the uncentred cross-moment

@@ -64,9 +64,8 @@ class MatchResult:
     def resid_matrix(self) -> torch.Tensor:
         """The residual element G as a dense float64 [d, d] matrix (writers ``W ← W·G``).
 
-        Its eigenangles (``landscape.experiments.eigen.eigenangles``) show how far the alignment
-        is from a
-        coordinate relabelling; the identity when ``resid`` was not matched.
+        Its eigenangles (``landscape.experiments.eigen.angles.eigenangles``) show how far the
+        alignment is from a coordinate relabelling; the identity when ``resid`` was not matched.
         """
         g = self.transform.matrix("resid")
         return torch.eye(self.cfg.d_model, dtype=torch.float64) if g is None else g

@@ -1,6 +1,6 @@
 """Gauge page: which gauges are exact, whether matching undoes them, and moving artifacts.
 
-The six figures of a gauge sweep (``landscape.experiments.gauge`` and ``.transport``): the
+The six figures of a gauge sweep (``landscape.experiments.gauge.parts`` and ``.transport``): the
 symmetry check, the scramble test, recovery under drift, trajectory transport, the claim check
 and the transport table.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.experiments.gauge_results import GROUP_LABEL
+from landscape.experiments.gauge.results import GROUP_LABEL
 from landscape.plots.fields import (
     CLAIMS,
     CLAIMS_SUMMARY,

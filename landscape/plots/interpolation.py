@@ -162,7 +162,7 @@ def figure_interpolation(
 def figure_widths(result: dict[str, Any], *, split: str = "test"
                   ) -> go.Figure:  # fmt: skip
     """Barriers between A (width d) and narrower models embedded into width d, against B's
-    width (``experiments.widths.width_barriers``): loss and accuracy barrier, one line per
+    width (``experiments.barriers.widths.width_barriers``): loss and accuracy barrier, one line per
     method, widths on a log₂ axis with d on the right."""
     rows = WIDTHS.read(result, "rows")
     d = WIDTHS.read(result, "d_model")
@@ -198,7 +198,7 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
     return fig
 
 
-# one colour per merge path (landscape.experiments.mergekit.MERGE_METHODS), the line black
+# one colour per merge path (landscape.experiments.merging.mergekit.MERGE_METHODS), the line black
 _PATH_COLOUR = {"line": "#000000", "linear": PALETTE[5], "slerp": PALETTE[0],
                 "ties": PALETTE[1], "dare_ties": PALETTE[3], "task_arithmetic": PALETTE[2],
                 "dare_linear": PALETTE[4], "breadcrumbs": PALETTE[6],
@@ -207,7 +207,7 @@ _PATH_COLOUR = {"line": "#000000", "linear": PALETTE[5], "slerp": PALETTE[0],
 
 @presentable
 def figure_merges(result: dict[str, Any]) -> go.Figure:
-    """One pair's merge operators against λ (``experiments.merges.pair_merges``): loss and
+    """One pair's merge operators against λ (``experiments.merging.merges.pair_merges``): loss and
     accuracy of the straight line (black) and of each mergekit operator (its colour), the
     aligned pair solid with filled markers, the naive pair dashed with open markers. λ = 0 is B
     for every operator; λ = 1 is A for the line and SLERP only."""

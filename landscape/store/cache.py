@@ -66,7 +66,7 @@ TMP_PREFIX = ".tmp-"
 STALE_TMP_SECONDS = 3600  # no write takes this long, so such a temporary file is orphaned
 KEPT = ("data", "families")  # directories under the root that hold no entries
 # kinds whose entries are results alone (no weights), which the assets may ship: the curves of
-# Interpolation, the grids of Triangle, the Eigenangles page's angles (experiments.eigenview),
+# Interpolation, the grids of Triangle, the Eigenangles page's angles (experiments.eigen.view),
 # the atlas's coordinates, the gauge sweep's parts
 SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep")
 # What the cache writes, by name: entries, their locks, temporary files, in two-digit folders.

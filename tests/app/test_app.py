@@ -212,8 +212,8 @@ def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report(
 def test_interpolation_page_measures_the_width_barriers():
     # The narrow B is trained here, outside the page's time limit (about a minute, several on
     # a loaded 2-core machine); the page then reads it from the cache, aligns and measures.
-    from landscape.experiments.tables import pairs_for
-    from landscape.experiments.widths import narrow_checkpoint
+    from landscape.experiments.barriers.tables import pairs_for
+    from landscape.experiments.barriers.widths import narrow_checkpoint
 
     _, seed_b = pairs_for("vit-digits", 1)[0]
     narrow_checkpoint("vit-digits", 2, seed_b)
@@ -302,7 +302,8 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
 
 def _fake_parts(monkeypatch) -> None:
     """Cheap stand-ins for the expensive parts (same shapes as the library's results)."""
-    from landscape.experiments import gauge, transport
+    from landscape.experiments import transport
+    from landscape.experiments.gauge import parts as gauge
 
     def recovery(task, **kw):
         cols = {
@@ -461,7 +462,8 @@ def test_interpolation_page_downloads_aligned_b_and_the_merge(
     forward is aligned B's (and the merge's at the chosen λ)."""
     import torch
 
-    from landscape.experiments import align, export, load
+    from landscape.experiments import align, load
+    from landscape.experiments.merging import export
     from landscape.models import forward
     from landscape.models.checkpoint import load_checkpoint_dir
     from landscape.symmetry import probe_inputs

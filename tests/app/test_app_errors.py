@@ -104,18 +104,18 @@ def test_eigenangles_says_why_learned_matching_is_missing(_fresh_memory):
 
 
 def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory):
-    from landscape.experiments import eigenview
+    from landscape.experiments.eigen import view
 
     if len(available_seeds("mlp-digits")) < 2:
         pytest.skip("needs two mlp-digits seeds")
-    real = eigenview.eigenangle_result
+    real = view.pair_angles
 
-    def failing(model, seeds, *, learned, **kw):
+    def failing(a, b, *, learned, **kw):
         if learned:
             raise RuntimeError("the merge loss is NaN at step 3")
-        return real(model, seeds, learned=learned, **kw)
+        return real(a, b, learned=learned, **kw)
 
-    monkeypatch.setattr(eigenview, "eigenangle_result", failing)
+    monkeypatch.setattr(view, "pair_angles", failing)
     at = _open("eigenangles", "mlp-digits")
     card = _card(at)
     assert card.startswith("**Learned matching:** RuntimeError") and "NaN at step 3" in card

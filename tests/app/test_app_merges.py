@@ -51,7 +51,7 @@ def test_without_mergekit_the_page_names_the_extra(monkeypatch):
 
 def test_a_hugging_face_pair_shows_its_operators(tmp_path):
     pytest.importorskip("transformers")
-    from landscape.experiments.merges import mergekit_installed
+    from landscape.experiments.merging.merges import mergekit_installed
     from landscape.sources import add_family
     from tests.conftest import tiny_llama
 

@@ -33,12 +33,15 @@ def _fresh_memory():
 @pytest.fixture
 def _nothing_computes(monkeypatch):
     """Every computation behind the three pages raises: what they draw was read."""
-    from landscape.experiments import atlas, eigenview, gauge_runner, runs
+    from landscape.experiments import atlas
+    from landscape.experiments.barriers import pipeline as runs
+    from landscape.experiments.eigen import view as eigenview
+    from landscape.experiments.gauge import runner as gauge_runner
 
     def refuse(*args, **kwargs):
         raise AssertionError("computed instead of read")
 
-    monkeypatch.setattr(eigenview, "eigenangle_result", refuse)
+    monkeypatch.setattr(eigenview, "pair_angles", refuse)
     monkeypatch.setattr(runs, "_match", refuse)
     monkeypatch.setattr(atlas, "_compute", refuse)
     for part in ("_table_part", "scramble_test", "claim_check", "recovery_under_drift",

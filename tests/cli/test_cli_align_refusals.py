@@ -30,7 +30,7 @@ def home(tmp_path, monkeypatch):
 @pytest.fixture
 def no_matching(monkeypatch):
     """Fails the test if an alignment starts."""
-    from landscape.experiments import export
+    from landscape.experiments.merging import export
 
     def align(*args, **kwargs):
         raise AssertionError("the alignment started before the refusal")

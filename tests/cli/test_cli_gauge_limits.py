@@ -92,8 +92,8 @@ def test_a_trajectory_that_outgrows_the_memory_budget_is_refused_before_training
 
 def test_the_library_refuses_the_same_sizes(monkeypatch):
     from landscape.errors import LandscapeError
-    from landscape.experiments.gauge import trajectory_transport
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.parts import trajectory_transport
+    from landscape.experiments.gauge.runner import gauge_sweep
     from landscape.threads import parse_threads
     from tests.experiments.test_gauge import synthetic_task
 

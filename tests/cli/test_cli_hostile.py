@@ -172,7 +172,7 @@ def test_good_edge_values_pass_the_parser(capsys, argv):
 def test_gauge_sweep_refuses_nonsense_before_loading(kwargs, match):
     """The app and the library reach the sweep without the CLI's parser: the same one-line
     errors (formerly a KeyError for a negative step, a ZeroDivisionError for spacing 0)."""
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
 
     kwargs = {"seed": 0, **kwargs}
     with pytest.raises(LandscapeError, match=re.escape(match)):
@@ -189,7 +189,7 @@ def test_training_refuses_a_seed_out_of_range(seed):
 
 
 def test_sweep_parts_refuse_nonsense_when_called_directly():
-    from landscape.experiments.gauge import recovery_under_drift, trajectory_transport
+    from landscape.experiments.gauge.parts import recovery_under_drift, trajectory_transport
     from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
@@ -200,7 +200,7 @@ def test_sweep_parts_refuse_nonsense_when_called_directly():
 
 
 def test_scramble_barriers_name_their_split():
-    from landscape.experiments.gauge import GAUGE_VERSION, claim_check, scramble_test
+    from landscape.experiments.gauge.parts import GAUGE_VERSION, claim_check, scramble_test
     from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import landscape.cli as cli
-from landscape import summaries
 from landscape.cli import parser as cli_parser
+from landscape.cli import summaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,8 +58,8 @@ def test_help_of_a_command_imports_no_torch():
 
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
-    from landscape.experiments.mergekit import MERGE_METHODS
-    from landscape.experiments.merges import DENSITY, OPERATORS, POINTS
+    from landscape.experiments.merging.mergekit import MERGE_METHODS
+    from landscape.experiments.merging.merges import DENSITY, OPERATORS, POINTS
     from landscape.experiments.sweeps import EXECUTORS
 
     # methods, groups and spaces are landscape.names's, read by the parser and the library alike

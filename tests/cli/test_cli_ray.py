@@ -15,8 +15,8 @@ import pytest
 from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments import triangle
-from landscape.experiments.controls import controls_table
-from landscape.experiments.gauge_runner import gauge_sweep
+from landscape.experiments.barriers.controls import controls_table
+from landscape.experiments.gauge.runner import gauge_sweep
 from landscape.experiments.sweeps import Call, run
 from landscape.store.cache import Cache
 

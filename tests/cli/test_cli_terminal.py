@@ -41,7 +41,7 @@ def _no_raw_control(text: str) -> None:
     ],
 )
 def test_terminal_safe_writes_every_control_character_as_a_visible_escape(text, shown):
-    from landscape.summaries import terminal_safe
+    from landscape.cli.summaries import terminal_safe
 
     assert terminal_safe(text) == shown
     assert terminal_safe("one\ntwo" + TITLE, keep="\n") == "one\ntwo\\x1b]0;pwned\\x07\\x1b[2J"

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from landscape.experiments.curves import (
+from landscape.experiments.evaluation import (
     BarrierCurve,
     TriangleResult,
     barrier_curve,
@@ -198,7 +198,7 @@ def test_triangle_of_one_model_is_all_basin():
 
 
 def test_cpu_slices_give_every_matrix_enough_positions_and_leave_the_zoo_as_it_was():
-    from landscape.experiments.curves import (
+    from landscape.experiments.evaluation import (
         CPU_SLICE_ELEMENTS,
         MIN_SLICE_POSITIONS,
         _activation_elements,

@@ -10,7 +10,7 @@ import torch
 from landscape import experiments
 from landscape.cli import main
 from landscape.experiments import Aligned, align, barrier, eval_split, load
-from landscape.experiments.controls import (
+from landscape.experiments.barriers.controls import (
     CONTROLS,
     control_pair,
     controls_table,
@@ -102,7 +102,7 @@ def test_function_distance_of_a_model_with_itself_is_zero():
 
 def test_learned_matching_trains_on_the_training_split(monkeypatch):
     seen = {}
-    real = experiments.runs.match
+    real = experiments.barriers.pipeline.match
 
     def spy(cfg, pa, pb, method, group, *, train_split=None, **kw):
         if method != "learned":  # its start, weight matching, needs no data

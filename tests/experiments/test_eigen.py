@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from landscape.experiments.eigen import angle_summary, det_sign, eigenangles, haar_orthogonal
+from landscape.experiments.eigen.angles import angle_summary, det_sign, eigenangles, haar_orthogonal
 
 
 def _block_rotation(thetas: list[float]) -> torch.Tensor:
@@ -71,7 +71,7 @@ def test_haar_angles_spread_like_a_random_rotation():
 def test_the_symmetric_route_gives_the_angles_of_a_haar_draw(d):
     """Odd and even widths, both determinants: the same angles as the general eigenproblem,
     the real eigenvalues ±1 at 0 and π exactly."""
-    from landscape.experiments.eigen import orthogonal_eigenangles
+    from landscape.experiments.eigen.angles import orthogonal_eigenangles
 
     dets = set()
     for seed in range(8):

@@ -155,7 +155,7 @@ def test_mismatched_architectures(tmp_path):
 
 def test_a_checkpoint_path_and_its_zoo_seed_run_through_one_pipeline(tmp_path):
     """``pair-barrier`` on directories written from zoo seeds measures what ``barrier`` does."""
-    from landscape.experiments.pairs import barrier_paths
+    from landscape.experiments.barriers.pairs import barrier_paths
     from landscape.models.zoo import save_checkpoint_dir
     from landscape.sources import Source
 
@@ -174,8 +174,8 @@ def test_a_checkpoint_path_and_its_zoo_seed_run_through_one_pipeline(tmp_path):
 def test_gauge_results_are_typed_and_keep_their_keys():
     """Each sweep part is written by its dataclass; reading a result back gives it again, and the
     keys derived from groups and sources are the ones the figures read."""
-    from landscape.experiments import gauge
-    from landscape.experiments import gauge_results as gr
+    from landscape.experiments.gauge import parts as gauge
+    from landscape.experiments.gauge import results as gr
     from tests.experiments.test_gauge import synthetic_task
 
     task = synthetic_task("mlp")
@@ -272,7 +272,7 @@ def test_a_pair_that_shares_a_tensor_is_aligned_and_cached(tmp_path) -> None:
 
 def test_a_width_only_difference_points_to_widths() -> None:
     from landscape.experiments import barrier_pair, load
-    from landscape.experiments.widths import narrow_checkpoint
+    from landscape.experiments.barriers.widths import narrow_checkpoint
 
     a = load("vit-digits", 0)
     b = narrow_checkpoint("vit-digits", 2, 1)
@@ -282,7 +282,7 @@ def test_a_width_only_difference_points_to_widths() -> None:
 
 def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) -> None:
     import landscape.matching.learned as learned_module
-    from landscape.experiments.runs import align, load
+    from landscape.experiments.barriers.pipeline import align, load
 
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     wm = align(a, b, "weight", "orth")

@@ -7,7 +7,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments.export import write_aligned
+from landscape.experiments.merging.export import write_aligned
 from landscape.models import forward
 from landscape.models.importers import import_checkpoint
 from landscape.sources import add_family

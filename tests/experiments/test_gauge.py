@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from landscape import data
-from landscape.experiments.gauge import (
+from landscape.experiments.gauge.parts import (
     claim_check,
     coordinate_accuracy,
     recover,
@@ -148,7 +148,7 @@ def test_recovery_fine_tunes_at_the_task_lr_unless_given():
 
 
 def test_the_sweep_recovers_at_the_recipe_lr_and_keys_the_cache_by_it(tmp_path):
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
     from landscape.models.zoo import ZOO
     from landscape.store.cache import Cache
 
@@ -166,7 +166,7 @@ def test_a_stored_part_is_read_without_reading_the_data(tmp_path, monkeypatch):
     """The parts' keys come from the checkpoint alone: a stored part (and a stored transport
     table) is served without the data being read, which takes seconds for the zoo's images."""
     from landscape import sources
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
     from landscape.experiments.transport import transport_table
     from landscape.store.cache import Cache
 

@@ -13,7 +13,7 @@ import torch
 from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier, iteration_barriers
-from landscape.experiments.iterations import FULL_ROUNDS, ROUND_STRIDE, measured_rounds
+from landscape.experiments.barriers.iterations import FULL_ROUNDS, ROUND_STRIDE, measured_rounds
 from landscape.matching import learned_matching, weight_matching
 from landscape.plots.eigenangles import (
     RETURNED,

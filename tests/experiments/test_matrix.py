@@ -6,7 +6,7 @@ import pytest
 
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier
-from landscape.experiments.matrix import barrier_matrix
+from landscape.experiments.barriers.matrix import barrier_matrix
 from landscape.models.train import available_seeds
 
 SEEDS = [0, 1, 2]

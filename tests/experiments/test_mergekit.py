@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from landscape.cli import main
-from landscape.experiments.mergekit import MERGE_METHODS, mergekit_yaml
-from landscape.experiments.runs import load
+from landscape.experiments.barriers.pipeline import load
+from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.sources import data_of
 from tests.conftest import perturbed, tiny_llama
 from tests.experiments.test_export import _family, _gpt2, _logits

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from landscape.cli import main
-from landscape.experiments.merges import mergekit_installed, pair_merges, run_operator
+from landscape.experiments.merging.merges import mergekit_installed, pair_merges, run_operator
 from tests.conftest import tiny_llama
 from tests.experiments.test_export import _family, _gpt2
 
@@ -142,7 +142,7 @@ def test_cli_without_mergekit_names_the_extra(tmp_path, cache_env, capsys, monke
 def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cache_env,
                                                                   monkeypatch):  # fmt: skip
     from landscape.errors import LandscapeError
-    from landscape.experiments import merges
+    from landscape.experiments.merging import merges
 
     _family(tmp_path, _gpt2, "mg-nan")
     real = merges.evaluate_path

@@ -21,8 +21,8 @@ from landscape.cli import main
 from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
 from landscape.experiments import align, barrier_pair, summarise_barriers, table, triangle
-from landscape.experiments import curves as barrier
-from landscape.experiments.pairs import barrier_paths
+from landscape.experiments import evaluation as barrier
+from landscape.experiments.barriers.pairs import barrier_paths
 from landscape.matching import function_warnings, match, worst_check
 from landscape.models import init_params
 from landscape.models.train import get_checkpoint

@@ -16,8 +16,8 @@ transformers = pytest.importorskip("transformers")
 
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.pairs import barrier_paths  # noqa: E402
-from landscape.experiments.runs import measure_barrier  # noqa: E402
+from landscape.experiments.barriers.pairs import barrier_paths  # noqa: E402
+from landscape.experiments.barriers.pipeline import measure_barrier  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
 from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from landscape.errors import LandscapeError
-from landscape.experiments.gauge import readout_features
+from landscape.experiments.gauge.parts import readout_features
 from landscape.experiments.transport import (
     Artifact,
     check_artifact,

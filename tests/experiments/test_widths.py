@@ -82,7 +82,7 @@ def test_planted_width_change_has_zero_barrier(short_recipe):
 
 def test_weight_matching_does_not_depend_on_the_embedding(short_recipe):
     """Every embedding G0 reaches the same aligned B: O(d) matching of the embedded B is the
-    semi-orthogonal matching of B itself (experiments/widths.py)."""
+    semi-orthogonal matching of B itself (experiments/barriers/widths.py)."""
     a = narrow_checkpoint(short_recipe, 1, 0)
     narrow = narrow_checkpoint(short_recipe, 2, 1)
     embedded = [embed_checkpoint(narrow, 32, seed).params for seed in (0, 1)]

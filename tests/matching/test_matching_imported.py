@@ -17,7 +17,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
-from landscape.experiments.curves import barrier_curve  # noqa: E402
+from landscape.experiments.evaluation import barrier_curve  # noqa: E402
 from landscape.matching import (  # noqa: E402
     activation_matching,
     matching_kinds,

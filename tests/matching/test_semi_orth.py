@@ -44,7 +44,7 @@ def test_solve_semi_orth_refuses_a_narrowing(gen):
 
 def test_orthogonal_solve_of_the_embedded_similarity_is_the_semi_orthogonal_solve(gen):
     """G0·O(M·G0) = G(M): Procrustes over O(d) on the embedded B's similarity M·G0 is the thin-SVD
-    solution of the rectangular M, whatever the embedding G0 (experiments/widths.py)."""
+    solution of the rectangular M, whatever the embedding G0 (experiments/barriers/widths.py)."""
     d_a, d_b = 10, 4
     m = torch.randn(d_a, d_b, generator=gen, dtype=torch.float64)
     direct = solve(SEMI_ORTH, m).matrix

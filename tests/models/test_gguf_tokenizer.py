@@ -192,8 +192,8 @@ def test_a_gguf_without_a_tokenizer_says_so(tmp_path, cache, text):
 def test_a_failed_first_load_leaves_no_wrong_family_data(tmp_path, cache, text, monkeypatch):
     """The family memo keeps only data encoded with the family's own tokenizer: a first load
     that fails inside transformers is an error, and the next call encodes properly."""
-    from landscape import sources
     from landscape.sources import add_family, family_splits
+    from landscape.sources import families as sources
 
     members = []
     for seed in (0, 1):

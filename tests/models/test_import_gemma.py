@@ -10,7 +10,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments.runs import align
+from landscape.experiments.barriers.pipeline import align
 from landscape.models import ModelConfig, forward
 from landscape.models.circuits import check_circuit_form
 from landscape.models.exporters import export_hf

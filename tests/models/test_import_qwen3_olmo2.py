@@ -123,7 +123,7 @@ def test_inspect_audit_of_olmo2_names_the_blocking_norm(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_weight_matching_two_random_models_keeps_the_function(tmp_path, kind):
-    from landscape.experiments.runs import align
+    from landscape.experiments.barriers.pipeline import align
     from landscape.store.cache import Cache
 
     a, b = (import_checkpoint(_saved(tmp_path, kind, seed)) for seed in (0, 1))
@@ -161,7 +161,7 @@ def test_export_after_an_admitted_gauge_loads_in_transformers(tmp_path, kind, gr
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_aligned_merge_is_written_and_loaded_as_computed(tmp_path, monkeypatch, kind):
-    from landscape.experiments.export import write_aligned
+    from landscape.experiments.merging.export import write_aligned
     from landscape.sources import add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
@@ -233,7 +233,7 @@ def test_gauge_sweep_of_a_post_norm_family_refuses_the_rotating_parts_and_runs_t
     tmp_path, monkeypatch
 ):
     from landscape.errors import GroupNotAdmitted
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
     from landscape.sources import add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))

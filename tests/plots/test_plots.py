@@ -17,8 +17,13 @@ import pytest
 import torch
 
 from landscape import data, plots
-from landscape.experiments import gauge, transport
-from landscape.experiments.curves import barrier_from_curve, barycentric_grid, triangle_from_values
+from landscape.experiments import transport
+from landscape.experiments.evaluation import (
+    barrier_from_curve,
+    barycentric_grid,
+    triangle_from_values,
+)
+from landscape.experiments.gauge import parts as gauge
 from landscape.models import forward, init_params
 from landscape.plots import export, fields, tidy
 from landscape.plots.eigenangles import (

@@ -139,7 +139,7 @@ def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tun
 
 
 def test_gauge_sweep_on_a_family(tunes) -> None:
-    from landscape.experiments.gauge_runner import gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
 
     out = gauge_sweep(tunes, 0, draws=1, parts=("table", "scramble", "claims"))
     valid = {r["group"]: r["valid"] for r in out["table"]["rows"]}
@@ -188,12 +188,13 @@ def test_cli_family_batch_size_is_kept_and_used_by_fine_tuning(ckpts, home, caps
 
 
 def test_a_task_of_member_0_reads_the_member_once(tunes, monkeypatch) -> None:
-    from landscape import sources, tasks
+    from landscape import tasks
+    from landscape.sources import checkpoints, families
 
     read = []
-    real = sources.load_any
-    monkeypatch.setattr(sources, "load_any", lambda p: read.append(str(p)) or real(p))
-    monkeypatch.setattr(sources, "_FAMILY_DATA", {})  # no data read before in this process
+    real = checkpoints.load_any
+    monkeypatch.setattr(checkpoints, "load_any", lambda p: read.append(str(p)) or real(p))
+    monkeypatch.setattr(families, "_FAMILY_DATA", {})  # no data read before in this process
     task = tasks.load_task(tunes, 0)  # its data is read with member 0's vocabulary
     assert read == [fm.family(tunes).members[0]]
     # another member's task reads that member, and member 0 only where the data is not known yet

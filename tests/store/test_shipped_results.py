@@ -77,7 +77,7 @@ def test_built_results_serve_the_page_request_without_computing(tmp_path, monkey
                                                         ("triangle", "triangle")]  # fmt: skip
     assert assets.check_results(out) == []
     # an empty cache over the shipped entries: the requests are served, no matching runs
-    import landscape.experiments.runs as runs
+    from landscape.experiments.barriers import pipeline as runs
 
     monkeypatch.setattr(runs, "_match", lambda *a, **k: pytest.fail("matched"))
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))
@@ -138,12 +138,14 @@ def test_built_page_views_are_served_alone_and_equal_a_fresh_computation(tmp_pat
     assert assets.check_results(out) == []
     fresh = [assets.ask(r, Cache(tmp_path / "fresh", shipped=False)) for r in index]
 
-    from landscape.experiments import atlas, eigenview, gauge_runner
+    from landscape.experiments import atlas
+    from landscape.experiments.eigen import view as eigenview
+    from landscape.experiments.gauge import runner as gauge_runner
 
     def refuse(*args, **kwargs):
         raise AssertionError("computed instead of read")
 
-    for module, name in ((eigenview, "eigenangle_result"), (atlas, "_compute"),
+    for module, name in ((eigenview, "pair_angles"), (atlas, "_compute"),
                          (gauge_runner, "_table_part"), (gauge_runner, "claim_check")):  # fmt: skip
         monkeypatch.setattr(module, name, refuse)
     for request, computed in zip(index, fresh, strict=True):

@@ -23,7 +23,7 @@ from safetensors import SafetensorError
 import landscape.models.checkpoint as checkpoint_module
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments.export import write_aligned
+from landscape.experiments.merging.export import write_aligned
 from landscape.experiments.transport import load_artifact
 from landscape.models import init_params
 from landscape.models.checkpoint import (

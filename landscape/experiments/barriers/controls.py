@@ -49,8 +49,13 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.runs import Aligned, Coordinates, barrier_pair, eval_split
-from landscape.experiments.tables import DEFAULT_ROWS, mean_sem, pairs_for, summarise_barriers
+from landscape.experiments.barriers.pipeline import Aligned, Coordinates, barrier_pair, eval_split
+from landscape.experiments.barriers.tables import (
+    DEFAULT_ROWS,
+    mean_sem,
+    pairs_for,
+    summarise_barriers,
+)
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import check_circuit_form, check_space
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
@@ -244,7 +249,7 @@ def controls_table(
     (None where the naive barrier is below 1e-6). ``original`` adds the barrier along the
     straight line in unprocessed coordinates (``barrier_loss_original``); ``layernorm`` adds the
     ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
-    Every line is straight in merge ``space`` (``experiments.runs.in_space``).
+    Every line is straight in merge ``space`` (``experiments.barriers.pipeline.in_space``).
     ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
 
     ``executor="ray"`` trains each control pair and measures each control row (all its pairs)

@@ -9,7 +9,7 @@ every zoo checkpoint (:func:`narrow_checkpoint`).
 G (d/k × d), G·Gᵀ = I (``symmetry.processing.embed_width``: writers W·G, readers Gᵀ·W, gains
 folded first), and its √d correction is written into the weights (``processing.rescale_norm``:
 RMSNorm divides by d, writers ×√k, readers ×1/√k). The embedded B computes B's function with
-exactly A's configuration, so the one barrier pipeline (``runs.measure_barrier``) measures the
+exactly A's configuration, so the one barrier pipeline (``pipeline.measure_barrier``) measures the
 pair like any other: the straight line between A and the embedded B, on A's split.
 
 **Alignment.** Every semi-orthogonal G′ (d/k × d) is G·O for some O ∈ O(d) (complete G's rows
@@ -38,7 +38,7 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError, check_seed
-from landscape.experiments.runs import (
+from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     BARRIER_VERSION,
     SPLITS,

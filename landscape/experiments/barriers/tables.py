@@ -1,8 +1,8 @@
 """Tables over pairs: which pairs of seeds, mean ± standard error of their barriers, and the
 methods × groups grid of the paper's Table 2 (``landscape table``; controls build on it).
 
-Every barrier comes from the one pipeline (:func:`landscape.experiments.runs.barrier`), so a
-table is a view of cached barriers: rerunning it, or asking for one of its cells on another
+Every barrier comes from the one pipeline (:func:`landscape.experiments.barriers.pipeline.barrier`),
+so a table is a view of cached barriers: rerunning it, or asking for one of its cells on another
 page, reads them from disk.
 """
 
@@ -19,7 +19,7 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.runs import barrier, measure_barrier
+from landscape.experiments.barriers.pipeline import barrier, measure_barrier
 from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
@@ -126,7 +126,8 @@ def table(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
-    along the straight line in merge ``space`` (``experiments.runs.in_space``), or ``"both"``:
+    along the straight line in merge ``space`` (``experiments.barriers.pipeline.in_space``), or
+    ``"both"``:
     every row in the weights and then in the circuits space (models without heads have only
     the weights). Each row carries the paper's number for it (:func:`paper_value`).
 

@@ -1,6 +1,6 @@
 """Triangles: loss and accuracy over the plane through three models, B and C aligned onto A
-edge by edge (:func:`landscape.experiments.runs.align`) or jointly (:func:`align_joint`), in
-either merge space; cached like every other experiment.
+edge by edge (:func:`landscape.experiments.barriers.pipeline.align`) or jointly
+(:func:`align_joint`), in either merge space; cached like every other experiment.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from landscape.budget import check_resolution
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.curves import check_finite_loss, evaluate_triangle
-from landscape.experiments.runs import (
+from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     Aligned,
     align,
@@ -29,6 +28,7 @@ from landscape.experiments.runs import (
     unshared,
     weight_start,
 )
+from landscape.experiments.evaluation import check_finite_loss, evaluate_triangle
 from landscape.matching import function_check, method_of, options_key, worst_check
 from landscape.matching.learned import learned_triangle
 from landscape.matching.result import circuit_check

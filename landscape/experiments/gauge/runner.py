@@ -1,5 +1,6 @@
-"""The gauge sweep as one call (:func:`gauge_sweep`): its parts (:mod:`landscape.experiments.gauge`)
-run in order or as Ray draws, each part cached under the model's weights and its arguments.
+"""The gauge sweep as one call (:func:`gauge_sweep`): its parts
+(:mod:`landscape.experiments.gauge.parts`) run in order or as Ray
+draws, each part cached under the model's weights and its arguments.
 
 ``executor="ray"`` cuts every part into independent draws (:data:`_DRAWS`: a (group, draw) of the
 scramble and the claims, a draw of the recovery; the table and the trajectory are one task each),
@@ -20,7 +21,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import GroupNotAdmitted, LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.gauge import (
+from landscape.experiments.gauge.parts import (
     GAUGE_VERSION,
     Claims,
     check_kept_checkpoints,

@@ -21,11 +21,11 @@ for B = g(A) the truth is ``h = g⁻¹``. Orientation of every similarity matrix
 columns B's (landscape.matching.solvers).
 
 Each part returns a JSON-able dict written by its result dataclass
-(:mod:`landscape.experiments.gauge_results`; ``from_dict`` reads a stored one back). The model
+(:mod:`landscape.experiments.gauge.results`; ``from_dict`` reads a stored one back). The model
 and its data come as a :class:`landscape.tasks.Task`; fine-tuning is
 :func:`landscape.optim.adamw_steps`.
 The whole sweep, each part cached and optionally run as Ray draws, is
-:func:`landscape.experiments.gauge_runner.gauge_sweep`.
+:func:`landscape.experiments.gauge.runner.gauge_sweep`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import torch
 from landscape.budget import check_checkpoints, check_steps
 from landscape.data import Split
 from landscape.errors import LandscapeError, check_seed
-from landscape.experiments.curves import barrier_curve
-from landscape.experiments.gauge_results import (
+from landscape.experiments.evaluation import barrier_curve
+from landscape.experiments.gauge.results import (
     RECOVERY_METHODS,
     RECOVERY_SOURCES,
     SWEEP_GROUPS,

@@ -7,8 +7,8 @@ endpoints are written as Hugging Face directories in the coordinates the line is
 or for a zoo model of Llama's layout as a Llama directory, :func:`hf_format`; other zoo models
 have no Hugging Face format and are refused), and each operator merges
 them through mergekit itself (``mergekit.merge.run_merge`` on the configuration
-:func:`landscape.experiments.mergekit.mergekit_yaml` writes, never rewritten here) at the λ of
-the line's grid. The merged directory is read back and evaluated on A's data, the windows the
+:func:`landscape.experiments.merging.mergekit.mergekit_yaml` writes, never rewritten here) at the λ
+of the line's grid. The merged directory is read back and evaluated on A's data, the windows the
 curve is evaluated on.
 
 **The base-model convention.** Independently trained models share no base, and TIES and DARE
@@ -21,7 +21,8 @@ operator is a curve in λ with λ = 0 B itself (as on the line, λ = 1 is A):
   fraction of each tensor; the sign election of a single vector keeps them all);
 - ``dare_ties``: B + λ·drop(A − B), each entry kept with probability ``density`` and rescaled
   (mergekit's random drop, seeded by ``merge_seed``), the sign election again trivial;
-- the other task-vector methods of :data:`~landscape.experiments.mergekit.MERGE_METHODS` alike.
+- the other task-vector methods of
+  :data:`~landscape.experiments.merging.mergekit.MERGE_METHODS` alike.
 
 ``density`` is 0.5, not mergekit's default 1 (which keeps the whole task vector, so that TIES
 and DARE would be the line again); ``normalize`` is off (with one task vector mergekit's
@@ -55,11 +56,11 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.curves import barrier_from_curve, check_finite_loss, evaluate_path
-from landscape.experiments.export import hf_source
-from landscape.experiments.mergekit import MERGE_METHODS, mergekit_yaml
-from landscape.experiments.runs import align, barrier, check_method, check_split, load
-from landscape.experiments.tables import mean_sem
+from landscape.experiments.barriers.pipeline import align, barrier, check_method, check_split, load
+from landscape.experiments.barriers.tables import mean_sem
+from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
+from landscape.experiments.merging.export import hf_source
+from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.matching import given_options
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
@@ -217,9 +218,10 @@ def pair_merges(
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The operators' curves for one pair, naive and aligned by ``method``/``group`` (module
-    docstring): ``alignments``, one record each with its ``line`` (the barrier pipeline's
-    curve, :func:`landscape.experiments.runs.barrier`) and ``operators`` (operator → loss,
+    """The operators' curves for one pair, naive and aligned by ``method``/``group``
+    (module docstring):
+    ``alignments``, one record each with its ``line`` (the barrier pipeline's curve,
+    :func:`landscape.experiments.barriers.pipeline.barrier`) and ``operators`` (operator → loss,
     accuracy and barriers at the line's λ)."""
     version = require_mergekit()
     ops = check_operators(operators)

@@ -25,9 +25,9 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.curves import evaluate_path
-from landscape.experiments.mergekit import mergekit_yaml, write_mergekit_config
-from landscape.experiments.runs import align, check_pair, check_split, load
+from landscape.experiments.barriers.pipeline import align, check_pair, check_split, load
+from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.merging.mergekit import mergekit_yaml, write_mergekit_config
 from landscape.matching import function_check
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
 from landscape.models.config import ModelConfig
@@ -92,7 +92,7 @@ def write_aligned(
     reloaded model on A's ``split`` beside ``curve_loss``/``curve_accuracy``, the line's value.
 
     ``mergekit_config``: also write a mergekit configuration there that merges A and the aligned
-    B with ``merge_method`` at λ = ``merge_weight`` (:mod:`landscape.experiments.mergekit`;
+    B with ``merge_method`` at λ = ``merge_weight`` (:mod:`landscape.experiments.merging.mergekit`;
     ``mergekit`` in the result). Both must be Hugging Face directories in the same coordinates:
     A's source directory when the group needs no processing of A, else A processed as B was,
     written to ``out_a`` (required then, and refused before the matching without it).

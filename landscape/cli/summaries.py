@@ -15,6 +15,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from landscape.numbers import mean_pm, number
+
 WIDTH = 100
 MAX_ROWS = 40  # a longer table shows its first rows and its last five
 # a cell that reads as a number (a percentage, a mean ± its error, a missing one): right-aligned
@@ -58,20 +60,7 @@ def terminal_safe(text: object, *, keep: str = "") -> str:
     return _CONTROL.sub(visible, str(text))
 
 
-def _num(v: Any) -> str:
-    """A number to four significant digits (an int as it is); a missing one as –."""
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return str(v)  # nan and inf are said, never hidden
-        return "0" if v == 0 else f"{v:.4g}"
-    return str(v)
-
-
-def _is_num(v: Any) -> bool:
+def _isnumber(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -96,8 +85,8 @@ def _kind(key: str) -> str:
 
 def _bare(kind: str, v: Any) -> str:
     """``v`` without a trailing unit (a percentage keeps its sign)."""
-    if not _is_num(v) or (isinstance(v, float) and not math.isfinite(v)):
-        return _num(v)
+    if not _isnumber(v) or (isinstance(v, float) and not math.isfinite(v)):
+        return number(v)
     if kind == "%":
         return f"{100 * v:.2f}%"
     if kind == "count" and isinstance(v, int):
@@ -106,11 +95,11 @@ def _bare(kind: str, v: Any) -> str:
         for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
             if v >= scale:
                 return f"{v / scale:.4g} {unit}"
-    return _num(v)
+    return number(v)
 
 
 def _suffix(kind: str, v: Any = 0) -> str:
-    if kind == "bytes" and _is_num(v) and v < 1e3:
+    if kind == "bytes" and _isnumber(v) and v < 1e3:
         return " bytes"
     return f" {kind}" if kind in ("s", "nats", "MB") and v is not None else ""
 
@@ -140,10 +129,10 @@ def _value(key: str, v: Any) -> str:
         return _with_unit(kind, v)
     if not v:
         return "none"
-    if all(_is_num(x) or x is None for x in v):
+    if all(_isnumber(x) or x is None for x in v):
         if len(v) <= 8:
             return ", ".join(_bare(kind, x) for x in v) + _suffix(kind)
-        finite = [x for x in v if _is_num(x) and math.isfinite(x)]
+        finite = [x for x in v if _isnumber(x) and math.isfinite(x)]
         span = f" from {_bare(kind, min(finite))} to {_bare(kind, max(finite))}" if finite else ""
         return f"{len(v)} values{span}{_suffix(kind)} (--json has them all)"
     if all(isinstance(x, (list, tuple)) for x in v):
@@ -152,7 +141,7 @@ def _value(key: str, v: Any) -> str:
         return ", ".join("(" + ", ".join(_bare(kind, y) for y in x) + ")" for x in v)
     if all(isinstance(x, dict) for x in v):
         return f"{len(v)} entries"
-    shown = ", ".join(_num(x) for x in v[:8])
+    shown = ", ".join(number(x) for x in v[:8])
     return shown + (f", … ({len(v)} in all)" if len(v) > 8 else "")
 
 
@@ -305,9 +294,9 @@ def _member(model: str) -> str:
 
 
 def _checks(r: dict[str, Any], aligned: str = "B") -> str:
-    parts = [f"{_num(r.get('function_check'))} for aligned {aligned}"]
+    parts = [f"{number(r.get('function_check'))} for aligned {aligned}"]
     if r.get("function_check_a") is not None:
-        parts.append(f"{_num(r['function_check_a'])} for processed A")
+        parts.append(f"{number(r['function_check_a'])} for processed A")
     verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
     return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
 
@@ -336,7 +325,7 @@ def _alignment(r: dict[str, Any]) -> str:
 
 
 def _at(point: Sequence[float]) -> str:
-    return "(w_A, w_B, w_C) = (" + ", ".join(_num(x) for x in point) + ")"
+    return "(w_A, w_B, w_C) = (" + ", ".join(number(x) for x in point) + ")"
 
 
 def _index(values: Sequence[float], target: float) -> int:
@@ -371,13 +360,13 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
     peak = r.get("lambda_peak_accuracy")
     facts = [
         ("loss barrier", f"{_nats(r['barrier_loss'])}, highest at λ = "
-                         f"{_num(r['lambda_peak_loss'])}"),
+                         f"{number(r['lambda_peak_loss'])}"),
         ("accuracy barrier", _pct(r["barrier_accuracy"])
-                             + (f", highest at λ = {_num(peak)}" if peak is not None else "")),
+                             + (f", highest at λ = {number(peak)}" if peak is not None else "")),
         *models,
         ("alignment", _alignment(r)),
         ("measured on", _where(r)),
-        ("endpoint losses", f"A {_num(la)}, B {_nats(lb)}"),
+        ("endpoint losses", f"A {number(la)}, B {_nats(lb)}"),
         ("endpoint accuracies", f"A {_pct(aa)}, B {_pct(ab)}"),
     ]  # fmt: skip
     if "a" in r:
@@ -409,7 +398,7 @@ def _show_triangle(r: dict[str, Any]) -> list[str]:
                    f"aligned to A {how}"),
         ("alignment", _alignment(r)),
         ("measured on", _where(r, "over the plane through the three")),
-        ("corner losses", f"A {_num(la)}, B {_num(lb)}, C {_nats(lc)}"),
+        ("corner losses", f"A {number(la)}, B {number(lb)}, C {_nats(lc)}"),
         ("corner accuracies", f"A {_pct(aa)}, B {_pct(ab)}, C {_pct(ac)}"),
         ("function check", _checks(r, "B and C")),
         ("time", _time(r)),
@@ -423,21 +412,9 @@ def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:
         f"{a}–{b}" for a, b in pairs) + ")"  # fmt: skip
 
 
-def mean_pm(mean: float, sem: float, percent: bool = False) -> str:
-    """``mean ± sem`` with the error to two significant digits and the mean to the same
-    decimal place (``1.549 ± 0.012``, ``0.0116 ± 0.0015``); ``percent`` writes fractions as
-    percentages. A zero, NaN or infinite error leaves the mean at four significant digits."""
-    scale, unit = (100.0, "%") if percent else (1.0, "")
-    m, e = scale * mean, scale * sem
-    if not (math.isfinite(m) and math.isfinite(e)) or e <= 0:
-        return f"{_num(m)}{unit} ± {_num(e)}{unit}"
-    places = max(0, 1 - math.floor(math.log10(e)))
-    return f"{m:.{places}f}{unit} ± {e:.{places}f}{unit}"
-
-
 def _pm(kind: str, mean: Any, sem: Any, many: bool) -> str:
     """A mean, ± its standard error where there is more than one pair."""
-    if many and _is_num(mean) and _is_num(sem):
+    if many and _isnumber(mean) and _isnumber(sem):
         return mean_pm(mean, sem, percent=kind == "%")
     text = _bare(kind, mean)
     return f"{text} ± {_bare(kind, sem)}" if many and sem is not None else text
@@ -513,11 +490,11 @@ def _show_eigenangles(r: dict[str, Any]) -> list[str]:
             if (s := r.get(f"summary_{k}"))]  # fmt: skip
     lines = _wrap("", f"eigenangles θ (radians) of the rotations aligning {r['model']} {word} "
                       f"{b} to {word} {a}: {r['d_model']} each")  # fmt: skip
-    lines += ["", *columns(rows, heads={"share": f"share |θ| < {_num(small)}"}), ""]
+    lines += ["", *columns(rows, heads={"share": f"share |θ| < {number(small)}"}), ""]
     facts = []
     wm = r.get("wm_objective") or []
     if wm:
-        facts.append(("weight matching", f"objective {_num(wm[0])} → {_num(wm[-1])} over "
+        facts.append(("weight matching", f"objective {number(wm[0])} → {number(wm[-1])} over "
                                          f"{len(wm)} rounds"))  # fmt: skip
     lm = r.get("lm_curve") or []
     if lm:
@@ -584,7 +561,7 @@ def _show_matrix(r: dict[str, Any]) -> list[str]:
                        ("barrier_accuracy", "accuracy barrier (fraction)")):  # fmt: skip
         lines += ["", title, "A \\ B".ljust(width) + "".join(s.rjust(width) for s in seeds)]
         for i, row in enumerate(r[key]):
-            cells = ("—" if i == j else _num(v) for j, v in enumerate(row))
+            cells = ("—" if i == j else number(v) for j, v in enumerate(row))
             lines.append(seeds[i].ljust(width) + "".join(c.rjust(width) for c in cells))
     return lines
 
@@ -612,7 +589,7 @@ def _show_merges(r: dict[str, Any]) -> list[str]:
     facts = [
         ("alignment", aligned),
         ("operators", f"B the base, A − B the task vector at weight λ (λ = 1 is A); density "
-                      f"{_num(r['density'])}, DARE seed {r['merge_seed']}; mergekit "
+                      f"{number(r['density'])}, DARE seed {r['merge_seed']}; mergekit "
                       f"{r['mergekit']}"),
         ("barriers", "against the chord between A and B; gain = naive − aligned (positive: "
                      "the alignment lowers the barrier)"),
@@ -628,8 +605,8 @@ def _show_recover(r: dict[str, Any]) -> list[str]:
     """One row per planted level: units recovered, distance, checks, barrier, seconds."""
     method = METHOD_WORDS.get(r["method"], "no alignment (naive)")
     rows = [{"level": x["level"], "recovered": f"{100 * x['recovered']:.2f}%",
-             "in_place": f"{100 * x['in_place']:.2f}%", "distance": _num(x["distance"]),
-             "scramble": _num(x["scramble_check"]), "aligned": _num(x["function_check"]),
+             "in_place": f"{100 * x['in_place']:.2f}%", "distance": number(x["distance"]),
+             "scramble": number(x["scramble_check"]), "aligned": number(x["function_check"]),
              "barrier_loss": x["barrier_loss"], "barrier_accuracy": x["barrier_accuracy"],
              "seconds": x["seconds"]} for x in r["rows"]]  # fmt: skip
     heads = {"recovered": "recovered", "in_place": "in place", "distance": "distance",
@@ -639,7 +616,7 @@ def _show_recover(r: dict[str, Any]) -> list[str]:
              f"draw {r['draw']})")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
     lines += _wrap("", "recovered: units put back (slots and signs of permutations; columns "
-                   f"of rotations and within-head maps within {_num(r['column_tol'])} of the "
+                   f"of rotations and within-head maps within {number(r['column_tol'])} of the "
                    "planted inverse's, relative); in place: units whose weights are back where "
                    "the original has them. distance: "
                    "‖H − G⁻¹‖_F / ‖G⁻¹‖_F, the largest over variables. Δ: max |Δlogits| of the "

@@ -1,9 +1,9 @@
 """The all-pairs barrier matrix: the loss and accuracy barrier of every pair of chosen seeds.
 
-Each off-diagonal cell is one :func:`landscape.experiments.runs.barrier` (the cached pipeline of
-``landscape barrier`` and ``landscape table``), so a cell measured once, here, on the page or by
-a table, is read from the disk cache everywhere else. The diagonal is a model against itself:
-its barrier is 0 by definition and is not measured.
+Each off-diagonal cell is one :func:`landscape.experiments.barriers.pipeline.barrier` (the cached
+pipeline of ``landscape barrier`` and ``landscape table``), so a cell measured once, here, on
+the page or by a table, is read from the disk cache everywhere else. The diagonal is a model
+against itself: its barrier is 0 by definition and is not measured.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.runs import barrier
+from landscape.experiments.barriers.pipeline import barrier
 from landscape.progress import Progress, tell, within
 from landscape.store.cache import Cache
 from landscape.threads import threaded
@@ -66,7 +66,8 @@ def barrier_matrix(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The :class:`BarrierMatrix` of ``seeds`` (at least two, all different), as a dict: one
-    alignment and one curve per pair, each through :func:`~landscape.experiments.runs.barrier`.
+    alignment and one curve per pair, each through
+    :func:`~landscape.experiments.barriers.pipeline.barrier`.
     ``pairs`` holds each measured pair's seeds, barriers, function check and cache key."""
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2:

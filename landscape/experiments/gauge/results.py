@@ -1,4 +1,4 @@
-"""Typed results of the gauge sweep (:mod:`landscape.experiments.gauge`).
+"""Typed results of the gauge sweep (:mod:`landscape.experiments.gauge.parts`).
 
 Each part of the sweep is written by its dataclass (:class:`ScrambleResult`,
 :class:`RecoveryResult`, :class:`TrajectoryResult`, :class:`ClaimResult`) as a JSON-able dict

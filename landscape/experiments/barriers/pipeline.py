@@ -9,7 +9,8 @@ There is one barrier pipeline, :func:`barrier_pair`: two endpoints (each a
 :class:`~landscape.sources.Source` or a loaded checkpoint) are checked, loaded, aligned and
 evaluated on A's data (:func:`landscape.sources.data_of`), and the whole measurement is cached
 as one entry. ``landscape barrier`` (zoo seeds and family members), ``table``, ``controls``
-and ``pair-barrier`` (checkpoint paths, :mod:`landscape.experiments.pairs`) all run through it.
+and ``pair-barrier`` (checkpoint paths, :mod:`landscape.experiments.barriers.pairs`) all run
+through it.
 Devices arrive resolved (``landscape.device.resolve_device`` at the CLI and the app).
 """
 
@@ -28,12 +29,11 @@ from landscape.budget import check_points
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.curves import (
+from landscape.experiments.evaluation import (
     barrier_from_curve,
     check_finite_loss,
     evaluate_path,
 )
-from landscape.experiments.eigen import angle_summary, eigenangles, haar_draws, haar_reference
 from landscape.matching import (
     BARRIER_GROUPS,
     METHODS_BY_NAME,
@@ -47,7 +47,6 @@ from landscape.matching import (
 from landscape.matching.result import check_dtype
 from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_form
-from landscape.models.registry import architecture
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import (
@@ -55,13 +54,9 @@ from landscape.sources import (
     Source,
     check_same_architecture,
     data_of,
-    eval_batch_size,
-    evaluation_refusal,
     label,
-    load_member,
 )
 from landscape.store.cache import Cache, digest_tensors
-from landscape.store.families import family, member_rows
 from landscape.symmetry import Transform
 from landscape.threads import threaded
 
@@ -308,7 +303,8 @@ class Coordinates:
 
     ``name`` goes into results and cache keys; ``unfold(a, b, aligned) -> (cfg, A, π(B))``
     rewrites the matched pair in them (None: the processed pair as matched). The original
-    coordinates of the checkpoints are ``landscape.experiments.controls.ORIGINAL``. ``space``
+    coordinates of the checkpoints are ``landscape.experiments.barriers.controls.ORIGINAL``.
+    ``space``
     is the merge space (``landscape.models.circuits``): ``"weights"``, the model's own factors,
     or ``"circuits"``, every head rewritten as its full QK and OV circuits (:func:`in_space`).
     """
@@ -651,87 +647,3 @@ def barrier(
         out["options"] = dict(options)
     out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
-
-
-# ---------------------------------------------------------------- eigenangles
-
-
-@threaded
-def eigenangle_result(
-    model: str,
-    seeds: Sequence[int],
-    *,
-    learned: bool = True,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Eigenangles of O_WM, of the correction O_LM·O_WMᵀ and the Haar reference: the pooled
-    eigenangles of ``haar_draws`` seeded Haar-random O(d) matrices, the same for every pair of
-    one width (:func:`~landscape.experiments.eigen.haar_reference`).
-
-    ``learned=False`` leaves out learned matching (minutes on a GPT): then only O_WM and the
-    Haar reference, no ``angles_correction`` and an empty ``lm_curve``. ``progress`` follows
-    learned matching step by step.
-    """
-    if len(seeds) != 2:
-        raise LandscapeError("eigenangles needs two seeds: --seeds A B")
-    t0 = time.perf_counter()
-    cache = cache or Cache()
-    a, b = load(model, seeds[0], device), load(model, seeds[1], device)
-    wm = align(a, b, "weight", "orth", device=device, cache=cache)
-    o_wm = wm.resid.double()
-    d = o_wm.shape[0]
-    angles = {"angles_wm": eigenangles(o_wm)}
-    lm = None
-    if learned:
-        lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
-        angles["angles_correction"] = eigenangles(lm.resid.double() @ o_wm.T)
-    angles["angles_haar"] = haar_reference(d)
-    out: dict[str, Any] = {"model": model, "seeds": list(seeds), "d_model": d,
-                           "haar_draws": haar_draws(d)}  # fmt: skip
-    for k, v in angles.items():
-        out[k] = [float(x) for x in v]
-        out[k.replace("angles_", "summary_")] = angle_summary(v)
-    out["wm_objective"] = wm.info["objective"]
-    out["lm_curve"] = lm.info["lm_curve"] if lm is not None else []
-    if lm is not None:
-        out["det_flip"] = lm.info["det_flips"]
-    out["seconds"] = round(time.perf_counter() - t0, 4)
-    out["cached"] = wm.cached and (lm is None or lm.cached)
-    return out
-
-
-# ---------------------------------------------------------------- family members
-
-
-def member_metrics(name: str, index: int, cache: Cache | None = None) -> dict[str, float]:
-    """Test loss and accuracy of one family member on the family's test split (cached)."""
-    ckpt = load_member(name, index)
-    data = data_of(ckpt)
-    test = data.split("test")
-    inputs = {"weights": digest_tensors(ckpt.params), "cfg": ckpt.cfg.to_dict(),
-              "data": data.key}  # fmt: skip
-
-    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        p = ckpt.params
-        loss, acc = evaluate_path(ckpt.cfg, p, p, test.inputs, test.targets, [1.0],
-                                  batch_size=eval_batch_size(ckpt.cfg, test.inputs),
-                                  chunk=1)  # fmt: skip
-        return {}, {"test_loss": float(loss[0]), "test_accuracy": float(acc[0])}
-
-    entry, _ = (cache or Cache()).get_or_compute("family-metrics", inputs, compute)
-    return {"test_loss": entry.meta["test_loss"], "test_accuracy": entry.meta["test_accuracy"]}
-
-
-def family_members(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
-    """The members of a family (``store.families.member_rows``), each present one with its
-    test loss and accuracy (:func:`member_metrics`)."""
-    rows = member_rows(name)
-    unevaluated = evaluation_refusal(architecture(family(name).arch))
-    for row in rows:
-        if row["present"] and unevaluated:  # e.g. a masked LM: listed without metrics
-            row["note"] = f"not evaluated: {unevaluated}"
-        elif row["present"]:
-            row.update(member_metrics(name, row["seed"], cache))
-    return rows

@@ -33,7 +33,8 @@ sized so that one batch's logits stay near ``LOGIT_BUDGET`` elements, under
 host) and ``dtype="bfloat16"`` halves the evaluation's memory. Other methods keep the originals
 beside the processed copies.
 
-Results are cached as one entry of the barrier pipeline (``experiments.runs.measure_barrier``)
+Results are cached as one entry of the barrier pipeline
+(``experiments.barriers.pipeline.measure_barrier``)
 keyed by the weight digests of A and B, the configuration, method, group, data identity and
 evaluation settings; the matching itself is not stored (two more copies of large weights).
 """
@@ -47,7 +48,7 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.runs import measure_barrier, peak_rss_mb
+from landscape.experiments.barriers.pipeline import measure_barrier, peak_rss_mb
 from landscape.models.importers import describe
 from landscape.progress import Progress
 from landscape.sources import (
@@ -105,7 +106,7 @@ def barrier_paths(
     ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the function
     checks of aligned B and processed A (``function_check``, ``function_check_a``),
     ``function_ok`` and ``warnings`` (one line per check that is NaN or above the tolerance).
-    ``space``: the merge space of the line (``experiments.runs.in_space``).
+    ``space``: the merge space of the line (``experiments.barriers.pipeline.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
     the text are checked against the memory budget (``landscape.budget``) before work starts.
     ``max_rounds`` caps weight matching's rounds (None: its default; other methods refuse it).

@@ -1,0 +1,140 @@
+"""Barriers along straight lines: the one barrier pipeline (:mod:`.pipeline`: check, load,
+align, evaluate, cache), the methods × groups table (:mod:`.tables`), control pairs
+(:mod:`.controls`), barriers between checkpoint paths (:mod:`.pairs`), the all-pairs matrix
+(:mod:`.matrix`), the barrier per matching round (:mod:`.iterations`), against narrower models
+(:mod:`.widths`) and over three-model triangles (:mod:`.triangles`).
+"""
+
+from __future__ import annotations
+
+from landscape.experiments.barriers.controls import (
+    Control,
+    control_pair,
+    controls_table,
+    function_distance,
+    original_coordinates,
+)
+from landscape.experiments.barriers.iterations import (
+    FULL_ROUNDS,
+    ITERATIONS_VERSION,
+    LEARNED_GROUP,
+    ROUND_STRIDE,
+    iteration_barriers,
+    measured_rounds,
+)
+from landscape.experiments.barriers.matrix import (
+    BarrierMatrix,
+    barrier_matrix,
+)
+from landscape.experiments.barriers.pairs import (
+    AM_TOKENS,
+    DATASETS,
+    LOGIT_BUDGET,
+    barrier_paths,
+    check_same_architecture,
+    eval_batch_size,
+    load_any,
+)
+from landscape.experiments.barriers.pipeline import (
+    Aligned,
+    BarrierRun,
+    Coordinates,
+    align,
+    barrier,
+    barrier_pair,
+    check_method,
+    check_pair,
+    check_split,
+    eval_split,
+    health,
+    in_space,
+    learned_space,
+    load,
+    measure_barrier,
+    peak_rss_mb,
+    split_prefixed,
+    unfolded_checks,
+    unshared,
+    weight_start,
+)
+from landscape.experiments.barriers.tables import (
+    mean_sem,
+    pairs_for,
+    paper_value,
+    summarise_barriers,
+    table,
+    table_spaces,
+)
+from landscape.experiments.barriers.triangles import (
+    align_joint,
+    triangle,
+)
+from landscape.experiments.barriers.widths import (
+    WIDTH_GROUP,
+    check_factors,
+    default_factors,
+    embed_checkpoint,
+    narrow_checkpoint,
+    narrow_model,
+    width_barriers,
+    width_rows,
+)
+
+__all__ = [
+    "load",
+    "eval_split",
+    "health",
+    "check_pair",
+    "peak_rss_mb",
+    "check_split",
+    "check_method",
+    "Aligned",
+    "split_prefixed",
+    "weight_start",
+    "align",
+    "unshared",
+    "learned_space",
+    "Coordinates",
+    "unfolded_checks",
+    "in_space",
+    "BarrierRun",
+    "measure_barrier",
+    "barrier_pair",
+    "barrier",
+    "pairs_for",
+    "mean_sem",
+    "summarise_barriers",
+    "paper_value",
+    "table",
+    "table_spaces",
+    "Control",
+    "control_pair",
+    "function_distance",
+    "original_coordinates",
+    "controls_table",
+    "AM_TOKENS",
+    "DATASETS",
+    "LOGIT_BUDGET",
+    "barrier_paths",
+    "check_same_architecture",
+    "eval_batch_size",
+    "load_any",
+    "BarrierMatrix",
+    "barrier_matrix",
+    "FULL_ROUNDS",
+    "ITERATIONS_VERSION",
+    "LEARNED_GROUP",
+    "ROUND_STRIDE",
+    "iteration_barriers",
+    "measured_rounds",
+    "WIDTH_GROUP",
+    "check_factors",
+    "default_factors",
+    "embed_checkpoint",
+    "narrow_checkpoint",
+    "narrow_model",
+    "width_barriers",
+    "width_rows",
+    "align_joint",
+    "triangle",
+]
