@@ -36,7 +36,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from landscape.device import kernel_fingerprint
 from landscape.errors import LandscapeError
+from landscape.store.paths import cache_root
 
 AUTO = "auto"
 CALIBRATION_VERSION = 1
@@ -145,14 +147,10 @@ def calibrate(width: int) -> int:
 
 
 def _store() -> Path:
-    from landscape.store.paths import cache_root
-
     return cache_root() / "threads.json"
 
 
 def _machine_key(width: int) -> str:
-    from landscape.device import kernel_fingerprint
-
     fp = kernel_fingerprint()
     return f"v{CALIBRATION_VERSION}|{fp['cpu_vendor']}|{fp['cpu_isa']}|{cores()}|{_bucket(width)}"
 

@@ -20,6 +20,7 @@ import torch
 
 from landscape.matching.methods import MatchingMethod, NoOptions, prepare_pair
 from landscape.models import ModelConfig, Params, forward
+from landscape.models.circuits import circuit_form
 from landscape.symmetry import (
     Element,
     Spec,
@@ -152,8 +153,6 @@ def circuit_check(
     float64 (:func:`check_dtype`): in float32 the products and the forward's rounding alone
     reach 1.1e-4 on a width-128 GPT, above the tolerance, for a rewrite that is exact.
     """
-    from landscape.models.circuits import circuit_form
-
     dtype = check_dtype(processed)
     cfg_c, pc = circuit_form(cfg_processed, {k: v.to(dtype) for k, v in processed.items()})
     return function_check(cfg, original, cfg_c, pc, dtype)

@@ -17,7 +17,7 @@ from landscape.models.zoo import (
     load_checkpoint_dir,
 )
 from landscape.sources.checkpoints import _landscape_dir, load_any
-from landscape.symmetry import admitted_symmetries
+from landscape.symmetry import admitted_symmetries, symmetry_table
 
 
 def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
@@ -38,8 +38,6 @@ def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
         cfg, info = inspect_checkpoint(path)
     out = {**info, "symmetries": admitted_symmetries(cfg)}
     if audit:
-        from landscape.symmetry import symmetry_table
-
         ckpt = load_any(path)
         out["audit"] = symmetry_table(ckpt.cfg, ckpt.params)
     return out
