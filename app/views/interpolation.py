@@ -44,7 +44,7 @@ from landscape.experiments.merging.mergekit import MERGE_METHODS
 from landscape.experiments.merging.merges import DENSITY as MERGE_DENSITY
 from landscape.experiments.merging.merges import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.merges import POINTS as MERGE_POINTS
-from landscape.experiments.merging.merges import merge_refusal, merge_rows, mergekit_installed
+from landscape.experiments.merging.merges import merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
@@ -384,12 +384,9 @@ if pairs and not presentation():
     )
     remember("merges_show", False, param="merges", options=(False, True))
     if st.toggle("Show the merge operators", key="merges_show"):
-        refusal = merge_refusal(name)
         if not mergekit_installed():
             st.info("The merge operators run mergekit, which is not installed here: "
                     "`pip install 'landscape[merge]'`.", icon=":material/info:")  # fmt: skip
-        elif refusal is not None:
-            st.info(plain(refusal), icon=":material/info:")
         else:
             k1, k2, k3 = st.columns([2, 2, 3])
             remember(f"merges_pair_{name}", pairs[0], param="mg_pair", options=pairs,

@@ -1,5 +1,6 @@
-"""The Interpolation page's merge operators: off by default, a short note where mergekit or a
-Hugging Face format is missing, and one pair's operators beside the line when asked."""
+"""The Interpolation page's merge operators: off by default, a short note where mergekit is
+missing, and one pair's operators beside the line when asked (a zoo model merged in memory, a
+Hugging Face family through mergekit's files)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,20 @@ def _info(at: AppTest) -> str:
     return " ".join(i.value for i in at.info)
 
 
-def test_the_operators_are_opt_in_and_a_zoo_gpt_is_told_why_not():
+def test_the_operators_are_opt_in_and_a_zoo_model_is_merged_in_memory():
+    from landscape.experiments.merging.merges import mergekit_installed
+
     at = _page()
     assert any(h.value == "Merge operators" for h in at.subheader)
     charts = len(at.get("plotly_chart"))
     assert not [s for s in at.selectbox if s.key and s.key.startswith("merges_pair")]
-    at.toggle(key="merges_show").set_value(True).run()  # mlp-digits: no Hugging Face format
+    if not mergekit_installed():
+        pytest.skip("mergekit is not installed here")
+    at.toggle(key="merges_show").set_value(True).run()  # mlp-digits: merged in memory
     ok(at)
-    assert "no Hugging Face format" in _info(at) and len(at.get("plotly_chart")) == charts
+    assert len(at.get("plotly_chart")) == charts + 1
+    assert set(at.dataframe[-1].value["operator"]) == {"straight line", "slerp", "ties",
+                                                       "dare_ties"}
 
 
 def test_without_mergekit_the_page_names_the_extra(monkeypatch):

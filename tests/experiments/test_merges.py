@@ -157,3 +157,53 @@ def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cach
     monkeypatch.setattr(merges, "evaluate_path", real)
     r = pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
     assert all(math.isfinite(v) for v in r["alignments"][0]["operators"]["slerp"]["loss"])
+
+
+@pytest.mark.parametrize("operator", ["linear", "slerp", "ties", "task_arithmetic"])
+def test_the_in_memory_route_is_mergekits_files_route(tmp_path, operator):
+    """A model mergekit reads as a Hugging Face directory merged both ways: the in-memory route
+    (the zoo's GPTs and ViTs take it) gives the merged model the command's files give, tensor
+    for tensor (Llama's files partition the weights as the canonical names do)."""
+    from landscape.experiments.merging.merges import merge_in_memory
+    from landscape.models.importers import import_checkpoint
+
+    dirs = []
+    for seed in (0, 1):
+        tiny_llama(seed).save_pretrained(tmp_path / f"m{seed}", safe_serialization=True)
+        dirs.append(tmp_path / f"m{seed}")
+    a, b = (import_checkpoint(d) for d in dirs)
+    run_operator(dirs[0], dirs[1], operator, 0.3, tmp_path / "merged", density=0.5)
+    files = import_checkpoint(tmp_path / "merged").params
+    memory = merge_in_memory(a.params, b.params, operator, 0.3, density=0.5)
+    assert files.keys() == memory.keys()
+    for k in files:
+        torch.testing.assert_close(memory[k], files[k], rtol=0, atol=2e-6, msg=k)
+    if operator != "linear":  # a real operator, not B or A
+        assert any((memory[k] - b.params[k]).abs().max() > 1e-3 for k in memory)
+
+
+def test_in_memory_dare_is_seeded_and_leaves_the_callers_generators():
+    from landscape.experiments.merging.merges import merge_in_memory
+
+    g = torch.Generator().manual_seed(0)
+    a = {"w": torch.randn(16, 16, generator=g)}
+    b = {"w": torch.randn(16, 16, generator=g)}
+    torch.manual_seed(123)
+    before = torch.rand(3)
+    torch.manual_seed(123)
+    one = merge_in_memory(a, b, "dare_ties", 0.5, merge_seed=1)
+    assert torch.equal(torch.rand(3), before)  # the caller's draws go on as if no merge ran
+    assert torch.equal(merge_in_memory(a, b, "dare_ties", 0.5, merge_seed=1)["w"], one["w"])
+    assert not torch.equal(merge_in_memory(a, b, "dare_ties", 0.5, merge_seed=2)["w"], one["w"])
+
+
+def test_a_zoo_pair_is_merged_in_memory(tmp_path, cache_env):
+    """mlp-digits has no Hugging Face format: its operators run through mergekit in memory, and
+    mergekit's linear merge is the line."""
+    r = pair_merges("mlp-digits", [0, 1], "weight", "perm", operators=["linear", "ties"],
+                    points=3)  # fmt: skip
+    assert r["route"] == "memory"
+    for al in r["alignments"]:
+        for got, want in zip(al["operators"]["linear"]["loss"], al["line"]["loss"], strict=True):
+            assert got == pytest.approx(want, abs=1e-5)
+        assert al["operators"]["ties"]["loss"][0] == pytest.approx(al["line"]["loss"][0], abs=1e-5)

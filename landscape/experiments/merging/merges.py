@@ -62,10 +62,10 @@ from landscape.experiments.evaluation import barrier_from_curve, check_finite_lo
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.matching import given_options
+from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
-from landscape.models.zoo import ZOO
 from landscape.progress import Progress, tell, within
 from landscape.sources import data_of, label
 from landscape.store.cache import Cache, digest_tensors
@@ -100,20 +100,6 @@ def mergekit_installed() -> bool:
     except LandscapeError:
         return False
     return True
-
-
-def merge_refusal(model: str) -> str | None:
-    """Why ``model``'s pairs cannot be merged by mergekit, said before anything is loaded (a
-    zoo model without Llama's layout), or None (a family, or the zoo's Llama-style GPT: its
-    run may still refuse a group the format cannot hold)."""
-    if model not in ZOO:
-        return None
-    try:
-        llama_config(ZOO[model].config)
-    except LandscapeError as e:
-        return (f"mergekit merges Hugging Face directories, and {model} has no Hugging Face "
-                f"format here ({e})")  # fmt: skip
-    return None
 
 
 def check_operators(operators: Sequence[str]) -> list[str]:
@@ -165,6 +151,47 @@ def run_operator(a_dir: str | Path, b_dir: str | Path, operator: str, lam: float
         quiet.setLevel(level)
 
 
+def merge_in_memory(params_a: Params, params_b: Params, operator: str, lam: float, *,
+                    density: float = DENSITY, merge_seed: int = 0) -> Params:  # fmt: skip
+    """mergekit's ``operator`` at λ on A's and B's parameters in memory (B the base; module
+    docstring), through mergekit's own in-memory entry point
+    (``mergekit.merge_methods.api.merge_state_dicts``), for models mergekit cannot read as a
+    Hugging Face directory (the zoo's GPTs and ViTs). The parameters of :func:`mergekit_yaml`'s
+    configuration, tensor by tensor in the project's canonical names: a per-tensor operator
+    (SLERP's norms, TIES' and DARE's magnitudes and drops) sees each parameter tensor whole,
+    as it sees the tensors of a Hugging Face file. The random drops are seeded as mergekit's
+    command seeds them, and the caller's generators are restored."""
+    require_mergekit()
+    import transformers
+    from mergekit.merge_methods.api import merge_state_dicts
+
+    check_operators([operator])
+    mergekit_yaml(".", ".", operator, lam, density)  # the same refusals as the file's
+    if operator == "linear":
+        base, parameters = None, {"weight": {"a": lam, "b": 1.0 - lam}}
+    elif operator == "slerp":
+        base, parameters = "b", {"t": lam}
+    else:
+        base, parameters = "b", {"weight": {"a": lam}, "density": {"a": density},
+                                 "normalize": False}  # fmt: skip
+    with _own_rng(), torch.no_grad():
+        transformers.trainer_utils.set_seed(merge_seed)
+        merged = merge_state_dicts({"a": params_a, "b": params_b}, operator,
+                                   parameters=parameters, base=base,
+                                   dtype=torch.float32)  # fmt: skip
+    return {k: v.float() for k, v in merged.items()}
+
+
+def merge_route(ckpt: Checkpoint) -> str:
+    """``"files"`` where mergekit reads ``ckpt`` as a Hugging Face directory
+    (:func:`hf_format`), else ``"memory"`` (:func:`merge_in_memory`)."""
+    try:
+        hf_format(ckpt)
+    except LandscapeError:
+        return "memory"
+    return "files"
+
+
 def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
     """How ``ckpt`` is written for mergekit, which reads Hugging Face directories: its source
     directory's format (source, None), or for a model with no source but Llama's layout,
@@ -182,14 +209,18 @@ def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
         ) from None
 
 
-def _check_writable(a: Checkpoint, b: Checkpoint, group: str) -> None:
-    """Refuse, before any matching, a pair mergekit cannot read or a group whose processing
-    the format cannot hold."""
+def _check_writable(a: Checkpoint, b: Checkpoint, group: str) -> str:
+    """The pair's route (:func:`merge_route`); on the Hugging Face route, refuse before any
+    matching a group whose processing the format cannot hold."""
+    routes = {merge_route(a), merge_route(b)}
+    if routes != {"files"}:
+        return "memory"
     moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
     for ckpt in (a, b):
         source, config = hf_format(ckpt)
         check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean,
                           config=config)  # fmt: skip
+    return "files"
 
 
 def _curve(lam: Sequence[float], loss: Sequence[float], acc: Sequence[float],
@@ -236,7 +267,7 @@ def pair_merges(
     cache = cache or Cache()
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
-    _check_writable(a, b, group)
+    route = _check_writable(a, b, group)
     data = data_of(a)
     ev = data.evaluation(split)
     alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
@@ -256,16 +287,22 @@ def pair_merges(
             "options": given_options(m, options if m == method else None),
             "split": split, "data": data.key, "mergekit": version, "version": MERGES_VERSION,
         }  # fmt: skip
+        if route == "memory":  # keyed apart: the tensors are partitioned as the project's
+            inputs["route"] = route
         with tempfile.TemporaryDirectory(prefix="landscape-merges-") as tmp:
-            ends: dict[str, str] = {}
+            ends: dict[str, Any] = {}
 
             def endpoints(m: str = m, g: str = g, tmp: str = tmp,
-                          ends: dict[str, str] = ends) -> dict[str, str]:  # fmt: skip
-                """A and the aligned B written once, when a merge is first computed."""
+                          ends: dict[str, Any] = ends) -> dict[str, Any]:  # fmt: skip
+                """A and the aligned B, written once (on the Hugging Face route), when a merge
+                is first computed."""
                 if not ends:
                     mo = {**data.match_options(a.cfg, m),
                           **given_options(m, options if m == method else None)}  # fmt: skip
                     al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
+                    if route == "memory":
+                        ends.update(cfg=al.cfg, a=al.params_a, b=al.params_b)
+                        return ends
                     for name, params, ckpt in (("a", al.params_a, a), ("b", al.params_b, b)):
                         source, config = hf_format(ckpt)
                         ends[name] = export_hf(al.cfg, params, source, Path(tmp) / name,
@@ -281,14 +318,19 @@ def pair_merges(
                             ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:  # fmt: skip
                     t0 = time.perf_counter()
                     e = endpoints()
-                    merged = Path(tmp) / f"{op}-{x!r}"
-                    run_operator(e["a"], e["b"], op, x, merged, density=density,
-                                 merge_seed=merge_seed)  # fmt: skip
-                    back = import_checkpoint(merged)
-                    opts = data.eval_options(back.cfg, ev.inputs)
-                    loss, acc = evaluate_path(back.cfg, back.params, back.params, ev.inputs,
-                                              ev.targets, [1.0], device=device,
-                                              **opts)  # fmt: skip
+                    if route == "memory":
+                        cfg = e["cfg"]
+                        params = merge_in_memory(e["a"], e["b"], op, x, density=density,
+                                                 merge_seed=merge_seed)  # fmt: skip
+                    else:
+                        merged = Path(tmp) / f"{op}-{x!r}"
+                        run_operator(e["a"], e["b"], op, x, merged, density=density,
+                                     merge_seed=merge_seed)  # fmt: skip
+                        back = import_checkpoint(merged)
+                        cfg, params = back.cfg, back.params
+                    opts = data.eval_options(cfg, ev.inputs)
+                    loss, acc = evaluate_path(cfg, params, params, ev.inputs, ev.targets, [1.0],
+                                              device=device, **opts)  # fmt: skip
                     # refused, and nothing stored, as on the line
                     check_finite_loss(loss, lambda _: here, split)
                     return {}, {"loss": float(loss[0]), "accuracy": float(acc[0]),
@@ -312,7 +354,7 @@ def pair_merges(
         })  # fmt: skip
     tell(progress, "done", 1)
     return {"model": model, "seeds": list(seeds), "lambdas": lam, "split": split,
-            "density": density, "merge_seed": merge_seed, "mergekit": version,
+            "density": density, "merge_seed": merge_seed, "mergekit": version, "route": route,
             "alignments": out}  # fmt: skip
 
 
