@@ -25,7 +25,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.components import literal
+from app.components.text import literal
 
 KEPT = "_memory_kept"  # widget keys declared so far in this session (kept across pages)
 READ = "_memory_link_read"  # True once the session's first run is over: links are read once
@@ -113,8 +113,9 @@ def remember(
             parsed = _parse(link, {text(o): o for o in choices}, many)
             if parsed is None or not _valid(parsed, choices, many, most):
                 shown = link if len(link) <= 40 else link[:40] + "…"
-                # the link's text is anyone's: a code span on one line (app.components.literal),
-                # so blank lines cannot end the span and turn the rest into an image or a link
+                # the link's text is anyone's: a code span on one line
+                # (app.components.text.literal), so blank lines cannot end the span and turn the
+                # rest into an image or a link
                 what = f"{label} " if label else "value "
                 st.caption(
                     f":material/link_off: The link's {what}{literal(shown)} is not an option "

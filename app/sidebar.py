@@ -6,7 +6,8 @@ import streamlit as st
 import torch
 
 from app import state
-from app.components import literal, report_button
+from app.components.figures import report_button
+from app.components.text import literal
 from app.memory import remember
 from landscape.models.zoo import ZOO
 from landscape.threads import cores

@@ -5,17 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.components import (
-    controls,
-    figure,
-    model,
-    need_seeds,
-    page_header,
-    presentation,
-    run_in_status,
-    seed_format,
-    show_error,
-)
+from app.components.choices import model, seed_format
+from app.components.failures import show_error
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation
+from app.components.long_runs import run_in_status
+from app.components.needs import need_seeds
 from app.memory import remember
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas

@@ -6,22 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.components import (
-    Fix,
-    controls,
-    data_fix,
-    device,
-    figure,
-    model,
-    need_seeds,
-    page_header,
-    presentation,
-    run_in_status,
-    seed_format,
-    show_error,
-    show_warnings,
-    side_by_side,
-)
+from app.components.choices import device, model, seed_format
+from app.components.failures import Fix, show_error, show_warnings
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation, side_by_side
+from app.components.long_runs import run_in_status
+from app.components.needs import data_fix, need_seeds
 from app.memory import remember
 from landscape.device import resolve_device
 from landscape.experiments import iteration_barriers

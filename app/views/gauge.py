@@ -9,22 +9,13 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components import (
-    controls,
-    device,
-    figure,
-    is_imported,
-    model,
-    need_data,
-    need_seeds,
-    page_header,
-    presentation,
-    run_in_status,
-    seed_format,
-    show_error,
-    side_by_side,
-    styled_table,
-)
+from app.components.choices import device, is_imported, model, seed_format
+from app.components.failures import show_error
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation, side_by_side
+from app.components.long_runs import run_in_status
+from app.components.needs import need_data, need_seeds
+from app.components.tables import styled_table
 from app.memory import remember
 from landscape.plots.gauge import (
     figure_claims,

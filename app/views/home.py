@@ -9,7 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.components import Fix, figure, page_header, presentation, show_error, side_by_side
+from app.components.failures import Fix, show_error
+from app.components.figures import figure
+from app.components.layout import page_header, presentation, side_by_side
 from app.memory import remember
 from app.navigation import PAGE_SPECS, pages
 from landscape.assets import HOME_MODEL, home_curves, home_curves_path

@@ -8,26 +8,21 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components import (
-    LongRun,
+from app.components.choices import (
     combo_label,
-    controls,
     device,
-    figure,
     has_heads,
     is_imported,
     model,
-    need_data,
-    need_seeds,
-    page_header,
     parse_combo,
-    plain,
-    presentation,
-    run_in_status,
     seed_format,
-    show_error,
-    show_warnings,
 )
+from app.components.failures import show_error, show_warnings
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation
+from app.components.long_runs import LongRun, run_in_status
+from app.components.needs import need_data, need_seeds
+from app.components.text import plain
 from app.memory import remember
 from landscape.device import resolve_device
 from landscape.experiments import (

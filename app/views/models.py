@@ -6,19 +6,13 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components import (
-    LongRun,
-    controls,
-    device,
-    figure,
-    literal,
-    model,
-    page_header,
-    plain,
-    presentation,
-    show_error,
-    styled_table,
-)
+from app.components.choices import device, model
+from app.components.failures import show_error
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation
+from app.components.long_runs import LongRun
+from app.components.tables import styled_table
+from app.components.text import literal, plain
 from app.memory import remember
 from landscape.device import resolve_device
 from landscape.plots.models import figure_zoo_overview

@@ -7,24 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components import (
-    LongRun,
-    combo_label,
-    controls,
-    device,
-    figure,
-    has_heads,
-    model,
-    need_data,
-    need_seeds,
-    page_header,
-    parse_combo,
-    plain,
-    presentation,
-    seed_format,
-    show_error,
-    show_warnings,
-)
+from app.components.choices import combo_label, device, has_heads, model, parse_combo, seed_format
+from app.components.failures import show_error, show_warnings
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation
+from app.components.long_runs import LongRun
+from app.components.needs import need_data, need_seeds
+from app.components.text import plain
 from app.memory import remember
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from app.components import duration, estimate, one_line
+from app.components.failures import one_line
+from app.components.long_runs import duration, estimate
 from landscape.errors import LandscapeError
 
 
@@ -28,7 +29,7 @@ def _counting() -> None:
     button is on screen, as it is while work goes on)."""
     import streamlit as st
 
-    from app.components import LongRun
+    from app.components.long_runs import LongRun
 
     run = LongRun("Counting", key="count", inputs=("count", st.session_state.get("size", 1)))
     if not run.cancelled:

@@ -1,0 +1,60 @@
+"""What the pages' controls choose from and read: the sidebar's model and device, the model's
+seeds and kind, method/group labels."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from app import state
+from landscape.models.registry import architecture
+
+
+def model() -> str:
+    """The zoo model or imported family chosen in the sidebar."""
+    return st.session_state.get("model") or state.zoo_status()[0]["name"]
+
+
+def device() -> str | None:
+    return st.session_state.get("device")
+
+
+def zoo_row(name: str) -> dict[str, Any] | None:
+    """The zoo model's or imported family's row of ``state.zoo_status``."""
+    return next((r for r in state.zoo_status() if r["name"] == name), None)
+
+
+def seeds_of(name: str) -> list[int]:
+    """Trained seeds (shipped or cached) of a zoo model."""
+    row = zoo_row(name)
+    return [s["seed"] for s in row["seeds"]] if row else []
+
+
+def seed_format(name: str) -> Callable[[int], str]:
+    """How a seed reads in a control: the number, and a family member's label."""
+    row = zoo_row(name)
+    labels = {s["seed"]: s.get("label") for s in row["seeds"]} if row else {}
+    return lambda s: f"{s} · {labels[s]}" if labels.get(s) else str(s)
+
+
+def is_imported(name: str) -> bool:
+    row = zoo_row(name)
+    return bool(row and row["imported"])
+
+
+def has_heads(name: str) -> bool:
+    """Whether the model has attention heads (and so a circuits merge space)."""
+    row = zoo_row(name)
+    return bool(row) and architecture(row["arch"]).attention
+
+
+def combo_label(method: str, group: str) -> str:
+    return "naive" if method == "naive" else f"{method}/{group}"
+
+
+def parse_combo(label: str) -> tuple[str, str]:
+    """``"weight/orth"`` → ("weight", "orth"); ``"naive"`` → ("naive", "perm")."""
+    method, _, group = label.partition("/")
+    return method, group or "perm"

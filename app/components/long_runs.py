@@ -1,0 +1,109 @@
+"""Long computations on a page: a progress bar with the time left, a Cancel button, a status box
+that ends in the result or a failure card."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import streamlit as st
+
+from app.components.failures import Fix, failure_key, show_error
+from app.components.text import plain
+from landscape.progress import Progress, fraction
+
+
+def duration(seconds: float) -> str:
+    """``"8 s"``, ``"2 min 05 s"``: how long something took or will take, for people."""
+    s = int(round(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def estimate(stage: str, done: float, elapsed: float) -> str:
+    """A progress bar's text: the stage, the share done, the time so far and, once a little of
+    the work is done, the time left at the rate so far (``done`` is a fraction)."""
+    bits = [f"{100 * done:.0f}%", f"{duration(elapsed)} so far"]
+    if 0.02 <= done < 1 and elapsed >= 1:
+        bits.append(f"about {duration(elapsed * (1 - done) / done)} left")
+    return f"{stage} — " + ", ".join(bits) if stage else ", ".join(bits)
+
+
+CANCELLED = "_long_runs_cancelled"  # session key: {run key: the inputs it was cancelled for}
+
+
+class LongRun:
+    """A long computation on the page: a progress bar that says how long is left, and a Cancel
+    button. Pass it as the computation's ``progress``; :meth:`close` it when done.
+
+    A click on Cancel makes Streamlit stop the running script at its next page update (the next
+    progress report). With ``inputs``, for work a page starts on its own, the cancellation is
+    remembered for those inputs: later runs show a note and a Run again button instead of
+    starting over (:attr:`cancelled`). Without, a click started the work, and not clicking again
+    is enough.
+    """
+
+    def __init__(self, label: str, *, key: str, inputs: Hashable | None = None) -> None:
+        self.label, self.key = label, key
+        self.t0 = time.perf_counter()
+        self.slot = st.empty()
+        memory = st.session_state.setdefault(CANCELLED, {})
+        self.cancelled = inputs is not None and memory.get(key) == inputs
+        with self.slot.container():
+            if self.cancelled:
+                st.info(f"Cancelled: {plain(label)}", icon=":material/cancel:")
+                if st.button("Run again", key=f"again-{key}", icon=":material/replay:"):
+                    memory.pop(key, None)
+                    st.rerun()
+                return
+            with st.container(horizontal=True, vertical_alignment="center"):
+                self.bar = st.progress(0.0, text=plain(label))
+                if st.button("Cancel", key=f"cancel-{key}", icon=":material/cancel:"):
+                    if inputs is not None:
+                        memory[key] = inputs
+                    st.rerun()
+
+    def __call__(self, stage: str, done: float, total: float) -> None:
+        share = min(max(fraction(done, total), 0.0), 1.0)
+        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds)))
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def close(self) -> None:
+        """Remove the bar and the Cancel button."""
+        self.slot.empty()
+
+
+def run_in_status(
+    compute: Callable[[Progress], Any], *, running: str, done: str | Callable[[Any], str],
+    failed: str, what: str, key: str | None = None, inputs: Hashable | None = None,
+    fix: Fix | None = None,
+) -> Any:  # fmt: skip
+    """``compute(progress)`` under a status box with a :class:`LongRun` (time left, Cancel).
+    The box says ``running``, then ``done`` (a text, or one made from the result) with the time
+    it took; on an error it says ``failed`` and a failure card below names ``what`` (with
+    ``fix``). ``inputs``: as for :class:`LongRun`, for work started without a click. Returns the
+    result, or None when it failed or was cancelled."""
+    key = key or failure_key(what)
+    error = None
+    with st.status(running, expanded=True) as status:
+        run = LongRun(running, key=key, inputs=inputs)
+        if run.cancelled:
+            status.update(label=f"{what}: cancelled", state="error", expanded=True)
+            return None
+        try:
+            result = compute(run)
+        except Exception as err:
+            error = err
+            status.update(label=failed, state="error", expanded=False)
+        else:
+            label = done(result) if callable(done) else done
+            status.update(label=f"{label} ({duration(run.seconds)})", state="complete",
+                          expanded=False)  # fmt: skip
+        run.close()
+    if error is not None:
+        show_error(what, error, fix, key=key)
+        return None
+    return result

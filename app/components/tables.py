@@ -1,0 +1,29 @@
+"""Tables as the pages show them: a symmetry table with valid and invalid rows coloured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
+
+
+def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pandas Styler
+    """A symmetry table (``landscape.symmetry.symmetry_table`` rows) as the pages show it:
+    valid rows green, invalid ones orange, |Δlogits| in scientific notation. ``brief``: only
+    what its figure needs (group, valid, |Δlogits|, the step that makes it valid), for a
+    projector; what each acts on and why go to a details expander."""
+    columns = {
+        "group": [r["group"] for r in rows],
+        "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
+        "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
+        "to make it valid": [r["needs"] or "—" for r in rows],
+    }
+    if not brief:
+        columns |= {"acts on": [r["acts_on"] for r in rows], "why": [r["note"] for r in rows]}
+    frame = pd.DataFrame(columns)
+    colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
+    return frame.style.apply(
+        lambda col: [f"background-color: {c}" for c in colours], axis=0
+    ).format({"max |Δlogits|": "{:.1e}"})
