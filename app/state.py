@@ -167,7 +167,7 @@ def _stored_merges(
     points: int, split: str, device: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """:func:`merges` read from the disk cache; :class:`NotCached` when a point is not there."""
-    from landscape.experiments.merging.merges import pair_merges
+    from landscape.experiments.merging.operators import pair_merges
 
     return pair_merges(model, seeds, method, group, operators=operators, points=points,
                        split=split, device=resolve_device(device),
@@ -186,9 +186,9 @@ def merges(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """One pair's merge operators beside the line, naive and aligned
-    (``experiments.merging.merges.pair_merges``): memoised, else read from the disk cache, else
+    (``experiments.merging.operators.pair_merges``): memoised, else read from the disk cache, else
     computed under ``progress`` (one mergekit run per missing point) and read again."""
-    from landscape.experiments.merging.merges import pair_merges
+    from landscape.experiments.merging.operators import pair_merges
 
     args = (model, seeds, method, group, operators, points, split, device)
     try:

@@ -4,7 +4,7 @@
         [--models gpt2 llama llama-gqa PATH ...] [--groups LEVEL ...] [--draw 0]
         [--text FILE]
 
-For each model and group level (``landscape.experiments.merging.recover``): the model A,
+For each model and group level (``landscape.experiments.merging.recover_benchmark``): the model A,
 processed as the level needs, and B = g(A), g a random element of the level (seed
 ``--draw``), are written as Hugging Face directories
 (``landscape.models.exporters.export_hf``, float32). Then
@@ -63,7 +63,7 @@ import torch  # noqa: E402
 
 from bench.peer_on_cpu import RAN  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.merging.recover import (  # noqa: E402
+from landscape.experiments.merging.recover_benchmark import (  # noqa: E402
     DEFAULT_LEVELS,
     LEVELS,
     align_back,

@@ -113,3 +113,22 @@ def test_lateral_imports_inside_a_tier_are_refused_between_units() -> None:
     mods = modules()
     mods["landscape.symmetry.spec"] += "\nimport landscape.optim\n"
     assert ("landscape.symmetry.spec", "landscape.optim") in violations(mods)
+
+
+def test_no_package_hides_a_module_behind_a_name_it_exports():
+    """A package that re-exports a function named as one of its modules (``merging.merges``
+    the function over ``merging/merges.py``) makes ``from package import name`` and a
+    monkeypatch of the module reach different things."""
+    import importlib
+    import pkgutil
+
+    hidden = []
+    for name in sorted(modules()):
+        if not (ROOT.parent / name.replace(".", "/") / "__init__.py").is_file():
+            continue
+        package = importlib.import_module(name)
+        for sub in pkgutil.iter_modules(package.__path__):
+            found = getattr(package, sub.name, None)
+            if found is not None and not isinstance(found, type(package)):
+                hidden.append(f"{name}.{sub.name}")
+    assert hidden == []

@@ -36,10 +36,10 @@ from landscape.experiments.barriers.matrix import barrier_matrix
 from landscape.experiments.barriers.widths import default_factors
 from landscape.experiments.merging.export import aligned_archive
 from landscape.experiments.merging.mergekit import MERGE_METHODS
-from landscape.experiments.merging.merges import DENSITY as MERGE_DENSITY
-from landscape.experiments.merging.merges import OPERATORS as MERGE_OPERATORS
-from landscape.experiments.merging.merges import POINTS as MERGE_POINTS
-from landscape.experiments.merging.merges import merge_rows, mergekit_installed
+from landscape.experiments.merging.operators import DENSITY as MERGE_DENSITY
+from landscape.experiments.merging.operators import OPERATORS as MERGE_OPERATORS
+from landscape.experiments.merging.operators import POINTS as MERGE_POINTS
+from landscape.experiments.merging.operators import merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS

@@ -277,7 +277,7 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("merges")
 def _merges(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.merging.merges import merges, require_mergekit
+    from landscape.experiments.merging.operators import merges, require_mergekit
 
     require_mergekit()  # before any model is loaded
     if len(args.seeds) < 2:
@@ -420,7 +420,7 @@ def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
 def _recover(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from landscape.experiments.merging.recover import recovery
+    from landscape.experiments.merging.recover_benchmark import recovery
 
     _status(f"recover {args.model}{'' if args.seed is None else f' seed {args.seed}'} "
             f"{args.method}")  # fmt: skip

@@ -23,11 +23,11 @@ from landscape.names import BARRIER_GROUPS, METHODS, MONOMIAL_GROUPS, SPACES
 # landscape.experiments.merging.mergekit.MERGE_METHODS (a test keeps them equal)
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
-# landscape.experiments.merging.merges: OPERATORS, DENSITY and POINTS (a test keeps them equal)
+# landscape.experiments.merging.operators: OPERATORS, DENSITY and POINTS (a test keeps them equal)
 MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
 MERGE_DENSITY = 0.5
 MERGE_POINTS = 5
-# landscape.experiments.merging.recover.LEVELS (a test keeps them equal)
+# landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"

@@ -396,7 +396,7 @@ def barrier_from_curve(
     ``lambdas`` (within 1e-12); a ValueError says which one is missing. Any order of λ is fine.
     ``endpoints_loss``/``endpoints_accuracy``: (A, B) of the chord instead, for a path that
     does not end at A and B (a sparsifying merge operator at λ = 1,
-    :mod:`landscape.experiments.merging.merges`); ``endpoint_*`` of the result are then these.
+    :mod:`landscape.experiments.merging.operators`); ``endpoint_*`` of the result are then these.
     """
     lam, los, acc = _as_weights(lambdas), _as_weights(loss), _as_weights(accuracy)
     if not lam.shape == los.shape == acc.shape:

@@ -66,7 +66,7 @@ BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
                   {"group": "orth"})  # fmt: skip
-# landscape.experiments.merging.merges: one pair's curves, and each alignment's record in it
+# landscape.experiments.merging.operators: one pair's curves, and each alignment's record in it
 MERGES = Fields("merges of a pair", ("lambdas", "alignments"), {"split": "test"})
 MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"))
 MERGE_CURVE = Fields("merge curve", ("loss", "accuracy"))

@@ -207,8 +207,8 @@ _PATH_COLOUR = {"line": "#000000", "linear": PALETTE[5], "slerp": PALETTE[0],
 
 @presentable
 def figure_merges(result: dict[str, Any]) -> go.Figure:
-    """One pair's merge operators against λ (``experiments.merging.merges.pair_merges``): loss and
-    accuracy of the straight line (black) and of each mergekit operator (its colour), the
+    """One pair's merge operators against λ (``experiments.merging.operators.pair_merges``):
+    loss and accuracy of the straight line (black) and of each mergekit operator (its colour), the
     aligned pair solid with filled markers, the naive pair dashed with open markers. λ = 0 is B
     for every operator; λ = 1 is A for the line and SLERP only."""
     lam = MERGES.read(result, "lambdas")

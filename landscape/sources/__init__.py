@@ -19,7 +19,7 @@ sized so that one batch's widest activation stays near ``LOGIT_BUDGET`` elements
 
 The package's rooms: :mod:`.source` (``Source``, ``data_of``), :mod:`.checkpoints` (loading,
 naming, the same-architecture check), :mod:`.data` (data specs, splits, samplers, evaluation
-batching), :mod:`.families` (a family's data, ``add_family``) and :mod:`.inspect`
+batching), :mod:`.families` (a family's data, ``add_family``) and :mod:`.inspection`
 (``landscape inspect``).
 
 :mod:`landscape.tasks` builds on these: a loaded model on a device with its data as the gauge
@@ -52,7 +52,7 @@ from landscape.sources.data import (
     stream_sampler,
 )
 from landscape.sources.families import add_family, family_data, family_splits
-from landscape.sources.inspect import inspect
+from landscape.sources.inspection import inspect
 from landscape.sources.source import Source, data_of
 from landscape.store.families import DATASETS
 

@@ -7,7 +7,7 @@ The package, in import order (each module imports only the ones before it):
   group levels and :func:`group_kinds`;
 - :mod:`~landscape.symmetry.elements`: :class:`Element`, :class:`Transform` (compose, inverse,
   identity) and seeded random elements;
-- :mod:`~landscape.symmetry.apply`: the norm state of a parameter set, which residual kinds it
+- :mod:`~landscape.symmetry.action`: the norm state of a parameter set, which residual kinds it
   admits (:func:`resid_needs`), :func:`check_transform` and the pure :func:`apply`;
 - :mod:`~landscape.symmetry.processing`: the function-preserving processing steps that widen
   the exact group, and the width change :func:`embed_width`;
@@ -17,7 +17,7 @@ The package, in import order (each module imports only the ones before it):
 
 from __future__ import annotations
 
-from landscape.symmetry.apply import (
+from landscape.symmetry.action import (
     PROCESSING_ORDER,
     NormState,
     apply,

@@ -15,7 +15,7 @@ Each step is exact on parallel blocks (``block="parallel"``, both norms reading 
 enters the block) as on pre-norm ones: folding rewrites a norm and its own readers only, and
 after centring every stream a norm reads, the block's input included, is a sum of centred writes.
 
-Which group each state admits: :func:`landscape.symmetry.apply.resid_needs`; :func:`prepare` runs
+Which group each state admits: :func:`landscape.symmetry.action.resid_needs`; :func:`prepare` runs
 the steps a group level needs, and refuses a level no step makes exact (rotations of a model with
 post-norm gains, :func:`landscape.symmetry.spec.resid_blocked`). The steps leave q/k norm gains
 (``attn.q_norm``/``attn.k_norm``) and post-norm gains where they are: none of them has readers
@@ -34,7 +34,7 @@ import torch
 
 from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params, param_shapes
-from landscape.symmetry.apply import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
+from landscape.symmetry.action import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
 from landscape.symmetry.spec import (
     RESID_GROUPS,

@@ -98,7 +98,7 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   the same conditions.
 
 Which residual groups are exact depends on the norm state (docs/design.md §1 table):
-:func:`landscape.symmetry.apply.resid_needs`, and on :func:`resid_blocked`.
+:func:`landscape.symmetry.action.resid_needs`, and on :func:`resid_blocked`.
 
 Group levels (:data:`RESID_GROUPS`, :data:`SYMMETRY_LEVELS`) name a kind per variable;
 :func:`group_kinds` turns a level into that mapping for one spec.
@@ -247,7 +247,7 @@ def fixed_gain_norms(cfg: ModelConfig) -> tuple[str, ...]:
 def resid_blocked(cfg: ModelConfig) -> str:
     """Why no processing makes a rotation (or a width change) of the stream exact, and with
     LayerNorm after the residual sums why none makes a sign pattern other than ±I exact; ""
-    when :func:`landscape.symmetry.apply.resid_needs` names the steps that do.
+    when :func:`landscape.symmetry.action.resid_needs` names the steps that do.
 
     After the residual sums (``block="postln"``, BERT) the stream is a norm's output
     ``x = N(z)·γ + β`` and the skip connection carries it whole into the next sum, so a gauge

@@ -15,7 +15,7 @@ import torch
 
 from landscape.models import ModelConfig, Params, architecture_of, forward
 from landscape.models.registry import random_inputs
-from landscape.symmetry.apply import NormState, apply, norm_state, resid_needs
+from landscape.symmetry.action import NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_element, random_transform
 from landscape.symmetry.processing import embed_width, prepare, process
 from landscape.symmetry.spec import (

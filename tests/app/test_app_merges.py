@@ -32,7 +32,7 @@ def _info(at: AppTest) -> str:
 
 
 def test_the_operators_are_opt_in_and_a_zoo_model_is_merged_in_memory():
-    from landscape.experiments.merging.merges import mergekit_installed
+    from landscape.experiments.merging.operators import mergekit_installed
 
     at = _page()
     assert any(h.value == "Merge operators" for h in at.subheader)
@@ -58,7 +58,7 @@ def test_without_mergekit_the_page_names_the_extra(monkeypatch):
 
 def test_a_hugging_face_pair_shows_its_operators(tmp_path):
     pytest.importorskip("transformers")
-    from landscape.experiments.merging.merges import mergekit_installed
+    from landscape.experiments.merging.operators import mergekit_installed
     from landscape.sources import add_family
     from tests.conftest import tiny_llama
 

@@ -59,7 +59,7 @@ def test_help_of_a_command_imports_no_torch():
 def test_the_parsers_choices_are_the_librarys():
     from landscape import threads
     from landscape.experiments.merging.mergekit import MERGE_METHODS
-    from landscape.experiments.merging.merges import DENSITY, OPERATORS, POINTS
+    from landscape.experiments.merging.operators import DENSITY, OPERATORS, POINTS
     from landscape.experiments.sweeps import EXECUTORS
 
     # methods, groups and spaces are landscape.names's, read by the parser and the library alike

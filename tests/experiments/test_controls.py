@@ -110,7 +110,7 @@ def test_learned_matching_trains_on_the_training_split(monkeypatch):
         seen["split"] = train_split
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(experiments.runs, "match", spy)
+    monkeypatch.setattr(experiments.barriers.pipeline, "match", spy)
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     with pytest.raises(RuntimeError, match="stop here"):
         align(a, b, "learned", "orth")

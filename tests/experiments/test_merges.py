@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from landscape.cli import main
-from landscape.experiments.merging.merges import mergekit_installed, pair_merges, run_operator
+from landscape.experiments.merging.operators import mergekit_installed, pair_merges, run_operator
 from tests.conftest import tiny_llama
 from tests.experiments.test_export import _family, _gpt2
 
@@ -120,8 +120,9 @@ def test_cli_json_table_and_cache(tmp_path, cache_env, capsys):
     (["merges", "mg-bad", "--seeds", "0"], "at least two seeds"),
     (["merges", "mg-bad", "--seeds", "0", "1", "--density", "0"], "--density"),
     (["merges", "mg-bad", "--seeds", "0", "1", "--operators", "karcher"], "invalid choice"),
-    (["merges", "vit-digits", "--seeds", "0", "1"], "Hugging Face"),
-], ids=["member", "same-seed", "one-seed", "density", "operator", "zoo-model"])  # fmt: skip
+    (["merges", "mg-bad", "--seeds", "0", "1", "--method", "weight", "--group", "orth"],
+     "orth"),
+], ids=["member", "same-seed", "one-seed", "density", "operator", "file-group"])  # fmt: skip
 def test_cli_refusals_are_one_line(tmp_path, cache_env, capsys, argv, says):
     _family(tmp_path, _gpt2, "mg-bad")
     assert main([*argv, "--threads", "1"]) == 2
@@ -142,7 +143,7 @@ def test_cli_without_mergekit_names_the_extra(tmp_path, cache_env, capsys, monke
 def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cache_env,
                                                                   monkeypatch):  # fmt: skip
     from landscape.errors import LandscapeError
-    from landscape.experiments.merging import merges
+    from landscape.experiments.merging import operators as merges
 
     _family(tmp_path, _gpt2, "mg-nan")
     real = merges.evaluate_path
@@ -164,7 +165,7 @@ def test_the_in_memory_route_is_mergekits_files_route(tmp_path, operator):
     """A model mergekit reads as a Hugging Face directory merged both ways: the in-memory route
     (the zoo's GPTs and ViTs take it) gives the merged model the command's files give, tensor
     for tensor (Llama's files partition the weights as the canonical names do)."""
-    from landscape.experiments.merging.merges import merge_in_memory
+    from landscape.experiments.merging.operators import merge_in_memory
     from landscape.models.importers import import_checkpoint
 
     dirs = []
@@ -183,7 +184,7 @@ def test_the_in_memory_route_is_mergekits_files_route(tmp_path, operator):
 
 
 def test_in_memory_dare_is_seeded_and_leaves_the_callers_generators():
-    from landscape.experiments.merging.merges import merge_in_memory
+    from landscape.experiments.merging.operators import merge_in_memory
 
     g = torch.Generator().manual_seed(0)
     a = {"w": torch.randn(16, 16, generator=g)}

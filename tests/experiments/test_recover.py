@@ -11,7 +11,7 @@ import torch
 from landscape.cli import main
 from landscape.cli.parser import RECOVER_LEVELS
 from landscape.data import Split
-from landscape.experiments.merging.recover import (
+from landscape.experiments.merging.recover_benchmark import (
     COLUMN_TOL,
     LEVELS,
     levels_of,

@@ -1,7 +1,7 @@
 """Aligned checkpoints out to other tools and back: aligned Hugging Face directories
 (:mod:`.export`), a mergekit configuration for the pair (:mod:`.mergekit`), mergekit's operators
-along λ naive and aligned (:mod:`.merges`), and the recovery benchmark (:mod:`.recover`: plant a
-symmetry element, align it back, score).
+along λ naive and aligned (:mod:`.operators`), and the recovery benchmark
+(:mod:`.recover_benchmark`: plant a symmetry element, align it back, score).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from landscape.experiments.merging.mergekit import (
     mergekit_yaml,
     write_mergekit_config,
 )
-from landscape.experiments.merging.merges import (
+from landscape.experiments.merging.operators import (
     MergesResult,
     check_operators,
     hf_format,
@@ -27,7 +27,7 @@ from landscape.experiments.merging.merges import (
     require_mergekit,
     run_operator,
 )
-from landscape.experiments.merging.recover import (
+from landscape.experiments.merging.recover_benchmark import (
     COLUMN_TOL,
     DEFAULT_LEVELS,
     LEVELS,

@@ -18,8 +18,8 @@ directories of one architecture. After ``align --out B`` the two endpoints of th
   normalisation (the default of ``ties`` and ``della``) divides the weight λ away, and every λ
   would give the same model.
 
-``landscape merges`` (:mod:`landscape.experiments.merging.merges`) runs these configurations through
-mergekit along λ, beside the straight line.
+``landscape merges`` (:mod:`landscape.experiments.merging.operators`) runs these configurations
+through mergekit along λ, beside the straight line.
 
 Written as plain YAML (JSON strings are YAML scalars), float32, so no YAML library is needed.
 """

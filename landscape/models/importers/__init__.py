@@ -240,7 +240,7 @@ def describe(cfg: ModelConfig, model_type: str = "") -> str:
 def inspect_checkpoint(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, Any]]:
     """What a checkpoint is, without keeping it: its configuration and a JSON-serialisable
     summary (``landscape inspect PATH`` adds the symmetries it admits:
-    :func:`landscape.sources.inspect`).
+    :func:`landscape.sources.inspection`).
 
     Keys: ``path``, ``format``, ``model_type``, ``architectures``, ``architecture`` (one line),
     ``config`` (canonical :class:`ModelConfig` dict), ``parameters`` (canonical count, untied
