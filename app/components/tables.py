@@ -16,7 +16,8 @@ def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pand
     projector; what each acts on and why go to a details expander."""
     columns = {
         "group": [r["group"] for r in rows],
-        "valid": ["✓ valid" if r["valid"] else "✗ invalid" for r in rows],
+        # a non-breaking space: a narrow column (presentation mode) keeps the mark by its word
+        "valid": ["✓\u00a0valid" if r["valid"] else "✗\u00a0invalid" for r in rows],
         "max |Δlogits|": [r["max_abs_dlogits"] for r in rows],
         "to make it valid": [r["needs"] or "—" for r in rows],
     }
@@ -24,6 +25,8 @@ def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pand
         columns |= {"acts on": [r["acts_on"] for r in rows], "why": [r["note"] for r in rows]}
     frame = pd.DataFrame(columns)
     colours = [VALID_BG if r["valid"] else INVALID_BG for r in rows]
-    return frame.style.apply(
-        lambda col: [f"background-color: {c}" for c in colours], axis=0
-    ).format({"max |Δlogits|": "{:.1e}"})
+    return (
+        frame.style.apply(lambda col: [f"background-color: {c}" for c in colours], axis=0)
+        .set_properties(subset=["group", "valid", "max |Δlogits|"], **{"white-space": "nowrap"})
+        .format({"max |Δlogits|": "{:.1e}"})
+    )
