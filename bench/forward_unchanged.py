@@ -74,8 +74,9 @@ def configs() -> dict[str, ModelConfig]:
         "qk-full": dict(qk_norm="full"),
         "qk-head-rotary": dict(qk_norm="head", pos="rotary"),
         "gqa": dict(n_heads=4, d_head=2, n_kv_heads=2),
-        "gqa-qk-full-rotary": dict(n_heads=4, d_head=2, n_kv_heads=2, qk_norm="full",
-                                   pos="rotary"),  # fmt: skip
+        "gqa-qk-full-rotary": dict(
+            n_heads=4, d_head=2, n_kv_heads=2, qk_norm="full", pos="rotary"
+        ),  # fmt: skip
         "nobias": dict(bias=False),
         "scale": dict(attn_scale=0.3),
         "silu": dict(act="silu"),
