@@ -16,7 +16,8 @@ contexts, which take the fused attention kernel) and records, on one torch threa
   fixed-gain norms, why the stream is blocked), each processing step's output and ``describe``.
 
 ``--check`` prints the largest difference over every tensor and every mismatch of keys, shapes or
-text, and exits 1 unless the largest difference is 0.0 and nothing else differs.
+text (a refusal's wording is only noted), and exits 1 unless the largest difference is 0.0 and
+nothing else differs.
 """
 
 from __future__ import annotations
@@ -74,9 +75,7 @@ def configs() -> dict[str, ModelConfig]:
         "qk-full": dict(qk_norm="full"),
         "qk-head-rotary": dict(qk_norm="head", pos="rotary"),
         "gqa": dict(n_heads=4, d_head=2, n_kv_heads=2),
-        "gqa-qk-full-rotary": dict(
-            n_heads=4, d_head=2, n_kv_heads=2, qk_norm="full", pos="rotary"
-        ),  # fmt: skip
+        "gqa-qk-full-rotary": dict(n_heads=4, d_head=2, n_kv_heads=2, qk_norm="full", pos="rotary"),
         "nobias": dict(bias=False),
         "scale": dict(attn_scale=0.3),
         "silu": dict(act="silu"),
@@ -165,8 +164,9 @@ def collect() -> dict[str, dict[str, Any]]:
     return {name: measure(cfg) for name, cfg in configs().items()}
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> tuple[float, list[str]]:
-    worst, problems = 0.0, []
+def compare(before: dict[str, Any], after: dict[str, Any]) -> tuple[float, list[str], list[str]]:
+    """The largest difference, the mismatches and the notes (refusals reworded)."""
+    worst, problems, notes = 0.0, [], []
     for name in sorted(set(before) | set(after)):
         if name not in before or name not in after:
             problems.append(f"{name}: only {'after' if name in after else 'before'}")
@@ -190,9 +190,12 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> tuple[float, list[
                     worst = d
                 if d > 0:
                     problems.append(f"{name} {key}: differs by {d:.3g}")
+            elif isinstance(u, str) and u.startswith("refused") and str(v).startswith("refused"):
+                if u != v:  # refused both times: the wording may change
+                    notes.append(f"{name} {key}: {u[:80]!r} → {v[:80]!r}")
             elif u != v:
                 problems.append(f"{name} {key}: {str(u)[:120]!r} → {str(v)[:120]!r}")
-    return worst, problems
+    return worst, problems, notes
 
 
 def main() -> None:
@@ -207,9 +210,11 @@ def main() -> None:
         print(f"recorded {len(numbers)} models in {args.record}")
         return
     before = torch.load(args.check, weights_only=False)
-    worst, problems = compare(before, numbers)
+    worst, problems, notes = compare(before, numbers)
     for line in problems[:40]:
         print(line)
+    if notes:
+        print(f"{len(notes)} refusals reworded, e.g. {notes[0]}")
     print(f"{len(numbers)} models; largest difference {worst!r}; {len(problems)} mismatches")
     sys.exit(0 if worst == 0.0 and not problems else 1)
 

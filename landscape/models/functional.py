@@ -77,11 +77,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from landscape.models.config import POST_NORM_BLOCKS, ModelConfig
+from landscape.models.config import ModelConfig
+from landscape.models.layouts import layout_of
 from landscape.models.params import Params
 from landscape.models.registry import architecture_of
 
@@ -125,23 +127,6 @@ def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) 
         return _norm(cfg, params, prefix, x)
     x = _rms(x, (d,), w, cfg.eps)
     return x if b is None else x + b
-
-
-def _block_input(
-    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, norm: Callable
-) -> torch.Tensor:
-    """What a sublayer reads from the stream ``x``: ``norm`` with the parameters ``prefix``
-    (``ln1``, ``ln2``), or ``x`` itself in a post-norm block, whose norms sit at the output."""
-    return x if cfg.block == "post" else norm(cfg, params, prefix, x)
-
-
-def _post_norm(
-    cfg: ModelConfig, params: Params, prefix: str, y: torch.Tensor, norm: Callable
-) -> torch.Tensor:
-    """What a sublayer's output ``y`` adds to the stream: ``y`` in a pre-norm block, else
-    ``norm`` with the parameters ``{prefix}_post`` (``ln1_post`` after attention, ``ln2_post``
-    after the FFN), the output norm of a post-norm block ``x + N(f(x))``."""
-    return norm(cfg, params, f"{prefix}_post", y) if cfg.block in POST_NORM_BLOCKS else y
 
 
 def qk_norm(
@@ -460,18 +445,14 @@ def forward_resid(
     if dropout is not None:
         if fast:
             raise ValueError("dropout runs the reference forward; pass fast=False or None")
-        if cfg.block == "postln":
-            raise ValueError("dropout is not built for post-LayerNorm blocks")
-        return _reference_forward(cfg, params, x, cache, dropout)
+        if not layout_of(cfg).dropout:
+            raise ValueError(f"dropout is not built for {cfg.block!r} blocks")
+        return _blocks(cfg, params, x, REFERENCE, cache, dropout)
     if fast is None:
         fast = default_fast(params, x, cache)
     elif fast and cache is not None:
         raise ValueError("the fast inference path fills no cache; pass fast=False or no cache")
-    if cfg.block == "postln":
-        return _postln_forward(cfg, params, x, cache, fast)
-    if fast:
-        return _inference_forward(cfg, params, x)
-    return _reference_forward(cfg, params, x, cache)
+    return _blocks(cfg, params, x, FAST if fast else REFERENCE, cache)
 
 
 def default_fast(params: Params, x: torch.Tensor, cache: dict | None) -> bool:
@@ -520,140 +501,146 @@ def _keep(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _reference_forward(
+def _reference_attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, *, layer: int, n_query: int,
+    cache: dict | None, dropout: Dropout | None,
+) -> torch.Tensor:  # fmt: skip
+    """:func:`attention` as a kernel (every position's queries: ``n_query`` is 0 here)."""
+    return attention(cfg, params, prefix, x, cache, layer=layer, dropout=dropout)
+
+
+def _fast_attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, *, layer: int, n_query: int,
+    cache: dict | None, dropout: Dropout | None,
+) -> torch.Tensor:  # fmt: skip
+    """:func:`_attend` as a kernel (it fills no cache and drops nothing)."""
+    return _attend(cfg, params, prefix, x, n_query, layer=layer)
+
+
+def _reference_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
+    return x @ w + b
+
+
+def _reference_write(x: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float
+                     ) -> torch.Tensor:  # fmt: skip
+    return x + h @ w + b  # (x + h·W_out) + b_out: the rounding the shipped checkpoints carry
+
+
+def _fast_write(x: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float
+                ) -> torch.Tensor:  # fmt: skip
+    return x + _linear(h, w, b)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """One implementation of a block's parts, handed to the one block loop (:func:`_blocks`).
+
+    ``norm(cfg, params, prefix, x)``: a norm of the stream; ``attention(cfg, params, prefix, x,
+    *, layer, n_query, cache, dropout)``: an attention sublayer, its output projection included;
+    ``linear(x, w, b)``: ``x·w + b``; ``write(x, h, w, b)``: the FFN's output ``h·w + b`` added to
+    the stream ``x`` where the layout adds the bias last (``BlockLayout.ffn_bias_last``);
+    ``class_token_only``: in the last block of a model that reads its class token, queries and
+    everything after attention for the class token alone (keys and values of every position).
+    """
+
+    name: str
+    norm: Callable[[ModelConfig, Params, str, torch.Tensor], torch.Tensor]
+    attention: Callable[..., torch.Tensor]
+    linear: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | float], torch.Tensor]
+    write: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | float],
+                    torch.Tensor]  # fmt: skip
+    class_token_only: bool
+
+
+# The reference: one einsum or matrix product per term, the cache, dropout; training runs it and
+# the shipped checkpoints carry its rounding.
+REFERENCE = Kernels("reference", _norm, _reference_attention, _reference_linear,
+                    _reference_write, class_token_only=False)  # fmt: skip
+# The inference path: fused norms, biases inside the matrix products, ``_attend``; logits only.
+FAST = Kernels("fast", _fused_norm, _fast_attention, _linear, _fast_write, class_token_only=True)
+
+
+def _blocks(
     cfg: ModelConfig,
     params: Params,
     x: torch.Tensor,
-    cache: dict | None,
+    kernels: Kernels,
+    cache: dict | None = None,
     dropout: Dropout | None = None,
 ) -> torch.Tensor:
-    """The blocks as written in the module docstring, one einsum or matrix product per term;
-    ``dropout`` on the attention and MLP outputs added to the stream."""
+    """The blocks, the final norm (or the head) and the readout from the stream ``x``, with the
+    norms where the block layout puts them (:func:`landscape.models.layouts.layout_of`, module
+    docstring), computed by ``kernels``; ``dropout`` on the attention and FFN outputs added to the
+    stream (the reference's)."""
+    arch, layout = architecture_of(cfg), layout_of(cfg)
+    norm, linear = kernels.norm, kernels.linear
     drop = dropout if dropout is not None else _keep
-    arch = architecture_of(cfg)
+    if layout.embed_norm:
+        x = norm(cfg, params, "ln_embed", x)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if cache is not None:
             cache[f"resid.{layer}"] = x
-        x_in = x
-        if arch.attention:
-            xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
-            out = attention(cfg, params, f"{b}.attn", xn, cache, layer=layer, dropout=dropout)
-            x = x + drop(_post_norm(cfg, params, f"{b}.ln1", out, _norm))
-        x_mlp = x_in if cfg.block == "parallel" else x  # parallel: the MLP reads the block's input
-        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _norm)
-        h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
-        if cfg.gated:
-            gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
-            h = _act(cfg, gate) * h
-        else:
-            h = _act(cfg, h)
-        if cache is not None:
-            cache[f"{b}.mlp.hidden"] = h
-        if cfg.block == "pre" and dropout is not None:
-            x = x + drop(h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out"))
-        elif cfg.block == "pre":  # (x + h·W_out) + b_out: the rounding the checkpoints carry
-            x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
-        else:
-            out = h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
-            x = x + drop(_post_norm(cfg, params, f"{b}.ln2", out, _norm))
-    if cache is not None:
-        cache[f"resid.{cfg.n_layers}"] = x
-    if arch.readout == "class token":
-        x = x[:, 0]
-    x = _norm(cfg, params, "ln_final", x)
-    logits = x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
-    return _softcap(logits, cfg.logit_softcap)
-
-
-def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
-    """``_reference_forward`` for logits alone: fused norms, biases inside the matrix products,
-    ``_attend`` for attention. A model that reads only its class token computes, in its last
-    block, keys and values of every position but the rest for the class token alone."""
-    arch = architecture_of(cfg)
-    for layer in range(cfg.n_layers):
-        b = f"blocks.{layer}"
         x_in = x
         if arch.attention:
             last = layer == cfg.n_layers - 1
-            n_query = 1 if arch.readout == "class token" and last else 0
-            xn = _block_input(cfg, params, f"{b}.ln1", x, _fused_norm)
-            out = _attend(cfg, params, f"{b}.attn", xn, n_query, layer=layer)
-            out = _post_norm(cfg, params, f"{b}.ln1", out, _fused_norm)
-            x = (x[:, :n_query] if n_query else x) + out
-            x_in = x_in[:, :n_query] if n_query else x_in
-        x_mlp = x_in if cfg.block == "parallel" else x
-        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _fused_norm)
-        h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
-        if cfg.gated:
-            gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))
-            h = _act(cfg, gate) * h
-        else:
-            h = _act(cfg, h)
-        out = _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
-        x = x + _post_norm(cfg, params, f"{b}.ln2", out, _fused_norm)
-    if arch.readout == "class token":
-        x = x[:, 0]
-    x = _fused_norm(cfg, params, "ln_final", x)
-    logits = _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
-    return _softcap(logits, cfg.logit_softcap)
-
-
-def _postln_forward(
-    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None, fast: bool
-) -> torch.Tensor:
-    """The blocks with norms after the residual sums (``block="postln"``, module docstring).
-
-    ``fast=False`` is the reference (einsum attention, ``_norm``, and the cache); ``fast=True``
-    the inference path (fused norms, ``_attend``, biases inside the matrix products; a model
-    that reads its class token computes, in its last block, keys and values of every position
-    but the rest for the class token alone: everything after attention is per position).
-    """
-    arch = architecture_of(cfg)
-    norm = _fused_norm if fast else _norm
-    x = norm(cfg, params, "ln_embed", x)
-    for layer in range(cfg.n_layers):
-        b = f"blocks.{layer}"
-        if cache is not None:
-            cache[f"resid.{layer}"] = x
-        if arch.attention:
-            if fast:
-                last = layer == cfg.n_layers - 1
-                n_query = 1 if arch.readout == "class token" and last else 0
-                out = _attend(cfg, params, f"{b}.attn", x, n_query, layer=layer)
-                x = (x[:, :n_query] if n_query else x) + out
-            else:
-                x = x + attention(cfg, params, f"{b}.attn", x, cache, layer=layer)
-            x = norm(cfg, params, f"{b}.ln1", x)
-        h = _postln_hidden(cfg, params, f"{b}.mlp", x, fast)
+            reads_one = kernels.class_token_only and last and arch.readout == "class token"
+            n_query = 1 if reads_one else 0
+            xn = norm(cfg, params, f"{b}.ln1", x) if layout.norm_in else x
+            out = kernels.attention(cfg, params, f"{b}.attn", xn, layer=layer, n_query=n_query,
+                                    cache=cache, dropout=dropout)  # fmt: skip
+            if layout.norm_out:
+                out = norm(cfg, params, f"{b}.ln1_post", out)
+            if n_query:  # everything after attention is per position
+                x, x_in = x[:, :n_query], x_in[:, :n_query]
+            x = x + drop(out)
+            if layout.norm_sum:
+                x = norm(cfg, params, f"{b}.ln1", x)
+        x_ffn = x_in if layout.parallel else x  # parallel: the FFN reads the block's input
+        xn = norm(cfg, params, f"{b}.ln2", x_ffn) if layout.norm_in else x_ffn
+        h = _hidden(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
         w_out, b_out = params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out")
-        x = x + (_linear(h, w_out, b_out) if fast else h @ w_out + b_out)
-        x = norm(cfg, params, f"{b}.ln2", x)
+        if layout.ffn_bias_last and dropout is None:
+            x = kernels.write(x, h, w_out, b_out)
+        else:
+            out = linear(h, w_out, b_out)
+            if layout.norm_out:
+                out = norm(cfg, params, f"{b}.ln2_post", out)
+            x = x + drop(out)
+        if layout.norm_sum:
+            x = norm(cfg, params, f"{b}.ln2", x)
     if cache is not None:
         cache[f"resid.{cfg.n_layers}"] = x
     if arch.readout == "class token":
         x = x[:, 0]
+    if layout.final_norm:
+        x = norm(cfg, params, "ln_final", x)
     if cfg.head != "linear":
-        w_h, b_h = params["head.W_in"], params["head.b_in"]
-        x = _linear(x, w_h, b_h) if fast else x @ w_h + b_h
+        x = linear(x, params["head.W_in"], params["head.b_in"])
         x = norm(cfg, params, "head.ln", _act(cfg, x)) if cfg.head == "mlm" else torch.tanh(x)
-    w_u, b_u = params["unembed.W_U"], _bias(cfg, params, "unembed.b_U")
-    logits = _linear(x, w_u, b_u) if fast else x @ w_u + b_u
+    logits = linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
     return _softcap(logits, cfg.logit_softcap)
 
 
-def _postln_hidden(
-    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, fast: bool
-) -> torch.Tensor:
-    """The FFN's hidden units (after the activation, and the gate of a gated FFN) on ``x``."""
+def _hidden(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, linear: Callable,
+    gate_first: bool = False,
+) -> torch.Tensor:  # fmt: skip
+    """The FFN's hidden units (after the activation, and the gate of a gated FFN) on ``x``;
+    ``gate_first``: the gate's product before the up projection's (``BlockLayout.gate_first``)."""
 
     def lin(name: str) -> torch.Tensor:
-        w, b = params[f"{prefix}.W_{name}"], _bias(cfg, params, f"{prefix}.b_{name}")
-        return _linear(x, w, b) if fast else x @ w + b
+        return linear(x, params[f"{prefix}.W_{name}"], _bias(cfg, params, f"{prefix}.b_{name}"))
 
-    return _act(cfg, lin("gate")) * lin("in") if cfg.gated else _act(cfg, lin("in"))
+    if not cfg.gated:
+        return _act(cfg, lin("in"))
+    if gate_first:
+        gate = lin("gate")
+        return _act(cfg, gate) * lin("in")
+    h = lin("in")
+    return _act(cfg, lin("gate")) * h
 
 
 def loss_and_accuracy(
