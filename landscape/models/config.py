@@ -19,8 +19,6 @@ NORMS = ("rms", "ln")
 ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
-# Where the norms sit in a block: the block layouts (landscape.models.layouts)
-BLOCKS = tuple(LAYOUTS)
 # RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
 QK_NORMS = ("none", "head", "full")
 # What sits between the residual stream and W_U (landscape.models.functional's docstring).

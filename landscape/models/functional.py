@@ -1,6 +1,7 @@
 """Functional models over flat parameter dicts in canonical names.
 
-The architectures share one vocabulary of parameter names and, by default, one pre-norm block:
+The architectures share one vocabulary of parameter names and one block loop, by default with
+the pre-norm layout (below):
 
 - ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block
   ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
@@ -9,7 +10,7 @@ The architectures share one vocabulary of parameter names and, by default, one p
 - ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
 - ``bert`` and ``bert-cls``: bidirectional (unmasked) attention over token embeddings, every
   position read out (masked LM, or a bare encoder's hidden states) or the first token (sequence
-  classification); imported BERTs have their norms after the residual sums (``block``).
+  classification); imported BERTs have their norms after the residual sums (``postln``).
 
 Optional extensions, all off by default (imported checkpoints, docs/design.md §3;
 ``landscape.models.importers``):
@@ -33,28 +34,15 @@ Optional extensions, all off by default (imported checkpoints, docs/design.md §
   over each head's d_head entries, gains ``attn.q_norm.w``/``attn.k_norm.w`` [d_head] shared by
   every head; ``"full"`` (OLMo 2): over all n_heads·d_head query entries of a position
   (kv_heads·d_head for keys), gains [n_heads, d_head] and [kv_heads, d_head].
-- ``block="post"`` (OLMo 2): the norm moves from a sublayer's input to its output, each block
-  ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``, gains ``ln1_post``/``ln2_post`` and no
-  ``ln1``/``ln2``; the final norm stays (:func:`_block_input`, :func:`_post_norm`).
-- ``block="parallel"`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and MLP read
-  the same stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the MLP reading
-  ``x + attn(N1(x))``. Both norms keep their own parameters (``ln1``, ``ln2``).
-- ``block="sandwich"`` (Gemma 2 and 3): a norm at each sublayer's input and another at its
-  output, ``x + N_1post(attn(N_1(x)))``, then ``x + N_2post(mlp(N_2(x)))``, gains ``ln1``,
-  ``ln1_post``, ``ln2``, ``ln2_post`` (the pre-norm block's input with :func:`_post_norm`'s
-  output).
 - ``attn_softcap`` c > 0: the scaled scores become ``c·tanh(scores / c)`` before the mask;
   ``logit_softcap`` c > 0 does the same to the logits (Gemma 2; :func:`_softcap`).
 - ``windows``: per-layer sliding windows on the causal mask; with window w the query at t sees
   keys t − w + 1 … t (0: every earlier key; :func:`_window_mask`). ``rotary_bases``: a RoPE
   base per layer (Gemma 3 uses one on its sliding layers, another on its full ones).
-- ``block="postln"`` (BERT): norms after the residual sums. ``x = N_embed(embed(x))``, then
-  per block ``x = N1(x + attn(x))`` and ``x = N2(x + mlp(x))``; no final norm. The stream is
-  a norm's output, ``N(z)·γ + β``, so the norm parameters sit on the stream itself.
-- ``head`` (with ``block="postln"``): what runs between the read positions and ``W_U``.
-  ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is then the
-  decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its classifier);
-  ``"linear"`` (default): nothing.
+- ``head`` (with a layout that has ``heads``, BERT's): what runs between the read positions
+  and ``W_U``. ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is
+  then the decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its
+  classifier); ``"linear"`` (default): nothing.
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -65,12 +53,28 @@ parameter sets (gains and biases moved into the readers) run through the same fo
 RMSNorm is written as ``x·√d_norm / √(Σx² + d_norm·ε)`` so that a stream embedded into a wider
 space (``d_norm`` < ``d_model``) keeps the original normalisation exactly.
 
-Two implementations compute this function, and the caller chooses (``forward(..., fast=)``):
-the reference (``fast=False``), one einsum per term, which training uses and whose rounding the
-shipped checkpoints carry; and the inference path (``fast=True``), logits only, with fused norms,
-biases inside the matrix products and attention by the faster kernel for the context length.
-They agree to float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps
-the rule every caller relied on: :func:`default_fast`.
+Block layouts (``block``, :mod:`landscape.models.layouts`): where the norms of a block sit is a
+registry entry, and one loop (:func:`_blocks`) reads its facts. Per block, with ``f`` the
+attention sublayer, then the FFN:
+
+- ``norm_in``: ``f(N(x))``, gains ``ln1`` (attention) and ``ln2`` (FFN). ``pre`` (the default)
+  has these alone: ``x + attn(N1(x))``, then ``x + mlp(N2(x))``.
+- ``norm_out``: ``x + N(f(·))``, gains ``ln1_post``, ``ln2_post``. ``post`` (OLMo 2) has these
+  alone, ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``; ``sandwich`` (Gemma 2 and 3) both,
+  ``x + N_1post(attn(N_1(x)))``, then ``x + N_2post(mlp(N_2(x)))``.
+- ``parallel`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and the FFN read the same
+  stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the FFN reading ``x + attn(N1(x))``.
+- ``norm_sum`` (``postln``, BERT): norms after the residual sums. ``x = N_embed(embed(x))``,
+  then per block ``x = N1(x + attn(x))`` and ``x = N2(x + mlp(x))``; no final norm. The stream
+  is a norm's output, ``N(z)·γ + β``, so the norm parameters sit on the stream itself.
+
+Two kernel sets compute this function, handed to the one loop (:class:`Kernels`), and the caller
+chooses (``forward(..., fast=)``): the reference (``fast=False``, :data:`REFERENCE`), one einsum
+per term, which training uses and whose rounding the shipped checkpoints carry; and the
+inference path (``fast=True``, :data:`FAST`), logits only, with fused norms, biases inside the
+matrix products and attention by the faster kernel for the context length. They agree to
+float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps the rule every
+caller relied on: :func:`default_fast`.
 """
 
 from __future__ import annotations
@@ -434,13 +438,14 @@ def forward_resid(
     norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
     from the same mixture of their embeddings (``curves.evaluate_mixtures``).
 
-    Two implementations of one function, equal up to float32 rounding. ``fast=False``: the
-    reference (``_reference_forward``); the shipped checkpoints were trained with its rounding, and
-    retraining reproduces them bit for bit. ``fast=True``: the inference path
-    (``_inference_forward``), faster, logits only (no ``cache``). ``fast=None`` follows
+    One loop (:func:`_blocks`) with two kernel sets, equal up to float32 rounding.
+    ``fast=False``: the reference (:data:`REFERENCE`); the shipped checkpoints were trained with
+    its rounding, and retraining reproduces them bit for bit. ``fast=True``: the inference path
+    (:data:`FAST`), faster, logits only (no ``cache``). ``fast=None`` follows
     :func:`default_fast`: the inference path exactly when no cache is asked for and autograd does
-    not record. ``dropout`` (training; every block but ``postln``) zeroes entries of each
-    attention pattern and of each block's attention and MLP outputs; it runs the reference.
+    not record. ``dropout`` (training; layouts with ``BlockLayout.dropout``, every one but
+    ``postln``) zeroes entries of each attention pattern and of each block's attention and MLP
+    outputs; it runs the reference.
     """
     if dropout is not None:
         if fast:

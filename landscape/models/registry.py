@@ -4,9 +4,10 @@ An :class:`Architecture` says what a model of its kind reads (``inputs``: featur
 images or token ids), whether its blocks have attention and whether that attention is causal,
 whether its inputs are sequences of positions, which positions the readout reads, which
 embedding parameters exist, how inputs are embedded into the residual stream and which fields a
-config of it needs. The rest is shared by every architecture: the pre-norm blocks, the final norm
-and the readout ``W_U`` (:mod:`landscape.models.functional`), the parameter names and their
-initialisation (:mod:`landscape.models.params`).
+config of it needs. The rest is shared by every architecture: the blocks, whose norms sit where
+their layout says (:mod:`landscape.models.layouts`), the final norm and the readout ``W_U``
+(:mod:`landscape.models.functional`), the parameter names and their initialisation
+(:mod:`landscape.models.params`).
 
 Code asks the registry (``architecture_of(cfg).causal``), not ``cfg.arch``: inside
 ``landscape.models`` this module is the only reader of ``cfg.arch``.
