@@ -9,8 +9,8 @@ after the embedding and no final norm) — whether attention and the FFN read th
 can fold, and the one block loop of :mod:`landscape.models.functional`, which reads them.
 
 Code asks the registry (``layout_of(cfg).parallel``), not ``cfg.block``: ``cfg.block`` stays the
-config field (checkpoints store the name), and this module is the only reader of it inside
-``landscape.models``, but for importers and exporters that name the layout of a foreign format.
+config field (checkpoints store the name); beyond this module it is read only to name a layout
+(in messages, and where an exporter checks that a model's layout is its format's).
 
 Adding a block layout
 ---------------------
@@ -75,6 +75,9 @@ class BlockLayout:
         if self.norm_in and self.norm_sum:
             raise ValueError(f"layout {self.name!r}: input norms and norms after the sums would "
                              "both be ln1/ln2")  # fmt: skip
+        if self.parallel and self.norm_sum:  # the spec's readers of ln1 assume the FFN reads it
+            raise ValueError(f"layout {self.name!r}: parallel sublayers with norms after the "
+                             "sums are not built")  # fmt: skip
 
     @property
     def plain_norms(self) -> bool:

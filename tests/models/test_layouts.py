@@ -92,3 +92,5 @@ def test_the_layouts_and_their_facts():
         block_layout("post-ln")
     with pytest.raises(ValueError, match="ln1/ln2"):
         BlockLayout("both", "", norm_in=True, norm_sum=True)
+    with pytest.raises(ValueError, match="not built"):
+        BlockLayout("parallel-postln", "", norm_in=False, norm_sum=True, parallel=True)
