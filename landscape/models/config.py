@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from landscape.models.layouts import LAYOUTS, block_layout
 from landscape.models.registry import ARCHITECTURES, architecture, architecture_of
 
 ARCHS = tuple(ARCHITECTURES)
@@ -18,14 +19,6 @@ NORMS = ("rms", "ln")
 ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
-# Where the norms sit in a block (landscape.models.functional's docstring); each value beyond
-# "pre" is added with the importer that needs it ("parallel": GPT-NeoX / Pythia; "post": OLMo 2;
-# "sandwich": Gemma 2 and 3, a norm at each sublayer's input and output; "postln": BERT,
-# the norm after the residual sum).
-BLOCKS = ("pre", "post", "parallel", "sandwich", "postln")
-# Layouts whose sublayer outputs pass through their own norm (ln1_post, ln2_post) before the
-# residual add.
-POST_NORM_BLOCKS = ("post", "sandwich")
 # RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
 QK_NORMS = ("none", "head", "full")
 # What sits between the residual stream and W_U (landscape.models.functional's docstring).
@@ -63,7 +56,7 @@ class ModelConfig:
     bias: bool = True
     attn_scale: float = 0.0  # 0 means 1/√d_head
     channels: int = 0  # vit: 0 means grey [batch, H, W] images
-    block: str = "pre"  # norm placement in a block; BLOCKS
+    block: str = "pre"  # norm placement in a block: a name in landscape.models.layouts
     qk_norm: str = "none"  # RMSNorm on queries and keys: per head or over all heads; QK_NORMS
     attn_softcap: float = 0.0  # c > 0: attention scores ← c·tanh(scores / c)
     logit_softcap: float = 0.0  # c > 0: logits ← c·tanh(logits / c)
@@ -81,9 +74,8 @@ class ModelConfig:
             raise ValueError(f"unknown positions {self.pos!r}; expected one of {POS}")
         if self.mlp not in MLPS:
             raise ValueError(f"unknown mlp {self.mlp!r}; expected one of {MLPS}")
-        if self.block not in BLOCKS:
-            raise ValueError(f"unknown block {self.block!r}; expected one of {BLOCKS}")
-        if self.block in POST_NORM_BLOCKS and self.norm != "rms":
+        layout = block_layout(self.block)
+        if layout.norm_out and self.norm != "rms":
             # a post norm's output is added to the stream as it is: centring the writers
             # (LayerNorm → RMSNorm, landscape.symmetry.processing) would not centre the stream
             raise ValueError(f"block {self.block!r} needs norm 'rms' (post-norm LayerNorm: not "
@@ -94,8 +86,9 @@ class ModelConfig:
             raise ValueError(f"qk_norm {self.qk_norm!r} needs attention; {self.arch} has none")
         if self.head not in HEADS:
             raise ValueError(f"unknown head {self.head!r}; expected one of {HEADS}")
-        if self.head != "linear" and self.block != "postln":
-            raise ValueError(f"head {self.head!r} is implemented for block='postln' only")
+        if self.head != "linear" and not layout.heads:
+            heads = tuple(n for n, lay in LAYOUTS.items() if lay.heads)
+            raise ValueError(f"head {self.head!r} is implemented for block in {heads} only")
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         self._check_caps_and_layers(arch.causal)

@@ -67,6 +67,7 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
 from landscape.models.importers.gemma import embed_scale
+from landscape.models.layouts import block_layout, layout_of
 from landscape.models.params import Params
 from landscape.models.registry import architecture_of, describe
 from landscape.store.files import new_folder, read_json
@@ -213,7 +214,7 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
     out = {"model.embed_tokens.weight": p["embed.W_E"]}
     for layer in range(cfg.n_layers):
         s, b = f"model.layers.{layer}.", f"blocks.{layer}."
-        if block == "pre":
+        if block_layout(block).norm_in:
             out[f"{s}input_layernorm.weight"] = _gain(p, f"{b}ln1.w", d, dtype)
             out[f"{s}post_attention_layernorm.weight"] = _gain(p, f"{b}ln2.w", d, dtype)
         else:  # OLMo 2: the same name on the attention output, then the MLP output's norm
@@ -241,7 +242,7 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
 
 def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
     p = _layernorm_stream(cfg, p, "GPT-NeoX")
-    if (cfg.block == "parallel") != bool(config.get("use_parallel_residual", True)):
+    if layout_of(cfg).parallel != bool(config.get("use_parallel_residual", True)):
         raise LandscapeError(f"this model's {cfg.block} blocks differ from the source's "
                              "use_parallel_residual")  # fmt: skip
     attn_bias = bool(config.get("attention_bias", True))
@@ -320,7 +321,7 @@ def _gemma(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
     for layer in range(cfg.n_layers):
         s, b = f"model.layers.{layer}.", f"blocks.{layer}."
         out[f"{s}input_layernorm.weight"] = gain(f"{b}ln1.w")
-        if block == "sandwich":
+        if block_layout(block).norm_out:
             out[f"{s}post_attention_layernorm.weight"] = gain(f"{b}ln1_post.w")
             out[f"{s}pre_feedforward_layernorm.weight"] = gain(f"{b}ln2.w")
             out[f"{s}post_feedforward_layernorm.weight"] = gain(f"{b}ln2_post.w")
@@ -364,7 +365,7 @@ def _head(
 
 
 def _bert(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
-    if cfg.block != "postln" or cfg.norm != "ln":
+    if not layout_of(cfg).norm_sum or cfg.norm != "ln":
         raise LandscapeError("BERT's format has LayerNorm after the residual sums only")
     heads = {"mlm": "BertForMaskedLM", "pooler": "BertForSequenceClassification"}
     if cfg.head not in heads:

@@ -1,6 +1,7 @@
 """Functional models over flat parameter dicts in canonical names.
 
-The architectures share one vocabulary of parameter names and, by default, one pre-norm block:
+The architectures share one vocabulary of parameter names and one block loop, by default with
+the pre-norm layout (below):
 
 - ``mlp``: residual MLP. ``x0 = x·W_E + b_E``; each block
   ``x + W_out·act(W_in·N(x) + b_in) + b_out``; final norm, linear readout ``W_U``.
@@ -9,7 +10,7 @@ The architectures share one vocabulary of parameter names and, by default, one p
 - ``gpt``: pre-norm causal language model with token embeddings (learned positions by default).
 - ``bert`` and ``bert-cls``: bidirectional (unmasked) attention over token embeddings, every
   position read out (masked LM, or a bare encoder's hidden states) or the first token (sequence
-  classification); imported BERTs have their norms after the residual sums (``block``).
+  classification); imported BERTs have their norms after the residual sums (``postln``).
 
 Optional extensions, all off by default (imported checkpoints, docs/design.md §3;
 ``landscape.models.importers``):
@@ -33,28 +34,15 @@ Optional extensions, all off by default (imported checkpoints, docs/design.md §
   over each head's d_head entries, gains ``attn.q_norm.w``/``attn.k_norm.w`` [d_head] shared by
   every head; ``"full"`` (OLMo 2): over all n_heads·d_head query entries of a position
   (kv_heads·d_head for keys), gains [n_heads, d_head] and [kv_heads, d_head].
-- ``block="post"`` (OLMo 2): the norm moves from a sublayer's input to its output, each block
-  ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``, gains ``ln1_post``/``ln2_post`` and no
-  ``ln1``/``ln2``; the final norm stays (:func:`_block_input`, :func:`_post_norm`).
-- ``block="parallel"`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and MLP read
-  the same stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the MLP reading
-  ``x + attn(N1(x))``. Both norms keep their own parameters (``ln1``, ``ln2``).
-- ``block="sandwich"`` (Gemma 2 and 3): a norm at each sublayer's input and another at its
-  output, ``x + N_1post(attn(N_1(x)))``, then ``x + N_2post(mlp(N_2(x)))``, gains ``ln1``,
-  ``ln1_post``, ``ln2``, ``ln2_post`` (the pre-norm block's input with :func:`_post_norm`'s
-  output).
 - ``attn_softcap`` c > 0: the scaled scores become ``c·tanh(scores / c)`` before the mask;
   ``logit_softcap`` c > 0 does the same to the logits (Gemma 2; :func:`_softcap`).
 - ``windows``: per-layer sliding windows on the causal mask; with window w the query at t sees
   keys t − w + 1 … t (0: every earlier key; :func:`_window_mask`). ``rotary_bases``: a RoPE
   base per layer (Gemma 3 uses one on its sliding layers, another on its full ones).
-- ``block="postln"`` (BERT): norms after the residual sums. ``x = N_embed(embed(x))``, then
-  per block ``x = N1(x + attn(x))`` and ``x = N2(x + mlp(x))``; no final norm. The stream is
-  a norm's output, ``N(z)·γ + β``, so the norm parameters sit on the stream itself.
-- ``head`` (with ``block="postln"``): what runs between the read positions and ``W_U``.
-  ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is then the
-  decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its classifier);
-  ``"linear"`` (default): nothing.
+- ``head`` (with a layout that has ``heads``, BERT's): what runs between the read positions
+  and ``W_U``. ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is
+  then the decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its
+  classifier); ``"linear"`` (default): nothing.
 
 All matrices multiply on the right (``x @ W``). Canonical shapes:
 ``W_Q/W_K/W_V`` [n_heads, d_model, d_head], ``W_O`` [n_heads, d_head, d_model],
@@ -65,23 +53,41 @@ parameter sets (gains and biases moved into the readers) run through the same fo
 RMSNorm is written as ``x·√d_norm / √(Σx² + d_norm·ε)`` so that a stream embedded into a wider
 space (``d_norm`` < ``d_model``) keeps the original normalisation exactly.
 
-Two implementations compute this function, and the caller chooses (``forward(..., fast=)``):
-the reference (``fast=False``), one einsum per term, which training uses and whose rounding the
-shipped checkpoints carry; and the inference path (``fast=True``), logits only, with fused norms,
-biases inside the matrix products and attention by the faster kernel for the context length.
-They agree to float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps
-the rule every caller relied on: :func:`default_fast`.
+Block layouts (``block``, :mod:`landscape.models.layouts`): where the norms of a block sit is a
+registry entry, and one loop (:func:`_blocks`) reads its facts. Per block, with ``f`` the
+attention sublayer, then the FFN:
+
+- ``norm_in``: ``f(N(x))``, gains ``ln1`` (attention) and ``ln2`` (FFN). ``pre`` (the default)
+  has these alone: ``x + attn(N1(x))``, then ``x + mlp(N2(x))``.
+- ``norm_out``: ``x + N(f(·))``, gains ``ln1_post``, ``ln2_post``. ``post`` (OLMo 2) has these
+  alone, ``x + N_1(attn(x))``, then ``x + N_2(mlp(x))``; ``sandwich`` (Gemma 2 and 3) both,
+  ``x + N_1post(attn(N_1(x)))``, then ``x + N_2post(mlp(N_2(x)))``.
+- ``parallel`` (GPT-NeoX / Pythia ``use_parallel_residual``): attention and the FFN read the same
+  stream, ``x + attn(N1(x)) + mlp(N2(x))``, instead of the FFN reading ``x + attn(N1(x))``.
+- ``norm_sum`` (``postln``, BERT): norms after the residual sums. ``x = N_embed(embed(x))``,
+  then per block ``x = N1(x + attn(x))`` and ``x = N2(x + mlp(x))``; no final norm. The stream
+  is a norm's output, ``N(z)·γ + β``, so the norm parameters sit on the stream itself.
+
+Two kernel sets compute this function, handed to the one loop (:class:`Kernels`), and the caller
+chooses (``forward(..., fast=)``): the reference (``fast=False``, :data:`REFERENCE`), one einsum
+per term, which training uses and whose rounding the shipped checkpoints carry; and the
+inference path (``fast=True``, :data:`FAST`), logits only, with fused norms, biases inside the
+matrix products and attention by the faster kernel for the context length. They agree to
+float32 rounding (tests/models/test_models.py). ``fast=None``, the default, keeps the rule every
+caller relied on: :func:`default_fast`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from landscape.models.config import POST_NORM_BLOCKS, ModelConfig
+from landscape.models.config import ModelConfig
+from landscape.models.layouts import layout_of
 from landscape.models.params import Params
 from landscape.models.registry import architecture_of
 
@@ -125,23 +131,6 @@ def _fused_norm(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor) 
         return _norm(cfg, params, prefix, x)
     x = _rms(x, (d,), w, cfg.eps)
     return x if b is None else x + b
-
-
-def _block_input(
-    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, norm: Callable
-) -> torch.Tensor:
-    """What a sublayer reads from the stream ``x``: ``norm`` with the parameters ``prefix``
-    (``ln1``, ``ln2``), or ``x`` itself in a post-norm block, whose norms sit at the output."""
-    return x if cfg.block == "post" else norm(cfg, params, prefix, x)
-
-
-def _post_norm(
-    cfg: ModelConfig, params: Params, prefix: str, y: torch.Tensor, norm: Callable
-) -> torch.Tensor:
-    """What a sublayer's output ``y`` adds to the stream: ``y`` in a pre-norm block, else
-    ``norm`` with the parameters ``{prefix}_post`` (``ln1_post`` after attention, ``ln2_post``
-    after the FFN), the output norm of a post-norm block ``x + N(f(x))``."""
-    return norm(cfg, params, f"{prefix}_post", y) if cfg.block in POST_NORM_BLOCKS else y
 
 
 def qk_norm(
@@ -449,29 +438,26 @@ def forward_resid(
     norm and the readout. ``embed`` is linear in the parameters, so a mixture of models can start
     from the same mixture of their embeddings (``curves.evaluate_mixtures``).
 
-    Two implementations of one function, equal up to float32 rounding. ``fast=False``: the
-    reference (``_reference_forward``); the shipped checkpoints were trained with its rounding, and
-    retraining reproduces them bit for bit. ``fast=True``: the inference path
-    (``_inference_forward``), faster, logits only (no ``cache``). ``fast=None`` follows
+    One loop (:func:`_blocks`) with two kernel sets, equal up to float32 rounding.
+    ``fast=False``: the reference (:data:`REFERENCE`); the shipped checkpoints were trained with
+    its rounding, and retraining reproduces them bit for bit. ``fast=True``: the inference path
+    (:data:`FAST`), faster, logits only (no ``cache``). ``fast=None`` follows
     :func:`default_fast`: the inference path exactly when no cache is asked for and autograd does
-    not record. ``dropout`` (training; every block but ``postln``) zeroes entries of each
-    attention pattern and of each block's attention and MLP outputs; it runs the reference.
+    not record. ``dropout`` (training; layouts with ``BlockLayout.dropout``, every one but
+    ``postln``) zeroes entries of each attention pattern and of each block's attention and MLP
+    outputs; it runs the reference.
     """
     if dropout is not None:
         if fast:
             raise ValueError("dropout runs the reference forward; pass fast=False or None")
-        if cfg.block == "postln":
-            raise ValueError("dropout is not built for post-LayerNorm blocks")
-        return _reference_forward(cfg, params, x, cache, dropout)
+        if not layout_of(cfg).dropout:
+            raise ValueError(f"dropout is not built for {cfg.block!r} blocks")
+        return _blocks(cfg, params, x, REFERENCE, cache, dropout)
     if fast is None:
         fast = default_fast(params, x, cache)
     elif fast and cache is not None:
         raise ValueError("the fast inference path fills no cache; pass fast=False or no cache")
-    if cfg.block == "postln":
-        return _postln_forward(cfg, params, x, cache, fast)
-    if fast:
-        return _inference_forward(cfg, params, x)
-    return _reference_forward(cfg, params, x, cache)
+    return _blocks(cfg, params, x, FAST if fast else REFERENCE, cache)
 
 
 def default_fast(params: Params, x: torch.Tensor, cache: dict | None) -> bool:
@@ -520,140 +506,146 @@ def _keep(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _reference_forward(
+def _reference_attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, *, layer: int, n_query: int,
+    cache: dict | None, dropout: Dropout | None,
+) -> torch.Tensor:  # fmt: skip
+    """:func:`attention` as a kernel (every position's queries: ``n_query`` is 0 here)."""
+    return attention(cfg, params, prefix, x, cache, layer=layer, dropout=dropout)
+
+
+def _fast_attention(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, *, layer: int, n_query: int,
+    cache: dict | None, dropout: Dropout | None,
+) -> torch.Tensor:  # fmt: skip
+    """:func:`_attend` as a kernel (it fills no cache and drops nothing)."""
+    return _attend(cfg, params, prefix, x, n_query, layer=layer)
+
+
+def _reference_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
+    return x @ w + b
+
+
+def _reference_write(x: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float
+                     ) -> torch.Tensor:  # fmt: skip
+    return x + h @ w + b  # (x + h·W_out) + b_out: the rounding the shipped checkpoints carry
+
+
+def _fast_write(x: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float
+                ) -> torch.Tensor:  # fmt: skip
+    return x + _linear(h, w, b)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """One implementation of a block's parts, handed to the one block loop (:func:`_blocks`).
+
+    ``norm(cfg, params, prefix, x)``: a norm of the stream; ``attention(cfg, params, prefix, x,
+    *, layer, n_query, cache, dropout)``: an attention sublayer, its output projection included;
+    ``linear(x, w, b)``: ``x·w + b``; ``write(x, h, w, b)``: the FFN's output ``h·w + b`` added to
+    the stream ``x`` where the layout adds the bias last (``BlockLayout.ffn_bias_last``);
+    ``class_token_only``: in the last block of a model that reads its class token, queries and
+    everything after attention for the class token alone (keys and values of every position).
+    """
+
+    name: str
+    norm: Callable[[ModelConfig, Params, str, torch.Tensor], torch.Tensor]
+    attention: Callable[..., torch.Tensor]
+    linear: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | float], torch.Tensor]
+    write: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | float],
+                    torch.Tensor]  # fmt: skip
+    class_token_only: bool
+
+
+# The reference: one einsum or matrix product per term, the cache, dropout; training runs it and
+# the shipped checkpoints carry its rounding.
+REFERENCE = Kernels("reference", _norm, _reference_attention, _reference_linear,
+                    _reference_write, class_token_only=False)  # fmt: skip
+# The inference path: fused norms, biases inside the matrix products, ``_attend``; logits only.
+FAST = Kernels("fast", _fused_norm, _fast_attention, _linear, _fast_write, class_token_only=True)
+
+
+def _blocks(
     cfg: ModelConfig,
     params: Params,
     x: torch.Tensor,
-    cache: dict | None,
+    kernels: Kernels,
+    cache: dict | None = None,
     dropout: Dropout | None = None,
 ) -> torch.Tensor:
-    """The blocks as written in the module docstring, one einsum or matrix product per term;
-    ``dropout`` on the attention and MLP outputs added to the stream."""
+    """The blocks, the final norm (or the head) and the readout from the stream ``x``, with the
+    norms where the block layout puts them (:func:`landscape.models.layouts.layout_of`, module
+    docstring), computed by ``kernels``; ``dropout`` on the attention and FFN outputs added to the
+    stream (the reference's)."""
+    arch, layout = architecture_of(cfg), layout_of(cfg)
+    norm, linear = kernels.norm, kernels.linear
     drop = dropout if dropout is not None else _keep
-    arch = architecture_of(cfg)
+    if layout.embed_norm:
+        x = norm(cfg, params, "ln_embed", x)
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if cache is not None:
             cache[f"resid.{layer}"] = x
-        x_in = x
-        if arch.attention:
-            xn = _block_input(cfg, params, f"{b}.ln1", x, _norm)
-            out = attention(cfg, params, f"{b}.attn", xn, cache, layer=layer, dropout=dropout)
-            x = x + drop(_post_norm(cfg, params, f"{b}.ln1", out, _norm))
-        x_mlp = x_in if cfg.block == "parallel" else x  # parallel: the MLP reads the block's input
-        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _norm)
-        h = xn @ params[f"{b}.mlp.W_in"] + _bias(cfg, params, f"{b}.mlp.b_in")
-        if cfg.gated:
-            gate = xn @ params[f"{b}.mlp.W_gate"] + _bias(cfg, params, f"{b}.mlp.b_gate")
-            h = _act(cfg, gate) * h
-        else:
-            h = _act(cfg, h)
-        if cache is not None:
-            cache[f"{b}.mlp.hidden"] = h
-        if cfg.block == "pre" and dropout is not None:
-            x = x + drop(h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out"))
-        elif cfg.block == "pre":  # (x + h·W_out) + b_out: the rounding the checkpoints carry
-            x = x + h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
-        else:
-            out = h @ params[f"{b}.mlp.W_out"] + _bias(cfg, params, f"{b}.mlp.b_out")
-            x = x + drop(_post_norm(cfg, params, f"{b}.ln2", out, _norm))
-    if cache is not None:
-        cache[f"resid.{cfg.n_layers}"] = x
-    if arch.readout == "class token":
-        x = x[:, 0]
-    x = _norm(cfg, params, "ln_final", x)
-    logits = x @ params["unembed.W_U"] + _bias(cfg, params, "unembed.b_U")
-    return _softcap(logits, cfg.logit_softcap)
-
-
-def _inference_forward(cfg: ModelConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
-    """``_reference_forward`` for logits alone: fused norms, biases inside the matrix products,
-    ``_attend`` for attention. A model that reads only its class token computes, in its last
-    block, keys and values of every position but the rest for the class token alone."""
-    arch = architecture_of(cfg)
-    for layer in range(cfg.n_layers):
-        b = f"blocks.{layer}"
         x_in = x
         if arch.attention:
             last = layer == cfg.n_layers - 1
-            n_query = 1 if arch.readout == "class token" and last else 0
-            xn = _block_input(cfg, params, f"{b}.ln1", x, _fused_norm)
-            out = _attend(cfg, params, f"{b}.attn", xn, n_query, layer=layer)
-            out = _post_norm(cfg, params, f"{b}.ln1", out, _fused_norm)
-            x = (x[:, :n_query] if n_query else x) + out
-            x_in = x_in[:, :n_query] if n_query else x_in
-        x_mlp = x_in if cfg.block == "parallel" else x
-        xn = _block_input(cfg, params, f"{b}.ln2", x_mlp, _fused_norm)
-        h = _linear(xn, params[f"{b}.mlp.W_in"], _bias(cfg, params, f"{b}.mlp.b_in"))
-        if cfg.gated:
-            gate = _linear(xn, params[f"{b}.mlp.W_gate"], _bias(cfg, params, f"{b}.mlp.b_gate"))
-            h = _act(cfg, gate) * h
-        else:
-            h = _act(cfg, h)
-        out = _linear(h, params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out"))
-        x = x + _post_norm(cfg, params, f"{b}.ln2", out, _fused_norm)
-    if arch.readout == "class token":
-        x = x[:, 0]
-    x = _fused_norm(cfg, params, "ln_final", x)
-    logits = _linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
-    return _softcap(logits, cfg.logit_softcap)
-
-
-def _postln_forward(
-    cfg: ModelConfig, params: Params, x: torch.Tensor, cache: dict | None, fast: bool
-) -> torch.Tensor:
-    """The blocks with norms after the residual sums (``block="postln"``, module docstring).
-
-    ``fast=False`` is the reference (einsum attention, ``_norm``, and the cache); ``fast=True``
-    the inference path (fused norms, ``_attend``, biases inside the matrix products; a model
-    that reads its class token computes, in its last block, keys and values of every position
-    but the rest for the class token alone: everything after attention is per position).
-    """
-    arch = architecture_of(cfg)
-    norm = _fused_norm if fast else _norm
-    x = norm(cfg, params, "ln_embed", x)
-    for layer in range(cfg.n_layers):
-        b = f"blocks.{layer}"
-        if cache is not None:
-            cache[f"resid.{layer}"] = x
-        if arch.attention:
-            if fast:
-                last = layer == cfg.n_layers - 1
-                n_query = 1 if arch.readout == "class token" and last else 0
-                out = _attend(cfg, params, f"{b}.attn", x, n_query, layer=layer)
-                x = (x[:, :n_query] if n_query else x) + out
-            else:
-                x = x + attention(cfg, params, f"{b}.attn", x, cache, layer=layer)
-            x = norm(cfg, params, f"{b}.ln1", x)
-        h = _postln_hidden(cfg, params, f"{b}.mlp", x, fast)
+            reads_one = kernels.class_token_only and last and arch.readout == "class token"
+            n_query = 1 if reads_one else 0
+            xn = norm(cfg, params, f"{b}.ln1", x) if layout.norm_in else x
+            out = kernels.attention(cfg, params, f"{b}.attn", xn, layer=layer, n_query=n_query,
+                                    cache=cache, dropout=dropout)  # fmt: skip
+            if layout.norm_out:
+                out = norm(cfg, params, f"{b}.ln1_post", out)
+            if n_query:  # everything after attention is per position
+                x, x_in = x[:, :n_query], x_in[:, :n_query]
+            x = x + drop(out)
+            if layout.norm_sum:
+                x = norm(cfg, params, f"{b}.ln1", x)
+        x_ffn = x_in if layout.parallel else x  # parallel: the FFN reads the block's input
+        xn = norm(cfg, params, f"{b}.ln2", x_ffn) if layout.norm_in else x_ffn
+        h = _hidden(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
         w_out, b_out = params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out")
-        x = x + (_linear(h, w_out, b_out) if fast else h @ w_out + b_out)
-        x = norm(cfg, params, f"{b}.ln2", x)
+        if layout.ffn_bias_last and dropout is None:
+            x = kernels.write(x, h, w_out, b_out)
+        else:
+            out = linear(h, w_out, b_out)
+            if layout.norm_out:
+                out = norm(cfg, params, f"{b}.ln2_post", out)
+            x = x + drop(out)
+        if layout.norm_sum:
+            x = norm(cfg, params, f"{b}.ln2", x)
     if cache is not None:
         cache[f"resid.{cfg.n_layers}"] = x
     if arch.readout == "class token":
         x = x[:, 0]
+    if layout.final_norm:
+        x = norm(cfg, params, "ln_final", x)
     if cfg.head != "linear":
-        w_h, b_h = params["head.W_in"], params["head.b_in"]
-        x = _linear(x, w_h, b_h) if fast else x @ w_h + b_h
+        x = linear(x, params["head.W_in"], params["head.b_in"])
         x = norm(cfg, params, "head.ln", _act(cfg, x)) if cfg.head == "mlm" else torch.tanh(x)
-    w_u, b_u = params["unembed.W_U"], _bias(cfg, params, "unembed.b_U")
-    logits = _linear(x, w_u, b_u) if fast else x @ w_u + b_u
+    logits = linear(x, params["unembed.W_U"], _bias(cfg, params, "unembed.b_U"))
     return _softcap(logits, cfg.logit_softcap)
 
 
-def _postln_hidden(
-    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, fast: bool
-) -> torch.Tensor:
-    """The FFN's hidden units (after the activation, and the gate of a gated FFN) on ``x``."""
+def _hidden(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, linear: Callable,
+    gate_first: bool = False,
+) -> torch.Tensor:  # fmt: skip
+    """The FFN's hidden units (after the activation, and the gate of a gated FFN) on ``x``;
+    ``gate_first``: the gate's product before the up projection's (``BlockLayout.gate_first``)."""
 
     def lin(name: str) -> torch.Tensor:
-        w, b = params[f"{prefix}.W_{name}"], _bias(cfg, params, f"{prefix}.b_{name}")
-        return _linear(x, w, b) if fast else x @ w + b
+        return linear(x, params[f"{prefix}.W_{name}"], _bias(cfg, params, f"{prefix}.b_{name}"))
 
-    return _act(cfg, lin("gate")) * lin("in") if cfg.gated else _act(cfg, lin("in"))
+    if not cfg.gated:
+        return _act(cfg, lin("in"))
+    if gate_first:
+        gate = lin("gate")
+        return _act(cfg, gate) * lin("in")
+    h = lin("in")
+    return _act(cfg, lin("gate")) * h
 
 
 def loss_and_accuracy(

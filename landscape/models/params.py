@@ -8,10 +8,12 @@ the architecture (:mod:`landscape.models.registry`), then per block ``ln1`` (att
 [d_model, n_out], ``b_U``. Norms have a gain ``w`` and, for LayerNorm, a bias ``b``.
 
 A q/k norm (``qk_norm``) adds gains ``attn.q_norm.w``/``attn.k_norm.w``: [d_head] each for
-"head", [n_heads, d_head] and [kv_heads, d_head] for "full". Post-norm blocks (``block="post"``)
-have ``ln1_post`` after the attention output and ``ln2_post`` after the FFN output instead of
-``ln1``/``ln2``. Norms after the residual sums (``block="postln"``) have ``ln_embed`` after the
-embedding instead of ``ln_final``, and a head (``head.*``) may sit before ``W_U``.
+"head", [n_heads, d_head] and [kv_heads, d_head] for "full". Which norms a block has follows
+from its layout (:mod:`landscape.models.layouts`): ``ln1``/``ln2`` at the sublayers' inputs or
+after the residual sums, ``ln1_post`` after the attention output and ``ln2_post`` after the FFN
+output where the layout has output norms (OLMo 2's post-norm blocks have these alone). Norms after
+the residual sums come with ``ln_embed`` after the embedding instead of ``ln_final``, and a head
+(``head.*``) may sit before ``W_U``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import math
 
 import torch
 
-from landscape.models.config import POST_NORM_BLOCKS, ModelConfig
+from landscape.models.config import ModelConfig
+from landscape.models.layouts import layout_of
 from landscape.models.registry import architecture_of
 
 Params = dict[str, torch.Tensor]
@@ -32,7 +35,7 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     The order is part of the contract: :func:`init_params` draws from one generator in it.
     """
     d, f, h, e = cfg.d_model, cfg.d_mlp, cfg.n_heads, cfg.d_head
-    arch = architecture_of(cfg)
+    arch, layout = architecture_of(cfg), layout_of(cfg)
     shapes: dict[str, tuple[int, ...]] = dict(arch.embedding(cfg))
     if arch.positions and cfg.pos == "learned":
         shapes["pos_embed.W_pos"] = (cfg.n_ctx, d)
@@ -42,10 +45,12 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         if cfg.norm == "ln":
             shapes[f"{prefix}.b"] = (d,)
 
+    if layout.embed_norm:
+        norm("ln_embed")
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         if arch.attention:
-            if cfg.block != "post":
+            if layout.plain_norms:
                 norm(f"{b}.ln1")
             for m in "QKV":
                 hm = h if m == "Q" else cfg.kv_heads
@@ -58,9 +63,9 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
                 shapes[f"{b}.attn.k_norm.w"] = (cfg.kv_heads, e)
             shapes[f"{b}.attn.W_O"] = (h, e, d)
             shapes[f"{b}.attn.b_O"] = (d,)
-            if cfg.block in POST_NORM_BLOCKS:
+            if layout.norm_out:
                 norm(f"{b}.ln1_post")
-        if cfg.block != "post":
+        if layout.plain_norms:
             norm(f"{b}.ln2")
         shapes[f"{b}.mlp.W_in"] = (d, f)
         shapes[f"{b}.mlp.b_in"] = (f,)
@@ -69,38 +74,19 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             shapes[f"{b}.mlp.b_gate"] = (f,)
         shapes[f"{b}.mlp.W_out"] = (f, d)
         shapes[f"{b}.mlp.b_out"] = (d,)
-        if cfg.block in POST_NORM_BLOCKS:
+        if layout.norm_out:
             norm(f"{b}.ln2_post")
-    norm("ln_final")
+    if layout.final_norm:
+        norm("ln_final")
+    if cfg.head != "linear":  # the head's layers (masked-LM transform, pooler) before W_U
+        shapes["head.W_in"], shapes["head.b_in"] = (d, d), (d,)
+        if cfg.head == "mlm":
+            norm("head.ln")
     shapes["unembed.W_U"] = (d, cfg.n_out)
     shapes["unembed.b_U"] = (cfg.n_out,)
-    if cfg.block == "postln":
-        shapes = _postln_shapes(cfg, shapes)
     if not cfg.bias:
         shapes = {k: v for k, v in shapes.items() if not _is_dropped_bias(k)}
     return shapes
-
-
-def _postln_shapes(
-    cfg: ModelConfig, shapes: dict[str, tuple[int, ...]]
-) -> dict[str, tuple[int, ...]]:
-    """The pre-norm shapes rearranged for norms after the residual sums (``block="postln"``):
-    ``ln_embed`` after the embedding, no ``ln_final``, and the head's layers before ``W_U``
-    (``head.W_in`` [d_model, d_model], ``head.b_in``; the masked-LM head's norm ``head.ln``)."""
-    d = cfg.d_model
-    norm = {"w": (d,), **({"b": (d,)} if cfg.norm == "ln" else {})}
-    out: dict[str, tuple[int, ...]] = {}
-    for name, shape in shapes.items():
-        if name.startswith("blocks.0.") and "ln_embed.w" not in out:
-            out.update({f"ln_embed.{k}": s for k, s in norm.items()})
-        if name.startswith("ln_final."):
-            continue
-        if name == "unembed.W_U" and cfg.head != "linear":
-            out["head.W_in"], out["head.b_in"] = (d, d), (d,)
-            if cfg.head == "mlm":
-                out.update({f"head.ln.{k}": s for k, s in norm.items()})
-        out[name] = shape
-    return out
 
 
 def _is_dropped_bias(name: str) -> bool:

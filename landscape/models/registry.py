@@ -4,9 +4,10 @@ An :class:`Architecture` says what a model of its kind reads (``inputs``: featur
 images or token ids), whether its blocks have attention and whether that attention is causal,
 whether its inputs are sequences of positions, which positions the readout reads, which
 embedding parameters exist, how inputs are embedded into the residual stream and which fields a
-config of it needs. The rest is shared by every architecture: the pre-norm blocks, the final norm
-and the readout ``W_U`` (:mod:`landscape.models.functional`), the parameter names and their
-initialisation (:mod:`landscape.models.params`).
+config of it needs. The rest is shared by every architecture: the blocks, whose norms sit where
+their layout says (:mod:`landscape.models.layouts`), the final norm and the readout ``W_U``
+(:mod:`landscape.models.functional`), the parameter names and their initialisation
+(:mod:`landscape.models.params`).
 
 Code asks the registry (``architecture_of(cfg).causal``), not ``cfg.arch``: inside
 ``landscape.models`` this module is the only reader of ``cfg.arch``.
@@ -39,6 +40,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+
+from landscape.models.layouts import layout_of
 
 if TYPE_CHECKING:  # annotations only: the config and the parameter dicts sit above this module
     from landscape.models.config import ModelConfig
@@ -197,9 +200,10 @@ _ACT_NAMES = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "gelu_tanh": "GELU
 def describe(cfg: ModelConfig, title: str | None = None) -> str:
     """One line describing the architecture, read from the whole config.
 
-    The defaults (GELU, learned positions, biases, every head its own keys and values) are left
-    unsaid; every other choice is named. ``title`` replaces the architecture's own name (an
-    importer names the source family, e.g. "Llama-family causal LM").
+    The defaults (GELU, learned positions, biases, every head its own keys and values, pre-norm
+    blocks) are left unsaid; every other choice is named (a block layout by its ``title``).
+    ``title`` replaces the architecture's own name (an importer names the source family, e.g.
+    "Llama-family causal LM").
     """
     arch = architecture_of(cfg)
     name = arch.title if title is None else title
@@ -223,14 +227,8 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
         parts[-1] += f" on {cfg.rot_dim} of {cfg.d_head} head dimensions"
     if cfg.qk_norm != "none":
         parts.append({"head": "per-head q/k norm", "full": "q/k norm over all heads"}[cfg.qk_norm])
-    if cfg.block == "post":
-        parts.append("post-norm blocks")
-    if cfg.block == "parallel":
-        parts.append("parallel attention and MLP")
-    if cfg.block == "sandwich":
-        parts.append("norms before and after each sublayer")
-    if cfg.block == "postln":
-        parts.append("norms after the residual sums (post-LN)")
+    if layout_of(cfg).title:
+        parts.append(layout_of(cfg).title)
     if cfg.head != "linear":
         parts.append({"mlm": "masked-LM head", "pooler": "pooler (dense + tanh) head"}[cfg.head])
     return ", ".join(parts + _gemma_extras(cfg) + extras)

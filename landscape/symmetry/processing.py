@@ -34,6 +34,7 @@ import torch
 
 from landscape.errors import GroupNotAdmitted
 from landscape.models import ModelConfig, Params, param_shapes
+from landscape.models.layouts import layout_of
 from landscape.symmetry.action import PROCESSING_ORDER, NormState, apply, norm_state, resid_needs
 from landscape.symmetry.elements import Element, Transform, random_semi_orthogonal
 from landscape.symmetry.spec import (
@@ -117,11 +118,11 @@ def center_writers(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Param
     (same ε), and the returned config says ``norm="rms"``. Norm gains and biases act after the
     normalisation and are untouched.
 
-    With the norm after each residual sum (``block="postln"``) the writers are centred and the
-    norm stays LayerNorm: every writer's sum is normalised and LayerNorm ignores a shift along 1,
-    so the function is kept, but the skip connection carries the norm's output ``N(z)·γ + β``,
-    whose mean is not zero, so the stream is not centred and RMSNorm would change the function
-    (``spec.resid_blocked``).
+    With the norm after each residual sum (``BlockLayout.norm_sum``, BERT) the writers are
+    centred and the norm stays LayerNorm: every writer's sum is normalised and LayerNorm ignores
+    a shift along 1, so the function is kept, but the skip connection carries the norm's output
+    ``N(z)·γ + β``, whose mean is not zero, so the stream is not centred and RMSNorm would change
+    the function (``spec.resid_blocked``).
     """
     if cfg.norm != "ln":
         raise ValueError(
@@ -133,7 +134,7 @@ def center_writers(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Param
         if name in params:
             w = params[name].double()
             out[name] = (w - w.mean(axis, keepdim=True)).to(params[name].dtype)
-    if cfg.block == "postln":
+    if layout_of(cfg).norm_sum:  # the skip path carries N(z)·γ + β, whose mean is not zero
         return cfg, out
     return cfg.replace(norm="rms", d_norm=cfg.d_model), out
 

@@ -110,7 +110,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from landscape.models import ModelConfig, param_shapes
-from landscape.models.config import POST_NORM_BLOCKS
+from landscape.models.layouts import layout_of
 
 G, INV_T, ABS = "G", "G^-T", "|G|"
 GROUP_OF = "G/group"  # the permutation G induces on groups of Variable.group slots (GQA)
@@ -232,16 +232,14 @@ class Spec:
 
 
 def fixed_gain_norms(cfg: ModelConfig) -> tuple[str, ...]:
-    """Norms whose gain no processing can fold: the post norms (``blocks.{l}.ln1_post``,
+    """Norms whose gain no processing can fold: the output norms (``blocks.{l}.ln1_post``,
     ``ln2_post``), whose output is added to the stream, and the norms after the residual sums
-    (``block="postln"``: ``ln_embed``, ``ln1``, ``ln2``), whose output is the stream itself
-    (module docstring)."""
-    subs = ("ln1", "ln2") if cfg.has_attn else ("ln2",)
-    if cfg.block == "postln":
-        return ("ln_embed", *(f"blocks.{layer}.{n}" for layer in range(cfg.n_layers) for n in subs))
-    if cfg.block not in POST_NORM_BLOCKS:
-        return ()
-    return tuple(f"blocks.{layer}.{n}_post" for layer in range(cfg.n_layers) for n in subs)
+    (``ln_embed``, ``blocks.{l}.ln1``, ``ln2``), whose output is the stream itself (module
+    docstring); which a block has is its layout's fact (``BlockLayout.fixed_gain_norms``)."""
+    layout = layout_of(cfg)
+    embed = ("ln_embed",) if layout.embed_norm else ()
+    per_block = layout.fixed_gain_norms(cfg.has_attn)
+    return embed + tuple(f"blocks.{layer}.{n}" for layer in range(cfg.n_layers) for n in per_block)
 
 
 def resid_blocked(cfg: ModelConfig) -> str:
@@ -259,7 +257,7 @@ def resid_blocked(cfg: ModelConfig) -> str:
     stream never becomes an RMSNorm one (measured: tests/models/test_import_bert.py). RMSNorm
     after the sums keeps signed permutations.
     """
-    if cfg.block == "postln":
+    if layout_of(cfg).norm_sum:
         why = (
             "with the norm after each residual sum (post-LN) the stream is the norm's output "
             "N(z)·γ + β, carried whole by the skip connection, where no reader can absorb γ: a "
@@ -282,12 +280,12 @@ def resid_blocked(cfg: ModelConfig) -> str:
 
 def spec_for(cfg: ModelConfig) -> Spec:
     """The symmetry spec of ``cfg``'s architecture (mlp, vit and gpt share this one builder)."""
-    shapes = param_shapes(cfg)
+    shapes, layout = param_shapes(cfg), layout_of(cfg)
     res_g, res_inv, res_abs = Role("resid", G), Role("resid", INV_T), Role("resid", ABS)
     resid_kinds = (PERM, GLOBAL_SIGN, SIGNED_PERM)
     if not resid_blocked(cfg):
         resid_kinds = (*_CHAIN, ORTH_MEAN, SEMI_ORTH)
-    if cfg.block == "postln" and cfg.norm == "ln":  # resid_blocked: LayerNorm's mean, too
+    if layout.norm_sum and cfg.norm == "ln":  # resid_blocked: LayerNorm's mean, too
         resid_kinds = (PERM, GLOBAL_SIGN)
     variables = {"resid": Variable("resid", cfg.d_model, resid_kinds, "resid")}
     axes: dict[str, tuple[Role | None, ...]] = {}
@@ -349,7 +347,7 @@ def spec_for(cfg: ModelConfig) -> Spec:
                 axes[f"{b}.attn.k_norm.w"] = (kv_head, None)
             elif cfg.qk_norm == "head":  # one gain shared by every head: nothing acts on it
                 axes[f"{b}.attn.q_norm.w"] = axes[f"{b}.attn.k_norm.w"] = (None,)
-            if cfg.block != "post":
+            if layout.plain_norms:
                 norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
             post_norm(f"{b}.ln1_post")
         mv = f"mlp{layer}"
@@ -363,13 +361,13 @@ def spec_for(cfg: ModelConfig) -> Spec:
             readers.append((f"{b}.mlp.W_gate", f"{b}.mlp.b_gate"))
         axes[f"{b}.mlp.W_out"] = (Role(mv, INV_T), res_g)
         writer(f"{b}.mlp.b_out")
-        if cfg.block != "post":
+        if layout.plain_norms:
             norm(f"{b}.ln2", tuple(readers))
         post_norm(f"{b}.ln2_post")
     norm("ln_final", (("unembed.W_U", "unembed.b_U"),))
     axes["unembed.W_U"] = (res_inv, None)
     bias("unembed.b_U", (None,))
-    if cfg.block == "postln":
+    if layout.norm_sum:
         _postln(cfg, axes, norm_readers)
     missing = set(shapes) - set(axes)
     assert not missing, f"spec misses {sorted(missing)}"
@@ -381,7 +379,8 @@ def _postln(
     axes: dict[str, tuple[Role | None, ...]],
     norm_readers: dict[str, tuple[tuple[str, str], ...]],
 ) -> None:
-    """The spec of norms after the residual sums (``block="postln"``, BERT), from the pre-norm one.
+    """The spec of norms after the residual sums (``BlockLayout.norm_sum``, BERT), from the
+    pre-norm one.
 
     The stream is each norm's output ``N(z)·γ + β``, so gains and biases act on the stream as in
     a pre-norm block (``γ ← |G|·γ``, ``β ← β·G``) and every matrix after a norm reads the stream

@@ -48,7 +48,7 @@ def test_forward_with_dropout_is_the_reference_with_entries_dropped():
     with pytest.raises(ValueError, match="reference"):
         forward(GPT, params, x, fast=True, dropout=Dropout(0.2, 1))
     post = GPT.replace(block="postln", norm="ln")
-    with pytest.raises(ValueError, match="post-LayerNorm"):
+    with pytest.raises(ValueError, match="not built for .postln. blocks"):
         forward(post, init_params(post, 0), x, dropout=Dropout(0.2, 1))
 
 

@@ -31,6 +31,7 @@ from landscape.models.importers.common import (
     _Source,
 )
 from landscape.models.importers.defaults import DEFAULTS
+from landscape.models.layouts import block_layout
 from landscape.models.params import Params
 
 MODEL_TYPE = "llama"
@@ -302,7 +303,7 @@ def convert_llama_like(
     p: Params = {"embed.W_E": w_e}
     for layer in range(n_layers):
         s, b = f"{pre}layers.{layer}.", f"blocks.{layer}."
-        if block == "pre":
+        if block_layout(block).norm_in:
             p[f"{b}ln1.w"] = t(f"{s}input_layernorm.weight", (d,))
             p[f"{b}ln2.w"] = t(f"{s}post_attention_layernorm.weight", (d,))
         else:
