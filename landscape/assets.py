@@ -28,10 +28,12 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
+from landscape import page_defaults as page
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
+from landscape.page_defaults import method_group
 from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache, NotCached, ReadOnlyCache
 from landscape.store.files import replace_file
 from landscape.store.paths import assets_root, shipped_results_root
@@ -153,14 +155,16 @@ def home_curves(out: Path) -> Path:
 
 # ---------------------------------------------------------------- shipped results
 
-# the pages' default choices (app/views/interpolation.py, triangle.py, eigenangles.py, gauge.py,
-# atlas.py); tests/app/test_app_shipped.py opens each page with its compute path failing
-VIEW_METHODS = (("naive", "perm"), ("weight", "perm"), ("weight", "orth"))
-VIEW_POINTS, VIEW_RESOLUTION = 25, 10
-GAUGE_DRAWS = 2
-GAUGE_ON_LOAD = ("table", "scramble", "claims")  # the Gauge page's parts computed on load
-GAUGE_SHORT = {"gpt-shakespeare": ("table", "claims")}  # its scramble waits for a click
-ATLAS_SEEDS, ATLAS_COPIES, ATLAS_GROUP, ATLAS_PROJECTION = 6, 2, "perm", "pca"
+# the pages' default choices, read from the one place the pages read them
+# (landscape/page_defaults.py); tests/app/test_app_shipped.py opens each page with its compute
+# path failing
+VIEW_METHODS = tuple(method_group(c) for c in page.METHODS)
+VIEW_POINTS, VIEW_RESOLUTION = page.INTERPOLATION_POINTS, page.TRIANGLE_RESOLUTION
+GAUGE_DRAWS = page.GAUGE_DRAWS
+GAUGE_ON_LOAD = page.GAUGE_ON_LOAD  # the Gauge page's parts computed on load
+GAUGE_SHORT = page.GAUGE_ON_LOAD_BY_MODEL  # models whose scramble waits for a click
+ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
+ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
 VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
 RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
                  "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
@@ -180,15 +184,15 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
     if "interpolation" in views and len(seeds) >= 2:
         pair = pairs_for(name, 1, seeds)[0]
         out += [{"view": "interpolation", "kind": "barrier", "model": name, "seeds": list(pair),
-                 "method": m, "group": g, "points": VIEW_POINTS, "split": "test",
-                 "space": "weights"} for m, g in VIEW_METHODS]  # fmt: skip
+                 "method": m, "group": g, "points": VIEW_POINTS, "split": page.SPLIT,
+                 "space": page.SPACE} for m, g in VIEW_METHODS]  # fmt: skip
     if "triangle" in views and len(seeds) >= 3:
         out += [{"view": "triangle", "kind": "triangle", "model": name, "seeds": seeds[:3],
-                 "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": "test",
-                 "space": "weights", "joint": False} for m, g in VIEW_METHODS]  # fmt: skip
+                 "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": page.SPLIT,
+                 "space": page.SPACE, "joint": False} for m, g in VIEW_METHODS]  # fmt: skip
     if "eigenangles" in views and len(seeds) >= 2:
         out.append({"view": "eigenangles", "kind": "eigenangles", "model": name,
-                    "seeds": seeds[:2], "learned": True})  # fmt: skip
+                    "seeds": seeds[:2], "learned": page.EIGEN_LEARNED})  # fmt: skip
     if "gauge" in views and seeds:
         out += [{"view": "gauge", "kind": "gauge-sweep", "model": name, "seed": seeds[0],
                  "part": part, "draws": GAUGE_DRAWS}

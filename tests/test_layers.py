@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "landscape"
 # the tiers, lowest first: a unit (top-level module or package of ``landscape``) may import its
 # own modules and those of lower tiers
 TIERS: list[tuple[str, ...]] = [
-    ("errors", "names", "numbers"),
+    ("errors", "names", "numbers", "page_defaults"),
     ("__init__", "device", "budget", "progress"),
     ("store",),
     ("data", "threads"),

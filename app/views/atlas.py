@@ -12,6 +12,7 @@ from app.components.layout import controls, page_header, presentation
 from app.components.long_runs import run_in_status
 from app.components.needs import need_seeds
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
 from landscape.plots.tidy import tidy_atlas
@@ -29,16 +30,17 @@ seeds = need_seeds(name, 2)
 with controls():
     c1, c2, c3 = st.columns([3, 2, 2])
     label = seed_format(name)
-    remember(f"atlas_seeds_{name}", seeds[:6], param="seeds", options=seeds, many=True)
+    remember(f"atlas_seeds_{name}", seeds[: page.ATLAS_SEEDS], param="seeds", options=seeds,
+             many=True)  # fmt: skip
     chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label, wrap=True)
     references = chosen or seeds
     remember(f"atlas_reference_{name}", references[0], param="reference", options=references)
     reference = c2.selectbox(
         "Reference seed", references, key=f"atlas_reference_{name}", format_func=label
     )
-    remember("atlas_copies", 2, param="copies", options=range(7))
+    remember("atlas_copies", page.ATLAS_COPIES, param="copies", options=range(7))
     copies = c2.slider("Gauge copies per seed", 0, 6, key="atlas_copies")
-    remember("atlas_group", MONOMIAL_GROUPS[0], param="group", options=MONOMIAL_GROUPS)
+    remember("atlas_group", page.ATLAS_GROUP, param="group", options=MONOMIAL_GROUPS)
     group = c3.radio(
         "Copies drawn from",
         list(MONOMIAL_GROUPS),
@@ -47,7 +49,7 @@ with controls():
         help="perm: FFN units, heads and residual coordinates "
         "relabelled; signed-perm: residual signs flipped too.",
     )
-    remember("atlas_projection", "pca", param="projection", options=("pca", "umap"))
+    remember("atlas_projection", page.ATLAS_PROJECTION, param="projection", options=("pca", "umap"))
     projection = c3.radio(
         "Projection",
         ["pca", "umap"],

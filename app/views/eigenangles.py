@@ -13,6 +13,7 @@ from app.components.layout import controls, page_header, presentation, side_by_s
 from app.components.long_runs import run_in_status
 from app.components.needs import data_fix, need_seeds
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.device import resolve_device
 from landscape.experiments import iteration_barriers
 from landscape.plots.eigenangles import (
@@ -42,7 +43,7 @@ with controls():
     others = [s for s in seeds if s != seed_a]
     remember(f"eig_b_{name}", others[0], param="b", options=others, label="seed B")
     seed_b = c2.selectbox("Seed B", others, key=f"eig_b_{name}", format_func=label)
-    remember("eig_learned", True, param="learned", options=(False, True))
+    remember("eig_learned", page.EIGEN_LEARNED, param="learned", options=(False, True))
     learned = c3.toggle(
         "Learned matching",
         key="eig_learned",

@@ -17,6 +17,7 @@ from app.components.long_runs import run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import styled_table
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -34,7 +35,7 @@ DEFAULTS = {
     "steps_grid": (0, 10, 30, 100, 300),
     "trajectory_steps": 1500,
     "trajectory_every": 10,
-    "on_load": ("table", "scramble", "claims"),
+    "on_load": page.GAUGE_ON_LOAD,
     "cost": "a minute or more",
 }
 SHORT = {
@@ -42,7 +43,7 @@ SHORT = {
         "steps_grid": (0, 10, 30, 100),
         "trajectory_steps": 600,
         "trajectory_every": 20,
-        "on_load": ("table", "claims"),
+        "on_load": page.gauge_on_load("gpt-shakespeare"),
         "cost": "many minutes on a CPU",
     },
 }
@@ -81,7 +82,7 @@ with controls():
         format_func=seed_format(name),
         help="The checkpoint swept; also seeds the gauges.",
     )
-    remember("gauge_draws", 2, param="draws", options=range(1, 6))
+    remember("gauge_draws", page.GAUGE_DRAWS, param="draws", options=range(1, 6))
     draws = c2.slider(
         "Random gauges per group",
         1,

@@ -24,6 +24,7 @@ from app.components.long_runs import LongRun, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.text import plain
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.device import resolve_device
 from landscape.experiments import (
     PAPER_REFERENCE,
@@ -155,7 +156,7 @@ with controls():
         wrap=True,
         help="Each pair is aligned and interpolated; curves are averaged.",
     )
-    remember("interp_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
+    remember("interp_combos", list(page.METHODS), param="methods",
              options=combos, many=True)  # fmt: skip
     chosen = c2.multiselect(
         "Method / group",
@@ -164,9 +165,9 @@ with controls():
         wrap=True,
         help="Learned matching trains a transform: slow the first time, then read from the cache.",
     )
-    remember("interp_split", "test", param="split", options=("test", "train"))
+    remember("interp_split", page.SPLIT, param="split", options=("test", "train"))
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="interp_split")
-    remember("interp_points", 25, param="points", options=range(5, 52, 2))
+    remember("interp_points", page.INTERPOLATION_POINTS, param="points", options=range(5, 52, 2))
     points = c3.slider("Points on λ", 5, 51, step=2, key="interp_points")
     spaces = ["weights"]
     if has_heads(name):

@@ -15,6 +15,7 @@ from app.components.long_runs import LongRun
 from app.components.needs import need_data, need_seeds
 from app.components.text import plain
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.plots.tidy import tidy_triangles
@@ -48,14 +49,14 @@ with controls():
         format_func=seed_format(name),
         wrap=True,
     )
-    remember("tri_combos", ["naive", "weight/perm", "weight/orth"], param="methods",
+    remember("tri_combos", list(page.METHODS), param="methods",
              options=combos, many=True)  # fmt: skip
     chosen = c2.multiselect("Method / group", combos, key="tri_combos", wrap=True)
     remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
-    remember("tri_split", "test", param="split", options=("test", "train"))
+    remember("tri_split", page.SPLIT, param="split", options=("test", "train"))
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="tri_split")
-    remember("tri_resolution", 10, param="grid", options=range(4, 21))
+    remember("tri_resolution", page.TRIANGLE_RESOLUTION, param="grid", options=range(4, 21))
     resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, key="tri_resolution")
     space = "weights"
     if has_heads(name):
