@@ -283,7 +283,42 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(index, indent=1) + "\n"
     replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    for path in prune_results(out):
+        print(f"removed {path.relative_to(out)}: no request of the index reaches it", flush=True)
     return index
+
+
+class _Serving(ReadOnlyCache):
+    """An empty read-only cache over shipped entries that remembers the entries it served."""
+
+    def __init__(self, root: Path, shipped: Path) -> None:
+        super().__init__(root, shipped=shipped)
+        self.read: set[tuple[str, str]] = set()
+
+    def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
+        self.read.add((kind, self.key(kind, inputs)))
+        return super().get_or_compute(kind, inputs, compute)
+
+
+def prune_results(out: Path) -> list[Path]:
+    """Remove the shipped entries in ``out`` that no request of its index reaches (a request
+    whose key changed leaves its old entry behind, which would ship for nothing); returns the
+    paths removed. Entries are read as the pages read them, through an empty cache over
+    ``out``."""
+    index_path = out / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.is_file() else []
+    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
+        cache = _Serving(Path(d), out)
+        for request in index:
+            with contextlib.suppress(NotCached):  # unreached: check_results says so
+                ask(request, cache)
+    reached = {out / kind / key[:2] / f"{key}{SUFFIX}" for kind, key in cache.read}
+    removed = [p for p in sorted(out.rglob(f"*{SUFFIX}")) if p not in reached]
+    for p in removed:
+        p.unlink()
+        with contextlib.suppress(OSError):  # its folder, when it held nothing else
+            p.parent.rmdir()
+    return removed
 
 
 def check_results(out: Path, requests: list[dict[str, Any]] | None = None

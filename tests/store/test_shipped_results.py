@@ -188,3 +188,26 @@ def test_a_build_refuses_an_entry_that_holds_tensors(tmp_path, monkeypatch):
     with pytest.raises(LandscapeError, match="holds tensors"):
         assets.build_results(["vit-digits"], tmp_path / "results", ("atlas",))
     assert not list((tmp_path / "results").rglob("*.lsc"))
+
+
+def test_a_build_removes_entries_no_request_reaches(tmp_path, monkeypatch):
+    """An entry left by an earlier build whose key changed ships for nothing: the build removes
+    it, and keeps every entry its index reaches."""
+    if len(available_seeds("mlp-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
+    torch.set_num_threads(1)
+    monkeypatch.setattr(assets, "ATLAS_SEEDS", 3)
+    out = tmp_path / "results"
+    assets.build_results(["mlp-digits"], out, ("atlas",))
+    (kept,) = out.rglob("*.lsc")
+    stale = out / "atlas" / "00" / ("0" * 64 + kept.suffix)
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_bytes(kept.read_bytes())
+    assert assets.prune_results(out) == [stale]
+    assert list(out.rglob("*.lsc")) == [kept]
+    assert not stale.parent.exists() or stale.parent == kept.parent  # an emptied folder goes
+    assert assets.check_results(out) == []
+    stale.parent.mkdir(exist_ok=True)
+    stale.write_bytes(kept.read_bytes())
+    assets.build_results(["mlp-digits"], out, ("atlas",))  # a rebuild prunes too
+    assert list(out.rglob("*.lsc")) == [kept]
