@@ -77,8 +77,11 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
         fig.update_xaxes(title_text=f"{proj.upper()} 1", zeroline=False, row=1, col=col)
         fig.update_yaxes(title_text=f"{proj.upper()} 2", zeroline=False, row=1, col=col)
     apply_theme(fig)
+    # the symbol key on two lines at the entries' size: one line at the title's size was the
+    # widest thing in the figure, and took the plots' width in presentation mode
     fig.update_layout(height=430, margin={"t": 100},
-                      legend={"title": {"text": "● seed  × gauge copy"}})  # fmt: skip
+                      legend={"title": {"text": "● seed<br>× gauge copy",
+                                        "font": {"size": font_size()}}})  # fmt: skip
     fig.update_annotations(font={"size": font_size()})
     on_seed = sum(ATLAS_POINT.read(p, "on_seed_aligned") for p in points)
     copies = sum(ATLAS_POINT.read(p, "kind") != "seed" for p in points)
