@@ -217,7 +217,8 @@ def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
 def surface_directions(cfg: ModelConfig, params: Params, data: Any, *, seed: int = 0,
                        extent: float = 1.0, resolution: int = 21, vectors: Vectors = "zero",
                        split: str = "test", device: torch.device = CPU,
-                       progress: Progress | None = None, name: str = "model") -> Surface:  # fmt: skip
+                       progress: Progress | None = None, name: str = "model"
+                       ) -> Surface:  # fmt: skip
     """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)``, d₁ and d₂ from
     :func:`direction_pair`; the model itself (the origin) is the point ``name``."""
     d1, d2 = direction_pair(params, seed, vectors)
@@ -401,9 +402,11 @@ def surface(
     return {
         "model": model,
         "seeds": seeds,
-        **({"method": method, "group": group, "margin": margin, "path_points": path_points}
-           if plane else {"directions_seed": directions_seed, "extent": extent,
-                          "vectors": vectors}),  # fmt: skip
+        **(
+            {"method": method, "group": group, "margin": margin, "path_points": path_points}
+            if plane
+            else {"directions_seed": directions_seed, "extent": extent, "vectors": vectors}
+        ),  # fmt: skip
         "resolution": resolution,
         "split": split,
         **meta,
