@@ -35,7 +35,11 @@ from landscape.experiments.barriers.pipeline import (
     check_split,
     health,
 )
-from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
+from landscape.experiments.evaluation import (
+    barrier_from_curve,
+    check_finite_loss,
+    evaluate_mixtures,
+)
 from landscape.matching import worst_check
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
@@ -186,8 +190,9 @@ class Surface:
 
     ``loss[i][j]`` is at (x[j], y[i]) (rows along y, as a contour draws them). ``points`` are
     the models in the plane, each ``{"label", "x", "y", "loss", "accuracy"}``; ``paths`` the
-    straight lines between them (plane only), each ``{"label", "x", "y", "loss", "accuracy"}``
-    with lists along the line.
+    straight lines between them (plane only), each ``{"label", "x", "y", "lambdas", "loss",
+    "accuracy"}`` with lists along the line (λ = 1 at the first-named model) and its
+    ``barrier_loss`` and ``barrier_accuracy`` (docs/design.md §1).
     """
 
     kind: Literal["directions", "plane"]
@@ -278,9 +283,12 @@ def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Any, 
         w = weights[lo : lo + path_points]
         xy = w @ place  # (points, 2)
         seg_loss, seg_acc = loss[lo : lo + path_points], acc[lo : lo + path_points]
+        bar = barrier_from_curve(lam[:, 0], seg_loss, seg_acc)
         paths.append({"label": f"{names[i]}–{names[j]}", "x": xy[:, 0].tolist(),
-                      "y": xy[:, 1].tolist(), "loss": seg_loss.tolist(),
-                      "accuracy": seg_acc.tolist()})  # fmt: skip
+                      "y": xy[:, 1].tolist(), "lambdas": lam[:, 0].tolist(),
+                      "loss": seg_loss.tolist(), "accuracy": seg_acc.tolist(),
+                      "barrier_loss": bar.barrier_loss,
+                      "barrier_accuracy": bar.barrier_accuracy})  # fmt: skip
         for k, at in ((i, 0), (j, path_points - 1)):
             points[k] = {"label": names[k], "x": float(place[k, 0]), "y": float(place[k, 1]),
                          "loss": float(seg_loss[at]), "accuracy": float(seg_acc[at])}  # fmt: skip
@@ -393,7 +401,8 @@ def surface(
                           margin=margin, resolution=resolution, path_points=path_points,
                           split=split, device=device, progress=within(progress, 0.5, 1.0),
                           names=names)  # fmt: skip
-        return {}, {**s.to_dict(), "checks": checks}
+        worst = worst_check([ab.info["function_check"], ac.info["function_check"]])
+        return {}, {**s.to_dict(), "function_check": worst, "checks": checks}
 
     entry, hit = cache.get_or_compute("surface", inputs, compute)
     tell(progress, "done", 1)
@@ -406,11 +415,12 @@ def surface(
             {"method": method, "group": group, "margin": margin, "path_points": path_points}
             if plane
             else {"directions_seed": directions_seed, "extent": extent, "vectors": vectors}
-        ),  # fmt: skip
+        ),
         "resolution": resolution,
         "split": split,
         **meta,
         "checks": checks,
+        **({"function_check_a": checks[f"{names[0]} processed for {group}"]} if plane else {}),
         **health(checks),
         "seconds": round(time.perf_counter() - t0, 4),
         "cached": hit,

@@ -84,6 +84,20 @@ TRIANGLE = Fields(
     {"seeds": ("A", "B", "C"), "split": "test"},
 )  # fmt: skip
 
+# ---------------------------------------------------------------- surface page
+
+# experiments.surfaces.surface: a grid (rows along y), the models in the plane and, for the
+# plane through three models, the straight paths between them.
+SURFACE = Fields(
+    "surface result",
+    ("kind", "x", "y", "loss", "accuracy", "points"),
+    {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
+     "directions_seed": 0, "extent": None, "margin": None, "resolution": None},
+)  # fmt: skip
+SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
+SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"),
+                      {"lambdas": None, "barrier_loss": None, "barrier_accuracy": None})  # fmt: skip
+
 # ---------------------------------------------------------------- eigenangles page
 
 # Without learned matching (the app's fast path) there is no correction series.
