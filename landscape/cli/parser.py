@@ -33,8 +33,8 @@ EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
-FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries", "gauge-sweep",
-                   "transport", "matrix", "merges")  # fmt: skip
+FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
+                   "gauge-sweep", "transport", "matrix", "merges")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", choices=BARRIER_GROUPS,
                    help=GROUP_HELP + " (with --seeds; default orth)")  # fmt: skip
     p.add_argument("--directions-seed", type=_seed,
-                   help="seed of the two random directions (with --seed; default 0)")
+                   help="seed of the two random directions (with --seed; default 0)")  # fmt: skip
     p.add_argument("--extent", type=_float_in(0, 1e6, open_low=True),
                    help="α and β run from −extent to extent, in units of the filter-normalised "
                         "directions (with --seed; default 1)")  # fmt: skip
@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="points along each straight path between the models (with --seeds; "
                         "default 21)")  # fmt: skip
     p.add_argument("--resolution", type=_int_at_least(2), default=21,
-                   help="grid points along each axis: resolution² points")
+                   help="grid points along each axis: resolution² points")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
 
     p = sub.add_parser("eigenangles", parents=[common],

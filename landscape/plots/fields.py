@@ -95,8 +95,11 @@ SURFACE = Fields(
      "directions_seed": 0, "extent": None, "margin": None, "resolution": None},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
-SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"),
-                      {"lambdas": None, "barrier_loss": None, "barrier_accuracy": None})  # fmt: skip
+SURFACE_PATH = Fields(
+    "surface path",
+    ("label", "x", "y", "loss", "accuracy"),
+    {"lambdas": None, "barrier_loss": None, "barrier_accuracy": None},
+)
 
 # ---------------------------------------------------------------- eigenangles page
 

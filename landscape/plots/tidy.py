@@ -121,7 +121,8 @@ def tidy_surface(result: Mapping[str, Any]) -> pd.DataFrame:
     kind, seeds = SURFACE.read(result, "kind"), SURFACE.read(result, "seeds")
     base = {"model": SURFACE.read(result, "model"), "seeds": " ".join(map(str, seeds)),
             "kind": kind, "method": SURFACE.read(result, "method"),
-            "group": SURFACE.read(result, "group"), "split": SURFACE.read(result, "split")}  # fmt: skip
+            "group": SURFACE.read(result, "group"),
+            "split": SURFACE.read(result, "split")}  # fmt: skip
     rows = []
     xs, ys = SURFACE.read(result, "x"), SURFACE.read(result, "y")
     for metric in METRICS:
@@ -135,9 +136,10 @@ def tidy_surface(result: Mapping[str, Any]) -> pd.DataFrame:
                          "lam": None, "metric": metric,
                          "value": SURFACE_POINT.read(p, metric)})  # fmt: skip
         for path in SURFACE.read(result, "paths"):
-            lams = SURFACE_PATH.read(path, "lambdas") or [None] * len(SURFACE_PATH.read(path, "x"))
-            for x, y, lam, v in zip(SURFACE_PATH.read(path, "x"), SURFACE_PATH.read(path, "y"),
-                                    lams, SURFACE_PATH.read(path, metric), strict=True):  # fmt: skip
+            px, py = SURFACE_PATH.read(path, "x"), SURFACE_PATH.read(path, "y")
+            lams = SURFACE_PATH.read(path, "lambdas") or [None] * len(px)
+            values = SURFACE_PATH.read(path, metric)
+            for x, y, lam, v in zip(px, py, lams, values, strict=True):
                 rows.append({**base, "part": "path", "label": SURFACE_PATH.read(path, "label"),
                              "x": x, "y": y, "lam": lam, "metric": metric, "value": v})  # fmt: skip
     columns = ["model", "seeds", "kind", "method", "group", "split", "part", "label", "x", "y",
