@@ -231,7 +231,7 @@ SURFACE_PLANE = ("method", "group", "margin", "path_points")
 
 @command("surface")
 def _surface(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.surfaces import surface
+    from landscape.experiments.surfaces import check_surface, surface
 
     plane = args.seeds is not None
     wrong = [k for k in (SURFACE_AROUND if plane else SURFACE_PLANE)
@@ -244,6 +244,7 @@ def _surface(args: argparse.Namespace) -> dict[str, Any]:
              if getattr(args, k) is not None}  # fmt: skip
     seeds = args.seeds if plane else [args.seed]
     method, group = given.pop("method", "weight"), given.pop("group", "orth")
+    check_surface(seeds, method, group, resolution=args.resolution, split=args.split, **given)
     what = f"{args.model} {seeds} {method}/{group}" if plane else f"{args.model} seed {args.seed}"
     _status(f"surface {what}")
     with _progress_bar(f"surface {'plane' if plane else 'directions'}") as progress:

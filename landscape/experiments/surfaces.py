@@ -51,6 +51,7 @@ __all__ = [
     "SURFACE_VERSION",
     "VECTORS",
     "Surface",
+    "check_surface",
     "direction_pair",
     "filter_axes",
     "filter_norms",
@@ -314,6 +315,25 @@ def _check_grid(resolution: int, extent: float, margin: float, path_points: int,
     check_grid_points(resolution * resolution + extra, "--resolution", resolution)
 
 
+def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "perm", *,
+                  resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
+                  path_points: int = 21, vectors: str = "zero", split: str = "test"
+                  ) -> None:  # fmt: skip
+    """Refuse a surface request in one line before anything is loaded (:func:`surface`'s
+    arguments): the number of seeds, the method and group of a plane, the grid and its budget."""
+    if len(seeds) not in (1, 3):
+        raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
+    if len(seeds) == 3 and len(set(seeds)) < 3:
+        raise LandscapeError(f"seeds repeat ({' '.join(map(str, seeds))}): a plane needs three "
+                             "different models")  # fmt: skip
+    if vectors not in VECTORS:
+        raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
+    if len(seeds) == 3:
+        check_method(method, group)
+    check_split(split)
+    _check_grid(resolution, extent, margin, path_points, len(seeds) == 3)
+
+
 @threaded
 def surface(
     model: str,
@@ -341,18 +361,9 @@ def surface(
     ``resolution`` grid of the ``split``.
     """
     seeds = list(seeds)
-    if len(seeds) not in (1, 3):
-        raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
-    if len(seeds) == 3 and len(set(seeds)) < 3:
-        raise LandscapeError(f"seeds repeat ({' '.join(map(str, seeds))}): a plane needs three "
-                             "different models")  # fmt: skip
-    if vectors not in VECTORS:
-        raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
+    check_surface(seeds, method, group, resolution=resolution, extent=extent, margin=margin,
+                  path_points=path_points, vectors=vectors, split=split)  # fmt: skip
     plane = len(seeds) == 3
-    if plane:
-        check_method(method, group)
-    check_split(split)
-    _check_grid(resolution, extent, margin, path_points, plane)
     t0 = time.perf_counter()
     cache = cache or Cache()
     ckpts = [Source(model, s).load(device, cache) for s in seeds]
