@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT
 from landscape.plots.theme import (
+    GRID,
     LINE_WIDTH,
     PALETTE,
     apply_theme,
@@ -29,9 +30,7 @@ METRICS = ("loss", "accuracy")
 POINT_COLOUR = "#000000"
 # the straight paths A–B, A–C, B–C: palette colours other than the colour scale's ends
 PATH_COLOURS = (PALETTE[3], PALETTE[4], PALETTE[1])
-PATH_DASH = "dash"
-# the legend under the plot: above it, it would run into the title
-LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0}
+PATH_DASH = "dash"  # the page says what the dashed lines are: no legend beside the colour bar
 
 
 def _value(metric: str, v: float) -> float:
@@ -50,7 +49,7 @@ def axis_titles(result: Mapping[str, Any]) -> tuple[str, str]:
     coordinates of the plane through three models (weight-space distances)."""
     if SURFACE.read(result, "kind") == "directions":
         return "α (along direction 1)", "β (along direction 2)"
-    return "x: along B − A (weight distance)", "y: towards C, ⊥ B − A (weight distance)"
+    return "along B − A (weight distance)", "towards C, ⊥ B − A"
 
 
 def surface_title(result: Mapping[str, Any]) -> str:
@@ -138,9 +137,10 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
         fig.update_xaxes(title_text=title_x, showgrid=False)
         fig.update_yaxes(title_text=title_y, showgrid=False)
         if SURFACE.read(result, "kind") == "plane":  # distances: one unit is one unit
-            fig.update_yaxes(scaleanchor="x", scaleratio=1)
+            fig.update_xaxes(constrain="domain")  # the box shrinks to the data, not the range
+            fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
         apply_theme(fig, title=surface_title(result))
-        fig.update_layout(legend=LEGEND_BELOW, height=620)
+        fig.update_layout(showlegend=False, height=620)
         return fig
     fig.add_trace(go.Surface(x=xs, y=ys, z=z, customdata=raw, colorscale=scale,
                              colorbar=colorbar, hovertemplate=hover, name=metric,
@@ -166,14 +166,18 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
     apply_theme(fig, title=surface_title(result))
     size = font_size()
 
-    def axis(text: str) -> dict[str, Any]:  # 3-D text has no size of its own: set it
-        return {"title": {"text": text, "font": {"size": size}}, "tickfont": {"size": size - 2}}
+    def axis(text: str) -> dict[str, Any]:
+        # No tick labels: 3-D tick labels grow far faster than their font size (at a projector's
+        # doubled font they cover the surface); the contour map and the colour bar carry the
+        # numbers, the 3-D view the shape
+        return {"title": {"text": text, "font": {"size": size}}, "showticklabels": False,
+                "ticks": "", "showgrid": True, "gridcolor": GRID}  # fmt: skip
 
     fig.update_layout(
         scene={"xaxis": axis(title_x), "yaxis": axis(title_y), "zaxis": axis(ztitle),
                "aspectmode": "manual", "aspectratio": {"x": 1, "y": 1, "z": 0.6},
                "camera": {"eye": {"x": 1.4, "y": -1.6, "z": 1.0}}},
-        legend=LEGEND_BELOW, height=620,
+        showlegend=False, height=620,
     )  # fmt: skip
     return fig
 

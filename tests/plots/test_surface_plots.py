@@ -43,7 +43,7 @@ def test_3d_surface_and_presentation_mode():
     assert [t.type for t in fig.data] == ["surface", "scatter3d", "scatter3d"]
     big = figure_surface(plane_result(), view="3d", presentation=True)
     assert big.layout.height >= PROJECTOR_HEIGHT
-    assert big.layout.scene.xaxis.tickfont.size == 2 * fig.layout.scene.xaxis.tickfont.size
+    assert big.layout.scene.xaxis.title.font.size == 2 * fig.layout.scene.xaxis.title.font.size
 
 
 def test_tidy_surface_has_one_value_per_row():
