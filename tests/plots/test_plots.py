@@ -38,6 +38,7 @@ from landscape.sources import split_sampler
 from landscape.symmetry import symmetry_table
 from landscape.tasks import Task
 from tests.conftest import tiny_config, tiny_inputs
+from tests.plots.test_surface_plots import plane_result
 
 
 def _curve(height: float) -> dict:
@@ -241,6 +242,8 @@ BUILDERS = {
     "trajectory": lambda: plots.figure_trajectory(TRAJECTORY),
     "claims": lambda: plots.figure_claims(CLAIMS),
     "transport": lambda: plots.figure_transport(TRANSPORT),
+    "surface": lambda: plots.figure_surface(plane_result()),
+    "surface_3d": lambda: plots.figure_surface(plane_result(), view="3d"),
 }  # fmt: skip
 
 
