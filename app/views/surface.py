@@ -69,7 +69,7 @@ with controls():
         chosen = c1.multiselect("Three seeds (A, B, C)", seeds, max_selections=3,
                                 key=f"surf_seeds_{name}",
                                 format_func=seed_format(name))  # fmt: skip
-        remember("surf_combo", "weight/perm", param="method", options=combos)
+        remember("surf_combo", "weight/orth", param="method", options=combos)
         method, group = parse_combo(c2.selectbox("Method / group", combos, key="surf_combo"))
         remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))
         margin = c2.select_slider("Margin past the triangle (of its larger side)",

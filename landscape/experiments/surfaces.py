@@ -43,7 +43,7 @@ from landscape.experiments.evaluation import (
 from landscape.matching import worst_check
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
-from landscape.sources import Source, data_of, label
+from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
 
@@ -208,7 +208,7 @@ class Surface:
         return asdict(self)
 
 
-def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tensor, data: Any,
+def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tensor, data: Data,
               split: str, device: torch.device, progress: Progress | None
               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     ev = data.evaluation(split)
@@ -220,7 +220,7 @@ def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
     return values.reshape(n_y, n_x).tolist()
 
 
-def surface_directions(cfg: ModelConfig, params: Params, data: Any, *, seed: int = 0,
+def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
                        extent: float = 1.0, resolution: int = 21, vectors: Vectors = "zero",
                        split: str = "test", device: torch.device = CPU,
                        progress: Progress | None = None, name: str = "model"
@@ -247,7 +247,7 @@ def surface_directions(cfg: ModelConfig, params: Params, data: Any, *, seed: int
                    resolution), _grid(acc[:n], resolution, resolution), [origin])  # fmt: skip
 
 
-def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Any, *,
+def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data, *,
                   margin: float = 0.2, resolution: int = 21, path_points: int = 21,
                   split: str = "test", device: torch.device = CPU,
                   progress: Progress | None = None,
@@ -315,7 +315,7 @@ def _check_grid(resolution: int, extent: float, margin: float, path_points: int,
     check_grid_points(resolution * resolution + extra, "--resolution", resolution)
 
 
-def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "perm", *,
+def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth", *,
                   resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
                   path_points: int = 21, vectors: str = "zero", split: str = "test"
                   ) -> None:  # fmt: skip
@@ -339,7 +339,7 @@ def surface(
     model: str,
     seeds: Sequence[int],
     method: str = "weight",
-    group: str = "perm",
+    group: str = "orth",
     *,
     directions_seed: int = 0,
     extent: float = 1.0,

@@ -60,7 +60,8 @@ def surface_title(result: Mapping[str, Any]) -> str:
         seed = seeds[0] if seeds else ""
         return (f"{model} seed {seed}: filter-normalised random directions "
                 f"(seed {SURFACE.read(result, 'directions_seed')}), {split} split")  # fmt: skip
-    how = f"{SURFACE.read(result, 'method')}/{SURFACE.read(result, 'group')}"
+    method = SURFACE.read(result, "method")
+    how = "naive" if method == "naive" else f"{method}/{SURFACE.read(result, 'group')}"
     seeds_text = ", ".join(map(str, seeds))
     return f"{model} seeds {seeds_text}: the plane through the three ({how}), {split} split"
 
