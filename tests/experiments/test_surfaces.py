@@ -16,7 +16,7 @@ from landscape.experiments.surfaces import (
 )
 from landscape.models import forward, init_params
 from landscape.sources import Source, data_of
-from tests.conftest import tiny_config
+from tests.conftest import tiny_config, tiny_inputs
 
 
 @pytest.fixture(autouse=True)
@@ -151,3 +151,41 @@ def test_resolution_is_bounded_by_the_memory_budget(monkeypatch):
         surface("mlp-digits", [0], resolution=8)
     with pytest.raises(LandscapeError, match="--resolution 5 asks for 88 grid points"):
         surface("mlp-digits", [0, 1, 2], resolution=5, path_points=21)
+
+
+class _Data:
+    """The little of :class:`landscape.sources.Data` a surface reads: an evaluation split."""
+
+    def __init__(self, inputs, targets):
+        self.split_ = type("Split", (), {"inputs": inputs, "targets": targets})()
+
+    def evaluation(self, name):
+        return self.split_
+
+    def eval_options(self, cfg, inputs):
+        return {}
+
+
+@pytest.mark.parametrize("arch", ["vit", "gpt"])
+def test_surface_origin_on_attention_models(arch):
+    """Learned positions and a class token ride in the mixed embeddings: the middle of the grid
+    is still the model, and a grid point off it is the model moved along the directions."""
+    from landscape.experiments.surfaces import surface_directions
+
+    cfg = tiny_config(arch)
+    params = init_params(cfg, 0)
+    x = tiny_inputs(cfg, batch=6)
+    with torch.no_grad():
+        logits = forward(cfg, params, x).to(torch.float64)
+    n_pred = logits.shape[0] * (logits.shape[1] if logits.dim() == 3 else 1)
+    y = torch.randint(0, cfg.n_out, (n_pred,), generator=torch.Generator().manual_seed(1))
+    y = y.reshape(logits.shape[:-1])
+    s = surface_directions(cfg, params, _Data(x, y), seed=2, extent=0.5, resolution=3)
+    own = float(F.cross_entropy(logits.reshape(-1, cfg.n_out), y.reshape(-1)))
+    assert s.loss[1][1] == pytest.approx(own, abs=1e-6)
+    d1, d2 = direction_pair(params, 2)
+    moved = {k: params[k] + 0.5 * d1[k] - 0.5 * d2[k] for k in params}  # (α, β) = (0.5, −0.5)
+    with torch.no_grad():
+        far = forward(cfg, moved, x).to(torch.float64)
+    far_loss = float(F.cross_entropy(far.reshape(-1, cfg.n_out), y.reshape(-1)))
+    assert s.loss[0][2] == pytest.approx(far_loss, abs=1e-5)  # rows along β, columns along α
