@@ -92,14 +92,10 @@ SURFACE = Fields(
     "surface result",
     ("kind", "x", "y", "loss", "accuracy", "points"),
     {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "extent": None, "margin": None, "resolution": None},
+     "directions_seed": 0},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
-SURFACE_PATH = Fields(
-    "surface path",
-    ("label", "x", "y", "loss", "accuracy"),
-    {"lambdas": None, "barrier_loss": None, "barrier_accuracy": None},
-)
+SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})
 
 # ---------------------------------------------------------------- eigenangles page
 
@@ -159,5 +155,6 @@ ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,
+    SURFACE_POINT, SURFACE_PATH,
 )  # fmt: skip
