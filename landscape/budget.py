@@ -26,6 +26,7 @@ __all__ = [
     "budget_bytes",
     "check_checkpoints",
     "check_gguf_entries",
+    "check_grid_points",
     "check_points",
     "check_resolution",
     "check_steps",
@@ -109,6 +110,17 @@ def check_resolution(resolution: int) -> None:
     if resolution > limit:
         raise LandscapeError(
             f"--resolution {resolution} exceeds the limit of {limit} ({_budget_text()})"
+        )
+
+
+def check_grid_points(points: int, option: str, value: int) -> None:
+    """Refuse a grid of ``points`` points (a surface's) that the budget does not hold; the line
+    names ``option`` and the ``value`` that asked for them."""
+    limit = budget_bytes() // BYTES_PER_GRID_POINT
+    if points > limit:
+        raise LandscapeError(
+            f"{option} {value} asks for {points} grid points; the limit is {limit} "
+            f"({_budget_text()})"
         )
 
 

@@ -224,6 +224,35 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
                         progress=progress)  # fmt: skip
 
 
+# the options of one kind of surface, refused with the other (their defaults are the library's)
+SURFACE_AROUND = ("directions_seed", "extent", "vectors")
+SURFACE_PLANE = ("method", "group", "margin", "path_points")
+
+
+@command("surface")
+def _surface(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.surfaces import check_surface, surface
+
+    plane = args.seeds is not None
+    wrong = [k for k in (SURFACE_AROUND if plane else SURFACE_PLANE)
+             if getattr(args, k) is not None]  # fmt: skip
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        kind = "around one model (--seed)" if plane else "through three models (--seeds)"
+        raise LandscapeError(f"{flags}: only for a surface {kind}")
+    given = {k: getattr(args, k) for k in (*SURFACE_AROUND, *SURFACE_PLANE)
+             if getattr(args, k) is not None}  # fmt: skip
+    seeds = args.seeds if plane else [args.seed]
+    method, group = given.pop("method", "weight"), given.pop("group", "orth")
+    check_surface(seeds, method, group, resolution=args.resolution, split=args.split, **given)
+    what = f"{args.model} {seeds} {method}/{group}" if plane else f"{args.model} seed {args.seed}"
+    _status(f"surface {what}")
+    with _progress_bar(f"surface {'plane' if plane else 'directions'}") as progress:
+        return surface(args.model, seeds, method, group, resolution=args.resolution,
+                       split=args.split, device=args.device, progress=progress,
+                       **given)  # fmt: skip
+
+
 @command("eigenangles")
 def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.budget import check_points

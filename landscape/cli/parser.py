@@ -33,8 +33,8 @@ EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
-FIGURE_COMMANDS = ("barrier", "triangle", "eigenangles", "widths", "symmetries", "gauge-sweep",
-                   "transport", "matrix", "merges")  # fmt: skip
+FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
+                   "gauge-sweep", "transport", "matrix", "merges")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -354,6 +354,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --method learned: align B and C together over the whole "
                         "triangle (mixtures drawn on the simplex), not edge by edge")  # fmt: skip
     _executor(p, "the alignments and then the grid")
+
+    p = sub.add_parser("surface", parents=[common],
+                       help="2-D loss surface: around one model along filter-normalised random "
+                            "directions, or the plane through three aligned models")  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--seed", type=_seed, help="the model the surface is drawn around")
+    which.add_argument("--seeds", type=_seed, nargs=3, metavar=("A", "B", "C"),
+                       action=_distinct("plane"),
+                       help="the plane through models A, B and C; B and C are aligned to "
+                            "A")  # fmt: skip
+    p.add_argument("--method", choices=METHODS,
+                   help=METHOD_HELP + " (with --seeds; default weight)")  # fmt: skip
+    p.add_argument("--group", choices=BARRIER_GROUPS,
+                   help=GROUP_HELP + " (with --seeds; default orth)")  # fmt: skip
+    p.add_argument("--directions-seed", type=_seed,
+                   help="seed of the two random directions (with --seed; default 0)")  # fmt: skip
+    p.add_argument("--extent", type=_float_in(0, 1e6, open_low=True),
+                   help="α and β run from −extent to extent, in units of the filter-normalised "
+                        "directions (with --seed; default 1)")  # fmt: skip
+    p.add_argument("--vectors", choices=["zero", "keep"],
+                   help="directions of biases, norm gains and the class token: zero (left "
+                        "where they are) or keep (the parameter itself) (with --seed; default "
+                        "zero)")  # fmt: skip
+    p.add_argument("--margin", type=_float_in(0, 100),
+                   help="how far the grid reaches past the triangle, as a fraction of its "
+                        "larger side (with --seeds; default 0.2)")  # fmt: skip
+    p.add_argument("--path-points", type=_points,
+                   help="points along each straight path between the models (with --seeds; "
+                        "default 21)")  # fmt: skip
+    p.add_argument("--resolution", type=_int_at_least(2), default=21,
+                   help="grid points along each axis: resolution² points")  # fmt: skip
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
 
     p = sub.add_parser("eigenangles", parents=[common],
                        help="eigenangles of the weight-matching and learned rotations")  # fmt: skip

@@ -406,6 +406,44 @@ def _show_triangle(r: dict[str, Any]) -> list[str]:
     return _facts(facts)
 
 
+@layout("surface")
+def _show_surface(r: dict[str, Any]) -> list[str]:
+    loss = [v for row in r["loss"] for v in row]
+    acc = [v for row in r["accuracy"] for v in row]
+    word = _member(r["model"])
+    n = len(r["x"])
+    spread = (f"loss {_nats(min(loss))} to {_nats(max(loss))}, accuracy {_pct(min(acc))} to "
+              f"{_pct(max(acc))} over {n} × {n} points")  # fmt: skip
+    models = [f"{p['label']}: loss {_nats(p['loss'])}, accuracy {_pct(p['accuracy'])} at "
+              f"({number(p['x'])}, {number(p['y'])})" for p in r["points"]]  # fmt: skip
+    if r["kind"] == "directions":
+        e = number(r["extent"])
+        facts = [
+            ("surface", f"around {r['model']} {word} {r['seeds'][0]} along two filter-normalised "
+                        f"random directions (seed {r['directions_seed']}; biases and gains "
+                        f"{'left where they are' if r['vectors'] == 'zero' else 'moved by α·θ'})"),
+            ("grid", f"α, β from −{e} to {e}: {spread}"),
+            ("at the model", models[0]),
+            ("measured on", f"the {r['split']} split"),
+            ("time", _time(r)),
+        ]  # fmt: skip
+        return _facts(facts)
+    facts = [
+        ("surface", f"the plane through {r['model']} {word}s "
+                    f"{', '.join(map(str, r['seeds']))}; the last two aligned to the first"),
+        ("alignment", _alignment(r)),
+        ("grid", f"{spread}, reaching {_pct(r['margin'])} of the triangle's larger side past it"),
+        *(("models" if i == 0 else "", m) for i, m in enumerate(models)),
+        *(("straight paths" if i == 0 else "",
+           f"{p['label']}: loss barrier {_nats(p['barrier_loss'])}, accuracy barrier "
+           f"{_pct(p['barrier_accuracy'])}") for i, p in enumerate(r["paths"])),
+        ("measured on", f"the {r['split']} split"),
+        ("function check", _checks(r, "B and C")),
+        ("time", _time(r)),
+    ]  # fmt: skip
+    return _facts(facts)
+
+
 def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:
     n = len(pairs)
     return f"{n} pair{'s' if n != 1 else ''} of seeds (" + ", ".join(

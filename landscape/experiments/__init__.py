@@ -12,7 +12,9 @@ One room per experiment family, each a subpackage or a module:
 - :mod:`~landscape.experiments.atlas`: 2-D maps of checkpoints;
 - :mod:`~landscape.experiments.merging`: aligned checkpoints out, mergekit's operators, the
   recovery benchmark;
-- :mod:`~landscape.experiments.families`: imported families' members with their metrics.
+- :mod:`~landscape.experiments.families`: imported families' members with their metrics;
+- :mod:`~landscape.experiments.surfaces`: 2-D loss surfaces (random directions, the plane
+  through three aligned models).
 
 Shared by the rooms: :mod:`~landscape.experiments.evaluation` (loss and accuracy of many
 models at once: along lines, over triangles) and :mod:`~landscape.experiments.sweeps` (the
@@ -65,6 +67,7 @@ from landscape.experiments.barriers.widths import (
 )
 from landscape.experiments.eigen.view import eigenangle_result, eigenangle_view
 from landscape.experiments.families import family_members, member_metrics
+from landscape.experiments.surfaces import surface
 from landscape.names import BARRIER_GROUPS, METHODS
 
 __all__ = [
@@ -104,6 +107,7 @@ __all__ = [
     "narrow_model",
     "pairs_for",
     "summarise_barriers",
+    "surface",
     "table",
     "triangle",
     "width_barriers",

@@ -36,6 +36,7 @@ from landscape.plots.gauge import (
 from landscape.plots.home import SYMMETRY_LEVELS, figure_symmetry_levels
 from landscape.plots.interpolation import figure_interpolation, figure_widths
 from landscape.plots.models import figure_training_curves, figure_zoo_overview
+from landscape.plots.surface import figure_surface
 from landscape.plots.theme import PALETTE, apply_theme
 from landscape.plots.triangle import figure_triangles
 
@@ -62,6 +63,7 @@ __all__ = [
     "figure_objective",
     "figure_recovery",
     "figure_scramble",
+    "figure_surface",
     "figure_symmetry_check",
     "figure_symmetry_levels",
     "figure_training_curves",

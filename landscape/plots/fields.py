@@ -84,6 +84,19 @@ TRIANGLE = Fields(
     {"seeds": ("A", "B", "C"), "split": "test"},
 )  # fmt: skip
 
+# ---------------------------------------------------------------- surface page
+
+# experiments.surfaces.surface: a grid (rows along y), the models in the plane and, for the
+# plane through three models, the straight paths between them.
+SURFACE = Fields(
+    "surface result",
+    ("kind", "x", "y", "loss", "accuracy", "points"),
+    {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
+     "directions_seed": 0},
+)  # fmt: skip
+SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
+SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})
+
 # ---------------------------------------------------------------- eigenangles page
 
 # Without learned matching (the app's fast path) there is no correction series.
@@ -142,5 +155,6 @@ ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,
+    SURFACE_POINT, SURFACE_PATH,
 )  # fmt: skip

@@ -52,6 +52,13 @@ def _triangle(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {"": figure_triangles([result])}
 
 
+def _surface(result: dict[str, Any]) -> dict[str, go.Figure]:
+    """The contour map, and the 3-D surface as ``-3d``."""
+    from landscape.plots.surface import figure_surface
+
+    return {"": figure_surface(result), "3d": figure_surface(result, view="3d")}
+
+
 def _eigenangles(result: dict[str, Any]) -> dict[str, go.Figure]:
     from landscape.plots.eigenangles import (
         figure_checkpoint_barriers,
@@ -119,6 +126,7 @@ def _merges(result: dict[str, Any]) -> dict[str, go.Figure]:
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
+    "surface": _surface,
     "eigenangles": _eigenangles,
     "widths": _widths,
     "symmetries": _symmetries,

@@ -273,7 +273,7 @@ def _scale_trace(trace: dict[str, Any], scale: float, grow: float | None = None)
     kind = trace.get("type", "scatter")
     mode = trace.get("mode", "")
     _scale_fonts(trace, scale)
-    if kind in ("scatter", "scatterternary", "box"):
+    if kind in ("scatter", "scatterternary", "box", "scatter3d"):
         line = trace.setdefault("line", {})
         line["width"] = line.get("width", _PLOTLY_LINE) * scale
     marker = trace.get("marker")
@@ -286,7 +286,9 @@ def _scale_trace(trace: dict[str, Any], scale: float, grow: float | None = None)
         scale = grow if grow is not None else scale**0.5
     if "line" in marker and "width" in marker["line"]:
         marker["line"]["width"] = _times(marker["line"]["width"], scale)
-    if kind in ("scatter", "scatterternary", "box") and ("markers" in mode or kind == "box"):
+    if kind in ("scatter", "scatterternary", "box", "scatter3d") and (
+        "markers" in mode or kind == "box"
+    ):
         marker["size"] = _times(marker.get("size", _PLOTLY_MARKER), scale)
 
 

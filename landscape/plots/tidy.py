@@ -25,6 +25,9 @@ from landscape.plots.fields import (
     LEARNED_CHECKPOINT,
     LM_STEP,
     MATRIX,
+    SURFACE,
+    SURFACE_PATH,
+    SURFACE_POINT,
     TRAINING_CURVES,
     TRAINING_RUN,
     TRIANGLE,
@@ -108,6 +111,39 @@ def tidy_triangles(results: Sequence[Mapping[str, Any]], model: str = "") -> pd.
                 })  # fmt: skip
     columns = ["model", "seed_a", "seed_b", "seed_c", "method", "group", "split", "w_a", "w_b",
                "w_c", "metric", "value", "in_basin"]  # fmt: skip
+    return _frame(rows, columns)
+
+
+def tidy_surface(result: Mapping[str, Any]) -> pd.DataFrame:
+    """The surface of :func:`~landscape.plots.surface.figure_surface`: one row per grid point ×
+    metric (``part`` grid), per model point × metric (``part`` model, ``label`` the model) and
+    per point of a straight path × metric (``part`` path, ``label`` its ends, ``lam``)."""
+    kind, seeds = SURFACE.read(result, "kind"), SURFACE.read(result, "seeds")
+    base = {"model": SURFACE.read(result, "model"), "seeds": " ".join(map(str, seeds)),
+            "kind": kind, "method": SURFACE.read(result, "method"),
+            "group": SURFACE.read(result, "group"),
+            "split": SURFACE.read(result, "split")}  # fmt: skip
+    rows = []
+    xs, ys = SURFACE.read(result, "x"), SURFACE.read(result, "y")
+    for metric in METRICS:
+        for i, (y, row) in enumerate(zip(ys, SURFACE.read(result, metric), strict=True)):
+            for x, v in zip(xs, row, strict=True):
+                rows.append({**base, "part": "grid", "label": "", "x": x, "y": y, "lam": None,
+                             "metric": metric, "value": v, "row": i})  # fmt: skip
+        for p in SURFACE.read(result, "points"):
+            rows.append({**base, "part": "model", "label": SURFACE_POINT.read(p, "label"),
+                         "x": SURFACE_POINT.read(p, "x"), "y": SURFACE_POINT.read(p, "y"),
+                         "lam": None, "metric": metric,
+                         "value": SURFACE_POINT.read(p, metric)})  # fmt: skip
+        for path in SURFACE.read(result, "paths"):
+            px, py = SURFACE_PATH.read(path, "x"), SURFACE_PATH.read(path, "y")
+            lams = SURFACE_PATH.read(path, "lambdas") or [None] * len(px)
+            values = SURFACE_PATH.read(path, metric)
+            for x, y, lam, v in zip(px, py, lams, values, strict=True):
+                rows.append({**base, "part": "path", "label": SURFACE_PATH.read(path, "label"),
+                             "x": x, "y": y, "lam": lam, "metric": metric, "value": v})  # fmt: skip
+    columns = ["model", "seeds", "kind", "method", "group", "split", "part", "label", "x", "y",
+               "lam", "metric", "value"]  # fmt: skip
     return _frame(rows, columns)
 
 

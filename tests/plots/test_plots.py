@@ -38,6 +38,7 @@ from landscape.sources import split_sampler
 from landscape.symmetry import symmetry_table
 from landscape.tasks import Task
 from tests.conftest import tiny_config, tiny_inputs
+from tests.plots.test_surface_plots import plane_result
 
 
 def _curve(height: float) -> dict:
@@ -241,6 +242,8 @@ BUILDERS = {
     "trajectory": lambda: plots.figure_trajectory(TRAJECTORY),
     "claims": lambda: plots.figure_claims(CLAIMS),
     "transport": lambda: plots.figure_transport(TRANSPORT),
+    "surface": lambda: plots.figure_surface(plane_result()),
+    "surface_3d": lambda: plots.figure_surface(plane_result(), view="3d"),
 }  # fmt: skip
 
 
@@ -443,6 +446,8 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
     )  # the page's note
     # the tidy tables (the figures' CSVs) read the pair and its settings from a curve
     tidy.tidy_interpolation([{"label": "naive", "results": [_curve(1.0)]}])
+    tidy.tidy_surface(plane_result())
+    plots.figure_surface({**plane_result(), "kind": "directions", "directions_seed": 1})
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
     assert declared == read
 

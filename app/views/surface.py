@@ -1,0 +1,139 @@
+"""Surface: the loss around one model along two random directions, or over the plane through
+three aligned models, as a contour map and in 3-D."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import state
+from app.components import (
+    combo_label,
+    controls,
+    device,
+    figure,
+    model,
+    need_data,
+    need_seeds,
+    page_header,
+    parse_combo,
+    presentation,
+    run_in_status,
+    seed_format,
+    show_error,
+    show_warnings,
+    side_by_side,
+)
+from app.memory import remember
+from landscape.matching import method_of
+from landscape.names import BARRIER_GROUPS, METHODS
+from landscape.plots.surface import figure_surface
+from landscape.plots.tidy import tidy_surface
+
+AROUND, PLANE = "Around one model", "Plane through three"
+
+page_header(
+    "Surface",
+    "Loss and accuracy over a plane in weight space. *Around one model*: θ + α·d₁ + β·d₂, with "
+    "d₁ and d₂ Gaussian directions whose every filter (the weights feeding one output unit) is "
+    "rescaled to the norm of the model's filter, so that α = 1 is a step as large as the model's "
+    "own weights; biases and norm gains stay where they are. *Plane through three*: A, and B "
+    "and C aligned onto A, in the plane they span, reaching past the triangle; the dashed lines "
+    "are the straight paths between the models.",
+)
+
+name = model()
+need_data(name)
+seeds = need_seeds(name, 1)
+combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+                      for g in BARRIER_GROUPS]  # fmt: skip
+
+with controls():
+    c1, c2, c3 = st.columns([2, 3, 2])
+    kinds = [AROUND, PLANE] if len(seeds) >= 3 else [AROUND]
+    remember("surf_kind", AROUND, param="surface", options=kinds)
+    kind = c1.radio("Surface", kinds, horizontal=True, key="surf_kind")
+    if kind == AROUND:
+        remember(f"surf_seed_{name}", seeds[0], param="seed", options=seeds)
+        chosen = [c1.selectbox("Model", seeds, key=f"surf_seed_{name}",
+                               format_func=seed_format(name))]  # fmt: skip
+        remember("surf_extent", 1.0, param="extent", options=(0.25, 0.5, 1.0, 1.5, 2.0))
+        extent = c2.select_slider("Extent (α and β from −extent to extent)",
+                                  [0.25, 0.5, 1.0, 1.5, 2.0], key="surf_extent")  # fmt: skip
+        remember("surf_dseed", 0, param="directions", options=range(10))
+        directions_seed = c2.selectbox("Directions seed", list(range(10)), key="surf_dseed")
+        method, group, margin = "weight", "orth", 0.2
+    else:
+        remember(f"surf_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True,
+                 most=3)  # fmt: skip
+        chosen = c1.multiselect("Three seeds (A, B, C)", seeds, max_selections=3,
+                                key=f"surf_seeds_{name}",
+                                format_func=seed_format(name))  # fmt: skip
+        remember("surf_combo", "weight/orth", param="method", options=combos)
+        method, group = parse_combo(c2.selectbox("Method / group", combos, key="surf_combo"))
+        remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))
+        margin = c2.select_slider("Margin past the triangle (of its larger side)",
+                                  [0.1, 0.2, 0.3, 0.5], key="surf_margin")  # fmt: skip
+        extent, directions_seed = 1.0, 0
+    remember("surf_resolution", 21, param="grid", options=range(5, 42, 2))
+    resolution = c3.select_slider("Grid (points per axis)", list(range(5, 42, 2)),
+                                  key="surf_resolution")  # fmt: skip
+    remember("surf_metric", "loss", param="colour", options=("loss", "accuracy"))
+    metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="surf_metric")
+    remember("surf_split", "test", param="split", options=("test", "train"))
+    split = c3.radio("Data split", ["test", "train"], horizontal=True, key="surf_split")
+
+if kind == PLANE and len(chosen) != 3:
+    st.info("Choose exactly three seeds.")
+    st.stop()
+
+args = (name, tuple(chosen), method, group, resolution, split, device(), extent,
+        directions_seed, margin)  # fmt: skip
+what = (f"The surface around {name} seed {chosen[0]}" if kind == AROUND else
+        f"The plane through {name} seeds {', '.join(map(str, chosen))}")  # fmt: skip
+result = None
+try:
+    result = state.surface(*args)
+except state.NotCached:
+    st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed yet.",
+            icon=":material/hourglass_top:")  # fmt: skip
+    if st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:"):
+        result = run_in_status(
+            lambda progress: state.compute_surface(*args, progress=progress),
+            running="Evaluating the surface …",
+            done=f"{resolution * resolution} points evaluated",
+            failed="Surface failed",
+            what=what,
+        )
+except Exception as err:
+    show_error(what, err)
+
+if result is not None:
+    show_warnings(what, result)
+    settings = {"model": name, "seeds": list(chosen), "split": split, "resolution": resolution,
+                **({"extent": extent, "directions seed": directions_seed} if kind == AROUND
+                   else {"method": method, "group": group, "margin": margin})}  # fmt: skip
+    rows = [{"model": p["label"], "loss": p["loss"], "accuracy": p["accuracy"]}
+            for p in result["points"]]  # fmt: skip
+    tables = {"The models": rows}
+    paths = [{"path": p["label"], "loss barrier": p["barrier_loss"],
+              "accuracy barrier": p["barrier_accuracy"]} for p in result["paths"]]  # fmt: skip
+    if paths:
+        tables["The straight paths"] = paths
+    slug = f"surface-{name}-{'-'.join(map(str, chosen))}-{metric}-{split}"
+    left, right = side_by_side([1, 1])
+    with left:
+        figure(figure_surface(result, metric=metric, presentation=presentation()), slug,
+               key="surface", data=tidy_surface(result), settings=settings,
+               tables=tables)  # fmt: skip
+    with right:
+        figure(figure_surface(result, metric=metric, view="3d", presentation=presentation()),
+               f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
+               settings=settings)  # fmt: skip
+    frame = pd.DataFrame(rows + paths)
+    st.table(frame.style.format(precision=4, na_rep="").hide(axis="index"))
+    st.caption(
+        f"{len(result['x'])} × {len(result['y'])} grid points on the {split} split; loss coloured "
+        "on a log scale. Barriers: the largest excess of loss over the chord between the ends "
+        "(accuracy: the largest drop below it)."
+    )

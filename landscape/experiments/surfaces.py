@@ -1,0 +1,439 @@
+"""2-D loss surfaces: around one model along filter-normalised random directions, and over the
+plane through three models (B and C aligned onto A) beyond their triangle (docs/design.md §1,
+*Surfaces*).
+
+Both are grids of mixtures of three parameter sets, evaluated in chunks by
+:func:`landscape.experiments.evaluation.evaluate_mixtures` (batched on the device, the mixing
+bounded by its memory budget):
+
+- *directions*: θ + α·d₁ + β·d₂ = (1 − α − β)·θ + α·(θ + d₁) + β·(θ + d₂), weights that sum
+  to one, so the mixed embeddings are those of the mixed parameters whatever the embedding;
+  (α, β) = (0, 0) is θ bit for bit;
+- *plane*: θ = A + x·e₁ + y·e₂ with (e₁, e₂) the Gram–Schmidt basis of (B − A, C − A), which is
+  the affine mixture (1 − s − t)·A + s·B + t·C of the plane's coordinates; the three models and
+  the straight paths between them are rows of the same pass, so each model's point is that
+  model bit for bit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from landscape.budget import check_grid_points
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.barriers.pipeline import (
+    ALGO_VERSION,
+    align,
+    check_method,
+    check_pair,
+    check_split,
+    health,
+)
+from landscape.experiments.evaluation import (
+    barrier_from_curve,
+    check_finite_loss,
+    evaluate_mixtures,
+)
+from landscape.matching import worst_check
+from landscape.models import ModelConfig, Params
+from landscape.progress import Progress, tell, within
+from landscape.sources import Data, Source, data_of, label
+from landscape.store.cache import Cache, digest_tensors
+from landscape.threads import threaded
+
+__all__ = [
+    "SURFACE_VERSION",
+    "VECTORS",
+    "Surface",
+    "check_surface",
+    "direction_pair",
+    "filter_axes",
+    "filter_norms",
+    "filter_normalise",
+    "grid_axis",
+    "plane_coordinates",
+    "surface",
+    "surface_directions",
+    "surface_plane",
+]
+
+SURFACE_VERSION = 1  # bump when directions, grids or their evaluation change
+Vectors = Literal["zero", "keep"]
+VECTORS: tuple[Vectors, ...] = ("zero", "keep")
+# Per-head readers: their head axis indexes output units too (docs/design.md §1, *Surfaces*).
+HEAD_READERS = ("W_Q", "W_K", "W_V")
+
+
+# ---------------------------------------------------------------- filter-normalised directions
+
+
+def filter_axes(name: str, shape: Sequence[int]) -> tuple[int, ...] | None:
+    """The axes one filter of parameter ``name`` spans, or None for a vector parameter.
+
+    A filter is everything that feeds one output unit under right multiplication ``x·W``: the
+    slice ``W[..., j]`` over every axis but the last, so for a matrix [d_in, d_out] a column. The
+    per-head readers ``W_Q``, ``W_K``, ``W_V`` [heads, d_model, d_head] output one unit per
+    (head, j), so their filter is ``W[h, :, j]`` (axis 1); ``W_O`` [heads, d_head, d_model]
+    outputs d_model units, each fed by every head: ``W_O[:, :, j]`` (axes 0, 1). Embedding tables
+    and positions (``W_E``, ``W_pos``) follow the same rule. Vectors (biases ``b_*``, norm gains
+    ``w`` and biases ``b``, the class token) are no filters: :func:`filter_normalise` zeroes or
+    keeps them.
+    """
+    leaf = name.rsplit(".", 1)[-1]
+    if not leaf.startswith("W") or len(shape) < 2:
+        return None
+    if leaf in HEAD_READERS and len(shape) == 3:
+        return (1,)
+    return tuple(range(len(shape) - 1))
+
+
+def filter_norms(name: str, t: torch.Tensor) -> torch.Tensor | None:
+    """‖filter‖₂ of every filter of ``t`` (:func:`filter_axes`), broadcastable against ``t``;
+    None for a vector parameter."""
+    axes = filter_axes(name, t.shape)
+    if axes is None:
+        return None
+    return t.to(torch.float64).square().sum(axes, keepdim=True).sqrt()
+
+
+def filter_normalise(direction: Params, params: Params, vectors: Vectors = "zero") -> Params:
+    """Every filter of ``direction`` rescaled to the norm of the same filter of ``params``:
+    ``d_f ← d_f · ‖θ_f‖ / ‖d_f‖`` (a filter of θ that is zero gives a zero filter).
+
+    Vector parameters: ``"zero"`` (default) leaves them out of the direction, ``"keep"`` takes
+    the parameter itself as its direction (so it moves by α·θ, its norm again θ's). Returned in
+    ``params``' dtype and device.
+    """
+    if vectors not in VECTORS:
+        raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
+    out: Params = {}
+    for name, theta in params.items():
+        d = direction[name].to(torch.float64)
+        norms = filter_norms(name, theta)
+        if norms is None:
+            out[name] = torch.zeros_like(theta) if vectors == "zero" else theta.clone()
+            continue
+        own = filter_norms(name, d)
+        scale = torch.where(own > 0, norms.cpu() / own.clamp_min(1e-300), torch.zeros_like(own))
+        out[name] = (d * scale).to(device=theta.device, dtype=theta.dtype)
+    return out
+
+
+def direction_pair(params: Params, seed: int, vectors: Vectors = "zero") -> tuple[Params, Params]:
+    """Two filter-normalised Gaussian directions around ``params``: d₁ then d₂ drawn from one
+    generator seeded by ``seed``, each parameter in sorted name order, in float64 on the CPU (the
+    same directions on every device). They are not orthogonalised: at the zoo's sizes two such
+    draws are orthogonal to about 1/√(parameters)."""
+    gen = torch.Generator().manual_seed(int(seed))
+    names = sorted(params)
+    drawn = []
+    for _ in range(2):
+        raw = {k: torch.randn(tuple(params[k].shape), generator=gen, dtype=torch.float64)
+               for k in names}  # fmt: skip
+        drawn.append(filter_normalise(raw, params, vectors))
+    return drawn[0], drawn[1]
+
+
+def grid_axis(lo: float, hi: float, resolution: int) -> torch.Tensor:
+    """``resolution`` evenly spaced values from ``lo`` to ``hi`` (float64); on a symmetric axis
+    with an odd resolution the middle one is exactly 0."""
+    r = int(resolution)
+    i = torch.arange(r, dtype=torch.float64)
+    if lo == -hi:  # (2i − (r − 1))/(r − 1)·hi: the middle value is 0, not a rounding of it
+        return (2 * i - (r - 1)) / max(r - 1, 1) * hi
+    return lo + (hi - lo) * i / max(r - 1, 1)
+
+
+# ---------------------------------------------------------------- the plane through three models
+
+
+def _flat_difference(x: Params, a: Params, names: Sequence[str]) -> torch.Tensor:
+    return torch.cat([(x[k].to(torch.float64) - a[k].to(torch.float64)).reshape(-1).cpu()
+                      for k in names])  # fmt: skip
+
+
+def plane_coordinates(a: Params, b: Params, c: Params) -> tuple[float, float, float]:
+    """The models' places in the plane of (B − A, C − A), orthonormalised by Gram–Schmidt:
+    A = (0, 0), B = (‖B − A‖, 0), C = (⟨C − A, e₁⟩, ‖(C − A)⊥‖). Returns (B_x, C_x, C_y).
+    Collinear models span no plane and are refused."""
+    names = sorted(a)
+    u, v = _flat_difference(b, a, names), _flat_difference(c, a, names)
+    bx = float(u.norm())
+    if bx == 0:
+        raise LandscapeError("A and B are the same point: they span no plane")
+    cx = float(v @ u) / bx
+    cy = float((v - (cx / bx) * u).norm())
+    if cy <= 1e-9 * max(bx, float(v.norm())):
+        raise LandscapeError("A, B and C lie on one line: they span no plane")
+    return bx, cx, cy
+
+
+def _plane_weights(xs: torch.Tensor, ys: torch.Tensor, bx: float, cx: float, cy: float
+                   ) -> torch.Tensor:  # fmt: skip
+    """Affine weights (w_A, w_B, w_C) of plane points (x, y): [P, 3], rows summing to 1."""
+    t = ys / cy
+    s = (xs - t * cx) / bx
+    return torch.stack([1.0 - s - t, s, t], dim=1)
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass
+class Surface:
+    """Loss and accuracy over a grid of a plane in weight space.
+
+    ``loss[i][j]`` is at (x[j], y[i]) (rows along y, as a contour draws them). ``points`` are
+    the models in the plane, each ``{"label", "x", "y", "loss", "accuracy"}``; ``paths`` the
+    straight lines between them (plane only), each ``{"label", "x", "y", "lambdas", "loss",
+    "accuracy"}`` with lists along the line (λ = 1 at the first-named model) and its
+    ``barrier_loss`` and ``barrier_accuracy`` (docs/design.md §1).
+    """
+
+    kind: Literal["directions", "plane"]
+    x: list[float]
+    y: list[float]
+    loss: list[list[float]]
+    accuracy: list[list[float]]
+    points: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tensor, data: Data,
+              split: str, device: torch.device, progress: Progress | None
+              ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    ev = data.evaluation(split)
+    return evaluate_mixtures(cfg, endpoints, weights, ev.inputs, ev.targets, device=device,
+                             progress=progress, **data.eval_options(cfg, ev.inputs))  # fmt: skip
+
+
+def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
+    return values.reshape(n_y, n_x).tolist()
+
+
+def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
+                       extent: float = 1.0, resolution: int = 21, vectors: Vectors = "zero",
+                       split: str = "test", device: torch.device = CPU,
+                       progress: Progress | None = None, name: str = "model"
+                       ) -> Surface:  # fmt: skip
+    """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)``, d₁ and d₂ from
+    :func:`direction_pair`; the model itself (the origin) is the point ``name``."""
+    d1, d2 = direction_pair(params, seed, vectors)
+    ends = [params, {k: params[k] + d1[k] for k in params}, {k: params[k] + d2[k] for k in params}]
+    axis = grid_axis(-extent, extent, resolution)
+    beta, alpha = torch.meshgrid(axis, axis, indexing="ij")  # (y, x)
+    a, b = alpha.reshape(-1), beta.reshape(-1)
+    grid = torch.stack([1.0 - a - b, a, b], dim=1)
+    weights = torch.cat([grid, torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)])
+    loss, acc = _evaluate(cfg, ends, weights, data, split, device, progress)
+    n = resolution * resolution
+
+    def where(i: int) -> str:
+        return f"(α, β) = ({float(weights[i, 1]):.4g}, {float(weights[i, 2]):.4g}) around {name}"
+
+    check_finite_loss(loss, where, split)
+    origin = {"label": name, "x": 0.0, "y": 0.0, "loss": float(loss[n]),
+              "accuracy": float(acc[n])}  # fmt: skip
+    return Surface("directions", axis.tolist(), axis.tolist(), _grid(loss[:n], resolution,
+                   resolution), _grid(acc[:n], resolution, resolution), [origin])  # fmt: skip
+
+
+def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data, *,
+                  margin: float = 0.2, resolution: int = 21, path_points: int = 21,
+                  split: str = "test", device: torch.device = CPU,
+                  progress: Progress | None = None,
+                  names: Sequence[str] = ("A", "B", "C")) -> Surface:  # fmt: skip
+    """The plane through A, B and C (:func:`plane_coordinates`) on a ``resolution`` ×
+    ``resolution`` grid over the triangle's bounding box widened by ``margin`` times its larger
+    side on every side, with the three straight paths of ``path_points`` points each (λ = 1 at
+    the first-named end) and the three models."""
+    bx, cx, cy = plane_coordinates(a, b, c)
+    side = max(bx, abs(cx), abs(bx - cx), cy)
+    x0, x1 = min(0.0, cx) - margin * side, max(bx, cx) + margin * side
+    y0, y1 = -margin * side, cy + margin * side
+    xs, ys = grid_axis(x0, x1, resolution), grid_axis(y0, y1, resolution)
+    gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+    grid = _plane_weights(gx.reshape(-1), gy.reshape(-1), bx, cx, cy)
+    corner = torch.eye(3, dtype=torch.float64)
+    lam = torch.linspace(1.0, 0.0, path_points, dtype=torch.float64)[:, None]
+    edges = ((0, 1), (0, 2), (1, 2))
+    # λ·first + (1 − λ)·second in barycentric weights: the ends are the corners exactly
+    lines = [lam * corner[i] + (1 - lam) * corner[j] for i, j in edges]
+    weights = torch.cat([grid, *lines])
+    loss, acc = _evaluate(cfg, [a, b, c], weights, data, split, device, progress)
+    n = resolution * resolution
+
+    def where(i: int) -> str:
+        w = ", ".join(f"{float(v):.4g}" for v in weights[i])
+        return f"the point (w_A, w_B, w_C) = ({w}) of the plane through {', '.join(names)}"
+
+    check_finite_loss(loss, where, split)
+    place = torch.tensor([[0.0, 0.0], [bx, 0.0], [cx, cy]], dtype=torch.float64)
+    paths, points = [], [None, None, None]
+    for e, (i, j) in enumerate(edges):
+        lo = n + e * path_points
+        w = weights[lo : lo + path_points]
+        xy = w @ place  # (points, 2)
+        seg_loss, seg_acc = loss[lo : lo + path_points], acc[lo : lo + path_points]
+        bar = barrier_from_curve(lam[:, 0], seg_loss, seg_acc)
+        paths.append({"label": f"{names[i]}–{names[j]}", "x": xy[:, 0].tolist(),
+                      "y": xy[:, 1].tolist(), "lambdas": lam[:, 0].tolist(),
+                      "loss": seg_loss.tolist(), "accuracy": seg_acc.tolist(),
+                      "barrier_loss": bar.barrier_loss,
+                      "barrier_accuracy": bar.barrier_accuracy})  # fmt: skip
+        for k, at in ((i, 0), (j, path_points - 1)):
+            points[k] = {"label": names[k], "x": float(place[k, 0]), "y": float(place[k, 1]),
+                         "loss": float(seg_loss[at]), "accuracy": float(seg_acc[at])}  # fmt: skip
+    return Surface("plane", xs.tolist(), ys.tolist(), _grid(loss[:n], resolution, resolution),
+                   _grid(acc[:n], resolution, resolution), points, paths)  # fmt: skip
+
+
+# ---------------------------------------------------------------- the cached experiment
+
+
+def _check_grid(resolution: int, extent: float, margin: float, path_points: int, plane: bool
+                ) -> None:  # fmt: skip
+    if resolution < 2:
+        raise LandscapeError("--resolution must be at least 2")
+    if not (extent > 0 and extent < float("inf")):
+        raise LandscapeError(f"--extent must be a positive number, got {extent:g}")
+    if not (margin >= 0 and margin < float("inf")):
+        raise LandscapeError(f"--margin must be a non-negative number, got {margin:g}")
+    if path_points < 2:
+        raise LandscapeError("--path-points must be at least 2")
+    # the grid, and the three paths or the origin
+    extra = 3 * path_points if plane else 1
+    check_grid_points(resolution * resolution + extra, "--resolution", resolution)
+
+
+def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth", *,
+                  resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
+                  path_points: int = 21, vectors: str = "zero", split: str = "test"
+                  ) -> None:  # fmt: skip
+    """Refuse a surface request in one line before anything is loaded (:func:`surface`'s
+    arguments): the number of seeds, the method and group of a plane, the grid and its budget."""
+    if len(seeds) not in (1, 3):
+        raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
+    if len(seeds) == 3 and len(set(seeds)) < 3:
+        raise LandscapeError(f"seeds repeat ({' '.join(map(str, seeds))}): a plane needs three "
+                             "different models")  # fmt: skip
+    if vectors not in VECTORS:
+        raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
+    if len(seeds) == 3:
+        check_method(method, group)
+    check_split(split)
+    _check_grid(resolution, extent, margin, path_points, len(seeds) == 3)
+
+
+@threaded
+def surface(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "orth",
+    *,
+    directions_seed: int = 0,
+    extent: float = 1.0,
+    margin: float = 0.2,
+    resolution: int = 21,
+    path_points: int = 21,
+    vectors: Vectors = "zero",
+    split: str = "test",
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """A loss surface of ``model``, cached (kind ``surface``).
+
+    One seed: around that model along two filter-normalised random directions drawn with
+    ``directions_seed`` (:func:`surface_directions`; ``extent``, ``vectors``). Three seeds: the
+    plane through A, B aligned to A and C aligned to A by ``method``/``group``
+    (:func:`surface_plane`; ``margin``, ``path_points``). Either on a ``resolution`` ×
+    ``resolution`` grid of the ``split``.
+    """
+    seeds = list(seeds)
+    check_surface(seeds, method, group, resolution=resolution, extent=extent, margin=margin,
+                  path_points=path_points, vectors=vectors, split=split)  # fmt: skip
+    plane = len(seeds) == 3
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    ckpts = [Source(model, s).load(device, cache) for s in seeds]
+    for other in ckpts[1:]:
+        check_pair(ckpts[0], other)
+    data = data_of(ckpts[0])
+    names = [label(x) for x in ckpts]
+    inputs: dict[str, Any] = {
+        "models": [digest_tensors(x.params) for x in ckpts],
+        "cfg": ckpts[0].cfg.to_dict(),
+        "resolution": resolution,
+        "split": split,
+        "data": data.key,
+        "version": SURFACE_VERSION,
+    }
+    if plane:
+        inputs.update(method=method, group=group, margin=margin, path_points=path_points,
+                      matching_version=ALGO_VERSION)  # fmt: skip
+    else:
+        inputs.update(directions_seed=directions_seed, extent=extent, vectors=vectors)
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        if not plane:
+            tell(progress, "evaluate", 0)
+            s = surface_directions(ckpts[0].cfg, ckpts[0].params, data, seed=directions_seed,
+                                   extent=extent, resolution=resolution, vectors=vectors,
+                                   split=split, device=device, progress=progress,
+                                   name=names[0])  # fmt: skip
+            return {}, {**s.to_dict(), "checks": {}}
+        a, b, c = ckpts
+        tell(progress, "match B", 0)
+        ab = align(a, b, method, group, device=device, cache=cache, data=data,
+                   progress=within(progress, 0.0, 0.25))  # fmt: skip
+        tell(progress, "match C", 0.25)
+        ac = align(a, c, method, group, device=device, cache=cache, data=data,
+                   progress=within(progress, 0.25, 0.5))  # fmt: skip
+        checks = {
+            f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
+            f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],
+            f"{names[0]} processed for {group}": worst_check(
+                [ab.info.get("function_check_a"), ac.info.get("function_check_a")]
+            ),
+        }
+        tell(progress, "evaluate", 0.5)
+        s = surface_plane(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data,
+                          margin=margin, resolution=resolution, path_points=path_points,
+                          split=split, device=device, progress=within(progress, 0.5, 1.0),
+                          names=names)  # fmt: skip
+        worst = worst_check([ab.info["function_check"], ac.info["function_check"]])
+        return {}, {**s.to_dict(), "function_check": worst, "checks": checks}
+
+    entry, hit = cache.get_or_compute("surface", inputs, compute)
+    tell(progress, "done", 1)
+    meta = dict(entry.meta)
+    checks = meta.pop("checks")
+    return {
+        "model": model,
+        "seeds": seeds,
+        **(
+            {"method": method, "group": group, "margin": margin, "path_points": path_points}
+            if plane
+            else {"directions_seed": directions_seed, "extent": extent, "vectors": vectors}
+        ),
+        "resolution": resolution,
+        "split": split,
+        **meta,
+        "checks": checks,
+        **({"function_check_a": checks[f"{names[0]} processed for {group}"]} if plane else {}),
+        **health(checks),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": hit,
+        "device": str(device),
+    }

@@ -1,0 +1,188 @@
+"""The Surface page's figures: a loss or accuracy surface as a contour map and in 3-D, the
+models marked and the straight paths between them drawn on it (docs/design.md §1, *Surfaces*).
+
+Loss is coloured (and raised, in 3-D) on a log scale: a surface spans the basin's hundredths of
+a nat and the rim's tens, and on a linear scale the basin is one colour. Hovering shows the
+loss itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT
+from landscape.plots.theme import (
+    GRID,
+    LINE_WIDTH,
+    PALETTE,
+    apply_theme,
+    font_size,
+    points,
+    presentable,
+)
+
+VIEWS = ("contour", "3d")
+METRICS = ("loss", "accuracy")
+POINT_COLOUR = "#000000"
+# the straight paths A–B, A–C, B–C: palette colours other than the colour scale's ends
+PATH_COLOURS = (PALETTE[3], PALETTE[4], PALETTE[1])
+PATH_DASH = "dash"  # the page says what the dashed lines are: no legend beside the colour bar
+
+
+def _value(metric: str, v: float) -> float:
+    """What is drawn for a value: log₁₀ of a loss, an accuracy in percent."""
+    if metric == "accuracy":
+        return points(v)
+    return math.log10(v) if v > 0 else -math.inf
+
+
+def _unit(metric: str) -> str:
+    return "accuracy (%)" if metric == "accuracy" else "loss (nats, log scale)"
+
+
+def axis_titles(result: Mapping[str, Any]) -> tuple[str, str]:
+    """The plane's axes: α and β along the two random directions, or the Gram–Schmidt
+    coordinates of the plane through three models (weight-space distances)."""
+    if SURFACE.read(result, "kind") == "directions":
+        return "α (along direction 1)", "β (along direction 2)"
+    return "along B − A (weight distance)", "towards C, ⊥ B − A"
+
+
+def surface_title(result: Mapping[str, Any]) -> str:
+    model = SURFACE.read(result, "model")
+    seeds = SURFACE.read(result, "seeds")
+    split = SURFACE.read(result, "split")
+    if SURFACE.read(result, "kind") == "directions":
+        seed = seeds[0] if seeds else ""
+        return (f"{model} seed {seed}: filter-normalised random directions "
+                f"(seed {SURFACE.read(result, 'directions_seed')}), {split} split")  # fmt: skip
+    method = SURFACE.read(result, "method")
+    how = "naive" if method == "naive" else f"{method}/{SURFACE.read(result, 'group')}"
+    seeds_text = ", ".join(map(str, seeds))
+    return f"{model} seeds {seeds_text}: the plane through the three ({how}), {split} split"
+
+
+def _ticks(metric: str, values: Sequence[float]) -> dict[str, Any]:
+    """Colour-bar ticks of a log-scaled loss labelled with the loss itself."""
+    if metric == "accuracy":
+        return {"title": {"text": "accuracy (%)"}}
+    finite = [v for v in values if math.isfinite(v)]
+    lo, hi = math.floor(min(finite)), math.ceil(max(finite))
+    ticks = [e + math.log10(m) for e in range(lo, hi + 1) for m in (1, 2, 5)
+             if min(finite) - 0.05 <= e + math.log10(m) <= max(finite) + 0.05]  # fmt: skip
+    return {"title": {"text": "loss (nats)"}, "tickvals": ticks,
+            "ticktext": [f"{10**t:.3g}" for t in ticks]}  # fmt: skip
+
+
+def _grid(result: Mapping[str, Any], metric: str) -> list[list[float]]:
+    return [[_value(metric, v) for v in row] for row in SURFACE.read(result, metric)]
+
+
+def _point_text(p: Mapping[str, Any]) -> str:
+    return (f"{SURFACE_POINT.read(p, 'label')}<br>loss {SURFACE_POINT.read(p, 'loss'):.4g}"
+            f"<br>accuracy {points(SURFACE_POINT.read(p, 'accuracy')):.2f}%")  # fmt: skip
+
+
+def _short(label: str) -> str:
+    """A model's label on the figure: ``seed 3`` of ``mlp-digits seed 3``."""
+    return label.rsplit(" ", 2)[-2] + " " + label.rsplit(" ", 1)[-1] if " " in label else label
+
+
+@presentable
+def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
+                   view: str = "contour") -> go.Figure:  # fmt: skip
+    """``metric`` over the surface's grid as a contour map (``view="contour"``) or a 3-D
+    surface (``"3d"``), with the models marked and the straight paths between them drawn (in
+    3-D at their own measured values, which lie on the surface)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    xs, ys = SURFACE.read(result, "x"), SURFACE.read(result, "y")
+    z = _grid(result, metric)
+    raw = SURFACE.read(result, metric)
+    flat = [v for row in z for v in row]
+    colorbar = _ticks(metric, flat)
+    scale = "Viridis" if metric == "loss" else "Viridis_r"  # the basin dark either way
+    hover = "x %{x:.3g}<br>y %{y:.3g}<br>" + metric + " %{customdata:.4g}<extra></extra>"
+    title_x, title_y = axis_titles(result)
+    fig = go.Figure()
+    paths = SURFACE.read(result, "paths")
+    models = SURFACE.read(result, "points")
+    if view == "contour":
+        fig.add_trace(go.Contour(x=xs, y=ys, z=z, customdata=raw, colorscale=scale,
+                                 colorbar=colorbar, contours={"coloring": "heatmap"},
+                                 line={"width": 0.5}, ncontours=24, hovertemplate=hover,
+                                 name=metric, showlegend=False))  # fmt: skip
+        for k, path in enumerate(paths):
+            fig.add_trace(go.Scatter(
+                x=SURFACE_PATH.read(path, "x"), y=SURFACE_PATH.read(path, "y"), mode="lines",
+                line={"color": PATH_COLOURS[k % 3], "width": LINE_WIDTH, "dash": PATH_DASH},
+                name=f"straight path {_path_label(path)}",
+                customdata=SURFACE_PATH.read(path, metric),
+                hovertemplate=f"{_path_label(path)}<br>{metric} %{{customdata:.4g}}<extra></extra>",
+            ))  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=[SURFACE_POINT.read(p, "x") for p in models],
+            y=[SURFACE_POINT.read(p, "y") for p in models],
+            mode="markers+text", text=[_short(SURFACE_POINT.read(p, "label")) for p in models],
+            textposition="top center", textfont={"size": font_size() + 2, "color": POINT_COLOUR},
+            marker={"color": "white", "size": 12, "symbol": "circle",
+                    "line": {"color": POINT_COLOUR, "width": 2}},
+            hovertext=[_point_text(p) for p in models], hoverinfo="text", name="models",
+        ))  # fmt: skip
+        fig.update_xaxes(title_text=title_x, showgrid=False)
+        fig.update_yaxes(title_text=title_y, showgrid=False)
+        if SURFACE.read(result, "kind") == "plane":  # distances: one unit is one unit
+            fig.update_xaxes(constrain="domain")  # the box shrinks to the data, not the range
+            fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
+        apply_theme(fig, title=surface_title(result))
+        fig.update_layout(showlegend=False, height=620)
+        return fig
+    fig.add_trace(go.Surface(x=xs, y=ys, z=z, customdata=raw, colorscale=scale,
+                             colorbar=colorbar, hovertemplate=hover, name=metric,
+                             showscale=True, opacity=0.95))  # fmt: skip
+    lift = 0.01 * (max(flat) - min(flat) or 1.0)  # drawn just above the surface, not inside it
+    for k, path in enumerate(paths):
+        fig.add_trace(go.Scatter3d(
+            x=SURFACE_PATH.read(path, "x"), y=SURFACE_PATH.read(path, "y"),
+            z=[_value(metric, v) + lift for v in SURFACE_PATH.read(path, metric)],
+            mode="lines", line={"color": PATH_COLOURS[k % 3], "width": 6},
+            name=f"straight path {_path_label(path)}", hoverinfo="name",
+        ))  # fmt: skip
+    fig.add_trace(go.Scatter3d(
+        x=[SURFACE_POINT.read(p, "x") for p in models],
+        y=[SURFACE_POINT.read(p, "y") for p in models],
+        z=[_value(metric, SURFACE_POINT.read(p, metric)) + lift for p in models],
+        mode="markers+text", text=[_short(SURFACE_POINT.read(p, "label")) for p in models],
+        marker={"color": "white", "size": 6, "line": {"color": POINT_COLOUR, "width": 2}},
+        textfont={"size": font_size() + 2, "color": POINT_COLOUR},
+        hovertext=[_point_text(p) for p in models], hoverinfo="text", name="models",
+    ))  # fmt: skip
+    ztitle = "log₁₀ loss" if metric == "loss" else "accuracy (%)"
+    apply_theme(fig, title=surface_title(result))
+    size = font_size()
+
+    def axis(text: str) -> dict[str, Any]:
+        # No tick labels: 3-D tick labels grow far faster than their font size (at a projector's
+        # doubled font they cover the surface); the contour map and the colour bar carry the
+        # numbers, the 3-D view the shape
+        return {"title": {"text": text, "font": {"size": size}}, "showticklabels": False,
+                "ticks": "", "showgrid": True, "gridcolor": GRID}  # fmt: skip
+
+    fig.update_layout(
+        scene={"xaxis": axis(title_x), "yaxis": axis(title_y), "zaxis": axis(ztitle),
+               "aspectmode": "manual", "aspectratio": {"x": 1, "y": 1, "z": 0.6},
+               "camera": {"eye": {"x": 1.4, "y": -1.6, "z": 1.0}}},
+        showlegend=False, height=620,
+    )  # fmt: skip
+    return fig
+
+
+def _path_label(path: Mapping[str, Any]) -> str:
+    a, _, b = SURFACE_PATH.read(path, "label").partition("–")
+    return f"{_short(a)}–{_short(b)}"

@@ -1,0 +1,53 @@
+"""The Surface page: read from the disk cache, else computed on a button; both figures drawn and
+registered for the report."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.state import FIGURES
+from landscape.models.train import available_seeds
+from tests.app.common import MAIN, ok
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+
+
+def _open(**query: str) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.switch_page("views/surface.py")
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_surface_page_computes_on_a_button_then_reads_the_cache():
+    at = _open(grid="5")
+    ok(at)
+    assert not at.get("plotly_chart")  # nothing is computed before the click
+    at.button(key="surf_compute").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 2  # the contour map and the 3-D surface
+    report = at.session_state[FIGURES]
+    assert {"surface", "surface-3d"} <= set(report)
+    (rows,) = report["surface"].tables.values()
+    assert rows[0]["model"] == "mlp-digits seed 0"
+    again = _open(grid="5")  # a new session: read from the disk cache at once
+    ok(again)
+    assert len(again.get("plotly_chart")) == 2
+    again.sidebar.toggle(key="presentation").set_value(True).run()
+    ok(again)
+
+
+def test_surface_page_plane_through_three():
+    if len(available_seeds("mlp-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
+    at = _open(grid="5", surface="Plane through three")
+    ok(at)
+    at.button(key="surf_compute").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 2
+    tables = at.session_state[FIGURES]["surface"].tables
+    assert len(tables["The straight paths"]) == 3

@@ -1,0 +1,62 @@
+"""The Surface page's figures and tidy table, on a hand-made result."""
+
+import math
+
+import pytest
+
+from landscape.plots.fields import MissingField
+from landscape.plots.surface import figure_surface
+from landscape.plots.theme import PROJECTOR_HEIGHT
+from landscape.plots.tidy import tidy_surface
+
+
+def plane_result():
+    xs, ys = [-1.0, 0.0, 1.0, 2.0], [-1.0, 0.0, 1.0]
+    loss = [[0.1 * (1 + i + j) for j in range(4)] for i in range(3)]
+    acc = [[0.9 - 0.01 * (i + j) for j in range(4)] for i in range(3)]
+    places = ((0, 0), (1.5, 0), (0.5, 0.8))
+    points = [{"label": f"m seed {s}", "x": x, "y": y, "loss": 0.1, "accuracy": 0.9}
+              for s, (x, y) in zip((0, 1, 2), places, strict=True)]  # fmt: skip
+    path = {"label": "m seed 0–m seed 1", "x": [0.0, 0.75, 1.5], "y": [0.0, 0.0, 0.0],
+            "lambdas": [1.0, 0.5, 0.0], "loss": [0.1, 0.5, 0.1], "accuracy": [0.9, 0.7, 0.9],
+            "barrier_loss": 0.4, "barrier_accuracy": 0.2}  # fmt: skip
+    return {"kind": "plane", "model": "m", "seeds": [0, 1, 2], "method": "weight",
+            "group": "perm", "split": "test", "x": xs, "y": ys, "loss": loss, "accuracy": acc,
+            "points": points, "paths": [path]}  # fmt: skip
+
+
+def test_contour_marks_the_models_and_draws_the_paths():
+    fig = figure_surface(plane_result())
+    contour, path, models = fig.data
+    assert contour.type == "contour"
+    assert contour.z[0][0] == pytest.approx(math.log10(0.1))  # loss on a log scale
+    assert contour.customdata[0][0] == 0.1  # hovering shows the loss itself
+    assert list(path.x) == [0.0, 0.75, 1.5] and path.line.dash == "dash"
+    assert list(models.text) == ["seed 0", "seed 1", "seed 2"]
+    assert "weight/perm" in fig.layout.title.text
+    acc = figure_surface(plane_result(), metric="accuracy")
+    assert acc.data[0].z[0][0] == pytest.approx(90.0)
+
+
+def test_3d_surface_and_presentation_mode():
+    fig = figure_surface(plane_result(), view="3d")
+    assert [t.type for t in fig.data] == ["surface", "scatter3d", "scatter3d"]
+    big = figure_surface(plane_result(), view="3d", presentation=True)
+    assert big.layout.height >= PROJECTOR_HEIGHT
+    assert big.layout.scene.xaxis.title.font.size == 2 * fig.layout.scene.xaxis.title.font.size
+
+
+def test_tidy_surface_has_one_value_per_row():
+    frame = tidy_surface(plane_result())
+    grid = frame[frame.part == "grid"]
+    assert len(grid) == 2 * 12 and set(grid.metric) == {"loss", "accuracy"}
+    assert len(frame[frame.part == "model"]) == 2 * 3
+    path = frame[(frame.part == "path") & (frame.metric == "loss")]
+    assert list(path.value) == [0.1, 0.5, 0.1] and list(path.lam) == [1.0, 0.5, 0.0]
+
+
+def test_a_missing_field_is_named():
+    r = plane_result()
+    del r["points"]
+    with pytest.raises(MissingField, match="points"):
+        figure_surface(r)
