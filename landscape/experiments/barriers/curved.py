@@ -56,9 +56,8 @@ from landscape.experiments.evaluation import (
 )
 from landscape.matching import given_options, method_of, options_key
 from landscape.models import ModelConfig, Params, forward
-from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
-from landscape.sources import Data, Source, data_of
+from landscape.sources import Data, Source
 from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
 
@@ -234,10 +233,6 @@ def curve_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _open(x: Source | Checkpoint, device: torch.device, cache: Cache) -> Checkpoint:
-    return x if isinstance(x, Checkpoint) else x.load(device, cache)
-
-
 @threaded
 def curve(
     model: str,
@@ -282,7 +277,7 @@ def curve(
     cache = cache or Cache()
     tell(progress, "load", 0)
     src_a, src_b = Source(model, seeds[0]), Source(model, seeds[1])
-    a, b = _open(src_a, device, cache), _open(src_b, device, cache)
+    a, b = src_a.load(device, cache), src_b.load(device, cache)
     data = src_a.data_of(a)
     lr = data.lr if lr is None else float(lr)
     batch_size = data.batch_size if batch_size is None else int(batch_size)
@@ -360,4 +355,3 @@ def curve(
     result["rows"] = curve_rows(result)
     result["seconds"] = round(time.perf_counter() - t0, 4)
     return result
-
