@@ -199,6 +199,7 @@ class CurveResult:
     steps: int
     lr: float
     batch_size: int
+    train_seed: int
     split: str
     points: int
     lambdas: list[float]
@@ -348,8 +349,8 @@ def curve(
     tell(progress, "done", 1)
     result = CurveResult(
         model=model, seeds=[int(s) for s in seeds], method=method, group=group, kind=kind,
-        bends=bends, steps=steps, lr=lr, batch_size=batch_size, split=split, points=points,
-        lambdas=lam.tolist(), alignments=out, rows=[], seconds=0.0,
+        bends=bends, steps=steps, lr=lr, batch_size=batch_size, train_seed=train_seed,
+        split=split, points=points, lambdas=lam.tolist(), alignments=out, rows=[], seconds=0.0,
         function_ok=not warnings, warnings=warnings,
     ).to_dict()  # fmt: skip
     result["rows"] = curve_rows(result)
