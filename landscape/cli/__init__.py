@@ -211,6 +211,17 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
                      device=args.device, progress=progress)  # fmt: skip
 
 
+@command("spawn")
+def _spawn(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.spawn import spawn
+
+    _status(f"spawn {args.model} seed {args.seed} at {args.at} {args.method}/{args.group}")
+    with _progress_bar(f"spawn {args.model}") as progress:
+        return spawn(args.model, args.at, seed=args.seed, children=args.children,
+                     every=args.every, method=args.method, group=args.group, points=args.points,
+                     split=args.split, device=args.device, progress=progress)  # fmt: skip
+
+
 @command("align")
 def _align(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.merging.export import write_aligned

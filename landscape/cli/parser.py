@@ -32,6 +32,8 @@ CURVE_KINDS = ("bezier", "chain")
 CURVE_STEPS = 500
 CURVE_BENDS = 1
 CURVE_MAX_BENDS = 8
+# landscape.experiments.spawn: CHILDREN (a test keeps it equal)
+SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
@@ -39,7 +41,7 @@ AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "eigenangles", "widths", "symmetries", "gauge-sweep",
-                   "transport", "matrix", "merges", "curve")  # fmt: skip
+                   "transport", "matrix", "merges", "curve", "spawn")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -352,6 +354,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     _learned_options(p)
+
+    p = sub.add_parser(
+        "spawn", parents=[common],
+        help="children spawned from a common parent at step k: their barrier against k",
+        description="The zoo run of --seed (the parent) is trained once with a snapshot every "
+        "--every steps (parameters and optimizer state, cached). From the snapshot at each step "
+        "of --at, --children runs go on to the recipe's last step, each with its own data "
+        "order; every pair of them is measured along the straight line, naive and aligned by "
+        "--method/--group (loss and accuracy barrier on the --split). Spawned at the last step "
+        "the children are the parent, with barrier 0.",
+    )  # fmt: skip
+    p.add_argument("model", help="zoo model")
+    p.add_argument("--at", type=_int_at_least(0), nargs="+", required=True, metavar="K",
+                   help="spawn steps: multiples of --every, up to the run's last step")  # fmt: skip
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the parent run")
+    p.add_argument("--children", type=_int_in(2, 8), default=SPAWN_CHILDREN,
+                   help="children per spawn step (every pair of them is measured)")  # fmt: skip
+    p.add_argument("--every", type=_int_at_least(1),
+                   help="steps between the parent's snapshots (default: a fiftieth of the "
+                        "run)")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
 
     p = sub.add_parser("align", parents=[common],
                        help="write B aligned to A (or their merge) as a checkpoint")  # fmt: skip

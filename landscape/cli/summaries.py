@@ -629,6 +629,41 @@ def _show_curve(r: dict[str, Any]) -> list[str]:
     return [*_wrap("", title), "", *columns(rows, heads=heads), "", *_facts(facts), verdict]
 
 
+@layout("spawn")
+def _show_spawn(r: dict[str, Any]) -> list[str]:
+    """One row per spawn step: the children's barrier naive and aligned, and their accuracy."""
+    many = r["children"] > 2
+    acc: dict[int, list[float]] = {}
+    for m in r["members"]:
+        acc.setdefault(m["step"], []).append(m["test_accuracy"])
+    table: dict[int, dict[str, Any]] = {}
+    for x in r["rows"]:
+        row = table.setdefault(x["step"], {"step": x["step"]})
+        which = "naive" if x["method"] == "naive" else "aligned"
+        row[f"{which} loss"] = _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many)
+        row[f"{which} accuracy"] = _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
+                                       many)  # fmt: skip
+    for k, row in table.items():
+        row["children accuracy"] = _pct(sum(acc[k]) / len(acc[k]))
+    heads = {"naive loss": "naive (nats)", "naive accuracy": "naive acc",
+             "aligned loss": "aligned (nats)", "aligned accuracy": "aligned acc",
+             "children accuracy": "children's acc"}  # fmt: skip
+    title = (f"{r['model']}: {r['children']} children spawned from seed {r['seed']}'s run at step "
+             f"k of {r['steps']}, each with its own data order; barriers between them on the "
+             f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
+    facts = [
+        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("barriers", "loss and accuracy barrier between the children along the straight line, "
+                     "mean over their pairs"),
+        ("parent", f"snapshots every {r['every']} steps (parameters and optimizer state)"),
+        ("time", _secs(r.get("seconds"))),
+    ]  # fmt: skip
+    verdict = ("function checks: every alignment kept both functions" if r.get("function_ok", True)
+               else "function checks: FAILED, see the warnings above")  # fmt: skip
+    return [*_wrap("", title), "", *columns(list(table.values()), heads=heads), "",
+            *_facts(facts), verdict]  # fmt: skip
+
+
 @layout("recover")
 def _show_recover(r: dict[str, Any]) -> list[str]:
     """One row per planted level: units recovered, distance, checks, barrier, seconds."""

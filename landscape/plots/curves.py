@@ -1,5 +1,7 @@
 """Curved paths (``landscape curve``, the Interpolation page's "Curved path"): the trained curve's
-loss and accuracy against λ beside the straight line's, naive and aligned."""
+loss and accuracy against λ beside the straight line's, naive and aligned; and spawned children
+(``landscape spawn``, the Interpolation page's "Spawned children"): their barrier against the
+step they were spawned at."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH
+from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH, SPAWN, SPAWN_ROW
 from landscape.plots.theme import (
     ACCURACY_UNIT,
     LINE_WIDTH,
@@ -64,4 +66,54 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
     fig.update_yaxes(title_text=f"{split} accuracy ({ACCURACY_UNIT})", row=1, col=2)
     apply_theme(fig)
     fig.update_layout(height=440, legend=legend_above(), margin={"t": 100})
+    return fig
+
+
+@presentable
+def figure_spawn(result: dict[str, Any]) -> go.Figure:
+    """The children's barrier against the step they were spawned at
+    (``experiments.spawn.spawn``): loss barrier (left) and accuracy barrier (right), naive
+    dashed with open markers and aligned solid, error bars the s.e.m. over pairs of children
+    where there are more than two."""
+    steps = SPAWN.read(result, "steps")
+    split = SPAWN.read(result, "split")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    rows = SPAWN.read(result, "rows")
+    alignments = list(
+        dict.fromkeys((SPAWN_ROW.read(r, "method"), SPAWN_ROW.read(r, "group")) for r in rows)
+    )
+    # naive last, dashed over the aligned curve: where the two agree both stay visible
+    for colour, (method, group) in reversed(
+        list(zip(("#000000", PALETTE[0]), alignments, strict=False))
+    ):
+        mine = sorted((r for r in rows if (SPAWN_ROW.read(r, "method"),
+                                           SPAWN_ROW.read(r, "group")) == (method, group)),
+                      key=lambda r: SPAWN_ROW.read(r, "step"))  # fmt: skip
+        naive = method == "naive"
+        which = "naive" if naive else method_key(method, group)
+        for col, metric, unit in ((1, "loss", 1.0), (2, "accuracy", points(1.0))):
+            sems = [SPAWN_ROW.read(r, f"barrier_{metric}_sem") for r in mine]
+            fig.add_trace(
+                go.Scatter(
+                    x=[SPAWN_ROW.read(r, "step") for r in mine],
+                    y=[unit * SPAWN_ROW.read(r, f"barrier_{metric}") for r in mine],
+                    error_y=None if all(s is None for s in sems) else
+                    {"type": "data", "array": [unit * (s or 0.0) for s in sems]},
+                    mode="lines+markers", name=which, legendgroup=which, showlegend=col == 1,
+                    line={"color": colour, "width": THIN_WIDTH if naive else LINE_WIDTH,
+                          "dash": "dash" if naive else "solid"},
+                    marker={"size": 8, "color": colour,
+                            "symbol": "circle-open" if naive else "circle"},
+                    hovertemplate=f"{which}<br>spawned at step %{{x}}<br>%{{y:.4f}}"
+                                  "<extra></extra>",
+                ),
+                row=1, col=col,
+            )  # fmt: skip
+    for col in (1, 2):
+        fig.update_xaxes(title_text=f"spawn step k (of {steps})", row=1, col=col)
+    fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=f"{split} accuracy barrier ({ACCURACY_UNIT})", rangemode="tozero",
+                     row=1, col=2)  # fmt: skip
+    apply_theme(fig)
+    fig.update_layout(height=420, legend=legend_above(), margin={"t": 80})
     return fig

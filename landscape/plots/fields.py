@@ -76,6 +76,11 @@ CURVED = Fields("curve result", ("lambdas", "alignments", "kind"),
                  "steps": None})  # fmt: skip
 CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"))
 CURVED_PATH = Fields("curve path", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
+# landscape.experiments.spawn: the children's barrier per spawn step and alignment
+SPAWN = Fields("spawn result", ("rows", "steps", "children"), {"model": "", "split": "test",
+                                                               "seed": 0})  # fmt: skip
+SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "barrier_accuracy"),
+                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
                 {"space": "weights", "model": ""})  # fmt: skip

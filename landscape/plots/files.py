@@ -122,6 +122,12 @@ def _curve(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {"": figure_curve(result)}
 
 
+def _spawn(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.curves import figure_spawn
+
+    return {"": figure_spawn(result)}
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -133,6 +139,7 @@ BUILDERS: dict[str, Builder] = {
     "matrix": _matrix,
     "merges": _merges,
     "curve": _curve,
+    "spawn": _spawn,
 }
 
 
