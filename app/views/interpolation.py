@@ -49,10 +49,11 @@ from landscape.experiments.merging.merges import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.merges import POINTS as MERGE_POINTS
 from landscape.experiments.merging.merges import merge_refusal, merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
+from landscape.models.train import snapshot_every
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import mean_pm
-from landscape.plots.curves import KIND_WORDS, figure_curve
+from landscape.plots.curves import KIND_WORDS, figure_curve, figure_spawn
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import (
     above_naive,
@@ -497,6 +498,64 @@ if pairs:
                 tables={f"Barriers of the line and the curve, {split} split": curve_table},
             )  # fmt: skip
             st.dataframe(pd.DataFrame(curve_table), hide_index=True)
+
+if name in ZOO and pairs:
+    st.subheader("Spawned children")
+    st.caption(
+        "When do two runs enter one basin? The zoo run of seed A (the parent) is trained once "
+        "with snapshots; from its snapshot at step k two children go on to the last step, each "
+        "with its own data order. Their barrier along the straight line, naive (dashed) and "
+        "aligned (solid), against k: spawned at the last step they are the parent, with "
+        "barrier 0. Each child is trained once, then read from the cache."
+    )
+    remember("spawn_show", False, param="spawn", options=(False, True))
+    if st.toggle("Spawned children", key="spawn_show"):
+        run_steps = ZOO[name].train.steps
+        every = snapshot_every(name)
+        spawn_options = list(range(0, run_steps + 1, every))
+        spawn_default = sorted({spawn_options[min(len(spawn_options) - 1, i)]
+                                for i in (0, 1, 2, 5, 10, 25, len(spawn_options) - 1)})  # fmt: skip
+        s1, s2 = st.columns([4, 2])
+        remember(f"spawn_at_{name}", spawn_default, param="sp_at", options=spawn_options,
+                 many=True)  # fmt: skip
+        spawn_at = s1.multiselect("Spawn steps k", spawn_options, key=f"spawn_at_{name}",
+                                  wrap=True)  # fmt: skip
+        spawn_combos = [c for c in chosen if c != "naive"] or ["naive"]
+        remember("spawn_combo", spawn_combos[0], param="sp_method", options=spawn_combos,
+                 label="spawn method")  # fmt: skip
+        spawn_combo = s2.selectbox("Aligned by", spawn_combos, key="spawn_combo")
+        if spawn_at:
+            method, group = parse_combo(spawn_combo)
+            parent = pairs[0][0]
+            wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
+                      device())  # fmt: skip
+            made = run_in_status(
+                lambda progress: state.spawn(*wanted, progress=progress),
+                running="Training the parent with snapshots and the children …",
+                done="The spawned children are ready",
+                failed="Spawning failed",
+                what="Spawned children",
+                inputs=wanted,
+            )  # fmt: skip
+            if made is not None:
+                show_warnings("Spawned children", made)
+                spawn_table = [{"step": x["step"], "alignment": x["method"] if x["method"] ==
+                                "naive" else f"{x['method']}/{x['group']}",
+                                "loss barrier (nats)": x["barrier_loss"],
+                                "accuracy barrier (fraction)": x["barrier_accuracy"]}
+                               for x in made["rows"]]  # fmt: skip
+                figure(
+                    figure_spawn(made, presentation=presentation()),
+                    f"spawn-{name}-{parent}-{split}",
+                    key="spawn",
+                    data=tidy_records(spawn_table, model=name, parent_seed=parent, split=split),
+                    settings={"model": name, "parent seed": parent, "spawn steps": made["at"],
+                              "children": made["children"], "snapshots every": made["every"],
+                              "alignment": spawn_combo, "points": points, "split": split},
+                    cache_keys=[k for x in made["rows"] for k in x["cache_keys"]],
+                    tables={f"Barriers between the children, {split} split": spawn_table},
+                )  # fmt: skip
+                st.dataframe(pd.DataFrame(spawn_table), hide_index=True)
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")
