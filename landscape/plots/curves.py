@@ -12,7 +12,6 @@ from plotly.subplots import make_subplots
 
 from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH, SPAWN, SPAWN_ROW
 from landscape.plots.theme import (
-    ACCURACY_UNIT,
     LINE_WIDTH,
     PALETTE,
     THIN_WIDTH,
@@ -33,18 +32,19 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
     """One pair's curved path against λ (``experiments.barriers.curved.curve``): loss and accuracy
     of the straight line (black) and of the trained curve (colour) at the line's λ, the aligned
     pair solid with filled markers, the naive pair dashed with open markers; each trace's legend
-    entry carries its loss barrier. λ = 1 is A, λ = 0 the (aligned) B, for both paths."""
+    entry carries its loss barrier (nats). λ = 1 is A, λ = 0 the (aligned) B, for both paths."""
     lam = CURVED.read(result, "lambdas")
     split = CURVED.read(result, "split")
     kind = KIND_WORDS.get(CURVED.read(result, "kind"), CURVED.read(result, "kind"))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    # wide enough a gap that the accuracy axis's title clears the loss panel on a projector
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16)
     for k, al in enumerate(CURVED.read(result, "alignments")):
         method = CURVED_ALIGNMENT.read(al, "method")
         naive = method == "naive"
         which = "naive" if naive else method_key(method, CURVED_ALIGNMENT.read(al, "group"))
         for path, name in (("line", "straight line"), ("curve", kind)):
             c = CURVED_ALIGNMENT.read(al, path)
-            label = f"{name} · {which} (barrier {CURVED_PATH.read(c, 'barrier_loss'):.3g} nats)"
+            label = f"{name} · {which}: barrier {CURVED_PATH.read(c, 'barrier_loss'):.3g}"
             for col, metric, unit in ((1, "loss", 1.0), (2, "accuracy", points(1.0))):
                 fig.add_trace(
                     go.Scatter(
@@ -63,9 +63,9 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
     for col in (1, 2):
         fig.update_xaxes(title_text="λ (0: B aligned; 1: A)", row=1, col=col)
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy ({ACCURACY_UNIT})", row=1, col=2)
+    fig.update_yaxes(title_text=f"{split} accuracy (%)", row=1, col=2)  # short: fits a projector
     apply_theme(fig)
-    fig.update_layout(height=440, legend=legend_above(), margin={"t": 100})
+    fig.update_layout(height=460, legend=legend_above(), margin={"t": 110})
     return fig
 
 
@@ -77,7 +77,7 @@ def figure_spawn(result: dict[str, Any]) -> go.Figure:
     where there are more than two."""
     steps = SPAWN.read(result, "steps")
     split = SPAWN.read(result, "split")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16)
     rows = SPAWN.read(result, "rows")
     alignments = list(
         dict.fromkeys((SPAWN_ROW.read(r, "method"), SPAWN_ROW.read(r, "group")) for r in rows)
@@ -112,7 +112,7 @@ def figure_spawn(result: dict[str, Any]) -> go.Figure:
     for col in (1, 2):
         fig.update_xaxes(title_text=f"spawn step k (of {steps})", row=1, col=col)
     fig.update_yaxes(title_text=f"{split} loss barrier (nats)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy barrier ({ACCURACY_UNIT})", rangemode="tozero",
+    fig.update_yaxes(title_text=f"{split} accuracy barrier (points)", rangemode="tozero",
                      row=1, col=2)  # fmt: skip
     apply_theme(fig)
     fig.update_layout(height=420, legend=legend_above(), margin={"t": 80})
