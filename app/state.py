@@ -200,6 +200,83 @@ def merges(
         return _stored_merges(*args)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_curve(
+    model: str, seeds: tuple[int, int], method: str, group: str, kind: str, steps: int,
+    points: int, split: str, device: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`curve` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape.experiments.barriers.curved import curve as curved
+
+    return curved(model, seeds, method, group, kind=kind, steps=steps, points=points,
+                  split=split, device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+
+
+def curve(
+    model: str,
+    seeds: tuple[int, int],
+    method: str,
+    group: str,
+    kind: str,
+    steps: int,
+    points: int,
+    split: str,
+    device: str | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One pair's trained curve beside its straight line, naive and aligned
+    (``experiments.barriers.curved.curve``): memoised, else read from the disk cache, else
+    computed under ``progress`` (the lines, the curves' training and evaluation) and read
+    again."""
+    from landscape.experiments.barriers.curved import curve as curved
+
+    args = (model, seeds, method, group, kind, steps, points, split, device)
+    try:
+        return _stored_curve(*args)
+    except NotCached:
+        curved(model, seeds, method, group, kind=kind, steps=steps, points=points, split=split,
+               device=resolve_device(device), progress=progress)  # fmt: skip
+        return _stored_curve(*args)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_spawn(
+    model: str, seed: int, at: tuple[int, ...], method: str, group: str, points: int,
+    split: str, device: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`spawn` read from the disk cache; :class:`NotCached` when a part is not there."""
+    from landscape.experiments.spawn import spawn as spawned
+
+    return spawned(model, at, seed=seed, method=method, group=group, points=points, split=split,
+                   device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+
+
+def spawn(
+    model: str,
+    seed: int,
+    at: tuple[int, ...],
+    method: str,
+    group: str,
+    points: int,
+    split: str,
+    device: str | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Children spawned from ``seed``'s run at the steps ``at`` and their barriers
+    (``experiments.spawn.spawn``): memoised, else read from the disk cache, else computed under
+    ``progress`` (the parent's snapshots, the children's training, the barriers) and read
+    again."""
+    from landscape.experiments.spawn import spawn as spawned
+
+    args = (model, seed, at, method, group, points, split, device)
+    try:
+        return _stored_spawn(*args)
+    except NotCached:
+        spawned(model, at, seed=seed, method=method, group=group, points=points, split=split,
+                device=resolve_device(device), progress=progress)  # fmt: skip
+        return _stored_spawn(*args)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def _stored_triangle(
     model: str, seeds: tuple[int, int, int], method: str, group: str, resolution: int,

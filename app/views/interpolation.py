@@ -33,6 +33,9 @@ from landscape.experiments import (
     paper_value,
     width_barriers,
 )
+from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
+from landscape.experiments.barriers.curved import STEPS as CURVE_STEPS
+from landscape.experiments.barriers.curved import curve_rows
 from landscape.experiments.barriers.matrix import barrier_matrix
 from landscape.experiments.barriers.widths import default_factors
 from landscape.experiments.merging.export import aligned_archive
@@ -42,9 +45,11 @@ from landscape.experiments.merging.operators import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.operators import POINTS as MERGE_POINTS
 from landscape.experiments.merging.operators import merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
+from landscape.models.train import snapshot_every
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import mean_pm
+from landscape.plots.curves import KIND_WORDS, figure_curve, figure_spawn
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import (
     above_naive,
@@ -54,7 +59,7 @@ from landscape.plots.interpolation import (
 )
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.theme import points as in_points
-from landscape.plots.tidy import tidy_interpolation, tidy_matrix, tidy_records
+from landscape.plots.tidy import tidy_curve, tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
 from landscape.sources import model_arch
 
@@ -429,6 +434,121 @@ if pairs and not presentation():
                                   "mergekit": merged["mergekit"]},
                     )  # fmt: skip
                     st.dataframe(pd.DataFrame(merge_rows(merged)), hide_index=True)
+
+if pairs:
+    st.subheader("Curved path")
+    st.caption(
+        "A curve between A and B whose control point is trained on the training split with A "
+        "and B fixed (a Bézier curve (1−t)²A + 2t(1−t)θ + t²B, or the polygonal chain A → θ → "
+        "B), started at the midpoint, so that before training it is the straight line. Its loss "
+        "and accuracy on the chosen split at the line's λ, beside the line's, naive (dashed) "
+        "and aligned (solid); barriers against the same chord. Trained once (seconds for the "
+        "small models), then read from the cache."
+    )
+    remember("curve_show", False, param="curve", options=(False, True))
+    if st.toggle("Curved path", key="curve_show"):
+        q1, q2, q3 = st.columns([2, 2, 3])
+        remember(f"curve_pair_{name}", pairs[0], param="cv_pair", options=pairs,
+                 label="curve pair")  # fmt: skip
+        curve_pair = q1.selectbox(
+            "Pair (A, B)", pairs, key=f"curve_pair_{name}",
+            format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
+        )  # fmt: skip
+        curve_combos = [c for c in chosen if c != "naive"] or ["naive"]
+        remember("curve_combo", curve_combos[0], param="cv_method", options=curve_combos,
+                 label="curve method")  # fmt: skip
+        curve_combo = q1.selectbox("Aligned by", curve_combos, key="curve_combo")
+        remember("curve_kind", CURVE_KINDS[0], param="cv_kind", options=CURVE_KINDS)
+        curve_kind = q2.radio("Curve", CURVE_KINDS, format_func=KIND_WORDS.get, key="curve_kind")
+        step_options = sorted({100, 250, CURVE_STEPS, 1000, 2000})
+        remember("curve_steps", CURVE_STEPS, param="cv_steps", options=step_options)
+        curve_steps = q3.select_slider("Training steps", step_options, key="curve_steps")
+        method, group = parse_combo(curve_combo)
+        wanted = (name, curve_pair, method, group, curve_kind, curve_steps, points, split,
+                  device())  # fmt: skip
+        made = run_in_status(
+            lambda progress: state.curve(*wanted, progress=progress),
+            running="Training the curve and evaluating it beside the line …",
+            done="The curved path is ready",
+            failed="The curved path failed",
+            what="Curved path",
+            inputs=wanted,
+        )  # fmt: skip
+        if made is not None:
+            show_warnings("Curved path", made)
+            curve_table = curve_rows(made)
+            figure(
+                figure_curve(made, presentation=presentation()),
+                f"curve-{name}-{curve_pair[0]}-{curve_pair[1]}-{curve_kind}-{split}",
+                key="curve",
+                data=tidy_curve(made),
+                settings={"model": name, "seeds": list(curve_pair), "alignment": curve_combo,
+                          "curve": curve_kind, "bends": made["bends"], "steps": curve_steps,
+                          "lr": made["lr"], "batch size": made["batch_size"],
+                          "points": points, "split": split},
+                cache_keys=[k for al in made["alignments"]
+                            for k in (al["line_cache_key"], al["cache_key"])],
+                tables={f"Barriers of the line and the curve, {split} split": curve_table},
+            )  # fmt: skip
+            st.dataframe(pd.DataFrame(curve_table), hide_index=True)
+
+if name in ZOO and pairs:
+    st.subheader("Spawned children")
+    st.caption(
+        "When do two runs enter one basin? The zoo run of seed A (the parent) is trained once "
+        "with snapshots; from its snapshot at step k two children go on to the last step, each "
+        "with its own data order. Their barrier along the straight line, naive (dashed) and "
+        "aligned (solid), against k: spawned at the last step they are the parent, with "
+        "barrier 0. Each child is trained once, then read from the cache."
+    )
+    remember("spawn_show", False, param="spawn", options=(False, True))
+    if st.toggle("Spawned children", key="spawn_show"):
+        run_steps = ZOO[name].train.steps
+        every = snapshot_every(name)
+        spawn_options = list(range(0, run_steps + 1, every))
+        spawn_default = sorted({spawn_options[min(len(spawn_options) - 1, i)]
+                                for i in (0, 1, 2, 5, 10, 25, len(spawn_options) - 1)})  # fmt: skip
+        s1, s2 = st.columns([4, 2])
+        remember(f"spawn_at_{name}", spawn_default, param="sp_at", options=spawn_options,
+                 many=True)  # fmt: skip
+        spawn_at = s1.multiselect("Spawn steps k", spawn_options, key=f"spawn_at_{name}",
+                                  wrap=True)  # fmt: skip
+        spawn_combos = [c for c in chosen if c != "naive"] or ["naive"]
+        remember("spawn_combo", spawn_combos[0], param="sp_method", options=spawn_combos,
+                 label="spawn method")  # fmt: skip
+        spawn_combo = s2.selectbox("Aligned by", spawn_combos, key="spawn_combo")
+        if spawn_at:
+            method, group = parse_combo(spawn_combo)
+            parent = pairs[0][0]
+            wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
+                      device())  # fmt: skip
+            made = run_in_status(
+                lambda progress: state.spawn(*wanted, progress=progress),
+                running="Training the parent with snapshots and the children …",
+                done="The spawned children are ready",
+                failed="Spawning failed",
+                what="Spawned children",
+                inputs=wanted,
+            )  # fmt: skip
+            if made is not None:
+                show_warnings("Spawned children", made)
+                spawn_table = [{"step": x["step"], "alignment": x["method"] if x["method"] ==
+                                "naive" else f"{x['method']}/{x['group']}",
+                                "loss barrier (nats)": x["barrier_loss"],
+                                "accuracy barrier (fraction)": x["barrier_accuracy"]}
+                               for x in made["rows"]]  # fmt: skip
+                figure(
+                    figure_spawn(made, presentation=presentation()),
+                    f"spawn-{name}-{parent}-{split}",
+                    key="spawn",
+                    data=tidy_records(spawn_table, model=name, parent_seed=parent, split=split),
+                    settings={"model": name, "parent seed": parent, "spawn steps": made["at"],
+                              "children": made["children"], "snapshots every": made["every"],
+                              "alignment": spawn_combo, "points": points, "split": split},
+                    cache_keys=[k for x in made["rows"] for k in x["cache_keys"]],
+                    tables={f"Barriers between the children, {split} split": spawn_table},
+                )  # fmt: skip
+                st.dataframe(pd.DataFrame(spawn_table), hide_index=True)
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")

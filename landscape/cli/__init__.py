@@ -198,6 +198,30 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
                        options=options or None, progress=progress)  # fmt: skip
 
 
+@command("curve")
+def _curve(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.barriers.curved import curve
+
+    options = _learned_settings(args)
+    _status(f"curve {args.model} {args.seeds} {args.method}/{args.group} {args.kind}")
+    with _progress_bar(f"curve {args.kind} {args.method}/{args.group}") as progress:
+        return curve(args.model, args.seeds, args.method, args.group, kind=args.kind,
+                     bends=args.bends, steps=args.steps, lr=args.lr, train_seed=args.train_seed,
+                     points=args.points, split=args.split, options=options or None,
+                     device=args.device, progress=progress)  # fmt: skip
+
+
+@command("spawn")
+def _spawn(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.spawn import spawn
+
+    _status(f"spawn {args.model} seed {args.seed} at {args.at} {args.method}/{args.group}")
+    with _progress_bar(f"spawn {args.model}") as progress:
+        return spawn(args.model, args.at, seed=args.seed, children=args.children,
+                     every=args.every, method=args.method, group=args.group, points=args.points,
+                     split=args.split, device=args.device, progress=progress)  # fmt: skip
+
+
 @command("align")
 def _align(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.merging.export import write_aligned

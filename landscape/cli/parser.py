@@ -27,6 +27,13 @@ MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dar
 MERGE_OPERATORS = ("slerp", "ties", "dare_ties")
 MERGE_DENSITY = 0.5
 MERGE_POINTS = 5
+# landscape.experiments.barriers.curved: KINDS, STEPS, BENDS, MAX_BENDS (a test keeps them equal)
+CURVE_KINDS = ("bezier", "chain")
+CURVE_STEPS = 500
+CURVE_BENDS = 1
+CURVE_MAX_BENDS = 8
+# landscape.experiments.spawn: CHILDREN (a test keeps it equal)
+SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
@@ -34,7 +41,7 @@ AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
-                   "gauge-sweep", "transport", "matrix", "merges")  # fmt: skip
+                   "gauge-sweep", "transport", "matrix", "merges", "curve", "spawn")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -189,6 +196,18 @@ _count = _int_at_least(1)
 _points = _int_at_least(2)  # λ = 0 and λ = 1 at least
 
 
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    at_least = _int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
+        return value
+
+    return parse
+
+
 def _run_steps(low: int) -> Callable[[str], int]:
     """Steps of one fine-tuning or training run: at least ``low``, at most
     ``landscape.budget.MAX_STEPS`` (a mistyped count is refused, not run for days)."""
@@ -304,6 +323,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
     _learned_options(p)
+
+    p = sub.add_parser(
+        "curve", parents=[common],
+        help="a curved low-loss path (Bézier curve or polygonal chain) beside the straight line",
+        description="Between A and B, naive and aligned by --method/--group: a curve whose "
+        "control points (--bends of them, started on the line) are trained on the training "
+        "split with A and B fixed, each step at a uniformly drawn point of the curve; its loss "
+        "and accuracy on the --split at the line's λ, and both barriers beside the straight "
+        "line's, against the same chord. bezier: φ(t) = (1−t)²A + 2t(1−t)θ + t²B for one bend; "
+        "chain: the polygon A → θ → B. An untrained curve (--steps 0) is the straight line.",
+    )  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   action=_distinct("curve"), help=PAIR_HELP)  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--kind", choices=CURVE_KINDS, default="bezier",
+                   help="bezier (a Bézier curve, pulled towards its control points) or chain "
+                        "(straight pieces through them)")  # fmt: skip
+    p.add_argument("--bends", type=_int_in(1, CURVE_MAX_BENDS), default=CURVE_BENDS,
+                   help="control points between A and B")  # fmt: skip
+    p.add_argument("--steps", type=_run_steps(0), default=CURVE_STEPS,
+                   help="training steps of the control points (0: the straight line)")  # fmt: skip
+    p.add_argument("--lr", type=_float_in(0.0, 1.0, open_low=True),
+                   help="Adam's learning rate, cosine-decayed to 0 (default: the model's "
+                        "training recipe's)")  # fmt: skip
+    p.add_argument("--train-seed", type=_seed, default=0,
+                   help="seed of the drawn curve points and minibatches")  # fmt: skip
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    _learned_options(p)
+
+    p = sub.add_parser(
+        "spawn", parents=[common],
+        help="children spawned from a common parent at step k: their barrier against k",
+        description="The zoo run of --seed (the parent) is trained once with a snapshot every "
+        "--every steps (parameters and optimizer state, cached). From the snapshot at each step "
+        "of --at, --children runs go on to the recipe's last step, each with its own data "
+        "order; every pair of them is measured along the straight line, naive and aligned by "
+        "--method/--group (loss and accuracy barrier on the --split). Spawned at the last step "
+        "the children are the parent, with barrier 0.",
+    )  # fmt: skip
+    p.add_argument("model", help="zoo model")
+    p.add_argument("--at", type=_int_at_least(0), nargs="+", required=True, metavar="K",
+                   help="spawn steps: multiples of --every, up to the run's last step")  # fmt: skip
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the parent run")
+    p.add_argument("--children", type=_int_in(2, 8), default=SPAWN_CHILDREN,
+                   help="children per spawn step (every pair of them is measured)")  # fmt: skip
+    p.add_argument("--every", type=_int_at_least(1),
+                   help="steps between the parent's snapshots (default: a fiftieth of the "
+                        "run)")  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
 
     p = sub.add_parser("align", parents=[common],
                        help="write B aligned to A (or their merge) as a checkpoint")  # fmt: skip

@@ -638,6 +638,70 @@ def _show_merges(r: dict[str, Any]) -> list[str]:
     return [*_wrap("", title), "", *columns(rows, heads=heads), "", *_facts(facts), verdict]
 
 
+@layout("curve")
+def _show_curve(r: dict[str, Any]) -> list[str]:
+    """Per alignment, the straight line's and the curve's barriers and highest loss."""
+    kind = {"bezier": "Bézier curve", "chain": "polygonal chain"}.get(r["kind"], r["kind"])
+    bends = f"{r['bends']} bend{'s' if r['bends'] != 1 else ''}"
+    rows = [{"alignment": x["alignment"], "path": "straight line" if x["path"] ==
+             "straight line" else kind, "loss": _nats(x["loss barrier (nats)"]),
+             "accuracy": _pct(x["accuracy barrier (fraction)"]),
+             "peak": _nats(x["max loss (nats)"])} for x in r["rows"]]  # fmt: skip
+    heads = {"loss": "loss barrier", "accuracy": "accuracy barrier", "peak": "highest loss"}
+    a, b = r["seeds"]
+    title = (f"{r['model']} seeds {a}–{b}: a {kind} ({bends}) beside the straight line; "
+             f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
+    trained = r["alignments"][-1]
+    facts = [
+        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("curve", f"control points trained {r['steps']} steps on the training split (Adam, lr "
+                  f"{number(r['lr'])} cosine-decayed, batch {r['batch_size']}, seed "
+                  f"{r.get('train_seed', 0)}), A and B fixed; {number(trained['training_seconds'])}"
+                  " s"),
+        ("barriers", "against the chord between A and B, at the line's λ"),
+        ("time", _secs(r.get("seconds")) + (", read from the cache" if all(
+            x["cached"] for x in r["alignments"]) else ", computed now")),
+    ]  # fmt: skip
+    verdict = ("function checks: every alignment kept both functions" if r.get("function_ok", True)
+               else "function checks: FAILED, see the warnings above")  # fmt: skip
+    return [*_wrap("", title), "", *columns(rows, heads=heads), "", *_facts(facts), verdict]
+
+
+@layout("spawn")
+def _show_spawn(r: dict[str, Any]) -> list[str]:
+    """One row per spawn step: the children's barrier naive and aligned, and their accuracy."""
+    many = r["children"] > 2
+    acc: dict[int, list[float]] = {}
+    for m in r["members"]:
+        acc.setdefault(m["step"], []).append(m["test_accuracy"])
+    table: dict[int, dict[str, Any]] = {}
+    for x in r["rows"]:
+        row = table.setdefault(x["step"], {"step": x["step"]})
+        which = "naive" if x["method"] == "naive" else "aligned"
+        row[f"{which} loss"] = _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many)
+        row[f"{which} accuracy"] = _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
+                                       many)  # fmt: skip
+    for k, row in table.items():
+        row["children accuracy"] = _pct(sum(acc[k]) / len(acc[k]))
+    heads = {"naive loss": "naive (nats)", "naive accuracy": "naive acc",
+             "aligned loss": "aligned (nats)", "aligned accuracy": "aligned acc",
+             "children accuracy": "children's acc"}  # fmt: skip
+    title = (f"{r['model']}: {r['children']} children spawned from seed {r['seed']}'s run at step "
+             f"k of {r['steps']}, each with its own data order; barriers between them on the "
+             f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
+    facts = [
+        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("barriers", "loss and accuracy barrier between the children along the straight line, "
+                     "mean over their pairs"),
+        ("parent", f"snapshots every {r['every']} steps (parameters and optimizer state)"),
+        ("time", _secs(r.get("seconds"))),
+    ]  # fmt: skip
+    verdict = ("function checks: every alignment kept both functions" if r.get("function_ok", True)
+               else "function checks: FAILED, see the warnings above")  # fmt: skip
+    return [*_wrap("", title), "", *columns(list(table.values()), heads=heads), "",
+            *_facts(facts), verdict]  # fmt: skip
+
+
 @layout("recover")
 def _show_recover(r: dict[str, Any]) -> list[str]:
     """One row per planted level: units recovered, distance, checks, barrier, seconds."""

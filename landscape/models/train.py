@@ -245,6 +245,28 @@ def _new_curves() -> dict[str, list[float]]:
     return {"step": [], "train_loss": [], "test_loss": [], "test_accuracy": []}
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A training run before its step ``step``: the parameters and AdamW's moments, all a run
+    needs to go on from there (the learning rate is the recipe's at that step)."""
+
+    step: int
+    params: Params
+    exp_avg: Params
+    exp_avg_sq: Params
+
+
+def _snapshot(step: int, params: Params, opt: torch.optim.AdamW) -> Snapshot:
+    """The run now, copied to the CPU (moments zero before the first step)."""
+
+    def moment(name: str) -> Params:
+        return {k: opt.state[v][name].detach().cpu().clone() if v in opt.state
+                else torch.zeros_like(v, device="cpu") for k, v in params.items()}  # fmt: skip
+
+    return Snapshot(step, {k: v.detach().cpu().clone() for k, v in params.items()},
+                    moment("exp_avg"), moment("exp_avg_sq"))  # fmt: skip
+
+
 def _train_model(
     model: ZooModel,
     seed: int,
@@ -252,21 +274,41 @@ def _train_model(
     data_dir: str | None,
     progress: Progress | None,
     variant_name: str | None = None,
+    *,
+    every: int = 0,
+    snapshots: list[Snapshot] | None = None,
+    resume: Snapshot | None = None,
+    order: int | None = None,
 ) -> Checkpoint:
     """One seed's training run. The step never waits for the device (a small model on a GPU is
     bound by launching kernels, so the host must run ahead): batches go over from pinned memory
     without blocking, the losses are summed on the device, and a non-finite one is reported at
-    the next evaluation, with the window of steps it lies in."""
+    the next evaluation, with the window of steps it lies in.
+
+    Opt-in, for spawning (:func:`train_snapshots`, :func:`train_from`): ``every`` > 0 appends a
+    :class:`Snapshot` to ``snapshots`` before every ``every``-th step and after the last (the
+    arithmetic of the run is unchanged); ``resume`` goes on from a snapshot instead of the
+    seed's initialisation, and ``order`` seeds the data order and dropout instead of ``seed``."""
     r = _recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
-    params = {k: v.to(dev).requires_grad_() for k, v in init_params(cfg, seed).items()}
+    first = 0 if resume is None else resume.step
+    init = init_params(cfg, seed) if resume is None else resume.params
+    params = {k: v.to(dev).clone().requires_grad_() for k, v in init.items()}
     opt = _adamw(params, tc)
+    if resume is not None and first > 0:  # AdamW's state as the run left it
+        for k, v in params.items():
+            opt.state[v] = {"step": torch.tensor(float(first)),
+                            "exp_avg": resume.exp_avg[k].to(dev).clone(),
+                            "exp_avg_sq": resume.exp_avg_sq[k].to(dev).clone()}  # fmt: skip
     curves = _new_curves()
-    running, n_running, since = torch.zeros((), dtype=torch.float64, device=dev), 0, 0
+    running, n_running, since = torch.zeros((), dtype=torch.float64, device=dev), 0, first
     start = time.perf_counter()
-    batches = _batches(r.model, seed, r.vocab, data_dir, r.var)
-    drop = Dropout(tc.dropout, 20_000 + seed, dev) if tc.dropout else None
-    for step in range(steps):
+    stream = seed if order is None else order
+    batches = _batches(r.model, stream, r.vocab, data_dir, r.var)
+    drop = Dropout(tc.dropout, 20_000 + stream, dev) if tc.dropout else None
+    for step in range(first, steps):
+        if every and step % every == 0 and snapshots is not None:
+            snapshots.append(_snapshot(step, params, opt))
         x, y = next(batches)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
@@ -293,6 +335,12 @@ def _train_model(
                 progress(
                     f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
                 )
+    if every and snapshots is not None:
+        snapshots.append(_snapshot(steps, params, opt))
+    if not curves["step"]:  # resumed at the last step: nothing trained, the metrics of now
+        test_loss, test_acc = evaluate(cfg, params, r.test)
+        for k, v in zip(curves, (steps, math.nan, test_loss, test_acc), strict=True):
+            curves[k].append(v)
     final = {k: v.detach().cpu() for k, v in params.items()}
     return _checkpoint(r, seed, final, curves, start, dev, data_dir)
 
@@ -483,6 +531,97 @@ def train(
         "checkpoint", checkpoint_inputs(model, seed, data_dir, variant), compute
     )
     return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta), hit
+
+
+SNAPSHOTS_VERSION = 1  # bump when snapshots or runs resumed from them change
+
+
+def snapshot_every(name: str, every: int | None = None) -> int:
+    """The spacing of a zoo model's snapshots: ``every``, else a fiftieth of its run."""
+    steps = zoo_model(name).train.steps
+    every = max(1, steps // 50) if every is None else every
+    if not 1 <= every <= steps:
+        raise LandscapeError(f"snapshots every {every} steps: must be between 1 and the run's "
+                             f"{steps} steps")  # fmt: skip
+    return every
+
+
+def train_snapshots(
+    name: str,
+    seed: int,
+    every: int,
+    *,
+    device: torch.device | None = None,
+    data_dir: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[Snapshot], bool]:
+    """The zoo run of ``seed`` with a :class:`Snapshot` before every ``every``-th step and after
+    the last (opt-in; the run's arithmetic is the zoo recipe's, so the last snapshot holds the
+    checkpoint's weights). Cached as one entry (kind ``"snapshots"``). Returns (snapshots in
+    step order, cache hit)."""
+    model = zoo_model(name)
+    check_seed(seed)
+    every = snapshot_every(name, every)
+    cache = cache or Cache()
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        taken: list[Snapshot] = []
+        dev = resolve_device(device)
+        with _one_thread(dev):
+            ckpt = _train_model(model, seed, dev, data_dir, progress, every=every,
+                                snapshots=taken)  # fmt: skip
+        tensors = {}
+        for snap in taken:
+            for part in ("params", "exp_avg", "exp_avg_sq"):
+                tensors.update({f"{snap.step}.{part}.{k}": v
+                                for k, v in getattr(snap, part).items()})  # fmt: skip
+        return tensors, {"steps": [snap.step for snap in taken], "checkpoint": ckpt.meta}
+
+    inputs = {**checkpoint_inputs(model, seed, data_dir), "every": every,
+              "snapshots": SNAPSHOTS_VERSION}  # fmt: skip
+    entry, hit = cache.get_or_compute("snapshots", inputs, compute)
+
+    def part(step: int, what: str) -> Params:
+        prefix = f"{step}.{what}."
+        return {k[len(prefix) :]: v for k, v in entry.tensors.items() if k.startswith(prefix)}
+
+    return [Snapshot(step, part(step, "params"), part(step, "exp_avg"), part(step, "exp_avg_sq"))
+            for step in entry.meta["steps"]], hit  # fmt: skip
+
+
+def train_from(
+    name: str,
+    seed: int,
+    snapshot: Snapshot,
+    order: int,
+    *,
+    device: torch.device | None = None,
+    data_dir: str | None = None,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> tuple[Checkpoint, bool]:
+    """The run of ``seed`` gone on from ``snapshot`` to the recipe's last step with the data
+    order (and dropout) of ``order`` instead of its own: a child spawned from a parent. Cached
+    (kind ``"spawn"``) under the snapshot's digest and ``order``. Returns (checkpoint, hit); its
+    metadata says ``spawn``: the parent seed, the step and the order."""
+    model = zoo_model(name)
+    cache = cache or Cache()
+
+    def compute() -> tuple[Params, dict[str, Any]]:
+        dev = resolve_device(device)
+        with _one_thread(dev):
+            ckpt = _train_model(model, seed, dev, data_dir, progress, resume=snapshot,
+                                order=order)  # fmt: skip
+        return ckpt.params, {**ckpt.meta, "spawn": {"parent": seed, "step": snapshot.step,
+                                                    "order": order}}  # fmt: skip
+
+    inputs = {**checkpoint_inputs(model, seed, data_dir), "step": snapshot.step, "order": order,
+              "snapshot": [digest_tensors(snapshot.params), digest_tensors(snapshot.exp_avg),
+                           digest_tensors(snapshot.exp_avg_sq)],
+              "snapshots": SNAPSHOTS_VERSION}  # fmt: skip
+    entry, hit = cache.get_or_compute("spawn", inputs, compute)
+    return Checkpoint(model.config, entry.tensors, entry.meta), hit
 
 
 @dataclass(frozen=True)

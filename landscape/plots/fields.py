@@ -70,6 +70,17 @@ WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_ac
 MERGES = Fields("merges of a pair", ("lambdas", "alignments"), {"split": "test"})
 MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"))
 MERGE_CURVE = Fields("merge curve", ("loss", "accuracy"))
+# landscape.experiments.barriers.curved: a pair's curved path beside its line, per alignment
+CURVED = Fields("curve result", ("lambdas", "alignments", "kind"),
+                {"split": "test", "model": "", "seeds": ("", ""), "bends": 1,
+                 "steps": None})  # fmt: skip
+CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"))
+CURVED_PATH = Fields("curve path", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
+# landscape.experiments.spawn: the children's barrier per spawn step and alignment
+SPAWN = Fields("spawn result", ("rows", "steps", "children"), {"model": "", "split": "test",
+                                                               "seed": 0})  # fmt: skip
+SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "barrier_accuracy"),
+                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
                 {"space": "weights", "model": ""})  # fmt: skip

@@ -123,6 +123,18 @@ def _merges(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {f"{p['seeds'][0]}-{p['seeds'][1]}": figure_merges(p) for p in pairs}
 
 
+def _curve(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.curves import figure_curve
+
+    return {"": figure_curve(result)}
+
+
+def _spawn(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.plots.curves import figure_spawn
+
+    return {"": figure_spawn(result)}
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -134,6 +146,8 @@ BUILDERS: dict[str, Builder] = {
     "transport": _transport,
     "matrix": _matrix,
     "merges": _merges,
+    "curve": _curve,
+    "spawn": _spawn,
 }
 
 

@@ -18,6 +18,9 @@ from landscape.plots.fields import (
     ATLAS,
     ATLAS_POINT,
     BARRIER,
+    CURVED,
+    CURVED_ALIGNMENT,
+    CURVED_PATH,
     EIGENANGLES,
     INTERPOLATION_SERIES,
     ITERATION_ROUND,
@@ -89,6 +92,32 @@ def tidy_matrix(result: Mapping[str, Any]) -> pd.DataFrame:
                 })  # fmt: skip
     columns = ["model", "seed_a", "seed_b", "method", "group", "space", "split", "metric",
                "value", "measured"]  # fmt: skip
+    return _frame(rows, columns)
+
+
+def tidy_curve(result: Mapping[str, Any]) -> pd.DataFrame:
+    """The curved path beside its line (:func:`~landscape.plots.curves.figure_curve`): one row per
+    alignment × path (``line`` or the curve's kind) × metric × λ, and each path's barriers."""
+    a, b = CURVED.read(result, "seeds")
+    kind = CURVED.read(result, "kind")
+    rows = []
+    for al in CURVED.read(result, "alignments"):
+        method = CURVED_ALIGNMENT.read(al, "method")
+        for path, name in (("line", "line"), ("curve", kind)):
+            c = CURVED_ALIGNMENT.read(al, path)
+            for metric in METRICS:
+                for lam, value in zip(CURVED.read(result, "lambdas"), CURVED_PATH.read(c, metric),
+                                      strict=True):  # fmt: skip
+                    rows.append({
+                        "model": CURVED.read(result, "model"), "seed_a": a, "seed_b": b,
+                        "method": method,
+                        "group": "" if method == "naive" else CURVED_ALIGNMENT.read(al, "group"),
+                        "split": CURVED.read(result, "split"), "path": name, "metric": metric,
+                        "lam": lam, "value": value,
+                        "barrier": CURVED_PATH.read(c, f"barrier_{metric}"),
+                    })  # fmt: skip
+    columns = ["model", "seed_a", "seed_b", "method", "group", "split", "path", "metric", "lam",
+               "value", "barrier"]  # fmt: skip
     return _frame(rows, columns)
 
 

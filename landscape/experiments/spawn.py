@@ -1,0 +1,157 @@
+"""When two runs enter one basin: children spawned from a common parent at step k with
+different data orders, and their barrier against k (``landscape spawn``; docs/design.md §1).
+
+The parent is the zoo run of ``seed``, trained once with a snapshot (parameters and AdamW's
+moments) every ``every`` steps (:func:`landscape.models.train.train_snapshots`). From the
+snapshot at step k, ``children`` runs go on to the recipe's last step, each with its own data
+order and dropout draws (:func:`landscape.models.train.train_from`; child c's order is
+``ORDER_BASE·(seed + 1) + c``, far from every zoo seed's) and the same learning-rate schedule.
+Every pair of children is measured by the barrier pipeline
+(:func:`landscape.experiments.barriers.pipeline.measure_barrier`), naive and aligned by
+``method``/``group``: the loss and accuracy barrier along the straight line, on the test split.
+
+At k = 0 the children share only their initialisation; at the last step they are the parent
+itself (no step left to take), so their barrier is 0. In between, the step after which the
+barrier stays near 0 is when the run's basin is decided.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.barriers.pipeline import check_method, check_split, measure_barrier
+from landscape.experiments.barriers.tables import mean_sem
+from landscape.models.train import snapshot_every, train_from, train_snapshots
+from landscape.models.zoo import ZOO
+from landscape.progress import Progress, tell, within
+from landscape.store.cache import Cache
+from landscape.threads import threaded
+
+CHILDREN = 2
+ORDER_BASE = 100_000  # child c of parent seed s reads the data in order ORDER_BASE·(s + 1) + c
+POINTS = 25
+
+
+@dataclass
+class SpawnResult:
+    """``landscape spawn``: per spawn step (``at``) and alignment (naive, then
+    ``method``/``group``), the barrier between the children (mean and s.e.m. over their pairs)
+    in ``rows``; the children's test metrics in ``children``; the parent's run in ``parent``."""
+
+    model: str
+    seed: int
+    at: list[int]
+    children: int
+    every: int
+    steps: int
+    method: str
+    group: str
+    split: str
+    points: int
+    rows: list[dict[str, Any]]
+    members: list[dict[str, Any]]
+    parent: dict[str, Any]
+    seconds: float
+    function_ok: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_spawn(model: str, at: Sequence[int], children: int, every: int | None) -> int:
+    """One line refusing what cannot be spawned; returns the snapshots' spacing."""
+    if model not in ZOO:
+        raise LandscapeError(f"spawn trains zoo models; {model!r} is not one (see landscape zoo)")
+    if children < 2:
+        raise LandscapeError(
+            f"--children must be at least 2 (a barrier needs a pair), got {children}"
+        )
+    every = snapshot_every(model, every)
+    steps = ZOO[model].train.steps
+    if not at:
+        raise LandscapeError("give at least one spawn step: --at K1 K2 …")
+    for k in at:
+        if not 0 <= k <= steps or (k % every and k != steps):
+            raise LandscapeError(
+                f"--at {k}: a spawn step must be a multiple of --every {every} between 0 and "
+                f"the run's {steps} steps (or {steps} itself)"
+            )
+    return every
+
+
+@threaded
+def spawn(
+    model: str,
+    at: Sequence[int],
+    *,
+    seed: int = 0,
+    children: int = CHILDREN,
+    every: int | None = None,
+    method: str = "weight",
+    group: str = "perm",
+    points: int = POINTS,
+    split: str = "test",
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """:class:`SpawnResult` of ``children`` runs spawned from ``seed``'s zoo run at every step of
+    ``at`` (module docstring), as a dict. Everything is checked before anything trains."""
+    t0 = time.perf_counter()
+    check_method(method, group)
+    check_split(split)
+    at = sorted({int(k) for k in at})
+    every = check_spawn(model, at, children, every)
+    if points < 2:
+        raise LandscapeError("--points must be at least 2 (the endpoints)")
+    cache = cache or Cache()
+    tell(progress, "parent", 0)
+    snaps, _ = train_snapshots(model, seed, every, device=device, cache=cache,
+                               progress=within(progress, 0.0, 0.2, "parent: "))  # fmt: skip
+    by_step = {s.step: s for s in snaps}
+    alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
+    rows, members, warnings = [], [], []
+    for i, k in enumerate(at):
+        lo, hi = 0.2 + 0.8 * i / len(at), 0.2 + 0.8 * (i + 1) / len(at)
+        kids = []
+        for c in range(children):
+            part = within(progress, lo, lo + 0.7 * (hi - lo) * (c + 1) / children,
+                          f"step {k}, child {c}: ")  # fmt: skip
+            ckpt, _ = train_from(model, seed, by_step[k], ORDER_BASE * (seed + 1) + c,
+                                 device=device, cache=cache, progress=part)  # fmt: skip
+            kids.append(ckpt)
+            members.append({"step": k, "child": c, **ckpt.meta["metrics"]})
+        pairs = list(itertools.combinations(range(children), 2))
+        for m, g in alignments:
+            runs = []
+            for a, b in pairs:
+                run = measure_barrier(kids[a], kids[b], m, g, points=points, split=split,
+                                      device=device, cache=cache)  # fmt: skip
+                runs.append(run.to_dict())
+                warnings += [f"step {k}, children {a}–{b}, {m}/{g}: {w}"
+                             for w in runs[-1]["warnings"]]  # fmt: skip
+            row: dict[str, Any] = {"step": k, "method": m, "group": g, "pairs": len(runs)}
+            for metric in ("loss", "accuracy"):
+                mean, sem = mean_sem([r[f"barrier_{metric}"] for r in runs])
+                row[f"barrier_{metric}"] = mean
+                row[f"barrier_{metric}_sem"] = sem if len(runs) > 1 else None
+            row["cache_keys"] = [r["cache_key"] for r in runs]
+            rows.append(row)
+        tell(progress, f"step {k}", hi)
+    tell(progress, "done", 1)
+    last = by_step[max(by_step)]
+    return SpawnResult(
+        model=model, seed=seed, at=at, children=children, every=every, steps=last.step,
+        method=method, group=group, split=split, points=points, rows=rows, members=members,
+        parent={"snapshots": sorted(by_step)}, seconds=round(time.perf_counter() - t0, 4),
+        function_ok=not warnings, warnings=warnings,
+    ).to_dict()  # fmt: skip

@@ -1,0 +1,50 @@
+"""The Interpolation page's curved path and spawned children: off by default; when asked, one
+pair's trained curve beside its line (naive and aligned) with its table, and the barrier of
+children spawned from a parent against the step they were spawned at."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.common import MAIN, ok
+
+
+def test_the_curved_path_is_opt_in_and_drawn_beside_the_line():
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page("views/interpolation.py")
+    at.run()
+    ok(at)
+    assert any(h.value == "Curved path" for h in at.subheader)
+    assert not [s for s in at.selectbox if s.key and s.key.startswith("curve_pair")]
+    charts = len(at.get("plotly_chart"))
+    at.toggle(key="curve_show").set_value(True).run()  # the default steps
+    ok(at)
+    at.select_slider(key="curve_steps").set_value(100).run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == charts + 1
+    table = at.dataframe[-1].value
+    assert set(table["path"]) == {"straight line", "bezier"}
+    assert len(set(table["alignment"])) == 2 and "naive" in set(table["alignment"])
+    line = table[table["path"] == "straight line"]["max loss (nats)"]
+    curved = table[table["path"] == "bezier"]["max loss (nats)"]
+    assert curved.max() < line.max()
+    at.radio(key="curve_kind").set_value("chain").run()
+    ok(at)
+    assert set(at.dataframe[-1].value["path"]) == {"straight line", "chain"}
+
+
+def test_the_spawned_children_are_opt_in_and_drawn_against_the_spawn_step():
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.switch_page("views/interpolation.py")
+    at.run()
+    ok(at)
+    assert any(h.value == "Spawned children" for h in at.subheader)
+    assert not [m for m in at.multiselect if m.key and m.key.startswith("spawn_at")]
+    charts = len(at.get("plotly_chart"))
+    at.session_state["spawn_at_mlp-digits"] = [980, 1000]  # two late steps: seconds
+    at.toggle(key="spawn_show").set_value(True).run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == charts + 1
+    table = at.dataframe[-1].value
+    assert list(table["step"]) == [980, 980, 1000, 1000]
+    assert (table[table["step"] == 1000]["loss barrier (nats)"].abs() < 1e-6).all()
