@@ -27,7 +27,7 @@ from app.components.figures import figure, report_button
 from app.components.layout import controls, page_header, presentation, side_by_side
 from app.components.long_runs import LongRun, duration, estimate, run_in_status
 from app.components.needs import data_fix, need_data, need_seeds
-from app.components.tables import styled_table
+from app.components.tables import results_table, styled_table
 from app.components.text import literal, plain
 
 __all__ = [
@@ -58,5 +58,6 @@ __all__ = [
     "show_error",
     "show_warnings",
     "side_by_side",
+    "results_table",
     "styled_table",
 ]

@@ -1,10 +1,14 @@
-"""Tables as the pages show them: a symmetry table with valid and invalid rows coloured."""
+"""Tables as the pages show them: a symmetry table with valid and invalid rows coloured, and
+results tables that hold a projector's width."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pandas as pd
+import streamlit as st
+
+from app.components.layout import presentation
 
 VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
 
@@ -30,3 +34,12 @@ def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pand
         .set_properties(subset=["group", "valid", "max |Δlogits|"], **{"white-space": "nowrap"})
         .format({"max |Δlogits|": "{:.1e}"})
     )
+
+
+def results_table(frame: pd.DataFrame) -> None:
+    """A table of results: a data grid on a screen, a static table in presentation mode, whose
+    cells wrap where a grid's fixed columns would run off a projector's width."""
+    if presentation():
+        st.table(frame.style.hide(axis="index"))
+    else:
+        st.dataframe(frame, hide_index=True)

@@ -22,6 +22,7 @@ from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
 from app.components.long_runs import LongRun, run_in_status
 from app.components.needs import need_data, need_seeds
+from app.components.tables import results_table
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
@@ -433,7 +434,7 @@ if pairs and not presentation():
                                   "density": merged["density"],
                                   "mergekit": merged["mergekit"]},
                     )  # fmt: skip
-                    st.dataframe(pd.DataFrame(merge_rows(merged)), hide_index=True)
+                    results_table(pd.DataFrame(merge_rows(merged)))
 
 if pairs:
     st.subheader("Curved path")
@@ -490,7 +491,7 @@ if pairs:
                             for k in (al["line_cache_key"], al["cache_key"])],
                 tables={f"Barriers of the line and the curve, {split} split": curve_table},
             )  # fmt: skip
-            st.dataframe(pd.DataFrame(curve_table), hide_index=True)
+            results_table(pd.DataFrame(curve_table))
 
 if name in ZOO and pairs:
     st.subheader("Spawned children")
@@ -548,7 +549,7 @@ if name in ZOO and pairs:
                     cache_keys=[k for x in made["rows"] for k in x["cache_keys"]],
                     tables={f"Barriers between the children, {split} split": spawn_table},
                 )  # fmt: skip
-                st.dataframe(pd.DataFrame(spawn_table), hide_index=True)
+                results_table(pd.DataFrame(spawn_table))
 
 if pairs and not presentation():
     st.subheader("Download the aligned model")

@@ -31,6 +31,10 @@ def test_the_curved_path_is_opt_in_and_drawn_beside_the_line():
     at.radio(key="curve_kind").set_value("chain").run()
     ok(at)
     assert set(at.dataframe[-1].value["path"]) == {"straight line", "chain"}
+    grids = len(at.dataframe)
+    at.sidebar.toggle(key="presentation").set_value(True).run()  # a static table: it wraps
+    ok(at)
+    assert len(at.dataframe) < grids and "chain" in set(at.table[-1].value["path"])
 
 
 def test_the_spawned_children_are_opt_in_and_drawn_against_the_spawn_step():
