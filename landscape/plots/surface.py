@@ -174,11 +174,17 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
         return {"title": {"text": text, "font": {"size": size}}, "showticklabels": False,
                 "ticks": "", "showgrid": True, "gridcolor": GRID}  # fmt: skip
 
+    # the axes named in a word or two (a long title in a 3-D scene runs into its neighbour; the
+    # contour map beside it says them in full), the camera close enough that the surface, not
+    # the empty box around it, fills the figure
+    short_x, short_y = (("α", "β") if SURFACE.read(result, "kind") != "plane"
+                        else ("B − A", "⊥, towards C"))  # fmt: skip
     fig.update_layout(
-        scene={"xaxis": axis(title_x), "yaxis": axis(title_y), "zaxis": axis(ztitle),
+        scene={"xaxis": axis(short_x), "yaxis": axis(short_y), "zaxis": axis(ztitle),
                "aspectmode": "manual", "aspectratio": {"x": 1, "y": 1, "z": 0.6},
-               "camera": {"eye": {"x": 1.4, "y": -1.6, "z": 1.0}}},
-        showlegend=False, height=620,
+               "camera": {"eye": {"x": 1.15, "y": -1.3, "z": 0.8}},
+               "domain": {"x": [0, 1], "y": [0, 1]}},
+        showlegend=False, height=620, margin={"l": 10, "r": 10, "b": 10},
     )  # fmt: skip
     return fig
 
