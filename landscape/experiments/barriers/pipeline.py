@@ -5,12 +5,14 @@ the weight digests of the checkpoints involved, the method, group and parameters
 the version of the algorithm, so a second request (from either front end) is served from disk.
 Results are plain JSON-able dicts; the JSON keys follow docs/design.md §5.
 
-There is one barrier pipeline, :func:`barrier_pair`: two endpoints (each a
-:class:`~landscape.sources.Source` or a loaded checkpoint) are checked, loaded, aligned and
-evaluated on A's data (:func:`landscape.sources.data_of`), and the whole measurement is cached
-as one entry. ``landscape barrier`` (zoo seeds and family members), ``table``, ``controls``
-and ``pair-barrier`` (checkpoint paths, :mod:`landscape.experiments.barriers.pairs`) all run
-through it.
+There is one barrier pipeline, :func:`measure_barrier` of a :class:`BarrierRequest`: two
+endpoints (each a :class:`~landscape.sources.Source` or a loaded checkpoint), checked when the
+request is made, are loaded, aligned and evaluated on A's data
+(:func:`landscape.sources.data_of`), and the whole measurement is cached as one entry keyed by
+:meth:`BarrierRequest.key`. ``landscape barrier`` (zoo seeds and family members: the
+convenience :func:`barrier`), ``table``, ``controls``, ``matrix`` and ``pair-barrier``
+(checkpoint paths, :mod:`landscape.experiments.barriers.pairs`) all run through it; the result
+stays a :class:`BarrierRun` until ``to_dict()``.
 Devices arrive resolved (``landscape.device.resolve_device`` at the CLI and the app).
 """
 

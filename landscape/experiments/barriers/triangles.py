@@ -123,7 +123,7 @@ def triangle(
     (:func:`align_joint`) instead of edge by edge.
 
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
-    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
+    that of the processed A; ``function_ok``/``warnings`` as in :func:`~landscape.experiments.barriers.pipeline.measure_barrier`. A NaN or
     infinite loss at any grid point is a LandscapeError naming the point.
 
     ``executor="ray"`` aligns B and C onto A as two Ray tasks (one for ``joint``), then
