@@ -164,40 +164,33 @@ def barrier(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _stored_merges(
-    model: str, seeds: tuple[int, int], method: str, group: str, operators: tuple[str, ...],
-    points: int, split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+    request: BarrierRequest, operators: tuple[str, ...], device: str | None
+) -> dict[str, Any]:
     """:func:`merges` read from the disk cache; :class:`NotCached` when a point is not there."""
+    return _merge(request, operators, device, cache=ReadOnlyCache())
+
+
+def _merge(
+    request: BarrierRequest, operators: tuple[str, ...], device: str | None, **how: Any
+) -> dict[str, Any]:
     from landscape.experiments.merging.operators import pair_merges
 
-    return pair_merges(model, seeds, method, group, operators=operators, points=points,
-                       split=split, device=resolve_device(device),
-                       cache=ReadOnlyCache())  # fmt: skip
+    return pair_merges(request, operators=operators, device=resolve_device(device), **how)
 
 
 def merges(
-    model: str,
-    seeds: tuple[int, int],
-    method: str,
-    group: str,
+    request: BarrierRequest,
     operators: tuple[str, ...],
-    points: int,
-    split: str,
     device: str | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """One pair's merge operators beside the line, naive and aligned
-    (``experiments.merging.operators.pair_merges``): memoised, else read from the disk cache,
-    else computed under ``progress`` (one mergekit run per missing point)."""
-    from landscape.experiments.merging.operators import pair_merges
-
-    args = (model, seeds, method, group, operators, points, split, device)
+    """One pair's merge operators beside the request's line, naive and aligned
+    (``experiments.merging.operators.pair_merges``): memoised by the request, else read from
+    the disk cache, else computed under ``progress`` (one mergekit run per missing point)."""
     return stored_else_computed(
-        lambda: _stored_merges(*args),
-        lambda: pair_merges(model, seeds, method, group, operators=operators, points=points,
-                            split=split, device=resolve_device(device),
-                            progress=progress),
-    )  # fmt: skip
+        lambda: _stored_merges(request, operators, device),
+        lambda: _merge(request, operators, device, progress=progress),
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

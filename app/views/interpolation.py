@@ -413,7 +413,9 @@ if pairs and not presentation():
             if merge_ops:
                 method, group = parse_combo(merge_combo)
                 ops = tuple(o for o in MERGE_METHODS if o in merge_ops)
-                wanted = (name, merge_pair, method, group, ops, merge_points, split, device())
+                asked = seeds_request(name, merge_pair, method, group, points=merge_points,
+                                      split=split)  # fmt: skip
+                wanted = (asked, ops, device())
                 merged = run_in_status(
                     lambda progress: state.merges(*wanted, progress=progress),
                     running="Merging with mergekit and evaluating …",
