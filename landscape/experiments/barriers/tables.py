@@ -163,16 +163,9 @@ def table(
             stage = f"{method}/{group} {sa}-{sb}"
             # within one barrier too, e.g. the steps of learned matching
             sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
-            req = seeds_request(
-                model,
-                (sa, sb),
-                method,
-                group,
-                points=points,
-                split=split,
-                space=space_,
-                options=_options(method, learned_options),
-            )
+            options = _options(method, learned_options)
+            req = seeds_request(model, (sa, sb), method, group, points=points, split=split,
+                                space=space_, options=options)  # fmt: skip
             run = measure_barrier(req, device=device, cache=cache, progress=sub)
             results.append(run.to_seeds_dict())
             done += 1
