@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from landscape.assets import home_curves_path
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
+from landscape.experiments.barriers.pipeline import BarrierRequest
 from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
 from landscape.progress import Progress
 from landscape.sources import Source, family_data
 from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 from landscape.threads import AUTO, resolve_threads
+
+T = TypeVar("T")
 
 # The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
 # once per call, and the library takes the torch.device.
@@ -122,82 +126,71 @@ def cache_info() -> dict[str, Any]:
     return Cache().info()
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
-def _stored_barrier(
-    model: str, seeds: tuple[int, int], method: str, group: str, points: int, split: str,
-    device: str | None, space: str,
-) -> dict[str, Any]:  # fmt: skip
-    """:func:`barrier` read from the disk cache; :class:`NotCached` when it is not there."""
-    from landscape import experiments
+def stored_else_computed(read: Callable[[], T], compute: Callable[[], object]) -> T:
+    """The app's one way to a stored result: ``read()`` (memoised in ``st.cache_data``, from the
+    disk cache; :class:`NotCached` when it is not there), else ``compute()`` (which stores it on
+    disk, under the page's progress: outside the memo, which must not draw on the page), then
+    ``read()`` again, so that the memo holds it."""
+    try:
+        return read()
+    except NotCached:
+        compute()
+        return read()
 
-    return experiments.barrier(model, seeds, method, group, points=points, split=split,
-                               space=space, device=resolve_device(device),
-                               cache=ReadOnlyCache())  # fmt: skip
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def _stored_barrier(request: BarrierRequest, device: str | None) -> dict[str, Any]:
+    """:func:`barrier` read from the disk cache; :class:`NotCached` when it is not there."""
+    return _measure(request, device, cache=ReadOnlyCache())
+
+
+def _measure(request: BarrierRequest, device: str | None, **how: Any) -> dict[str, Any]:
+    from landscape.experiments import measure_barrier
+
+    return measure_barrier(request, device=resolve_device(device), **how).to_seeds_dict()
 
 
 def barrier(
-    model: str,
-    seeds: tuple[int, int],
-    method: str,
-    group: str,
-    points: int,
-    split: str,
-    device: str | None,
-    space: str = "weights",
-    progress: Progress | None = None,
+    request: BarrierRequest, device: str | None, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """One interpolation curve and its barriers in merge ``space`` (``experiments.barrier``):
-    memoised, else read from the disk cache, else computed under ``progress`` (its matching
-    and evaluation; outside the memo, which must not draw on the page) and read again."""
-    from landscape import experiments
-
-    args = (model, seeds, method, group, points, split, device, space)
-    try:
-        return _stored_barrier(*args)
-    except NotCached:
-        experiments.barrier(model, seeds, method, group, points=points, split=split,
-                            space=space, device=resolve_device(device),
-                            progress=progress)  # fmt: skip
-        return _stored_barrier(*args)
+    """One interpolation curve and its barriers (``experiments.measure_barrier`` of
+    ``request``, as ``landscape barrier`` writes it): memoised by the request, else read from
+    the disk cache, else computed under ``progress`` (its matching and evaluation)."""
+    return stored_else_computed(
+        lambda: _stored_barrier(request, device),
+        lambda: _measure(request, device, progress=progress),
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _stored_merges(
-    model: str, seeds: tuple[int, int], method: str, group: str, operators: tuple[str, ...],
-    points: int, split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+    request: BarrierRequest, operators: tuple[str, ...], device: str | None
+) -> dict[str, Any]:
     """:func:`merges` read from the disk cache; :class:`NotCached` when a point is not there."""
+    return _merge(request, operators, device, cache=ReadOnlyCache())
+
+
+def _merge(
+    request: BarrierRequest, operators: tuple[str, ...], device: str | None, **how: Any
+) -> dict[str, Any]:
     from landscape.experiments.merging.operators import pair_merges
 
-    return pair_merges(model, seeds, method, group, operators=operators, points=points,
-                       split=split, device=resolve_device(device),
-                       cache=ReadOnlyCache())  # fmt: skip
+    return pair_merges(request, operators=operators, device=resolve_device(device), **how)
 
 
 def merges(
-    model: str,
-    seeds: tuple[int, int],
-    method: str,
-    group: str,
+    request: BarrierRequest,
     operators: tuple[str, ...],
-    points: int,
-    split: str,
     device: str | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """One pair's merge operators beside the line, naive and aligned
-    (``experiments.merging.operators.pair_merges``): memoised, else read from the disk cache, else
-    computed under ``progress`` (one mergekit run per missing point) and read again."""
-    from landscape.experiments.merging.operators import pair_merges
-
-    args = (model, seeds, method, group, operators, points, split, device)
-    try:
-        return _stored_merges(*args)
-    except NotCached:
-        pair_merges(model, seeds, method, group, operators=operators, points=points,
-                    split=split, device=resolve_device(device),
-                    progress=progress)  # fmt: skip
-        return _stored_merges(*args)
+    """One pair's merge operators beside the request's line, naive and aligned
+    (``experiments.merging.operators.pair_merges``): memoised by the request, else read from
+    the disk cache, else computed under ``progress`` (one mergekit run per missing point)."""
+    return stored_else_computed(
+        lambda: _stored_merges(request, operators, device),
+        lambda: _merge(request, operators, device, progress=progress),
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -304,17 +297,16 @@ def triangle(
 ) -> dict[str, Any]:
     """Loss/accuracy over the barycentric grid of three aligned models, mixed in merge ``space``;
     ``joint`` aligns B and C together (learned matching). Memoised, else read from disk, else
-    computed under ``progress`` (the matchings and the evaluation) and read again."""
+    computed under ``progress`` (the matchings and the evaluation)."""
     from landscape import experiments
 
     args = (model, seeds, method, group, resolution, split, device, space, joint)
-    try:
-        return _stored_triangle(*args)
-    except NotCached:
-        experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
-                             space=space, joint=joint, device=resolve_device(device),
-                             progress=progress)  # fmt: skip
-        return _stored_triangle(*args)
+    return stored_else_computed(
+        lambda: _stored_triangle(*args),
+        lambda: experiments.triangle(model, seeds, method, group, resolution=resolution,
+                                     split=split, space=space, joint=joint,
+                                     device=resolve_device(device), progress=progress),
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

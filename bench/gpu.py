@@ -141,11 +141,10 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
 
 
 def _barrier(device, tmp, name, model, seeds, method, group, **kw) -> dict[str, Any]:
-    from landscape.experiments.barriers.pipeline import measure_barrier
-    from landscape.sources import Source
+    from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
 
-    run = measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
-                          device=device, cache=_cache(tmp, name), **kw)  # fmt: skip
+    run = measure_barrier(seeds_request(model, seeds, method, group, **kw), device=device,
+                          cache=_cache(tmp, name))  # fmt: skip
     return run.to_dict() | {"rounds": run.entry["matching"]["rounds"]}
 
 

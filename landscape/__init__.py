@@ -29,6 +29,8 @@ _LAZY = {
     "evaluate_path": "landscape.experiments.evaluation",
     "barrier_from_curve": "landscape.experiments.evaluation",
     "barrier": "landscape.experiments",
+    "BarrierRequest": "landscape.experiments",
+    "measure_barrier": "landscape.experiments",
     "triangle": "landscape.experiments",
     "table": "landscape.experiments",
     "import_checkpoint": "landscape.models.importers",

@@ -32,6 +32,7 @@ from landscape.experiments import (
     mean_sem,
     pairs_for,
     paper_value,
+    seeds_request,
     width_barriers,
 )
 from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
@@ -246,8 +247,9 @@ for combo, space in itertools.product(chosen, spaces):
         progress(step, done, total)
         part = within(progress, done / total, (done + 1) / total, f"{step} · ")
         try:
-            results.append(state.barrier(name, pair, method, group, points, split, device(), space,
-                                         progress=part))  # fmt: skip
+            request = seeds_request(name, pair, method, group, points=points, split=split,
+                                    space=space)  # fmt: skip
+            results.append(state.barrier(request, device(), progress=part))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
@@ -411,7 +413,9 @@ if pairs and not presentation():
             if merge_ops:
                 method, group = parse_combo(merge_combo)
                 ops = tuple(o for o in MERGE_METHODS if o in merge_ops)
-                wanted = (name, merge_pair, method, group, ops, merge_points, split, device())
+                asked = seeds_request(name, merge_pair, method, group, points=merge_points,
+                                      split=split)  # fmt: skip
+                wanted = (asked, ops, device())
                 merged = run_in_status(
                     lambda progress: state.merges(*wanted, progress=progress),
                     running="Merging with mergekit and evaluating …",

@@ -27,7 +27,12 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import check_method, check_split, measure_barrier
+from landscape.experiments.barriers.pipeline import (
+    BarrierRequest,
+    check_method,
+    check_split,
+    measure_barrier,
+)
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.models.train import snapshot_every, train_from, train_snapshots
 from landscape.models.zoo import ZOO
@@ -134,8 +139,8 @@ def spawn(
         for m, g in alignments:
             runs = []
             for a, b in pairs:
-                run = measure_barrier(kids[a], kids[b], m, g, points=points, split=split,
-                                      device=device, cache=cache)  # fmt: skip
+                asked = BarrierRequest(kids[a], kids[b], m, g, points=points, split=split)
+                run = measure_barrier(asked, device=device, cache=cache)
                 runs.append(run.to_dict())
                 warnings += [f"step {k}, children {a}–{b}, {m}/{g}: {w}"
                              for w in runs[-1]["warnings"]]  # fmt: skip

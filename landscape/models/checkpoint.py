@@ -24,9 +24,13 @@ from landscape.models.params import Params, param_shapes
 from landscape.store.files import new_folder, read_json, replace_file, write_problem
 
 
-@dataclass
+@dataclass(eq=False)
 class Checkpoint:
-    """A trained model: its configuration, parameters and metadata (metrics, curves, vocab)."""
+    """A trained model: its configuration, parameters and metadata (metrics, curves, vocab).
+
+    Compared and hashed as the object it is (its tensors have no one truth value): a barrier
+    request holding a loaded checkpoint is hashable, and equal only to a request holding the
+    same object."""
 
     cfg: ModelConfig
     params: Params

@@ -142,16 +142,16 @@ def test_a_barrier_computed_for_the_page_reports_into_its_bar(monkeypatch):
     from app import state
 
     _need(2)
-    real, heard = experiments.barrier, []
+    real, heard = experiments.measure_barrier, []
 
-    def barrier(*args, progress=None, **kw):
+    def measure_barrier(*args, progress=None, **kw):
         def hear(stage, done, total):
             heard.append((stage, done / total))
             progress(stage, done, total)
 
         return real(*args, progress=hear if progress is not None else None, **kw)
 
-    monkeypatch.setattr(experiments, "barrier", barrier)
+    monkeypatch.setattr(experiments, "measure_barrier", measure_barrier)
     state._stored_barrier.clear()
     at = AppTest.from_file(MAIN, default_timeout=120)
     at.switch_page("views/interpolation.py")

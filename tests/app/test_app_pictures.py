@@ -30,9 +30,9 @@ def _interpolation(combos: list[str]) -> AppTest:
 def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
     real = state.barrier
 
-    def raised(name, pair, method, group, *args, **kw):
-        r = real(name, pair, method, group, *args, **kw)
-        if (method, group) == ("weight", "orth"):  # as if matching had made things worse
+    def raised(request, *args, **kw):
+        r = real(request, *args, **kw)
+        if (request.method, request.group) == ("weight", "orth"):  # as if matching were worse
             return {**r, "barrier_loss": r["barrier_loss"] + 5.0}
         return r
 

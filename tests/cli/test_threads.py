@@ -103,7 +103,10 @@ def test_entry_points_take_threads(monkeypatch):
     assert seen[-1] == 5
     from landscape import experiments
 
-    assert "threads" in __import__("inspect").signature(experiments.measure_barrier).parameters
+    # threads are set at the edges: the public convenience takes them, the pipeline does not
+    signature = __import__("inspect").signature
+    assert "threads" in signature(experiments.barrier).parameters
+    assert "threads" not in signature(experiments.measure_barrier).parameters
 
 
 def test_cli_threads_option(capsys, monkeypatch, tmp_path):

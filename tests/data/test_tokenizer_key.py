@@ -3,7 +3,7 @@ members' folders (same weights, same text) gives fresh numbers, not the cached o
 
 import pytest
 
-from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier
 from landscape.sources import Source, add_family, family_splits
 from landscape.store.cache import Cache
 from tests.conftest import tiny_llama
@@ -33,10 +33,10 @@ def test_a_replaced_tokenizer_gives_another_data_key_and_fresh_numbers(tmp_path,
     text.write_text("To be, or not to be, that is the question. " * 60)
     add_family("tok-family", members, text=text, n_ctx=8, max_windows=8)
     cache = Cache(tmp_path / "barriers")
+    request = BarrierRequest(Source("tok-family", 0), Source("tok-family", 1), "naive", points=3)
 
     def barrier():
-        return measure_barrier(Source("tok-family", 0), Source("tok-family", 1), "naive",
-                               "perm", points=3, cache=cache)  # fmt: skip
+        return measure_barrier(request, cache=cache)
 
     first, key = barrier(), family_splits("tok-family")[1]
     assert not first.cached and barrier().cached
@@ -46,6 +46,5 @@ def test_a_replaced_tokenizer_gives_another_data_key_and_fresh_numbers(tmp_path,
     assert family_splits("tok-family")[1] != key and key["tokenizer"]
     assert not again.cached
     assert again.entry["curve"]["loss"] != first.entry["curve"]["loss"]
-    fresh = measure_barrier(Source("tok-family", 0), Source("tok-family", 1), "naive", "perm",
-                            points=3, cache=Cache(tmp_path / "fresh"))  # fmt: skip
+    fresh = measure_barrier(request, cache=Cache(tmp_path / "fresh"))
     assert again.entry["curve"]["loss"] == fresh.entry["curve"]["loss"]

@@ -123,8 +123,9 @@ def test_learned_matching_trains_on_the_training_split(monkeypatch):
 def test_every_barrier_states_its_split(split):
     r = barrier("mlp-digits", (0, 1), "naive", "perm", points=3, split=split)
     assert r["split"] == split
-    assert experiments.barrier_pair(load("mlp-digits", 0), load("mlp-digits", 1), "naive",
-                                    points=3, split=split)["split"] == split  # fmt: skip
+    request = experiments.BarrierRequest(load("mlp-digits", 0), load("mlp-digits", 1), "naive",
+                                         points=3, split=split)  # fmt: skip
+    assert experiments.measure_barrier(request).to_dict()["split"] == split
 
 
 @pytest.mark.parametrize("norm", ["rms", "ln"])

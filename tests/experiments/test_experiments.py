@@ -271,13 +271,13 @@ def test_a_pair_that_shares_a_tensor_is_aligned_and_cached(tmp_path) -> None:
 
 
 def test_a_width_only_difference_points_to_widths() -> None:
-    from landscape.experiments import barrier_pair, load
+    from landscape.experiments import BarrierRequest, load, measure_barrier
     from landscape.experiments.barriers.widths import narrow_checkpoint
 
     a = load("vit-digits", 0)
     b = narrow_checkpoint("vit-digits", 2, 1)
     with pytest.raises(LandscapeError, match="landscape widths"):
-        barrier_pair(a, b, "naive", "perm", points=3)
+        measure_barrier(BarrierRequest(a, b, "naive", "perm", points=3))
 
 
 def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) -> None:

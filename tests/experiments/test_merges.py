@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from landscape.cli import main
+from landscape.experiments import seeds_request
 from landscape.experiments.merging.operators import mergekit_installed, pair_merges, run_operator
 from tests.conftest import tiny_llama
 from tests.experiments.test_export import _family, _gpt2
@@ -50,7 +51,7 @@ PAIRS = [
 def test_operators_along_the_line(tmp_path, cache_env, build, method, group):
     name = f"mg-{build.__name__.strip('_')}"
     _family(tmp_path, build, name)
-    r = pair_merges(name, [0, 1], method, group, operators=OPERATORS, points=5)
+    r = pair_merges(seeds_request(name, [0, 1], method, group, points=5), operators=OPERATORS)
     assert [a["method"] for a in r["alignments"]] == ["naive", method]
     assert r["lambdas"] == [0.0, 0.25, 0.5, 0.75, 1.0]
     for al in r["alignments"]:
@@ -153,10 +154,11 @@ def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cach
         return torch.full_like(loss, float("nan")), acc
 
     monkeypatch.setattr(merges, "evaluate_path", nan_path)
+    request = seeds_request("mg-nan", [0, 1], "weight", "perm", points=3)
     with pytest.raises(LandscapeError, match="slerp's merge at λ = 0 "):
-        pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+        pair_merges(request, operators=["slerp"])
     monkeypatch.setattr(merges, "evaluate_path", real)
-    r = pair_merges("mg-nan", [0, 1], "weight", "perm", operators=["slerp"], points=3)
+    r = pair_merges(request, operators=["slerp"])
     assert all(math.isfinite(v) for v in r["alignments"][0]["operators"]["slerp"]["loss"])
 
 
@@ -201,10 +203,31 @@ def test_in_memory_dare_is_seeded_and_leaves_the_callers_generators():
 def test_a_zoo_pair_is_merged_in_memory(tmp_path, cache_env):
     """mlp-digits has no Hugging Face format: its operators run through mergekit in memory, and
     mergekit's linear merge is the line."""
-    r = pair_merges("mlp-digits", [0, 1], "weight", "perm", operators=["linear", "ties"],
-                    points=3)  # fmt: skip
+    request = seeds_request("mlp-digits", [0, 1], "weight", "perm", points=3)
+    r = pair_merges(request, operators=["linear", "ties"])
     assert r["route"] == "memory"
     for al in r["alignments"]:
         for got, want in zip(al["operators"]["linear"]["loss"], al["line"]["loss"], strict=True):
             assert got == pytest.approx(want, abs=1e-5)
         assert al["operators"]["ties"]["loss"][0] == pytest.approx(al["line"]["loss"][0], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("request_of", "message"),
+    [
+        pytest.param(lambda: seeds_request("mlp-digits", (0, 0), points=3),
+                     "give two different seeds: A and B", id="same-seed"),
+        pytest.param(lambda: seeds_request("mlp-digits", (0, 1), points=3, space="circuits"),
+                     "merge operators act on the processed weights", id="circuits"),
+        pytest.param(lambda: seeds_request("mlp-digits", (0, 1), points=3, seed=1),
+                     "matched with seed 0", id="matching-seed"),
+    ],
+)  # fmt: skip
+def test_a_merges_request_off_the_processed_weights_is_one_line(request_of, message) -> None:
+    """The operators act on the processed weights, keyed without a space or a matching seed:
+    a request for another line is refused before anything is loaded."""
+    from landscape.errors import LandscapeError
+
+    with pytest.raises(LandscapeError, match=message) as err:
+        pair_merges(request_of(), operators=["linear"])
+    assert "\n" not in str(err.value)

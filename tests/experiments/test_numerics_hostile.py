@@ -20,7 +20,14 @@ from landscape.budget import BYTES_PER_POINT, budget_bytes, max_resolution
 from landscape.cli import main
 from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
-from landscape.experiments import align, barrier_pair, summarise_barriers, table, triangle
+from landscape.experiments import (
+    BarrierRequest,
+    align,
+    measure_barrier,
+    summarise_barriers,
+    table,
+    triangle,
+)
 from landscape.experiments import evaluation as barrier
 from landscape.experiments.barriers.pairs import barrier_paths
 from landscape.matching import function_warnings, match, worst_check
@@ -165,7 +172,7 @@ def test_processing_that_hides_a_nan_is_flagged() -> None:
     a, b = overflowing_gain(zoo(0)), zoo(1)
     r = match(a.cfg, a.params, b.params, "naive", "orth")
     assert math.isnan(r.function_check_a) and r.function_check < 1e-4
-    out = barrier_pair(a, b, "naive", "orth", points=3)
+    out = measure_barrier(BarrierRequest(a, b, "naive", "orth", points=3)).to_dict()
     # the processed A is healthy (a finite endpoint loss), A itself is NaN: say so
     assert math.isfinite(out["endpoint_loss"][0])
     assert math.isnan(out["function_check_a"]) and out["function_ok"] is False
@@ -299,10 +306,9 @@ def test_learned_matching_reports_every_step() -> None:
     ]
     # the barrier maps the matching into the first half of its progress
     seen.clear()
-    barrier_pair(zoo(0), zoo(2), "learned", "perm", points=3,
-                 options={"steps": 2, "eval_every": 2},
-                 progress=lambda stage, done, total: seen.append((stage, done / total))
-                 )  # fmt: skip
+    request = BarrierRequest(zoo(0), zoo(2), "learned", "perm", points=3,
+                             options={"steps": 2, "eval_every": 2})  # fmt: skip
+    measure_barrier(request, progress=lambda stage, done, total: seen.append((stage, done / total)))
     stages = [s for s, _ in seen]
     assert "learned matching step 2/2" in stages and stages[-1] == "done"
     assert [f for _, f in seen] == sorted(f for _, f in seen)

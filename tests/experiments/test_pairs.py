@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.barriers.pairs import barrier_paths  # noqa: E402
-from landscape.experiments.barriers.pipeline import measure_barrier  # noqa: E402
+from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
 from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
@@ -105,13 +105,16 @@ def test_streamed_pair_matches_the_path_that_keeps_every_copy(pair, tmp_path, gr
     """Endpoints loaded by the pipeline are consumed by weight matching; handed in as
     checkpoints they are kept (and nothing is emptied). Both give the same curve."""
     spec = DataSpec(pair["text"], None, None, 16, 4, activation_tokens=64)
-    kw = {"points": 3, "device": "cpu", "store_matching": False}
-    streamed = measure_barrier(Source(str(pair["a"]), data=spec), Source(str(pair["b"]), data=spec),
-                               "weight", group, cache=Cache(tmp_path / "s"), **kw)  # fmt: skip
+    kw = {"points": 3, "store_matching": False}
+    a_source = Source(str(pair["a"]), data=spec)
+    streamed = measure_barrier(
+        BarrierRequest(a_source, Source(str(pair["b"]), data=spec), "weight", group, **kw),
+        cache=Cache(tmp_path / "s"),
+    )
     a, b = load_any(pair["a"]), load_any(pair["b"])
     n = len(a.params)
-    kept = measure_barrier(Source(str(pair["a"]), data=spec), b, "weight", group,
-                           cache=Cache(tmp_path / "k"), **kw)  # fmt: skip
+    kept = measure_barrier(BarrierRequest(a_source, b, "weight", group, **kw),
+                           cache=Cache(tmp_path / "k"))  # fmt: skip
     assert len(b.params) == n and len(a.params) == n  # a checkpoint handed in is never emptied
     s, k = streamed.entry, kept.entry
     assert s["function_check"] < 1e-4 and s["function_check_a"] < 1e-4

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -49,7 +49,13 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import Aligned, Coordinates, barrier_pair, eval_split
+from landscape.experiments.barriers.pipeline import (
+    Aligned,
+    BarrierRequest,
+    Coordinates,
+    eval_split,
+    measure_barrier,
+)
 from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
     mean_sem,
@@ -214,7 +220,7 @@ def _scale_rows(cfg: ModelConfig, name: str, w: torch.Tensor, s: torch.Tensor) -
     return (w.double() * s.view(shape)).to(w.dtype)
 
 
-# the barrier pipeline's line in these coordinates: barrier_pair(..., coordinates=ORIGINAL)
+# the barrier pipeline's line in these coordinates: BarrierRequest(..., coordinates=ORIGINAL)
 ORIGINAL = Coordinates("original", original_coordinates)
 
 
@@ -350,11 +356,11 @@ def _pair_barriers(a: Checkpoint, b: Checkpoint, method: str, group: str, *, poi
                    progress: Progress | None = None) -> dict[str, Any]:  # fmt: skip
     """One pair's barrier under ``method``/``group``; with ``original`` also the barrier along
     the line in the unprocessed coordinates (``*_original``, warnings of both)."""
-    r = barrier_pair(a, b, method, group, points=points, split=split, space=space,
-                     device=device, cache=cache, progress=progress)  # fmt: skip
+    req = BarrierRequest(a, b, method, group, points=points, split=split, space=space)
+    r = measure_barrier(req, device=device, cache=cache, progress=progress).to_dict()
     if original:
-        o = barrier_pair(a, b, method, group, points=points, split=split, space=space,
-                         device=device, cache=cache, coordinates=ORIGINAL)  # fmt: skip
+        o = measure_barrier(replace(req, coordinates=ORIGINAL), device=device,
+                            cache=cache).to_dict()  # fmt: skip
         r["barrier_loss_original"] = o["barrier_loss"]
         r["barrier_accuracy_original"] = o["barrier_accuracy"]
         r["warnings"] = list(dict.fromkeys(r["warnings"] + o["warnings"]))

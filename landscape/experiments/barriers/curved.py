@@ -42,11 +42,11 @@ from landscape.budget import MAX_STEPS, check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
+    BarrierRequest,
     align,
     check_method,
     check_split,
     health,
-    learned_space,
     measure_barrier,
 )
 from landscape.experiments.evaluation import (
@@ -54,7 +54,7 @@ from landscape.experiments.evaluation import (
     check_finite_loss,
     evaluate_mixtures,
 )
-from landscape.matching import given_options, method_of, options_key
+from landscape.matching import given_options, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source
@@ -289,13 +289,11 @@ def curve(
     for k, (m, g) in enumerate(alignments_asked):
         lo, hi = k / len(alignments_asked), (k + 1) / len(alignments_asked)
         said = given_options(m, options if m == method else None)
-        line = measure_barrier(a, b, m, g, points=points, split=split, seed=0, device=device,
-                               cache=cache, options=said or None,
+        asked = BarrierRequest(a, b, m, g, options=said or None, points=points, split=split)
+        line = measure_barrier(asked, device=device, cache=cache,
                                progress=within(progress, lo, lo + 0.2 * (hi - lo),
                                                f"{m}/{g} line: "))  # fmt: skip
-        settings = method_of(m).settings(
-            {**data.match_options(a.cfg, m), **learned_space(m, "weights"), **said}
-        )
+        settings = asked.settings(a.cfg, data)
         inputs = {
             "a": digest_tensors(a.params), "b": digest_tensors(b.params),
             "cfg": a.cfg.to_dict(), "method": m, "group": g, "options": options_key(settings),

@@ -18,7 +18,7 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import barrier
+from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
 from landscape.progress import Progress, tell, within
 from landscape.store.cache import Cache
 from landscape.threads import threaded
@@ -87,8 +87,8 @@ def barrier_matrix(
         a, b = seeds[i], seeds[j]
         stage = f"{method}/{group} {a}-{b}"
         sub = within(progress, done / len(todo), (done + 1) / len(todo), f"{stage} ")
-        r = barrier(model, (a, b), method, group, points=points, split=split, space=space,
-                    device=device, cache=cache, progress=sub)  # fmt: skip
+        req = seeds_request(model, (a, b), method, group, points=points, split=split, space=space)
+        r = measure_barrier(req, device=device, cache=cache, progress=sub).to_dict()
         loss[i][j] = loss[j][i] = r["barrier_loss"]
         acc[i][j] = acc[j][i] = r["barrier_accuracy"]
         pairs.append({

@@ -48,7 +48,7 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import measure_barrier, peak_rss_mb
+from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier, peak_rss_mb
 from landscape.models.importers import describe
 from landscape.progress import Progress
 from landscape.sources import (
@@ -116,10 +116,10 @@ def barrier_paths(
     options = None if max_rounds is None else {"max_rounds": max_rounds}
     spec = DataSpec(None if text is None else str(text), data, data_dir, n_ctx, max_windows,
                     activation_tokens=AM_TOKENS)  # fmt: skip
-    run = measure_barrier(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
-                          method, group, points=points, split=split, seed=seed, device=device,
-                          cache=cache, dtype=dtype, space=space, store_matching=False,
-                          options=options, progress=progress)  # fmt: skip
+    req = BarrierRequest(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
+                         method, group, options, points, split, space, dtype=dtype, seed=seed,
+                         store_matching=False)  # fmt: skip
+    run = measure_barrier(req, device=device, cache=cache, progress=progress)
     e = run.entry
     matching = {**e["matching"], "seconds": round(e["matching"]["seconds"], 4)}
     health = run.to_dict()

@@ -5,12 +5,14 @@ the weight digests of the checkpoints involved, the method, group and parameters
 the version of the algorithm, so a second request (from either front end) is served from disk.
 Results are plain JSON-able dicts; the JSON keys follow docs/design.md §5.
 
-There is one barrier pipeline, :func:`barrier_pair`: two endpoints (each a
-:class:`~landscape.sources.Source` or a loaded checkpoint) are checked, loaded, aligned and
-evaluated on A's data (:func:`landscape.sources.data_of`), and the whole measurement is cached
-as one entry. ``landscape barrier`` (zoo seeds and family members), ``table``, ``controls``
-and ``pair-barrier`` (checkpoint paths, :mod:`landscape.experiments.barriers.pairs`) all run
-through it.
+There is one barrier pipeline, :func:`measure_barrier` of a :class:`BarrierRequest`: two
+endpoints (each a :class:`~landscape.sources.Source` or a loaded checkpoint), checked when the
+request is made, are loaded, aligned and evaluated on A's data
+(:func:`landscape.sources.data_of`), and the whole measurement is cached as one entry keyed by
+:meth:`BarrierRequest.key`. ``landscape barrier`` (zoo seeds and family members: the
+convenience :func:`barrier`), ``table``, ``controls``, ``matrix`` and ``pair-barrier``
+(checkpoint paths, :mod:`landscape.experiments.barriers.pairs`) all run through it; the result
+stays a :class:`BarrierRun` until ``to_dict()``.
 Devices arrive resolved (``landscape.device.resolve_device`` at the CLI and the app).
 """
 
@@ -20,7 +22,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
 import torch
@@ -210,7 +212,6 @@ def weight_start(
                  options=start, progress=progress).transform  # fmt: skip
 
 
-@threaded
 def align(
     a: Checkpoint,
     b: Checkpoint,
@@ -362,9 +363,100 @@ def in_space(coordinates: Coordinates, space: str) -> Coordinates:
     return Coordinates(coordinates.name, unfold, space)
 
 
+@dataclass(frozen=True)
+class BarrierRequest:
+    """One barrier measurement asked for: what :func:`measure_barrier` measures.
+
+    ``a``, ``b``: the endpoints, each a :class:`~landscape.sources.Source` or a loaded
+    checkpoint (compared by identity); ``options``: the matching method's settings, its options
+    dataclass (a dict of settings is read into it here; a name that is not one of its settings
+    is refused); the line is ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` at ``points`` values of λ, λ = 1 is
+    A (docs/design.md §1), straight in ``coordinates`` and merge ``space`` (``"weights"`` or
+    ``"circuits"``: :func:`in_space`), evaluated on A's ``split`` in ``dtype``. ``seed`` seeds
+    the matching. ``store_matching`` off: the matching is not stored apart (large imported
+    pairs: it would write two copies of the weights); the result is the same, so it is not
+    part of what the request is compared or hashed by.
+
+    Frozen and hashable (with sources as endpoints it is also the app's memo key); every check
+    that needs nothing loaded is done when it is made, as one line (docs/design.md, the CLI's
+    error contract). :meth:`key` is its disk-cache key.
+    """
+
+    a: Endpoint
+    b: Endpoint
+    method: str = "weight"
+    group: str = "perm"
+    options: Any = None
+    points: int = 25
+    split: str = "test"
+    space: str = "weights"
+    coordinates: Coordinates = PROCESSED
+    dtype: str = "float32"
+    seed: int = 0
+    store_matching: bool = field(default=True, compare=False)
+
+    def __post_init__(self) -> None:
+        check_method(self.method, self.group)
+        check_split(self.split)
+        in_space(self.coordinates, self.space)  # a space that is not one, or a second space
+        if self.points < 2:
+            raise LandscapeError("--points must be at least 2 (the endpoints)")
+        check_points(self.points)
+        if self.dtype not in DTYPES:
+            raise LandscapeError(
+                f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}"
+            )
+        object.__setattr__(self, "options", method_of(self.method).settings(self.options))
+
+    @property
+    def line(self) -> Coordinates:
+        """The coordinates the line is straight in, in the request's merge space."""
+        return in_space(self.coordinates, self.space)
+
+    def settings(self, cfg: ModelConfig, data: Data) -> Any:
+        """The method's settings for A's data: those that follow from the data and the merge
+        space (``Data.match_options``, :func:`learned_space`), then those said (the options'
+        settings not at their defaults)."""
+        return method_of(self.method).settings({
+            **data.match_options(cfg, self.method),
+            **learned_space(self.method, self.space),
+            **options_key(self.options),
+        })  # fmt: skip
+
+    def key(self, a: Checkpoint, b: Checkpoint, data: Data) -> dict[str, Any]:
+        """The inputs of the measurement's cache entry (kind ``"barrier"``): both endpoints'
+        weights, A's configuration, method, group, seed, the settings not at their defaults,
+        points, split, coordinates (with the merge space), A's data and dtype."""
+        return {
+            "a": digest_tensors(a.params),
+            "b": digest_tensors(b.params),
+            "cfg": a.cfg.to_dict(),
+            "method": self.method,
+            "group": self.group,
+            "seed": self.seed,
+            "options": options_key(self.settings(a.cfg, data)),
+            "points": self.points,
+            "split": self.split,
+            "coordinates": self.line.key,
+            "data": data.key,
+            "dtype": self.dtype,
+            "version": BARRIER_VERSION,
+        }
+
+
+def seeds_request(model: str, seeds: Sequence[int], method: str = "weight",
+                  group: str = "perm", **request: Any) -> BarrierRequest:  # fmt: skip
+    """The request for two seeds (or members) of one zoo model or family; ``request``: the
+    rest of :class:`BarrierRequest`."""
+    if len(seeds) != 2:
+        raise LandscapeError("barrier needs two seeds: --seeds A B")
+    return BarrierRequest(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
+                          **request)  # fmt: skip
+
+
 @dataclass
 class BarrierRun:
-    """One barrier measurement: who was compared, on what, and the cached entry.
+    """One barrier measurement: the request, who was compared, on what, and the cached entry.
 
     ``entry`` holds the ``curve`` (``BarrierCurve.to_dict``), ``function_check`` (aligned B against
     B), ``function_check_a`` (processed A against A), ``checks_unfolded`` (both endpoints
@@ -373,11 +465,9 @@ class BarrierRun:
     ``batches_per_lambda``, compute time and memory).
     """
 
+    request: BarrierRequest
     labels: tuple[str, str]
-    method: str
-    group: str
-    split: str
-    coordinates: Coordinates
+    coordinates: Coordinates  # the request's, in its merge space
     cfg: ModelConfig  # A's, as loaded
     meta: dict[str, Any]  # A's checkpoint metadata
     parameters: int
@@ -385,9 +475,24 @@ class BarrierRun:
     entry: dict[str, Any]
     cached: bool
     device: torch.device
-    dtype: str
     seconds: float
     key: str = ""  # the entry's cache key (kind "barrier")
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def group(self) -> str:
+        return self.request.group
+
+    @property
+    def split(self) -> str:
+        return self.request.split
+
+    @property
+    def dtype(self) -> str:
+        return self.request.dtype
 
     def checks(self) -> dict[str, float | None]:
         """Every function check of the run, named for messages."""
@@ -404,8 +509,8 @@ class BarrierRun:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The result of ``landscape barrier``: method, group, split, merge space, the curve, the
-        function checks, ``function_ok``, ``warnings``, times, the matching's rounds and final
+        """The measurement as JSON: method, group, split, merge space, the curve, the function
+        checks, ``function_ok``, ``warnings``, times, the matching's rounds and final
         objective, ``cached``, ``cache_key`` (the barrier entry's) and ``device``."""
         e = self.entry
         out = {
@@ -430,6 +535,17 @@ class BarrierRun:
             out["coordinates"] = self.coordinates.name
         return out
 
+    def to_seeds_dict(self) -> dict[str, Any]:
+        """The result of ``landscape barrier`` (two seeds of one model, the request's endpoints
+        as sources): ``model``, ``seeds``, :meth:`to_dict`, and the matching settings said
+        (``options``, those not at the library's defaults) when there are any."""
+        a, b = self.request.a, self.request.b
+        out = {"model": a.model, "seeds": [a.seed, b.seed], **self.to_dict()}
+        said = options_key(self.request.options)
+        if said:
+            out["options"] = said
+        return out
+
 
 def _open(x: Endpoint, device: torch.device, cache: Cache) -> tuple[Checkpoint, str]:
     if isinstance(x, Checkpoint):
@@ -438,80 +554,42 @@ def _open(x: Endpoint, device: torch.device, cache: Cache) -> tuple[Checkpoint, 
     return ckpt, x.label(ckpt)
 
 
-@threaded
 def measure_barrier(
-    a: Endpoint,
-    b: Endpoint,
-    method: str = "weight",
-    group: str = "perm",
+    request: BarrierRequest,
     *,
-    points: int = 25,
-    split: str = "test",
-    seed: int = 0,
     device: torch.device = CPU,
     cache: Cache | None = None,
-    options: Any = None,
-    coordinates: Coordinates = PROCESSED,
-    space: str = "weights",
-    dtype: str = "float32",
-    store_matching: bool = True,
     progress: Progress | None = None,
 ) -> BarrierRun:
-    """The one barrier pipeline: check, load, align B to A, evaluate the line on A's data.
+    """The one barrier pipeline: load, align B to A, evaluate the line on A's data.
 
-    ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)``, λ = 1 is A (docs/design.md §1), in ``coordinates`` and merge
-    ``space`` (``"weights"`` or ``"circuits"``: :func:`in_space`). Everything is
-    checked before anything is loaded (method, group, split, points against the memory budget,
-    dtype). The measurement is one cache entry (kind ``"barrier"``) keyed by both endpoints'
-    weights, the configuration, method, group, seed, options, points, split, coordinates, A's
-    data key and dtype; on a miss the matching comes from its own entry (``align``) unless
-    ``store_matching`` is off (large imported pairs: it would write two copies of the weights).
+    The request was checked when it was made (method, group, split, space, points against the
+    memory budget, dtype); here, before anything is loaded, that its dtype runs on ``device``
+    (``"bfloat16"`` evaluates in bfloat16, CUDA only; matching stays float32). The measurement
+    is one cache entry (kind ``"barrier"``, :meth:`BarrierRequest.key`); on a miss the matching
+    comes from its own entry (``align``) unless the request's ``store_matching`` is off.
     A NaN or infinite loss anywhere on the line is a LandscapeError naming the λ, and nothing is
-    stored. ``dtype="bfloat16"`` evaluates in bfloat16 (CUDA only; matching stays float32).
+    stored. ``progress`` follows matching (learned: per step) and evaluation.
     """
-    check_method(method, group)
-    check_split(split)
-    coordinates = in_space(coordinates, space)
-    if points < 2:
-        raise LandscapeError("--points must be at least 2 (the endpoints)")
-    check_points(points)
-    if dtype not in DTYPES:
-        raise LandscapeError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
-    if dtype == "bfloat16" and device.type != "cuda":
+    r = request
+    if r.dtype == "bfloat16" and device.type != "cuda":
         raise LandscapeError("bfloat16 evaluation is for CUDA; on the CPU pairs run in float32")
+    coordinates = r.line
     t0 = time.perf_counter()
     cache = cache or Cache()
     tell(progress, "load", 0)
-    ckpt_a, name_a = _open(a, device, cache)
-    ckpt_b, name_b = _open(b, device, cache)
+    ckpt_a, name_a = _open(r.a, device, cache)
+    ckpt_b, name_b = _open(r.b, device, cache)
     check_same_architecture(ckpt_a, ckpt_b, name_a, name_b)
     if coordinates.space == "circuits":
         check_circuit_form(ckpt_a.cfg)
-    data = a.data_of(ckpt_a) if isinstance(a, Source) else data_of(ckpt_a)
+    data = r.a.data_of(ckpt_a) if isinstance(r.a, Source) else data_of(ckpt_a)
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
-    # the method's settings, read once for the whole request: the data's and the space's, and
-    # those said (a dict, or the options dataclass: its settings not at their defaults)
-    said = options_key(options) if is_dataclass(options) else dict(options or {})
-    options = method_of(method).settings(
-        {**data.match_options(cfg_a, method), **learned_space(method, coordinates.space), **said}
-    )
-    inputs = {
-        "a": digest_tensors(ckpt_a.params),
-        "b": digest_tensors(ckpt_b.params),
-        "cfg": cfg_a.to_dict(),
-        "method": method,
-        "group": group,
-        "seed": seed,
-        "options": options_key(options),
-        "points": points,
-        "split": split,
-        "coordinates": coordinates.key,
-        "data": data.key,
-        "dtype": dtype,
-        "version": BARRIER_VERSION,
-    }
-    lam = torch.linspace(0, 1, points, dtype=torch.float64)
+    options = r.settings(cfg_a, data)  # read once for the whole request
+    inputs = r.key(ckpt_a, ckpt_b, data)
+    lam = torch.linspace(0, 1, r.points, dtype=torch.float64)
+    method, group, split = r.method, r.group, r.split
 
     def where(i: int) -> str:
         x = float(lam[i])
@@ -526,16 +604,17 @@ def measure_barrier(
         t1 = time.perf_counter()
         tell(progress, "match", 0)
         sub = within(progress, 0.0, 0.5)
-        if store_matching:
-            al = align(ckpt_a, ckpt_b, method, group, seed=seed, device=device, cache=cache,
+        if r.store_matching:
+            al = align(ckpt_a, ckpt_b, method, group, seed=r.seed, device=device, cache=cache,
                        options=options, data=data, progress=sub)  # fmt: skip
         else:
             # endpoints loaded here and needed only as processed: weight matching may empty
             # them as it goes (one processed copy of each model instead of two of each)
             consume = coordinates.unfold is None and not any(
-                isinstance(x, Checkpoint) for x in (a, b)
+                isinstance(x, Checkpoint) for x in (r.a, r.b)
             )
-            al = _match(ckpt_a, ckpt_b, method, group, seed, device, options, data, sub, consume)
+            al = _match(ckpt_a, ckpt_b, method, group, r.seed, device, options, data, sub,
+                        consume)  # fmt: skip
         info = al.info
         meta: dict[str, Any] = {
             "function_check": info["function_check"],
@@ -553,9 +632,9 @@ def measure_barrier(
         # two copies of the weights, not four
         del al
         ckpt_a = ckpt_b = None
-        if dtype != "float32":
-            pa = {k: v.to(DTYPES[dtype]) for k, v in pa.items()}
-            pb = {k: v.to(DTYPES[dtype]) for k, v in pb.items()}
+        if r.dtype != "float32":
+            pa = {k: v.to(DTYPES[r.dtype]) for k, v in pa.items()}
+            pb = {k: v.to(DTYPES[r.dtype]) for k, v in pb.items()}
         tell(progress, f"load the {split} split", 0.5)
         ev = data.evaluation(split)
         opts = data.eval_options(cfg, ev.inputs)
@@ -574,46 +653,8 @@ def measure_barrier(
 
     entry, hit = cache.get_or_compute("barrier", inputs, compute)
     tell(progress, "done", 1)
-    return BarrierRun((name_a, name_b), method, group, split, coordinates, cfg_a, meta_a,
-                      n_params, data, entry.meta, hit, device, dtype,
-                      time.perf_counter() - t0, entry.key)  # fmt: skip
-
-
-@threaded
-def barrier_pair(
-    a: Endpoint,
-    b: Endpoint,
-    method: str = "weight",
-    group: str = "perm",
-    *,
-    points: int = 25,
-    split: str = "test",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
-    coordinates: Coordinates = PROCESSED,
-    space: str = "weights",
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """The barrier between two endpoints (sources or checkpoints), evaluated on A's ``split``
-    (:func:`measure_barrier`, written out as :meth:`BarrierRun.to_dict`).
-
-    ``coordinates=PROCESSED``: the straight line between processed A and π(B) as matched
-    (gains folded for O(d), LayerNorm rewritten as RMSNorm, docs/design.md §1).
-    ``controls.ORIGINAL``:
-    the straight line between the unprocessed A and π(B) written back in the unprocessed
-    parameterisation. Folding gains or norm biases into the readers makes the two lines
-    different paths between the same functions. ``space="circuits"``: the line between the
-    circuit forms of those endpoints (``landscape.models.circuits``), another path again.
-
-    Besides the numbers: ``function_check`` (aligned B against B), ``function_check_a``
-    (processed A against A), in other coordinates also both unfolded endpoints against the
-    checkpoints; ``function_ok`` and one line in ``warnings`` per check that is NaN or above the
-    tolerance. ``progress`` follows matching (learned: per step) and evaluation.
-    """
-    return measure_barrier(a, b, method, group, points=points, split=split, device=device,
-                           cache=cache, options=options, coordinates=coordinates, space=space,
-                           progress=progress).to_dict()  # fmt: skip
+    return BarrierRun(r, (name_a, name_b), coordinates, cfg_a, meta_a, n_params, data,
+                      entry.meta, hit, device, time.perf_counter() - t0, entry.key)  # fmt: skip
 
 
 @threaded
@@ -623,27 +664,15 @@ def barrier(
     method: str = "weight",
     group: str = "perm",
     *,
-    points: int = 25,
-    split: str = "test",
     device: torch.device = CPU,
     cache: Cache | None = None,
-    options: dict[str, Any] | None = None,
-    coordinates: Coordinates = PROCESSED,
-    space: str = "weights",
     progress: Progress | None = None,
+    **request: Any,
 ) -> dict[str, Any]:
     """Loss and accuracy along θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two seeds of a zoo model
-    (or members of a family), λ = 1 is A (docs/design.md §1); see :func:`barrier_pair`. ``options``
-    (keywords of the matching method, e.g. learned matching's ``steps``) are said in the
-    result's ``options``."""
-    if len(seeds) != 2:
-        raise LandscapeError("barrier needs two seeds: --seeds A B")
-    t0 = time.perf_counter()
-    out = barrier_pair(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
-                       points=points, split=split, device=device, cache=cache, options=options,
-                       coordinates=coordinates, space=space, progress=progress)  # fmt: skip
-    out = {"model": model, "seeds": list(seeds), **out}
-    if options:  # the matching settings asked for, beside the library's defaults for the rest
-        out["options"] = dict(options)
-    out["seconds"] = round(time.perf_counter() - t0, 4)
-    return out
+    (or members of a family), λ = 1 is A (docs/design.md §1): :func:`measure_barrier` of
+    :func:`seeds_request`, as :meth:`BarrierRun.to_seeds_dict`. ``request``: the rest of
+    :class:`BarrierRequest` (``points``, ``split``, ``options`` — the matching method's
+    settings, e.g. learned matching's ``steps`` —, ``coordinates``, ``space``, ``dtype``)."""
+    req = seeds_request(model, seeds, method, group, **request)
+    return measure_barrier(req, device=device, cache=cache, progress=progress).to_seeds_dict()

@@ -19,12 +19,12 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import barrier, measure_barrier
+from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
 from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
 from landscape.progress import Progress, tell, within
-from landscape.sources import Source, available_seeds, model_arch
+from landscape.sources import available_seeds, model_arch
 from landscape.store.cache import Cache
 from landscape.threads import threaded
 
@@ -163,10 +163,11 @@ def table(
             stage = f"{method}/{group} {sa}-{sb}"
             # within one barrier too, e.g. the steps of learned matching
             sub = within(progress, done / total, (done + 1) / total, f"{stage} ")
-            results.append(barrier(model, (sa, sb), method, group, points=points, split=split,
-                                   space=space_, device=device, cache=cache,
-                                   options=_options(method, learned_options),
-                                   progress=sub))  # fmt: skip
+            options = _options(method, learned_options)
+            req = seeds_request(model, (sa, sb), method, group, points=points, split=split,
+                                space=space_, options=options)  # fmt: skip
+            run = measure_barrier(req, device=device, cache=cache, progress=sub)
+            results.append(run.to_seeds_dict())
             done += 1
             tell(progress, stage, done, total)
         out_rows.append({
@@ -197,9 +198,8 @@ def _barrier_cell(model: str, seeds: tuple[int, int], method: str, group: str, s
                   cache: Cache) -> None:  # fmt: skip
     """On a worker: one cell of a table, measured into ``cache`` (its barrier entry is what the
     driver needs)."""
-    measure_barrier(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
-                    points=points, split=split, space=space, cache=cache,
-                    options=options)  # fmt: skip
+    measure_barrier(seeds_request(model, seeds, method, group, points=points, split=split,
+                                  space=space, options=options), cache=cache)  # fmt: skip
 
 
 def table_spaces(model: str, space: str) -> tuple[str, ...]:

@@ -123,8 +123,9 @@ def triangle(
     (:func:`align_joint`) instead of edge by edge.
 
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
-    that of the processed A; ``function_ok``/``warnings`` as in :func:`barrier_pair`. A NaN or
-    infinite loss at any grid point is a LandscapeError naming the point.
+    that of the processed A; ``function_ok``/``warnings`` as a barrier's
+    (:meth:`~landscape.experiments.barriers.pipeline.BarrierRun.to_dict`). A NaN or infinite
+    loss at any grid point is a LandscapeError naming the point.
 
     ``executor="ray"`` aligns B and C onto A as two Ray tasks (one for ``joint``), then
     evaluates the grid as a third once they are done (on the cluster at ``address``, else a

@@ -42,8 +42,8 @@ from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     BARRIER_VERSION,
     SPLITS,
+    BarrierRequest,
     align,
-    learned_space,
     measure_barrier,
 )
 from landscape.matching import METHODS_BY_NAME, function_check, function_warnings
@@ -199,11 +199,11 @@ def width_rows(
     rows, warnings = [], []
     for i, method in enumerate(methods):
         part = within(progress, i / len(methods), (i + 1) / len(methods), f"{method} ")
-        run = measure_barrier(a, b, method, WIDTH_GROUP, points=points, split=split,
-                              seed=0, device=device, cache=cache, progress=part)  # fmt: skip
-        options = {**run.data.match_options(a.cfg, method), **learned_space(method, "weights")}
-        al = align(a, b, method, WIDTH_GROUP, device=device, cache=cache, options=options,
-                   data=run.data)  # fmt: skip
+        req = BarrierRequest(a, b, method, WIDTH_GROUP, points=points, split=split)
+        run = measure_barrier(req, device=device, cache=cache, progress=part)
+        # the run's own matching entry, read back for the aligned B itself
+        al = align(a, b, method, WIDTH_GROUP, device=device, cache=cache,
+                   options=req.settings(a.cfg, run.data), data=run.data)  # fmt: skip
         check = function_check(narrow.cfg, narrow.params, al.cfg, al.params_b)
         conds = al.info["info"].get("within_heads_cond", {})
         cond = max((max(c) for c in conds.values()), default=None)

@@ -46,28 +46,34 @@ import random
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import align, barrier, check_method, check_split, load
+from landscape.experiments.barriers.pipeline import (
+    PROCESSED,
+    BarrierRequest,
+    align,
+    load,
+    measure_barrier,
+    seeds_request,
+)
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
-from landscape.matching import given_options
+from landscape.matching import options_key
 from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
 from landscape.progress import Progress, tell, within
-from landscape.sources import data_of, label
+from landscape.sources import Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM
 from landscape.symmetry.processing import prepare
@@ -232,41 +238,30 @@ def _curve(lam: Sequence[float], loss: Sequence[float], acc: Sequence[float],
             "barrier_accuracy": c.barrier_accuracy}  # fmt: skip
 
 
-@threaded
 def pair_merges(
-    model: str,
-    seeds: Sequence[int],
-    method: str = "weight",
-    group: str = "perm",
+    request: BarrierRequest,
     *,
     operators: Sequence[str] = OPERATORS,
-    points: int = POINTS,
-    split: str = "test",
     density: float = DENSITY,
     merge_seed: int = 0,
-    options: dict[str, Any] | None = None,
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The operators' curves for one pair, naive and aligned by ``method``/``group``
-    (module docstring):
-    ``alignments``, one record each with its ``line`` (the barrier pipeline's curve,
-    :func:`landscape.experiments.barriers.pipeline.barrier`) and ``operators`` (operator → loss,
-    accuracy and barriers at the line's λ)."""
+    """The operators' curves for one pair of seeds (the request's endpoints: two seeds of one
+    model), naive and aligned by the request's method and group (module docstring):
+    ``alignments``, one record each with its ``line`` (the barrier pipeline's curve of the
+    request, :func:`~landscape.experiments.barriers.pipeline.measure_barrier`) and ``operators``
+    (operator → loss, accuracy and barriers at the line's λ). The operators act on the
+    processed weights: the request's line is straight there, in float32, matched with seed 0."""
     version = require_mergekit()
     ops = check_operators(operators)
-    check_method(method, group)
-    check_split(split)
-    if len(seeds) != 2 or seeds[0] == seeds[1]:
-        raise LandscapeError("give two different seeds: A and B")
-    if points < 2:
-        raise LandscapeError("--points must be at least 2 (the endpoints)")
-    check_points(points)
+    model, seeds = _pair_of(request)
     mergekit_yaml(".", ".", "ties", 0.5, density)  # refuses a density now, not after matching
     cache = cache or Cache()
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
+    method, group, split, points = request.method, request.group, request.split, request.points
     route = _check_writable(a, b, group)
     data = data_of(a)
     ev = data.evaluation(split)
@@ -276,15 +271,15 @@ def pair_merges(
     out: list[dict[str, Any]] = []
     for k, (m, g) in enumerate(alignments):
         base = k * (1 + per)
-        line = barrier(model, seeds, m, g, points=points, split=split, device=device,
-                       cache=cache, options=options if m == method else None,
-                       progress=within(progress, base / total, (base + 1) / total,
-                                       f"{m}/{g} line: "))  # fmt: skip
+        asked = request if m == method else replace(request, method=m, options=None)
+        line = measure_barrier(asked, device=device, cache=cache,
+                               progress=within(progress, base / total, (base + 1) / total,
+                                               f"{m}/{g} line: ")).to_dict()  # fmt: skip
         lam = line["lambdas"]
         inputs = {
             "a": digest_tensors(a.params), "b": digest_tensors(b.params),
             "cfg": a.cfg.to_dict(), "method": m, "group": g,
-            "options": given_options(m, options if m == method else None),
+            "options": options_key(asked.options),
             "split": split, "data": data.key, "mergekit": version, "version": MERGES_VERSION,
         }  # fmt: skip
         if route == "memory":  # keyed apart: the tensors are partitioned as the project's
@@ -292,13 +287,12 @@ def pair_merges(
         with tempfile.TemporaryDirectory(prefix="landscape-merges-") as tmp:
             ends: dict[str, Any] = {}
 
-            def endpoints(m: str = m, g: str = g, tmp: str = tmp,
-                          ends: dict[str, Any] = ends) -> dict[str, Any]:  # fmt: skip
+            def endpoints(m: str = m, g: str = g, tmp: str = tmp, ends: dict[str, Any] = ends,
+                          asked: BarrierRequest = asked) -> dict[str, Any]:  # fmt: skip
                 """A and the aligned B, written once (on the Hugging Face route), when a merge
                 is first computed."""
                 if not ends:
-                    mo = {**data.match_options(a.cfg, m),
-                          **given_options(m, options if m == method else None)}  # fmt: skip
+                    mo = asked.settings(a.cfg, data)  # the line's own matching
                     al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
                     if route == "memory":
                         ends.update(cfg=al.cfg, a=al.params_a, b=al.params_b)
@@ -356,6 +350,19 @@ def pair_merges(
     return {"model": model, "seeds": list(seeds), "lambdas": lam, "split": split,
             "density": density, "merge_seed": merge_seed, "mergekit": version, "route": route,
             "alignments": out}  # fmt: skip
+
+
+def _pair_of(request: BarrierRequest) -> tuple[str, tuple[int, int]]:
+    """The model and the two seeds of a merges request; one line refusing anything else."""
+    a, b = request.a, request.b
+    if not (isinstance(a, Source) and isinstance(b, Source) and a.model == b.model):
+        raise LandscapeError("merges take two seeds of one model: A and B")
+    if a.seed == b.seed:
+        raise LandscapeError("give two different seeds: A and B")
+    if (request.line.key, request.dtype, request.seed) != (PROCESSED.key, "float32", 0):
+        raise LandscapeError("merge operators act on the processed weights: a line in the "
+                             "weights space, in float32, matched with seed 0")  # fmt: skip
+    return a.model, (a.seed, b.seed)
 
 
 def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -431,17 +438,17 @@ def merges(
     group: str = "perm",
     *,
     operators: Sequence[str] = OPERATORS,
-    points: int = POINTS,
-    split: str = "test",
     density: float = DENSITY,
     merge_seed: int = 0,
-    options: dict[str, Any] | None = None,
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
+    **request: Any,
 ) -> dict[str, Any]:
     """:class:`MergesResult` of every pair of ``seeds`` (B the later seed, aligned to A, as
-    ``landscape matrix`` pairs them), as a dict."""
+    ``landscape matrix`` pairs them), as a dict. ``request``: the rest of each pair's
+    :class:`~landscape.experiments.barriers.pipeline.BarrierRequest` (``points``, default
+    :data:`POINTS`; ``split``; ``options``, the matching method's settings)."""
     t0 = time.perf_counter()
     require_mergekit()
     seeds = [int(s) for s in seeds]
@@ -450,12 +457,14 @@ def merges(
                              f"{' '.join(map(str, seeds))}): one merge per pair")  # fmt: skip
     ops = check_operators(operators)
     todo = list(itertools.combinations(seeds, 2))
+    first = seeds_request(model, todo[0], method, group, **{"points": POINTS, **request})
+    points, split = first.points, first.split
     pairs, warnings = [], []
     for i, pair in enumerate(todo):
         sub = within(progress, i / len(todo), (i + 1) / len(todo), f"{pair[0]}-{pair[1]} ")
-        r = pair_merges(model, pair, method, group, operators=ops, points=points, split=split,
-                        density=density, merge_seed=merge_seed, options=options, device=device,
-                        cache=cache, progress=sub)  # fmt: skip
+        asked = replace(first, a=Source(model, pair[0]), b=Source(model, pair[1]))
+        r = pair_merges(asked, operators=ops, density=density, merge_seed=merge_seed,
+                        device=device, cache=cache, progress=sub)  # fmt: skip
         pairs.append(r)
         warnings += [f"seeds {pair[0]}-{pair[1]}: {w}" for al in r["alignments"]
                      for w in al["warnings"]]  # fmt: skip
