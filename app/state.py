@@ -224,12 +224,11 @@ def curve(
     from landscape.experiments.barriers.curved import curve as curved
 
     args = (model, seeds, method, group, kind, steps, points, split, device)
-    try:
-        return _stored_curve(*args)
-    except NotCached:
-        curved(model, seeds, method, group, kind=kind, steps=steps, points=points, split=split,
-               device=resolve_device(device), progress=progress)  # fmt: skip
-        return _stored_curve(*args)
+    return stored_else_computed(
+        lambda: _stored_curve(*args),
+        lambda: curved(model, seeds, method, group, kind=kind, steps=steps, points=points,
+                       split=split, device=resolve_device(device), progress=progress),
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -262,12 +261,11 @@ def spawn(
     from landscape.experiments.spawn import spawn as spawned
 
     args = (model, seed, at, method, group, points, split, device)
-    try:
-        return _stored_spawn(*args)
-    except NotCached:
-        spawned(model, at, seed=seed, method=method, group=group, points=points, split=split,
-                device=resolve_device(device), progress=progress)  # fmt: skip
-        return _stored_spawn(*args)
+    return stored_else_computed(
+        lambda: _stored_spawn(*args),
+        lambda: spawned(model, at, seed=seed, method=method, group=group, points=points,
+                        split=split, device=resolve_device(device), progress=progress),
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

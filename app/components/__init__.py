@@ -5,7 +5,8 @@
 - ``choices``: the sidebar's model and device, a model's seeds and kind, method/group labels;
 - ``failures``: the one failure card and its fix, a result's warnings;
 - ``needs``: stop a page whose data or checkpoints are missing, with the fix;
-- ``long_runs``: progress with the time left, Cancel, a status box around a computation;
+- ``long_runs``: progress with the time left, Cancel, a status box around a computation, a
+  stored result read else computed in one (``read_else_run``);
 - ``figures``: a figure with its downloads, registered for the export report;
 - ``tables``: the symmetry table as the pages colour it.
 
@@ -25,7 +26,7 @@ from app.components.choices import (
 from app.components.failures import Fix, one_line, show_error, show_warnings
 from app.components.figures import figure, report_button
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import LongRun, duration, estimate, run_in_status
+from app.components.long_runs import LongRun, duration, estimate, read_else_run, run_in_status
 from app.components.needs import data_fix, need_data, need_seeds
 from app.components.tables import results_table, styled_table
 from app.components.text import literal, plain
@@ -52,6 +53,7 @@ __all__ = [
     "plain",
     "presentation",
     "report_button",
+    "read_else_run",
     "run_in_status",
     "seed_format",
     "seeds_of",

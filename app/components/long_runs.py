@@ -12,6 +12,7 @@ import streamlit as st
 from app.components.failures import Fix, failure_key, show_error
 from app.components.text import plain
 from landscape.progress import Progress, fraction
+from landscape.store.cache import NotCached
 
 
 def duration(seconds: float) -> str:
@@ -107,3 +108,21 @@ def run_in_status(
         show_error(what, error, fix, key=key)
         return None
     return result
+
+
+def read_else_run(
+    read: Callable[[], Any], compute: Callable[[Progress], Any], *, what: str,
+    fix: Fix | None = None, **status: Any,
+) -> Any:  # fmt: skip
+    """A page's stored result: ``read()`` (the memo, else the disk cache; :class:`NotCached`
+    when it is not stored), else ``compute(progress)`` under :func:`run_in_status` (``status``:
+    its texts, ``key`` and ``inputs``). A read that fails otherwise is a failure card naming
+    ``what`` (with ``fix``). Returns the result, or None. Pages that compute only on a click
+    (Gauge, Surface) read with ``read`` and offer the button themselves."""
+    try:
+        return read()
+    except NotCached:
+        return run_in_status(compute, what=what, fix=fix, **status)
+    except Exception as err:
+        show_error(what, err, fix)
+        return None

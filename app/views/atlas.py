@@ -6,10 +6,9 @@ import streamlit as st
 
 from app import state
 from app.components.choices import model, seed_format
-from app.components.failures import show_error
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import run_in_status
+from app.components.long_runs import read_else_run
 from app.components.needs import need_seeds
 from app.memory import remember
 from landscape import page_defaults as page
@@ -64,20 +63,15 @@ if len(chosen) < 2:
     st.stop()
 
 args = (name, tuple(sorted(chosen)), reference, copies, group, projection)
-try:
-    result = state.atlas(*args)
-except state.NotCached:
-    result = run_in_status(
-        lambda progress: state.compute_atlas(*args, progress=progress),
-        running="Placing checkpoints …",
-        done=lambda r: f"{len(r['points'])} checkpoints placed",
-        failed="Atlas failed",
-        what="The atlas",
-        inputs=args,
-    )
-except Exception as err:
-    result = None
-    show_error("The atlas", err)
+result = read_else_run(
+    lambda: state.atlas(*args),
+    lambda progress: state.compute_atlas(*args, progress=progress),
+    running="Placing checkpoints …",
+    done=lambda r: f"{len(r['points'])} checkpoints placed",
+    failed="Atlas failed",
+    what="The atlas",
+    inputs=args,
+)
 
 if result is not None:
     figure(

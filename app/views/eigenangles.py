@@ -10,7 +10,7 @@ from app.components.choices import device, model, seed_format
 from app.components.failures import Fix, show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import run_in_status
+from app.components.long_runs import read_else_run, run_in_status
 from app.components.needs import data_fix, need_seeds
 from app.memory import remember
 from landscape import page_defaults as page
@@ -72,21 +72,16 @@ def matching(with_learned: bool, fix: Fix | None = None) -> dict | None:
     Cancel (learned matching trains a rotation: a minute or more the first time)."""
     what = "Learned matching" if with_learned else "Weight matching"
     args = (name, (seed_a, seed_b), with_learned, device())
-    try:
-        return state.eigenangles(*args)
-    except state.NotCached:
-        return run_in_status(
-            lambda progress: state.compute_eigenangles(*args, progress=progress),
-            running=f"{what} …",
-            done=f"{what} ready",
-            failed=f"{what} failed",
-            what=what,
-            inputs=args,
-            fix=fix,
-        )
-    except Exception as err:
-        show_error(what, err, fix)
-        return None
+    return read_else_run(
+        lambda: state.eigenangles(*args),
+        lambda progress: state.compute_eigenangles(*args, progress=progress),
+        running=f"{what} …",
+        done=f"{what} ready",
+        failed=f"{what} failed",
+        what=what,
+        inputs=args,
+        fix=fix,
+    )
 
 
 result, learned_failed = None, False
