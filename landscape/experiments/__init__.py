@@ -4,7 +4,7 @@ One room per experiment family, each a subpackage or a module:
 
 - :mod:`~landscape.experiments.barriers`: the one barrier pipeline (``barriers.pipeline``) and
   what is built on it: the methods × groups table, controls, checkpoint-path pairs, the matrix,
-  the barrier per matching round, narrower models, triangles;
+  the barrier per matching round, narrower models, triangles, curved paths;
 - :mod:`~landscape.experiments.eigen`: eigenangles of the rotations and the Eigenangles page's
   cached result;
 - :mod:`~landscape.experiments.gauge`: the gauge sweep (its parts, its runner, its results);
@@ -14,7 +14,9 @@ One room per experiment family, each a subpackage or a module:
   recovery benchmark;
 - :mod:`~landscape.experiments.families`: imported families' members with their metrics;
 - :mod:`~landscape.experiments.surfaces`: 2-D loss surfaces (random directions, the plane
-  through three aligned models).
+  through three aligned models);
+- :mod:`~landscape.experiments.spawn`: children spawned from one run's snapshots, their barrier
+  against the spawn step.
 
 Shared by the rooms: :mod:`~landscape.experiments.evaluation` (loss and accuracy of many
 models at once: along lines, over triangles) and :mod:`~landscape.experiments.sweeps` (the

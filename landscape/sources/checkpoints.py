@@ -40,14 +40,14 @@ def load_any(path: str | os.PathLike) -> Checkpoint:
         raise LandscapeError(
             f"{p} is not a zoo model, a family or a checkpoint path{did_you_mean(str(p), known)}"
         )
-    if _landscape_dir(p):
+    if landscape_dir(p):
         ckpt = load_checkpoint_dir(p)
         params = {k: v.float() for k, v in ckpt.params.items()}
         return Checkpoint(ckpt.cfg, params, ckpt.meta)
     return import_checkpoint(p)
 
 
-def _landscape_dir(p: Path) -> bool:
+def landscape_dir(p: Path) -> bool:
     """Whether ``p`` is a folder landscape wrote: a ``config.json`` that says
     ``"format": "landscape"`` (``train --save``, ``align --out``, a family's planted member)."""
     if not (p.is_dir() and (p / "config.json").is_file()):

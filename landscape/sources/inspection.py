@@ -16,7 +16,7 @@ from landscape.models.registry import describe as describe_architecture
 from landscape.models.zoo import (
     load_checkpoint_dir,
 )
-from landscape.sources.checkpoints import _landscape_dir, load_any
+from landscape.sources.checkpoints import landscape_dir, load_any
 from landscape.symmetry import admitted_symmetries, symmetry_table
 
 
@@ -32,7 +32,7 @@ def inspect(path: str | os.PathLike, *, audit: bool = False) -> dict[str, Any]:
     norm or gain blocks it), and for an invalid level the row measured after the processing
     that makes it exact.
     """
-    if _landscape_dir(Path(path)):
+    if landscape_dir(Path(path)):
         cfg, info = _inspect_landscape(Path(path))
     else:
         cfg, info = inspect_checkpoint(path)
