@@ -2,14 +2,21 @@
 (``landscape merges``, the Interpolation page's operators; docs/design.md §1, "Merge operators").
 
 For a pair and an alignment (the naive pair, and B aligned to A by a method and group), both
-endpoints are written as Hugging Face directories in the coordinates the line is straight in
-(A processed as B was, :func:`landscape.models.exporters.export_hf`: in their source's format,
-or for a zoo model of Llama's layout as a Llama directory, :func:`hf_format`; other zoo models
-have no Hugging Face format and are refused), and each operator merges
-them through mergekit itself (``mergekit.merge.run_merge`` on the configuration
-:func:`landscape.experiments.merging.mergekit.mergekit_yaml` writes, never rewritten here) at the λ
-of the line's grid. The merged directory is read back and evaluated on A's data, the windows the
-curve is evaluated on.
+endpoints are taken in the coordinates the line is straight in (A processed as B was) and each
+operator merges them through mergekit itself at the λ of the line's grid, by one of two routes
+(:func:`merge_route`):
+
+- ``files``: both are written as Hugging Face directories
+  (:func:`landscape.models.exporters.export_hf`: in their source's format, or for a zoo model of
+  Llama's layout as a Llama directory, :func:`hf_format`), merged by ``mergekit.merge.run_merge``
+  on the configuration :func:`landscape.experiments.merging.mergekit.mergekit_yaml` writes, and
+  read back;
+- ``memory``: a model with no Hugging Face format (the zoo's GPTs, ViTs and MLPs) is merged by
+  mergekit's in-memory entry point with the same parameters (:func:`merge_in_memory`), each
+  parameter tensor whole under the project's canonical names.
+
+Neither is rewritten here. The merged model is evaluated on A's data, the windows the curve is
+evaluated on.
 
 **The base-model convention.** Independently trained models share no base, and TIES and DARE
 merge task vectors into one. B is the base and A − B the one task vector, at weight λ, so every
