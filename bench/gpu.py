@@ -32,6 +32,9 @@ served from an earlier one), one after the other, each under a time guard, the w
 - ``paper-vit``, ``paper-gpt``: Table 2 at the paper's scale (issue #41 item 5): the three
   seeds of ``vit-fashion-d256-l6`` or ``gpt-shakespeare-d256-l6`` trained together on the
   device, then ``table MODEL --space both`` on them; no CPU reference (hours there).
+- ``landscape``: the loss surface around vit-fashion-d128 seed 0 (11 × 11 models on the whole
+  test split) and a Bézier curve trained between its seeds 0 and 1 (weight/perm, 200 steps):
+  times, with the values for a later CPU record; no CPU reference yet (minutes to an hour there).
 
 Each result is compared with ``bench/gpu_reference.json`` (written by ``--record`` on the CPU
 with this code): barriers within 1% (the cross-machine target of weight matching) or 0.005
@@ -186,6 +189,44 @@ def triangle(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     return r
 
 
+def surface(device: torch.device, tmp: Path, model: str = VIT, resolution: int = 11) -> Result:
+    """The loss surface around seed 0 along filter-normalised directions: resolution² models
+    evaluated on the whole test split, in batched chunks."""
+    from landscape.experiments.surfaces import surface as run_surface
+
+    r = Result("surface", f"surface around {model} seed 0, {resolution}×{resolution}, test split",
+               rel_tol=1e-4, abs_tol=1e-4)  # fmt: skip
+    t = time.perf_counter()
+    out = run_surface(model, [0], resolution=resolution, extent=1.0, device=device,
+                      cache=_cache(tmp, "surface"))  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    corner = out["loss"][0][0]  # the grid's corner, (-extent, -extent): far from the model
+    r.value = corner
+    r.facts |= {"models": resolution * resolution, "centre_loss": out["loss"][resolution // 2][
+        resolution // 2], "max_loss": max(max(row) for row in out["loss"])}
+    return r
+
+
+def bezier(device: torch.device, tmp: Path, model: str = VIT, steps: int = 200) -> Result:
+    """A quadratic Bézier curve trained between seeds 0 and 1 (weight/perm), its control point
+    on the device, and the curve's barrier beside the line's."""
+    from landscape.experiments.barriers.curved import curve as run_curve
+
+    r = Result("bezier", f"Bézier curve {steps} steps, {model} 0-1 weight/perm", rel_tol=0.2,
+               abs_tol=0.02)  # fmt: skip
+    t = time.perf_counter()
+    out = run_curve(model, (0, 1), "weight", "perm", steps=steps, points=25, device=device,
+                    cache=_cache(tmp, "bezier"))  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    aligned = out["alignments"][-1]
+    r.value = aligned["curve"]["barrier_loss"]
+    r.facts |= {"line_barrier": aligned["line"]["barrier_loss"],
+                "training_s": aligned["training_seconds"]}  # fmt: skip
+    return r
+
+
 def train(device: torch.device, tmp: Path, model: str = VIT, seeds=(0,)) -> Result:
     """Training from scratch (the zoo recipe), solo or several seeds at once; each seed's test
     metrics against the shipped checkpoint's."""
@@ -332,6 +373,12 @@ PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] =
     ],
     # Table 2 at the paper's scale (6 layers × 256), a call each: a third and fourth call, past
     # one session's 15 minutes of device time when zoo and big run first
+    # surfaces and curved paths (batched evaluation of many models, a control point trained on
+    # the device)
+    "landscape": [
+        ("surface", surface, {}, 240),
+        ("bezier", bezier, {}, 240),
+    ],
     "paper-vit": [("paper-vit", paper, {"model": "vit-fashion-d256-l6"}, 450)],
     "paper-gpt": [("paper-gpt", paper, {"model": "gpt-shakespeare-d256-l6"}, 450)],
 }
@@ -343,10 +390,12 @@ SMOKE = [
     ("triangle", triangle, {"model": "mlp-digits"}, 60),
     ("train3", train, {"model": "mlp-digits", "seeds": (0, 1)}, 90),
     ("growth", growth, {"budget_s": 20}, 40),
+    ("surface", surface, {"model": "mlp-digits", "resolution": 5}, 60),
+    ("bezier", bezier, {"model": "mlp-digits", "steps": 10}, 60),
 ]
 
 
-UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt")
+UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt", "surface", "bezier")
 # the guards of a CPU run that records references: hours, not minutes
 RECORD_GUARD_S = 4 * 3600
 

@@ -25,11 +25,12 @@ def test_the_device_check_runs_its_cpu_smoke_mode(tmp_path) -> None:
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     results = {r["name"]: r for r in json.loads(out.with_suffix(".json").read_text())}
-    assert set(results) == {"curve", "weight", "learned", "triangle", "train3", "growth"}
+    assert set(results) == {"curve", "weight", "learned", "triangle", "train3", "growth",
+                            "surface", "bezier"}
     for name, r in results.items():
         assert not r["problem"], f"{name}: {r['problem']}"
         assert r["seconds"] is not None and r["seconds"] > 0, name
-    for name in ("curve", "weight", "learned", "triangle", "train3"):
+    for name in ("curve", "weight", "learned", "triangle", "train3", "surface", "bezier"):
         assert results[name]["value"] is not None, name
         # the shipped CPU references of the smoke run: the same code gives the same numbers
         assert results[name]["agrees"] is not False, (name, results[name])
