@@ -257,8 +257,7 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     The index rows and entries of other models and views are kept; a row's ``seconds`` is how
     long its request took in this build (a read, where ``work`` held the result already)."""
     index_path = out / "index.json"
-    index = json.loads(index_path.read_text()) if index_path.is_file() else []
-    index = [r for r in index if not (r["model"] in models and r["view"] in views)]
+    index = [r for r in _index(out) if not (r["model"] in models and r["view"] in views)]
     with contextlib.ExitStack() as stack:
         if work is None:
             work = Path(
@@ -300,19 +299,33 @@ class _Serving(ReadOnlyCache):
         return super().get_or_compute(kind, inputs, compute)
 
 
+def _index(out: Path) -> list[dict[str, Any]]:
+    """The requests a shipped results folder was built for (its ``index.json``; none yet: [])."""
+    index_path = out / "index.json"
+    return json.loads(index_path.read_text()) if index_path.is_file() else []
+
+
+def _serve(out: Path, requests: list[dict[str, Any]]
+           ) -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:  # fmt: skip
+    """Every request asked as the pages ask it, through an empty cache over ``out``: the
+    requests it no longer serves (each with why), and the entries it read."""
+    stale = []
+    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
+        cache = _Serving(Path(d), out)
+        for request in requests:
+            try:
+                ask(request, cache)
+            except NotCached as e:
+                stale.append({**request, "why": f"no shipped {e} entry for today's inputs"})
+    return stale, cache.read
+
+
 def prune_results(out: Path) -> list[Path]:
     """Remove the shipped entries in ``out`` that no request of its index reaches (a request
     whose key changed leaves its old entry behind, which would ship for nothing); returns the
-    paths removed. Entries are read as the pages read them, through an empty cache over
-    ``out``."""
-    index_path = out / "index.json"
-    index = json.loads(index_path.read_text()) if index_path.is_file() else []
-    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
-        cache = _Serving(Path(d), out)
-        for request in index:
-            with contextlib.suppress(NotCached):  # unreached: check_results says so
-                ask(request, cache)
-    reached = {out / kind / key[:2] / f"{key}{SUFFIX}" for kind, key in cache.read}
+    paths removed. An unreached request is :func:`check_results`' to report."""
+    _, read = _serve(out, _index(out))
+    reached = {out / kind / key[:2] / f"{key}{SUFFIX}" for kind, key in read}
     removed = [p for p in sorted(out.rglob(f"*{SUFFIX}")) if p not in reached]
     for p in removed:
         p.unlink()
@@ -325,20 +338,7 @@ def check_results(out: Path, requests: list[dict[str, Any]] | None = None
                   ) -> list[dict[str, Any]]:  # fmt: skip
     """The requests (default: the index's) that the entries of ``out`` no longer serve, each
     with why."""
-    index_path = out / "index.json"
-    if requests is not None:
-        index = requests
-    else:
-        index = json.loads(index_path.read_text()) if index_path.is_file() else []
-    stale = []
-    with tempfile.TemporaryDirectory(prefix="landscape-results-") as d:
-        cache = ReadOnlyCache(d, shipped=out)  # an empty cache over the shipped entries
-        for request in index:
-            try:
-                ask(request, cache)
-            except NotCached as e:
-                stale.append({**request, "why": f"no shipped {e} entry for today's inputs"})
-    return stale
+    return _serve(out, _index(out) if requests is None else requests)[0]
 
 
 def main() -> None:
