@@ -14,12 +14,10 @@ The pages import from these modules; the names are also re-exported here.
 """
 
 from app.components.choices import (
-    combo_label,
     device,
     has_heads,
     is_imported,
     model,
-    parse_combo,
     seed_format,
     seeds_of,
 )
@@ -34,7 +32,6 @@ from app.components.text import literal, plain
 __all__ = [
     "Fix",
     "LongRun",
-    "combo_label",
     "controls",
     "data_fix",
     "device",
@@ -49,7 +46,6 @@ __all__ = [
     "need_seeds",
     "one_line",
     "page_header",
-    "parse_combo",
     "plain",
     "presentation",
     "report_button",

@@ -48,13 +48,3 @@ def has_heads(name: str) -> bool:
     """Whether the model has attention heads (and so a circuits merge space)."""
     row = zoo_row(name)
     return bool(row) and architecture(row["arch"]).attention
-
-
-def combo_label(method: str, group: str) -> str:
-    return "naive" if method == "naive" else f"{method}/{group}"
-
-
-def parse_combo(label: str) -> tuple[str, str]:
-    """``"weight/orth"`` → ("weight", "orth"); ``"naive"`` → ("naive", "perm")."""
-    method, _, group = label.partition("/")
-    return method, group or "perm"

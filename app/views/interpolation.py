@@ -9,12 +9,10 @@ import streamlit as st
 
 from app import state
 from app.components.choices import (
-    combo_label,
     device,
     has_heads,
     is_imported,
     model,
-    parse_combo,
     seed_format,
 )
 from app.components.failures import show_error, show_warnings
@@ -51,6 +49,7 @@ from landscape.models.train import snapshot_every
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import mean_pm
+from landscape.page_defaults import method_group
 from landscape.plots.curves import KIND_WORDS, figure_curve, figure_spawn
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import (
@@ -60,6 +59,7 @@ from landscape.plots.interpolation import (
     figure_widths,
 )
 from landscape.plots.matrix import figure_barrier_matrix
+from landscape.plots.theme import method_key
 from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_curve, tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
@@ -149,7 +149,7 @@ all_pairs = list(itertools.combinations(seeds, 2))
 seed_label = seed_format(name)
 default_pairs = [p for p in pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
 # a method that aligns comes under every group; naive, which does not, once
-combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
                       for g in BARRIER_GROUPS]  # fmt: skip
 
 with controls():
@@ -239,7 +239,7 @@ if progress.cancelled:
 series, rows = [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for combo, space in itertools.product(chosen, spaces):
-    method, group = parse_combo(combo)
+    method, group = method_group(combo)
     label = combo if len(spaces) == 1 else f"{combo} · {space}"
     results = []
     for pair in pairs:
@@ -342,7 +342,7 @@ if chosen:  # the methods chosen above, one of them for the matrix
     wanted = (name, tuple(sorted(matrix_seeds)), matrix_combo, matrix_space, split, points)
     if m3.button("Measure", key="matrix_run", disabled=len(matrix_seeds) < 2,
                  icon=":material/grid_on:"):  # fmt: skip
-        method, group = parse_combo(matrix_combo)
+        method, group = method_group(matrix_combo)
         made = run_in_status(
             lambda progress: barrier_matrix(
                 name, sorted(matrix_seeds), method, group, points=points, split=split,
@@ -411,7 +411,7 @@ if pairs and not presentation():
             remember("merges_points", MERGE_POINTS, param="mg_points", options=(3, 5, 9))
             merge_points = k3.select_slider("Points on λ", [3, 5, 9], key="merges_points")
             if merge_ops:
-                method, group = parse_combo(merge_combo)
+                method, group = method_group(merge_combo)
                 ops = tuple(o for o in MERGE_METHODS if o in merge_ops)
                 asked = seeds_request(name, merge_pair, method, group, points=merge_points,
                                       split=split)  # fmt: skip
@@ -468,7 +468,7 @@ if pairs:
         step_options = sorted({100, 250, CURVE_STEPS, 1000, 2000})
         remember("curve_steps", CURVE_STEPS, param="cv_steps", options=step_options)
         curve_steps = q3.select_slider("Training steps", step_options, key="curve_steps")
-        method, group = parse_combo(curve_combo)
+        method, group = method_group(curve_combo)
         wanted = (name, curve_pair, method, group, curve_kind, curve_steps, points, split,
                   device())  # fmt: skip
         made = run_in_status(
@@ -523,7 +523,7 @@ if name in ZOO and pairs:
                  label="spawn method")  # fmt: skip
         spawn_combo = s2.selectbox("Aligned by", spawn_combos, key="spawn_combo")
         if spawn_at:
-            method, group = parse_combo(spawn_combo)
+            method, group = method_group(spawn_combo)
             parent = pairs[0][0]
             wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
                       device())  # fmt: skip
@@ -591,7 +591,7 @@ if pairs and not presentation():
             if kind == "merge"
             else None
         )
-        method, group = parse_combo(combo)
+        method, group = method_group(combo)
         wanted = (name, pair, method, group, merge, split, device())
         ready = st.session_state.get("download_ready")
         if ready is not None and ready["wanted"] != wanted:  # another model's bytes: let go

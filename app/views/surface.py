@@ -8,7 +8,6 @@ import streamlit as st
 
 from app import state
 from app.components import (
-    combo_label,
     controls,
     device,
     figure,
@@ -16,7 +15,6 @@ from app.components import (
     need_data,
     need_seeds,
     page_header,
-    parse_combo,
     presentation,
     run_in_status,
     seed_format,
@@ -27,7 +25,9 @@ from app.components import (
 from app.memory import remember
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
+from landscape.page_defaults import method_group
 from landscape.plots.surface import figure_surface
+from landscape.plots.theme import method_key
 from landscape.plots.tidy import tidy_surface
 
 AROUND, PLANE = "Around one model", "Plane through three"
@@ -45,7 +45,7 @@ page_header(
 name = model()
 need_data(name)
 seeds = need_seeds(name, 1)
-combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
                       for g in BARRIER_GROUPS]  # fmt: skip
 
 with controls():
@@ -70,7 +70,7 @@ with controls():
                                 key=f"surf_seeds_{name}",
                                 format_func=seed_format(name))  # fmt: skip
         remember("surf_combo", "weight/orth", param="method", options=combos)
-        method, group = parse_combo(c2.selectbox("Method / group", combos, key="surf_combo"))
+        method, group = method_group(c2.selectbox("Method / group", combos, key="surf_combo"))
         remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))
         margin = c2.select_slider("Margin past the triangle (of its larger side)",
                                   [0.1, 0.2, 0.3, 0.5], key="surf_margin")  # fmt: skip

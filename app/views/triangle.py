@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components.choices import combo_label, device, has_heads, model, parse_combo, seed_format
+from app.components.choices import device, has_heads, model, seed_format
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
@@ -18,6 +18,8 @@ from app.memory import remember
 from landscape import page_defaults as page
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
+from landscape.page_defaults import method_group
+from landscape.plots.theme import method_key
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
 from landscape.progress import within
@@ -35,7 +37,7 @@ name = model()
 seeds = need_seeds(name, 3)
 need_data(name)
 # a method that aligns comes under every group; naive, which does not, once
-combos = ["naive"] + [combo_label(m, g) for m in METHODS if method_of(m).aligns
+combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
                       for g in BARRIER_GROUPS]  # fmt: skip
 
 with controls():
@@ -70,7 +72,7 @@ with controls():
             "circuits (not for rotary positions).",
         )
     joint = False
-    if any(parse_combo(c)[0] == "learned" for c in chosen):  # it changes learned panels only
+    if any(method_group(c)[0] == "learned" for c in chosen):  # it changes learned panels only
         remember("tri_joint", False, param="joint", options=(False, True))
         joint = c2.toggle(
             "Learned matching: align B and C together",
@@ -101,7 +103,7 @@ if run.cancelled:
     figure_slot.empty()
     st.stop()
 for i, label in enumerate(chosen):
-    method, group = parse_combo(label)
+    method, group = method_group(label)
     run(f"Triangle {label}", i, len(chosen))
     try:
         results.append(
