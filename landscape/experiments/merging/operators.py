@@ -195,16 +195,6 @@ def merge_in_memory(params_a: Params, params_b: Params, operator: str, lam: floa
     return {k: v.float() for k, v in merged.items()}
 
 
-def merge_route(ckpt: Checkpoint) -> str:
-    """``"files"`` where mergekit reads ``ckpt`` as a Hugging Face directory
-    (:func:`hf_format`), else ``"memory"`` (:func:`merge_in_memory`)."""
-    try:
-        hf_format(ckpt)
-    except LandscapeError:
-        return "memory"
-    return "files"
-
-
 def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
     """How ``ckpt`` is written for mergekit, which reads Hugging Face directories: its source
     directory's format (source, None), or for a model with no source but Llama's layout,
@@ -222,15 +212,19 @@ def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
         ) from None
 
 
-def _check_writable(a: Checkpoint, b: Checkpoint, group: str) -> str:
-    """The pair's route (:func:`merge_route`); on the Hugging Face route, refuse before any
-    matching a group whose processing the format cannot hold."""
-    routes = {merge_route(a), merge_route(b)}
-    if routes != {"files"}:
-        return "memory"
-    moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
+def merge_route(a: Checkpoint, b: Checkpoint, group: str) -> str:
+    """How mergekit merges the pair: ``"files"`` where it reads both as Hugging Face
+    directories (:func:`hf_format`), else ``"memory"`` (:func:`merge_in_memory`). On the files
+    route, a group whose processing the format cannot hold is refused here, before any
+    matching."""
+    formats = []
     for ckpt in (a, b):
-        source, config = hf_format(ckpt)
+        try:
+            formats.append(hf_format(ckpt))
+        except LandscapeError:
+            return "memory"
+    moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
+    for ckpt, (source, config) in zip((a, b), formats, strict=True):
         check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean,
                           config=config)  # fmt: skip
     return "files"
@@ -269,7 +263,7 @@ def pair_merges(
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     method, group, split, points = request.method, request.group, request.split, request.points
-    route = _check_writable(a, b, group)
+    route = merge_route(a, b, group)
     data = data_of(a)
     ev = data.evaluation(split)
     alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
