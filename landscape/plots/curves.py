@@ -12,12 +12,11 @@ from plotly.subplots import make_subplots
 
 from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH, SPAWN, SPAWN_ROW
 from landscape.plots.theme import (
-    LINE_WIDTH,
     PALETTE,
-    THIN_WIDTH,
     apply_theme,
     legend_above,
     method_key,
+    naive_or_aligned,
     points,
     presentable,
 )
@@ -51,10 +50,7 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
                         x=lam, y=[unit * v for v in CURVED_PATH.read(c, metric)],
                         mode="lines+markers", name=label, legendgroup=f"{path}-{k}",
                         showlegend=col == 1,
-                        line={"color": _COLOUR[path], "width": THIN_WIDTH if naive else LINE_WIDTH,
-                              "dash": "dash" if naive else "solid"},
-                        marker={"size": 7, "color": _COLOUR[path],
-                                "symbol": "circle-open" if naive else "circle"},
+                        **naive_or_aligned(_COLOUR[path], naive, 7),
                         hovertemplate=f"{name} · {which}<br>λ = %{{x:.3g}}<br>%{{y:.4f}}"
                                       "<extra></extra>",
                     ),
@@ -100,10 +96,7 @@ def figure_spawn(result: dict[str, Any]) -> go.Figure:
                     error_y=None if all(s is None for s in sems) else
                     {"type": "data", "array": [unit * (s or 0.0) for s in sems]},
                     mode="lines+markers", name=which, legendgroup=which, showlegend=col == 1,
-                    line={"color": colour, "width": THIN_WIDTH if naive else LINE_WIDTH,
-                          "dash": "dash" if naive else "solid"},
-                    marker={"size": 8, "color": colour,
-                            "symbol": "circle-open" if naive else "circle"},
+                    **naive_or_aligned(colour, naive, 8),
                     hovertemplate=f"{which}<br>spawned at step %{{x}}<br>%{{y:.4f}}"
                                   "<extra></extra>",
                 ),

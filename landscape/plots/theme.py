@@ -65,6 +65,15 @@ class MethodStyle:
         return {"color": self.colour, "width": width, "dash": self.dash}
 
 
+def naive_or_aligned(colour: str, naive: bool, size: float) -> dict[str, Any]:
+    """The line and marker of one path drawn naive and aligned in one figure (merge operators,
+    curved paths, spawned children): naive thin, dashed, open markers; aligned solid, filled."""
+    return {"line": {"color": colour, "width": THIN_WIDTH if naive else LINE_WIDTH,
+                     "dash": "dash" if naive else "solid"},
+            "marker": {"size": size, "color": colour,
+                       "symbol": "circle-open" if naive else "circle"}}  # fmt: skip
+
+
 def method_key(method: str, group: str | None = None) -> str:
     """``"naive"`` or ``"method/group"``, the key of :data:`METHOD_DASH`."""
     return "naive" if method == "naive" else f"{method}/{group or 'perm'}"
