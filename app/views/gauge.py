@@ -26,6 +26,7 @@ from landscape.plots.gauge import (
     figure_trajectory,
     figure_transport,
 )
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_records
 
 # Per model: fine-tuning steps of the drift test, trajectory length and checkpoint spacing,
@@ -330,8 +331,8 @@ if claims is not None:
         )
         delta = max(abs(r["accuracy_delta"]) for r in claims["rows"])
         st.caption(
-            f"Function-level control: test accuracy {claims['accuracy']:.3f} in every gauge "
-            f"(largest change {delta:.1e})."
+            f"Function-level control: test accuracy {claims['accuracy']:.2%} in every gauge "
+            f"(largest change {points(delta):.1e} points)."
         )
 
 # ---------------------------------------------------------------- 6. transport table

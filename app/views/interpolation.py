@@ -186,8 +186,8 @@ with controls():
             key="interp_space",
             help="weights: the straight line between the parameters as stored. circuits: "
             "between the heads' QK and OV circuits (not for rotary positions). both: two curves "
-            "per method in its colour, weights solid with filled markers, circuits dashed with "
-            "open markers.",
+            "per method in its colour, dash and marker: weights thick with filled markers, "
+            "circuits thin and faded with open markers.",
         )
         spaces = ["weights", "circuits"] if choice == "both" else [choice]
 
@@ -540,7 +540,7 @@ if name in ZOO and pairs:
                 spawn_table = [{"step": x["step"], "alignment": x["method"] if x["method"] ==
                                 "naive" else f"{x['method']}/{x['group']}",
                                 "loss barrier (nats)": x["barrier_loss"],
-                                "accuracy barrier (fraction)": x["barrier_accuracy"]}
+                                "accuracy barrier (points)": in_points(x["barrier_accuracy"])}
                                for x in made["rows"]]  # fmt: skip
                 figure(
                     figure_spawn(made, presentation=presentation()),

@@ -16,6 +16,7 @@ from app.components.text import literal, plain
 from app.memory import remember
 from landscape.device import resolve_device
 from landscape.plots.models import figure_zoo_overview
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_zoo
 
 page_header(
@@ -29,9 +30,9 @@ trained = [r for r in rows if r["seeds"] and not r["imported"]]
 overview = st.container()  # the figure: first on a projector, after the table on a screen
 
 
-def _mean(seeds: list[dict], key: str) -> float | None:
+def _mean(seeds: list[dict], key: str, unit: float = 1.0) -> float | None:
     vals = [s[key] for s in seeds if s.get(key) is not None]
-    return sum(vals) / len(vals) if vals else None
+    return unit * sum(vals) / len(vals) if vals else None
 
 
 def _seed_list(seeds: list[int]) -> str:
@@ -51,7 +52,7 @@ table = pd.DataFrame(
             "data": r["dataset"],
             "parameters": r["parameters"],
             "seeds": _seed_list([s["seed"] for s in r["seeds"]]),
-            "test acc.": _mean(r["seeds"], "test_accuracy"),
+            "test acc. (%)": _mean(r["seeds"], "test_accuracy", points(1.0)),
             "test loss": _mean(r["seeds"], "test_loss"),
             "architecture": r["architecture"],
         }
@@ -62,7 +63,7 @@ table = pd.DataFrame(
 # column stays on screen, on a laptop and on a projector (a data grid cuts a cell to one line).
 st.table(
     table.style.format(
-        {"parameters": "{:,}", "test acc.": "{:.3f}", "test loss": "{:.3f}"}, na_rep="—"
+        {"parameters": "{:,}", "test acc. (%)": "{:.1f}", "test loss": "{:.3f}"}, na_rep="—"
     ).hide(axis="index")
 )
 st.caption("test acc. and test loss: means over the trained seeds (zoo models).")
@@ -138,7 +139,7 @@ else:
                 ckpt, hit = train(name, seed, device=resolve_device(device()), progress=report)
                 st.success(
                     f"{plain(name)} seed {seed}: test accuracy "
-                    f"{ckpt.meta['metrics']['test_accuracy']:.3f}"
+                    f"{ckpt.meta['metrics']['test_accuracy']:.1%}"
                     + (" (already cached)" if hit else "")
                 )
             except Exception as err:

@@ -27,7 +27,7 @@ from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
 from landscape.plots.surface import figure_surface
-from landscape.plots.theme import method_key
+from landscape.plots.theme import method_key, points
 from landscape.plots.tidy import tidy_surface
 
 AROUND, PLANE = "Around one model", "Plane through three"
@@ -113,11 +113,12 @@ if result is not None:
     settings = {"model": name, "seeds": list(chosen), "split": split, "resolution": resolution,
                 **({"extent": extent, "directions seed": directions_seed} if kind == AROUND
                    else {"method": method, "group": group, "margin": margin})}  # fmt: skip
-    rows = [{"model": p["label"], "loss": p["loss"], "accuracy": p["accuracy"]}
+    rows = [{"model": p["label"], "loss (nats)": p["loss"], "accuracy (%)": points(p["accuracy"])}
             for p in result["points"]]  # fmt: skip
     tables = {"The models": rows}
-    paths = [{"path": p["label"], "loss barrier": p["barrier_loss"],
-              "accuracy barrier": p["barrier_accuracy"]} for p in result["paths"]]  # fmt: skip
+    paths = [{"path": p["label"], "loss barrier (nats)": p["barrier_loss"],
+              "accuracy barrier (points)": points(p["barrier_accuracy"])}
+             for p in result["paths"]]  # fmt: skip
     if paths:
         tables["The straight paths"] = paths
     slug = f"surface-{name}-{'-'.join(map(str, chosen))}-{metric}-{split}"

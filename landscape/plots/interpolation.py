@@ -47,8 +47,11 @@ def series_method(series: dict[str, Any]) -> str:
     return INTERPOLATION_SERIES.read(series, "label")
 
 
-# the line of each merge space when a figure draws both (one method's two curves, one colour)
-SPACE_DASH = {"weights": "solid", "circuits": "dash"}
+# How each merge space is drawn when a figure shows both: a method keeps its colour, dash and
+# marker (so perm and orth of one method stay apart), and the space is the line's weight: weights
+# thick and opaque with filled markers, circuits thin and faded with open markers.
+SPACE_STYLE = {"weights": {"width": LINE_WIDTH, "opacity": 1.0, "open": False},
+               "circuits": {"width": THIN_WIDTH, "opacity": 0.6, "open": True}}  # fmt: skip
 
 
 @presentable
@@ -61,10 +64,11 @@ def figure_interpolation(
     same λ grid; optional ``method`` (``"naive"`` or ``"method/group"``: its colour, dash and
     marker from :func:`~landscape.plots.theme.method_style`; by default the results' own method
     and group, else the label) and ``space`` (``"circuits"`` with open markers). When both
-    spaces are drawn, the line style is the space's (:data:`SPACE_DASH`: weights solid, circuits
-    dashed), the colour and marker the method's, and the legend names each method once and the
-    two line styles. The band spans the minimum to the maximum over pairs; endpoints are marked
-    in the series' own marker (A at λ = 1, B at λ = 0). The split is named on both axes.
+    spaces are drawn, the colour, dash and marker stay the method's and the line's weight is the
+    space's (:data:`SPACE_STYLE`: weights thick, circuits thin and faded), and the legend names
+    each method once and the two line weights. Accuracy is drawn in percent. The band spans the
+    minimum to the maximum over pairs; endpoints are marked in the series' own marker (A at
+    λ = 1, B at λ = 0). The split is named on both axes.
     ``mark``: a λ marked by a dotted vertical line and a diamond on every curve at the grid point
     nearest to it (the merged model θ(λ)), its value in the hover; drawn for the screen only
     (:data:`~landscape.plots.theme.SCREEN_ONLY`: exports leave it out).
@@ -83,13 +87,16 @@ def figure_interpolation(
         symbol = f"{style.symbol}-open" if circuits else style.symbol
         line = style.line(LINE_WIDTH)
         group, entry, in_legend = label, label, True
-        if both:  # one legend entry per method (colour, marker), the space keyed below
-            line["dash"] = SPACE_DASH["circuits" if circuits else "weights"]
+        opacity = 1.0
+        if both:  # one legend entry per method (colour, dash, marker), the spaces keyed below
+            look = SPACE_STYLE["circuits" if circuits else "weights"]
+            line["width"], opacity = look["width"], look["opacity"]
             group, entry, in_legend = key, key, key not in named
             named.add(key)
         lam = np.asarray(BARRIER.read(results[0], "lambdas"))
-        for col, metric in ((1, "loss"), (2, "accuracy")):
-            y = np.asarray([BARRIER.read(r, metric) for r in results])
+        for col, metric, unit in ((1, "loss", 1.0), (2, "accuracy", points(1.0))):
+            y = unit * np.asarray([BARRIER.read(r, metric) for r in results])
+            value = "%{y:.4f}" if metric == "loss" else "%{y:.2f}%"
             mean = y.mean(0)
             if len(y) > 1:
                 fig.add_trace(
@@ -105,10 +112,9 @@ def figure_interpolation(
             fig.add_trace(
                 go.Scatter(
                     x=lam, y=mean, mode="lines+markers", name=entry, legendgroup=group,
-                    showlegend=col == 1 and in_legend, line=line,
+                    showlegend=col == 1 and in_legend, line=line, opacity=opacity,
                     marker={"color": colour, "symbol": symbol, "size": 8, "maxdisplayed": 8},
-                    hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}=%{{y:.4f}}"
-                                  "<extra></extra>",
+                    hovertemplate=f"{label}<br>λ=%{{x:.3f}}<br>{metric}={value}<extra></extra>",
                 ),  # fmt: skip
                 row=1, col=col,
             )  # fmt: skip
@@ -119,8 +125,8 @@ def figure_interpolation(
                     legendgroup=group, name=f"{label} endpoints",
                     marker={"color": colour, "size": 10, "symbol": symbol,
                             "line": {"color": "white", "width": 1}},
-                    hovertemplate=["A (λ=1): %{y:.4f}<extra></extra>",
-                                   "B (λ=0): %{y:.4f}<extra></extra>"],
+                    hovertemplate=[f"A (λ=1): {value}<extra></extra>",
+                                   f"B (λ=0): {value}<extra></extra>"],
                 ),  # fmt: skip
                 row=1, col=col,
             )  # fmt: skip
@@ -132,15 +138,18 @@ def figure_interpolation(
                         legendgroup=group, name=f"{label} at λ", meta=SCREEN_ONLY,
                         marker={"color": colour, "size": 13, "symbol": "diamond",
                                 "line": {"color": "#222", "width": 1.5}},
-                        hovertemplate=f"{label}<br>θ(λ={lam[at]:.2f}): {metric} %{{y:.4f}}"
+                        hovertemplate=f"{label}<br>θ(λ={lam[at]:.2f}): {metric} {value}"
                                       "<extra></extra>",
                     ),  # fmt: skip
                     row=1, col=col,
                 )  # fmt: skip
     if both:
-        for space, dash in SPACE_DASH.items():  # a key to the two line styles
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=space,
-                                     line={"color": "#444", "width": LINE_WIDTH, "dash": dash}),
+        for space, look in SPACE_STYLE.items():  # a key to the two line weights
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=space,
+                                     line={"color": "#444", "width": look["width"]},
+                                     opacity=look["opacity"],
+                                     marker={"color": "#444", "size": 8, "symbol":
+                                             "circle-open" if look["open"] else "circle"}),
                           row=1, col=1)  # fmt: skip
     if mark is not None:
         fig.add_vline(x=mark, line={"dash": "dot", "color": "#444", "width": THIN_WIDTH},
@@ -149,7 +158,7 @@ def figure_interpolation(
         fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
                          row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy", row=1, col=2)
+    fig.update_yaxes(title_text=f"{split} accuracy (%)", row=1, col=2)
     apply_theme(fig)
     fig.update_layout(
         height=400,

@@ -8,9 +8,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from landscape.plots.fields import TRAINING_CURVES, TRAINING_RUN, ZOO_ROW, ZOO_SEED
-from landscape.plots.theme import PALETTE, apply_theme, presentable
+from landscape.plots.theme import PALETTE, apply_theme, points, presentable
 
-CURVE_LABEL = {"test_accuracy": "test accuracy", "test_loss": "test loss (nats)",
+CURVE_LABEL = {"test_accuracy": "test accuracy (%)", "test_loss": "test loss (nats)",
                "train_loss": "train loss (nats)"}  # fmt: skip
 
 
@@ -18,14 +18,16 @@ CURVE_LABEL = {"test_accuracy": "test accuracy", "test_loss": "test loss (nats)"
 def figure_training_curves(
     runs: Sequence[dict[str, Any]], *, metric: str = "test_accuracy"
 ) -> go.Figure:
-    """Test metric against training step, one line per run (``{"label", "curves"}``)."""
+    """Test metric against training step, one line per run (``{"label", "curves"}``); an
+    accuracy in percent."""
     fig = go.Figure()
+    unit = points(1.0) if metric.endswith("accuracy") else 1.0
     for i, run in enumerate(runs):
         c = TRAINING_RUN.read(run, "curves")
         fig.add_trace(
             go.Scatter(
                 x=TRAINING_CURVES.read(c, "step"),
-                y=TRAINING_CURVES.read(c, metric),
+                y=[unit * v for v in TRAINING_CURVES.read(c, metric)],
                 mode="lines",
                 name=TRAINING_RUN.read(run, "label"),
                 line={"color": PALETTE[i % len(PALETTE)], "width": 2},
@@ -38,11 +40,11 @@ def figure_training_curves(
 
 @presentable
 def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
-    """Per zoo model, the test accuracy of every available seed (a dot per seed)."""
+    """Per zoo model, the test accuracy (percent) of every available seed (a dot per seed)."""
     fig = go.Figure()
     for i, row in enumerate(rows):
         seeds = ZOO_ROW.read(row, "seeds")
-        accs = [ZOO_SEED.read(s, "test_accuracy") for s in seeds]
+        accs = [points(ZOO_SEED.read(s, "test_accuracy")) for s in seeds]
         fig.add_trace(
             go.Box(
                 y=accs,
@@ -56,6 +58,6 @@ def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
                 hovertext=[f"seed {ZOO_SEED.read(s, 'seed')}" for s in seeds],
             )  # fmt: skip
         )
-    fig.update_yaxes(title_text="test accuracy (per prediction)")
+    fig.update_yaxes(title_text="test accuracy (%, per prediction)")
     fig.update_layout(showlegend=False)
     return apply_theme(fig)

@@ -9,9 +9,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import TRIANGLE
-from landscape.plots.theme import SCREEN_ONLY, apply_theme, font_size, presentable
+from landscape.plots.theme import SCREEN_ONLY, apply_theme, font_size, points, presentable
 
-METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy"}
+METRIC_LABEL = {"loss": "loss (nats)", "accuracy": "accuracy (%)"}
 # A triangle's side in screen pixels by the number of panels, so that a row of them fits a
 # laptop's main column (and, scaled for a projector, a 1920-pixel screen's)
 TRIANGLE_SIDE = {1: 380, 2: 340, 3: 210, 4: 150}
@@ -61,7 +61,8 @@ def figure_triangles(
     titles: Sequence[str] | None = None,
     mark: float | None = None,
 ) -> go.Figure:
-    """Loss or accuracy over the barycentric grid of θ_A, θ_B, θ_C, one ternary plot per result.
+    """Loss (nats) or accuracy (percent) over the barycentric grid of θ_A, θ_B, θ_C, one
+    ternary plot per result.
 
     All panels share one colour scale (the same ``coloraxis``). Corners are labelled with the
     seeds; hovering a point shows its mixture weights. Points in the basin by the criterion of
@@ -80,7 +81,8 @@ def figure_triangles(
         for t, r in zip(titles, results, strict=True)
     ]
     fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub)
-    values = [v for r in results for v in TRIANGLE.read(r, metric)]
+    unit = points(1.0) if metric == "accuracy" else 1.0  # accuracy drawn in percent
+    values = [unit * v for r in results for v in TRIANGLE.read(r, metric)]
     lo, hi = min(values), max(values)
     size = font_size()
     # Pixel geometry, so that the triangles fill their panels and the hexagons tile them: each
@@ -103,7 +105,7 @@ def figure_triangles(
     marker_size = HEXAGON * spacing
     for i, r in enumerate(results):
         pts = TRIANGLE.read(r, "points")
-        colour = TRIANGLE.read(r, metric)
+        colour = [unit * v for v in TRIANGLE.read(r, metric)]
         excess = TRIANGLE.read(r, "excess_loss")
         inside, criterion = basin(r, metric)
         fig.add_trace(

@@ -34,6 +34,7 @@ from landscape.plots.eigenangles import (
 from landscape.plots.fields import MissingField
 from landscape.plots.interpolation import above_naive
 from landscape.plots.matrix import figure_barrier_matrix
+from landscape.plots.theme import method_style
 from landscape.sources import split_sampler
 from landscape.symmetry import symmetry_table
 from landscape.tasks import Task
@@ -489,22 +490,42 @@ def test_gauge_figures_read_what_the_sweep_writes():
     assert all(len(export.figure_frame(fig)) > 0 for fig in figures)
 
 
-def test_interpolation_draws_both_spaces_in_the_method_colour_weights_solid_circuits_dashed():
+def test_interpolation_draws_both_spaces_in_the_method_style_weights_thick_circuits_thin():
     fig = plots.figure_interpolation(
         [{"label": "weight/orth · weights", "results": [_curve(0.5)], "method": "weight/orth",
           "space": "weights"},
          {"label": "weight/orth · circuits", "results": [_curve(0.1)], "space": "circuits",
           "method": "weight/orth"},
+         {"label": "weight/perm · weights", "results": [_curve(0.3)], "space": "weights",
+          "method": "weight/perm"},
          {"label": "naive · circuits", "results": [_curve(0.9)], "space": "circuits",
           "method": "naive"}])  # fmt: skip
-    lines = [t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x"]
-    assert [t.line.dash for t in lines] == ["solid", "dash", "dash"]  # as the page's help says
-    assert lines[0].line.color == lines[1].line.color != lines[2].line.color
+    lines = [t for t in fig.data
+             if t.mode == "lines+markers" and t.xaxis == "x" and t.x[0] is not None]
+    # the method keeps its dash (perm and orth of one method stay apart), as the page's help says
+    dashes = [method_style(k).dash for k in ("weight/orth", "weight/orth", "weight/perm", "naive")]
+    assert [t.line.dash for t in lines] == dashes and dashes[0] != dashes[2]
+    assert lines[0].line.color == lines[1].line.color != lines[3].line.color
     assert lines[1].marker.symbol == lines[0].marker.symbol + "-open"
+    assert lines[0].line.width > lines[1].line.width and lines[1].opacity < lines[0].opacity
     legend = [t.name for t in fig.data if t.showlegend is not False]
-    assert legend == ["weight/orth", "naive", "weights", "circuits"]  # methods, then the key
-    key = {t.name: t.line.dash for t in fig.data if t.name in ("weights", "circuits")}
-    assert key == {"weights": "solid", "circuits": "dash"}
+    assert legend == ["weight/orth", "weight/perm", "naive", "weights", "circuits"]
+    key = {t.name: (t.line.width, t.marker.symbol) for t in fig.data
+           if t.name in ("weights", "circuits")}  # fmt: skip
+    assert key == {"weights": (lines[0].line.width, "circle"),
+                   "circuits": (lines[1].line.width, "circle-open")}  # fmt: skip
+
+
+def test_every_accuracy_on_screen_is_in_percent():
+    fig = plots.figure_interpolation([{"label": "naive", "results": [_curve(0.5)]}])
+    acc = next(t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x2")
+    assert acc.y[0] == pytest.approx(95.0) and "%" in fig.layout.yaxis2.title.text
+    tri = plots.figure_triangles([_triangle("naive", 0.5)], metric="accuracy")
+    assert min(tri.data[0].marker.color) > 1 and "%" in tri.layout.coloraxis.colorbar.title.text
+    zoo = plots.figure_zoo_overview(ZOO)
+    assert min(min(t.y) for t in zoo.data) > 1 and "%" in zoo.layout.yaxis.title.text
+    curves = plots.figure_training_curves(TRAINING, metric="test_accuracy")
+    assert max(max(t.y) for t in curves.data) > 1 and "%" in curves.layout.yaxis.title.text
 
 
 def test_one_space_keeps_the_method_dashes_and_the_endpoints_their_series_marker():
