@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import shutil
 import tempfile
@@ -166,16 +167,33 @@ GAUGE_SHORT = page.GAUGE_ON_LOAD_BY_MODEL  # models whose scramble waits for a c
 ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
 ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
 VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
+# The Interpolation page's curves ship in both merge spaces (Table 2's two columns), so that
+# "both" opens at once too; circuits where the model has a circuit form.
+VIEW_SPACES = ("weights", "circuits")
+LOCK_NAME = ".build.lock"  # one build ships into a results folder at a time
 RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
                  "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
                  "llama-shakespeare-d128")  # fmt: skip
 
 
+def _spaces(name: str) -> tuple[str, ...]:
+    """The merge spaces of :data:`VIEW_SPACES` that ``name`` has (circuits needs attention
+    without rotary positions or a q/k norm)."""
+    from landscape.models.circuits import check_circuit_form
+
+    try:
+        check_circuit_form(ZOO[name].config)
+    except LandscapeError:
+        return (page.SPACE,)
+    return VIEW_SPACES
+
+
 def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, Any]]:
     """The requests a page makes for ``name`` with its default choices: the first pair of the
     shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
-    (Triangle), the three default methods, the test split, the weights space; the Gauge page's
-    parts computed on load for the first seed; the Atlas of the first six seeds."""
+    (Triangle), the three default methods, the test split, the weights space (Interpolation:
+    both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
+    seed; the Atlas of the first six seeds."""
     from landscape.experiments.barriers.tables import pairs_for
     from landscape.models.zoo import shipped_seeds
 
@@ -185,7 +203,8 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
         pair = pairs_for(name, 1, seeds)[0]
         out += [{"view": "interpolation", "kind": "barrier", "model": name, "seeds": list(pair),
                  "method": m, "group": g, "points": VIEW_POINTS, "split": page.SPLIT,
-                 "space": page.SPACE} for m, g in VIEW_METHODS]  # fmt: skip
+                 "space": space} for space in _spaces(name)
+                for m, g in VIEW_METHODS]  # fmt: skip
     if "triangle" in views and len(seeds) >= 3:
         out += [{"view": "triangle", "kind": "triangle", "model": name, "seeds": seeds[:3],
                  "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": page.SPLIT,
@@ -207,7 +226,8 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
 
 def describe(request: dict[str, Any]) -> str:
     """One request of :func:`standard_views` in a few words (for the build's and check's lines)."""
-    detail = {"barrier": lambda r: f"{r['method']}/{r['group']}",
+    detail = {"barrier": lambda r: f"{r['method']}/{r['group']}"
+                         + (f" {r['space']}" if r["space"] != page.SPACE else ""),
               "triangle": lambda r: f"{r['method']}/{r['group']}",
               "eigenangles": lambda r: f"seeds {r['seeds'][0]} {r['seeds'][1]}",
               "gauge-sweep": lambda r: r["part"],
@@ -257,7 +277,7 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     The index rows and entries of other models and views are kept; a row's ``seconds`` is how
     long its request took in this build (a read, where ``work`` held the result already)."""
     index_path = out / "index.json"
-    index = [r for r in _index(out) if not (r["model"] in models and r["view"] in views)]
+    built = []
     with contextlib.ExitStack() as stack:
         if work is None:
             work = Path(
@@ -268,8 +288,14 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             for request in standard_views(name, views):
                 t0 = time.perf_counter()
                 ask(request, cache)
-                index.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
-                print(f"{describe(request)}: {index[-1]['seconds']} s", flush=True)
+                built.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
+                print(f"{describe(request)}: {built[-1]['seconds']} s", flush=True)
+        # Shipping reads the index now, not when the build began, and holds the folder's lock:
+        # a build of other models that shipped meanwhile keeps its rows and its entries.
+        out.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(_locked(out))
+        index = [r for r in _index(out) if not (r["model"] in models and r["view"] in views)]
+        index += built
         for kind, key in dict.fromkeys(cache.read):
             entry = cache.get(kind, key)
             if entry is None:
@@ -279,12 +305,23 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             target = out / kind / key[:2] / f"{key}{SUFFIX}"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(cache.path(kind, key), target)
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(index, indent=1) + "\n"
-    replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    for path in prune_results(out):
-        print(f"removed {path.relative_to(out)}: no request of the index reaches it", flush=True)
+        text = json.dumps(index, indent=1) + "\n"
+        replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        for path in prune_results(out):
+            print(f"removed {path.relative_to(out)}: no request of the index reaches it",
+                  flush=True)  # fmt: skip
     return index
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Any:
+    """Hold ``out``'s build lock (``.build.lock``, not shipped) while the body runs."""
+    with open(out / LOCK_NAME, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class _Serving(ReadOnlyCache):
@@ -344,7 +381,8 @@ def check_results(out: Path, requests: list[dict[str, Any]] | None = None
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(DEFAULT_SEEDS))
-    ap.add_argument("--out", type=Path, default=assets_root() / "zoo")
+    ap.add_argument("--out", type=Path, help="the folder built into (default assets/zoo; with "
+                    "--results and --check-results, assets/results)")  # fmt: skip
     ap.add_argument("--readme", action="store_true", help="only redraw the README figure")
     ap.add_argument("--home", action="store_true", help="only recompute the app's Home curves")
     ap.add_argument(
@@ -383,18 +421,18 @@ def main() -> None:
         return
     if args.results:
         models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
-        build_results(models, shipped_results_root(), tuple(args.views), args.work)
+        build_results(models, args.out or shipped_results_root(), tuple(args.views), args.work)
         return
     if args.check_results:
-        stale = check_results(shipped_results_root())
+        stale = check_results(args.out or shipped_results_root())
         for r in stale:
             print(f"{describe(r)}: {r['why']}")
         print(f"{len(stale)} shipped result(s) not reached")
         raise SystemExit(1 if stale else 0)
     if args.verify:
-        verify(args.models, args.out)
+        verify(args.models, args.out or assets_root() / "zoo")
         return
-    build({m: DEFAULT_SEEDS[m] for m in args.models}, args.out)
+    build({m: DEFAULT_SEEDS[m] for m in args.models}, args.out or assets_root() / "zoo")
 
 
 if __name__ == "__main__":

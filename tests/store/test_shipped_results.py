@@ -211,3 +211,37 @@ def test_a_build_removes_entries_no_request_reaches(tmp_path, monkeypatch):
     stale.write_bytes(kept.read_bytes())
     assets.build_results(["mlp-digits"], out, ("atlas",))  # a rebuild prunes too
     assert list(out.rglob("*.lsc")) == [kept]
+
+
+def test_a_build_keeps_what_another_shipped_while_it_computed(tmp_path, monkeypatch):
+    """Two builds into one folder (say, one model on each core): the one that ships last reads
+    the index when it ships, so the other's rows and entries stay."""
+    out = tmp_path / "results"
+
+    def views(name, views):
+        return [{"view": "atlas", "kind": "atlas", "model": name, "group": "perm",
+                 "projection": "pca"}]
+
+    def ask(request, cache):
+        if request["model"] == "slow" and not (out / "index.json").exists():
+            assets.build_results(["fast"], out, ("atlas",))  # ships while "slow" computes
+        return cache.get_or_compute("atlas", {"model": request["model"]},
+                                    lambda: ({}, {"model": request["model"]}))  # fmt: skip
+
+    monkeypatch.setattr(assets, "standard_views", views)
+    monkeypatch.setattr(assets, "ask", ask)
+    assets.build_results(["slow"], out, ("atlas",))
+    index = json.loads((out / "index.json").read_text())
+    assert sorted(r["model"] for r in index) == ["fast", "slow"]
+    assert len(list(out.rglob("*.lsc"))) == 2
+    assert assets.check_results(out) == []
+
+
+def test_the_interpolation_views_ship_in_both_spaces_where_the_model_has_circuits():
+    def spaces(name):
+        return [r["space"] for r in assets.standard_views(name, ("interpolation",))]
+
+    n = len(assets.VIEW_METHODS)
+    assert spaces("vit-digits") == ["weights"] * n + ["circuits"] * n
+    assert spaces("llama-shakespeare-d128") == ["weights"] * n  # rotary: no circuit form
+    assert spaces("mlp-digits") == ["weights"] * n  # no heads
