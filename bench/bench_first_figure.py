@@ -20,11 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from landscape.assets import RESULT_MODELS as MODELS  # the entries whose default views ship
+
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("home", "interpolation", "triangle", "eigenangles", "gauge", "atlas", "models")
-MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
-          "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
-          "llama-shakespeare-d128")  # fmt: skip
+# "interpolation-both": the Interpolation page with the merge space "both" (weights and circuits)
+PAGES = ("home", "interpolation", "interpolation-both", "triangle", "eigenangles", "gauge",
+         "atlas", "models")  # fmt: skip
 
 CHILD = """
 import json, sys, time, torch
@@ -32,8 +33,11 @@ torch.set_num_threads(1)
 from streamlit.testing.v1 import AppTest
 page, model, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
 at = AppTest.from_file("app/main.py", default_timeout=timeout)
-at.switch_page(f"views/{page}.py")
+view, _, space = page.partition("-")
+at.switch_page(f"views/{view}.py")
 at.session_state["model"] = model
+if space:
+    at.session_state["interp_space"] = space
 t = time.perf_counter()
 at.run()
 seconds = time.perf_counter() - t

@@ -112,6 +112,8 @@ routes = {
     "interpolation": "See the barrier for several pairs, methods and symmetry groups, with the "
     "table of barriers (mean ± s.e.m.).",
     "triangle": "Widen the line to the plane through three models: how much of it is one basin.",
+    "surface": "The loss over a plane around one model, or through three aligned ones, in 2-D "
+    "and 3-D.",
     "eigenangles": "Why rotations matter: how far the weight-matching rotation is from a "
     "relabelling, and what learned matching adds.",
     "atlas": "Checkpoints and their symmetric copies on a map, before and after alignment.",

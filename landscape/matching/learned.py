@@ -412,6 +412,8 @@ def _learn(
         raise ValueError(f"unknown orth parametrisation {orth!r}; expected one of {ORTH_PARAMS}")
     check_space(space)
     dev = device if device is not None else CPU
+    if progress is not None:
+        progress("learned matching: preparing the pair", 0, steps)
     prepared = [prepare_pair(cfg, params_a, p, group) for p in others]
     cfg_p, a = prepared[0][0], prepared[0][1]
     if space == "circuits":
@@ -496,7 +498,7 @@ def _learn(
     ev = torch.randperm(n, generator=gen)[: min(n, eval_size)]
     x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
 
-    def merged_loss(mats, abs_mats, x, y, ws) -> torch.Tensor:
+    def merged_loss(mats, abs_mats, x, y, ws, each=None) -> torch.Tensor:
         moved_all = [in_space(apply_dense(spec, mt, m.b_dev, ab))
                      for m, mt, ab in zip(members, mats, abs_mats, strict=True)]  # fmt: skip
         total = 0.0
@@ -507,13 +509,25 @@ def _learn(
             # faster than the reference path under autograd (1.7× on a 2-layer GPT-2 pair)
             logits = forward(cfg_m, mix, x, fast=True)
             total = total + F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            if each is not None:
+                each()
         return total / len(ws)
 
-    def score(elements: list[dict[str, Element]]) -> float:
+    def score(elements: list[dict[str, Element]], what: str, at: float) -> float:
+        """The scoring slice's loss at every mixture, each mixture told to ``progress`` as
+        ``what`` (seconds each on a large model)."""
+        done = 0
+
+        def each() -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(f"{what} (mixture {done}/{len(mixes)})", at, steps)
+
         with torch.no_grad():
             mats = [{v: e.dense().to(dev, torch.float32) for v, e in el.items()}
                     for el in elements]  # fmt: skip
-            return float(merged_loss(mats, [None] * len(mats), x_ev, y_ev, mixes))
+            return float(merged_loss(mats, [None] * len(mats), x_ev, y_ev, mixes, each))
 
     def rotation(m: _Member, v: str) -> torch.Tensor:
         z = m.latents[v]
@@ -540,7 +554,7 @@ def _learn(
     best = hard_elements()
     if progress is not None:  # the scoring slice at several mixtures: a while on large models
         progress("learned matching: scoring the start", 0, steps)
-    best_loss, best_step = score(best), 0
+    best_loss, best_step = score(best, "learned matching: scoring the start", 0), 0
     if on_eval is not None:
         on_eval(0, with_inner(best))
     eval_curve = [{"step": 0, "loss": best_loss}]
@@ -599,7 +613,8 @@ def _learn(
             if progress is not None:
                 progress(f"learned matching step {step + 1}/{steps}: scoring", step + 0.5, steps)
             elements = hard_elements()
-            current = score(elements)
+            current = score(elements, f"learned matching step {step + 1}/{steps}: scoring",
+                            step + 0.5)  # fmt: skip
             eval_curve.append({"step": step + 1, "loss": current})
             if on_eval is not None:
                 on_eval(step + 1, with_inner(elements))

@@ -27,6 +27,7 @@ PAGES = {
     "": (1, 0),
     "interpolation": (1, 2),
     "triangle": (1, 3),
+    "surface": (0, 1),  # computed on a click: the page opens with its controls
     "eigenangles": (2, 2),
     "atlas": (1, 2),
     "gauge": (3, 1),

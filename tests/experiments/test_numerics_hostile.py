@@ -290,20 +290,27 @@ def test_learned_matching_reports_every_step() -> None:
     rest = [(s, f) for s, f in seen if not s.startswith("start: ")]
     assert start and len(start) + len(rest) == len(seen) and seen[: len(start)] == start
     assert all(0 <= f <= 0.1 for _, f in start)
-    # the scoring of the start, each step, and the scoring at the end (eval_every = 3)
-    assert [s for s, _ in rest] == ["learned matching: scoring the start",
-                                    "learned matching step 1/3", "learned matching step 2/3",
-                                    "learned matching step 3/3: scoring",
-                                    "learned matching step 3/3"]  # fmt: skip
-    assert [f for _, f in rest] == pytest.approx([0.1, 0.1 + 0.9 / 3, 0.1 + 0.9 * 2 / 3,
-                                                  0.1 + 0.9 * 2.5 / 3, 1.0])  # fmt: skip
+    # the train split's loading, the pair's preparation, the scoring of the start (each
+    # mixture of the slice told), each step, and the scoring at the end (eval_every = 3)
+    k = sum(s.startswith("learned matching: scoring the start (mixture") for s, _ in rest)
+    start_mixes = [f"learned matching: scoring the start (mixture {i}/{k})"
+                   for i in range(1, k + 1)]
+    end_mixes = [f"learned matching step 3/3: scoring (mixture {i}/{k})" for i in range(1, k + 1)]
+    assert k >= 2 and [s for s, _ in rest] == [
+        "load the train split", "learned matching: preparing the pair",
+        "learned matching: scoring the start", *start_mixes,
+        "learned matching step 1/3", "learned matching step 2/3",
+        "learned matching step 3/3: scoring", *end_mixes, "learned matching step 3/3"]
+    assert [f for _, f in rest] == pytest.approx(
+        [0.1] * (3 + k) + [0.1 + 0.9 / 3, 0.1 + 0.9 * 2 / 3]
+        + [0.1 + 0.9 * 2.5 / 3] * (1 + k) + [1.0])  # fmt: skip
     # the start now comes from the cache: only the learned matching is heard
     seen.clear()
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 2, "eval_every": 2},
           progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
     assert [s for s, _ in seen if "scoring" not in s] == [
-        f"learned matching step {i}/2" for i in (1, 2)
-    ]
+        "load the train split", "learned matching: preparing the pair",
+        *(f"learned matching step {i}/2" for i in (1, 2))]  # fmt: skip
     # the barrier maps the matching into the first half of its progress
     seen.clear()
     request = BarrierRequest(zoo(0), zoo(2), "learned", "perm", points=3,
@@ -329,7 +336,7 @@ def test_weight_and_activation_matching_report_as_they_go() -> None:
     align(zoo(0), zoo(1), "activation", "perm",
           progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
     stages = [s for s, _ in seen]
-    assert stages[:3] == ["activation matching: A's activations",
+    assert stages[:4] == ["load the train split", "activation matching: A's activations",
                           "activation matching: B's activations",
                           "activation matching: the stream"]  # fmt: skip
     assert "activation matching: layer 0" in stages

@@ -171,7 +171,10 @@ def _match(
     from the cache). ``options``: the method's settings (its options dataclass).
     """
     entry = method_of(method)
-    train = (data or data_of(a)).split("train") if entry.needs_data else None
+    train = None
+    if entry.needs_data:  # seconds for a large split: said, so the bar does not look stuck
+        tell(progress, "load the train split", 0)
+        train = (data or data_of(a)).split("train")
     hooks: dict[str, Any] = {}
     if start is not None:
         hooks["start"] = start
