@@ -24,8 +24,9 @@ from landscape.assets import RESULT_MODELS as MODELS  # the entries whose defaul
 
 ROOT = Path(__file__).resolve().parents[1]
 # "interpolation-both": the Interpolation page with the merge space "both" (weights and circuits)
-PAGES = ("home", "interpolation", "interpolation-both", "triangle", "eigenangles", "gauge",
-         "atlas", "models")  # fmt: skip
+# (Surface computes on a click: its time is to the page drawn, with no figure)
+PAGES = ("home", "interpolation", "interpolation-both", "triangle", "surface", "eigenangles",
+         "gauge", "atlas", "models")  # fmt: skip
 
 CHILD = """
 import json, sys, time, torch

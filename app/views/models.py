@@ -66,13 +66,15 @@ st.table(
         {"parameters": "{:,}", "test acc. (%)": "{:.1f}", "test loss": "{:.3f}"}, na_rep="—"
     ).hide(axis="index")
 )
-st.caption("test acc. and test loss: means over the trained seeds (zoo models).")
+st.caption("test acc. (%) and test loss (nats): means over the trained seeds (zoo models).")
 
 if trained:
     with overview if presentation() else st.container():
         st.subheader("Test accuracy of every trained seed")
         figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy",
                key="zoo", data=tidy_zoo(trained))  # fmt: skip
+        st.caption("Accuracy per prediction: per image for the vision models, per next "
+                   "character (or token) for the text models.")
 
 name = model()
 current = next(r for r in rows if r["name"] == name)

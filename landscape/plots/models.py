@@ -58,6 +58,6 @@ def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
                 hovertext=[f"seed {ZOO_SEED.read(s, 'seed')}" for s in seeds],
             )  # fmt: skip
         )
-    fig.update_yaxes(title_text="test accuracy (%, per prediction)")
+    fig.update_yaxes(title_text="test accuracy (%)")  # per prediction: the caption says
     fig.update_layout(showlegend=False)
     return apply_theme(fig)
