@@ -32,7 +32,8 @@ def test_barrier_figure_is_the_interpolation_figure(tmp_path, capsys, cache_env)
     # the figure draws the command's own curve
     fig = files.BUILDERS["barrier"](result)[""]
     lines = [t for t in fig.data if t.name == "weight/orth" and len(t.y) == len(result["loss"])]
-    assert [list(t.y) for t in lines] == [result["loss"], result["accuracy"]]
+    assert list(lines[0].y) == result["loss"]
+    assert list(lines[1].y) == pytest.approx([100 * a for a in result["accuracy"]])  # percent
 
 
 def test_a_command_with_several_figures_writes_one_per_part(tmp_path, capsys, cache_env):
