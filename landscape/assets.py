@@ -257,11 +257,19 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
 
 class _Recording(Cache):
     """A cache that remembers which entries of the shipped kinds were asked for: a request's
-    own results, the ones a build ships (not the matchings they were computed from)."""
+    own results, the ones a build ships (not the matchings they were computed from). ``reuse``:
+    a results folder whose verified entries answer before anything is computed."""
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(root, shipped=False)
+    def __init__(self, root: Path, reuse: Path | None = None) -> None:
+        super().__init__(root, shipped=reuse or False)
         self.read: list[tuple[str, str]] = []
+
+    def source(self, kind: str, key: str) -> Path:
+        """The file an entry read was served from: the work cache's, else the reused folder's."""
+        own = self.path(kind, key)
+        if own.is_file() or self.shipped is None:
+            return own
+        return self.shipped / kind / key[:2] / f"{key}{SUFFIX}"
 
     def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
         if kind in SHIPPED_KINDS:
@@ -270,12 +278,15 @@ class _Recording(Cache):
 
 
 def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
-                  work: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+                  work: Path | None = None, reuse: Path | None = None
+                  ) -> list[dict[str, Any]]:  # fmt: skip
     """Compute the standard ``views`` of ``models`` in a cache of their own (``work``, kept so
     that an interrupted build resumes; default a temporary one) and ship the result entries the
     requests read in ``out``, refusing any that holds tensors (results only, never weights).
-    The index rows and entries of other models and views are kept; a row's ``seconds`` is how
-    long its request took in this build (a read, where ``work`` held the result already)."""
+    ``reuse``: a results folder (say, ``out`` itself) whose entries, verified, answer a request
+    before it is computed, so that adding a view does not compute the others again. The index
+    rows and entries of other models and views are kept; a row's ``seconds`` is how long its
+    request took in this build (a read, where ``work`` or ``reuse`` held the result already)."""
     index_path = out / "index.json"
     built = []
     with contextlib.ExitStack() as stack:
@@ -283,7 +294,7 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             work = Path(
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="landscape-results-"))
             )
-        cache = _Recording(work)
+        cache = _Recording(work, reuse)
         for name in models:
             for request in standard_views(name, views):
                 t0 = time.perf_counter()
@@ -303,8 +314,11 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             if entry.tensors:
                 raise LandscapeError(f"a {kind} entry holds tensors; only results ship")
             target = out / kind / key[:2] / f"{key}{SUFFIX}"
+            source = cache.source(kind, key)
+            if source.resolve() == target.resolve():
+                continue  # reused from ``out`` itself: already there
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(cache.path(kind, key), target)
+            shutil.copyfile(source, target)
         text = json.dumps(index, indent=1) + "\n"
         replace_file(index_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         for path in prune_results(out):
@@ -405,6 +419,14 @@ def main() -> None:
         "interrupted build resumes); default a temporary one",
     )
     ap.add_argument(
+        "--reuse",
+        type=Path,
+        nargs="?",
+        const=True,
+        help="with --results: answer requests from the verified entries of a results folder "
+        "(default, with no folder named: the one built into) before computing them",
+    )
+    ap.add_argument(
         "--check-results",
         action="store_true",
         help="say which shipped results today's requests no longer reach",
@@ -421,7 +443,9 @@ def main() -> None:
         return
     if args.results:
         models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
-        build_results(models, args.out or shipped_results_root(), tuple(args.views), args.work)
+        out = args.out or shipped_results_root()
+        reuse = out if args.reuse is True else args.reuse
+        build_results(models, out, tuple(args.views), args.work, reuse)
         return
     if args.check_results:
         stale = check_results(args.out or shipped_results_root())

@@ -245,3 +245,22 @@ def test_the_interpolation_views_ship_in_both_spaces_where_the_model_has_circuit
     assert spaces("vit-digits") == ["weights"] * n + ["circuits"] * n
     assert spaces("llama-shakespeare-d128") == ["weights"] * n  # rotary: no circuit form
     assert spaces("mlp-digits") == ["weights"] * n  # no heads
+
+
+def test_a_build_reuses_a_results_folder_instead_of_computing(tmp_path, monkeypatch):
+    """Adding a view to shipped results computes only what the folder lacks: its entries
+    answer first, are copied to another folder whole, and stay as they are in their own."""
+    monkeypatch.setattr(assets, "VIEW_METHODS", (("weight", "perm"),))
+    out = tmp_path / "results"
+    assets.build_results(["mlp-digits"], out, ("interpolation",))
+    files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")}
+    from landscape.experiments.barriers import pipeline as runs
+
+    monkeypatch.setattr(runs, "_match", lambda *a, **k: pytest.fail("matched"))
+    other = tmp_path / "other"
+    assets.build_results(["mlp-digits"], other, ("interpolation",), reuse=out)
+    assert {p.relative_to(other): p.read_bytes() for p in other.rglob("*.lsc")} == files
+    assert assets.check_results(other) == []
+    assets.build_results(["mlp-digits"], out, ("interpolation",), reuse=out)  # into itself
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")} == files
+    assert assets.check_results(out) == []
