@@ -134,8 +134,9 @@ def fashion(split: str, directory: str | os.PathLike | None = None) -> Split:
         raise LandscapeError(
             f"Fashion-MNIST files in {d} disagree: {images.shape} vs {labels.shape}"
         )
-    x = torch.from_numpy(images.astype(np.float32) / 255.0)
-    return Split(x, torch.from_numpy(labels.astype(np.int64)))
+    x = images.astype(np.float32)
+    np.divide(x, np.float32(255.0), out=x)  # in place: the same values, one 188 MB copy fewer
+    return Split(torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64)))
 
 
 # ---------------------------------------------------------------- text
