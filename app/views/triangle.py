@@ -19,9 +19,15 @@ from landscape import page_defaults as page
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
-from landscape.plots.theme import method_key
+from landscape.plots.theme import method_key, points
 from landscape.plots.tidy import tidy_triangles
-from landscape.plots.triangle import basin, basin_fraction, edge_value, figure_triangles
+from landscape.plots.triangle import (
+    METRIC_LABEL,
+    basin,
+    basin_fraction,
+    edge_value,
+    figure_triangles,
+)
 from landscape.progress import within
 
 page_header(
@@ -144,13 +150,16 @@ else:
         fig = figure_triangles(
             results, metric=metric, titles=titles, mark=mark, presentation=presentation()
         )
+        # the value at the mark in the figure's unit: accuracy in percent, loss in nats
+        at_mark = f"{METRIC_LABEL[metric]} at λ = {mark:.2f} (A–B)"
+        unit, digits = (points(1.0), "{:.2f}") if metric == "accuracy" else (1.0, "{:.4f}")
         summary = pd.DataFrame(
             [
                 {
                     "method": t,
                     f"{metric} basin": basin_fraction(r, metric),
-                    "max loss above plane": float(np.max(r["excess_loss"])),
-                    f"{metric} at λ = {mark:.2f} (A–B)": edge_value(r, metric, mark),
+                    "max loss above plane (nats)": float(np.max(r["excess_loss"])),
+                    at_mark: unit * edge_value(r, metric, mark),
                 }
                 for t, r in zip(titles, results, strict=True)
             ]
@@ -171,11 +180,10 @@ else:
             tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
         )
         if presentation():  # a static table fits a projector's width; its cells are the numbers
-            st.table(summary.style.format({f"{metric} basin": "{:.0%}", "max loss above plane":
-                                           "{:.4f}", f"{metric} at λ = {mark:.2f} (A–B)": "{:.4f}"})
-                     .hide(axis="index"))  # fmt: skip
+            st.table(summary.style.format({f"{metric} basin": "{:.0%}",
+                                           "max loss above plane (nats)": "{:.4f}",
+                                           at_mark: digits}).hide(axis="index"))  # fmt: skip
         else:
-            at_mark = f"{metric} at λ = {mark:.2f} (A–B)"
             st.dataframe(
                 summary,
                 hide_index=True,
@@ -183,8 +191,10 @@ else:
                     f"{metric} basin": st.column_config.ProgressColumn(
                         min_value=0, max_value=1, format="percent"
                     ),
-                    "max loss above plane": st.column_config.NumberColumn(format="%.4f"),
-                    at_mark: st.column_config.NumberColumn(format="%.4f"),
+                    "max loss above plane (nats)": st.column_config.NumberColumn(format="%.4f"),
+                    at_mark: st.column_config.NumberColumn(
+                        format="%.2f" if metric == "accuracy" else "%.4f"
+                    ),
                 },
             )
         st.caption(

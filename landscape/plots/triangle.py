@@ -77,7 +77,7 @@ def figure_triangles(
     titles = list(titles or [f"{TRIANGLE.read(r, 'method')}/{TRIANGLE.read(r, 'group')}"
                              for r in results])  # fmt: skip
     sub = [
-        f"{t}<br>{metric} basin {100 * basin_fraction(r, metric):.0f}% (outlined)"
+        f"{t}<br>basin {100 * basin_fraction(r, metric):.0f}%"  # the note under it says which
         for t, r in zip(titles, results, strict=True)
     ]
     fig = make_subplots(rows=1, cols=n, specs=[[{"type": "ternary"}] * n], subplot_titles=sub)

@@ -242,6 +242,9 @@ def test_triangle_page_renders_and_reruns():
     assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     at.radio(key="tri_metric").set_value("accuracy").run()
     ok(at)
+    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()
+    (at_mark,) = [k for k in rows[0] if " at λ = " in k]
+    assert at_mark.startswith("accuracy (%)") and all(r[at_mark] > 1 for r in rows)  # percent
     at.slider(key="tri_resolution").set_value(4).run()
     ok(at)
 
