@@ -104,11 +104,14 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
         raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     xs, ys = SURFACE.read(result, "x"), SURFACE.read(result, "y")
     z = _grid(result, metric)
-    raw = SURFACE.read(result, metric)
+    # the hover's value: a loss in nats, an accuracy in percent (never the log or a fraction)
+    unit = points(1.0) if metric == "accuracy" else 1.0
+    raw = [[unit * v for v in row] for row in SURFACE.read(result, metric)]
     flat = [v for row in z for v in row]
     colorbar = _ticks(metric, flat)
     scale = "Viridis" if metric == "loss" else "Viridis_r"  # the basin dark either way
-    hover = "x %{x:.3g}<br>y %{y:.3g}<br>" + metric + " %{customdata:.4g}<extra></extra>"
+    shown = f"{metric} %{{customdata:.4g}}" + ("%" if metric == "accuracy" else " nats")
+    hover = "x %{x:.3g}<br>y %{y:.3g}<br>" + shown + "<extra></extra>"
     title_x, title_y = axis_titles(result)
     fig = go.Figure()
     paths = SURFACE.read(result, "paths")
@@ -123,8 +126,8 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
                 x=SURFACE_PATH.read(path, "x"), y=SURFACE_PATH.read(path, "y"), mode="lines",
                 line={"color": PATH_COLOURS[k % 3], "width": LINE_WIDTH, "dash": PATH_DASH},
                 name=f"straight path {_path_label(path)}",
-                customdata=SURFACE_PATH.read(path, metric),
-                hovertemplate=f"{_path_label(path)}<br>{metric} %{{customdata:.4g}}<extra></extra>",
+                customdata=[unit * v for v in SURFACE_PATH.read(path, metric)],
+                hovertemplate=f"{_path_label(path)}<br>{shown}<extra></extra>",
             ))  # fmt: skip
         fig.add_trace(go.Scatter(
             x=[SURFACE_POINT.read(p, "x") for p in models],
