@@ -15,6 +15,7 @@ The pages import from these modules; the names are also re-exported here.
 
 from app.components.choices import (
     device,
+    has_circuits,
     has_heads,
     is_imported,
     model,
@@ -38,6 +39,7 @@ __all__ = [
     "duration",
     "estimate",
     "figure",
+    "has_circuits",
     "has_heads",
     "is_imported",
     "literal",

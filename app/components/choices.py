@@ -9,7 +9,10 @@ from typing import Any
 import streamlit as st
 
 from app import state
+from landscape.errors import LandscapeError
+from landscape.models.circuits import check_circuit_form
 from landscape.models.registry import architecture
+from landscape.models.zoo import ZOO
 
 
 def model() -> str:
@@ -45,6 +48,22 @@ def is_imported(name: str) -> bool:
 
 
 def has_heads(name: str) -> bool:
-    """Whether the model has attention heads (and so a circuits merge space)."""
+    """Whether the model has attention heads."""
     row = zoo_row(name)
     return bool(row) and architecture(row["arch"]).attention
+
+
+def has_circuits(name: str) -> bool:
+    """Whether the model has a circuits merge space: attention heads whose QKᵀ is one matrix
+    (no rotary positions, no q/k norm). An imported family is offered it when it has heads;
+    a family without a circuit form is refused per series, saying why."""
+    if not has_heads(name):
+        return False
+    entry = ZOO.get(name)
+    if entry is None:
+        return True
+    try:
+        check_circuit_form(entry.config)
+    except LandscapeError:
+        return False
+    return True

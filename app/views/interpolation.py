@@ -10,6 +10,7 @@ import streamlit as st
 from app import state
 from app.components.choices import (
     device,
+    has_circuits,
     has_heads,
     is_imported,
     model,
@@ -177,7 +178,7 @@ with controls():
     remember("interp_points", page.INTERPOLATION_POINTS, param="points", options=range(5, 52, 2))
     points = c3.slider("Points on λ", 5, 51, step=2, key="interp_points")
     spaces = ["weights"]
-    if has_heads(name):
+    if has_circuits(name):
         remember("interp_space", "weights", param="space", options=("weights", "circuits", "both"))
         choice = c3.radio(
             "Merge space",

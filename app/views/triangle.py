@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components.choices import device, has_heads, model, seed_format
+from app.components.choices import device, has_circuits, model, seed_format
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
@@ -67,7 +67,7 @@ with controls():
     remember("tri_resolution", page.TRIANGLE_RESOLUTION, param="grid", options=range(4, 21))
     resolution = c1.slider("Grid resolution (steps per edge)", 4, 20, key="tri_resolution")
     space = "weights"
-    if has_heads(name):
+    if has_circuits(name):
         remember("tri_space", "weights", param="space", options=("weights", "circuits"))
         space = c3.radio(
             "Merge space",

@@ -54,3 +54,11 @@ def test_cancel_stops_a_long_run_until_run_again_is_clicked():
     at.session_state["size"] = 2
     at.run()
     assert at.session_state["runs"] == 3
+
+
+def test_the_circuits_space_is_offered_only_where_a_model_has_a_circuit_form():
+    from app.components.choices import has_circuits
+
+    assert has_circuits("vit-digits") and has_circuits("gpt-shakespeare-d128")
+    assert not has_circuits("llama-shakespeare-d128")  # rotary positions: QKᵀ is no matrix
+    assert not has_circuits("mlp-digits")  # no heads
