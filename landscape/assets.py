@@ -171,8 +171,8 @@ VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
 # "both" opens at once too; circuits where the model has a circuit form.
 VIEW_SPACES = ("weights", "circuits")
 LOCK_NAME = ".build.lock"  # one build ships into a results folder at a time
-RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "gpt-shakespeare",
-                 "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
+RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "vit-fashion-d256",
+                 "gpt-shakespeare", "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
                  "llama-shakespeare-d128")  # fmt: skip
 
 
