@@ -159,12 +159,18 @@ def check_steps(option: str, steps: int) -> None:
         )
 
 
+def max_checkpoints(parameters: int) -> int:
+    """How many checkpoints of ``parameters`` float32 parameters (each with its gauged copy) the
+    budget holds."""
+    return budget_bytes() // (4 * COPIES_PER_CHECKPOINT * max(1, parameters))
+
+
 def check_checkpoints(what: str, count: int, parameters: int) -> None:
     """Refuse a run that keeps ``count`` checkpoints of ``parameters`` float32 parameters (each
     with its gauged copy) when they exceed the budget; ``what`` names the options asking for
     them."""
     each = 4 * COPIES_PER_CHECKPOINT * max(1, parameters)
-    limit = budget_bytes() // each
+    limit = max_checkpoints(parameters)
     if count > limit:
         raise LandscapeError(
             f"{what} keeps {count} checkpoints of {_size(each)} each; the limit is {limit} "

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components.choices import device, is_imported, model, seed_format
+from app.components.choices import device, is_imported, model, seed_format, zoo_row
 from app.components.failures import show_error
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
@@ -18,6 +18,7 @@ from app.components.needs import need_data, need_seeds
 from app.components.tables import styled_table
 from app.memory import remember
 from landscape import page_defaults as page
+from landscape.experiments.gauge.parts import trajectory_spacing
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -107,13 +108,17 @@ with controls():
         key="gauge_transport_seed",
         help="Seed of the random B_d gauge the artifacts are moved across (part 6).",
     )
+# a checkpoint every ``trajectory_every`` steps, or further apart where a large model's
+# checkpoints would not fit the memory budget
+trajectory_every = trajectory_spacing(trajectory_steps, settings["trajectory_every"],
+                                      zoo_row(name)["parameters"])  # fmt: skip
 args = (
     name,
     seed,
     draws,
     tuple(settings["steps_grid"]),
     trajectory_steps,
-    settings["trajectory_every"],
+    trajectory_every,
     device(),
 )
 
@@ -289,7 +294,7 @@ trajectory = gauge_part(
     "trajectory",
     "Trajectory transport",
     f"trains a run of {trajectory_steps} steps and matches every "
-    f"{settings['trajectory_every']}th checkpoint: {settings['cost']}",
+    f"{trajectory_every}th checkpoint: {settings['cost']}",
 )
 if trajectory is not None:
     left, right = side_by_side([2, 1])

@@ -106,3 +106,17 @@ def test_the_library_refuses_the_same_sizes(monkeypatch):
         trajectory_transport(synthetic_task("mlp"), steps=1000, every=1)
     with pytest.raises(LandscapeError, match="at most"):
         parse_threads(10**20)
+
+
+def test_the_page_spaces_a_trajectory_so_its_checkpoints_fit_the_budget(monkeypatch):
+    from landscape.budget import check_checkpoints, max_checkpoints
+    from landscape.experiments.gauge.parts import trajectory_spacing
+
+    monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "2")
+    n = 2_126_602  # vit-fashion-d256: 1500 steps every 10 would keep 151 checkpoints
+    limit = max_checkpoints(n)
+    assert 1500 // 10 + 1 > limit
+    every = trajectory_spacing(1500, 10, n)
+    check_checkpoints("the trajectory", 1500 // every + 1, n)  # fits
+    assert 1500 // (every - 1) + 1 > limit  # and no closer spacing does
+    assert trajectory_spacing(1500, 10, 18_058) == 10  # a small model keeps its spacing

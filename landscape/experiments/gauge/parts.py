@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from landscape.budget import check_checkpoints, check_steps
+from landscape.budget import check_checkpoints, check_steps, max_checkpoints
 from landscape.data import Split
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.evaluation import barrier_curve
@@ -569,6 +569,16 @@ def check_kept_checkpoints(task: Task | TaskSource, *, steps_grid: Sequence[int]
         steps, every = trajectory
         check_checkpoints(f"gauge-sweep --trajectory-steps {steps} with --trajectory-every "
                           f"{every}", steps // every + 1, n)  # fmt: skip
+
+
+def trajectory_spacing(steps: int, every: int, parameters: int) -> int:
+    """The checkpoint spacing of a trajectory of ``steps`` steps: ``every``, or the smallest
+    wider one whose checkpoints (``steps // spacing + 1``) the memory budget holds for a model of
+    ``parameters`` parameters (:func:`check_kept_checkpoints` refuses the rest)."""
+    limit = max_checkpoints(parameters)
+    if limit < 2:
+        return every  # not even two checkpoints fit: the check says so
+    return max(every, -(-steps // (limit - 1)))
 
 
 def check_sweep_args(
