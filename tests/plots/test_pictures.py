@@ -242,7 +242,7 @@ def test_the_outline_follows_the_colour_metric_and_names_its_criterion() -> None
         fig = plots.figure_triangles([r], metric=metric)
         outline = list(fig.data[0].marker.line.color)
         assert outline == ["#222" if b else "rgba(0,0,0,0)" for b in inside]
-        assert f"{metric} basin {100 * sum(inside) / len(inside):.0f}%" in (
+        assert f"<br>basin {100 * sum(inside) / len(inside):.0f}%" in (
             fig.layout.annotations[0].text
         )
         assert any(a.text == f"outlined: the {metric} basin, {words}"
