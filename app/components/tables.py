@@ -9,6 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from app.components.layout import presentation
+from landscape.plots.theme import points
+
+# the library's records keep an accuracy barrier as a fraction; a screen shows points
+FRACTION, POINTS = "accuracy barrier (fraction)", "accuracy barrier (points)"
 
 VALID_BG, INVALID_BG = "#e3f4ec", "#fbe6d9"
 
@@ -34,6 +38,13 @@ def styled_table(rows: list[dict[str, Any]], *, brief: bool = False):  # -> pand
         .set_properties(subset=["group", "valid", "max |Δlogits|"], **{"white-space": "nowrap"})
         .format({"max |Δlogits|": "{:.1e}"})
     )
+
+
+def on_screen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Library records (merge operators, curved paths) as a screen shows them: the accuracy
+    barrier in percentage points, its column named so."""
+    return [{(POINTS if k == FRACTION else k): (points(v) if k == FRACTION else v)
+             for k, v in r.items()} for r in rows]  # fmt: skip
 
 
 def results_table(frame: pd.DataFrame) -> None:

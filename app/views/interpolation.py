@@ -21,7 +21,7 @@ from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
 from app.components.long_runs import LongRun, run_in_status
 from app.components.needs import need_data, need_seeds
-from app.components.tables import results_table
+from app.components.tables import on_screen, results_table
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
@@ -439,7 +439,7 @@ if pairs and not presentation():
                                   "density": merged["density"],
                                   "mergekit": merged["mergekit"]},
                     )  # fmt: skip
-                    results_table(pd.DataFrame(merge_rows(merged)))
+                    results_table(pd.DataFrame(on_screen(merge_rows(merged))))
 
 if pairs:
     st.subheader("Curved path")
@@ -482,7 +482,7 @@ if pairs:
         )  # fmt: skip
         if made is not None:
             show_warnings("Curved path", made)
-            curve_table = curve_rows(made)
+            curve_table = on_screen(curve_rows(made))
             figure(
                 figure_curve(made, presentation=presentation()),
                 f"curve-{name}-{curve_pair[0]}-{curve_pair[1]}-{curve_kind}-{split}",
@@ -538,8 +538,7 @@ if name in ZOO and pairs:
             )  # fmt: skip
             if made is not None:
                 show_warnings("Spawned children", made)
-                spawn_table = [{"step": x["step"], "alignment": x["method"] if x["method"] ==
-                                "naive" else f"{x['method']}/{x['group']}",
+                spawn_table = [{"step": x["step"], "alignment": method_key(x["method"], x["group"]),
                                 "loss barrier (nats)": x["barrier_loss"],
                                 "accuracy barrier (points)": in_points(x["barrier_accuracy"])}
                                for x in made["rows"]]  # fmt: skip
