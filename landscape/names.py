@@ -33,6 +33,7 @@ __all__ = [
     "Group",
     "Method",
     "Space",
+    "method_key",
 ]
 
 Method = Literal["naive", "activation", "weight", "learned"]
@@ -45,3 +46,9 @@ MONOMIAL_GROUPS: tuple[Group, ...] = ("perm", "signed-perm")
 
 Space = Literal["weights", "circuits"]
 SPACES: tuple[Space, ...] = get_args(Space)
+
+
+def method_key(method: str, group: str | None = None) -> str:
+    """``"naive"`` or ``"method/group"`` (naive aligns nothing, so it has no group): how tables,
+    legends and the figures' styles name a matching."""
+    return "naive" if method == "naive" else f"{method}/{group or 'perm'}"

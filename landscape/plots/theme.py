@@ -16,6 +16,8 @@ from typing import Any, ParamSpec
 
 import plotly.graph_objects as go
 
+from landscape.names import method_key  # the key of METHOD_DASH
+
 # Colour-blind-safe palette (Okabe–Ito order), reused for every categorical series.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 # Grey for the baseline a figure compares against (naive, Haar-random, no transport).
@@ -72,11 +74,6 @@ def naive_or_aligned(colour: str, naive: bool, size: float) -> dict[str, Any]:
                      "dash": "dash" if naive else "solid"},
             "marker": {"size": size, "color": colour,
                        "symbol": "circle-open" if naive else "circle"}}  # fmt: skip
-
-
-def method_key(method: str, group: str | None = None) -> str:
-    """``"naive"`` or ``"method/group"``, the key of :data:`METHOD_DASH`."""
-    return "naive" if method == "naive" else f"{method}/{group or 'perm'}"
 
 
 def method_style(key: str) -> MethodStyle:

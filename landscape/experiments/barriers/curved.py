@@ -56,6 +56,7 @@ from landscape.experiments.evaluation import (
 )
 from landscape.matching import given_options, options_key
 from landscape.models import ModelConfig, Params, forward
+from landscape.names import method_key
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source
 from landscape.store.cache import Cache, digest_tensors
@@ -224,7 +225,7 @@ def curve_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     the curve's loss barrier (nats), accuracy barrier (fraction) and maximum loss."""
     rows = []
     for al in result["alignments"]:
-        which = "naive" if al["method"] == "naive" else f"{al['method']}/{al['group']}"
+        which = method_key(al["method"], al["group"])
         for path, name in (("line", "straight line"), ("curve", result["kind"])):
             c = al[path]
             rows.append({"alignment": which, "path": name,

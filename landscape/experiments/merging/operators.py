@@ -79,6 +79,7 @@ from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
+from landscape.names import method_key
 from landscape.progress import Progress, tell, within
 from landscape.sources import Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
@@ -374,8 +375,7 @@ def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         for path in ["line", *al["operators"]]:
             c = _path(al, path)
             rows.append({"operator": "straight line" if path == "line" else path,
-                         "alignment": al["method"] if al["method"] == "naive"
-                         else f"{al['method']}/{al['group']}",
+                         "alignment": method_key(al["method"], al["group"]),
                          "loss barrier (nats)": c["barrier_loss"],
                          "accuracy barrier (fraction)": c["barrier_accuracy"]})  # fmt: skip
     return rows
