@@ -66,7 +66,12 @@ from landscape.matching.result import (
 from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params, forward
-from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.circuits import (
+    check_circuit_form,
+    check_space,
+    circuit_forms,
+    circuit_forms_config,
+)
 from landscape.models.registry import architecture_of
 from landscape.progress import Progress
 from landscape.symmetry import (
@@ -475,16 +480,16 @@ def _learn(
     n = inputs.shape[0]
     order, cursor = torch.randperm(n, generator=gen).to(inputs.device), 0
 
-    if space == "circuits":
-        cfg_m, a_m = circuit_form(cfg_p, a_dev)
+    if space == "circuits":  # A and every moved member rewritten together (circuit_forms)
+        cfg_m = circuit_forms_config(cfg_p, 1 + len(members))
 
-        def in_space(p: Params) -> Params:
-            return circuit_form(cfg_p, p)[1]
+        def in_space(ps: list[Params]) -> list[Params]:
+            return circuit_forms(cfg_p, ps)[1]
     else:
-        cfg_m, a_m = cfg_p, a_dev
+        cfg_m = cfg_p
 
-        def in_space(p: Params) -> Params:
-            return p
+        def in_space(ps: list[Params]) -> list[Params]:
+            return ps
 
     # a fixed slice of the training data scores the hard transforms every ``eval_every`` steps
     # at mixtures of the training distribution; the best transforms seen (the start included)
@@ -499,8 +504,9 @@ def _learn(
     x_ev, y_ev = inputs[ev].to(dev), targets[ev].to(dev)
 
     def merged_loss(mats, abs_mats, x, y, ws, each=None) -> torch.Tensor:
-        moved_all = [in_space(apply_dense(spec, mt, m.b_dev, ab))
-                     for m, mt, ab in zip(members, mats, abs_mats, strict=True)]  # fmt: skip
+        moved = [apply_dense(spec, mt, m.b_dev, ab)
+                 for m, mt, ab in zip(members, mats, abs_mats, strict=True)]  # fmt: skip
+        a_m, *moved_all = in_space([a_dev, *moved])
         total = 0.0
         for w in ws:
             mix = {k: w[0] * a_m[k] + sum(wi * p[k] for wi, p in zip(w[1:], moved_all, strict=True))

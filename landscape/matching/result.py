@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ import torch
 
 from landscape.matching.methods import MatchingMethod, NoOptions, prepare_pair
 from landscape.models import ModelConfig, Params, forward
-from landscape.models.circuits import circuit_form
+from landscape.models.circuits import circuit_forms
 from landscape.symmetry import (
     Element,
     Spec,
@@ -144,18 +144,25 @@ def check_dtype(params: Params) -> torch.dtype:
     return torch.float64 if n <= FLOAT64_CHECK_PARAMS else torch.float32
 
 
-def circuit_check(
-    cfg: ModelConfig, original: Params, cfg_processed: ModelConfig, processed: Params
-) -> float:
-    """max |Δlogits| of ``processed`` rewritten in circuit form against ``original``.
+def circuit_checks(
+    originals: Sequence[tuple[ModelConfig, Params]],
+    cfg_processed: ModelConfig,
+    processed: Sequence[Params],
+) -> list[float]:
+    """max |Δlogits| of each of ``processed``, rewritten together for the circuits space
+    (:func:`~landscape.models.circuits.circuit_forms`, the form the line or triangle is
+    evaluated in), against its original (configuration, parameters).
 
-    Whether the rewrite keeps the function, so it is made from a float64 copy and evaluated in
+    Whether the rewrite keeps the functions, so it is made from float64 copies and evaluated in
     float64 (:func:`check_dtype`): in float32 the products and the forward's rounding alone
     reach 1.1e-4 on a width-128 GPT, above the tolerance, for a rewrite that is exact.
     """
-    dtype = check_dtype(processed)
-    cfg_c, pc = circuit_form(cfg_processed, {k: v.to(dtype) for k, v in processed.items()})
-    return function_check(cfg, original, cfg_c, pc, dtype)
+    dtype = check_dtype(processed[0])
+    cfg_c, forms = circuit_forms(
+        cfg_processed, [{k: v.to(dtype) for k, v in p.items()} for p in processed]
+    )
+    return [function_check(cfg, original, cfg_c, pc, dtype)
+            for (cfg, original), pc in zip(originals, forms, strict=True)]  # fmt: skip
 
 
 def worst_check(values: Iterable[float | None]) -> float:

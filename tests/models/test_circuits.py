@@ -5,7 +5,7 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, forward, init_params
-from landscape.models.circuits import circuit_form
+from landscape.models.circuits import circuit_form, circuit_forms, joint_width
 from landscape.models.registry import random_inputs
 
 GPT = dict(arch="gpt", d_model=16, d_mlp=32, n_layers=2, n_out=11, n_heads=4, d_head=4, n_ctx=8,
@@ -75,11 +75,59 @@ def test_models_without_a_circuit_form_are_refused() -> None:
 def test_circuit_check_is_made_in_float64(name: str) -> None:
     """The check of a rewrite measures the rewrite, not float32 rounding: exact to ~1e-12 on a
     float32 model, while a wrong rewrite (one head's circuit off by 1e-4) is still caught."""
-    from landscape.matching.result import circuit_check
+    from landscape.matching.result import circuit_checks
 
     cfg = CONFIGS[name]
-    params = _perturbed(cfg, 0)
-    assert circuit_check(cfg, params, cfg, params) < 1e-10
-    wrong = dict(params)
-    wrong["blocks.1.attn.W_Q"] = params["blocks.1.attn.W_Q"] * (1 + 1e-3)
-    assert circuit_check(cfg, params, cfg, wrong) > 1e-6
+    a, b = _perturbed(cfg, 0), _perturbed(cfg, 1)
+    assert max(circuit_checks([(cfg, a), (cfg, b)], cfg, [a, b])) < 1e-10
+    wrong = dict(b)
+    wrong["blocks.1.attn.W_Q"] = b["blocks.1.attn.W_Q"] * (1 + 1e-3)
+    checks = circuit_checks([(cfg, a), (cfg, b)], cfg, [a, wrong])
+    assert checks[0] < 1e-10 and checks[1] > 1e-6
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_mixture_of_the_joint_form_is_the_mixture_of_the_circuits(name: str, n: int) -> None:
+    """circuit_forms: each endpoint keeps its function, and a mixture of the rewritten endpoints
+    computes what the same mixture of their circuit forms computes (float64), on either route
+    (the joint form where n·d_head < d + 1, else the circuit form)."""
+    cfg = CONFIGS[name]
+    ends = [{k: v.double() for k, v in _perturbed(cfg, s).items()} for s in range(n)]
+    cfg_j, forms = circuit_forms(cfg, ends)
+    width = joint_width(cfg, n)
+    assert cfg_j.d_head == (width if width is not None else cfg.d_model + cfg.bias)
+    x = random_inputs(cfg, 5, torch.Generator().manual_seed(3))
+    if x.is_floating_point():
+        x = x.double()
+    for p, f in zip(ends, forms, strict=True):
+        ref = forward(cfg, p, x)
+        assert (forward(cfg_j, f, x) - ref).abs().max() < 1e-10 * ref.abs().max()
+    cfg_c, circ = circuit_form(cfg, ends[0])[0], [circuit_form(cfg, p)[1] for p in ends]
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(3):
+        w = torch.rand(n, generator=gen, dtype=torch.float64)
+        w = w / w.sum()
+        joint = {k: sum(wc * f[k] for wc, f in zip(w, forms, strict=True)) for k in forms[0]}
+        mixed = {k: sum(wc * c[k] for wc, c in zip(w, circ, strict=True)) for k in circ[0]}
+        ref = forward(cfg_c, mixed, x)
+        assert (forward(cfg_j, joint, x) - ref).abs().max() < 1e-10 * ref.abs().max()
+
+
+def test_the_joint_form_is_taken_where_it_is_narrower() -> None:
+    vit = CONFIGS["vit"]  # d = 16 with biases, d_head = 8: two endpoints 16 < 17, three 24
+    assert joint_width(vit, 2) == 16 and joint_width(vit, 3) is None
+    assert circuit_forms(vit, [_perturbed(vit, 0)] * 3)[0].d_head == 17
+    gpt = CONFIGS["gpt, no biases, grouped-query"]  # d = 16, d_head = 4, two key/value heads
+    cfg_j, _ = circuit_forms(gpt, [_perturbed(gpt, 0)] * 2)
+    assert cfg_j.d_head == 8 and cfg_j.kv_heads == 2
+
+
+def test_the_joint_form_is_differentiable() -> None:
+    cfg = CONFIGS["gpt, biases, LayerNorm"]
+    a = _perturbed(cfg, 0)
+    b = {k: v.requires_grad_() for k, v in _perturbed(cfg, 1).items()}
+    cfg_j, (fa, fb) = circuit_forms(cfg, [a, b])
+    x = random_inputs(cfg, 3, torch.Generator().manual_seed(2))
+    forward(cfg_j, {k: (fa[k] + fb[k]) / 2 for k in fa}, x).sum().backward()
+    assert all(b[f"blocks.1.attn.{m}"].grad.abs().sum() > 0 for m in ("W_Q", "W_K", "W_O", "b_Q"))

@@ -42,10 +42,10 @@ from landscape.experiments.evaluation import barrier_from_curve, check_finite_lo
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
-from landscape.matching.result import MatchResult, circuit_check, finish
+from landscape.matching.result import MatchResult, circuit_checks, finish
 from landscape.matching.weight import weight_matching
 from landscape.models import ModelConfig, Params
-from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.circuits import check_circuit_form, check_space, circuit_forms
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, check_same_architecture
@@ -117,11 +117,9 @@ class _Line:
         cfg, pa, pb = r.cfg, r.params_a, r.params_b
         check = r.function_check
         if self.space == "circuits":
-            check = worst_check([check, circuit_check(self.a.cfg, self.a.params, cfg, pa),
-                                 circuit_check(self.b.cfg, self.b.params, cfg, pb)])  # fmt: skip
-            cfg_c, pa = circuit_form(cfg, pa)
-            pb = circuit_form(cfg, pb)[1]
-            cfg = cfg_c
+            originals = [(self.a.cfg, self.a.params), (self.b.cfg, self.b.params)]
+            check = worst_check([check, *circuit_checks(originals, cfg, [pa, pb])])
+            cfg, (pa, pb) = circuit_forms(cfg, [pa, pb])
         loss, acc = evaluate_path(cfg, pa, pb, self.ev.inputs, self.ev.targets, self.lam,
                                   device=self.device,
                                   **self.data.eval_options(cfg, self.ev.inputs))  # fmt: skip

@@ -48,7 +48,7 @@ from landscape.matching import (
 )
 from landscape.matching.result import check_dtype
 from landscape.models import ModelConfig, Params
-from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.circuits import check_circuit_form, check_space, circuit_forms
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import (
@@ -332,7 +332,7 @@ def unfolded_checks(
     """Both endpoints written in ``coordinates`` against the checkpoints, max |Δlogits|.
 
     Whether the rewrite keeps each function, so it is done from float64 copies and evaluated in
-    float64 (:func:`landscape.matching.result.check_dtype`; see ``circuit_check``). What the
+    float64 (:func:`landscape.matching.result.check_dtype`; see ``circuit_checks``). What the
     float32 line is then evaluated on is the same rewrite, rounded once more.
     """
     dtype = check_dtype(a.params)
@@ -349,8 +349,8 @@ def unfolded_checks(
 
 def in_space(coordinates: Coordinates, space: str) -> Coordinates:
     """``coordinates`` in merge space ``space``: for ``"circuits"``, both endpoints in these
-    coordinates, then rewritten in circuit form (``circuit_form``: the same functions, the line
-    averages QKᵀ and VO instead of the factors)."""
+    coordinates, then rewritten together for the circuits space (``circuit_forms``: the same
+    functions, the line averages QKᵀ and VO instead of the factors)."""
     check_space(space)
     if space == coordinates.space:
         return coordinates
@@ -360,8 +360,8 @@ def in_space(coordinates: Coordinates, space: str) -> Coordinates:
 
     def unfold(a: Checkpoint, b: Checkpoint, al: Aligned) -> tuple[ModelConfig, Params, Params]:
         cfg, pa, pb = (al.cfg, al.params_a, al.params_b) if inner is None else inner(a, b, al)
-        cfg_c, ca = circuit_form(cfg, pa)
-        return cfg_c, ca, circuit_form(cfg, pb)[1]
+        cfg_c, (ca, cb) = circuit_forms(cfg, [pa, pb])
+        return cfg_c, ca, cb
 
     return Coordinates(coordinates.name, unfold, space)
 

@@ -31,9 +31,9 @@ from landscape.experiments.barriers.pipeline import (
 from landscape.experiments.evaluation import check_finite_loss, evaluate_triangle
 from landscape.matching import function_check, method_of, options_key, worst_check
 from landscape.matching.learned import learned_triangle
-from landscape.matching.result import circuit_check
+from landscape.matching.result import circuit_checks
 from landscape.models import ModelConfig
-from landscape.models.circuits import check_circuit_form, check_space, circuit_form
+from landscape.models.circuits import check_circuit_form, check_space, circuit_forms
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
@@ -202,11 +202,10 @@ def triangle(
         }
         cfg, corners = ab.cfg, [ab.params_a, ab.params_b, ac.params_b]
         if space == "circuits":
-            for ckpt, p in zip((a, b, c), corners, strict=True):
-                checks[f"{label(ckpt)} in circuit form"] = circuit_check(ckpt.cfg, ckpt.params,
-                                                                         ab.cfg, p)  # fmt: skip
-            forms = [circuit_form(ab.cfg, p) for p in corners]
-            cfg, corners = forms[0][0], [p for _, p in forms]
+            found = circuit_checks([(k.cfg, k.params) for k in (a, b, c)], ab.cfg, corners)
+            for ckpt, value in zip((a, b, c), found, strict=True):
+                checks[f"{label(ckpt)} in circuit form"] = value
+            cfg, corners = circuit_forms(ab.cfg, corners)
         tell(progress, "evaluate", 0.5)
         ev = data.evaluation(split)
         r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
