@@ -168,7 +168,7 @@ ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
 ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
 VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
 # The Interpolation page's curves ship in both merge spaces (Table 2's two columns), so that
-# "both" opens at once too; circuits where the model has a circuit form.
+# "both" opens at once too; circuits where the model has circuits (attention, no q/k norm).
 VIEW_SPACES = ("weights", "circuits")
 LOCK_NAME = ".build.lock"  # one build ships into a results folder at a time
 RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "vit-fashion-d256",
@@ -178,7 +178,7 @@ RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "vit-fashion-d
 
 def _spaces(name: str) -> tuple[str, ...]:
     """The merge spaces of :data:`VIEW_SPACES` that ``name`` has (circuits needs attention
-    without rotary positions or a q/k norm)."""
+    without a q/k norm)."""
     from landscape.models.circuits import check_circuit_form
 
     try:

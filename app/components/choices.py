@@ -54,8 +54,8 @@ def has_heads(name: str) -> bool:
 
 
 def has_circuits(name: str) -> bool:
-    """Whether the model has a circuits merge space: attention heads whose QKᵀ is one matrix
-    (no rotary positions, no q/k norm). An imported family is offered it when it has heads;
+    """Whether the model has a circuits merge space: attention heads without a q/k norm
+    (landscape.models.circuits). An imported family is offered it when it has heads;
     a family without a circuit form is refused per series, saying why."""
     if not has_heads(name):
         return False

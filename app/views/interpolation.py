@@ -186,9 +186,9 @@ with controls():
             horizontal=True,
             key="interp_space",
             help="weights: the straight line between the parameters as stored. circuits: "
-            "between the heads' QK and OV circuits (not for rotary positions). both: two curves "
-            "per method in its colour, dash and marker: weights thick with filled markers, "
-            "circuits thin and faded with open markers.",
+            "between the heads' QK and OV circuits (with rotary positions, at every offset). "
+            "both: two curves per method in its colour, dash and marker: weights thick with "
+            "filled markers, circuits thin and faded with open markers.",
         )
         spaces = ["weights", "circuits"] if choice == "both" else [choice]
 

@@ -75,7 +75,7 @@ with controls():
             horizontal=True,
             key="tri_space",
             help="weights: mix the parameters as stored. circuits: mix the heads' QK and OV "
-            "circuits (not for rotary positions).",
+            "circuits (with rotary positions, at every offset).",
         )
     joint = False
     if any(method_group(c)[0] == "learned" for c in chosen):  # it changes learned panels only

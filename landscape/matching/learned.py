@@ -20,8 +20,8 @@ the exact group element, the backward pass treats the projection as the identity
     E_{λ ~ p(λ)} CE( λ·θ_A + (1−λ)·π_G(θ_B) )
 
 on training batches, with p(λ) = U(0.4, 0.6) by default (also U(0, 1) or the midpoint only), in
-the weights or, with ``space="circuits"``, between the two circuit forms
-(``landscape.models.circuits``: heads as their QK and OV products). The latents move by
+the weights or, with ``space="circuits"``, between the heads' QK and OV circuits (the endpoints
+rewritten together, ``landscape.models.circuits.circuit_forms``). The latents move by
 ``torch.optim.Adam`` with a cosine schedule.
 Only the transform is learned, so π(θ_B) stays exactly B's function: the final hard transform is
 re-applied with :func:`landscape.symmetry.apply` and the logits are compared.
@@ -299,7 +299,7 @@ def learned_matching(
     ``seed``), ``"identity"`` from the identity. ``orth`` is the parametrisation of rotations:
     ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or ``"polar"`` (a free latent projected each
     step, straight-through). ``space`` is the merge space of the loss: ``"weights"`` or
-    ``"circuits"`` (both endpoints in circuit form, ``landscape.models.circuits``). ``lr``
+    ``"circuits"`` (the endpoints rewritten together, ``landscape.models.circuits``). ``lr``
     (rotations) and ``lr_perm`` (permutation latents) are Adam's step in units of the group
     element's RMS entry 1/√n, decayed to 0 on a cosine. Every ``eval_every`` steps the projected
     transform is scored by the merged loss on a fixed slice of the training rows (``eval_size``;

@@ -40,9 +40,14 @@ lines and triangles); a line's curve by it is 1.1× (width-128 ViT) to 1.8× (wi
 (GPT-2's widths) faster than by the circuit form and the same to float32 rounding
 (bench/bench_circuits.py; in float64, tests/models/test_circuits.py).
 
-Rotary positions rotate q and k by position between the two factors, and a q/k norm
-(``qk_norm``) divides them by their RMS there, so their product is no single matrix: such
-models have no circuit form and are refused.
+Rotary positions rotate q and k by position between the two factors, so a head's QK circuit is
+one matrix per offset Δ = s − t between query and key, ``Q̃ R_Δ K̃ᵀ``, and there is no circuit
+form. The joint form still exists: with each chunk of its heads rotated as a head of its own
+(``rotary_chunks``), ``Σ_c (R_t q_c)·(R_s w_c·k_c) = Σ_c w_c·q_c R_{s−t} k_cᵀ``, so every mixture
+of the joint endpoints is the same mixture of their circuits at every offset. For a rotary model
+the circuits space is that line, evaluated in the joint form whatever its width. A q/k norm
+(``qk_norm``) divides q and k by their RMS between the factors, which no mixture of circuits
+describes: such models are refused.
 """
 
 from __future__ import annotations
@@ -66,11 +71,6 @@ def check_circuit_form(cfg: ModelConfig) -> None:
             f"the circuits space rewrites attention heads; this {cfg.arch} model has none "
             "(use --space weights)"
         )
-    if cfg.pos == "rotary":
-        raise LandscapeError(
-            "the circuits space needs attention without rotary positions: RoPE rotates q and k "
-            "by position between W_Q and W_K, so QKᵀ is no single matrix (use --space weights)"
-        )
     if cfg.qk_norm != "none":
         raise LandscapeError(
             "the circuits space needs attention without a q/k norm: it divides q and k by their "
@@ -85,8 +85,13 @@ def check_space(space: str) -> None:
 
 def circuit_config(cfg: ModelConfig) -> ModelConfig:
     """The configuration of the circuit form: heads of width d (+ 1 with biases), one key/value
-    head, the original score scale."""
+    head, the original score scale. A rotary model has none (module docstring)."""
     check_circuit_form(cfg)
+    if cfg.pos == "rotary":
+        raise LandscapeError(
+            "a rotary model has no circuit form: RoPE rotates q and k by position between W_Q "
+            "and W_K, so QKᵀ is no single matrix (circuit_forms rewrites such models jointly)"
+        )
     width = cfg.d_model + (1 if cfg.bias else 0)
     scale = cfg.attn_scale or 1.0 / math.sqrt(cfg.d_head)
     return cfg.replace(d_head=width, n_kv_heads=1, attn_scale=scale, rotary_dim=0)
@@ -133,9 +138,10 @@ def circuit_form(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]
 
 def joint_width(cfg: ModelConfig, n: int) -> int | None:
     """Head width of the joint form of ``n`` endpoints (module docstring), None where the
-    circuit form is narrower (or as narrow)."""
+    circuit form is narrower (or as narrow); a rotary model has only the joint form."""
     width = n * cfg.d_head
-    return width if width < cfg.d_model + (1 if cfg.bias else 0) else None
+    narrower = width < cfg.d_model + (1 if cfg.bias else 0)
+    return width if narrower or cfg.pos == "rotary" else None
 
 
 def circuit_forms_config(cfg: ModelConfig, n: int) -> ModelConfig:
@@ -145,6 +151,9 @@ def circuit_forms_config(cfg: ModelConfig, n: int) -> ModelConfig:
         return circuit_config(cfg)
     check_circuit_form(cfg)
     scale = cfg.attn_scale or 1.0 / math.sqrt(cfg.d_head)
+    if cfg.pos == "rotary":  # each endpoint's chunk rotated as its own heads were
+        return cfg.replace(d_head=width, attn_scale=scale, rotary_dim=cfg.rot_dim,
+                           rotary_chunks=n)  # fmt: skip
     return cfg.replace(d_head=width, attn_scale=scale, rotary_dim=0)
 
 

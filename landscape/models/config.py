@@ -50,7 +50,8 @@ class ModelConfig:
     # cache keys.
     pos: str = "learned"
     rotary_base: float = 10000.0
-    rotary_dim: int = 0  # 0 means d_head
+    rotary_dim: int = 0  # 0 means d_head (d_head / rotary_chunks)
+    rotary_chunks: int = 1  # RoPE on each of this many equal chunks of a head, as on a head
     n_kv_heads: int = 0  # 0 means n_heads
     mlp: str = "plain"
     bias: bool = True
@@ -95,8 +96,14 @@ class ModelConfig:
         arch.check(self)
         if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
             raise ValueError("n_kv_heads must divide n_heads")
-        if self.rotary_dim < 0 or self.rotary_dim % 2 or self.rotary_dim > max(self.d_head, 0):
-            raise ValueError("rotary_dim must be even and at most d_head")
+        chunks = self.rotary_chunks
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ValueError(f"rotary_chunks must be a positive integer, got {chunks!r}")
+        if chunks > 1 and (self.pos != "rotary" or self.d_head % chunks):
+            raise ValueError("rotary_chunks needs rotary positions and must divide d_head")
+        chunk = max(self.d_head, 0) // chunks
+        if self.rotary_dim < 0 or self.rotary_dim % 2 or self.rotary_dim > chunk:
+            raise ValueError("rotary_dim must be even and at most d_head (a chunk's width)")
         if self.channels < 0:
             raise ValueError("channels must be >= 0")
         for name, value in arch.derive(self).items():
@@ -151,7 +158,7 @@ class ModelConfig:
     @property
     def rot_dim(self) -> int:
         """Dimensions of each head that RoPE rotates (0 without rotary positions)."""
-        return (self.rotary_dim or self.d_head) if self.pos == "rotary" else 0
+        return (self.rotary_dim or self.d_head // self.rotary_chunks) if self.pos == "rotary" else 0
 
     @property
     def gated(self) -> bool:
@@ -176,6 +183,7 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "pos": "learned",
     "rotary_base": 10000.0,
     "rotary_dim": 0,
+    "rotary_chunks": 1,
     "n_kv_heads": 0,
     "mlp": "plain",
     "bias": True,

@@ -17,7 +17,8 @@ Optional extensions, all off by default (imported checkpoints, docs/design.md §
 
 - ``pos``: ``"learned"`` (``W_pos``), ``"rotary"`` (RoPE on q and k, no ``W_pos``; the
   half-split pairing of dimension i with i + r/2 over the first ``rotary_dim`` = r dimensions of
-  each head, base ``rotary_base``) or ``"none"``.
+  each head, base ``rotary_base``; with ``rotary_chunks`` n, of each of a head's n equal chunks)
+  or ``"none"``.
 - ``n_kv_heads`` < ``n_heads``: grouped-query attention. ``W_K``/``W_V`` (and ``b_K``/``b_V``) are
   [n_kv_heads, d_model, d_head]; query head h reads key/value head h // (n_heads / n_kv_heads),
   so consecutive query heads share a group. ``W_Q``/``W_O`` keep n_heads.
@@ -189,8 +190,14 @@ def rotary(cfg: ModelConfig, x: torch.Tensor, base: float = 0.0) -> torch.Tensor
 
     Dimension i < r/2 pairs with i + r/2 (r = ``rot_dim``) and the pair at position t is rotated
     by the angle t·base^(−2i/r); dimensions from r on pass unchanged. ``base`` 0 means
-    ``cfg.rotary_base`` (a layer's own is ``cfg.rotary_base_of(layer)``).
+    ``cfg.rotary_base`` (a layer's own is ``cfg.rotary_base_of(layer)``). With
+    ``rotary_chunks`` n > 1 each of a head's n equal chunks is rotated so, as a head of its own
+    (the circuits space's joint form of a rotary model, landscape/models/circuits.py).
     """
+    n = cfg.rotary_chunks
+    if n > 1:  # each chunk of a head rotated as a head of its own
+        heads = x.shape[-2]
+        x = x.unflatten(-1, (n, -1)).flatten(-3, -2)  # (batch, pos, heads·n, d_head / n)
     r = cfg.rot_dim
     t = torch.arange(x.shape[1], device=x.device, dtype=torch.float64)
     base = base or cfg.rotary_base
@@ -199,7 +206,8 @@ def rotary(cfg: ModelConfig, x: torch.Tensor, base: float = 0.0) -> torch.Tensor
     cos = angles.cos().to(x.dtype)[None, :, None, :]
     sin = angles.sin().to(x.dtype)[None, :, None, :]
     x1, x2, rest = x[..., : r // 2], x[..., r // 2 : r], x[..., r:]
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+    out = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+    return out.unflatten(-2, (heads, n)).flatten(-2) if n > 1 else out
 
 
 def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:

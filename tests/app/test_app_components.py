@@ -60,5 +60,5 @@ def test_the_circuits_space_is_offered_only_where_a_model_has_a_circuit_form():
     from app.components.choices import has_circuits
 
     assert has_circuits("vit-digits") and has_circuits("gpt-shakespeare-d128")
-    assert not has_circuits("llama-shakespeare-d128")  # rotary positions: QKᵀ is no matrix
+    assert has_circuits("llama-shakespeare-d128")  # rotary: a QK circuit per offset
     assert not has_circuits("mlp-digits")  # no heads

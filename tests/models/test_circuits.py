@@ -63,9 +63,9 @@ def test_circuit_form_is_differentiable() -> None:
 
 
 def test_models_without_a_circuit_form_are_refused() -> None:
-    rotary = ModelConfig(**GPT, pos="rotary")
-    with pytest.raises(LandscapeError, match="rotary"):
-        circuit_form(rotary, init_params(rotary, 0))
+    qk = ModelConfig(**GPT, pos="rotary", qk_norm="head")
+    with pytest.raises(LandscapeError, match="q/k norm"):
+        circuit_forms(qk, [init_params(qk, 0)] * 2)
     mlp = ModelConfig(arch="mlp", d_model=8, d_mlp=16, n_layers=1, n_out=3, d_in=5)
     with pytest.raises(LandscapeError, match="no"):
         circuit_form(mlp, init_params(mlp, 0))
@@ -112,6 +112,65 @@ def test_every_mixture_of_the_joint_form_is_the_mixture_of_the_circuits(name: st
         mixed = {k: sum(wc * c[k] for wc, c in zip(w, circ, strict=True)) for k in circ[0]}
         ref = forward(cfg_c, mixed, x)
         assert (forward(cfg_j, joint, x) - ref).abs().max() < 1e-10 * ref.abs().max()
+
+
+ROTARY = {
+    "gpt, rotary": ModelConfig(**GPT, pos="rotary", bias=False),
+    "gpt, partial rotary, grouped-query, biases": ModelConfig(**GPT, pos="rotary", rotary_dim=2,
+                                                              n_kv_heads=2),
+    "gpt, rotary base per layer": ModelConfig(**GPT, pos="rotary", bias=False,
+                                              rotary_bases=(100.0, 10000.0)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("name", ROTARY)
+def test_a_rotary_models_joint_form_mixes_its_circuits_at_every_offset(name: str, n: int) -> None:
+    """A rotary model has no circuit form but a joint one: each endpoint keeps its function, and
+    where the endpoints share W_Q and W_V (and their biases) the mixed circuits Σ w_c·Q R_Δ K_cᵀ
+    are Q R_Δ (Σ w_c·K_c)ᵀ, and the OV ones V·Σ w_c·W_O,c: the joint mixture is then the mixture
+    of the weights, a reference computed without the joint form."""
+    cfg = ROTARY[name]
+    with pytest.raises(LandscapeError, match="rotary"):
+        circuit_form(cfg, init_params(cfg, 0))
+    shared = {k: v for k, v in _perturbed(cfg, 9).items()
+              if k.split(".")[-1] in ("W_Q", "W_V", "b_Q", "b_V")}  # fmt: skip
+    ends = [{k: v.double() for k, v in {**_perturbed(cfg, s), **shared}.items()}
+            for s in range(n)]  # fmt: skip
+    cfg_j, forms = circuit_forms(cfg, ends)
+    assert cfg_j.d_head == n * cfg.d_head and cfg_j.rotary_chunks == n
+    assert cfg_j.rot_dim == cfg.rot_dim
+    x = random_inputs(cfg, 5, torch.Generator().manual_seed(3))
+    for p, f in zip(ends, forms, strict=True):
+        ref = forward(cfg, p, x)
+        assert (forward(cfg_j, f, x) - ref).abs().max() < 1e-10 * ref.abs().max()
+    w = torch.rand(n, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    w = w / w.sum()
+    joint = {k: sum(wc * f[k] for wc, f in zip(w, forms, strict=True)) for k in forms[0]}
+    weights = {k: sum(wc * p[k] for wc, p in zip(w, ends, strict=True)) for k in ends[0]}
+    ref = forward(cfg, weights, x)
+    assert (forward(cfg_j, joint, x) - ref).abs().max() < 1e-10 * ref.abs().max()
+    # and with W_Q differing, the joint mixture is not the mixture of the weights
+    other = {k: v.double() for k, v in _perturbed(cfg, 7).items()}
+    cfg_j, (fa, fb) = circuit_forms(cfg, [ends[0], other])
+    mid = forward(cfg_j, {k: (fa[k] + fb[k]) / 2 for k in fa}, x)
+    plain = forward(cfg, {k: (ends[0][k] + other[k]) / 2 for k in other}, x)
+    assert (mid - plain).abs().max() > 1e-3
+
+
+def test_rotary_chunks_rotate_each_chunk_as_a_head() -> None:
+    """Heads of two chunks rotated chunk by chunk equal twice the heads, each rotated alone."""
+    from landscape.models.functional import rotary
+
+    cfg = ROTARY["gpt, partial rotary, grouped-query, biases"]
+    x = torch.randn(2, 5, 3, 2 * cfg.d_head, generator=torch.Generator().manual_seed(0))
+    chunked = rotary(cfg.replace(d_head=2 * cfg.d_head, rotary_chunks=2), x)
+    alone = rotary(cfg, x.unflatten(-1, (2, cfg.d_head)).flatten(-3, -2))
+    assert torch.equal(chunked, alone.unflatten(-2, (3, 2)).flatten(-2))
+    with pytest.raises(ValueError, match="rotary_chunks"):
+        cfg.replace(d_head=5, rotary_chunks=2)
+    with pytest.raises(ValueError, match="rotary_chunks"):
+        CONFIGS["vit"].replace(rotary_chunks=2)
 
 
 def test_the_joint_form_is_taken_where_it_is_narrower() -> None:
