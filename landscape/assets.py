@@ -263,6 +263,7 @@ class _Recording(Cache):
     def __init__(self, root: Path, reuse: Path | None = None) -> None:
         super().__init__(root, shipped=reuse or False)
         self.read: list[tuple[str, str]] = []
+        self.computed = 0  # entries of any kind computed, not read
 
     def source(self, kind: str, key: str) -> Path:
         """The file an entry read was served from: the work cache's, else the reused folder's."""
@@ -274,7 +275,9 @@ class _Recording(Cache):
     def get_or_compute(self, kind: str, inputs: dict[str, Any], compute: Any) -> Any:
         if kind in SHIPPED_KINDS:
             self.read.append((kind, self.key(kind, inputs)))
-        return super().get_or_compute(kind, inputs, compute)
+        entry, hit = super().get_or_compute(kind, inputs, compute)
+        self.computed += not hit
+        return entry, hit
 
 
 def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
@@ -285,10 +288,11 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     requests read in ``out``, refusing any that holds tensors (results only, never weights).
     ``reuse``: a results folder (say, ``out`` itself) whose entries, verified, answer a request
     before it is computed, so that adding a view does not compute the others again. The index
-    rows and entries of other models and views are kept; a row's ``seconds`` is how long its
-    request took in this build (a read, where ``work`` or ``reuse`` held the result already)."""
+    rows and entries of other models and views are kept. A row's ``seconds`` is how long its
+    request took to compute: in this build, or, where this build only read it (``work`` or
+    ``reuse`` held it), as the index's earlier row for the same request says."""
     index_path = out / "index.json"
-    built = []
+    built, read_only = [], set()
     with contextlib.ExitStack() as stack:
         if work is None:
             work = Path(
@@ -297,16 +301,21 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
         cache = _Recording(work, reuse)
         for name in models:
             for request in standard_views(name, views):
-                t0 = time.perf_counter()
+                t0, computed = time.perf_counter(), cache.computed
                 ask(request, cache)
                 built.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
+                if cache.computed == computed:
+                    read_only.add(len(built) - 1)
                 print(f"{describe(request)}: {built[-1]['seconds']} s", flush=True)
         # Shipping reads the index now, not when the build began, and holds the folder's lock:
         # a build of other models that shipped meanwhile keeps its rows and its entries.
         out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(_locked(out))
-        index = [r for r in _index(out) if not (r["model"] in models and r["view"] in views)]
-        index += built
+        earlier = _index(out)
+        index = [r for r in earlier if not (r["model"] in models and r["view"] in views)]
+        took = {_request_id(r): r["seconds"] for r in earlier if "seconds" in r}
+        index += [{**r, "seconds": took.get(_request_id(r), r["seconds"])} if i in read_only
+                  else r for i, r in enumerate(built)]  # fmt: skip
         for kind, key in dict.fromkeys(cache.read):
             entry = cache.get(kind, key)
             if entry is None:
@@ -325,6 +334,11 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             print(f"removed {path.relative_to(out)}: no request of the index reaches it",
                   flush=True)  # fmt: skip
     return index
+
+
+def _request_id(row: dict[str, Any]) -> str:
+    """An index row's request, less its time: what identifies it across builds."""
+    return json.dumps({k: v for k, v in row.items() if k != "seconds"}, sort_keys=True)
 
 
 @contextlib.contextmanager

@@ -243,7 +243,7 @@ def test_the_interpolation_views_ship_in_both_spaces_where_the_model_has_circuit
 
     n = len(assets.VIEW_METHODS)
     assert spaces("vit-digits") == ["weights"] * n + ["circuits"] * n
-    assert spaces("llama-shakespeare-d128") == ["weights"] * n  # rotary: no circuit form
+    assert spaces("llama-shakespeare-d128") == ["weights"] * n + ["circuits"] * n  # per offset
     assert spaces("mlp-digits") == ["weights"] * n  # no heads
 
 
@@ -261,6 +261,11 @@ def test_a_build_reuses_a_results_folder_instead_of_computing(tmp_path, monkeypa
     assets.build_results(["mlp-digits"], other, ("interpolation",), reuse=out)
     assert {p.relative_to(other): p.read_bytes() for p in other.rglob("*.lsc")} == files
     assert assets.check_results(other) == []
+    # a row read, not computed, keeps the time its computation took (as the index said)
+    index_path = out / "index.json"
+    index = json.loads(index_path.read_text())
+    index_path.write_text(json.dumps([{**r, "seconds": 123.4} for r in index]))
     assets.build_results(["mlp-digits"], out, ("interpolation",), reuse=out)  # into itself
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")} == files
     assert assets.check_results(out) == []
+    assert [r["seconds"] for r in json.loads(index_path.read_text())] == [123.4] * len(index)
