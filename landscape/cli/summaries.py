@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from landscape.names import method_key
 from landscape.numbers import mean_pm, number
 
 WIDTH = 100
@@ -591,7 +592,7 @@ def _show_widths(r: dict[str, Any]) -> list[str]:
 def _show_matrix(r: dict[str, Any]) -> list[str]:
     """The two seeds × seeds grids, row = A, column = B aligned to it (diagonal: —)."""
     seeds = [str(s) for s in r["seeds"]]
-    label = "naive" if r["method"] == "naive" else f"{r['method']}/{r['group']}"
+    label = method_key(r["method"], r.get("group"))
     lines = [f"barrier matrix of {r['model']}: {label}, {r['space']} space, {r['split']} split, "
              f"{len(r['pairs'])} pair(s)"]  # fmt: skip
     width = max(8, *(len(s) for s in seeds))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from landscape.errors import LandscapeError
+from landscape.names import method_key
 from landscape.store.files import replace_file, write_problem
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ def check_figure_path(path: str) -> str:
 def _barrier(result: dict[str, Any]) -> dict[str, go.Figure]:
     from landscape.plots.interpolation import figure_interpolation
 
-    method, group = result["method"], result["group"]
-    label = "naive" if method == "naive" else f"{method}/{group}"
+    label = method_key(result["method"], result.get("group"))
     series = [{"label": label, "results": [result], "space": result.get("space", "weights")}]
     return {"": figure_interpolation(series, split=result.get("split", "test"))}
 

@@ -7,6 +7,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from landscape.names import method_key
 from landscape.plots.fields import MATRIX
 from landscape.plots.theme import apply_theme, font_size, points, presentable
 
@@ -22,7 +23,7 @@ def figure_barrier_matrix(result: dict[str, Any]) -> go.Figure:
     seeds = [str(s) for s in MATRIX.read(result, "seeds")]
     method, group = MATRIX.read(result, "method"), MATRIX.read(result, "group")
     split, space = MATRIX.read(result, "split"), MATRIX.read(result, "space")
-    label = "naive" if method == "naive" else f"{method}/{group}"
+    label = method_key(method, group)
     # short panel titles, so that two panels fit one column; the split is in the figure title
     panels = (("barrier_loss", "loss barrier (nats)", "{:.3f}", 1.0),
               ("barrier_accuracy", "accuracy barrier (points)", "{:.1f}", points(1.0)))  # fmt: skip

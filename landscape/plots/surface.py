@@ -14,6 +14,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from landscape.names import method_key
 from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT
 from landscape.plots.theme import (
     GRID,
@@ -61,7 +62,7 @@ def surface_title(result: Mapping[str, Any]) -> str:
         return (f"{model} seed {seed}: filter-normalised random directions "
                 f"(seed {SURFACE.read(result, 'directions_seed')}), {split} split")  # fmt: skip
     method = SURFACE.read(result, "method")
-    how = "naive" if method == "naive" else f"{method}/{SURFACE.read(result, 'group')}"
+    how = method_key(method, SURFACE.read(result, "group"))
     seeds_text = ", ".join(map(str, seeds))
     return f"{model} seeds {seeds_text}: the plane through the three ({how}), {split} split"
 
