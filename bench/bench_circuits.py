@@ -3,8 +3,8 @@
 The line between two models' circuits can be evaluated two ways (landscape/models/circuits.py):
 each endpoint rewritten in circuit form (heads d + 1 wide), or both rewritten together in the
 joint form (heads 2·d_head wide), which ``circuit_forms`` takes where it is narrower. Both give
-the same curve; this prints how much faster the joint form evaluates it, and how far the two
-curves are apart (float32 rounding).
+the same curve; this prints how much faster the joint form evaluates it, the memory of one
+layer's attention parameters in each, and how far the two curves are apart (float32 rounding).
 
 Per model: zoo checkpoints seeds 0 and 1 (shipped or cached) on the first ``--rows`` samples of
 the test split, or, for ``gpt-width768``, two random 2-layer GPTs of GPT-2's widths (d = 768,
@@ -67,6 +67,13 @@ def routes(cfg: ModelConfig, pa: Params, pb: Params, x: torch.Tensor, y: torch.T
     return {"circuit form": circuit, "joint form": joint}
 
 
+def attention_mb(forms: list[Params]) -> float:
+    """MB of the first layer's attention parameters over both endpoints (a tensor that two
+    endpoints share counted once)."""
+    seen = {id(t): t for f in forms for k, t in f.items() if k.startswith("blocks.0.attn.")}
+    return sum(t.numel() * t.element_size() for t in seen.values()) / 2**20
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=list(MODELS))
@@ -80,13 +87,17 @@ def main() -> None:
         print(machine_line())
         for name in args.models:
             cfg, pa, pb, x, y = pair(name, args.rows if "gpt" not in name else args.rows // 8)
-            widths = f"{circuit_form(cfg, pa)[0].d_head} / {circuit_forms(cfg, [pa, pb])[0].d_head}"
+            cfg_c, circ = circuit_form(cfg, pa)[0], [circuit_form(cfg, p)[1] for p in (pa, pb)]
+            cfg_j, joint = circuit_forms(cfg, [pa, pb])
+            widths = f"{cfg_c.d_head} / {cfg_j.d_head}"
+            memory = f"{attention_mb(circ):.2f} / {attention_mb(joint):.2f}"
             out = race(routes(cfg, pa, pb, x, y, args.points), repeats=args.repeats)
             (tc, (lc, ac)), (tj, (lj, aj)) = out["circuit form"], out["joint form"]
             gaps = [f"{(u - v).abs().max():.1e}" for u, v in ((lc, lj), (ac, aj))]
-            rows.append([name, widths, f"{tc:.2f}", f"{tj:.2f}", f"{tc / tj:.2f}×", *gaps])
-    print(table(["model", "head width (circuit / joint)", "circuit form s", "joint form s",
-                 "speed-up", "max |Δloss|", "max |Δacc|"], rows))  # fmt: skip
+            rows.append([name, widths, memory, f"{tc:.2f}", f"{tj:.2f}", f"{tc / tj:.2f}×", *gaps])
+    print(table(["model", "head width (circuit / joint)", "layer 0 attention MB (both ends)",
+                 "circuit form s", "joint form s", "speed-up", "max |Δloss|", "max |Δacc|"],
+                rows))  # fmt: skip
 
 
 if __name__ == "__main__":
