@@ -53,6 +53,23 @@ def test_planted_gauge_has_no_barrier_and_results_are_cached(pair, tmp_path) -> 
     assert again["cached"] and again["loss"] == r["loss"]
 
 
+def test_an_imported_rotary_pair_has_a_circuits_space_and_says_so(pair, tmp_path) -> None:
+    """Llama (rotary, grouped-query) checkpoints in the circuits space: a planted copy of A has
+    no barrier there either, an independent pair's line differs from the weights space's, and
+    the result and its summary name the space (the summary said "weights" for every run)."""
+    from landscape.cli import summaries
+
+    planted = _run(pair, "planted", tmp_path, group="signed-perm", space="circuits")
+    assert planted["space"] == "circuits" and planted["barrier_loss"] < 1e-6
+    assert planted["function_ok"] and planted["function_check"] < 1e-4
+    circuits = _run(pair, "b", tmp_path, method="naive", space="circuits")
+    weights = _run(pair, "b", tmp_path, method="naive")
+    assert weights["space"] == "weights"
+    assert circuits["endpoint_loss"] == pytest.approx(weights["endpoint_loss"], abs=1e-5)
+    assert abs(circuits["loss"][1] - weights["loss"][1]) > 1e-4
+    assert "in the circuits space" in summaries.show("pair-barrier", circuits)
+
+
 @pytest.mark.parametrize("method", ["naive", "weight", "activation"])
 def test_independent_pair_runs_every_method(pair, tmp_path, method: str) -> None:
     r = _run(pair, "b", tmp_path, method=method, group="orth")

@@ -102,9 +102,9 @@ def barrier_paths(
     Returns the keys of ``experiments.barrier`` (``lambdas``, ``loss``, ``accuracy``,
     ``barrier_loss``, ``barrier_accuracy``, ``endpoint_loss`` [A, B], ``endpoint_accuracy``,
     ``function_check``, ``seconds``, ``cached``, ``device``) and the pair's facts: ``a``, ``b``,
-    ``architecture``, ``parameters``, ``data`` (what was evaluated and how it was encoded),
-    ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the function
-    checks of aligned B and processed A (``function_check``, ``function_check_a``),
+    ``space``, ``architecture``, ``parameters``, ``data`` (what was evaluated and how it was
+    encoded), ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the
+    function checks of aligned B and processed A (``function_check``, ``function_check_a``),
     ``function_ok`` and ``warnings`` (one line per check that is NaN or above the tolerance).
     ``space``: the merge space of the line (``experiments.barriers.pipeline.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
@@ -129,6 +129,7 @@ def barrier_paths(
         "method": method,
         "group": group,
         "split": split,
+        "space": space,
         "architecture": describe(run.cfg, run.meta.get("model_type", "")),
         "parameters": run.parameters,
         "data": run.data.note,
