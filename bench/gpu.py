@@ -28,7 +28,8 @@ served from an earlier one), one after the other, each under a time guard, the w
   spaces); the 1.1B-parameter Llama pair of ``bench/bench_big.py`` (TinyLlama's configuration,
   B = A plus noise) under weight/orth with a 5-point curve, its GPU memory, and the same pair at
   two layers against its CPU reference; the growth series of ``bench/bench_scaling.py`` to
-  width 4096.
+  width 4096; last, the two-layer pair's curve in the circuits space (its rotary QK circuits
+  at every offset, in the joint form), with its CPU record where one was taken.
 - ``paper-vit``, ``paper-gpt``: Table 2 at the paper's scale (issue #41 item 5): the three
   seeds of ``vit-fashion-d256-l6`` or ``gpt-shakespeare-d256-l6`` trained together on the
   device, then ``table MODEL --space both`` on them; no CPU reference (hours there).
@@ -312,23 +313,25 @@ def paper(device: torch.device, tmp: Path, model: str, space: str = "both") -> R
     return r
 
 
-def llama(device: torch.device, tmp: Path, layers: int = 22) -> Result:
+def llama(device: torch.device, tmp: Path, layers: int = 22, space: str = "weights") -> Result:
     """bench_big's Llama pair (TinyLlama's configuration) under weight/orth with a 5-point
-    curve: seconds, GPU memory, function checks."""
+    curve in merge ``space``: seconds, GPU memory, function checks. In the circuits space the
+    curve runs in the joint form (rotary: its QK circuits at every offset)."""
     from bench.bench_big import make_pair
     from landscape.experiments.barriers.pairs import barrier_paths
 
     big = layers >= 22
-    r = Result("llama" if big else f"llama{layers}",
-               f"Llama pair, {layers} layers of TinyLlama, weight/orth + 5-point curve",
-               before_s=2017 if big else None, target_s=300 if big else None)  # fmt: skip
+    name = ("llama" if big else f"llama{layers}") + ("c" if space == "circuits" else "")
+    r = Result(name, f"Llama pair, {layers} layers of TinyLlama, weight/orth + 5-point curve "
+               f"({space} space)", before_s=2017 if big and space == "weights" else None,
+               target_s=300 if big and space == "weights" else None)  # fmt: skip
     a, b = make_pair(tmp / "llama", layers, 0.1)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     t = time.perf_counter()
     out = barrier_paths(a, b, "weight", "orth", text=ROOT / "README.md", points=5, n_ctx=64,
-                        max_windows=16, device=device,
-                        cache=_cache(tmp, f"llama{layers}"))  # fmt: skip
+                        max_windows=16, device=device, space=space,
+                        cache=_cache(tmp, f"llama{layers}{space}"))  # fmt: skip
     r.seconds = time.perf_counter() - t
     r.value = out["barrier_loss"]
     r.facts |= {"matching_s": out["matching"]["seconds"], "rounds": out["matching"]["rounds"],
@@ -370,6 +373,7 @@ PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] =
         ("llama2", llama, {"layers": 2}, 90),
         ("llama", llama, {"layers": 22}, 330),
         ("growth", growth, {"budget_s": 100}, 120),
+        ("llama2c", llama, {"layers": 2, "space": "circuits"}, 90),
     ],
     # Table 2 at the paper's scale (6 layers × 256), a call each: a third and fourth call, past
     # one session's 15 minutes of device time when zoo and big run first
