@@ -10,6 +10,7 @@ from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
 from app.components.long_runs import read_else_run
 from app.components.needs import need_seeds
+from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.matching import MONOMIAL_GROUPS
@@ -63,6 +64,15 @@ if len(chosen) < 2:
     st.stop()
 
 args = (name, tuple(sorted(chosen)), reference, copies, group, projection)
+# the atlas's place, filled at once: the atlas of earlier choices does not stay on the page
+# (faded) while this one is computed
+area = st.empty()
+area.info(
+    f"The atlas of {plain(name)} (seeds {', '.join(map(str, sorted(chosen)))}; {copies} gauge "
+    f"copies per seed, {group}, {projection.upper()}) appears here when its checkpoints are "
+    "placed.",
+    icon=":material/hourglass_top:",
+)
 result = read_else_run(
     lambda: state.atlas(*args),
     lambda progress: state.compute_atlas(*args, progress=progress),
@@ -73,51 +83,54 @@ result = read_else_run(
     inputs=args,
 )
 
-if result is not None:
-    figure(
-        figure_atlas(result, presentation=presentation()),
-        f"atlas-{name}-{group}-{projection}",
-        key="atlas",
-        data=tidy_atlas(result, name),
-        settings={
-            "model": name,
-            "seeds": list(result["seeds"]),
-            "group": group,
-            "projection": projection,
-            "reference": result["reference"],
-        },  # fmt: skip
-    )
-    # boxes stretched to the row's height: a label that wraps does not leave its neighbours short
-    c1, c2, c3 = st.columns(3)
-    box = {"border": True, "height": "stretch"}
-    raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")
-    if raw is not None:
-        c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}", **box)
-        c2.metric(
-            "Orbit spread / seed distance, aligned",
-            f"{aligned:.2f}",
-            delta=f"{aligned - raw:.2f}",
-            delta_color="inverse",
-            **box,
+if result is None:
+    area.empty()
+else:
+    with area.container():
+        figure(
+            figure_atlas(result, presentation=presentation()),
+            f"atlas-{name}-{group}-{projection}",
+            key="atlas",
+            data=tidy_atlas(result, name),
+            settings={
+                "model": name,
+                "seeds": list(result["seeds"]),
+                "group": group,
+                "projection": projection,
+                "reference": result["reference"],
+            },  # fmt: skip
         )
-    c3.metric("Weights per checkpoint", f"{result['dimension']:,}", **box)
-    copies_total = sum(p["kind"] != "seed" for p in result["points"])
-    on_seed = sum(p.get("on_seed_aligned", False) for p in result["points"])
-    if copies_total:
-        st.caption(
-            f"After alignment {on_seed} of {copies_total} gauge copies equal their seed (full "
-            "weight-space distance 0, within float round-off): identical checkpoints are "
-            "projected once and drawn at the same place, without jitter, so the map agrees with "
-            "the orbit/seed distance above."
-        )
-    for space in ("raw", "aligned"):
-        used = result.get(f"projection_{space}")
-        if used and used != result["projection"]:
-            st.caption(
-                f"{space.capitalize()} panel: {used.upper()}, because UMAP needs at least four "
-                "distinct checkpoints and this panel has fewer."
+        # boxes stretched to the row's height: a label that wraps leaves no neighbour short
+        c1, c2, c3 = st.columns(3)
+        box = {"border": True, "height": "stretch"}
+        raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")
+        if raw is not None:
+            c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}", **box)
+            c2.metric(
+                "Orbit spread / seed distance, aligned",
+                f"{aligned:.2f}",
+                delta=f"{aligned - raw:.2f}",
+                delta_color="inverse",
+                **box,
             )
-    st.caption(
-        "Training-curve snapshots are not stored by the zoo trainer, so the atlas shows "
-        "final checkpoints and their gauge copies."
-    )
+        c3.metric("Weights per checkpoint", f"{result['dimension']:,}", **box)
+        copies_total = sum(p["kind"] != "seed" for p in result["points"])
+        on_seed = sum(p.get("on_seed_aligned", False) for p in result["points"])
+        if copies_total:
+            st.caption(
+                f"After alignment {on_seed} of {copies_total} gauge copies equal their seed "
+                "(full weight-space distance 0, within float round-off): identical checkpoints "
+                "are projected once and drawn at the same place, without jitter, so the map "
+                "agrees with the orbit/seed distance above."
+            )
+        for space in ("raw", "aligned"):
+            used = result.get(f"projection_{space}")
+            if used and used != result["projection"]:
+                st.caption(
+                    f"{space.capitalize()} panel: {used.upper()}, because UMAP needs at least four "
+                    "distinct checkpoints and this panel has fewer."
+                )
+        st.caption(
+            "Training-curve snapshots are not stored by the zoo trainer, so the atlas shows "
+            "final checkpoints and their gauge copies."
+        )

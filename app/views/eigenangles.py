@@ -12,6 +12,7 @@ from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
 from app.components.long_runs import read_else_run, run_in_status
 from app.components.needs import data_fix, need_seeds
+from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.device import resolve_device
@@ -84,6 +85,14 @@ def matching(with_learned: bool, fix: Fix | None = None) -> dict | None:
     )
 
 
+# the figures' place, filled at once: the angles of earlier choices do not stay on the page
+# (faded) while these are computed
+area = st.empty()
+area.info(
+    f"The eigenangles of {plain(name)} (seeds {seed_a} and {seed_b}; weight matching"
+    f"{' and learned matching' if learned else ''}) appear here when they are computed.",
+    icon=":material/hourglass_top:",
+)
 result, learned_failed = None, False
 if learned:
     result = matching(True, Fix("Show weight matching alone", settings={"eig_learned": False}))
@@ -91,65 +100,68 @@ if learned:
 if result is None:
     result = matching(False)
 
-if result is not None:
-    left, right = side_by_side([3, 1])
-    with left:
-        fig = figure_eigenangles(result, presentation=presentation())
-        figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig",
-               data=tidy_eigenangles(result, name, (seed_a, seed_b)),
-               settings={"model": name, "seeds": [seed_a, seed_b],
-                         "learned": "angles_correction" in result})  # fmt: skip
-    with right:
-        st.markdown(f"**Summary** (d = {result['d_model']})")
-        shown = [(label, result[key]) for key, label in (
-            ("summary_wm", "O_WM"),
-            ("summary_correction", "O_LM·O_WMᵀ"),
-            ("summary_haar", "Haar O(d)"),
-        ) if result.get(key)]  # fmt: skip
-        # under the figure on a projector: side by side, not a column the height of a screen
-        cells = st.columns(len(shown)) if presentation() else [st.container() for _ in shown]
-        for cell, (label, s) in zip(cells, shown, strict=True):
-            cell.metric(
-                f"{label}: |φ| < {s['small']:g}",
-                f"{100 * s['share_small']:.0f}%",
-                help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
-            )
-            cell.caption(f"median |φ| = {s['median_abs']:.2f} rad")
-        if result.get("haar_draws"):
-            st.caption(
-                f"Haar O(d): the eigenangles of {result['haar_draws']} seeded Haar-random "
-                f"{result['d_model']}×{result['d_model']} orthogonal matrices, pooled (the same "
-                "reference for every pair of this width)."
-            )
-        if "det_flip" in result:
-            st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
+if result is None:
+    area.empty()
+else:
+    with area.container():
+        left, right = side_by_side([3, 1])
+        with left:
+            fig = figure_eigenangles(result, presentation=presentation())
+            figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig",
+                   data=tidy_eigenangles(result, name, (seed_a, seed_b)),
+                   settings={"model": name, "seeds": [seed_a, seed_b],
+                             "learned": "angles_correction" in result})  # fmt: skip
+        with right:
+            st.markdown(f"**Summary** (d = {result['d_model']})")
+            shown = [(label, result[key]) for key, label in (
+                ("summary_wm", "O_WM"),
+                ("summary_correction", "O_LM·O_WMᵀ"),
+                ("summary_haar", "Haar O(d)"),
+            ) if result.get(key)]  # fmt: skip
+            # under the figure on a projector: side by side, not a column the height of a screen
+            cells = st.columns(len(shown)) if presentation() else [st.container() for _ in shown]
+            for cell, (label, s) in zip(cells, shown, strict=True):
+                cell.metric(
+                    f"{label}: |φ| < {s['small']:g}",
+                    f"{100 * s['share_small']:.0f}%",
+                    help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
+                )
+                cell.caption(f"median |φ| = {s['median_abs']:.2f} rad")
+            if result.get("haar_draws"):
+                st.caption(
+                    f"Haar O(d): the eigenangles of {result['haar_draws']} seeded Haar-random "
+                    f"{result['d_model']}×{result['d_model']} orthogonal matrices, pooled (the "
+                    "same reference for every pair of this width)."
+                )
+            if "det_flip" in result:
+                st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
 
-    c1, c2 = side_by_side([1, 1])
-    with c1:
-        st.markdown("**Weight matching objective per round**")
-        figure(
-            figure_objective(result["wm_objective"], presentation=presentation()),
-            f"wm-objective-{name}-{seed_a}-{seed_b}",
-            key="wm-objective",
-            data=tidy_objective(result["wm_objective"]),
-            settings={"model": name, "seeds": [seed_a, seed_b]},
-        )
-    with c2:
-        st.markdown("**Learned matching: training curve**")
-        if result.get("lm_curve"):
+        c1, c2 = side_by_side([1, 1])
+        with c1:
+            st.markdown("**Weight matching objective per round**")
             figure(
-                figure_lm_curve(result["lm_curve"], presentation=presentation()),
-                f"lm-curve-{name}-{seed_a}-{seed_b}",
-                key="lm-curve",
-                data=tidy_lm_curve(result["lm_curve"]),
+                figure_objective(result["wm_objective"], presentation=presentation()),
+                f"wm-objective-{name}-{seed_a}-{seed_b}",
+                key="wm-objective",
+                data=tidy_objective(result["wm_objective"]),
                 settings={"model": name, "seeds": [seed_a, seed_b]},
             )
-        elif learned_failed:
-            st.info("Learned matching did not finish (see above).")
-        elif problem is not None:
-            st.info("Learned matching needs the data (the card above says what is missing).")
-        else:
-            st.info("Turn on learned matching to see its training curve.")
+        with c2:
+            st.markdown("**Learned matching: training curve**")
+            if result.get("lm_curve"):
+                figure(
+                    figure_lm_curve(result["lm_curve"], presentation=presentation()),
+                    f"lm-curve-{name}-{seed_a}-{seed_b}",
+                    key="lm-curve",
+                    data=tidy_lm_curve(result["lm_curve"]),
+                    settings={"model": name, "seeds": [seed_a, seed_b]},
+                )
+            elif learned_failed:
+                st.info("Learned matching did not finish (the card below says why).")
+            elif problem is not None:
+                st.info("Learned matching needs the data (the card above says what is missing).")
+            else:
+                st.info("Turn on learned matching to see its training curve.")
 
 if iterate:
     st.subheader("Barrier along the way of matching")
@@ -157,6 +169,12 @@ if iterate:
         "Round 0 is no alignment (the naive barrier); the last round is the weight-matching "
         "barrier of the Interpolation page. Learned matching is scored at its checkpoints; step "
         "0 is its start."
+    )
+    rounds_area = st.empty()  # as above: earlier rounds do not stay (faded) while these run
+    rounds_area.info(
+        f"The barrier per round of {plain(name)} (seeds {seed_a} and {seed_b}) appears here "
+        "when it is measured.",
+        icon=":material/hourglass_top:",
     )
     iterations = run_in_status(
         lambda progress: iteration_barriers(
@@ -172,24 +190,27 @@ if iterate:
         what="The barrier per round",
         inputs=(name, seed_a, seed_b, learned),
     )
-    if iterations is not None:
-        show_warnings("Barrier per round", iterations)
-        st.markdown("**Iterated weight matching: barrier per round**")
-        figure(
-            figure_round_barriers(iterations, presentation=presentation()),
-            f"round-barriers-{name}-{seed_a}-{seed_b}",
-            key="round-barriers",
-            data=tidy_iterations(iterations, "rounds"),
-            settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
-        )
-        st.markdown("**Learned matching: barrier per checkpoint**")
-        if iterations["checkpoints"]:
+    if iterations is None:
+        rounds_area.empty()
+    else:
+        with rounds_area.container():
+            show_warnings("Barrier per round", iterations)
+            st.markdown("**Iterated weight matching: barrier per round**")
             figure(
-                figure_checkpoint_barriers(iterations, presentation=presentation()),
-                f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",
-                key="checkpoint-barriers",
-                data=tidy_iterations(iterations, "checkpoints"),
+                figure_round_barriers(iterations, presentation=presentation()),
+                f"round-barriers-{name}-{seed_a}-{seed_b}",
+                key="round-barriers",
+                data=tidy_iterations(iterations, "rounds"),
                 settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
             )
-        else:
-            st.info("Turn on learned matching to see its barrier per checkpoint.")
+            st.markdown("**Learned matching: barrier per checkpoint**")
+            if iterations["checkpoints"]:
+                figure(
+                    figure_checkpoint_barriers(iterations, presentation=presentation()),
+                    f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",
+                    key="checkpoint-barriers",
+                    data=tidy_iterations(iterations, "checkpoints"),
+                    settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
+                )
+            else:
+                st.info("Turn on learned matching to see its barrier per checkpoint.")

@@ -254,6 +254,7 @@ def test_eigenangles_page_renders_and_reruns():
     at = _open("eigenangles")
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
+    assert not any("appear here" in i.value for i in at.info)  # the placeholder was replaced
     at.toggle(key="eig_learned").set_value(False).run()
     ok(at)
 
@@ -263,6 +264,7 @@ def test_atlas_page_renders_and_reruns():
     at = _open("atlas")
     ok(at)
     assert len(at.get("plotly_chart")) == 1
+    assert not any("appears here" in i.value for i in at.info)  # the placeholder was replaced
     at.run()  # the same controls again: read back, nothing replayed from the first run
     ok(at)
     assert len(at.get("plotly_chart")) == 1
@@ -415,6 +417,7 @@ def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle():
     at.toggle(key="eig_iterations").set_value(True).run()
     ok(at)
     assert len(at.get("plotly_chart")) == charts + 2  # per round, per learned checkpoint
+    assert not any("appear" in i.value and "here" in i.value for i in at.info)  # placeholders
     at.toggle(key="eig_learned").set_value(False).run()
     ok(at)
     assert len(at.get("plotly_chart")) == 2 + 1  # histogram, objective; rounds only

@@ -121,6 +121,8 @@ def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory)
     assert card.startswith("**Learned matching:** RuntimeError") and "NaN at step 3" in card
     assert any("Learned matching did not finish" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) == 2  # weight matching alone
+    # the placeholder that held the figures' place while they were computed is gone
+    assert not any("appear here" in i.value for i in at.info)
     at.button(key="fix-learned-matching").click().run()  # "Show weight matching alone"
     assert not at.exception and not at.error
     assert at.toggle(key="eig_learned").value is False
