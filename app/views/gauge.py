@@ -16,6 +16,7 @@ from app.components.layout import controls, page_header, presentation, side_by_s
 from app.components.long_runs import run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import styled_table
+from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.experiments.gauge.parts import trajectory_spacing
@@ -59,6 +60,9 @@ IMPORTED = {
     "cost": "long for a large model on a CPU",
 }
 TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
+# the six parts, as their places say while they are read or computed
+PART_TITLES = ("The symmetry table", "The scramble test", "The recovery under drift",
+               "The trajectory transport", "The claim check", "The transport table")  # fmt: skip
 
 page_header(
     "Gauge sweeps",
@@ -209,202 +213,218 @@ def trajectory_note(trajectory: dict[str, Any]) -> str:
 
 pres = presentation()
 
+# every part's place, filled at once: the parts of earlier choices (another model, seed or
+# setting) do not stay on the page (faded) while this run reads or computes its own
+sections = [st.empty() for _ in range(6)]
+for slot, title in zip(sections, PART_TITLES, strict=True):
+    slot.info(f"{title} for {plain(name)} seed {seed}: appears here when it is read or computed.",
+              icon=":material/hourglass_top:")  # fmt: skip
+
 # ---------------------------------------------------------------- 1. symmetry table
-st.subheader("1. Which gauges are exact for this model")
-table = gauge_part("table", "Symmetry table")
-if table is not None:
-    rows = table["rows"]
-    table_slot = st.container()  # above the figure on a screen, below it on a projector
-    left, right = st.container(), st.container()  # its group names need the whole width
-    with left:
-        figure(
-            figure_symmetry_check(rows, presentation=pres),
-            f"symmetry-{name}-{seed}",
-            data=tidy_records(rows, model=name, seed=seed),
-            key="gauge-table",
-        )
-    (right if pres else table_slot).table(styled_table(rows, brief=pres))
-    with right:
-        if pres:  # on a projector the table holds what the figure needs; the rest on a click
-            with st.expander("Details: what each group acts on, and why"):
-                st.table(styled_table(rows))
-        st.markdown(
-            "A random element of each group is applied and the logits are compared in float64: "
-            "a valid gauge changes them only by rounding (~1e-15), an invalid one by order 1. "
-            "An invalid level names the processing step that makes it exact; the row after it "
-            "is measured with that step applied (against the unprocessed model's logits)."
-        )
+with sections[0].container():
+    st.subheader("1. Which gauges are exact for this model")
+    table = gauge_part("table", "Symmetry table")
+    if table is not None:
+        rows = table["rows"]
+        table_slot = st.container()  # above the figure on a screen, below it on a projector
+        left, right = st.container(), st.container()  # its group names need the whole width
+        with left:
+            figure(
+                figure_symmetry_check(rows, presentation=pres),
+                f"symmetry-{name}-{seed}",
+                data=tidy_records(rows, model=name, seed=seed),
+                key="gauge-table",
+            )
+        (right if pres else table_slot).table(styled_table(rows, brief=pres))
+        with right:
+            if pres:  # on a projector the table holds what the figure needs; the rest on a click
+                with st.expander("Details: what each group acts on, and why"):
+                    st.table(styled_table(rows))
+            st.markdown(
+                "A random element of each group is applied and the logits are compared in float64: "
+                "a valid gauge changes them only by rounding (~1e-15), an invalid one by order 1. "
+                "An invalid level names the processing step that makes it exact; the row after it "
+                "is measured with that step applied (against the unprocessed model's logits)."
+            )
 
 # ---------------------------------------------------------------- 2. scramble
-st.subheader("2. Scramble test: can matching undo a random gauge?")
-scramble = gauge_part(
-    "scramble",
-    "Scramble test",
-    f"{draws} draw(s) per group, each matched three ways: {settings['cost']}",
-)
-if scramble is not None:
-    left, right = side_by_side([3, 2])
-    with left:
-        figure(
-            figure_scramble(scramble, presentation=pres),
-            f"scramble-{name}-{seed}",
-            data=tidy_records(scramble["rows"], model=name, seed=seed),
-            key="gauge-scramble",
-        )
-    with right:
-        st.markdown(
-            "θ against g(θ), the *same function*. Naively the straight line between them "
-            "crosses a barrier. Activation matching restricted to a group that contains g "
-            "finds it again and the barrier falls to numerical noise (~1e-8); a group too "
-            "small for g (S_d against sign flips, S_d or B_d against a rotation) leaves a "
-            "real barrier."
-        )
-        worst = max(float(r["max_abs_dlogits"]) for r in scramble["rows"])
-        st.caption(f"{draws} draw(s) per group; every g(θ) checked: max |Δlogits| = {worst:.1e}.")
+with sections[1].container():
+    st.subheader("2. Scramble test: can matching undo a random gauge?")
+    scramble = gauge_part(
+        "scramble",
+        "Scramble test",
+        f"{draws} draw(s) per group, each matched three ways: {settings['cost']}",
+    )
+    if scramble is not None:
+        left, right = side_by_side([3, 2])
+        with left:
+            figure(
+                figure_scramble(scramble, presentation=pres),
+                f"scramble-{name}-{seed}",
+                data=tidy_records(scramble["rows"], model=name, seed=seed),
+                key="gauge-scramble",
+            )
+        with right:
+            st.markdown(
+                "θ against g(θ), the *same function*. Naively the straight line between them "
+                "crosses a barrier. Activation matching restricted to a group that contains g "
+                "finds it again and the barrier falls to numerical noise (~1e-8); a group too "
+                "small for g (S_d against sign flips, S_d or B_d against a rotation) leaves a "
+                "real barrier."
+            )
+            worst = max(float(r["max_abs_dlogits"]) for r in scramble["rows"])
+            st.caption(
+                f"{draws} draw(s) per group; every g(θ) checked: max |Δlogits| = {worst:.1e}."
+            )
 
 # ---------------------------------------------------------------- 3. recovery under drift
-st.subheader("3. Recovering the gauge after fine-tuning drift")
-steps_text = ", ".join(str(k) for k in settings["steps_grid"])
-recovery = gauge_part(
-    "recovery",
-    "Recovery under drift",
-    f"fine-tunes g(θ) for k = {steps_text} steps per draw: {settings['cost']}",
-)
-if recovery is not None:
-    left, right = side_by_side([2, 1])
-    with left:
-        figure(
-            figure_recovery(recovery, presentation=pres),
-            f"recovery-{name}-{seed}",
-            data=tidy_records(recovery["rows"], model=name, seed=seed),
-            key="gauge-recovery",
-        )
-    with right:
-        st.markdown(
-            "B = g(θ) with g ∈ B_d, then fine-tuned k steps so it drifts away. Signed "
-            "correlation cannot pair a flipped coordinate (its correlation is ≈ −1) and "
-            "stays near the share of unflipped signs; assigning on |C| and reading the sign "
-            "off afterwards (*sign-marginalised*) recovers them."
-        )
-        st.caption(recovery_note(recovery))
+with sections[2].container():
+    st.subheader("3. Recovering the gauge after fine-tuning drift")
+    steps_text = ", ".join(str(k) for k in settings["steps_grid"])
+    recovery = gauge_part(
+        "recovery",
+        "Recovery under drift",
+        f"fine-tunes g(θ) for k = {steps_text} steps per draw: {settings['cost']}",
+    )
+    if recovery is not None:
+        left, right = side_by_side([2, 1])
+        with left:
+            figure(
+                figure_recovery(recovery, presentation=pres),
+                f"recovery-{name}-{seed}",
+                data=tidy_records(recovery["rows"], model=name, seed=seed),
+                key="gauge-recovery",
+            )
+        with right:
+            st.markdown(
+                "B = g(θ) with g ∈ B_d, then fine-tuned k steps so it drifts away. Signed "
+                "correlation cannot pair a flipped coordinate (its correlation is ≈ −1) and "
+                "stays near the share of unflipped signs; assigning on |C| and reading the sign "
+                "off afterwards (*sign-marginalised*) recovers them."
+            )
+            st.caption(recovery_note(recovery))
 
 # ---------------------------------------------------------------- 4. trajectory transport
-st.subheader("4. Transport along a training trajectory")
-trajectory = gauge_part(
-    "trajectory",
-    "Trajectory transport",
-    f"trains a run of {trajectory_steps} steps and matches every "
-    f"{trajectory_every}th checkpoint: {settings['cost']}",
-)
-if trajectory is not None:
-    left, right = side_by_side([2, 1])
-    with left:
-        figure(
-            figure_trajectory(trajectory, presentation=pres),
-            f"trajectory-{name}-{seed}",
-            data=tidy_records(trajectory["rows"], model=name, seed=seed),
-            key="gauge-trajectory",
-        )
-    with right:
-        st.markdown(
-            "Every checkpoint of one run is stored in its own random B_d gauge. Matching "
-            "neighbours (which barely differ) and composing the matches carries the "
-            "coordinates much further than matching the far-apart endpoints directly."
-        )
-        st.caption(trajectory_note(trajectory))
+with sections[3].container():
+    st.subheader("4. Transport along a training trajectory")
+    trajectory = gauge_part(
+        "trajectory",
+        "Trajectory transport",
+        f"trains a run of {trajectory_steps} steps and matches every "
+        f"{trajectory_every}th checkpoint: {settings['cost']}",
+    )
+    if trajectory is not None:
+        left, right = side_by_side([2, 1])
+        with left:
+            figure(
+                figure_trajectory(trajectory, presentation=pres),
+                f"trajectory-{name}-{seed}",
+                data=tidy_records(trajectory["rows"], model=name, seed=seed),
+                key="gauge-trajectory",
+            )
+        with right:
+            st.markdown(
+                "Every checkpoint of one run is stored in its own random B_d gauge. Matching "
+                "neighbours (which barely differ) and composing the matches carries the "
+                "coordinates much further than matching the far-apart endpoints directly."
+            )
+            st.caption(trajectory_note(trajectory))
 
 # ---------------------------------------------------------------- 5. claim check
-st.subheader("5. Claim check: the negative control")
-claims = gauge_part("claims", "Claim check")
-if claims is not None:
-    left, right = side_by_side([3, 2])
-    with left:
-        figure(
-            figure_claims(claims, presentation=pres),
-            f"claims-{name}-{seed}",
-            data=tidy_records(claims["rows"], model=name, seed=seed),
-            key="gauge-claims",
-        )
-    with right:
-        st.markdown(
-            f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
-            f"{', '.join(str(c) for c in claims['classes'])}, layer {claims['layer']}). In a "
-            "random gauge the model computes exactly the same function, yet the claim drops to "
-            "chance: **a coordinate-indexed claim that does not survive a gauge describes the "
-            "basis, not the model**, so it only means something once the gauge is transported "
-            "back (overlap 1)."
-        )
-        delta = max(abs(r["accuracy_delta"]) for r in claims["rows"])
-        st.caption(
-            f"Function-level control: test accuracy {claims['accuracy']:.2%} in every gauge "
-            f"(largest change {points(delta):.1e} points)."
-        )
+with sections[4].container():
+    st.subheader("5. Claim check: the negative control")
+    claims = gauge_part("claims", "Claim check")
+    if claims is not None:
+        left, right = side_by_side([3, 2])
+        with left:
+            figure(
+                figure_claims(claims, presentation=pres),
+                f"claims-{name}-{seed}",
+                data=tidy_records(claims["rows"], model=name, seed=seed),
+                key="gauge-claims",
+            )
+        with right:
+            st.markdown(
+                f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
+                f"{', '.join(str(c) for c in claims['classes'])}, layer {claims['layer']}). In a "
+                "random gauge the model computes exactly the same function, yet the claim drops to "
+                "chance: **a coordinate-indexed claim that does not survive a gauge describes the "
+                "basis, not the model**, so it only means something once the gauge is transported "
+                "back (overlap 1)."
+            )
+            delta = max(abs(r["accuracy_delta"]) for r in claims["rows"])
+            st.caption(
+                f"Function-level control: test accuracy {claims['accuracy']:.2%} in every gauge "
+                f"(largest change {points(delta):.1e} points)."
+            )
 
 # ---------------------------------------------------------------- 6. transport table
-st.subheader("6. Moving artifacts across a gauge")
-transport_args = (name, seed, int(gauge_seed), device())
-transport_cost = f"trains a probe, an SAE and a LoRA and resumes AdamW: {settings['cost']}"
-transport = cached(
-    ("transport", *transport_args),
-    lambda: state.transport_table(*transport_args),
-    "Transport table",
-)
-if transport is None:
-    if st.button(
-        "Compute transport table",
-        key="gauge_run_transport",
-        icon=":material/play_arrow:",
-        help=transport_cost,
-    ):
-        transport = computed(
-            ("transport", *transport_args),
-            "Transport table",
-            lambda p: state.compute_transport_table(*transport_args, progress=p),
-        )
-    else:
-        st.caption(
-            f"Not computed yet for these settings ({transport_cost}). Results are kept on disk."
-        )
-if transport is not None:
-    mode_label = {"exact": "exact B_d", "perm-only": "permutation only", "none": "none"}
-    frame = pd.DataFrame(
-        {
-            "artifact": [r["artifact"] for r in transport],
-            "transport": [mode_label.get(r["mode"], r["mode"]) for r in transport],
-            "metric": [r["metric"] for r in transport],
-            "value on g(A)": [r["value"] for r in transport],
-            "value on A": [r["reference"] for r in transport],
-            # AdamW has no percentage (its metric is a distance, the caption says so): NaN,
-            # shown as "—" by the table's format, so the column stays numbers
-            "% kept": [float("nan") if r["kept"] is None else float(r["kept"]) for r in transport],
-        }
+with sections[5].container():
+    st.subheader("6. Moving artifacts across a gauge")
+    transport_args = (name, seed, int(gauge_seed), device())
+    transport_cost = f"trains a probe, an SAE and a LoRA and resumes AdamW: {settings['cost']}"
+    transport = cached(
+        ("transport", *transport_args),
+        lambda: state.transport_table(*transport_args),
+        "Transport table",
     )
-    left, right = side_by_side([3, 2])
-    with left:
-        figure(
-            figure_transport(transport, presentation=pres),
-            f"transport-{name}-{seed}",
-            data=frame,
-            key="gauge-transport",
+    if transport is None:
+        if st.button(
+            "Compute transport table",
+            key="gauge_run_transport",
+            icon=":material/play_arrow:",
+            help=transport_cost,
+        ):
+            transport = computed(
+                ("transport", *transport_args),
+                "Transport table",
+                lambda p: state.compute_transport_table(*transport_args, progress=p),
+            )
+        else:
+            st.caption(
+                f"Not computed yet for these settings ({transport_cost}). Results are kept on disk."
+            )
+    if transport is not None:
+        mode_label = {"exact": "exact B_d", "perm-only": "permutation only", "none": "none"}
+        frame = pd.DataFrame(
+            {
+                "artifact": [r["artifact"] for r in transport],
+                "transport": [mode_label.get(r["mode"], r["mode"]) for r in transport],
+                "metric": [r["metric"] for r in transport],
+                "value on g(A)": [r["value"] for r in transport],
+                "value on A": [r["reference"] for r in transport],
+                # AdamW has no percentage (its metric is a distance, the caption says so): NaN,
+                # shown as "—" by the table's format, so the column stays numbers
+                "% kept": [float("nan") if r["kept"] is None else float(r["kept"])
+                           for r in transport],  # fmt: skip
+            }
         )
-    with right:
-        st.markdown(
-            "A = the model, B = g(A) with a random g of the B_d level (FFN units and heads "
-            "permuted too). Each artifact is made on A and moved to B exactly (through g), "
-            "through its permutation without the signs, or not at all. Writers (steering "
-            "vectors, SAE decoder rows, LoRA factors of writer matrices) move by ·G, readers "
-            "(probes, the SAE encoder) by Gᵀ·; AdamW second moments by |G|."
-        )
-        st.caption(
-            "SAE: % of A's NMSE (100% is as good as on A, more is worse; bars above 200% are "
-            "cut, hatched and labelled as a multiple of A). AdamW has no %: the distance of B's "
-            "resumed run, mapped back, from A's, per step length (0 is exact)."
-        )
-    if pres:  # a static table fits a projector's width (a data grid ran off it)
-        st.table(transport_table(frame).hide(axis="index"))
-    else:
-        st.dataframe(
-            transport_table(frame),
-            hide_index=True,
-            height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
-        )
+        left, right = side_by_side([3, 2])
+        with left:
+            figure(
+                figure_transport(transport, presentation=pres),
+                f"transport-{name}-{seed}",
+                data=frame,
+                key="gauge-transport",
+            )
+        with right:
+            st.markdown(
+                "A = the model, B = g(A) with a random g of the B_d level (FFN units and heads "
+                "permuted too). Each artifact is made on A and moved to B exactly (through g), "
+                "through its permutation without the signs, or not at all. Writers (steering "
+                "vectors, SAE decoder rows, LoRA factors of writer matrices) move by ·G, readers "
+                "(probes, the SAE encoder) by Gᵀ·; AdamW second moments by |G|."
+            )
+            st.caption(
+                "SAE: % of A's NMSE (100% is as good as on A, more is worse; bars above 200% "
+                "are cut, hatched and labelled as a multiple of A). AdamW has no %: the distance "
+                "of B's resumed run, mapped back, from A's, per step length (0 is exact)."
+            )
+        if pres:  # a static table fits a projector's width (a data grid ran off it)
+            st.table(transport_table(frame).hide(axis="index"))
+        else:
+            st.dataframe(
+                transport_table(frame),
+                hide_index=True,
+                height=35 * (len(frame) + 1) + 3,  # every row, no inner scrolling
+            )

@@ -292,6 +292,9 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     ok(at)
     assert len(at.get("plotly_chart")) == 3  # symmetry check, scramble, claims
     assert len(at.table) == 1  # the symmetry table
+    # each part's place held a note until it was read or offered: none is left
+    assert not any("appears here" in i.value for i in at.info)
+    assert [h.value[:2] for h in at.subheader] == ["1.", "2.", "3.", "4.", "5.", "6."]
     at.sidebar.toggle(key="presentation").set_value(True).run()
     ok(at)
     # on a projector: what the figure needs, and the whole table behind a details expander
