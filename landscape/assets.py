@@ -179,13 +179,9 @@ RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "vit-fashion-d
 def _spaces(name: str) -> tuple[str, ...]:
     """The merge spaces of :data:`VIEW_SPACES` that ``name`` has (circuits needs attention
     without a q/k norm)."""
-    from landscape.models.circuits import check_circuit_form
+    from landscape.models.circuits import has_circuits
 
-    try:
-        check_circuit_form(ZOO[name].config)
-    except LandscapeError:
-        return (page.SPACE,)
-    return VIEW_SPACES
+    return VIEW_SPACES if has_circuits(ZOO[name].config) else (page.SPACE,)
 
 
 def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, Any]]:

@@ -9,8 +9,7 @@ from typing import Any
 import streamlit as st
 
 from app import state
-from landscape.errors import LandscapeError
-from landscape.models.circuits import check_circuit_form
+from landscape.models.circuits import has_circuits as circuits_space
 from landscape.models.registry import architecture
 from landscape.models.zoo import ZOO
 
@@ -60,10 +59,4 @@ def has_circuits(name: str) -> bool:
     if not has_heads(name):
         return False
     entry = ZOO.get(name)
-    if entry is None:
-        return True
-    try:
-        check_circuit_form(entry.config)
-    except LandscapeError:
-        return False
-    return True
+    return entry is None or circuits_space(entry.config)

@@ -78,6 +78,15 @@ def check_circuit_form(cfg: ModelConfig) -> None:
         )
 
 
+def has_circuits(cfg: ModelConfig) -> bool:
+    """Whether ``cfg`` has a circuits merge space (:func:`check_circuit_form` says why not)."""
+    try:
+        check_circuit_form(cfg)
+    except LandscapeError:
+        return False
+    return True
+
+
 def check_space(space: str) -> None:
     if space not in SPACES:
         raise LandscapeError(f"unknown space {space!r}; expected one of {', '.join(SPACES)}")
