@@ -213,6 +213,14 @@ def trajectory_note(trajectory: dict[str, Any]) -> str:
 
 pres = presentation()
 
+
+def part_figure(draw: Callable[..., Any], part: dict[str, Any], stem: str) -> None:
+    """A part's figure, drawn by ``draw``, its rows the download's data; files and widget key
+    named by ``stem``."""
+    figure(draw(part, presentation=pres), f"{stem}-{name}-{seed}",
+           data=tidy_records(part["rows"], model=name, seed=seed), key=f"gauge-{stem}")  # fmt: skip
+
+
 # every part's place, filled at once: the parts of earlier choices (another model, seed or
 # setting) do not stay on the page (faded) while this run reads or computes its own
 sections = [st.empty() for _ in range(6)]
@@ -258,12 +266,7 @@ with sections[1].container():
     if scramble is not None:
         left, right = side_by_side([3, 2])
         with left:
-            figure(
-                figure_scramble(scramble, presentation=pres),
-                f"scramble-{name}-{seed}",
-                data=tidy_records(scramble["rows"], model=name, seed=seed),
-                key="gauge-scramble",
-            )
+            part_figure(figure_scramble, scramble, "scramble")
         with right:
             st.markdown(
                 "θ against g(θ), the *same function*. Naively the straight line between them "
@@ -289,12 +292,7 @@ with sections[2].container():
     if recovery is not None:
         left, right = side_by_side([2, 1])
         with left:
-            figure(
-                figure_recovery(recovery, presentation=pres),
-                f"recovery-{name}-{seed}",
-                data=tidy_records(recovery["rows"], model=name, seed=seed),
-                key="gauge-recovery",
-            )
+            part_figure(figure_recovery, recovery, "recovery")
         with right:
             st.markdown(
                 "B = g(θ) with g ∈ B_d, then fine-tuned k steps so it drifts away. Signed "
@@ -316,12 +314,7 @@ with sections[3].container():
     if trajectory is not None:
         left, right = side_by_side([2, 1])
         with left:
-            figure(
-                figure_trajectory(trajectory, presentation=pres),
-                f"trajectory-{name}-{seed}",
-                data=tidy_records(trajectory["rows"], model=name, seed=seed),
-                key="gauge-trajectory",
-            )
+            part_figure(figure_trajectory, trajectory, "trajectory")
         with right:
             st.markdown(
                 "Every checkpoint of one run is stored in its own random B_d gauge. Matching "
@@ -337,12 +330,7 @@ with sections[4].container():
     if claims is not None:
         left, right = side_by_side([3, 2])
         with left:
-            figure(
-                figure_claims(claims, presentation=pres),
-                f"claims-{name}-{seed}",
-                data=tidy_records(claims["rows"], model=name, seed=seed),
-                key="gauge-claims",
-            )
+            part_figure(figure_claims, claims, "claims")
         with right:
             st.markdown(
                 f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
