@@ -104,6 +104,31 @@ VIT_D256 = ModelConfig("vit", d_model=256, d_mlp=512, n_layers=4, n_out=10, n_he
 # is the zoo's (AdamW, warm-up, cosine decay) at half the learning rate for the deeper models;
 # unlike the shipped entries' recipes it was not chosen by a sweep (none has run on a GPU yet).
 PAPER_SCALE_RECIPE = TrainConfig(steps=5000, batch_size=128, lr=1e-3, warmup=500, eval_every=500)
+# The Llama ablation (docs/llama-ablation.md): the dropout GPT, where learned rotations remove the
+# barrier, with exactly one thing changed toward the Llama entry, and the Llama layout trained
+# with the dropout GPT's recipe. The zoo GPT already has an unembedding of its own (no entry of
+# the zoo ties W_U to W_E), so "untied" is no step.
+DROPOUT_GPT_RECIPE = replace(GPT_D128_RECIPE, dropout=0.3)
+ABLATION_BASE = "gpt-shakespeare-d128-drop0.3"
+ABLATION_STEPS: dict[str, tuple[str, ModelConfig, TrainConfig]] = {
+    # name: (the one change, in words; config; recipe)
+    "gpt-shakespeare-d128-drop0.3-rotary": (
+        "rotary positions (no learned W_pos)", GPT_D128.replace(pos="rotary"), DROPOUT_GPT_RECIPE),
+    "gpt-shakespeare-d128-drop0.3-gqa": (
+        "grouped-query attention, 2 key/value groups", GPT_D128.replace(n_kv_heads=2),
+        DROPOUT_GPT_RECIPE),
+    "gpt-shakespeare-d128-drop0.3-h8": (
+        "8 heads of 16 (was 4 of 32)", GPT_D128.replace(n_heads=8, d_head=16), DROPOUT_GPT_RECIPE),
+    "gpt-shakespeare-d128-drop0.3-swiglu": (
+        "SwiGLU 256 (was GELU 512)", GPT_D128.replace(mlp="gated", act="silu", d_mlp=256),
+        DROPOUT_GPT_RECIPE),
+    "gpt-shakespeare-d128-drop0.3-nobias": (
+        "no biases (attention, MLP, unembedding)", GPT_D128.replace(bias=False),
+        DROPOUT_GPT_RECIPE),
+    "llama-shakespeare-d128-drop0.3": (
+        "the whole Llama layout, with the dropout GPT's recipe (dropout 0.3, lr 2e-3, 2,500 "
+        "steps)", LLAMA_D128, DROPOUT_GPT_RECIPE),
+}  # fmt: skip
 
 ZOO: dict[str, ZooModel] = {
     m.name: m
@@ -239,8 +264,14 @@ ZOO: dict[str, ZooModel] = {
             eval_windows=512,
             ships=False,
         ),
+        *(
+            ZooModel(name, "shakespeare", f"{ABLATION_BASE} with one change toward the Llama "
+                     f"entry: {change}; trained on first use, not shipped (the Llama ablation)",
+                     cfg, recipe, eval_windows=512, ships=False)
+            for name, (change, cfg, recipe) in ABLATION_STEPS.items()
+        ),
     ]
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import pytest
 
 from landscape.cli import main
 from landscape.models.train import REPRODUCIBLE_METRICS
+from landscape.models.zoo import ABLATION_STEPS
 
 
 def run_cli(*args, env=None):
@@ -47,6 +48,7 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "llama-shakespeare-d128",
         "vit-fashion-d256-l6",
         "gpt-shakespeare-d256-l6",
+        *ABLATION_STEPS,
     ]
     for m in models:
         assert m["dataset"] and m["architecture"] and m["parameters"] > 1000

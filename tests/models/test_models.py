@@ -191,6 +191,20 @@ ZOO_LINES = {
     "vit-fashion-d256-l6": "pre-norm ViT, d=256, 6 layers × 8 heads of 32, MLP 512, RMSNorm",
     "gpt-shakespeare-d256-l6": "pre-norm causal GPT, d=256, 6 layers × 8 heads of 32, MLP 1024, "
     "RMSNorm",
+    # the Llama ablation: the dropout GPT with one change each, and the Llama layout
+    "gpt-shakespeare-d128-drop0.3-rotary": "pre-norm causal GPT, d=128, 4 layers × 4 heads of "
+    "32, MLP 512, RMSNorm, rotary positions",
+    "gpt-shakespeare-d128-drop0.3-gqa": "pre-norm causal GPT, d=128, 4 layers × 4 heads of 32, "
+    "MLP 512, RMSNorm, grouped-query attention (2 key/value heads)",
+    "gpt-shakespeare-d128-drop0.3-h8": "pre-norm causal GPT, d=128, 4 layers × 8 heads of 16, "
+    "MLP 512, RMSNorm",
+    "gpt-shakespeare-d128-drop0.3-swiglu": "pre-norm causal GPT, d=128, 4 layers × 4 heads of "
+    "32, gated SiLU MLP 256, RMSNorm",
+    "gpt-shakespeare-d128-drop0.3-nobias": "pre-norm causal GPT, d=128, 4 layers × 4 heads of "
+    "32, MLP 512, RMSNorm, no biases",
+    "llama-shakespeare-d128-drop0.3": "pre-norm causal GPT, d=128, 4 layers × 8 heads of 16, "
+    "gated SiLU MLP 256, RMSNorm, grouped-query attention (2 key/value heads), rotary positions, "
+    "no biases",
 }
 
 

@@ -123,3 +123,33 @@ def test_paper_scale_entries_train_a_few_steps(name, monkeypatch):
     assert any(not torch.equal(ckpt.params[k], v) for k, v in start.items())
     assert math.isfinite(ckpt.meta["metrics"]["test_loss"])
     assert ckpt.meta["curves"]["step"] == [3]
+
+
+def test_each_ablation_step_changes_one_thing_of_the_dropout_gpt():
+    """The Llama ablation's entries: the dropout GPT with exactly one architectural change
+    (the fields a knob needs, e.g. SwiGLU's gate, activation and width), its recipe unchanged;
+    the last step is the whole Llama layout under the dropout GPT's recipe. None ships."""
+    from landscape.assets import DEFAULT_SEEDS
+    from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS
+
+    base = ZOO[ABLATION_BASE]
+    expected = {
+        "gpt-shakespeare-d128-drop0.3-rotary": {"pos"},
+        "gpt-shakespeare-d128-drop0.3-gqa": {"n_kv_heads"},
+        "gpt-shakespeare-d128-drop0.3-h8": {"n_heads", "d_head"},
+        "gpt-shakespeare-d128-drop0.3-swiglu": {"mlp", "act", "d_mlp"},
+        "gpt-shakespeare-d128-drop0.3-nobias": {"bias"},
+        "llama-shakespeare-d128-drop0.3": {"pos", "n_kv_heads", "n_heads", "d_head", "mlp",
+                                           "act", "d_mlp", "bias"},
+    }  # fmt: skip
+    assert list(ABLATION_STEPS) == list(expected)
+    for name, fields in expected.items():
+        m = ZOO[name]
+        changed = {f.name for f in dataclasses.fields(base.config)
+                   if getattr(m.config, f.name) != getattr(base.config, f.name)}  # fmt: skip
+        assert changed == fields, name
+        assert m.train == base.train and m.train.dropout == 0.3, name
+        assert not m.ships and name not in DEFAULT_SEEDS and shipped_seeds(name) == []
+        assert (m.dataset, m.eval_windows) == (base.dataset, base.eval_windows)
+    llama = ZOO["llama-shakespeare-d128-drop0.3"]
+    assert llama.config == ZOO[LLAMA].config  # the layout itself, not a copy of it
