@@ -13,6 +13,7 @@ PAGE_SPECS = (
     ("home.py", "Home", ":material/landscape:", "home"),
     ("interpolation.py", "Interpolation curves", ":material/show_chart:", "interpolation"),
     ("triangle.py", "Triangle heatmaps", ":material/change_history:", "triangle"),
+    ("ablation.py", "Llama ablation", ":material/tune:", "ablation"),
     ("surface.py", "Surface", ":material/terrain:", "surface"),
     ("eigenangles.py", "Eigenangles", ":material/rotate_right:", "eigenangles"),
     ("atlas.py", "Atlas", ":material/scatter_plot:", "atlas"),

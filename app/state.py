@@ -307,6 +307,23 @@ def triangle(
     )  # fmt: skip
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def _stored_ablation() -> dict[str, Any]:
+    from landscape.experiments.barriers.ablation import ablation
+
+    return ablation(cache=ReadOnlyCache())
+
+
+def ablation() -> dict[str, Any] | None:
+    """The Llama ablation with its default entries (``landscape ablation``), read from the disk
+    cache or the shipped results; None when it is stored in neither (it takes hours to compute,
+    so no page starts it)."""
+    try:
+        return _stored_ablation()
+    except NotCached:
+        return None
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def eigenangles(
     model: str, seeds: tuple[int, int], learned: bool, device: str | None

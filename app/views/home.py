@@ -112,6 +112,8 @@ routes = {
     "interpolation": "See the barrier for several pairs, methods and symmetry groups, with the "
     "table of barriers (mean ± s.e.m.).",
     "triangle": "Widen the line to the plane through three models: how much of it is one basin.",
+    "ablation": "Why the layout of the models researchers bring keeps a barrier: one change "
+    "at a time from a GPT where learned rotations remove it to the Llama layout.",
     "surface": "The loss over a plane around one model, or through three aligned ones, in 2-D "
     "and 3-D.",
     "eigenangles": "Why rotations matter: how far the weight-matching rotation is from a "

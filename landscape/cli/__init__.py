@@ -315,6 +315,23 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
                      progress=progress)  # fmt: skip
 
 
+@command("ablation")
+def _ablation(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.barriers.ablation import STEPS, ablation, untrained
+
+    known = dict(STEPS)
+    steps = STEPS if not args.models else [(m, known.get(m, "")) for m in args.models]
+    missing = untrained([name for name, _ in steps], args.seeds)
+    if missing:  # said before the hours it takes, not after
+        _say(f"{len(missing)} checkpoint(s) are not trained yet and train first (about 30 "
+             f"minutes a seed on one CPU thread): {', '.join(missing)}")  # fmt: skip
+    options = _learned_settings(args)
+    with _progress_bar("ablation") as progress:
+        return ablation(steps, seeds=args.seeds, space=args.space, points=args.points,
+                        split=args.split, learned_options=options or None, device=args.device,
+                        progress=progress)  # fmt: skip
+
+
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.barriers.matrix import barrier_matrix

@@ -41,7 +41,8 @@ AUTO = "auto"
 # the commands whose result the app draws take --figure, and its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
-                   "gauge-sweep", "transport", "matrix", "merges", "curve", "spawn")  # fmt: skip
+                   "gauge-sweep", "transport", "matrix", "merges", "curve", "spawn",
+                   "ablation")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -528,6 +529,28 @@ def build_parser() -> argparse.ArgumentParser:
     _executor(p, "the pairs × methods × groups")
     both = SPACE_HELP + "; both: every row in each space (the Table 2 layout)"
     p.add_argument("--space", choices=[*SPACES, "both"], default="weights", help=both)
+    _learned_options(p, "in the learned rows")
+
+    p = sub.add_parser(
+        "ablation", parents=[common],
+        help="the Llama ablation: one change at a time from the dropout GPT to the Llama entry",
+        description="Where the barrier of the Llama layout lives: for the dropout GPT, each zoo "
+        "entry that changes one thing of it toward llama-shakespeare-d128 (rotary positions, "
+        "grouped-query attention, 8 heads of 16, SwiGLU, no biases; dropout off), the Llama "
+        "layout under the dropout GPT's recipe and the Llama entry itself: naive, weight/orth "
+        "and learned/orth over every pair of three seeds, in the weights and circuits spaces, "
+        "with each entry's test loss. Entries not trained are trained first (about 30 minutes "
+        "a seed on one CPU thread); every barrier is cached, so an interrupted run goes on.",
+    )  # fmt: skip
+    p.add_argument("--models", nargs="+", metavar="MODEL",
+                   help="zoo entries to measure, in this order (default: the ablation's "
+                        "entries)")  # fmt: skip
+    p.add_argument("--seeds", type=_seed, nargs="+", default=[0, 1, 2], metavar="S",
+                   action=_distinct("ablation"), help="seeds of every entry; every pair of them")
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--space", choices=[*SPACES, "both"], default="both",
+                   help=SPACE_HELP + "; both: each row in each space")  # fmt: skip
     _learned_options(p, "in the learned rows")
 
     p = sub.add_parser(

@@ -489,6 +489,37 @@ def _show_table(r: dict[str, Any]) -> list[str]:
     return [*lines, _health(r)]
 
 
+@layout("ablation")
+def _show_ablation(r: dict[str, Any]) -> list[str]:
+    many = len(r["pairs"]) > 1
+    rows = []
+    for step in r["steps"]:
+        first = True
+        for c in step["cells"]:
+            rows.append({"entry": step["label"] if first else "",
+                         "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
+                         if first else "",
+                         "method": f"{c['method']}/{c['group']}" if c["method"] != "naive"
+                         else "naive", "space": c["space"],
+                         "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),
+                         "per pair": " ".join(f"{v:.3g}" for v in c["per_pair_loss"]),
+                         "accuracy": _pm("%", c["barrier_accuracy"],
+                                         c.get("barrier_accuracy_sem"), many)})  # fmt: skip
+            first = False
+    heads = {"test loss": "test loss (nats)", "loss": "loss barrier (nats)",
+             "accuracy": "accuracy barrier"}  # fmt: skip
+    title = (f"the Llama ablation: barriers over {_pairs_text(r['pairs'])} of each entry; "
+             f"{r['split']} split")  # fmt: skip
+    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    lines += ["the entries"]
+    lines += columns([{"entry": s["label"], "model": s["model"], "what it changes": s["change"]}
+                      for s in r["steps"]], "  ")  # fmt: skip
+    if r.get("learned_options"):
+        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
+        lines += _wrap("learned rows: ", said)
+    return [*lines, "", _health(r)]
+
+
 @layout("controls")
 def _show_controls(r: dict[str, Any]) -> list[str]:
     many = len(r["pairs"]) > 1

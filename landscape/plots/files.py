@@ -135,6 +135,16 @@ def _spawn(result: dict[str, Any]) -> dict[str, go.Figure]:
     return {"": figure_spawn(result)}
 
 
+def _ablation(result: dict[str, Any]) -> dict[str, go.Figure]:
+    """The learned/orth barrier per entry, and one figure of curves per entry (``-<model>``)."""
+    from landscape.plots.ablation import figure_ablation, figure_ablation_curves
+
+    out = {"": figure_ablation(result)}
+    for step in result["steps"]:
+        out[step["model"]] = figure_ablation_curves(result, step["model"])
+    return out
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -148,6 +158,7 @@ BUILDERS: dict[str, Builder] = {
     "merges": _merges,
     "curve": _curve,
     "spawn": _spawn,
+    "ablation": _ablation,
 }
 
 

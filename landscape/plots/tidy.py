@@ -15,6 +15,9 @@ from typing import Any
 import pandas as pd
 
 from landscape.plots.fields import (
+    ABLATION,
+    ABLATION_CELL,
+    ABLATION_STEP,
     ATLAS,
     ATLAS_POINT,
     BARRIER,
@@ -73,6 +76,33 @@ def tidy_interpolation(series: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                         "value": c[k], "series": label, **band,
                     })  # fmt: skip
     return _frame(rows, CURVE_COLUMNS)
+
+
+def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
+    """The Llama ablation: one row per entry × (method, group, space) × pair × metric (the loss
+    barrier in nats, the accuracy barrier as a fraction), and one per entry × seed of its test
+    loss (``metric`` ``test_loss``; no method)."""
+    split = ABLATION.read(result, "split")
+    rows = []
+    for step in ABLATION.read(result, "steps"):
+        model = ABLATION_STEP.read(step, "model")
+        for seed in ABLATION_STEP.read(step, "seeds"):
+            rows.append({"model": model, "seed_a": seed["seed"], "split": split,
+                         "metric": "test_loss", "value": seed["test_loss"]})  # fmt: skip
+        for c in ABLATION_STEP.read(step, "cells"):
+            method = ABLATION_CELL.read(c, "method")
+            group = "" if method == "naive" else ABLATION_CELL.read(c, "group")
+            pairs = [k["seeds"] for k in ABLATION_CELL.read(c, "curves")]
+            for metric, values in (("barrier_loss", ABLATION_CELL.read(c, "per_pair_loss")),
+                                   ("barrier_accuracy",
+                                    ABLATION_CELL.read(c, "per_pair_accuracy"))):  # fmt: skip
+                for (a, b), v in zip(pairs, values, strict=True):
+                    rows.append({"model": model, "seed_a": a, "seed_b": b, "method": method,
+                                 "group": group,
+                                 "space": ABLATION_CELL.read(c, "space"), "split": split,
+                                 "metric": metric, "value": v})  # fmt: skip
+    return _frame(rows, ["model", "seed_a", "seed_b", "method", "group", "space", "split",
+                         "metric", "value"])  # fmt: skip
 
 
 def tidy_matrix(result: Mapping[str, Any]) -> pd.DataFrame:

@@ -68,7 +68,7 @@ KEPT = ("data", "families")  # directories under the root that hold no entries
 # kinds whose entries are results alone (no weights), which the assets may ship: the curves of
 # Interpolation, the grids of Triangle, the Eigenangles page's angles (experiments.eigen.view),
 # the atlas's coordinates, the gauge sweep's parts
-SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep")
+SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep", "ablation")
 # What the cache writes, by name: entries, their locks, temporary files, in two-digit folders.
 _KEY_NAME = re.compile(r"([0-9a-f]{64})\.(lsc|lock)")
 _TMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.lsc")  # as tempfile.mkstemp names them

@@ -1,0 +1,97 @@
+"""Llama ablation: which single change between the dropout GPT and the Llama entry holds the
+barrier that learned rotations leave. Read from the shipped result (or the disk cache); the
+ablation itself is computed by ``landscape ablation`` (hours: its entries train first)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import state
+from app.components.failures import show_warnings
+from app.components.figures import figure
+from app.components.layout import controls, page_header, presentation
+from app.components.tables import results_table
+from app.components.text import plain
+from app.memory import remember
+from landscape.names import method_key
+from landscape.plots.ablation import figure_ablation, figure_ablation_curves, step_cell
+from landscape.plots.tidy import tidy_ablation
+
+page_header(
+    "Llama ablation",
+    "Learned rotations remove the barrier between two seeds of the dropout GPT and leave about "
+    "half a nat between two seeds of the Llama entry. **The two differ in seven ways at once** "
+    "(dropout, rotary positions, grouped-query attention, 8 heads of 16, SwiGLU, no biases, and "
+    "the learning rate and steps of the recipe), so that comparison alone cannot say why. Each "
+    "row below is a model that changes **one** of them from the dropout GPT (three seeds each, "
+    "every pair measured): the row where the barrier jumps names the change that holds it.",
+)
+
+result = state.ablation()
+if result is None:
+    st.info(
+        "The ablation is not stored here: it ships with the app, or `landscape ablation` "
+        "computes it (its entries are not shipped, so they train first, about 30 minutes a seed "
+        "on one CPU thread; then every barrier, about half an hour an entry).",
+        icon=":material/hourglass_empty:",
+    )
+    st.stop()
+
+METHODS = [tuple(m) for m in result["methods"]]
+with controls():
+    c1, c2 = st.columns(2)
+    keys = [method_key(m, g) for m, g in METHODS]
+    remember("abl_method", keys[-1], param="method", options=keys, label="alignment")
+    chosen = c1.segmented_control(
+        "Alignment", keys, key="abl_method",
+        help="The barrier after this alignment of B to A, per entry. learned/orth is the "
+        "paper's claim: learned rotations of the residual stream.",
+    )  # fmt: skip
+    names = [s["label"] for s in result["steps"]]
+    remember("abl_curves", None, param="curves", options=[None, *names], label="curves")
+    pick = c2.selectbox(
+        "Curves of", names, key="abl_curves", index=None, placeholder="an entry (its curves)",
+        help="The loss and accuracy along the line for every pair of one entry, every alignment "
+        "and merge space.",
+    )  # fmt: skip
+method, group = METHODS[keys.index(chosen or keys[-1])]
+split = result["split"]
+pairs = ", ".join(f"{a}–{b}" for a, b in result["pairs"])
+show_warnings("The ablation", result)
+figure(
+    figure_ablation(result, method=method, group=group, presentation=presentation()),
+    f"ablation-{method}-{group}",
+    key="ablation",
+    data=tidy_ablation(result),
+    settings={"entries": [s["model"] for s in result["steps"]], "method": method,
+              "group": group, "pairs": pairs, "split": split, "points": result["points"]},
+)  # fmt: skip
+st.caption(
+    f"Each row: one zoo entry, pairs {pairs} of its seeds; small dots are pairs, the diamond "
+    "their mean ± standard error, filled in the weights space and open in the circuits space "
+    "(every head as its QK and OV circuits). The dotted line is 0.05 nats. Right: each seed's "
+    f"{split} loss, the mean as a bar: dropout costs fit."
+)
+
+rows = []
+for s in result["steps"]:
+    row = {"entry": s["label"], "model": s["model"], f"{split} loss (nats)": s["test_loss"]}
+    for m, g in METHODS:
+        for space in ("weights", "circuits"):
+            c = step_cell(s, m, g, space)
+            if c is not None:
+                row[f"{method_key(m, g)}, {space} (nats)"] = c["barrier_loss"]
+    rows.append(row)
+if not presentation():
+    results_table(pd.DataFrame(rows))
+    with st.expander("What each entry changes"):
+        for s in result["steps"]:
+            st.markdown(f"- **{plain(s['label'])}** (`{s['model']}`): {plain(s['change'])}")
+
+if pick is not None:
+    model = next(s["model"] for s in result["steps"] if s["label"] == pick)
+    st.subheader(f"{pick}: the line between each pair")
+    figure(figure_ablation_curves(result, model), f"ablation-curves-{model}",
+           key="ablation_curves",
+           settings={"model": model, "pairs": pairs, "split": split})  # fmt: skip

