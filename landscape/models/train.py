@@ -31,7 +31,7 @@ from landscape.models.batched import (
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
 from landscape.models.config import ModelConfig
 from landscape.models.functional import Dropout, forward, loss_and_accuracy
-from landscape.models.params import Params, init_params
+from landscape.models.params import Params, init_params, param_shapes
 from landscape.models.zoo import (
     ZOO,
     TrainConfig,
@@ -154,6 +154,7 @@ def train_model(
     data_dir: str | None = None,
     progress: Progress | None = None,
     variant: str | None = None,
+    keep: RunKeeper | None = None,
 ) -> Checkpoint:
     """Train one zoo model from scratch (no cache). Returns parameters on the CPU.
 
@@ -166,7 +167,7 @@ def train_model(
     """
     dev = resolve_device(device)
     with _one_thread(dev):
-        return _train_model(model, seed, dev, data_dir, progress, variant)
+        return _train_model(model, seed, dev, data_dir, progress, variant, keep=keep)
 
 
 def train_models(
@@ -177,13 +178,15 @@ def train_models(
     data_dir: str | None = None,
     progress: Progress | None = None,
     variant: str | None = None,
+    keep: RunKeeper | None = None,
 ) -> list[Checkpoint]:
     """Train several seeds of one zoo model as one batched model (no cache), in the order of
     ``seeds``; parameters on the CPU. Each seed sees its solo run's batches and dropout draws
-    (:func:`_train_batched`). On the CPU on one thread, as :func:`train_model`."""
+    (:func:`_train_batched`). On the CPU on one thread, as :func:`train_model`. ``keep``: as
+    for :func:`train_model`."""
     dev = resolve_device(device)
     with _one_thread(dev):
-        return _train_batched(model, seeds, dev, data_dir, progress, variant)
+        return _train_batched(model, seeds, dev, data_dir, progress, variant, keep=keep)
 
 
 @contextlib.contextmanager
@@ -267,6 +270,77 @@ def _snapshot(step: int, params: Params, opt: torch.optim.AdamW) -> Snapshot:
                     moment("exp_avg"), moment("exp_avg_sq"))  # fmt: skip
 
 
+RUN_STATE = "run-state"  # the cache kind of an unfinished run's progress (RunKeeper)
+
+
+@dataclass(frozen=True)
+class RunKeeper:
+    """Where an unfinished training run keeps its progress, so that a run that is interrupted
+    (a closed terminal, a lost machine) goes on from its last evaluation when it is asked for
+    again, instead of from step 0.
+
+    At every evaluation but the last, the run writes its parameters, AdamW's moments, its
+    curves so far, each seed's dropout generator and the seconds spent into the cache (kind
+    :data:`RUN_STATE`) under ``key`` (the key of the checkpoint, or checkpoints, being trained);
+    the entry is removed once the checkpoint is stored. The data order needs nothing stored:
+    each seed's stream is replayed from its seed to the step. So a resumed run computes what the
+    uninterrupted run computes, bit for bit (the same kernels assumed, as ever)."""
+
+    cache: Cache
+    key: str
+
+    def read(self) -> Entry | None:
+        return self.cache.get(RUN_STATE, self.key)
+
+    def write(self, step: int, params: Params, opt: torch.optim.AdamW,
+              curves: list[dict[str, list[float]]], drops: list[Dropout] | None,
+              seconds: float) -> None:  # fmt: skip
+        snap = _snapshot(step, params, opt)
+        tensors = {f"p.{k}": v for k, v in snap.params.items()}
+        tensors.update({f"m.{k}": v for k, v in snap.exp_avg.items()})
+        tensors.update({f"v.{k}": v for k, v in snap.exp_avg_sq.items()})
+        for i, d in enumerate(drops or []):
+            tensors[f"rng.{i}"] = d.generator.get_state()
+        meta = {"step": step, "curves": curves, "seconds": seconds}
+        try:
+            self.cache.put(RUN_STATE, self.key, tensors, meta)
+        except LandscapeError as e:  # the run goes on; only its resumption is lost
+            print(f"landscape: warning: {e}; this run cannot resume if interrupted",
+                  file=sys.stderr)  # fmt: skip
+
+    def remove(self) -> None:
+        self.cache.remove(RUN_STATE, self.key)
+
+
+def _resumed(keep: RunKeeper | None, cfg: ModelConfig
+             ) -> tuple[Snapshot, dict[str, Any], Params] | None:  # fmt: skip
+    """The snapshot, meta (step, curves, seconds) and dropout generator states of a kept run,
+    its parameters in the model's own order (the optimizer's groups and the gradient norm's sum
+    follow it: another order rounds otherwise)."""
+    entry = keep.read() if keep is not None else None
+    if entry is None:
+        return None
+    t = entry.tensors
+    order = list(param_shapes(cfg))
+
+    def part(prefix: str) -> Params:
+        if prefix == "rng.":
+            return {k[len(prefix):]: v for k, v in t.items() if k.startswith(prefix)}
+        return {k: t[prefix + k] for k in order}
+
+    snap = Snapshot(entry.meta["step"], part("p."), part("m."), part("v."))
+    # the curves' columns in the run's order (the stored JSON sorts them): rows are zipped in
+    meta = {**entry.meta, "curves": [{k: list(c[k]) for k in _new_curves()}
+                                     for c in entry.meta["curves"]]}  # fmt: skip
+    return snap, meta, part("rng.")
+
+
+def _replay(batches: Iterator[Any], steps: int) -> None:
+    """Advance a batch stream by ``steps`` batches (a resumed run reads on where it stopped)."""
+    for _ in range(steps):
+        next(batches)
+
+
 def _train_model(
     model: ZooModel,
     seed: int,
@@ -279,6 +353,7 @@ def _train_model(
     snapshots: list[Snapshot] | None = None,
     resume: Snapshot | None = None,
     order: int | None = None,
+    keep: RunKeeper | None = None,
 ) -> Checkpoint:
     """One seed's training run. The step never waits for the device (a small model on a GPU is
     bound by launching kernels, so the host must run ahead): batches go over from pinned memory
@@ -288,9 +363,14 @@ def _train_model(
     Opt-in, for spawning (:func:`train_snapshots`, :func:`train_from`): ``every`` > 0 appends a
     :class:`Snapshot` to ``snapshots`` before every ``every``-th step and after the last (the
     arithmetic of the run is unchanged); ``resume`` goes on from a snapshot instead of the
-    seed's initialisation, and ``order`` seeds the data order and dropout instead of ``seed``."""
+    seed's initialisation, and ``order`` seeds the data order and dropout instead of ``seed``.
+    ``keep``: where the run keeps its progress at every evaluation, and whence it goes on
+    (:class:`RunKeeper`)."""
     r = _recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
+    kept = _resumed(keep, cfg)
+    if kept is not None:
+        resume = kept[0]
     first = 0 if resume is None else resume.step
     init = init_params(cfg, seed) if resume is None else resume.params
     params = {k: v.to(dev).clone().requires_grad_() for k, v in init.items()}
@@ -300,12 +380,18 @@ def _train_model(
             opt.state[v] = {"step": torch.tensor(float(first)),
                             "exp_avg": resume.exp_avg[k].to(dev).clone(),
                             "exp_avg_sq": resume.exp_avg_sq[k].to(dev).clone()}  # fmt: skip
-    curves = _new_curves()
+    curves = _new_curves() if kept is None else kept[1]["curves"][0]
     running, n_running, since = torch.zeros((), dtype=torch.float64, device=dev), 0, first
-    start = time.perf_counter()
+    start = time.perf_counter() - (0.0 if kept is None else kept[1]["seconds"])
     stream = seed if order is None else order
     batches = _batches(r.model, stream, r.vocab, data_dir, r.var)
     drop = Dropout(tc.dropout, 20_000 + stream, dev) if tc.dropout else None
+    if kept is not None:  # the data and dropout draws where the run stopped
+        _replay(batches, first)
+        if drop is not None:
+            drop.generator.set_state(kept[2]["0"])
+        if progress:
+            progress(f"resumed at step {first}", first, steps)
     for step in range(first, steps):
         if every and step % every == 0 and snapshots is not None:
             snapshots.append(_snapshot(step, params, opt))
@@ -331,6 +417,9 @@ def _train_model(
                 curves[k].append(v)
             running.zero_()
             n_running, since = 0, step + 1
+            if keep is not None and step + 1 < steps:
+                keep.write(step + 1, params, opt, [curves], None if drop is None else [drop],
+                           time.perf_counter() - start)  # fmt: skip
             if progress:  # the stage carries the test metrics, for the bar to show
                 progress(
                     f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
@@ -352,6 +441,7 @@ def _train_batched(
     data_dir: str | None,
     progress: Progress | None,
     variant_name: str | None = None,
+    keep: RunKeeper | None = None,
 ) -> list[Checkpoint]:
     """:func:`_train_model` for every seed at once: the parameters stacked on a seed axis, one
     vmapped loss and one backward for all seeds (``landscape.models.batched``), each seed's
@@ -363,14 +453,32 @@ def _train_batched(
     """
     r = _recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
-    params = stack_params([init_params(cfg, s) for s in seeds], dev)
+    kept = _resumed(keep, cfg)
+    if kept is None:
+        params = stack_params([init_params(cfg, s) for s in seeds], dev)
+    else:
+        params = {k: v.to(dev).clone().requires_grad_() for k, v in kept[0].params.items()}
     opt = _adamw(params, tc, seed_axis=True)
-    curves = [_new_curves() for _ in seeds]
-    running, n_running, since = torch.zeros(len(seeds), dtype=torch.float64, device=dev), 0, 0
-    start = time.perf_counter()
+    first = 0 if kept is None else kept[0].step
+    if kept is not None:  # AdamW's state as the run left it
+        for k, v in params.items():
+            opt.state[v] = {"step": torch.tensor(float(first)),
+                            "exp_avg": kept[0].exp_avg[k].to(dev).clone(),
+                            "exp_avg_sq": kept[0].exp_avg_sq[k].to(dev).clone()}  # fmt: skip
+    curves = [_new_curves() for _ in seeds] if kept is None else kept[1]["curves"]
+    running = torch.zeros(len(seeds), dtype=torch.float64, device=dev)
+    n_running, since = 0, first
+    start = time.perf_counter() - (0.0 if kept is None else kept[1]["seconds"])
     streams = [_batches(r.model, s, r.vocab, data_dir, r.var) for s in seeds]
     drops = [Dropout(tc.dropout, 20_000 + s, dev) for s in seeds] if tc.dropout else None
-    for step in range(steps):
+    if kept is not None:  # each seed's data and dropout draws where the run stopped
+        for i, b in enumerate(streams):
+            _replay(b, first)
+            if drops is not None:
+                drops[i].generator.set_state(kept[2][str(i)])
+        if progress:
+            progress(f"resumed at step {first}", first, steps)
+    for step in range(first, steps):
         xs, ys = zip(*(next(b) for b in streams), strict=True)
         for g in opt.param_groups:
             g["lr"] = _lr(step, tc)
@@ -399,6 +507,8 @@ def _train_batched(
                 shown.append((test_loss, test_acc))
             running.zero_()
             n_running, since = 0, step + 1
+            if keep is not None and step + 1 < steps:
+                keep.write(step + 1, params, opt, curves, drops, time.perf_counter() - start)
             if progress:  # each seed's test metrics, in the order of the seeds
                 losses_, accs = zip(*shown, strict=True)
                 progress(f"test loss {'/'.join(f'{v:.4f}' for v in losses_)}, test accuracy "
@@ -521,15 +631,17 @@ def train(
     model = zoo_model(name) if text is None else text_model(text, name)
     check_seed(seed)
     cache = cache or Cache()
+    inputs = checkpoint_inputs(model, seed, data_dir, variant)
+    keep = RunKeeper(cache, cache.key("checkpoint", inputs))
 
     def compute():
         ckpt = train_model(model, seed, device=device, data_dir=data_dir, progress=progress,
-                           variant=variant)  # fmt: skip
+                           variant=variant, keep=keep)  # fmt: skip
         return ckpt.params, ckpt.meta
 
-    entry, hit = cache.get_or_compute(
-        "checkpoint", checkpoint_inputs(model, seed, data_dir, variant), compute
-    )
+    entry, hit = cache.get_or_compute("checkpoint", inputs, compute)
+    if not hit:
+        keep.remove()
     return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta), hit
 
 
@@ -691,10 +803,13 @@ def train_seeds(
             entries.update({s: cache.get("checkpoint", keys[s]) for s in missing})
             todo = [s for s in missing if entries[s] is None]  # another process may have some
             if todo:
+                keep = RunKeeper(cache, cache.key(RUN_STATE, {"checkpoints": [keys[s]
+                                                                             for s in todo]}))
                 trained = train_models(model, todo, device=device, data_dir=data_dir,
-                                       progress=progress, variant=variant)  # fmt: skip
+                                       progress=progress, variant=variant, keep=keep)  # fmt: skip
                 for s, ckpt in zip(todo, trained, strict=True):
                     entries[s] = _store(cache, keys[s], ckpt)
+                keep.remove()
             missing = todo
     return TrainedSeeds([Checkpoint(cfg, entries[s].tensors, entries[s].meta) for s in seeds],
                         [s not in missing for s in seeds], batched=True)  # fmt: skip

@@ -185,6 +185,17 @@ class Cache:
             ) from None
         return Entry(dict(tensors), json.loads(header)["meta"], key)
 
+    def remove(self, kind: str, key: str) -> bool:
+        """Remove one entry this cache wrote (never a shipped one); True if there was one."""
+        p = self.path(kind, key)
+        if not _is_entry(p):
+            return False
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
     @contextlib.contextmanager
     def lock(self, kind: str, key: str) -> Iterator[None]:
         p = self.path(kind, key).with_suffix(".lock")
