@@ -14,8 +14,12 @@ from app.components.layout import controls, page_header, presentation
 from app.components.tables import results_table
 from app.components.text import plain
 from app.memory import remember
-from landscape.names import method_key
-from landscape.plots.ablation import figure_ablation, figure_ablation_curves, step_cell
+from landscape.plots.ablation import (
+    figure_ablation,
+    figure_ablation_curves,
+    row_label,
+    step_cell,
+)
 from landscape.plots.tidy import tidy_ablation
 
 page_header(
@@ -38,15 +42,17 @@ if result is None:
     )
     st.stop()
 
-METHODS = [tuple(m) for m in result["methods"]]
+METHODS = [(m, g, "calibrated" in flags) for m, g, *flags in result["methods"]]
 with controls():
     c1, c2 = st.columns(2)
-    keys = [method_key(m, g) for m, g in METHODS]
+    keys = [row_label(*row) for row in METHODS]
     remember("abl_method", keys[-1], param="method", options=keys, label="alignment")
     chosen = c1.segmented_control(
         "Alignment", keys, key="abl_method",
         help="The barrier after this alignment of B to A, per entry. learned/orth is the "
-        "paper's claim: learned rotations of the residual stream.",
+        "paper's claim: learned rotations of the residual stream. 'naive, calibrated' aligns "
+        "nothing but fits every merged model's softmax temperature on training data: what "
+        "calibration alone removes.",
     )  # fmt: skip
     names = [s["label"] for s in result["steps"]]
     remember("abl_curves", None, param="curves", options=[None, *names], label="curves")
@@ -55,17 +61,19 @@ with controls():
         help="The loss and accuracy along the line for every pair of one entry, every alignment "
         "and merge space.",
     )  # fmt: skip
-method, group = METHODS[keys.index(chosen or keys[-1])]
+method, group, calibrated = METHODS[keys.index(chosen or keys[-1])]
 split = result["split"]
 pairs = ", ".join(f"{a}–{b}" for a, b in result["pairs"])
 show_warnings("The ablation", result)
 figure(
-    figure_ablation(result, method=method, group=group, presentation=presentation()),
-    f"ablation-{method}-{group}",
+    figure_ablation(result, method=method, group=group, calibrated=calibrated,
+                    presentation=presentation()),
+    f"ablation-{method}-{group}{'-calibrated' * calibrated}",
     key="ablation",
     data=tidy_ablation(result),
     settings={"entries": [s["model"] for s in result["steps"]], "method": method,
-              "group": group, "pairs": pairs, "split": split, "points": result["points"]},
+              "group": group, "calibrated": calibrated, "pairs": pairs, "split": split,
+              "points": result["points"]},
 )  # fmt: skip
 st.caption(
     f"Each row: one zoo entry, pairs {pairs} of its seeds; small dots are pairs, the diamond "
@@ -77,11 +85,11 @@ st.caption(
 rows = []
 for s in result["steps"]:
     row = {"entry": s["label"], "model": s["model"], f"{split} loss (nats)": s["test_loss"]}
-    for m, g in METHODS:
+    for m, g, cal in METHODS:
         for space in ("weights", "circuits"):
-            c = step_cell(s, m, g, space)
+            c = step_cell(s, m, g, space, cal)
             if c is not None:
-                row[f"{method_key(m, g)}, {space} (nats)"] = c["barrier_loss"]
+                row[f"{row_label(m, g, cal)}, {space} (nats)"] = c["barrier_loss"]
     rows.append(row)
 if not presentation():
     results_table(pd.DataFrame(rows))

@@ -499,8 +499,10 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
             rows.append({"entry": step["label"] if first else "",
                          "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
                          if first else "",
-                         "method": f"{c['method']}/{c['group']}" if c["method"] != "naive"
-                         else "naive", "space": c["space"],
+                         "method": ("naive" if c["method"] == "naive"
+                                    else f"{c['method']}/{c['group']}")
+                         + (", calibrated" if c.get("calibrated") else ""),
+                         "space": c["space"],
                          "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),
                          "per pair": " ".join(f"{v:.3g}" for v in c["per_pair_loss"]),
                          "accuracy": _pm("%", c["barrier_accuracy"],

@@ -22,6 +22,7 @@ the data set (every token for gpt), accumulated in float64.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
-from landscape.models import ModelConfig, Params, embed, forward_resid
+from landscape.models import ModelConfig, Params, embed, forward, forward_resid
 from landscape.progress import Progress
 from landscape.threads import threaded
 
@@ -174,8 +175,11 @@ def evaluate_mixtures(
     chunk: int | None = None,
     device: torch.device | None = None,
     progress: Progress | None = None,
+    scale: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss (nats) and accuracy of every mixture ``Σ_c weights[k, c]·θ_c``: two [K] float64.
+    ``scale`` [K]: mixture k's logits are multiplied by ``scale[k]`` before the loss (an inverse
+    temperature, :func:`calibrate_mixtures`; the accuracy is the same for any positive scale).
 
     ``chunk`` is how many mixtures one vectorised pass stacks (default ``auto_chunk``: on CUDA as
     many as keep the activations within a memory budget; on the CPU 1). A chunk of 1 is the plain
@@ -212,11 +216,17 @@ def evaluate_mixtures(
         n_params = sum(v.numel() for v in ends[0].values())
         chunk = max(1, min(k_total, MIX_BUDGET_ELEMENTS // max(1, n_params)))
 
-    def scores(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Summed loss (float64) and correct predictions of K models' logits: two [K]."""
+    betas = None if scale is None else torch.as_tensor(scale, dtype=torch.float64).cpu()
+
+    def scores(logits: torch.Tensor, y: torch.Tensor, lo: int
+               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Summed loss (float64) and correct predictions of the logits of K models, mixtures
+        ``lo`` to ``lo + K``: two [K]."""
         k = logits.shape[0]
         logits = logits.reshape(k, y.shape[0], -1)  # (K, predictions, n_out)
         hits = (logits.argmax(-1) == y).sum(1)
+        if betas is not None:
+            logits = logits * betas[lo : lo + k].to(logits.device, logits.dtype)[:, None, None]
         if logits.shape[-1] < NARROW_CLASSES:  # log-softmax down columns, across predictions
             logp = logits.transpose(1, 2).contiguous().log_softmax(1)  # (K, n_out, predictions)
             return -logp.gather(1, y.expand(k, 1, -1)).sum((1, 2), dtype=torch.float64), hits
@@ -241,7 +251,7 @@ def evaluate_mixtures(
             resid = [embed(cfg, p, x) for p in ends]
             done = lo * n_batches + b * (hi - lo)
             if not plain:
-                add(lo, hi, *scores(batched(stacked, _mix_tensors(resid, w)), y))
+                add(lo, hi, *scores(batched(stacked, _mix_tensors(resid, w)), y, lo))
                 if progress is not None:
                     progress("evaluate", done + hi - lo, k_total * n_batches)
                 continue
@@ -251,11 +261,11 @@ def evaluate_mixtures(
             step = slice_rows(cfg, x.shape[0], dev, positions)
             cuts = [slice(i, i + step) for i in range(0, x.shape[0], step)]
             per_model = []
-            for single, wj in zip(singles, w.tolist(), strict=True):
+            for j, (single, wj) in enumerate(zip(singles, w.tolist(), strict=True)):
                 parts = [
                     forward_resid(cfg, single, _combine([r[c] for r in resid], wj)) for c in cuts
                 ]
-                per_model.append(scores(torch.cat(parts)[None], y))
+                per_model.append(scores(torch.cat(parts)[None], y, lo + j))
                 if progress is not None:
                     progress("evaluate", done + len(per_model), k_total * n_batches)
             add(lo, hi, *(torch.cat(t) for t in zip(*per_model, strict=True)))
@@ -280,6 +290,80 @@ def evaluate_mixtures(
 
 
 @threaded
+def fit_temperature(logits: torch.Tensor, targets: torch.Tensor) -> float:
+    """The inverse temperature β > 0 that minimises the mean cross-entropy of ``β·logits``
+    ([N, classes]) against ``targets`` [N], in float64.
+
+    f(β) = mean(logsumexp(β·z) − β·z_y) is convex in β: f′(β) = mean(E_p[z] − z_y) and
+    f″(β) = mean(Var_p[z]) ≥ 0 under p = softmax(β·z). Newton's method from β = 1, each step
+    halved until f decreases, on β's logarithm so it stays positive; stops when a step moves β
+    by less than 1e-10 of itself."""
+    z = logits.reshape(-1, logits.shape[-1]).to(torch.float64)
+    y = targets.reshape(-1)
+    zy = z.gather(1, y[:, None]).squeeze(1)
+
+    def f(beta: float) -> float:
+        return float((torch.logsumexp(beta * z, 1) - beta * zy).mean())
+
+    beta, value = 1.0, f(1.0)
+    for _ in range(100):
+        p = torch.softmax(beta * z, 1)
+        mean = (p * z).sum(1)
+        grad = float((mean - zy).mean())
+        curv = float((p * z * z).sum(1).sub(mean * mean).mean())
+        if curv <= 0 or not grad:
+            break
+        step = -grad / curv
+        new, new_value = beta + step, math.inf
+        while True:
+            if new > 0:
+                new_value = f(new)
+                if new_value <= value:
+                    break
+            step /= 2
+            new = beta + step
+            if abs(step) < 1e-12 * beta:
+                return beta
+        moved = abs(new - beta)
+        beta, value = new, new_value
+        if moved < 1e-10 * beta:
+            break
+    return beta
+
+
+def calibrate_mixtures(
+    cfg: ModelConfig,
+    endpoints: Sequence[Params],
+    weights: torch.Tensor,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    batch_size: int = 512,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """The inverse temperature of every mixture ``Σ_c weights[k, c]·θ_c``, fitted on ``inputs``
+    (a calibration set, never the split the barrier is measured on) by :func:`fit_temperature`:
+    [K] float64, for :func:`evaluate_mixtures`' ``scale``. A model merged from two that disagree
+    is less confident than either; the temperature removes the part of its loss that rescaling
+    its logits removes (the control of "LMC without permutations, after temperature
+    calibration")."""
+    weights = torch.as_tensor(weights, dtype=torch.float64).cpu()
+    dev = torch.device(device) if device is not None else next(iter(endpoints[0].values())).device
+    ends = [{k: v.to(dev) for k, v in p.items()} for p in endpoints]
+    dtype = next(iter(ends[0].values())).dtype
+    x_all = inputs.to(dev)
+    if x_all.is_floating_point():
+        x_all = x_all.to(dtype)
+    out = []
+    with torch.inference_mode():
+        for row in weights:
+            mixed = {k: _combine([e[k] for e in ends], row.tolist()) for k in ends[0]}
+            logits = torch.cat([forward(cfg, mixed, x_all[i : i + batch_size])
+                                for i in range(0, x_all.shape[0], batch_size)])  # fmt: skip
+            out.append(fit_temperature(logits.cpu(), targets.cpu()))
+    return torch.tensor(out, dtype=torch.float64)
+
+
 def evaluate_path(
     cfg: ModelConfig,
     params_a: Params,
@@ -292,11 +376,13 @@ def evaluate_path(
     chunk: int | None = None,
     device: torch.device | None = None,
     progress: Progress | None = None,
+    scale: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss and accuracy of ``θ(λ) = λ·θ_A + (1−λ)·θ_B`` for every λ: two [K] float64 (CPU).
 
     ``lambdas`` is a sequence or tensor of λ values, or an int K for ``linspace(0, 1, K)``.
     Exact means over the whole data set (gpt: targets [N, T], every token counts once).
+    ``scale``: each λ's inverse temperature (:func:`evaluate_mixtures`).
     """
     lam = _linspace(lambdas)
     weights = torch.stack([lam, 1.0 - lam], dim=1)
@@ -310,6 +396,7 @@ def evaluate_path(
         chunk=chunk,
         device=device,
         progress=progress,
+        scale=scale,
     )
 
 

@@ -25,19 +25,30 @@ from landscape.plots.theme import (
 TARGET_BARRIER = 0.05
 
 
-def step_cell(step: dict[str, Any], method: str, group: str, space: str) -> dict[str, Any] | None:
-    """The cell of one ablation entry for (method, group) in ``space`` (None: not measured)."""
+def row_label(method: str, group: str, calibrated: bool = False) -> str:
+    """How an ablation row is named: the method's key, and ", calibrated" for the line whose
+    every model has its temperature fitted."""
+    return method_key(method, group) + (", calibrated" if calibrated else "")
+
+
+def step_cell(step: dict[str, Any], method: str, group: str, space: str,
+              calibrated: bool = False) -> dict[str, Any] | None:  # fmt: skip
+    """The cell of one ablation entry for (method, group) in ``space``, calibrated or not
+    (None: not measured)."""
     for c in ABLATION_STEP.read(step, "cells"):
         if (ABLATION_CELL.read(c, "method"), ABLATION_CELL.read(c, "group"),
-                ABLATION_CELL.read(c, "space")) == (method, group, space):  # fmt: skip
+                ABLATION_CELL.read(c, "space"),
+                ABLATION_CELL.read(c, "calibrated")) == (method, group, space,
+                                                          calibrated):  # fmt: skip
             return c
     return None
 
 
 @presentable
-def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: str = "orth"
-                    ) -> go.Figure:  # fmt: skip
-    """The barrier ``method``/``group`` leaves per ablation entry (one row each, the base on
+def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: str = "orth",
+                    calibrated: bool = False) -> go.Figure:  # fmt: skip
+    """The barrier ``method``/``group`` (``calibrated``: with every model's temperature fitted)
+    leaves per ablation entry (one row each, the base on
     top), every pair a small dot and the mean with its standard error a large marker, in each
     merge space measured (weights filled, circuits open); beside it, each entry's test loss
     (mean over seeds, each seed a dot). A dotted line marks :data:`TARGET_BARRIER`."""
@@ -45,14 +56,15 @@ def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: s
     split = ABLATION.read(result, "split")
     labels = [ABLATION_STEP.read(s, "label") for s in steps]
     colour = method_style(method_key(method, group)).colour
+    name = row_label(method, group, calibrated)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.68, 0.32],
                         horizontal_spacing=0.04)  # fmt: skip
     spaces = [sp for sp in SPACE_STYLE
-              if any(step_cell(s, method, group, sp) for s in steps)]  # fmt: skip
+              if any(step_cell(s, method, group, sp, calibrated) for s in steps)]  # fmt: skip
     for space in spaces:
         look = SPACE_STYLE[space]
         shift = 0.0 if len(spaces) == 1 else (-0.15 if space == "weights" else 0.15)
-        rows = [(i, step_cell(s, method, group, space)) for i, s in enumerate(steps)]
+        rows = [(i, step_cell(s, method, group, space, calibrated)) for i, s in enumerate(steps)]
         rows = [(i, c) for i, c in rows if c is not None]
         dots_x, dots_y = [], []
         for i, c in rows:
@@ -68,7 +80,7 @@ def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: s
         fig.add_trace(go.Scatter(
             x=[ABLATION_CELL.read(c, "barrier_loss") for _, c in rows],
             y=[i + shift for i, _ in rows], mode="markers",
-            name=f"{method_key(method, group)}, {space} space",
+            name=f"{name}, {space} space",
             error_x={"type": "data", "array": [ABLATION_CELL.read(c, "barrier_loss_sem")
                                                for _, c in rows],
                      "color": colour, "thickness": look["width"]},
@@ -98,7 +110,7 @@ def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: s
                   row=1, col=2)  # fmt: skip
     fig.update_yaxes(tickvals=list(range(len(steps))), ticktext=labels, autorange="reversed",
                      row=1, col=1)  # fmt: skip
-    fig.update_xaxes(title_text=f"{split} loss barrier (nats), {method_key(method, group)}",
+    fig.update_xaxes(title_text=f"{split} loss barrier (nats), {name}",
                      rangemode="tozero", row=1, col=1)  # fmt: skip
     fig.update_xaxes(title_text=f"{split} loss (nats)", row=1, col=2)
     apply_theme(fig)
@@ -117,6 +129,8 @@ def ablation_series(result: dict[str, Any], model: str) -> list[dict[str, Any]]:
     for c in ABLATION_STEP.read(step, "cells"):
         method, group = ABLATION_CELL.read(c, "method"), ABLATION_CELL.read(c, "group")
         space = ABLATION_CELL.read(c, "space")
+        if ABLATION_CELL.read(c, "calibrated"):  # the Interpolation figure draws methods
+            continue
         key = method_key(method, group)
         results = [{"lambdas": ABLATION_CURVE.read(k, "lambdas"),
                     "loss": ABLATION_CURVE.read(k, "loss"),
@@ -130,6 +144,8 @@ def ablation_series(result: dict[str, Any], model: str) -> list[dict[str, Any]]:
 
 
 def figure_ablation_curves(result: dict[str, Any], model: str) -> go.Figure:
-    """One ablation entry's curves: every (method, group, space), mean and range over pairs."""
+    """One ablation entry's curves: every (method, group, space), mean and range over pairs
+    (the calibrated control's are in the table, not here: its losses are at other temperatures
+    than the line's)."""
     return figure_interpolation(ablation_series(result, model),
                                 split=ABLATION.read(result, "split"))  # fmt: skip

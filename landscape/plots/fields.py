@@ -63,7 +63,8 @@ ABLATION_STEP = Fields("ablation entry", ("model", "label", "change", "cells", "
                                           "test_loss"), {"test_loss_sem": 0.0})  # fmt: skip
 ABLATION_CELL = Fields("ablation cell", ("method", "group", "space", "barrier_loss",
                                          "barrier_loss_sem", "per_pair_loss", "curves"),
-                       {"barrier_accuracy": None, "per_pair_accuracy": ()})  # fmt: skip
+                       {"barrier_accuracy": None, "per_pair_accuracy": (),
+                        "calibrated": False})  # fmt: skip
 ABLATION_CURVE = Fields("ablation curve", ("seeds", "lambdas", "loss", "accuracy"))
 
 # ---------------------------------------------------------------- interpolation page

@@ -97,7 +97,9 @@ def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
                                    ("barrier_accuracy",
                                     ABLATION_CELL.read(c, "per_pair_accuracy"))):  # fmt: skip
                 for (a, b), v in zip(pairs, values, strict=True):
-                    rows.append({"model": model, "seed_a": a, "seed_b": b, "method": method,
+                    rows.append({"model": model, "seed_a": a, "seed_b": b,
+                                 "method": method + (", calibrated" if ABLATION_CELL.read(
+                                     c, "calibrated") else ""),
                                  "group": group,
                                  "space": ABLATION_CELL.read(c, "space"), "split": split,
                                  "metric": metric, "value": v})  # fmt: skip

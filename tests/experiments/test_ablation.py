@@ -113,11 +113,12 @@ def test_the_command_prints_the_table_and_json(capsys):
     assert main([*argv, "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert [s["model"] for s in r["steps"]] == ["mlp-digits", "vit-digits"]
-    assert [m for m in r["methods"]] == [["naive", "perm"], ["weight", "orth"],
-                                          ["learned", "orth"]]  # fmt: skip
+    assert r["methods"] == [["naive", "perm"], ["naive", "perm", "calibrated"],
+                            ["weight", "orth"], ["learned", "orth"]]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "the Llama ablation" in out and "learned/orth" in out and "circuits" in out
+    assert "naive, calibrated" in out
 
 
 def test_the_figures_and_the_tidy_table_draw_every_cell():

@@ -45,6 +45,7 @@ from landscape.store.cache import Cache
 from landscape.threads import threaded
 
 ABLATION_VERSION = 1  # bump when the ablation's own assembly changes
+CALIBRATED = "calibrated"
 
 TARGET = "llama-shakespeare-d128"
 # (zoo entry, a short label, what it changes with respect to the base), in the order a reader
@@ -68,7 +69,9 @@ STEPS: tuple[tuple[str, str], ...] = (
     (TARGET, "the Llama entry: the Llama layout with its own recipe (no dropout, lr 4e-3, "
              "2,000 steps)"),
 )  # fmt: skip
-ROWS = (("naive", "perm"), ("weight", "orth"), ("learned", "orth"))
+# (method, group) or (method, group, "calibrated"): the line with every model's temperature fitted
+# (BarrierRequest.calibrate), the control for "no alignment, only calibration"
+ROWS = (("naive", "perm"), ("naive", "perm", CALIBRATED), ("weight", "orth"), ("learned", "orth"))
 SEEDS = (0, 1, 2)
 POINTS = 25
 
@@ -86,17 +89,22 @@ def _pairs(seeds: Sequence[int]) -> list[tuple[int, int]]:
     return list(itertools.combinations(seeds, 2))
 
 
+Row = tuple[str, ...]  # (method, group) or (method, group, "calibrated")
+
+
 def _check(steps: Sequence[tuple[str, str]], seeds: Sequence[int],
-           rows: Sequence[tuple[str, str]]) -> None:  # fmt: skip
+           rows: Sequence[Row]) -> None:  # fmt: skip
     if len(seeds) < 2 or len(set(seeds)) < len(seeds):
         raise LandscapeError(f"the ablation needs two or more distinct seeds, got {list(seeds)}")
     if not steps:
         raise LandscapeError("the ablation needs at least one zoo entry")
     for name, _ in steps:
         zoo_model(name)  # a misspelt entry: one line with the nearest name
-    for method, _ in rows:
+    for method, _, *flags in rows:
         if method not in METHODS_BY_NAME:
             raise LandscapeError(f"unknown method {method!r}")
+        if any(f != CALIBRATED for f in flags):
+            raise LandscapeError(f"unknown row flag in {flags}; expected {CALIBRATED!r}")
 
 
 def untrained(models: Sequence[str], seeds: Sequence[int]) -> list[str]:
@@ -115,7 +123,7 @@ def ablation(
     steps: Sequence[tuple[str, str]] | None = None,
     *,
     seeds: Sequence[int] = SEEDS,
-    rows: Sequence[tuple[str, str]] | None = None,
+    rows: Sequence[Row] | None = None,
     space: str = "both",
     points: int | None = None,
     split: str = "test",
@@ -125,11 +133,11 @@ def ablation(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The barrier of every pair of ``seeds`` of every entry of ``steps`` ((zoo name, what it
-    changes)), for each (method, group) of ``rows`` in each merge space (``"both"``: weights and
-    circuits), mean ± standard error over the pairs, with each entry's test loss and accuracy
-    per seed and every pair's curve. Checkpoints that are not trained are trained (minutes to
-    hours: the CLI says so first). ``learned_options`` go to the learned rows. None takes the
-    module's :data:`STEPS`, :data:`ROWS` and :data:`POINTS`."""
+    changes)), for each (method, group[, "calibrated"]) of ``rows`` in each merge space
+    (``"both"``: weights and circuits), mean ± standard error over the pairs, with each entry's
+    test loss and accuracy per seed and every pair's curve. Checkpoints that are not trained
+    are trained (minutes to hours: the CLI says so first). ``learned_options`` go to the
+    learned rows. None takes the module's :data:`STEPS`, :data:`ROWS` and :data:`POINTS`."""
     steps = STEPS if steps is None else steps
     rows = ROWS if rows is None else rows
     points = POINTS if points is None else points
@@ -166,19 +174,22 @@ def ablation(
                         for s, c in zip(seeds, ckpts, strict=True)]  # fmt: skip
             del ckpts
             out_cells = []
-            for (method, group), space_ in itertools.product(rows, spaces[name]):
+            for (method, group, *flags), space_ in itertools.product(rows, spaces[name]):
                 said = options if METHODS_BY_NAME[method].learned else None
+                calibrate = CALIBRATED in flags
                 results = []
                 for pair in pairs:
-                    stage = f"{name} {method}/{group} {space_} {pair[0]}-{pair[1]}"
+                    stage = (f"{name} {method}/{group}{', calibrated' * calibrate} {space_} "
+                             f"{pair[0]}-{pair[1]}")  # fmt: skip
                     sub = within(progress, done / cells, (done + 1) / cells, f"{stage}: ")
                     req = seeds_request(name, pair, method, group, points=points, split=split,
-                                        space=space_, options=said or None)  # fmt: skip
+                                        space=space_, options=said or None,
+                                        calibrate=calibrate)  # fmt: skip
                     results.append(measure_barrier(req, device=device, cache=cache,
                                                    progress=sub).to_seeds_dict())  # fmt: skip
                     done += 1
                     tell(progress, stage, done / cells)
-                out_cells.append(_cell(method, group, space_, results))
+                out_cells.append(_cell(method, group, space_, calibrate, results))
             loss = mean_sem([r["test_loss"] for r in per_seed])
             acc = mean_sem([r["test_accuracy"] for r in per_seed])
             out_steps.append({
@@ -200,28 +211,21 @@ def ablation(
     return {**entry.meta, "cached": hit, "cache_key": entry.key}
 
 
-def _cell(method: str, group: str, space: str, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """One (method, group, space) of an entry: the summary over pairs, each pair's barriers and
-    matching seconds, and each pair's curve (λ, loss, accuracy) for the page's curves."""
+def _cell(method: str, group: str, space: str, calibrated: bool,
+          results: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """One (method, group, space) of an entry, calibrated or not: the summary over pairs, each
+    pair's barriers and matching seconds, each pair's curve (λ, loss, accuracy) for the page's
+    curves, and a calibrated cell's temperatures per pair and λ."""
+    extra = {"temperatures": [r["temperatures"] for r in results]} if calibrated else {}
     return {
         "method": method,
         "group": group,
         "space": space,
+        "calibrated": calibrated,
+        **extra,
         **summarise_barriers(results),
         "per_pair_accuracy": [r["barrier_accuracy"] for r in results],
         "matching_seconds": [r["matching_seconds"] for r in results],
         "curves": [{"seeds": r["seeds"], "lambdas": r["lambdas"], "loss": r["loss"],
                     "accuracy": r["accuracy"]} for r in results],  # fmt: skip
     }
-
-
-def cell(result: dict[str, Any], model: str, method: str, group: str,
-         space: str) -> dict[str, Any] | None:  # fmt: skip
-    """The cell of ``model`` for (method, group) in ``space``, or None where it was not
-    measured (a model without circuits has no circuits cell)."""
-    for step in result["steps"]:
-        if step["model"] == model:
-            for c in step["cells"]:
-                if (c["method"], c["group"], c["space"]) == (method, group, space):
-                    return c
-    return None

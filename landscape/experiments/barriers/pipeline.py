@@ -33,6 +33,7 @@ from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.evaluation import (
     barrier_from_curve,
+    calibrate_mixtures,
     check_finite_loss,
     evaluate_path,
 )
@@ -378,7 +379,10 @@ class BarrierRequest:
     ``"circuits"``: :func:`in_space`), evaluated on A's ``split`` in ``dtype``. ``seed`` seeds
     the matching. ``store_matching`` off: the matching is not stored apart (large imported
     pairs: it would write two copies of the weights); the result is the same, so it is not
-    part of what the request is compared or hashed by.
+    part of what the request is compared or hashed by. ``calibrate``: every model on the line
+    has its logits rescaled by the inverse temperature that fits it best on a slice of A's
+    training data (:data:`CALIBRATION_ROWS` rows, :func:`calibration_split`), so the barrier
+    left is what no temperature removes.
 
     Frozen and hashable (with sources as endpoints it is also the app's memo key); every check
     that needs nothing loaded is done when it is made, as one line (docs/design.md, the CLI's
@@ -397,6 +401,7 @@ class BarrierRequest:
     dtype: str = "float32"
     seed: int = 0
     store_matching: bool = field(default=True, compare=False)
+    calibrate: bool = False
 
     def __post_init__(self) -> None:
         check_method(self.method, self.group)
@@ -444,7 +449,23 @@ class BarrierRequest:
             "data": data.key,
             "dtype": self.dtype,
             "version": BARRIER_VERSION,
+            # a calibrated line is another measurement; the plain ones keep their keys
+            **({"calibrate": CALIBRATION_ROWS} if self.calibrate else {}),
         }
+
+
+# rows of A's training split a calibrated line fits each temperature on (a language model's
+# windows count as rows: 64 windows of 128 tokens are learned matching's batch of 8,192 tokens)
+CALIBRATION_ROWS = {"rows": 1024, "windows": 64}
+
+
+def calibration_split(data: Data) -> Split:
+    """The slice of A's training split a calibrated line fits its temperatures on: its first
+    :data:`CALIBRATION_ROWS` rows (windows, for a language model), never the evaluated split."""
+    train = data.split("train")
+    n = CALIBRATION_ROWS["windows" if train.inputs.ndim == 2 and train.targets.ndim == 2
+                         else "rows"]  # fmt: skip
+    return Split(train.inputs[:n], train.targets[:n])
 
 
 def seeds_request(model: str, seeds: Sequence[int], method: str = "weight",
@@ -536,6 +557,9 @@ class BarrierRun:
         }
         if self.coordinates.name != PROCESSED.name:
             out["coordinates"] = self.coordinates.name
+        if self.request.calibrate:  # the inverse temperature fitted at each λ
+            out["calibrated"] = True
+            out["temperatures"] = e["temperatures"]
         return out
 
     def to_seeds_dict(self) -> dict[str, Any]:
@@ -638,11 +662,20 @@ def measure_barrier(
         if r.dtype != "float32":
             pa = {k: v.to(DTYPES[r.dtype]) for k, v in pa.items()}
             pb = {k: v.to(DTYPES[r.dtype]) for k, v in pb.items()}
+        scale = None
+        if r.calibrate:
+            tell(progress, "calibrate the temperature at every λ", 0.5)
+            calib = calibration_split(data)
+            weights = torch.stack([lam, 1.0 - lam], dim=1)
+            scale = calibrate_mixtures(cfg, [pa, pb], weights, calib.inputs, calib.targets,
+                                       device=device)  # fmt: skip
+            meta["temperatures"] = scale.tolist()
         tell(progress, f"load the {split} split", 0.5)
         ev = data.evaluation(split)
         opts = data.eval_options(cfg, ev.inputs)
         loss, acc = evaluate_path(cfg, pa, pb, ev.inputs, ev.targets, lam, device=device,
-                                  progress=within(progress, 0.5, 1.0), **opts)  # fmt: skip
+                                  progress=within(progress, 0.5, 1.0), scale=scale,
+                                  **opts)  # fmt: skip
         check_finite_loss(loss, where, split)  # refused, and nothing is stored
         meta["curve"] = barrier_from_curve(lam, loss, acc).to_dict()
         size = opts.get("batch_size")
