@@ -229,7 +229,7 @@ def _run_steps(low: int) -> Callable[[str], int]:
 # the library's defaults and starts, mirrored here so that --help imports no torch (a test keeps
 # them equal)
 LEARNED_OPTIONS = {"learned_steps": "steps", "learned_batch": "batch_size", "learned_lr": "lr",
-                   "learned_init": "init"}  # fmt: skip
+                   "learned_init": "init", "learned_dual": "dual"}  # fmt: skip
 LEARNED_DEFAULTS = {"steps": 300, "lr": 0.1, "init": "weight"}
 LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # BATCH_ROWS, BATCH_TOKENS
 LEARNED_INITS = ("weight", "identity")
@@ -252,6 +252,10 @@ def _learned_options(p: argparse.ArgumentParser, when: str = "with --method lear
     p.add_argument("--learned-init", choices=LEARNED_INITS,
                    help=f"{when}: start from weight matching or from the "
                         f"identity (default: {d['init']})")  # fmt: skip
+    p.add_argument("--learned-dual", action="store_const", const=True, default=None,
+                   help=f"{when}: learn A's transform too (both endpoints move); the line is "
+                        "the one-sided line of π_A⁻¹π_B, so only the optimiser's path can "
+                        "differ (default: B alone)")  # fmt: skip
 
 
 def _executor(p: argparse.ArgumentParser, units: str) -> None:

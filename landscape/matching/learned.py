@@ -118,6 +118,7 @@ class LearnedOptions:
     within_heads: bool = True  # weight matching's start matches the per-head maps too
     eval_every: int = 25  # steps between scorings of the projected transform
     eval_size: int | None = None  # rows of the scoring slice (None: EVAL_ROWS, or EVAL_TOKENS)
+    dual: bool = False  # pairwise: learn A's transform too (from the identity), :func:`_learn`
 
 
 __all__ = [
@@ -405,7 +406,17 @@ def _learn(
     latents per model in ``others``, all moved by one optimiser on the loss of the mixture
     ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
     slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match);
-    ``about`` goes into every result's ``info`` (how the mixtures were drawn)."""
+    ``about`` goes into every result's ``info`` (how the mixtures were drawn).
+
+    ``options.dual`` (one model in ``others``): A gets latents of its own too, started at the
+    identity, and the loss is that of λ·π_A(θ_A) + (1−λ)·π_B(θ_B): both endpoints move. Every
+    group here acts linearly on the parameters and keeps the function of any parameters, so
+    that line is π_A applied to the line between θ_A and π_A⁻¹π_B(θ_B), with the same loss at
+    every λ: moving both endpoints reaches no line that moving B alone cannot. What is returned
+    is therefore B's single-sided equivalent π_A⁻¹∘π_B (A as processed), and ``info["dual"]``
+    holds the largest loss gap between the two lines at the scoring mixtures (float64), which
+    is rounding; what the dual parametrisation can change is only the path the optimiser
+    takes."""
     t0 = time.perf_counter()
     o = options
     init, steps, lr, lr_perm, orth = o.init, o.steps, o.lr, o.lr_perm, o.orth
@@ -465,6 +476,18 @@ def _learn(
         b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
         members.append(_Member(params, b, start, g_init, in_b, g0, latents, b_dev))
 
+    dual = o.dual
+    if dual:  # A moves too: a member of its own, first, started at the identity
+        if len(others) != 1:
+            raise ValueError("dual learned matching is pairwise (one model besides A)")
+        eye = {v: torch.eye(sizes[v], dtype=torch.float64) for v in kinds}
+        g0_a = {v: eye[v].to(dev, torch.float32) for v in rotations}
+        latents_a = {v: (torch.zeros_like(g0_a[v]) if v in rotations
+                         else eye[v].to(dev, torch.float32).clone()).requires_grad_(True)
+                     for v in kinds}  # fmt: skip
+        members.insert(0, _Member(params_a, a, Transform({}), eye, {}, g0_a, latents_a, a_dev))
+    fixed = [] if dual else [a_dev]  # the endpoints that do not move
+
     base_lr = {v: (lr if kinds[v] in (ORTH, ORTH_MEAN) else lr_perm) / math.sqrt(sizes[v])
                for v in kinds}  # fmt: skip
     opt = torch.optim.Adam(
@@ -481,7 +504,7 @@ def _learn(
     order, cursor = torch.randperm(n, generator=gen).to(inputs.device), 0
 
     if space == "circuits":  # A and every moved member rewritten together (circuit_forms)
-        cfg_m = circuit_forms_config(cfg_p, 1 + len(members))
+        cfg_m = circuit_forms_config(cfg_p, len(fixed) + len(members))
 
         def in_space(ps: list[Params]) -> list[Params]:
             return circuit_forms(cfg_p, ps)[1]
@@ -506,7 +529,7 @@ def _learn(
     def merged_loss(mats, abs_mats, x, y, ws, each=None) -> torch.Tensor:
         moved = [apply_dense(spec, mt, m.b_dev, ab)
                  for m, mt, ab in zip(members, mats, abs_mats, strict=True)]  # fmt: skip
-        a_m, *moved_all = in_space([a_dev, *moved])
+        a_m, *moved_all = in_space([*fixed, *moved])
         total = 0.0
         for w in ws:
             mix = {k: w[0] * a_m[k] + sum(wi * p[k] for wi, p in zip(w[1:], moved_all, strict=True))
@@ -633,9 +656,20 @@ def _learn(
     curve = [{"step": i, "loss": v} for i, v in enumerate(values)]
     a64 = {k: v.double() for k, v in a.items()}
     out = []
-    for m, elements, full, flip_steps, changed in zip(members, best, with_inner(best), flips,
-                                                      changes, strict=True):  # fmt: skip
+    fulls = with_inner(best)
+    t_a = None
+    if dual:  # A's learned element, and B's results alone from here
+        t_a = Transform(fulls[0])
+        members, best, fulls, flips, changes = (x[1:] for x in (members, best, fulls, flips,
+                                                                changes))  # fmt: skip
+    for m, elements, full, flip_steps, changed in zip(members, best, fulls, flips, changes,
+                                                      strict=True):  # fmt: skip
         transform = Transform(full)
+        about_dual = {}
+        if t_a is not None:  # B's single-sided equivalent π_A⁻¹∘π_B, checked against the pair
+            about_dual = {"dual": _dual_check(cfg_p, spec, a, m.b, t_a, transform, x_ev, y_ev,
+                                              mixes)}  # fmt: skip
+            transform = t_a.inverse().compose(transform)
         dtype = next(iter(m.params.values())).dtype
         aligned = {k: v.to(dtype) for k, v in apply(spec, transform, m.b).items()}
         check = function_check(cfg, m.params, cfg_p, aligned)
@@ -669,6 +703,7 @@ def _learn(
             "selected_step": best_step,
             "eval_curve": eval_curve,
             "start_objective": aligned_distance(spec, m.start.elements, a, m.b),
+            **about_dual,
         }
         start_b = apply(spec, m.start, m.b)
         out.append(MatchResult(
@@ -690,6 +725,35 @@ def _learn(
             info=info,
         ))  # fmt: skip
     return out
+
+
+def _dual_check(cfg: ModelConfig, spec: Spec, a: Params, b: Params, t_a: Transform,
+                t_b: Transform, x: torch.Tensor, y: torch.Tensor,
+                mixes: list[list[float]]) -> dict[str, Any]:  # fmt: skip
+    """The line between π_A(θ_A) and π_B(θ_B) against the line between θ_A and π_A⁻¹π_B(θ_B):
+    the largest difference of their losses at ``mixes`` on (a few rows of) the scoring slice,
+    in float64, and how far A's own transform moved (‖G_A − I‖ of its residual element)."""
+    f64 = {k: v.detach().cpu().double() for k, v in a.items()}
+    g64 = {k: v.detach().cpu().double() for k, v in b.items()}
+    both = (apply(spec, t_a, f64), apply(spec, t_b, g64))
+    one = (f64, apply(spec, t_a.inverse().compose(t_b), g64))
+    rows = x[:8].cpu()
+    if rows.is_floating_point():
+        rows = rows.double()
+    target = y[:8].cpu().reshape(-1)
+    gap = 0.0
+    with torch.no_grad():
+        for w in mixes:
+            losses = []
+            for pa, pb in (both, one):
+                mixed = {k: w[0] * pa[k] + w[1] * pb[k] for k in pa}
+                logits = forward(cfg, mixed, rows)
+                losses.append(float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                    target)))  # fmt: skip
+            gap = max(gap, abs(losses[0] - losses[1]))
+    g = t_a.matrix("resid")
+    moved = 0.0 if g is None else float((g - torch.eye(g.shape[0], dtype=g.dtype)).norm())
+    return {"line_gap": gap, "a_resid_change": moved}
 
 
 @dataclass

@@ -7,7 +7,8 @@ import torch
 
 from landscape.data import Split
 from landscape.matching import weight_matching
-from landscape.matching.learned import apply_dense, learned_matching, project
+from landscape.matching.learned import apply_dense, learned_matching, learned_triangle, project
+from landscape.matching.methods import prepare_pair
 from landscape.models import forward, init_params
 from landscape.symmetry import apply, random_transform, spec_for
 from tests.conftest import tiny_config, tiny_inputs
@@ -192,3 +193,25 @@ def test_a_given_start_is_the_weight_matching_it_stands_for() -> None:
     changes = own.info["projection_changes"]
     assert set(changes) == {v for v in own.transform.elements if v != "resid"}
     assert all(0 <= n <= 8 for n in changes.values())
+
+
+@pytest.mark.parametrize("group", ["perm", "orth"])
+def test_dual_learned_matching_is_a_one_sided_matching_in_disguise(group: str) -> None:
+    """Both endpoints moving reach no line that B alone cannot: the returned single-sided
+    π_A⁻¹∘π_B keeps B's function, its line has the two-sided line's loss at every scored λ (to
+    float64 rounding), and A's own transform did move."""
+    cfg, a, split = _task("vit")
+    b = init_params(cfg, 2)
+    r = learned_matching(cfg, a, b, group, split, steps=40, batch_size=128, dual=True)
+    dual = r.info["dual"]
+    assert dual["line_gap"] < 1e-12
+    assert group == "perm" or dual["a_resid_change"] > 1e-3
+    assert r.function_check < 1e-4
+    # the line measured: processed A against B moved by the equivalent
+    spec = spec_for(r.cfg)
+    _, a_proc, b_proc = prepare_pair(cfg, a, b, group)
+    assert all(torch.equal(r.params_a[k], a_proc[k]) for k in a_proc)
+    moved = apply(spec, r.transform, b_proc)
+    assert max((moved[k] - r.params_b[k]).abs().max().item() for k in moved) < 1e-5
+    with pytest.raises(ValueError, match="pairwise"):
+        learned_triangle(cfg, a, b, init_params(cfg, 3), group, split, steps=2, dual=True)
