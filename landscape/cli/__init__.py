@@ -195,7 +195,8 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
     with _progress_bar(f"barrier {args.method}/{args.group}") as progress:
         return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
                        split=args.split, space=args.space, device=args.device,
-                       options=options or None, progress=progress)  # fmt: skip
+                       options=options or None, calibrate=args.calibrate,
+                       progress=progress)  # fmt: skip
 
 
 @command("curve")
@@ -330,6 +331,18 @@ def _ablation(args: argparse.Namespace) -> dict[str, Any]:
         return ablation(steps, seeds=args.seeds, space=args.space, points=args.points,
                         split=args.split, learned_options=options or None, device=args.device,
                         progress=progress)  # fmt: skip
+
+
+@command("kv-sharing")
+def _kv_sharing(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments.barriers.ablation import kv_sharing
+
+    options = _learned_settings(args)
+    with _progress_bar(f"kv-sharing {args.model}") as progress:
+        return kv_sharing(args.model, args.seeds, method=args.method, group=args.group,
+                          space=args.space, points=args.points, split=args.split,
+                          learned_options=options or None, device=args.device,
+                          progress=progress)  # fmt: skip
 
 
 @command("matrix")

@@ -327,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
     p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    p.add_argument("--calibrate", action="store_true",
+                   help="fit every model's softmax temperature on a slice of A's training data "
+                        "before its loss is measured: the barrier no temperature removes")
     _learned_options(p)
 
     p = sub.add_parser(
@@ -556,6 +559,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", choices=[*SPACES, "both"], default="both",
                    help=SPACE_HELP + "; both: each row in each space")  # fmt: skip
     _learned_options(p, "in the learned rows")
+
+    p = sub.add_parser(
+        "kv-sharing", parents=[common],
+        help="what grouped-query attention's shared keys and values cost the alignment",
+        description="Every pair of --seeds of a grouped-query zoo model aligned twice: as it "
+        "is (one QK and one OV map per key/value group, heads permuted with their group) and "
+        "with each query head given its own copy of its group's keys and values (the same "
+        "functions; the sharing relaxed). A diagnostic: the relaxed merge is a multi-head "
+        "model.",
+    )  # fmt: skip
+    p.add_argument("model", help="zoo model with grouped-query attention")
+    p.add_argument("--seeds", type=_seed, nargs="+", default=[0, 1, 2], metavar="S",
+                   action=_distinct("barrier"), help="seeds; every pair of them")
+    p.add_argument("--method", choices=METHODS, default="learned", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="orth", help=GROUP_HELP)
+    p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
+    p.add_argument("--space", choices=SPACES, default="weights", help=SPACE_HELP)
+    _learned_options(p)
 
     p = sub.add_parser(
         "matrix", parents=[common], help="loss/accuracy barrier of every pair of seeds",

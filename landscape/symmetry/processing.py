@@ -49,6 +49,7 @@ __all__ = [
     "NormState",
     "center_writers",
     "embed_width",
+    "expand_kv_heads",
     "fold_norm_biases",
     "fold_norm_gains",
     "norm_state",
@@ -145,6 +146,27 @@ STEPS: dict[str, Callable[[ModelConfig, Params], tuple[ModelConfig, Params]]] = 
     "center_writers": center_writers,
 }
 assert tuple(STEPS) == PROCESSING_ORDER
+
+
+def expand_kv_heads(cfg: ModelConfig, params: Params) -> tuple[ModelConfig, Params]:
+    """Grouped-query attention written as multi-head attention: every query head gets its own
+    copy of its key/value group's ``W_K``, ``b_K``, ``W_V``, ``b_V`` (the same function; query
+    head h reads group h // (n_heads / kv_heads) in both). The copies are then free to differ,
+    so matching the expanded models relaxes what grouped-query attention ties together: one QK
+    and one OV map per group, and head permutations that move whole groups. A diagnostic of
+    what that sharing costs; the merged model is multi-head, not the grouped-query model."""
+    r = cfg.n_heads // cfg.kv_heads
+    if r == 1:
+        return cfg, dict(params)
+    out = dict(params)
+    for layer in range(cfg.n_layers):
+        p = f"blocks.{layer}.attn"
+        for name in ("W_K", "b_K", "W_V", "b_V"):
+            if f"{p}.{name}" in params:
+                out[f"{p}.{name}"] = params[f"{p}.{name}"].repeat_interleave(r, dim=0)
+        if cfg.qk_norm == "full":  # a gain per key/value head: one per query head now
+            out[f"{p}.k_norm.w"] = params[f"{p}.k_norm.w"].repeat_interleave(r, dim=0)
+    return cfg.replace(n_kv_heads=0), out
 
 
 def process(

@@ -25,6 +25,9 @@ SEEDS = (0, 1, 2)
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
+    from landscape.store.paths import data_root
+
+    monkeypatch.setenv("LANDSCAPE_DATA", str(data_root()))  # fetched data stay where they are
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
     for name, _ in STEPS:
         if len(available_seeds(name)) < len(SEEDS):
@@ -138,3 +141,24 @@ def test_the_figures_and_the_tidy_table_draw_every_cell():
     frame = tidy_ablation(r)
     cells = sum(len(s["cells"]) for s in r["steps"])
     assert len(frame) == 2 * 3 + cells * 3 * 2  # seeds' test losses, pairs × two barriers
+
+
+@pytest.mark.slow
+def test_copied_keys_and_values_change_nothing_the_identity_measures(monkeypatch):
+    """Naive alignment of the copied models is the copied line, the same models at every λ: its
+    barrier is the shared one's (rounding apart), and the copies keep every logit exactly."""
+    from landscape.store.paths import data_root
+
+    if len(available_seeds("llama-shakespeare-d128")) < 2:
+        pytest.skip("needs two shipped Llama seeds")
+    try:
+        data_root().joinpath("shakespeare.txt").stat()
+    except OSError:
+        pytest.skip("the Shakespeare text is not fetched")
+    r = abl.kv_sharing("llama-shakespeare-d128", (0, 1), method="naive", group="perm",
+                       points=3)  # fmt: skip
+    (row,) = r["rows"]
+    assert r["expansion_check"] == 0.0 and r["function_ok"]
+    assert row["relaxed_barrier_loss"] == pytest.approx(row["shared_barrier_loss"], abs=1e-5)
+    with pytest.raises(LandscapeError, match="no grouped-query attention"):
+        abl.kv_sharing("mlp-digits", (0, 1))

@@ -72,3 +72,14 @@ def test_the_plain_request_keeps_its_cache_key(cache_env):
     plain = seeds_request("mlp-digits", (0, 1), "naive", "perm").key(a, b, data)
     cal = seeds_request("mlp-digits", (0, 1), "naive", "perm", calibrate=True).key(a, b, data)
     assert "calibrate" not in plain and cal == {**plain, "calibrate": cal["calibrate"]}
+
+
+def test_the_command_line_calibrates_on_request(cache_env, capsys):
+    import json
+
+    from landscape.cli import main
+
+    assert main(["barrier", "mlp-digits", "--seeds", "0", "1", "--method", "naive",
+                 "--points", "3", "--calibrate", "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert r["calibrated"] and len(r["temperatures"]) == 3

@@ -187,3 +187,28 @@ def test_q_k_norms_still_block_the_query_key_maps() -> None:
     assert not spec.family("qk") and spec.family("ov")
     rows = {r["group"] for r in symmetry_table(cfg, params)}
     assert "qk" not in rows and "ov" in rows
+
+
+@pytest.mark.parametrize("changes", [
+    pytest.param(dict(n_kv_heads=2), id="gqa"),
+    pytest.param(dict(pos="rotary", n_kv_heads=1, mlp="gated", bias=False, act="silu"),
+                 id="llama-mqa"),
+    pytest.param(dict(pos="rotary", n_kv_heads=2, qk_norm="full"), id="gqa-full-qk-norm"),
+])  # fmt: skip
+def test_grouped_query_attention_written_as_multi_head_keeps_every_logit(changes):
+    from landscape.symmetry.processing import expand_kv_heads
+
+    cfg, params = _model(changes)
+    wide_cfg, wide = expand_kv_heads(cfg, params)
+    assert wide_cfg.kv_heads == wide_cfg.n_heads == cfg.n_heads
+    assert wide["blocks.0.attn.W_K"].shape[0] == cfg.n_heads
+    x = tiny_inputs(cfg)
+    assert float((forward(cfg, params, x) - forward(wide_cfg, wide, x)).abs().max()) < 1e-12
+    if cfg.qk_norm != "none":  # no within-head QK maps at all there
+        return
+    # the copies are free: a per-head QK map (one that differs inside a group) is now exact
+    spec = spec_for(wide_cfg)
+    assert spec.variables["qk0"].group == 1
+    t = random_transform(spec, {v: spec.variables[v].kinds[0] for v in spec.family("qk")}, 3)
+    moved = apply(spec, t, wide)
+    assert float((forward(wide_cfg, wide, x) - forward(wide_cfg, moved, x)).abs().max()) < 1e-9

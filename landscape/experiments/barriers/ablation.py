@@ -31,17 +31,19 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     BARRIER_VERSION,
+    BarrierRequest,
     measure_barrier,
     seeds_request,
 )
 from landscape.experiments.barriers.tables import mean_sem, summarise_barriers, table_spaces
-from landscape.matching import METHODS_BY_NAME
+from landscape.matching import METHODS_BY_NAME, function_check
 from landscape.models.params import count_params
 from landscape.models.train import TRAIN_VERSION
-from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, ZooModel, zoo_model
+from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, Checkpoint, ZooModel, zoo_model
 from landscape.progress import Progress, tell, within
 from landscape.sources import Source, available_seeds
 from landscape.store.cache import Cache
+from landscape.symmetry.processing import expand_kv_heads
 from landscape.threads import threaded
 
 ABLATION_VERSION = 1  # bump when the ablation's own assembly changes
@@ -229,3 +231,70 @@ def _cell(method: str, group: str, space: str, calibrated: bool,
         "curves": [{"seeds": r["seeds"], "lambdas": r["lambdas"], "loss": r["loss"],
                     "accuracy": r["accuracy"]} for r in results],  # fmt: skip
     }
+
+
+@threaded
+def kv_sharing(
+    model: str,
+    seeds: Sequence[int] = SEEDS,
+    *,
+    method: str = "learned",
+    group: str = "orth",
+    space: str = "weights",
+    points: int = POINTS,
+    split: str = "test",
+    learned_options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """What grouped-query attention's sharing costs the alignment: every pair of ``seeds`` of
+    ``model`` measured as it is (one QK and one OV map per key/value group, heads permuted with
+    their group) and with each query head given its own copy of its group's keys and values
+    (:func:`landscape.symmetry.processing.expand_kv_heads`: the same functions, so the same
+    endpoints, but per-head maps and free head permutations). ``expansion_check`` is the largest
+    max |Δlogits| of a copied model against its original (float64). A diagnostic: the merged
+    model of the relaxed line is multi-head, not a grouped-query model."""
+    cfg = zoo_model(model).config
+    if cfg.kv_heads == cfg.n_heads:
+        raise LandscapeError(f"{model} has no grouped-query attention: its heads share nothing")
+    cache = cache or Cache()
+    pairs = _pairs(seeds)
+    options = dict(learned_options or {}) if METHODS_BY_NAME[method].learned else {}
+    rows, checks = [], []
+    for i, pair in enumerate(pairs):
+        at = within(progress, i / len(pairs), (i + 1) / len(pairs), f"{pair[0]}-{pair[1]} ")
+        req = seeds_request(model, pair, method, group, points=points, split=split, space=space,
+                            options=options or None)  # fmt: skip
+        shared = measure_barrier(req, device=device, cache=cache,
+                                 progress=within(at, 0.0, 0.5, "shared: ")).to_seeds_dict()
+        ends = [Source(model, s).load(device, cache) for s in pair]
+        wide = [_copied_kv(c) for c in ends]
+        checks += [function_check(c.cfg, {k: v.double() for k, v in c.params.items()}, w.cfg,
+                                  {k: v.double() for k, v in w.params.items()}, torch.float64)
+                   for c, w in zip(ends, wide, strict=True)]  # fmt: skip
+        req = BarrierRequest(wide[0], wide[1], method, group, options=options or None,
+                             points=points, split=split, space=space)  # fmt: skip
+        relaxed = measure_barrier(req, device=device, cache=cache,
+                                  progress=within(at, 0.5, 1.0, "relaxed: ")).to_dict()
+        rows.append({"seeds": list(pair),
+                     **{f"{k}_{m}": r[m] for k, r in (("shared", shared), ("relaxed", relaxed))
+                        for m in ("barrier_loss", "barrier_accuracy", "function_check")},
+                     "warnings": shared["warnings"] + relaxed["warnings"]})  # fmt: skip
+        tell(progress, f"{pair[0]}-{pair[1]}", (i + 1) / len(pairs))
+    out = {"model": model, "method": method, "group": group, "space": space, "split": split,
+           "points": points, "pairs": [list(p) for p in pairs], "rows": rows,
+           "expansion_check": max(checks), "learned_options": options}  # fmt: skip
+    for k in ("shared", "relaxed"):
+        mean, sem = mean_sem([r[f"{k}_barrier_loss"] for r in rows])
+        out[f"{k}_barrier_loss"], out[f"{k}_barrier_loss_sem"] = mean, sem
+    warnings = list(dict.fromkeys(w for r in rows for w in r["warnings"]))
+    return {**out, "function_ok": not warnings, "warnings": warnings}
+
+
+def _copied_kv(ckpt: Checkpoint) -> Checkpoint:
+    """The checkpoint with its keys and values copied per query head (its metadata kept, so
+    its data are its zoo model's)."""
+    cfg, params = expand_kv_heads(ckpt.cfg, ckpt.params)
+    return Checkpoint(cfg, params, dict(ckpt.meta))
+
