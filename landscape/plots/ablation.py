@@ -126,13 +126,14 @@ def ablation_series(result: dict[str, Any], model: str) -> list[dict[str, Any]]:
     if step is None:
         raise KeyError(f"the ablation has no entry {model!r}")
     series = []
+    lambdas = ABLATION.read(result, "lambdas")
     for c in ABLATION_STEP.read(step, "cells"):
         method, group = ABLATION_CELL.read(c, "method"), ABLATION_CELL.read(c, "group")
         space = ABLATION_CELL.read(c, "space")
         if ABLATION_CELL.read(c, "calibrated"):  # the Interpolation figure draws methods
             continue
         key = method_key(method, group)
-        results = [{"lambdas": ABLATION_CURVE.read(k, "lambdas"),
+        results = [{"lambdas": lambdas,
                     "loss": ABLATION_CURVE.read(k, "loss"),
                     "accuracy": ABLATION_CURVE.read(k, "accuracy"),
                     "seeds": ABLATION_CURVE.read(k, "seeds"), "model": model,

@@ -92,7 +92,7 @@ def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
         for c in ABLATION_STEP.read(step, "cells"):
             method = ABLATION_CELL.read(c, "method")
             group = "" if method == "naive" else ABLATION_CELL.read(c, "group")
-            pairs = [k["seeds"] for k in ABLATION_CELL.read(c, "curves")]
+            pairs = ABLATION.read(result, "pairs")
             for metric, values in (("barrier_loss", ABLATION_CELL.read(c, "per_pair_loss")),
                                    ("barrier_accuracy",
                                     ABLATION_CELL.read(c, "per_pair_accuracy"))):  # fmt: skip

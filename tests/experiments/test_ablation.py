@@ -55,7 +55,8 @@ def test_every_cell_is_the_barrier_of_its_pairs_and_the_summary_their_mean():
                 one = barrier(step["model"], (a, b), c["method"], c["group"], points=5,
                               space=c["space"], cache=Cache(), threads=1)  # fmt: skip
                 assert (loss, acc) == (one["barrier_loss"], one["barrier_accuracy"])
-                assert curve["seeds"] == [a, b] and curve["loss"] == one["loss"]
+                assert curve["seeds"] == [a, b]
+                assert curve["loss"] == pytest.approx(one["loss"], abs=1e-6)  # drawn, rounded
             values = c["per_pair_loss"]
             mean = sum(values) / 3
             sem = math.sqrt(sum((v - mean) ** 2 for v in values) / 2 / 3)
