@@ -43,8 +43,8 @@ def test_home_draws_the_shipped_curves_and_its_slider_moves_the_marker():
     assert at.query_params["lam"] == "0.25"
     assert "B_{\\mathrm{loss}}" in at.latex[0].value
     links = [p.proto.page for p in at.get("page_link")]
-    assert links == ["interpolation", "triangle", "surface", "eigenangles", "atlas", "gauge",
-                     "models"]  # fmt: skip
+    assert links == ["interpolation", "triangle", "ablation", "surface", "eigenangles", "atlas",
+                     "gauge", "models"]  # fmt: skip
 
 
 def test_home_in_presentation_mode_draws_for_a_projector():
