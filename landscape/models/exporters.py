@@ -7,7 +7,9 @@ coordinates the alignment left them: norm gains folded for rotations) and the so
 they were imported from; it writes ``config.json`` (the source's, with ``tie_word_embeddings``
 set to what the tensors are), ``model.safetensors`` in the source's tensor names and layouts and
 the tokenizer files beside them. A model the source architecture cannot express is refused
-with the reason:
+with the reason. Which biases a format holds is read from ``config.json`` as the importers read
+it (:data:`landscape.models.importers.defaults.BIASES`): a bias field the family ignores is
+ignored here too.
 
 - **GPT-2** (LayerNorm, Conv1D layout): a LayerNorm stream, or one that processing centred into
   RMSNorm while it is still mean-free, where LayerNorm with unit gain equals RMSNorm: after
@@ -66,6 +68,7 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
+from landscape.models.importers.defaults import read_biases
 from landscape.models.importers.gemma import embed_scale
 from landscape.models.layouts import block_layout, layout_of
 from landscape.models.params import Params
@@ -75,6 +78,12 @@ from landscape.store.files import new_folder, read_json
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.json", "merges.txt", "tokenizer.model",
                    "generation_config.json")  # fmt: skip
+
+
+def _biases(config: dict[str, Any]) -> tuple[bool, bool, bool, list[str]]:
+    """The biases the format has, as transformers reads ``config`` (the importers' table,
+    :data:`landscape.models.importers.defaults.BIASES`)."""
+    return read_biases(config, "config.json", config["model_type"])
 
 
 def _gain(params: Params, name: str, d: int, dtype: torch.dtype) -> torch.Tensor:
@@ -198,10 +207,7 @@ def _llama(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
         )
     h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
     dtype = p["embed.W_E"].dtype
-    qwen = config.get("model_type") == "qwen2"  # q, k and v biases, none on the output
-    qkv_bias = qwen or bool(config.get("attention_bias", False))
-    o_bias = not qwen and bool(config.get("attention_bias", False))
-    mlp_bias = bool(config.get("mlp_bias", False))
+    qkv_bias, o_bias, mlp_bias, _ = _biases(config)
     for name, v in p.items():  # a bias the format has no place for must be zero
         allowed = (
             (qkv_bias and any(f".attn.b_{m}" in name for m in "QKV"))
@@ -245,7 +251,7 @@ def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
     if layout_of(cfg).parallel != bool(config.get("use_parallel_residual", True)):
         raise LandscapeError(f"this model's {cfg.block} blocks differ from the source's "
                              "use_parallel_residual")  # fmt: skip
-    attn_bias = bool(config.get("attention_bias", True))
+    attn_bias, _, _, _ = _biases(config)
     for name, v in p.items():  # biases the format has no place for must be zero
         no_place = name == "unembed.b_U" or (not attn_bias and ".attn.b_" in name)
         if no_place and bool(v.abs().max() > 0):
@@ -277,10 +283,7 @@ def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
 
 
 def _phi3(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torch.Tensor]:
-    # Phi-3 reads no bias flags: the Llama writer sees none, so every bias must be zero
-    llama_config = {k: v for k, v in config.items() if k not in ("attention_bias", "mlp_bias")}
-    out = _llama(cfg, p, llama_config)
-    config["tie_word_embeddings"] = llama_config["tie_word_embeddings"]
+    out = _llama(cfg, p, config)  # Phi-3 has no biases (BIASES): every one must be zero
     for layer in range(cfg.n_layers):
         a, m = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp."
         out[f"{a}qkv_proj.weight"] = torch.cat([out.pop(f"{a}{x}_proj.weight") for x in "qkv"])
@@ -303,7 +306,7 @@ def _gemma(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, tor
             f"this model has {cfg.block!r} and {cfg.qk_norm!r}"
         )
     h, e, d, g = cfg.n_heads, cfg.d_head, cfg.d_model, cfg.kv_heads
-    bias = bool(config.get("attention_bias", False))
+    bias = _biases(config)[0]  # q, k, v and o together
     for name, v in p.items():  # a bias the format has no place for must be zero
         allowed = bias and ".attn.b_" in name
         if name.rsplit(".", 1)[-1].startswith("b_") and not allowed and bool(v.abs().max() > 0):

@@ -39,7 +39,11 @@ listed in ``_FAMILIES`` below.
 
 Tied embeddings are untied: ``W_U = W_Eᵀ`` as a separate tensor (``meta["tied_embeddings"]``).
 Biases a source lacks (Llama attention/MLP, ViT ``qkv_bias=False``, the GPT-2 unembedding) are
-zeros, or absent with ``bias=False`` when the model has none at all.
+zeros, or absent with ``bias=False`` when the model has none at all. Which projections have
+biases is read per family as transformers' modeling code reads ``attention_bias`` and
+``mlp_bias`` (:data:`.defaults.BIASES`): Mistral, Qwen2, Qwen3, OLMo 2, Phi-3 and the Gemmas
+ignore ``mlp_bias``, and so does the import, listing the field in ``meta["ignored_config"]`` and
+the bias tensors in ``meta["ignored_tensors"]``.
 
 Safety and memory: nothing is ever unpickled (a directory with only ``pytorch_model.bin`` is
 refused); tensors are read one at a time through ``safetensors.safe_open`` and converted to

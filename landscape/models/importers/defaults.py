@@ -10,11 +10,23 @@ drift in transformers fails a test instead of changing logits quietly.
 
 Fields a family does not read are absent from its entry. ``None``: the field is unset by
 default (no window).
+
+:data:`BIASES` says, per family, which projections transformers' modeling code gives a bias
+and from which config field: ``attention_bias`` and ``mlp_bias`` look alike across families but
+are read by few of them. Mistral, Qwen2, Qwen3, OLMo 2, Phi-3 and the Gemmas build their MLP
+without biases whatever ``mlp_bias`` says; Qwen2 always has query, key and value biases and
+never an output bias; Mistral and Phi-3 have no attention biases at all; GPT-NeoX's MLP always
+has them. A field a family does not read is ignored as transformers ignores it (the importers
+list it in ``meta["ignored_config"]``, and the bias tensors it would have named in
+``meta["ignored_tensors"]``); the exporters write the biases the same table gives.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from landscape.models.importers.common import _flag
 
 _LLAMA = {"rope_theta": 10000.0, "max_position_embeddings": 2048}
 _QWEN = {
@@ -58,3 +70,66 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 def default(model_type: str, field: str) -> Any:
     """transformers' default for ``field`` of ``model_type`` (module docstring)."""
     return DEFAULTS[model_type][field]
+
+
+# one bias setting: a config field that switches it (read as true or false, with the family's
+# default), or a fixed value whatever config.json says
+Switch = str | bool
+
+
+@dataclass(frozen=True)
+class Biases:
+    """Which projections of a family have biases (module docstring): ``qkv`` the query, key and
+    value projections (GPT-NeoX: its fused ``query_key_value``), ``o`` the attention output,
+    ``mlp`` every MLP projection; each a config field or a fixed bool. ``defaults``: the
+    family's configuration class's default of each field it reads."""
+
+    qkv: Switch
+    o: Switch
+    mlp: Switch
+    defaults: tuple[tuple[str, bool], ...] = ()
+
+    @property
+    def read(self) -> frozenset[str]:
+        """The bias fields the family reads."""
+        return frozenset(s for s in (self.qkv, self.o, self.mlp) if isinstance(s, str))
+
+
+_ATTN = Biases("attention_bias", "attention_bias", False, (("attention_bias", False),))
+
+# transformers' modeling_<family>.py, the nn.Linear(..., bias=...) of each projection
+BIASES: dict[str, Biases] = {
+    "llama": Biases(
+        "attention_bias",
+        "attention_bias",
+        "mlp_bias",
+        (("attention_bias", False), ("mlp_bias", False)),
+    ),
+    "mistral": Biases(False, False, False),
+    "qwen2": Biases(True, False, False),
+    "qwen3": _ATTN,
+    "olmo2": _ATTN,
+    "phi3": Biases(False, False, False),
+    "gemma": _ATTN,
+    "gemma2": _ATTN,
+    "gemma3_text": _ATTN,
+    "gpt_neox": Biases("attention_bias", "attention_bias", True, (("attention_bias", True),)),
+}
+BIAS_FIELDS = ("attention_bias", "mlp_bias")
+
+
+def read_biases(config: dict[str, Any], label: str, model_type: str
+                ) -> tuple[bool, bool, bool, list[str]]:  # fmt: skip
+    """(q/k/v biases, output bias, MLP biases, bias fields set but not read) of a config of
+    ``model_type`` as transformers builds its model (:data:`BIASES`); a field the family reads
+    must be true or false."""
+    table = BIASES[model_type]
+    defaults = dict(table.defaults)
+
+    def on(switch: Switch) -> bool:
+        if isinstance(switch, bool):
+            return switch
+        return _flag(config, label, switch, defaults[switch])
+
+    unread = [k for k in BIAS_FIELDS if k not in table.read and config.get(k) is not None]
+    return on(table.qkv), on(table.o), on(table.mlp), unread

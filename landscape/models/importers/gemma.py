@@ -52,7 +52,6 @@ from landscape.models.config import ModelConfig
 from landscape.models.importers.common import (
     _act,
     _embedding,
-    _flag,
     _heads_in,
     _heads_out,
     _int,
@@ -62,7 +61,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
-from landscape.models.importers.defaults import DEFAULTS
+from landscape.models.importers.defaults import DEFAULTS, read_biases
 from landscape.models.importers.llama import _rope_theta
 from landscape.models.params import Params
 
@@ -198,8 +197,8 @@ def _convert(
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings",
                  default=defaults["max_position_embeddings"])  # fmt: skip
-    bias = _flag(config, label, "attention_bias", False)
-    ignored: list[str] = []
+    qkv_bias, o_bias, _, ignored = read_biases(config, label, model_type)  # an MLP without
+    bias = qkv_bias or o_bias
     places = [config, config.get("rope_parameters"), config.get("rope_scaling")]
     places += [places[1].get(k) for k in (FULL, SLIDING) if isinstance(places[1], dict)]
     if any(isinstance(r, dict) and r.get("partial_rotary_factor") not in (None, 1) for r in places):
@@ -273,7 +272,9 @@ def _convert(
             name = f"{s}self_attn.{m.lower()}_proj"
             p[f"{b}attn.W_{m}"] = _heads_in(t(f"{name}.weight", (n * e, d)), n, e)
             if bias:
-                p[f"{b}attn.b_{m}"] = t(f"{name}.bias", (n * e,)).reshape(n, e)
+                p[f"{b}attn.b_{m}"] = (
+                    t(f"{name}.bias", (n * e,)).reshape(n, e) if qkv_bias else zeros(n, e)
+                )
         if version == 3:
             p[f"{b}attn.q_norm.w"] = gain(f"{s}self_attn.q_norm.weight", e)
             p[f"{b}attn.k_norm.w"] = gain(f"{s}self_attn.k_norm.weight", e)
@@ -284,7 +285,7 @@ def _convert(
             if bias:  # the FFN never has biases
                 p[f"{b}mlp.b_{ours[2:]}"] = zeros(shape[0])
         if bias:
-            p[f"{b}attn.b_O"] = t(f"{s}self_attn.o_proj.bias", (d,))
+            p[f"{b}attn.b_O"] = t(f"{s}self_attn.o_proj.bias", (d,)) if o_bias else zeros(d)
     p["ln_final.w"] = gain(f"{pre}norm.weight")
     p["unembed.W_U"] = (w_e if tied else t("lm_head.weight", (vocab, d))).T.contiguous()
     if bias:

@@ -44,6 +44,7 @@ from landscape.models.importers.common import (
     _prefix,
     _Source,
 )
+from landscape.models.importers.defaults import read_biases
 from landscape.models.importers.llama import _rope_theta, _rotary_dim
 from landscape.models.params import Params
 
@@ -72,12 +73,14 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
     n_layers = _int(config, label, "num_hidden_layers")
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings", default=2048)
-    attn_bias = _flag(config, label, "attention_bias", True)
+    attn_bias, _, _, unread = read_biases(config, label, MODEL_TYPE)  # the MLP's always there
     parallel = _flag(config, label, "use_parallel_residual", True)
     theta = _rope_theta(config, label, top="rotary_emb_base")
     rotary_dim = _rotary_dim(config, label, e, "rotary_pct", 0.25)
-    unread = ("rope_theta", "partial_rotary_factor")  # top-level fields NeoX does not read
-    ignored_config = [k for k in unread if config.get(k) is not None]
+    # top-level rope_theta and partial_rotary_factor: fields NeoX does not read
+    ignored_config = [
+        k for k in ("rope_theta", "partial_rotary_factor") if config.get(k) is not None
+    ] + unread
     cfg = ModelConfig(
         "gpt",
         d_model=d,

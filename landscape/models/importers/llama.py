@@ -30,7 +30,7 @@ from landscape.models.importers.common import (
     _show,
     _Source,
 )
-from landscape.models.importers.defaults import DEFAULTS
+from landscape.models.importers.defaults import DEFAULTS, read_biases
 from landscape.models.layouts import block_layout
 from landscape.models.params import Params
 
@@ -140,8 +140,7 @@ def _rotary_dim(config: dict[str, Any], label: str, d_head: int, top: str,
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    attn_bias = _flag(config, label, "attention_bias", False)
-    return convert_llama_like(config, src, label, qkv_bias=attn_bias, o_bias=attn_bias)
+    return convert_llama_like(config, src, label)
 
 
 _SLIDING, _FULL = "sliding_attention", "full_attention"
@@ -219,8 +218,6 @@ def convert_llama_like(
     src: _Source,
     label: str,
     *,
-    qkv_bias: bool,
-    o_bias: bool,
     qk_norm: str = "none",
     block: str = "pre",
     head_dim: int = 0,
@@ -229,9 +226,10 @@ def convert_llama_like(
     sliding: str = "",
     model_type: str = "llama",
 ) -> tuple[ModelConfig, Params, dict]:
-    """The Llama layout with the attention biases a family has (``qkv_bias``: q, k and v
-    projections; ``o_bias``: the output projection): Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3
-    through a source that splits its fused projections.
+    """The Llama layout: Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3 through a source that
+    splits its fused projections. The biases are the family's (:data:`.defaults.BIASES`, read
+    by ``model_type``): a bias field the family does not read is listed in
+    ``meta["ignored_config"]`` and its tensors stay unread (``meta["ignored_tensors"]``).
 
     ``qk_norm``: the q/k norm gains ``self_attn.q_norm``/``k_norm`` (``ModelConfig.qk_norm``:
     "head" [head_dim] as Qwen3 stores them, "full" [heads·head_dim] as OLMo 2 does).
@@ -242,7 +240,7 @@ def convert_llama_like(
     num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
     ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
     field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
-    ``model_type``: whose defaults (:mod:`.defaults`) a field missing from config.json takes.
+    ``model_type``: whose defaults and biases (:mod:`.defaults`) a config.json field takes.
     """
     defaults = DEFAULTS[model_type]
     d = _int(config, label, "hidden_size")
@@ -259,8 +257,9 @@ def convert_llama_like(
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings",
                  default=defaults["max_position_embeddings"])  # fmt: skip
-    mlp_bias = _flag(config, label, "mlp_bias", False)
+    qkv_bias, o_bias, mlp_bias, unread = read_biases(config, label, model_type)
     windows, ignored_config = _layer_windows(config, label, n_layers, n_ctx, sliding, defaults)
+    ignored_config += unread
     theta = _rope_theta(config, label, default=defaults["rope_theta"])
     # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
     # ignores the field), so the field is recorded as ignored rather than applied.

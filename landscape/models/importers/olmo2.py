@@ -6,7 +6,8 @@ normalised before the residual add, ``x + N(attn(x))`` (``post_attention_layerno
 pass an RMSNorm over all heads of a position (``self_attn.q_norm`` [heads·head_dim], ``k_norm``
 [kv_heads·head_dim]) after the projection and before RoPE: ``qk_norm="full"``. Otherwise the
 Llama layout (:mod:`.llama`): RoPE, grouped-query attention, SwiGLU, no biases unless
-``attention_bias`` (then on all four projections), ``rms_norm_eps`` 1e-5 by default. Refused as
+``attention_bias`` (then on all four projections; ``mlp_bias`` is ignored, OLMo 2's MLP has
+none: :data:`.defaults.BIASES`), ``rms_norm_eps`` 1e-5 by default. Refused as
 for Llama: rotary scaling of any kind.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from landscape.models.config import ModelConfig
-from landscape.models.importers.common import _flag, _Source
+from landscape.models.importers.common import _Source
 from landscape.models.importers.llama import convert_llama_like
 from landscape.models.params import Params
 
@@ -24,6 +25,5 @@ FAMILY = "OLMo 2"
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    bias = _flag(config, label, "attention_bias", False)
-    return convert_llama_like(config, src, label, qkv_bias=bias, o_bias=bias, qk_norm="full",
-                              block="post", eps=1e-5, model_type=MODEL_TYPE)  # fmt: skip
+    return convert_llama_like(config, src, label, qk_norm="full", block="post", eps=1e-5,
+                              model_type=MODEL_TYPE)  # fmt: skip

@@ -15,8 +15,8 @@ transformers reads as ``longrope``) is refused, and with it ``original_max_posit
 which only ``longrope`` reads. A ``sliding_window`` applies to every layer whenever one is set
 (there is no ``use_sliding_window`` switch, and none by default): each query sees the last
 ``sliding_window`` positions (``ModelConfig.windows``). Defaults are Phi-3's own
-(:mod:`.defaults`; ``rms_norm_eps`` 1e-5); ``mlp_bias``, a Llama field Phi-3 does not read, is
-ignored.
+(:mod:`.defaults`; ``rms_norm_eps`` 1e-5); Phi-3 has no biases, and ``attention_bias`` and
+``mlp_bias``, Llama fields it does not read, are ignored (:data:`.defaults.BIASES`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _DEFAULTS = {"rms_norm_eps": 1e-5}
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    config = {k: v for k, v in config.items() if k != "mlp_bias"}
+    config = dict(config)
     for key, value in _DEFAULTS.items():
         if config.get(key) is None:
             config[key] = value
@@ -60,6 +60,5 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         parts[f"{s}mlp.gate_proj.weight"] = (gate_up, (2 * f, d), 0, f)
         parts[f"{s}mlp.up_proj.weight"] = (gate_up, (2 * f, d), f, 2 * f)
     view = _PartsSource(src, parts)
-    return convert_llama_like(config, view, label, qkv_bias=False, o_bias=False,
-                              partial_rotary=True, sliding="every layer",
+    return convert_llama_like(config, view, label, partial_rotary=True, sliding="every layer",
                               model_type=MODEL_TYPE)  # fmt: skip

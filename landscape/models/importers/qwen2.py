@@ -1,11 +1,13 @@
 """Qwen2 and Qwen2.5 (``model_type`` ``qwen2``: Qwen2ForCausalLM) into the canonical form.
 
-The Llama layout (:mod:`.llama`) with biases on the query, key and value projections and none
-on the output projection; tied embeddings in the small sizes. Sliding-window attention on the
-layers ``layer_types`` names (without it, the layers from ``max_window_layers`` on) when
-``use_sliding_window`` is true. Missing fields take Qwen2Config's defaults (:mod:`.defaults`):
-``use_sliding_window`` false, ``max_window_layers`` 28, ``sliding_window`` 4096; sliding layers
-named with ``use_sliding_window`` false are refused (transformers cannot run that model).
+The Llama layout (:mod:`.llama`) with biases on the query, key and value projections and none on
+the output projection whatever ``attention_bias`` says, and an MLP without biases whatever
+``mlp_bias`` says (transformers' Qwen2 reads neither field: :data:`.defaults.BIASES`); tied
+embeddings in the small sizes. Sliding-window attention on the layers ``layer_types`` names
+(without it, the layers from ``max_window_layers`` on) when ``use_sliding_window`` is true.
+Missing fields take Qwen2Config's defaults (:mod:`.defaults`): ``use_sliding_window`` false,
+``max_window_layers`` 28, ``sliding_window`` 4096; sliding layers named with
+``use_sliding_window`` false are refused (transformers cannot run that model).
 """
 
 from __future__ import annotations
@@ -22,5 +24,4 @@ FAMILY = "Qwen2"
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    return convert_llama_like(config, src, label, qkv_bias=True, o_bias=False,
-                              sliding="by layer", model_type=MODEL_TYPE)  # fmt: skip
+    return convert_llama_like(config, src, label, sliding="by layer", model_type=MODEL_TYPE)

@@ -2,11 +2,12 @@
 
 The Llama layout (:mod:`.llama`) plus an RMSNorm on each head's queries and keys
 (``self_attn.q_norm``/``k_norm``, gains [head_dim] shared by every head, applied after the
-projection and before RoPE: ``qk_norm="head"``). ``head_dim`` is explicit (Qwen3Config's default,
-128, when config.json has none); ``attention_bias`` puts biases on all four projections, as in
-Llama; embeddings are tied in the small sizes. Sliding windows on the layers ``layer_types``
-names, with Qwen2's rules and defaults (:mod:`.qwen2`, :mod:`.defaults`); rotary scaling of any
-kind is refused, as for Llama.
+projection and before RoPE: ``qk_norm="head"``). ``head_dim`` is explicit (Qwen3Config's
+default, 128, when config.json has none); ``attention_bias`` puts biases on all four
+projections, as in Llama, and ``mlp_bias`` is ignored (Qwen3's MLP has none:
+:data:`.defaults.BIASES`); embeddings are tied in the small sizes. Sliding windows on the layers
+``layer_types`` names, with Qwen2's rules and defaults (:mod:`.qwen2`, :mod:`.defaults`); rotary
+scaling of any kind is refused, as for Llama.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from landscape.models.config import ModelConfig
-from landscape.models.importers.common import _flag, _Source
+from landscape.models.importers.common import _Source
 from landscape.models.importers.defaults import DEFAULTS
 from landscape.models.importers.llama import convert_llama_like
 from landscape.models.params import Params
@@ -24,7 +25,6 @@ FAMILY = "Qwen3"
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    bias = _flag(config, label, "attention_bias", False)
-    return convert_llama_like(config, src, label, qkv_bias=bias, o_bias=bias, qk_norm="head",
+    return convert_llama_like(config, src, label, qk_norm="head",
                               head_dim=DEFAULTS[MODEL_TYPE]["head_dim"], sliding="by layer",
                               model_type=MODEL_TYPE)  # fmt: skip
