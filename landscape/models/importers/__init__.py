@@ -60,7 +60,9 @@ field missing from config.json takes transformers' default for that model type
 ``partial_rotary_factor`` and so does the import (``meta["ignored_config"]``); Phi-3 and
 GPT-NeoX honour it (NeoX as ``rotary_pct``), and so does the import
 (``ModelConfig.rotary_dim``). A tied embedding is found under either name (a deduplicating saver
-keeps only ``lm_head.weight``). Shard names in an index stay inside the checkpoint directory. A
+keeps only ``lm_head.weight``); an untied config (``tie_word_embeddings`` false, or absent where
+the family's default is false) whose file has no head is refused, as transformers would give it
+a random one. Shard names in an index stay inside the checkpoint directory. A
 GGUF tensor the reader could not load (missing, or of another shape: it would be filled with
 random values) is refused.
 

@@ -433,15 +433,24 @@ def _embedding(
 ) -> tuple[bool, torch.Tensor]:
     """(tied, W_E as stored [vocab, d]).
 
-    Tied when the config says so (``default_tied`` when it is silent) or when the file has no
-    ``head`` (``lm_head.weight``; GPT-NeoX files name it ``embed_out.weight``, BERT
-    ``cls.predictions.decoder.weight``). A tied pair written by a deduplicating saver keeps the
-    shared tensor under the head's name only, so a tied embedding is read from ``head`` when
-    ``name`` is absent. A tied config with both tensors stored and different is refused: readers
-    disagree on it (older ones overwrite the head with the embedding, newer ones keep both
-    untied).
+    Tied when the config says so (``default_tied`` when it is silent). An untied config whose
+    file has no ``head`` (``lm_head.weight``; GPT-NeoX files name it ``embed_out.weight``, BERT
+    ``cls.predictions.decoder.weight``) is refused: transformers builds that model with a
+    randomly initialised head, whose logits no import can give. A tied pair written by a
+    deduplicating saver keeps the shared tensor under the head's name only, so a tied embedding
+    is read from ``head`` when ``name`` is absent. A tied config with both tensors stored and
+    different is refused: readers disagree on it (older ones overwrite the head with the
+    embedding, newer ones keep both untied).
     """
-    tied = _flag(config, label, "tie_word_embeddings", default_tied) or not src.has(head)
+    tied = _flag(config, label, "tie_word_embeddings", default_tied)
+    if not tied and not src.has(head):
+        said = ("is false" if config.get("tie_word_embeddings") is not None
+                else "is absent (false for this family)")  # fmt: skip
+        raise LandscapeError(
+            f"{label}: tie_word_embeddings {said} but the file has no {head}: transformers "
+            "would use a randomly initialised head; set tie_word_embeddings to true if the head "
+            "is the embedding"
+        )
     if tied and not src.has(name) and src.has(head):
         return True, src.take(head, shape)
     w_e = src.take(name, shape)
