@@ -44,19 +44,25 @@ def show(command: str, result: dict[str, Any]) -> str:
 
 
 # C0 controls, DEL and C1 controls: what a terminal may read as a command (an escape sequence
-# that retitles the window or clears the screen, an 8-bit CSI, a bell), not as text
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# that retitles the window or clears the screen, an 8-bit CSI, a bell), not as text; and lone
+# surrogates, which no encoder writes (a path's bytes that are not UTF-8 arrive as U+DC80-U+DCFF)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def terminal_safe(text: object, *, keep: str = "") -> str:
     """``text`` safe to print on a terminal: every control character (C0, DEL, C1) except those
     in ``keep`` written as a visible escape (``\\x1b``, ``\\x07``, ``\\n``), so names, labels,
-    paths and messages from files cannot drive the terminal. Other text is unchanged."""
+    paths and messages from files cannot drive the terminal; a byte of a path that is not UTF-8
+    as the byte (``\\xff``), another lone surrogate as ``\\udxxx``. Other text is unchanged."""
 
     def visible(m: re.Match[str]) -> str:
-        c = m.group()
-        return c if c in keep else _NAMED.get(c, f"\\x{ord(c):02x}")
+        c, n = m.group(), ord(m.group())
+        if 0xDC80 <= n <= 0xDCFF:  # os.fsdecode's escape of the byte n - 0xDC00
+            return f"\\x{n - 0xDC00:02x}"
+        if n >= 0xD800:
+            return f"\\u{n:04x}"
+        return c if c in keep else _NAMED.get(c, f"\\x{n:02x}")
 
     return _CONTROL.sub(visible, str(text))
 

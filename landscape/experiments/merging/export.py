@@ -27,7 +27,11 @@ from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import align, check_pair, check_split, load
 from landscape.experiments.evaluation import evaluate_path
-from landscape.experiments.merging.mergekit import mergekit_yaml, write_mergekit_config
+from landscape.experiments.merging.mergekit import (
+    mergekit_yaml,
+    utf8_path,
+    write_mergekit_config,
+)
 from landscape.matching import function_check
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
 from landscape.models.config import ModelConfig
@@ -101,6 +105,9 @@ def write_aligned(
         raise LandscapeError("give two different seeds: A and B")
     if merge is not None and not 0.0 <= merge <= 1.0:
         raise LandscapeError(f"--merge must lie in [0, 1] (λ = 1 is A), got {merge}")
+    for what, path in (("--out", out), ("--out-a", out_a), ("--mergekit-config", mergekit_config)):
+        if path is not None:  # refused now, not after the matching and a first write
+            utf8_path(path, what)
     target = Path(out)
     if target.exists():
         raise LandscapeError(f"{target} exists; choose a new folder")
