@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 DEFAULT_GB = 2.0
+MAX_GB = 2**20  # a pebibyte: past any machine, and its bytes are still an exact integer
 # One point of a curve: λ, loss, accuracy as tensors, lists, the result dict, its JSON in the
 # cache and on stdout (≈ 510 bytes measured for a 10⁶-point curve).
 BYTES_PER_POINT = 1024
@@ -81,6 +82,9 @@ def budget_bytes() -> int:
         gb = math.nan
     if not (math.isfinite(gb) and gb > 0):
         raise LandscapeError(f"LANDSCAPE_MEMORY_GB must be a positive number of GB, got {raw!r}")
+    if gb > MAX_GB:
+        raise LandscapeError(f"LANDSCAPE_MEMORY_GB must be at most {MAX_GB} GB (more than any "
+                             f"machine holds), got {raw!r}")  # fmt: skip
     return int(gb * 2**30)
 
 
@@ -118,15 +122,12 @@ def check_resolution(resolution: int) -> None:
         )
 
 
-def check_grid_points(points: int, option: str, value: int) -> None:
-    """Refuse a grid of ``points`` points (a surface's) that the budget does not hold; the line
-    names ``option`` and the ``value`` that asked for them."""
+def check_grid_points(points: int, asked: str) -> None:
+    """Refuse a grid of ``points`` points (a surface's) that the budget does not hold; ``asked``
+    begins the line: which options asked for how many points."""
     limit = budget_bytes() // BYTES_PER_GRID_POINT
     if points > limit:
-        raise LandscapeError(
-            f"{option} {value} asks for {points} grid points; the limit is {limit} "
-            f"({_budget_text()})"
-        )
+        raise LandscapeError(f"{asked}; the limit is {limit} ({_budget_text()})")
 
 
 def check_windows(max_windows: int, n_ctx: int) -> None:
