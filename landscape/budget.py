@@ -29,7 +29,9 @@ __all__ = [
     "check_grid_points",
     "check_points",
     "check_resolution",
+    "check_snapshots",
     "check_steps",
+    "max_snapshots",
     "check_text_file",
     "check_windows",
     "max_points",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 DEFAULT_GB = 2.0
+MAX_GB = 2**20  # a pebibyte: past any machine, and its bytes are still an exact integer
 # One point of a curve: λ, loss, accuracy as tensors, lists, the result dict, its JSON in the
 # cache and on stdout (≈ 510 bytes measured for a 10⁶-point curve).
 BYTES_PER_POINT = 1024
@@ -59,6 +62,9 @@ BYTES_PER_GGUF_ENTRY = 2048
 # A checkpoint a run keeps (the gauge sweep's recovery grid and trajectory): its float32
 # parameters and their copy in a random gauge.
 COPIES_PER_CHECKPOINT = 2
+# A snapshot of a training run (``landscape spawn``'s parent): its float32 parameters and AdamW's
+# two moments, and the serialised copy of all three that its cache entry is written from.
+COPIES_PER_SNAPSHOT = 6
 # The steps of one fine-tuning or training run a sweep asks for. Time, not memory, grows with
 # them, so the cap is fixed: over ten times the zoo's longest training (7,500 steps), so that a
 # mistyped count (10⁹) is refused instead of sitting at 0% for days.
@@ -76,6 +82,9 @@ def budget_bytes() -> int:
         gb = math.nan
     if not (math.isfinite(gb) and gb > 0):
         raise LandscapeError(f"LANDSCAPE_MEMORY_GB must be a positive number of GB, got {raw!r}")
+    if gb > MAX_GB:
+        raise LandscapeError(f"LANDSCAPE_MEMORY_GB must be at most {MAX_GB} GB (more than any "
+                             f"machine holds), got {raw!r}")  # fmt: skip
     return int(gb * 2**30)
 
 
@@ -113,15 +122,12 @@ def check_resolution(resolution: int) -> None:
         )
 
 
-def check_grid_points(points: int, option: str, value: int) -> None:
-    """Refuse a grid of ``points`` points (a surface's) that the budget does not hold; the line
-    names ``option`` and the ``value`` that asked for them."""
+def check_grid_points(points: int, asked: str) -> None:
+    """Refuse a grid of ``points`` points (a surface's) that the budget does not hold; ``asked``
+    begins the line: which options asked for how many points."""
     limit = budget_bytes() // BYTES_PER_GRID_POINT
     if points > limit:
-        raise LandscapeError(
-            f"{option} {value} asks for {points} grid points; the limit is {limit} "
-            f"({_budget_text()})"
-        )
+        raise LandscapeError(f"{asked}; the limit is {limit} ({_budget_text()})")
 
 
 def check_windows(max_windows: int, n_ctx: int) -> None:
@@ -175,6 +181,26 @@ def check_checkpoints(what: str, count: int, parameters: int) -> None:
         raise LandscapeError(
             f"{what} keeps {count} checkpoints of {_size(each)} each; the limit is {limit} "
             f"({_budget_text()})"
+        )
+
+
+def max_snapshots(parameters: int) -> int:
+    """How many snapshots (parameters and both AdamW moments) of ``parameters`` float32
+    parameters the budget holds."""
+    return budget_bytes() // (4 * COPIES_PER_SNAPSHOT * max(1, parameters))
+
+
+def check_snapshots(what: str, count: int, parameters: int, hint: str = "") -> None:
+    """Refuse a training run that keeps ``count`` snapshots (parameters and both AdamW moments)
+    of ``parameters`` float32 parameters when they exceed the budget; ``what`` names the
+    options asking for them, ``hint`` (optional) what would fit."""
+    each = 4 * COPIES_PER_SNAPSHOT * max(1, parameters)
+    limit = max_snapshots(parameters)
+    if count > limit:
+        raise LandscapeError(
+            f"{what} keeps {count} snapshots (parameters and both AdamW moments, "
+            f"{_size(count * each)} in all); the limit is {limit} ({_budget_text()})"
+            + (f"; {hint}" if hint else "")
         )
 
 

@@ -13,15 +13,29 @@ CPU = torch.device("cpu")  # the default of library functions: devices come reso
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """``None``/``"auto"`` → CUDA if available else CPU; otherwise the named device, checked."""
+    """``None``/``"auto"`` → CUDA if available else CPU; otherwise the named device, checked:
+    cpu, cuda or cuda:N (N below this machine's count of CUDA devices), and mps where this
+    machine has it. Anything else is a one-line error here, before any work and before a cached
+    result could be served labelled with a device that never ran it."""
     if device is None or str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
-    except RuntimeError:
-        raise LandscapeError(f"unknown device {device!r}; use cpu, cuda, cuda:N or auto") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise LandscapeError(f"device {device!r} requested but CUDA is not available here")
+    except (RuntimeError, TypeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise LandscapeError(f"unknown device {device!r}; use cpu, cuda, cuda:N or auto")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise LandscapeError(f"device {device!r} requested but CUDA is not available here")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise LandscapeError(f"device {device!r} requested but this machine has "
+                                 f"{torch.cuda.device_count()} CUDA device(s)")  # fmt: skip
+    if dev.type == "mps" and not (torch.backends.mps.is_available()):
+        raise LandscapeError(f"device {device!r} requested but MPS (Apple's GPU) is not "
+                             "available here")  # fmt: skip
+    if dev.type == "cpu" and dev.index not in (None, 0):
+        raise LandscapeError(f"unknown device {device!r}; use cpu, cuda, cuda:N or auto")
     return dev
 
 

@@ -491,6 +491,9 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
 def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.barriers.pairs import barrier_paths
 
+    if os.path.realpath(args.a) == os.path.realpath(args.b):  # as repeated --seeds are
+        raise LandscapeError(f"A and B are one checkpoint ({args.a}): a model against itself "
+                             "has no barrier to measure")  # fmt: skip
     with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
         return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
                              data=args.data, data_dir=args.data_dir, points=args.points,

@@ -156,7 +156,7 @@ def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[s
         if value < low or (open_low and value == low) or value > high:
             bracket = "(" if open_low else "["
             raise argparse.ArgumentTypeError(
-                f"must lie in {bracket}{low:g}, {high:g}], got {value:g}"
+                f"must lie in {bracket}{low:g}, {high:g}], got {text}"
             )
         return value
 

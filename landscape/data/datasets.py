@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import os
@@ -34,6 +35,7 @@ import torch
 
 from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file
 from landscape.errors import LandscapeError
+from landscape.store.files import open_regular
 from landscape.store.paths import data_root
 
 DIGITS_TRAIN = 1300
@@ -182,9 +184,18 @@ class TextCorpus:
 def read_text(path: str | os.PathLike) -> str:
     """Read a UTF-8 text file; empty or binary files are refused with a clear message."""
     p = Path(path)
-    if not p.is_file():
-        raise LandscapeError(f"text file {p} does not exist")
-    raw = p.read_bytes()
+    try:
+        with open_regular(p) as f:  # a device or FIFO is refused, never read (/dev/zero is endless)
+            raw = f.read()
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise LandscapeError(f"text file {p} does not exist") from None
+        if p.is_dir():
+            raise LandscapeError(f"text file {p} is a folder, not a file") from None
+        if e.errno == errno.EINVAL:
+            raise LandscapeError(f"text file {p} is not a regular file (a device, a FIFO or a "
+                                 "socket)") from None  # fmt: skip
+        raise LandscapeError(f"text file {p}: cannot read it ({e.strerror or e})") from None
     if not raw.strip():
         raise LandscapeError(f"text file {p} is empty")
     if b"\x00" in raw:

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
@@ -34,7 +35,12 @@ from landscape.experiments.barriers.pipeline import (
     measure_barrier,
 )
 from landscape.experiments.barriers.tables import mean_sem
-from landscape.models.train import snapshot_every, train_from, train_snapshots
+from landscape.models.train import (
+    check_snapshot_budget,
+    snapshot_every,
+    train_from,
+    train_snapshots,
+)
 from landscape.models.zoo import ZOO
 from landscape.progress import Progress, tell, within
 from landscape.store.cache import Cache
@@ -73,7 +79,8 @@ class SpawnResult:
 
 
 def check_spawn(model: str, at: Sequence[int], children: int, every: int | None) -> int:
-    """One line refusing what cannot be spawned; returns the snapshots' spacing."""
+    """One line refusing what cannot be spawned, or what the parent's snapshots would need past
+    the memory budget; returns the snapshots' spacing."""
     if model not in ZOO:
         raise LandscapeError(f"spawn trains zoo models; {model!r} is not one (see landscape zoo)")
     if children < 2:
@@ -90,6 +97,7 @@ def check_spawn(model: str, at: Sequence[int], children: int, every: int | None)
                 f"--at {k}: a spawn step must be a multiple of --every {every} between 0 and "
                 f"the run's {steps} steps (or {steps} itself)"
             )
+    check_snapshot_budget(model, every)
     return every
 
 
@@ -118,6 +126,7 @@ def spawn(
     every = check_spawn(model, at, children, every)
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
+    check_points(points)
     cache = cache or Cache()
     tell(progress, "parent", 0)
     snaps, _ = train_snapshots(model, seed, every, device=device, cache=cache,

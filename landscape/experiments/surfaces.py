@@ -310,9 +310,15 @@ def _check_grid(resolution: int, extent: float, margin: float, path_points: int,
         raise LandscapeError(f"--margin must be a non-negative number, got {margin:g}")
     if path_points < 2:
         raise LandscapeError("--path-points must be at least 2")
-    # the grid, and the three paths or the origin
-    extra = 3 * path_points if plane else 1
-    check_grid_points(resolution * resolution + extra, "--resolution", resolution)
+    # the grid, and the three paths or the origin: the line names the options that ask
+    grid = resolution * resolution
+    if plane:
+        paths = 3 * path_points
+        check_grid_points(grid + paths, f"--resolution {resolution} and --path-points "
+                          f"{path_points} ask for {grid + paths} points ({grid} on the grid, "
+                          f"{paths} on the three paths)")  # fmt: skip
+    else:
+        check_grid_points(grid + 1, f"--resolution {resolution} asks for {grid + 1} grid points")
 
 
 def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth", *,

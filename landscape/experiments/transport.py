@@ -49,7 +49,7 @@ from landscape.optim import adamw_init, adamw_steps
 from landscape.progress import Progress, tell
 from landscape.sources import Source
 from landscape.store.cache import Cache
-from landscape.store.files import JSONFileError, read_json
+from landscape.store.files import JSONFileError, read_json, shared_mode
 from landscape.store.scratch import kept_on_disk
 from landscape.symmetry import (
     ABS,
@@ -299,6 +299,7 @@ def save_artifact(
     weights, sidecar = _paths(path)
     weights.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous().cpu() for k, v in artifact.tensors.items()}, weights)
+    shared_mode(weights)  # safetensors writes 0600 whatever the umask
     doc = {
         "format": FORMAT,
         "version": FORMAT_VERSION,

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from landscape import data
+from landscape.budget import check_snapshots, max_snapshots
 from landscape.device import kernel_fingerprint, resolve_device
 from landscape.errors import LandscapeError, check_seed
 from landscape.models.batched import (
@@ -31,7 +32,7 @@ from landscape.models.batched import (
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
 from landscape.models.config import ModelConfig
 from landscape.models.functional import Dropout, forward, loss_and_accuracy
-from landscape.models.params import Params, init_params, param_shapes
+from landscape.models.params import Params, count_params, init_params, param_shapes
 from landscape.models.zoo import (
     ZOO,
     TrainConfig,
@@ -658,6 +659,19 @@ def snapshot_every(name: str, every: int | None = None) -> int:
     return every
 
 
+def check_snapshot_budget(name: str, every: int) -> None:
+    """Refuse snapshots of zoo model ``name`` every ``every`` steps that the memory budget does
+    not hold (:func:`landscape.budget.check_snapshots`): one before every ``every``-th step and
+    one after the last."""
+    model = zoo_model(name)
+    steps, n = model.train.steps, count_params(model.config)
+    limit = max_snapshots(n)
+    # the smallest spacing that fits: ceil(steps / spacing) + 1 snapshots at most ``limit``
+    fits = f"--every {-(-steps // (limit - 1))} fits" if 1 < limit <= steps else ""
+    check_snapshots(f"--every {every} ({name}'s run of {steps} steps)",
+                    len(range(0, steps, every)) + 1, n, fits)  # fmt: skip
+
+
 def train_snapshots(
     name: str,
     seed: int,
@@ -671,10 +685,12 @@ def train_snapshots(
     """The zoo run of ``seed`` with a :class:`Snapshot` before every ``every``-th step and after
     the last (opt-in; the run's arithmetic is the zoo recipe's, so the last snapshot holds the
     checkpoint's weights). Cached as one entry (kind ``"snapshots"``). Returns (snapshots in
-    step order, cache hit)."""
+    step order, cache hit). Refused before any work when the snapshots exceed the memory budget
+    (:func:`landscape.budget.check_snapshots`)."""
     model = zoo_model(name)
     check_seed(seed)
     every = snapshot_every(name, every)
+    check_snapshot_budget(name, every)
     cache = cache or Cache()
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -108,6 +108,16 @@ class Entry:
     key: str = ""
 
 
+def shipped_results_on() -> bool:
+    """``$LANDSCAPE_SHIPPED_RESULTS``: ``1`` (the default) reads the shipped entries, ``0`` does
+    not; anything else is a one-line error, not a guess."""
+    raw = os.environ.get("LANDSCAPE_SHIPPED_RESULTS", "1").strip()
+    if raw not in ("0", "1"):
+        raise LandscapeError(f"LANDSCAPE_SHIPPED_RESULTS must be 1 (read the shipped results) or "
+                             f"0 (do not), got {raw!r}")  # fmt: skip
+    return raw == "1"
+
+
 class Cache:
     """The disk store. ``Cache()`` uses ``$LANDSCAPE_CACHE`` or ``~/.cache/landscape``."""
 
@@ -118,8 +128,7 @@ class Cache:
         True is ``assets/results`` unless ``$LANDSCAPE_SHIPPED_RESULTS`` is ``0``, False none."""
         self.root = Path(root) if root is not None else cache_root()
         if shipped is True:
-            off = os.environ.get("LANDSCAPE_SHIPPED_RESULTS", "1").strip() == "0"
-            self.shipped = None if off else shipped_results_root()
+            self.shipped = shipped_results_root() if shipped_results_on() else None
         else:
             self.shipped = Path(shipped) if shipped else None
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from landscape.errors import LandscapeError
 from landscape.store.files import JSONFileError, read_json
-from landscape.store.paths import cache_root
+from landscape.store.paths import cache_root, folder_env
 
 __all__ = [
     "Family",
@@ -64,8 +64,7 @@ TMP_PREFIX = ".tmp-"
 
 
 def families_root() -> Path:
-    env = os.environ.get("LANDSCAPE_FAMILIES")
-    return Path(env).expanduser() if env else cache_root() / "families"
+    return folder_env("LANDSCAPE_FAMILIES") or cache_root() / "families"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ file can make the parser raise (deep nesting, absurd integers, bad UTF-8, syntax
 :func:`new_folder` writes a folder that must not exist yet (``align --out``): the caller fills a
 fresh temporary folder of its own beside the destination, which is then renamed into place; a
 destination that appeared meanwhile (another writer) is a one-line error, and on any failure only
-the temporary folder is removed.
+the temporary folder is removed. :func:`replace_file` writes a file whole in the same way. Both
+give what they write the modes the umask gives a file or folder made directly (0644 and 0755 under
+the usual 022), not the 0600 and 0700 of the temporary files they start as, so a folder written
+to be shared can be read by whom the user's umask allows.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import IO, Any
 from landscape.budget import budget_bytes
 from landscape.errors import LandscapeError
 
-__all__ = ["JSONFileError", "new_folder", "open_regular", "read_json", "write_problem"]
+__all__ = ["JSONFileError", "new_folder", "open_regular", "read_json", "replace_file",
+           "shared_mode", "umask", "write_problem"]
 
 # Parsed JSON costs up to ~25 bytes of Python objects per byte of text (``[{},{},…]``: a dict
 # per 3 bytes), so a file is refused above the budget divided by this (64 MB at 2 GB).
@@ -67,6 +71,24 @@ def open_regular(path: str | os.PathLike, follow_links: bool = True) -> IO[bytes
     except BaseException:
         os.close(fd)
         raise
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux's
+    ``/proc/self/status``), else set and restored at once."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def shared_mode(path: str | os.PathLike, folder: bool = False) -> None:
+    """Give ``path`` the mode the umask gives a new file (0666 masked) or folder (0777 masked)."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~umask())
 
 
 def json_limit() -> int:
@@ -184,6 +206,7 @@ def new_folder(dst: str | os.PathLike) -> Iterator[Path]:
         raise LandscapeError(f"cannot write {dst}: {write_problem(e)}") from None
     try:
         yield tmp
+        _share(tmp)
         _publish(tmp, dst)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)  # ours alone: made by mkdtemp above
@@ -196,18 +219,30 @@ def replace_file(target: str | os.PathLike, write: Callable[[Path], None]) -> No
     """Write ``target`` whole or not at all: ``write(path)`` fills a temporary file of this call's
     own beside it (``.<name>.<random>.landscape-tmp``), renamed over ``target`` at the end. A
     failed write (a full disk) leaves an earlier ``target`` whole and no partial file; two
-    writers never share a temporary file, and no file but this call's own is ever removed."""
+    writers never share a temporary file, and no file but this call's own is ever removed. The
+    file gets the umask's mode (:func:`shared_mode`), not the temporary file's 0600."""
     target = Path(target)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
                                suffix=".landscape-tmp")  # fmt: skip
     os.close(fd)
     try:
         write(Path(tmp))
+        shared_mode(tmp)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _share(folder: Path) -> None:
+    """The umask's modes for ``folder`` and everything in it (:func:`shared_mode`): mkdtemp makes
+    it 0700, and some writers (safetensors) make their files 0600 whatever the umask."""
+    shared_mode(folder, folder=True)
+    for p in folder.rglob("*"):
+        st = p.lstat()
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+            shared_mode(p, folder=stat.S_ISDIR(st.st_mode))
 
 
 def _is_write_error(e: BaseException) -> bool:

@@ -4,6 +4,9 @@
 - data: ``$LANDSCAPE_DATA`` or ``<cache>/data`` (fetched data sets)
 - assets: ``<repo>/assets`` (the shipped zoo), overridable by ``$LANDSCAPE_ASSETS``; its
   ``results/`` holds shipped cache entries (the zoo's standard views), read after the cache
+
+A variable set to nothing (``LANDSCAPE_CACHE=``, often ``$UNSET_VARIABLE`` expanded) is refused
+rather than read as unset: it names no folder, and the default is another one than was meant.
 """
 
 from __future__ import annotations
@@ -11,20 +14,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from landscape.errors import LandscapeError
+
+
+def folder_env(name: str) -> Path | None:
+    """The folder ``$name`` names (``~`` expanded), None when it is unset; set but empty (or
+    blank) is a one-line error."""
+    env = os.environ.get(name)
+    if env is None:
+        return None
+    if not env.strip():
+        raise LandscapeError(f"{name} is set but empty: name a folder, or unset it for the "
+                             "default")  # fmt: skip
+    return Path(env).expanduser()
+
 
 def cache_root() -> Path:
-    env = os.environ.get("LANDSCAPE_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "landscape"
+    return folder_env("LANDSCAPE_CACHE") or Path.home() / ".cache" / "landscape"
 
 
 def data_root() -> Path:
-    env = os.environ.get("LANDSCAPE_DATA")
-    return Path(env).expanduser() if env else cache_root() / "data"
+    return folder_env("LANDSCAPE_DATA") or cache_root() / "data"
 
 
 def assets_root() -> Path:
-    env = os.environ.get("LANDSCAPE_ASSETS")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "assets"
+    return folder_env("LANDSCAPE_ASSETS") or Path(__file__).resolve().parents[2] / "assets"
 
 
 def shipped_results_root() -> Path:

@@ -147,3 +147,29 @@ def test_mergekit_needs_hugging_face_directories(home, tmp_path, capsys, no_matc
     _refused(capsys, ["align", "mlp-digits", "--seeds", "0", "1", "--out", str(out),
                       "--mergekit-config", str(tmp_path / "m.yaml")], "Hugging Face")  # fmt: skip
     assert not out.exists()
+
+
+def test_outputs_sharing_one_path_are_refused_before_matching(home, tmp_path, capsys,
+                                                              no_matching):  # fmt: skip
+    from tests.conftest import tiny_llama
+
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be, that is the question. " * 60)
+    paths = []
+    for seed in (0, 1):
+        paths.append(str(tmp_path / f"llama{seed}"))
+        tiny_llama(seed).save_pretrained(paths[-1], safe_serialization=True)
+    assert main(["family", "add", "llamas", *paths, "--text", str(text), "--n-ctx", "16",
+                 "--max-windows", "8", "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    out, cfg = tmp_path / "out", tmp_path / "merge.yaml"
+    base = ["align", "llamas", "--seeds", "0", "1", "--group", "orth"]
+    # A processed (orth folds the gains) goes to --out-a: the same folder as B
+    _refused(capsys, [*base, "--out", str(out), "--out-a", f"{tmp_path}/./out/",
+                      "--mergekit-config", str(cfg)], "--out-a", "--out", "own path")  # fmt: skip
+    # the config written where a folder goes
+    _refused(capsys, [*base, "--out", str(out), "--out-a", str(tmp_path / "a"),
+                      "--mergekit-config", str(out)], "--mergekit-config")  # fmt: skip
+    _refused(capsys, [*base, "--out", str(out), "--out-a", str(cfg),
+                      "--mergekit-config", str(cfg)], "--mergekit-config")  # fmt: skip
+    assert not out.exists() and not cfg.exists()

@@ -50,3 +50,22 @@ def test_spawn_bad_input_is_one_line(capsys, argv, match):
     assert main(["spawn", "mlp-digits", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert match in err and "Traceback" not in err
+
+
+def test_spawn_snapshots_past_the_memory_budget_are_refused_before_training(monkeypatch, capsys):
+    import landscape.models.train as training
+
+    def never(*args, **kwargs):
+        raise AssertionError("trained before the budget was checked")
+
+    monkeypatch.setattr(training, "_train_model", never)
+    monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.05")
+    # 1,001 snapshots of parameters and both AdamW moments: far past 50 MB
+    assert main(["spawn", "mlp-digits", "--at", "0", "--every", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--every 1" in err and "1001 snapshots" in err and "LANDSCAPE_MEMORY_GB" in err
+    # the default spacing (a fiftieth of the run) fits the same budget: refused only when it
+    # does not fit
+    from landscape.experiments.spawn import check_spawn
+
+    assert check_spawn("mlp-digits", [0], 2, None) == 20

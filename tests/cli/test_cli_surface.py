@@ -70,3 +70,12 @@ def test_resolution_over_the_budget_is_one_line(capsys, monkeypatch):
     assert main(["surface", "mlp-digits", "--seed", "0", "--resolution", "100"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--resolution 100 asks for 10001 grid points" in err and len(err.splitlines()) == 1
+
+
+def test_path_points_over_the_budget_are_named(capsys):
+    # the three paths, not the 21 × 21 grid, ask for the points: the line says so
+    argv = ["surface", "mlp-digits", "--seeds", "0", "1", "2", "--path-points", "100000000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--path-points 100000000" in err and "300000000 on the three paths" in err
+    assert len(err.splitlines()) == 1

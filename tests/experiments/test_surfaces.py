@@ -149,7 +149,7 @@ def test_resolution_is_bounded_by_the_memory_budget(monkeypatch):
     surface("mlp-digits", [0], resolution=7)  # 49 points and the origin fit
     with pytest.raises(LandscapeError, match="--resolution 8 asks for 65 grid points"):
         surface("mlp-digits", [0], resolution=8)
-    with pytest.raises(LandscapeError, match="--resolution 5 asks for 88 grid points"):
+    with pytest.raises(LandscapeError, match="--resolution 5 and --path-points 21 ask for 88 "):
         surface("mlp-digits", [0, 1, 2], resolution=5, path_points=21)
 
 

@@ -108,6 +108,7 @@ def write_aligned(
     for what, path in (("--out", out), ("--out-a", out_a), ("--mergekit-config", mergekit_config)):
         if path is not None:  # refused now, not after the matching and a first write
             utf8_path(path, what)
+    _check_distinct(("--out", out), ("--out-a", out_a), ("--mergekit-config", mergekit_config))
     target = Path(out)
     if target.exists():
         raise LandscapeError(f"{target} exists; choose a new folder")
@@ -180,6 +181,21 @@ def write_aligned(
                        "curve_accuracy": float(line_acc[0])})  # fmt: skip
     tell(progress, "done", 1.0)
     return result
+
+
+def _check_distinct(*outputs: tuple[str, str | os.PathLike | None]) -> None:
+    """Refuse two outputs (option, path) naming one path, before anything is loaded or written:
+    the second writer would find the first one's file (paths compared resolved, so ``X``,
+    ``./X`` and ``X/`` are one)."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs:
+        if path is None:
+            continue
+        where = Path(os.path.realpath(path))
+        if where in seen:
+            raise LandscapeError(f"{option} {path} is the path of {seen[where]}: each output "
+                                 "needs its own path")  # fmt: skip
+        seen[where] = option
 
 
 def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
