@@ -19,7 +19,7 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, run_in_status
+from app.components.long_runs import LongRun, left_out, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -65,6 +65,7 @@ from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_curve, tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
 from landscape.sources import model_arch
+from landscape.store.cache import NotCached
 
 
 def _mean_sem(value: tuple[float, float], n: int) -> str:
@@ -234,10 +235,8 @@ progress = LongRun(
     key="interp",
     inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
 )
-if progress.cancelled:
-    figure_slot.empty()
-    st.stop()
-series, rows = [], []
+# cancelled: what is stored is drawn, the rest is named (left_out), and the page goes on
+series, rows, missing = [], [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for combo, space in itertools.product(chosen, spaces):
     method, group = method_group(combo)
@@ -250,8 +249,13 @@ for combo, space in itertools.product(chosen, spaces):
         try:
             request = seeds_request(name, pair, method, group, points=points, split=split,
                                     space=space)  # fmt: skip
-            results.append(state.barrier(request, device(), progress=part))
+            results.append(state.barrier(request, device(), progress=part,
+                                         compute=not progress.cancelled))  # fmt: skip
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
+        except NotCached as err:  # not stored, and a cancelled run computes nothing
+            if not progress.cancelled:
+                show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
+            missing.append(f"{label} on seeds {pair[0]} ↔ {pair[1]}")
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
         done += 1
@@ -298,6 +302,7 @@ with table_slot.container():  # the table and what is said of it, in the table's
         st.warning(a["note"], icon=":material/trending_up:")
     if rows:
         _table_notes(shown)
+    left_out(missing)
 
 if not series:
     figure_slot.empty()
