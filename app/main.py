@@ -15,9 +15,13 @@ from app import memory  # noqa: E402
 from app.navigation import HOME, pages, root  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 
+# An emoji favicon is drawn by the browser from a data: URL; a Material icon (":material/...:")
+# would be fetched from a font host on every page load, and the app asks no host but its own.
+PAGE_ICON = "⛰️"
+
 
 def main() -> None:
-    st.set_page_config(page_title="Landscape", page_icon=":material/landscape:", layout="wide")
+    st.set_page_config(page_title="Landscape", page_icon=PAGE_ICON, layout="wide")
     memory.keep()  # every page's controls outlive the runs that do not draw them
     views = pages()
     page = st.navigation([root(), *views.values()])

@@ -151,11 +151,15 @@ def _measure(request: BarrierRequest, device: str | None, **how: Any) -> dict[st
 
 
 def barrier(
-    request: BarrierRequest, device: str | None, progress: Progress | None = None
-) -> dict[str, Any]:
+    request: BarrierRequest, device: str | None, progress: Progress | None = None,
+    *, compute: bool = True,
+) -> dict[str, Any]:  # fmt: skip
     """One interpolation curve and its barriers (``experiments.measure_barrier`` of
     ``request``, as ``landscape barrier`` writes it): memoised by the request, else read from
-    the disk cache, else computed under ``progress`` (its matching and evaluation)."""
+    the disk cache, else computed under ``progress`` (its matching and evaluation). Without
+    ``compute`` (a cancelled run), :class:`NotCached` when it is not stored."""
+    if not compute:
+        return _stored_barrier(request, device)
     return stored_else_computed(
         lambda: _stored_barrier(request, device),
         lambda: _measure(request, device, progress=progress),

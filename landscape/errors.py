@@ -10,6 +10,16 @@ class LandscapeError(Exception):
     """A problem with the user's input or environment, stated in one line."""
 
 
+class FieldError(LandscapeError):
+    """Bad or missing input that one named argument fixes. ``str()`` is the command line's
+    sentence, naming its flag; ``plain`` says the same without a flag and ``field`` names the
+    argument, so that a form can point to its own field instead (the app's import form)."""
+
+    def __init__(self, message: str, *, field: str, plain: str) -> None:
+        super().__init__(message)
+        self.field, self.plain = field, plain
+
+
 class GroupNotAdmitted(LandscapeError, ValueError):
     """A symmetry group asked of a model whose architecture admits it in no processing state
     (e.g. rotations of a post-norm stream). Also a ValueError, as the symmetry engine's other

@@ -42,6 +42,10 @@ class LongRun:
     remembered for those inputs: later runs show a note and a Run again button instead of
     starting over (:attr:`cancelled`). Without, a click started the work, and not clicking again
     is enough.
+
+    Cancel keeps what was on the page: a cancelled page still draws every result that is stored
+    (read without computing, :class:`NotCached` for the rest) and every section below, and says
+    what it left out (:func:`left_out`). Reports to a cancelled run are ignored.
     """
 
     def __init__(self, label: str, *, key: str, inputs: Hashable | None = None) -> None:
@@ -65,6 +69,8 @@ class LongRun:
                     st.rerun()
 
     def __call__(self, stage: str, done: float, total: float) -> None:
+        if self.cancelled:
+            return
         share = min(max(fraction(done, total), 0.0), 1.0)
         self.bar.progress(share, text=plain(estimate(stage, share, self.seconds)))
 
@@ -73,8 +79,16 @@ class LongRun:
         return time.perf_counter() - self.t0
 
     def close(self) -> None:
-        """Remove the bar and the Cancel button."""
-        self.slot.empty()
+        """Remove the bar and the Cancel button (a cancelled run keeps its note and Run again)."""
+        if not self.cancelled:
+            self.slot.empty()
+
+
+def left_out(parts: list[str]) -> None:
+    """The note of a cancelled page under what it still drew: the parts it did not compute."""
+    if parts:
+        st.caption(f"Not measured (cancelled): {plain('; '.join(parts))}. Run again above to "
+                   "measure them.")  # fmt: skip
 
 
 def run_in_status(

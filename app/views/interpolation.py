@@ -19,7 +19,7 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, run_in_status
+from app.components.long_runs import LongRun, left_out, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -54,6 +54,8 @@ from landscape.page_defaults import method_group
 from landscape.plots.curves import KIND_WORDS, figure_curve, figure_spawn
 from landscape.plots.fields import BARRIER
 from landscape.plots.interpolation import (
+    ABOVE_NAIVE_MARGIN,
+    ABOVE_NAIVE_SHARE,
     above_naive,
     figure_interpolation,
     figure_merges,
@@ -65,6 +67,7 @@ from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_curve, tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
 from landscape.sources import model_arch
+from landscape.store.cache import NotCached
 
 
 def _mean_sem(value: tuple[float, float], n: int) -> str:
@@ -98,11 +101,11 @@ def _differs_or_says(column: pd.Series, name: str) -> bool:
 
 def versus_naive(series: dict, above: dict | None) -> str:
     """A row's word against naive on the same pairs (``above``: its record of
-    ``above_naive``, None when neither barrier is above naive's)."""
+    ``above_naive``, None when neither barrier is clearly above naive's)."""
     if series["method"] == "naive":
         return "—"
     if above is None:
-        return "at or below naive"
+        return "not above naive"
     return "above naive in " + " and ".join(above["metrics"])
 
 
@@ -202,7 +205,9 @@ def _table_notes(shown: pd.DataFrame) -> None:
     st.caption(
         "Mean ± standard error over pairs (Table-2 layout); the accuracy barrier in percentage "
         "points (a drop from 95% to 70% accuracy below the chord is 25 points). vs naive: "
-        "whether the method's barrier lies above naive's on the same pairs. max |Δlogits| "
+        "whether the method's barrier lies above naive's on the same pairs (by more than "
+        f"{ABOVE_NAIVE_MARGIN['loss']:g} nats or {in_points(ABOVE_NAIVE_MARGIN['accuracy']):g} "
+        f"points, and {ABOVE_NAIVE_SHARE:.0%} of naive's barrier). max |Δlogits| "
         "checks that the aligned B computes the same function as B; in the circuits space a "
         "warning above names any circuit form that does not keep its model's function."
     )
@@ -234,10 +239,8 @@ progress = LongRun(
     key="interp",
     inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
 )
-if progress.cancelled:
-    figure_slot.empty()
-    st.stop()
-series, rows = [], []
+# cancelled: what is stored is drawn, the rest is named (left_out), and the page goes on
+series, rows, missing = [], [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for combo, space in itertools.product(chosen, spaces):
     method, group = method_group(combo)
@@ -250,8 +253,13 @@ for combo, space in itertools.product(chosen, spaces):
         try:
             request = seeds_request(name, pair, method, group, points=points, split=split,
                                     space=space)  # fmt: skip
-            results.append(state.barrier(request, device(), progress=part))
+            results.append(state.barrier(request, device(), progress=part,
+                                         compute=not progress.cancelled))  # fmt: skip
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
+        except NotCached as err:  # not stored, and a cancelled run computes nothing
+            if not progress.cancelled:
+                show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
+            missing.append(f"{label} on seeds {pair[0]} ↔ {pair[1]}")
         except Exception as err:  # a failing method must not take the page down
             show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
         done += 1
@@ -298,6 +306,7 @@ with table_slot.container():  # the table and what is said of it, in the table's
         st.warning(a["note"], icon=":material/trending_up:")
     if rows:
         _table_notes(shown)
+    left_out(missing)
 
 if not series:
     figure_slot.empty()

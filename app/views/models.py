@@ -15,6 +15,7 @@ from app.components.tables import styled_table
 from app.components.text import literal, plain
 from app.memory import remember
 from landscape.device import resolve_device
+from landscape.errors import FieldError
 from landscape.plots.models import figure_zoo_overview
 from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_zoo
@@ -187,8 +188,10 @@ with st.form("import", border=True):
         help="For the gauge page's drift, LoRA and AdamW steps.",
     )  # fmt: skip
     submitted = st.form_submit_button("Import")
+# The form's own words for the library's arguments (a FieldError names a command-line flag)
+FIELDS = {"paths": "Checkpoints, one path per line", "text": "Text file (language models)"}
 if submitted:
-    from landscape.sources import add_family
+    from landscape.sources import add_family, family_data_note
 
     lines = [p.strip() for p in paths.splitlines() if p.strip()]
     try:
@@ -208,10 +211,13 @@ if submitted:
         st.session_state["import_done"] = (
             f"Imported **{plain(fam.name)}**: {len(fam.members)} checkpoint(s), "
             f"{plain(fam.architecture)}, {fam.parameters:,} parameters, evaluated on "
-            f"{plain(fam.dataset)}. Choose it under "
+            f"{plain(fam.dataset)} ({plain(family_data_note(fam.name))}). Choose it under "
             "*Model family* in the sidebar."
         )
         st.rerun()
+    except FieldError as err:
+        show_error(f"Importing {family_name or 'the family'}",
+                   f"{err.plain} (“{FIELDS.get(err.field, err.field)}”)")  # fmt: skip
     except Exception as err:
         show_error(f"Importing {family_name or 'the family'}", err)
 

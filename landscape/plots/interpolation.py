@@ -259,8 +259,22 @@ _DOES = {"activation": "matching the activations", "weight": "matching the weigh
          "learned": "learning the transform"}  # fmt: skip
 
 
+# How far a barrier must lie above naive's to be called above it: more than both an absolute
+# margin (loss in nats; accuracy as a fraction, 0.5 percentage points) and a share of naive's
+# barrier. Barriers of an untrained pair differ by thousandths of a nat, and equal barriers are
+# never "above".
+ABOVE_NAIVE_MARGIN = {"loss": 0.01, "accuracy": 0.005}
+ABOVE_NAIVE_SHARE = 0.05
+
+
+def clearly_above(ours: float, naive: float, metric: str) -> bool:
+    """Whether barrier ``ours`` exceeds ``naive``'s by more than the margins above."""
+    return ours - naive > max(ABOVE_NAIVE_MARGIN[metric], ABOVE_NAIVE_SHARE * abs(naive))
+
+
 def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> list[dict[str, Any]]:
-    """Every series whose barrier lies above naive's for the same pairs, split and space.
+    """Every series whose barrier lies clearly above naive's (:func:`clearly_above`) for the
+    same pairs, split and space.
 
     A series is compared with the naive series of its space on the pairs both hold (a result's
     ``seeds``; results without them are paired in order): the mean loss barrier and the mean
@@ -294,7 +308,7 @@ def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> lis
                 ours = float(np.mean([r[field_] for r, _ in both]))
                 theirs = float(np.mean([n[field_] for _, n in both]))
                 record[metric], record[f"naive_{metric}"] = ours, theirs
-                if ours > theirs:
+                if clearly_above(ours, theirs, metric):
                     record["metrics"].append(metric)
             if not record["metrics"]:
                 continue

@@ -51,7 +51,7 @@ from landscape.sources.data import (
     split_sampler,
     stream_sampler,
 )
-from landscape.sources.families import add_family, family_data, family_splits
+from landscape.sources.families import add_family, family_data, family_data_note, family_splits
 from landscape.sources.inspection import inspect
 from landscape.sources.source import Source, data_of
 from landscape.store.families import DATASETS
@@ -73,6 +73,7 @@ __all__ = [
     "eval_batch_size",
     "evaluation_refusal",
     "family_data",
+    "family_data_note",
     "family_splits",
     "inspect",
     "label",

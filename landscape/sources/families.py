@@ -13,7 +13,7 @@ from typing import Any
 
 from landscape.data import Split
 from landscape.data.text import encoding_sources
-from landscape.errors import LandscapeError
+from landscape.errors import FieldError, LandscapeError
 from landscape.models import architecture_of
 from landscape.models.importers import (
     describe,
@@ -50,10 +50,25 @@ def _family_data(doc: str, first: Checkpoint | None) -> SplitData:
     spec = DataSpec.of(fam)
     first = first or load_member(fam.name, 0)
     check_evaluable(first.cfg)
-    splits, ident = spec_splits(first, fam.members[0], spec)
-    data = SplitData(splits, ident, spec, fam.lr, fam.batch_size)
+    return _split_data(fam, *spec_splits(first, fam.members[0], spec))
+
+
+def _split_data(fam: Family, splits: dict[str, Split], ident: dict[str, Any]) -> SplitData:
+    data = SplitData(splits, ident, DataSpec.of(fam), fam.lr, fam.batch_size)
     data.task_key = {**data.key, "lr": fam.lr, "batch_size": fam.batch_size}
     return data
+
+
+def _memo_key(fam: Family) -> tuple:
+    doc = json.dumps(fam.to_dict(), sort_keys=True)
+    return (doc, encoding_sources(fam.text, tokenizer_files(fam.members[0])) if fam.text else ())
+
+
+def _keep(memo: tuple, data: SplitData) -> None:
+    """Remember a family's data, most recent last (the caller holds the lock)."""
+    _FAMILY_DATA[memo] = data
+    while len(_FAMILY_DATA) > 8:
+        del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
 
 
 def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
@@ -62,17 +77,20 @@ def family_data(name: str, member0: Checkpoint | None = None) -> SplitData:
     under the same name, or a text or tokenizer replaced on disk, reads its data again. The
     data is read with member 0's configuration and vocabulary; ``member0``, that member already
     loaded, saves loading it again (a GGUF member takes most of a minute)."""
-    fam = family(name)
-    doc = json.dumps(fam.to_dict(), sort_keys=True)
-    memo = (doc, encoding_sources(fam.text, tokenizer_files(fam.members[0])) if fam.text else ())
+    memo = _memo_key(family(name))
     with _FAMILY_DATA_LOCK:
         data = _FAMILY_DATA.pop(memo, None)
         if data is None:
-            data = _family_data(doc, member0)
-        _FAMILY_DATA[memo] = data  # most recent last
-        while len(_FAMILY_DATA) > 8:
-            del _FAMILY_DATA[next(iter(_FAMILY_DATA))]
+            data = _family_data(memo[0], member0)
+        _keep(memo, data)
     return data
+
+
+def family_data_note(name: str) -> str:
+    """What a family is evaluated on, in words: for a text, how it was encoded (the model's
+    tokenizer, or UTF-8 bytes or characters when there is none, and what that means for the
+    loss); for images, the data set and its test size."""
+    return str(family_data(name).note.get("note", ""))
 
 
 def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
@@ -114,6 +132,10 @@ def add_family(
         raise LandscapeError("a family needs at least one checkpoint path")
     if labels is not None and len(labels) != len(paths):
         raise LandscapeError(f"{len(labels)} labels for {len(paths)} checkpoints")
+    for p in paths:  # a path, never a zoo name: say that it is missing, not what it is not
+        if not Path(p).expanduser().exists():
+            raise FieldError(f"checkpoint path {p} does not exist", field="paths",
+                             plain=f"checkpoint path {p} does not exist")  # fmt: skip
     members = tuple(str(Path(p).expanduser().resolve()) for p in paths)
     if len(set(members)) != len(members):
         raise LandscapeError("the same checkpoint path is given twice")
@@ -124,7 +146,9 @@ def add_family(
     language = architecture_of(cfg).inputs == "tokens"
     if language:
         if text is None:
-            raise LandscapeError("a family of language models needs a text file (--text FILE)")
+            raise FieldError("a family of language models needs a text file (--text FILE)",
+                             field="text", plain="a family of language models is evaluated on "
+                             "a text file: give one")  # fmt: skip
         if data is not None:
             raise LandscapeError("language models are evaluated on --text, not --data")
         text = str(Path(text).expanduser().resolve())
@@ -134,7 +158,9 @@ def add_family(
                 f"a family of {cfg.arch} classifiers needs --data {' or --data '.join(DATASETS)}"
             )
         if text is not None:
-            raise LandscapeError("classifiers are evaluated on --data, not --text")
+            raise FieldError("classifiers are evaluated on --data, not --text", field="text",
+                             plain="classifiers are evaluated on image data, not on a text "
+                             "file: leave it empty")  # fmt: skip
     if n_ctx < 1 or max_windows < 2 or not (math.isfinite(lr) and lr > 0):
         raise LandscapeError("n_ctx must be positive, max_windows at least 2 and lr positive")
     fam = Family(
@@ -152,6 +178,8 @@ def add_family(
         batch_size=batch_size or (16 if language else 64),
         labels=tuple(labels) if labels else (),
     )
-    spec_splits(first, members[0], DataSpec.of(fam))  # the data loads and fits, or one line
+    splits, ident = spec_splits(first, members[0], DataSpec.of(fam))  # loads and fits, or one line
     save_family(fam)
+    with _FAMILY_DATA_LOCK:  # read once: what the pages (and family_data_note) use next
+        _keep(_memo_key(fam), _split_data(fam, splits, ident))
     return fam

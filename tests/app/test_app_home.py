@@ -88,3 +88,13 @@ def test_the_shipped_home_curves_are_what_the_library_computes():
         for key in ("loss", "accuracy"):
             np.testing.assert_allclose(fresh[key], old[key], atol=1e-4, err_msg=f"{method} {key}")
         assert fresh["barrier_loss"] == pytest.approx(old["barrier_loss"], abs=1e-4)
+
+
+def test_the_page_icon_is_drawn_without_asking_another_host():
+    """Streamlit sends an emoji favicon as a data: URL, a Material icon as a font host's address
+    that every page load would fetch (the browser test logs every request)."""
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from app.main import PAGE_ICON
+
+    assert _get_favicon_string(PAGE_ICON).startswith("emoji:")

@@ -44,7 +44,7 @@ def test_a_method_above_naive_is_named_under_the_table(monkeypatch) -> None:
     assert "matching the weights does not reduce this barrier" in notes[0]
     table = at.dataframe[0].value
     column = dict(zip(table["method"], table["vs naive"], strict=True))
-    assert column == {"naive": "—", "weight/perm": "at or below naive",
+    assert column == {"naive": "—", "weight/perm": "not above naive",
                       "weight/orth": "above naive in loss"}  # fmt: skip
 
 

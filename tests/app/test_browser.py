@@ -283,3 +283,28 @@ def test_home_has_its_own_address_and_back_leaves_a_page(app_url, monkeypatch):
     assert found and title.startswith("Landscape")
     assert added == 0
     assert "/home" in back, back
+
+
+def test_the_app_asks_no_other_host_for_anything(app_url, monkeypatch):
+    """Offline seminars and privacy: loading pages (icons, fonts, scripts, figures) requests
+    nothing from any host but the app's own."""
+    from urllib.parse import urlparse
+
+    from playwright.sync_api import sync_playwright
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    outside = []
+    with sync_playwright() as pw:
+        browser, page = _browser(pw)
+        page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).scheme
+                in ("http", "https", "ws", "wss") and urlparse(r.url).hostname not in
+                ("127.0.0.1", "localhost") else None)  # fmt: skip
+        for path in ("home", "interpolation", "models"):
+            page.goto(f"{url}/{path}")
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            _settle(page)
+        page.goto(f"{url}/home?present=1")
+        _settle(page)
+        browser.close()
+    assert not outside, outside

@@ -126,6 +126,34 @@ def test_a_method_above_naive_gets_a_note_computed_from_its_numbers() -> None:
     assert above_naive(spaced) == []
 
 
+@pytest.mark.parametrize(
+    ("naive", "ours"),
+    [(0.0, 0.0), (0.002, 0.0035), (0.05, 0.055), (1.0, 1.04)],
+    ids=["equal-zero", "untrained-thousandths", "under-absolute-margin", "under-share"],
+)
+def test_a_barrier_within_the_margin_of_naive_is_not_above_it(naive, ours) -> None:
+    """Barriers of an untrained pair differ by thousandths of a nat, and equal ones (0.0 against
+    0.0) are never above: no warning below both margins."""
+    series = [
+        {"label": "naive", "method": "naive", "results": [_curve(naive)]},
+        {"label": "weight/perm", "method": "weight/perm", "results": [_curve(ours)]},
+    ]
+    assert above_naive(series) == []
+
+
+def test_a_barrier_past_both_margins_is_above_naive() -> None:
+    from landscape.plots.interpolation import clearly_above
+
+    series = [
+        {"label": "naive", "method": "naive", "results": [_curve(0.5)]},
+        {"label": "weight/perm", "method": "weight/perm", "results": [_curve(0.6)]},
+    ]
+    assert [n["label"] for n in above_naive(series)] == ["weight/perm"]
+    assert clearly_above(0.0201, 0.01, "loss") and not clearly_above(0.0199, 0.01, "loss")
+    assert not clearly_above(2.09, 2.0, "loss") and clearly_above(2.11, 2.0, "loss")
+    assert not clearly_above(0.004, 0.0, "accuracy") and clearly_above(0.006, 0.0, "accuracy")
+
+
 # ---------------------------------------------------------------- atlas
 
 
