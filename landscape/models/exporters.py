@@ -501,19 +501,21 @@ LAYERNORM_FORMATS = {"gpt2": "GPT-2", "gpt_neox": "GPT-NeoX"}
 
 def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike | None, *,
                       moves_mean: bool = False,
-                      config: dict[str, Any] | None = None) -> None:  # fmt: skip
-    """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the
-    format of ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`). Called
-    before an alignment with B processed for its group, so that a model or group the format
-    cannot hold is refused before the matching, not after it. ``moves_mean``: the group's
-    elements need not fix the mean direction (signed permutations, O(d)), which a LayerNorm
-    format cannot hold once processing centred the stream into RMSNorm. ``config``: the format's
-    configuration instead of the source's (:func:`llama_config`)."""
+                      config: dict[str, Any] | None = None
+                      ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the format of
+    ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`); else the config.json and
+    the tensor names it would write (what a mergekit definition must hold). Called before an
+    alignment with B processed for its group, so that a model or group the format cannot hold is
+    refused before the matching, not after it. ``moves_mean``: the group's elements need not fix the
+    mean direction (signed permutations, O(d)), which a LayerNorm format cannot hold once processing
+    centred the stream into RMSNorm. ``config``: the format's configuration instead of the source's
+    (:func:`llama_config`)."""
     config = dict(config) if config is not None else hf_config(source)
     family = LAYERNORM_FORMATS.get(config["model_type"])
     if family is not None and moves_mean and cfg.norm != "ln":
         raise _refuse_layernorm(family, "this alignment's group moves the mean direction")
-    hf_tensors(cfg, params, config)
+    return config, list(hf_tensors(cfg, params, config))
 
 
 def export_hf(
