@@ -2,13 +2,18 @@
 written checkpoint holds a tensor the definition lacks (attention or MLP biases of Llama, Qwen3,
 OLMo 2 and the Gemmas, an untied Gemma's head) or lacks one the definition requires (a NeoX
 without attention biases, a tied NeoX or Phi-3) is refused in one line before any matching or
-merge, by ``align --mergekit-config`` and by ``merges``."""
+merge, by ``align --mergekit-config`` and by ``merges``. GPT-NeoX, whose definition requires
+buffers transformers 5 no longer writes, is written with them and merges."""
+
+import json
 
 import pytest
 import torch
 
 from landscape.cli import main
 from landscape.experiments.merging import export, operators
+from landscape.experiments.merging.operators import run_operator
+from landscape.models.importers import import_checkpoint
 from tests.conftest import perturbed, tiny_llama
 from tests.experiments.test_export import _family
 
@@ -73,6 +78,8 @@ UNCOVERED = [
                  "lm_head.weight", id="phi3-tied"),
     pytest.param(_builder("gpt_neox", attention_bias=False), "definition requires",
                  "attention.dense.bias", id="neox-no-attention-bias"),
+    pytest.param(_builder("gpt_neox", tie_word_embeddings=True), "definition requires",
+                 "embed_out.weight", id="neox-tied"),
 ]  # fmt: skip
 
 
@@ -104,3 +111,34 @@ def test_a_complete_own_directory_of_a_still_refuses_out_a(tmp_path, cache_env, 
     _refused(capsys, ["align", "mk-llama", "--seeds", "0", "1", "--out", str(tmp_path / "b"),
                       "--mergekit-config", str(tmp_path / "m.yaml"), "--out-a",
                       str(tmp_path / "a")], "leaves A as it is")  # fmt: skip
+
+
+_NEOX = _builder("gpt_neox", tie_word_embeddings=False)
+
+
+def test_neox_merges_through_mergekit_on_the_line(tmp_path, cache_env, capsys):
+    # mergekit's linear merge of the written pair is the straight line at every λ
+    _family(tmp_path, _NEOX, "mk-neox")
+    capsys.readouterr()
+    assert main(["merges", "mk-neox", "--seeds", "0", "1", "--operators", "linear", "--points",
+                 "3", "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    for al in r["pairs"][0]["alignments"]:
+        line, linear = al["line"]["loss"], al["operators"]["linear"]["loss"]
+        assert max(abs(x - y) for x, y in zip(line, linear, strict=True)) < 1e-4, (line, linear)
+
+
+def test_neox_mergekit_config_merges_to_align_merge(tmp_path, cache_env, capsys):
+    # A's own directory (saved by transformers 5) lacks the buffers: A is written with them
+    _family(tmp_path, _NEOX, "mk-neox")
+    capsys.readouterr()
+    b, a, config = tmp_path / "b", tmp_path / "a", tmp_path / "m.yaml"
+    assert main(["align", "mk-neox", "--seeds", "0", "1", "--out", str(b), "--out-a", str(a),
+                 "--mergekit-config", str(config), "--merge-weight", "0.3"]) == 0  # fmt: skip
+    assert str(a) in config.read_text(encoding="utf-8")
+    run_operator(a, b, "linear", 0.3, tmp_path / "merged")
+    assert main(["align", "mk-neox", "--seeds", "0", "1", "--merge", "0.3", "--out",
+                 str(tmp_path / "line")]) == 0  # fmt: skip
+    merged, line = import_checkpoint(tmp_path / "merged"), import_checkpoint(tmp_path / "line")
+    gap = max(float((merged.params[k] - line.params[k]).abs().max()) for k in line.params)
+    assert gap < 1e-6, gap
