@@ -6,6 +6,7 @@ merge, by ``align --mergekit-config`` and by ``merges``. GPT-NeoX, whose definit
 buffers transformers 5 no longer writes, is written with them and merges."""
 
 import json
+import sys
 
 import pytest
 import torch
@@ -142,3 +143,17 @@ def test_neox_mergekit_config_merges_to_align_merge(tmp_path, cache_env, capsys)
     merged, line = import_checkpoint(tmp_path / "merged"), import_checkpoint(tmp_path / "line")
     gap = max(float((merged.params[k] - line.params[k]).abs().max()) for k in line.params)
     assert gap < 1e-6, gap
+
+
+def test_without_mergekit_the_config_is_written_with_a_warning(tmp_path, cache_env, capsys,
+                                                               monkeypatch):  # fmt: skip
+    # the config is for a machine that has mergekit: here nothing can be checked, and it says so
+    _family(tmp_path, tiny_llama, "mk-none")
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "mergekit.architecture", None)  # import → ImportError
+    config = tmp_path / "m.yaml"
+    assert main(["align", "mk-none", "--seeds", "0", "1", "--out", str(tmp_path / "b"),
+                 "--mergekit-config", str(config), "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert config.is_file() and r["function_ok"]
+    assert any("not checked" in w for w in r["warnings"]), r["warnings"]
