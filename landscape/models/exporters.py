@@ -29,7 +29,9 @@ ignored here too.
 - **GPT-NeoX / Pythia** (LayerNorm, parallel or sequential blocks, head-interleaved fused
   ``query_key_value``): as GPT-2 (permutations, the global sign and rotations fixing the mean
   direction; signed permutations and other rotations are refused with the reason).
-  The unembedding is written as ``embed_out.weight`` unless it is still tied.
+  The unembedding is written as ``embed_out.weight`` unless it is still tied. Each layer also
+  gets the causal-mask and rotary buffers older writers stored (:func:`_neox_buffers`), which
+  transformers 5 ignores and mergekit's GPT-NeoX definition requires.
 - **Phi-3** (the Llama layout with fused ``qkv_proj`` and ``gate_up_proj``): the Llama
   writer's tensors, the projections fused again (q | k | v rows, gate | up rows); no biases.
 - **Gemma**, **Gemma 2** and **Gemma 3** text (``gemma``, ``gemma2``, ``gemma3_text``): the
@@ -276,9 +278,28 @@ def _neox(cfg: ModelConfig, p: Params, config: dict[str, Any]) -> dict[str, torc
         out[f"{s}mlp.dense_h_to_4h.bias"] = p[f"{b}mlp.b_in"]
         out[f"{s}mlp.dense_4h_to_h.weight"] = p[f"{b}mlp.W_out"].T
         out[f"{s}mlp.dense_4h_to_h.bias"] = p[f"{b}mlp.b_out"]
+    out.update(_neox_buffers(cfg))
     out["gpt_neox.final_layer_norm.weight"] = _gain(p, "ln_final.w", d, dtype)
     out["gpt_neox.final_layer_norm.bias"] = p["ln_final.b"]
     _head(out, p, config, "gpt_neox.embed_in.weight", "embed_out.weight")
+    return out
+
+
+def _neox_buffers(cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """The buffers transformers 4 wrote into every GPT-NeoX layer (Pythia's files hold them):
+    the causal mask ``attention.bias`` (bool, [1, 1, n_ctx, n_ctx]), ``attention.masked_bias``
+    (−1e9) and the rotary ``inv_freq``. transformers 5 recomputes them and ignores the stored
+    ones, as the importer does; mergekit's GPT-NeoX definition requires them, so a file without
+    them cannot be merged."""
+    n, r = cfg.n_ctx, cfg.rotary_dim or cfg.d_head
+    mask = torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n)
+    inv_freq = 1.0 / cfg.rotary_base ** (torch.arange(0, r, 2, dtype=torch.float32) / r)
+    out = {}
+    for layer in range(cfg.n_layers):
+        s = f"gpt_neox.layers.{layer}.attention."
+        out[f"{s}bias"] = mask
+        out[f"{s}masked_bias"] = torch.tensor(-1e9)
+        out[f"{s}rotary_emb.inv_freq"] = inv_freq
     return out
 
 
@@ -501,19 +522,21 @@ LAYERNORM_FORMATS = {"gpt2": "GPT-2", "gpt_neox": "GPT-NeoX"}
 
 def check_hf_writable(cfg: ModelConfig, params: Params, source: str | os.PathLike | None, *,
                       moves_mean: bool = False,
-                      config: dict[str, Any] | None = None) -> None:  # fmt: skip
-    """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the
-    format of ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`). Called
-    before an alignment with B processed for its group, so that a model or group the format
-    cannot hold is refused before the matching, not after it. ``moves_mean``: the group's
-    elements need not fix the mean direction (signed permutations, O(d)), which a LayerNorm
-    format cannot hold once processing centred the stream into RMSNorm. ``config``: the format's
-    configuration instead of the source's (:func:`llama_config`)."""
+                      config: dict[str, Any] | None = None
+                      ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """Refuse, writing nothing, what :func:`export_hf` would refuse for ``params`` in the format of
+    ``source``: the same two steps (:func:`hf_config`, :func:`hf_tensors`); else the config.json and
+    the tensor names it would write (what a mergekit definition must hold). Called before an
+    alignment with B processed for its group, so that a model or group the format cannot hold is
+    refused before the matching, not after it. ``moves_mean``: the group's elements need not fix the
+    mean direction (signed permutations, O(d)), which a LayerNorm format cannot hold once processing
+    centred the stream into RMSNorm. ``config``: the format's configuration instead of the source's
+    (:func:`llama_config`)."""
     config = dict(config) if config is not None else hf_config(source)
     family = LAYERNORM_FORMATS.get(config["model_type"])
     if family is not None and moves_mean and cfg.norm != "ln":
         raise _refuse_layernorm(family, "this alignment's group moves the mean direction")
-    hf_tensors(cfg, params, config)
+    return config, list(hf_tensors(cfg, params, config))
 
 
 def export_hf(

@@ -133,8 +133,9 @@ def test_mergekit_requests_are_checked_before_matching(home, tmp_path, capsys, n
     _refused(capsys, [*base, "--group", "orth-mean", "--mergekit-config", str(cfg)], "--out-a")
     _refused(capsys, [*base, "--mergekit-config", str(cfg), "--merge", "0.5"], "--merge-weight")
     _refused(capsys, [*base, "--out-a", str(a)], "--mergekit-config")
-    _refused(capsys, [*base, "--mergekit-config", str(cfg), "--out-a", str(a)],
-             "leaves A as it is")  # fmt: skip
+    # A's own directory, as transformers 5 saved it, lacks a buffer mergekit's NeoX definition
+    # requires: A must be written (with it)
+    _refused(capsys, [*base, "--mergekit-config", str(cfg)], "attention.bias", "--out-a")
     cfg.write_text("mine")
     _refused(capsys, [*base, "--mergekit-config", str(cfg)], "exists")
     assert cfg.read_text() == "mine" and not out.exists() and not a.exists()

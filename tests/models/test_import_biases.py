@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 from landscape.models import forward
 from landscape.models.exporters import export_hf
 from landscape.models.importers import import_checkpoint
-from landscape.models.importers.defaults import BIASES
+from landscape.models.importers.defaults import BIASES, read_biases
 from tests.conftest import perturbed
 
 transformers = pytest.importorskip("transformers")
@@ -91,3 +91,25 @@ def test_written_back_with_the_same_biases(tmp_path, model_type):
         with torch.no_grad():
             logits.append(model(x).logits)
     assert (logits[0] - logits[1]).abs().max() < 1e-5
+
+
+# (q/k/v, output, MLP) projections of layer 0, by their names in transformers' modules
+_MODULES = {
+    "phi3": ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj"),
+    "gpt_neox": ("attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h"),
+}
+_LLAMA_MODULES = ("self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj")
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+def test_the_table_is_what_transformers_builds(model_type):
+    # every combination of the two fields: the table's reading is the modules transformers makes
+    for attention_bias, mlp_bias in [(False, False), (True, False), (False, True), (True, True)]:
+        fields = {"attention_bias": attention_bias, "mlp_bias": mlp_bias}
+        extra = {"head_dim": 8} if model_type != "gpt_neox" else {}
+        cfg = transformers.AutoConfig.for_model(model_type, **SMALL, **extra, **fields,
+                                                pad_token_id=0)  # fmt: skip
+        layer = transformers.AutoModelForCausalLM.from_config(cfg).base_model.layers[0]
+        built = tuple(layer.get_submodule(m).bias is not None
+                      for m in _MODULES.get(model_type, _LLAMA_MODULES))  # fmt: skip
+        assert read_biases({"model_type": model_type, **fields}, "t", model_type)[:3] == built

@@ -28,14 +28,17 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import align, check_pair, check_split, load
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.merging.mergekit import (
+    check_mergekit_covers,
+    mergekit_gap,
     mergekit_yaml,
+    stored_tensor_names,
     utf8_path,
     write_mergekit_config,
 )
 from landscape.matching import function_check
 from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir, save_new_checkpoint_dir
 from landscape.models.config import ModelConfig
-from landscape.models.exporters import check_hf_writable, export_hf
+from landscape.models.exporters import check_hf_writable, export_hf, hf_config
 from landscape.models.importers import import_checkpoint
 from landscape.models.params import Params, param_shapes
 from landscape.progress import Progress, tell, within
@@ -122,13 +125,15 @@ def write_aligned(
     source = hf_source(b)
     # signed permutations and full rotations move the mean direction of a centred stream
     moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
+    written_b = None
     if source is not None:
         # what the writer would refuse after the matching (a model type it has no format for, a
         # group whose processing the format cannot hold), refused before it: the writer's own
         # check on B processed as the matching will process it
-        check_hf_writable(*prepare(b.cfg, b.params, group), source, moves_mean=moves_mean)
-    a_dir = _mergekit_a(a, group, merge, mergekit_config, merge_method, merge_weight, out_a,
-                        source, moves_mean)  # fmt: skip
+        written_b = check_hf_writable(*prepare(b.cfg, b.params, group), source,
+                                      moves_mean=moves_mean)  # fmt: skip
+    a_dir, unchecked = _mergekit_a(a, group, merge, mergekit_config, merge_method, merge_weight,
+                                   out_a, source, moves_mean, written_b)  # fmt: skip
     cache = cache or Cache()
     al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
                progress=within(progress, 0.0, 0.8))  # fmt: skip
@@ -164,8 +169,8 @@ def write_aligned(
         "path": str(target), "format": written["format"], "written": written,
         "function_check": check, "function_ok": bool(check < 1e-4),
         "mergekit": mk if mergekit_config is not None else None,
-        "warnings": [] if check < 1e-4 else [
-            f"the written model's logits differ by {check:.3g} from what it should compute"],
+        "warnings": unchecked + ([] if check < 1e-4 else [
+            f"the written model's logits differ by {check:.3g} from what it should compute"]),
     }  # fmt: skip
     if merge is not None:
         check_split(split)
@@ -201,13 +206,18 @@ def _check_distinct(*outputs: tuple[str, str | os.PathLike | None]) -> None:
 def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
                 mergekit_config: str | os.PathLike | None, method: str, weight: float,
                 out_a: str | os.PathLike | None, source: str | None,
-                moves_mean: bool) -> str | None:  # fmt: skip
-    """Check a mergekit request before the matching; A's directory for the config when A's own
-    source directory serves (None: A is written processed to ``out_a``, or no config)."""
+                moves_mean: bool, written_b: tuple[dict[str, Any], list[str]] | None = None
+                ) -> tuple[str | None, list[str]]:  # fmt: skip
+    """Check a mergekit request before the matching: (A's directory for the config when A's own
+    source directory serves (None: A is written processed to ``out_a``, or no config), warnings).
+    ``written_b``: B's config and tensors as written (:func:`check_hf_writable`), refused where
+    mergekit's definition does not hold them (:func:`check_mergekit_covers`); A's own directory
+    is checked the same way, and where only it falls short (a buffer transformers 5 no longer
+    writes) A is written processed to ``--out-a``."""
     if mergekit_config is None:
         if out_a is not None:
             raise LandscapeError("--out-a writes A for --mergekit-config; give that too")
-        return None
+        return None, []
     if merge is not None:
         raise LandscapeError("--mergekit-config writes a config for the aligned pair: leave out "
                              "--merge and give λ as --merge-weight")  # fmt: skip
@@ -218,24 +228,36 @@ def _mergekit_a(a: Checkpoint, group: str, merge: float | None,
     if not target.parent.is_dir():
         raise LandscapeError(f"{target.parent} does not exist")
     a_source = hf_source(a)
-    if source is None or a_source is None:
+    if source is None or a_source is None or written_b is None:
         raise LandscapeError(
             "mergekit merges Hugging Face directories; this pair was not "
             "imported from them (write it with --out, without --mergekit-config)"
         )
-    if not resid_needs(norm_state(a.cfg, a.params), RESID_GROUPS.get(group, "perm")):
-        if out_a is not None:
-            raise LandscapeError(f"--group {group} leaves A as it is: the config names A's own "
-                                 f"directory {a_source}; leave out --out-a")  # fmt: skip
-        return a_source
-    if out_a is None:
+    a_own = not resid_needs(norm_state(a.cfg, a.params), RESID_GROUPS.get(group, "perm"))
+    if not a_own and out_a is None:
         raise LandscapeError(f"--group {group} folds or centres the weights, so A must be written "
                              "processed as B is: give --out-a DIR")  # fmt: skip
-    check_hf_writable(*prepare(a.cfg, a.params, group), a_source, moves_mean=moves_mean)
+    # a tensor mergekit's definition leaves out, or requires and B lacks: refused now
+    unchecked = check_mergekit_covers(*written_b)
+    if a_own:
+        try:
+            gap = mergekit_gap(hf_config(a_source), stored_tensor_names(a_source))
+        except ImportError:  # said in the warnings
+            gap = None
+        if out_a is None and gap is not None:
+            raise LandscapeError(f"A's directory {a_source}: {gap}; give --out-a DIR to have A "
+                                 "written with it")  # fmt: skip
+        if out_a is None:
+            return a_source, unchecked
+        if gap is None:
+            raise LandscapeError(f"--group {group} leaves A as it is: the config names A's own "
+                                 f"directory {a_source}; leave out --out-a")  # fmt: skip
+    check_mergekit_covers(*check_hf_writable(*prepare(a.cfg, a.params, group), a_source,
+                                             moves_mean=moves_mean))  # fmt: skip
     folder = Path(out_a)
     if folder.exists() or not folder.parent.is_dir():
         raise LandscapeError(f"--out-a {folder}: must be a new folder in an existing one")
-    return None
+    return None, unchecked
 
 
 def archive_name(model: str, seeds: Sequence[int], method: str, group: str,

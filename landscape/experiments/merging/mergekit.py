@@ -21,6 +21,13 @@ directories of one architecture. After ``align --out B`` the two endpoints of th
 ``landscape merges`` (:mod:`landscape.experiments.merging.operators`) runs these configurations
 through mergekit along λ, beside the straight line.
 
+mergekit merges the tensors its architecture definition for the model names, and nothing else:
+a tensor of the file the definition lacks is left out of the merge without a word (mergekit's
+Llama and Gemma definitions have no attention or MLP biases, Gemma's no separate head), and a
+tensor the definition requires that the file lacks fails the merge.
+:func:`check_mergekit_covers` compares the two before anything is aligned or written, and
+refuses the pair in one line where they differ.
+
 Written as plain YAML (JSON strings are YAML scalars), float32, so no YAML library is needed.
 Paths are written as UTF-8 text, as mergekit reads the file (an emoji stays one character, not
 the two UTF-16 halves JSON's ASCII escapes would make of it, which YAML reads as two broken
@@ -35,11 +42,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from landscape.errors import LandscapeError
-from landscape.store.files import replace_file
+from landscape.store.files import read_json, replace_file
 
 MERGE_METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_ties", "dare_linear",
                  "breadcrumbs", "della")  # fmt: skip
@@ -125,3 +133,64 @@ def write_mergekit_config(
     replace_file(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return {"path": str(target), "method": method, "weight": weight, "a": str(a), "b": str(b),
             "command": f"mergekit-yaml {target} MERGED_DIR"}  # fmt: skip
+
+
+def stored_tensor_names(directory: str | os.PathLike) -> list[str]:
+    """The tensor names a Hugging Face directory stores (its safetensors index, or its one
+    ``model.safetensors``), read from the headers only."""
+    from safetensors import safe_open
+
+    d = Path(directory)
+    if (d / "model.safetensors.index.json").is_file():
+        return list(read_json(d / "model.safetensors.index.json").get("weight_map", {}))
+    with safe_open(str(d / "model.safetensors"), "pt") as f:
+        return list(f.keys())
+
+
+def mergekit_gap(config: dict[str, Any], names: Collection[str]) -> str | None:
+    """Why mergekit cannot merge a Hugging Face checkpoint with ``config`` (its config.json)
+    and tensors ``names``: its architecture definition for the model leaves one of them out,
+    or requires one the file lacks (module docstring); None when it holds exactly these.
+    Needs mergekit; the definition is found as mergekit finds it."""
+    import importlib.metadata
+
+    import transformers
+    from mergekit.architecture import arch_info_for_config
+
+    version = importlib.metadata.version("mergekit")
+    model_type = config.get("model_type")
+    archs = config.get("architectures") or []
+    try:
+        hf = transformers.CONFIG_MAPPING[model_type].from_dict(config)
+        info = arch_info_for_config(hf) if len(archs) == 1 else None
+    except Exception:  # a config mergekit cannot read either; said below
+        info = None
+    if info is None:
+        return (f"mergekit {version} has no architecture definition for {model_type} "
+                f"{'/'.join(archs) or '(no architectures)'}")  # fmt: skip
+    what = f"mergekit {version}'s {archs[0]} definition"
+    weights = info.all_weights(hf)
+    known = {n for w in weights for n in (w.name, *(w.aliases or ()))}
+    left_out = sorted(set(names) - known)
+    if left_out:
+        more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
+        return (f"{what} has no {left_out[0]}{more} of this {model_type} model's tensors: its "
+                "merge would leave them out and still report success")  # fmt: skip
+    have = set(names)
+    for w in weights:
+        if not w.optional and not have & {w.name, *(w.aliases or ()), *(w.tied_names or ())}:
+            return f"{what} requires {w.name}, a tensor this {model_type} model does not have"
+    return None
+
+
+def check_mergekit_covers(config: dict[str, Any], names: Collection[str]) -> list[str]:
+    """One line refusing a checkpoint mergekit cannot merge whole (:func:`mergekit_gap`); where
+    mergekit is not installed nothing can be checked, and the warning saying so is returned."""
+    try:
+        gap = mergekit_gap(config, names)
+    except ImportError:
+        return ["mergekit is not installed here, so whether its architecture definition holds "
+                "every tensor of the written model was not checked"]  # fmt: skip
+    if gap is not None:
+        raise LandscapeError(f"{gap}; mergekit cannot merge this pair")
+    return []

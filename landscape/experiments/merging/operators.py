@@ -73,7 +73,11 @@ from landscape.experiments.barriers.pipeline import (
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
-from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
+from landscape.experiments.merging.mergekit import (
+    MERGE_METHODS,
+    check_mergekit_covers,
+    mergekit_yaml,
+)
 from landscape.matching import options_key
 from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
@@ -216,8 +220,10 @@ def hf_format(ckpt: Checkpoint) -> tuple[str | None, dict[str, Any] | None]:
 def merge_route(a: Checkpoint, b: Checkpoint, group: str) -> str:
     """How mergekit merges the pair: ``"files"`` where it reads both as Hugging Face
     directories (:func:`hf_format`), else ``"memory"`` (:func:`merge_in_memory`). On the files
-    route, a group whose processing the format cannot hold is refused here, before any
-    matching."""
+    route, a group whose processing the format cannot hold, or a model whose tensors mergekit's
+    architecture definition does not hold exactly (it would drop biases it has no place for, or
+    fail on a tensor it requires: :func:`check_mergekit_covers`), is refused here, before any
+    matching or merge."""
     formats = []
     for ckpt in (a, b):
         try:
@@ -226,8 +232,8 @@ def merge_route(a: Checkpoint, b: Checkpoint, group: str) -> str:
             return "memory"
     moves_mean = RESID_GROUPS.get(group) in (SIGNED_PERM, ORTH)
     for ckpt, (source, config) in zip((a, b), formats, strict=True):
-        check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source, moves_mean=moves_mean,
-                          config=config)  # fmt: skip
+        check_mergekit_covers(*check_hf_writable(*prepare(ckpt.cfg, ckpt.params, group), source,
+                                                 moves_mean=moves_mean, config=config))  # fmt: skip
     return "files"
 
 
