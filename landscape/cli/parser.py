@@ -69,6 +69,9 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout instead of a summary")  # fmt: skip
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--yes", action="store_true",
+                   help="run work past the time limits (points, grid points, pairs, mergekit "
+                        "runs), which are otherwise refused before it starts")  # fmt: skip
     p.add_argument(
         "--threads",
         default=os.environ.get("LANDSCAPE_THREADS", AUTO),
