@@ -568,6 +568,10 @@ def _clean(obj: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "figure", None):  # an existing figure is refused before the work
+            from landscape.plots.files import check_figure_target
+
+            check_figure_target(args.figure, args.force)
         from landscape.budget import long_work
         from landscape.device import resolve_device
         from landscape.threads import resolve_threads, using
@@ -593,7 +597,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from landscape.plots.files import write_figures
 
-            result["figures"] = write_figures(args.command, result, args.figure, args.size)
+            result["figures"] = write_figures(args.command, result, args.figure, args.size,
+                                              force=args.force)  # fmt: skip
         except LandscapeError as e:  # the result stands; say that the figure failed
             _say(f"error: {e}")
             print(_output(args, result))

@@ -772,6 +772,11 @@ def build_parser() -> argparse.ArgumentParser:
             "figures writes one file per part, named PATH-<part>",
         )  # fmt: skip
         sub.choices[name].add_argument(
+            "--force", action="store_true",
+            help="replace a --figure file that exists (a link is replaced, its target left as "
+            "it is); without it an existing path is refused before any work",
+        )  # fmt: skip
+        sub.choices[name].add_argument(
             "--size", choices=FIGURE_SIZES, default="double",
             help="size of a --figure PNG or SVG, fonts scaled to print readably: single "
             "(one column, 3.5 in), double (two columns, 7 in) or slide (16:9, 1600 × 900 px)",
