@@ -210,8 +210,14 @@ class Cache:
                 f"{kind}/{key}", "")
             if listed == "":  # not a shipped result of this package, whatever the file says
                 return None
-            with contextlib.suppress(Exception):  # never removed, never an error: a miss
-                return _read(self.shipped / kind / key[:2] / f"{key}{SUFFIX}", key, listed)
+            p = self.shipped / kind / key[:2] / f"{key}{SUFFIX}"
+            try:
+                return _read(p, key, listed)
+            except _NotListed:  # edited since the build: said, then a miss
+                print(f"landscape: shipped result {p} is not the one the package lists (edited "
+                      "since the build); not served", file=sys.stderr)  # fmt: skip
+            except Exception:  # never removed, never an error: a miss
+                pass
         return entry
 
     def _get(self, kind: str, key: str) -> Entry | None:
@@ -480,6 +486,10 @@ class _Stale(ValueError):
     """An entry in an earlier on-disk format."""
 
 
+class _NotListed(ValueError):
+    """A shipped entry whose file is not the one the package's digest list names."""
+
+
 def _sweep(files: Iterable[Path]) -> None:
     """Remove the cache's temporary files (by name) among ``files`` older than
     STALE_TMP_SECONDS."""
@@ -554,7 +564,7 @@ def _read(p: Path, key: str, listed: str | None = None) -> Entry:
         if listed is not None:
             f.seek(0)
             if hashlib.sha256(f.read()).hexdigest() != listed:
-                raise ValueError("not the shipped result listed for its key")
+                raise _NotListed("not the shipped result listed for its key")
     if len(body) != n:
         raise ValueError("truncated body")
     if hashlib.sha256(body).hexdigest() != header["sha256"]:

@@ -306,7 +306,8 @@ def _forge(path, kind: str, key: str, tmp_path) -> None:
     assert forged.meta["forged"]
 
 
-def test_an_edited_or_added_shipped_entry_is_never_served_as_shipped(tmp_path, monkeypatch):
+def test_an_edited_or_added_shipped_entry_is_never_served_as_shipped(tmp_path, monkeypatch,
+                                                                     capsys):  # fmt: skip
     import shutil
 
     files = [p for p in _shipped_files() if p.parent.parent.name == "barrier"]
@@ -328,7 +329,8 @@ def test_an_edited_or_added_shipped_entry_is_never_served_as_shipped(tmp_path, m
 
     cache = Cache(tmp_path / "cache")
     assert cache.shipped == assets_copy / "results"
-    assert cache.get("barrier", edited.stem) is None  # edited after the build: a miss
+    assert cache.get("barrier", edited.stem) is None  # edited after the build: a miss, said
+    assert "not the one the package lists" in capsys.readouterr().err
     assert cache.get("barrier", added_key) is None  # never built: a miss
     assert cache.get("barrier", kept.stem) is not None  # the others are served as before
     problems = assets.unlisted_results(assets_copy / "results")
