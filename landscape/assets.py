@@ -9,9 +9,11 @@ against.
 Interpolation page's curves, the Triangle page's grids, the Eigenangles page's angles, the Gauge
 page's parts computed on load, the Atlas's coordinates) and ships their cache entries in
 ``assets/results`` (read after the cache: :mod:`landscape.store.cache`), results only, never
-weights, with ``index.json`` naming each request; ``--check-results`` asks each request of
-the index again, served from the shipped entries alone, and says which no longer are (a changed
-algorithm version, data or checkpoint).
+weights, with ``index.json`` naming each request, and lists each entry's file digest in the
+package (``landscape/store/shipped_results.json``: only what it lists is served as shipped);
+``--check-results`` asks each request of the index again, served from the shipped entries alone,
+and says which no longer are (a changed algorithm version, data or checkpoint) and which entries
+the list does not serve.
 """
 
 from __future__ import annotations
@@ -35,7 +37,17 @@ from landscape.errors import LandscapeError
 from landscape.models.train import TRAIN_VERSION, tqdm_progress, train
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
-from landscape.store.cache import SHIPPED_KINDS, SUFFIX, Cache, NotCached, ReadOnlyCache
+from landscape.store.cache import (
+    SHIPPED_DIGESTS,
+    SHIPPED_KINDS,
+    SUFFIX,
+    Cache,
+    NotCached,
+    ReadOnlyCache,
+    shipped_digest_list,
+    shipped_digests,
+    write_shipped_digests,
+)
 from landscape.store.files import replace_file
 from landscape.store.paths import assets_root, shipped_results_root
 
@@ -277,8 +289,8 @@ class _Recording(Cache):
 
 
 def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
-                  work: Path | None = None, reuse: Path | None = None
-                  ) -> list[dict[str, Any]]:  # fmt: skip
+                  work: Path | None = None, reuse: Path | None = None,
+                  digests: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Compute the standard ``views`` of ``models`` in a cache of their own (``work``, kept so
     that an interrupted build resumes; default a temporary one) and ship the result entries the
     requests read in ``out``, refusing any that holds tensors (results only, never weights).
@@ -286,7 +298,10 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     before it is computed, so that adding a view does not compute the others again. The index
     rows and entries of other models and views are kept. A row's ``seconds`` is how long its
     request took to compute: in this build, or, where this build only read it (``work`` or
-    ``reuse`` held it), as the index's earlier row for the same request says."""
+    ``reuse`` held it), as the index's earlier row for the same request says. ``digests``: the
+    list of the shipped entries' file digests to rewrite last (the package's
+    :data:`~landscape.store.cache.SHIPPED_DIGESTS` when ``out`` is the shipped results folder:
+    only what it lists is served as shipped)."""
     index_path = out / "index.json"
     built, read_only = [], set()
     with contextlib.ExitStack() as stack:
@@ -329,7 +344,21 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
         for path in prune_results(out):
             print(f"removed {path.relative_to(out)}: no request of the index reaches it",
                   flush=True)  # fmt: skip
+        if digests is not None:
+            listed = write_shipped_digests(out, digests)
+            print(f"{digests}: {len(listed)} shipped result(s) listed", flush=True)
     return index
+
+
+def unlisted_results(out: Path, digests: Path = SHIPPED_DIGESTS) -> list[str]:
+    """The entries of the shipped results folder ``out`` that the package's digest list does not
+    serve (edited or added after the build), and those it lists that are gone: one line each."""
+    listed, found = shipped_digests(digests), shipped_digest_list(out)
+    problems = [f"{k}: not listed in {digests.name}" for k in found if k not in listed]
+    problems += [f"{k}: edited since the build (its digest is not the listed one)"
+                 for k in found if k in listed and listed[k] != found[k]]  # fmt: skip
+    problems += [f"{k}: listed but missing" for k in listed if k not in found]
+    return problems
 
 
 def _request_id(row: dict[str, Any]) -> str:
@@ -455,14 +484,25 @@ def main() -> None:
         models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
         out = args.out or shipped_results_root()
         reuse = out if args.reuse is True else args.reuse
-        build_results(models, out, tuple(args.views), args.work, reuse)
+        # the package's digest list describes the shipped folder alone
+        shipped = out.resolve() == shipped_results_root().resolve()
+        build_results(models, out, tuple(args.views), args.work, reuse,
+                      digests=SHIPPED_DIGESTS if shipped else None)  # fmt: skip
         return
     if args.check_results:
-        stale = check_results(args.out or shipped_results_root())
+        out = args.out or shipped_results_root()
+        stale = check_results(out)
         for r in stale:
             print(f"{describe(r)}: {r['why']}")
         print(f"{len(stale)} shipped result(s) not reached")
-        raise SystemExit(1 if stale else 0)
+        unlisted = unlisted_results(out) if out.resolve() == shipped_results_root().resolve() \
+            else []
+        for line in unlisted:
+            print(line)
+        if unlisted:
+            print(f"{len(unlisted)} shipped result(s) not served as shipped: rebuild them "
+                  "(--results --reuse)")  # fmt: skip
+        raise SystemExit(1 if stale or unlisted else 0)
     if args.verify:
         verify(args.models, args.out or assets_root() / "zoo")
         return

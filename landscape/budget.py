@@ -11,17 +11,31 @@ limit.
 
 The budget is ``$LANDSCAPE_MEMORY_GB`` gigabytes (default 2). The costs below are measured
 peaks per unit (bytes), rounded up about twofold.
+
+**Time** is bounded the same way, by counts of work estimated before any starts: evaluations of
+a model on its split (the λ points of a line, the points of a grid, over every pair),
+alignments (pairs of a matrix), mergekit runs and training steps. Past a count's limit a request
+is refused in one line naming the limit, unless long work was asked for (``--yes`` on the
+command line; :func:`long_work` in a library call), since a mistyped count (``--points 2000000``,
+``--seeds 0..300``) would otherwise sit at 0% for days. Training steps have a fixed cap
+(:data:`MAX_STEPS`) that ``--yes`` does not lift.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from landscape.errors import LandscapeError
 
 __all__ = [
+    "MAX_ALIGNMENTS",
+    "MAX_EVALUATIONS",
+    "MAX_MERGEKIT_RUNS",
     "MAX_STEPS",
     "budget_bytes",
     "check_checkpoints",
@@ -31,11 +45,13 @@ __all__ = [
     "check_resolution",
     "check_snapshots",
     "check_steps",
-    "max_snapshots",
     "check_text_file",
     "check_windows",
+    "check_work",
+    "long_work",
     "max_points",
     "max_resolution",
+    "max_snapshots",
 ]
 
 DEFAULT_GB = 2.0
@@ -71,6 +87,39 @@ COPIES_PER_SNAPSHOT = 6
 MAX_STEPS = 100_000
 
 
+# Work counts past which a request needs --yes (module docstring). An evaluation runs the model
+# on its whole split (a zoo model: milliseconds to a second), so 100,000 are minutes to hours;
+# an alignment is a matching and a curve (seconds to minutes); a mergekit run is a fresh process
+# (20-35 s, mostly its imports), so 200 are one to two hours.
+MAX_EVALUATIONS = 100_000
+MAX_ALIGNMENTS = 200
+MAX_MERGEKIT_RUNS = 200
+_LONG_WORK: contextvars.ContextVar[bool] = contextvars.ContextVar("long_work", default=False)
+
+
+@contextlib.contextmanager
+def long_work(allowed: bool = True) -> Iterator[None]:
+    """Within this block, work past the time limits (:func:`check_work`) runs instead of being
+    refused: what ``--yes`` asks for."""
+    token = _LONG_WORK.set(allowed)
+    try:
+        yield
+    finally:
+        _LONG_WORK.reset(token)
+
+
+def check_work(asked: str, count: int, limit: int, each: str) -> None:
+    """Refuse ``count`` units of work past ``limit`` unless long work was asked for
+    (:func:`long_work`); ``asked`` begins the line (the options and what they ask for),
+    ``each`` says what one unit costs."""
+    if count > limit and not _LONG_WORK.get():
+        raise LandscapeError(f"{asked}; the limit is {limit} without --yes ({each}): give --yes "
+                             "to run it")  # fmt: skip
+
+
+EVALUATION = "each evaluates the model on its whole split"
+
+
 def budget_bytes() -> int:
     """The memory budget in bytes (``$LANDSCAPE_MEMORY_GB``, default 2 GB)."""
     raw = os.environ.get("LANDSCAPE_MEMORY_GB")
@@ -98,10 +147,13 @@ def max_points() -> int:
 
 
 def check_points(points: int) -> None:
-    """Refuse a curve of more points than the budget holds (one line naming the limit)."""
+    """Refuse a curve of more points than the budget holds, or than :data:`MAX_EVALUATIONS`
+    without long work asked for (one line naming the limit)."""
     limit = max_points()
     if points > limit:
         raise LandscapeError(f"--points {points} exceeds the limit of {limit} ({_budget_text()})")
+    check_work(f"--points {points} asks for {points} evaluations of the model per line", points,
+               MAX_EVALUATIONS, EVALUATION)  # fmt: skip
 
 
 def max_resolution() -> int:
@@ -120,6 +172,9 @@ def check_resolution(resolution: int) -> None:
         raise LandscapeError(
             f"--resolution {resolution} exceeds the limit of {limit} ({_budget_text()})"
         )
+    points = (resolution + 1) * (resolution + 2) // 2
+    check_work(f"--resolution {resolution} asks for {points} evaluations of the model (the "
+               "grid's points)", points, MAX_EVALUATIONS, EVALUATION)  # fmt: skip
 
 
 def check_grid_points(points: int, asked: str) -> None:
@@ -128,6 +183,7 @@ def check_grid_points(points: int, asked: str) -> None:
     limit = budget_bytes() // BYTES_PER_GRID_POINT
     if points > limit:
         raise LandscapeError(f"{asked}; the limit is {limit} ({_budget_text()})")
+    check_work(asked, points, MAX_EVALUATIONS, f"each point {EVALUATION.removeprefix('each ')}")
 
 
 def check_windows(max_windows: int, n_ctx: int) -> None:

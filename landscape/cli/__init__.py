@@ -347,10 +347,11 @@ def _kv_sharing(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.barriers.matrix import barrier_matrix
+    from landscape.experiments.barriers.matrix import barrier_matrix, check_matrix_work
 
     if len(args.seeds) < 2:
         raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
+    check_matrix_work(len(args.seeds), args.points)  # before the status line lists the seeds
     _status(f"matrix {args.model} {args.seeds} {args.method}/{args.group}")
     with _progress_bar(f"matrix {args.method}/{args.group}") as progress:
         return barrier_matrix(args.model, args.seeds, args.method, args.group,
@@ -360,9 +361,15 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("merges")
 def _merges(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.merging.operators import merges, require_mergekit
+    from landscape.experiments.merging.operators import (
+        check_merges_work,
+        merges,
+        require_mergekit,
+    )
 
-    require_mergekit()  # before any model is loaded
+    # the work, then mergekit itself, before any model is loaded
+    check_merges_work(len(args.seeds), args.method, args.operators, args.points)
+    require_mergekit()
     if len(args.seeds) < 2:
         raise LandscapeError("merges needs at least two seeds: --seeds A B [C ...]")
     options = _learned_settings(args)
@@ -561,13 +568,19 @@ def _clean(obj: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "figure", None):  # an existing figure is refused before the work
+            from landscape.plots.files import check_figure_target
+
+            check_figure_target(args.figure, args.force)
+        from landscape.budget import long_work
         from landscape.device import resolve_device
         from landscape.threads import resolve_threads, using
 
         # the one place --device is resolved: everything below takes a torch.device
         args.device = resolve_device(args.device)
-        # and --threads: torch's count for the command, restored after it
-        with using(resolve_threads(args.threads, _width(args))):
+        # and --threads: torch's count for the command, restored after it; --yes lifts the
+        # time limits (landscape.budget.check_work) for the command
+        with using(resolve_threads(args.threads, _width(args))), long_work(args.yes):
             result = COMMANDS[args.command](args)
     except LandscapeError as e:
         _say(f"error: {e}")
@@ -584,7 +597,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from landscape.plots.files import write_figures
 
-            result["figures"] = write_figures(args.command, result, args.figure, args.size)
+            result["figures"] = write_figures(args.command, result, args.figure, args.size,
+                                              force=args.force)  # fmt: skip
         except LandscapeError as e:  # the result stands; say that the figure failed
             _say(f"error: {e}")
             print(_output(args, result))

@@ -69,6 +69,9 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout instead of a summary")  # fmt: skip
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--yes", action="store_true",
+                   help="run work past the time limits (points, grid points, pairs, mergekit "
+                        "runs), which are otherwise refused before it starts")  # fmt: skip
     p.add_argument(
         "--threads",
         default=os.environ.get("LANDSCAPE_THREADS", AUTO),
@@ -767,6 +770,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="also write the figure the app draws for this result: .html (interactive, "
             "opens offline), .png or .svg (needs a Chromium browser); a command with several "
             "figures writes one file per part, named PATH-<part>",
+        )  # fmt: skip
+        sub.choices[name].add_argument(
+            "--force", action="store_true",
+            help="replace a --figure file that exists (a link is replaced, its target left as "
+            "it is); without it an existing path is refused before any work",
         )  # fmt: skip
         sub.choices[name].add_argument(
             "--size", choices=FIGURE_SIZES, default="double",

@@ -11,6 +11,8 @@ the suffix.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,28 @@ def check_figure_path(path: str) -> str:
     if not p.parent.is_dir():
         raise LandscapeError(f"--figure {path}: the folder {p.parent} does not exist")
     return path
+
+
+def check_figure_target(target: str | Path, force: bool = False) -> None:
+    """Refuse to write a figure over anything at ``target`` unless ``force``; never over a
+    folder or a special file. With ``force`` a file is replaced, and a link is replaced by the
+    figure (its target is left as it is: a figure is never written through a link)."""
+    p = Path(target)
+    try:
+        st = p.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise LandscapeError(f"--figure {p}: cannot look at it ({write_problem(e)})") from None
+    if stat.S_ISLNK(st.st_mode):
+        if not force:
+            raise LandscapeError(f"--figure {p} is a link to {os.readlink(p)}; give --force to "
+                                 "replace the link (its target is left as it is)")  # fmt: skip
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise LandscapeError(f"--figure {p} exists and is not a file; choose another path")
+    if not force:
+        raise LandscapeError(f"--figure {p} exists; give --force to replace it")
 
 
 def _barrier(result: dict[str, Any]) -> dict[str, go.Figure]:
@@ -162,19 +186,23 @@ BUILDERS: dict[str, Builder] = {
 }
 
 
-def write_figures(command: str, result: dict[str, Any], path: str, size: str = "double"
-                  ) -> list[str]:  # fmt: skip
+def write_figures(command: str, result: dict[str, Any], path: str, size: str = "double",
+                  force: bool = False) -> list[str]:  # fmt: skip
     """Draw ``command``'s ``result`` as its page does and write it to ``path`` (one file per
     figure; a named figure goes to ``<stem>-<name><suffix>``). PNG and SVG are drawn at the
     preset ``size`` (:data:`landscape.plots.export.SIZES`); HTML stays the screen figure.
-    Returns the paths written."""
+    Every path is checked before any is written: one that exists is refused unless ``force``
+    (:func:`check_figure_target`). Returns the paths written."""
     from landscape.plots import export
 
     p = Path(check_figure_path(path))
     export.size_preset(size)  # an unknown size fails before anything is drawn
+    figures = {(p if not name else p.with_name(f"{p.stem}-{name}{p.suffix}")): fig
+               for name, fig in BUILDERS[command](result).items()}  # fmt: skip
+    for target in figures:
+        check_figure_target(target, force)
     written = []
-    for name, fig in BUILDERS[command](result).items():
-        target = p if not name else p.with_name(f"{p.stem}-{name}{p.suffix}")
+    for target, fig in figures.items():
         suffix = p.suffix.lower()
         if suffix == ".html":
             data = fig.to_html(include_plotlyjs=True, full_html=True).encode()

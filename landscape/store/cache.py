@@ -30,6 +30,20 @@ from ``assets/results`` (the zoo's standard views, built by ``python -m landscap
 inputs (weights, data, options, the algorithm's version) are those they were computed from.
 That layer is read after the cache, verified the same way, and never written or removed: a
 shipped entry that fails verification is a miss. ``LANDSCAPE_SHIPPED_RESULTS=0`` turns it off.
+
+**What is promised.** The digests in an entry promise *integrity*: a file damaged, truncated,
+half-written or copied under another key is never served. They do not promise *authenticity*:
+whoever can write a file can recompute its digests. So the two layers promise different things:
+
+- the cache holds what this user's own runs wrote; whoever can write into it could as well edit
+  the installed code, so a forged entry there is out of reach of any check the code could make
+  and it is trusted as the user's own files are;
+- a shipped entry is served only if the SHA-256 of its file is the one listed for its kind and
+  key in :data:`SHIPPED_DIGESTS`, a list kept in the package and rewritten by the build of the
+  shipped results alone (:func:`write_shipped_digests`). An entry edited after the build, or
+  added beside the built ones (with or without recomputed digests), is not in that list and is a
+  miss: it is never served as shipped. ``Cache(shipped=FOLDER)``, a folder the caller names
+  (the build's own), is checked for integrity only.
 """
 
 from __future__ import annotations
@@ -56,7 +70,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from landscape.errors import LandscapeError
-from landscape.store.files import open_regular
+from landscape.store.files import open_regular, replace_file
 from landscape.store.paths import cache_root, shipped_results_root
 
 MAGIC = b"LSC2"
@@ -69,6 +83,9 @@ KEPT = ("data", "families")  # directories under the root that hold no entries
 # Interpolation, the grids of Triangle, the Eigenangles page's angles (experiments.eigen.view),
 # the atlas's coordinates, the gauge sweep's parts
 SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep", "ablation")
+# The SHA-256 of every shipped entry's file, by "<kind>/<key>" (module docstring, "What is
+# promised"): written by ``python -m landscape.assets --results``, read when a shipped entry is.
+SHIPPED_DIGESTS = Path(__file__).with_name("shipped_results.json")
 # What the cache writes, by name: entries, their locks, temporary files, in two-digit folders.
 _KEY_NAME = re.compile(r"([0-9a-f]{64})\.(lsc|lock)")
 _TMP_NAME = re.compile(r"\.tmp-[a-z0-9_]{8}\.lsc")  # as tempfile.mkstemp names them
@@ -118,6 +135,48 @@ def shipped_results_on() -> bool:
     return raw == "1"
 
 
+def file_digest(p: Path) -> str:
+    """The SHA-256 of the file at ``p`` (an entry's, as :data:`SHIPPED_DIGESTS` lists it)."""
+    with open_regular(p, follow_links=False) as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def shipped_digests(path: Path = SHIPPED_DIGESTS) -> dict[str, str]:
+    """The listed digests of the shipped entries (module docstring, "What is promised"); none
+    when the list is missing or unreadable, so that then nothing is served as shipped."""
+    try:
+        with open_regular(path) as f:
+            doc = json.loads(f.read().decode("utf-8"))
+        entries = doc["entries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(entries, dict):
+        return {}
+    return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def shipped_digest_list(folder: Path) -> dict[str, str]:
+    """``"<kind>/<key>"`` → file SHA-256 of every entry in a shipped results ``folder``."""
+    out = {}
+    for p in sorted(folder.rglob(f"*{SUFFIX}")):
+        kind, key = p.parent.parent.name, p.name[: -len(SUFFIX)]
+        if _named_for(p, SUFFIX) and kind in SHIPPED_KINDS:
+            out[f"{kind}/{key}"] = file_digest(p)
+    return out
+
+
+def write_shipped_digests(folder: Path, path: Path = SHIPPED_DIGESTS) -> dict[str, str]:
+    """List every entry of the shipped results ``folder`` by its file's SHA-256 in ``path`` (the
+    package's :data:`SHIPPED_DIGESTS`): what the build of the shipped results calls last, so
+    that exactly the entries it built are served as shipped. Returns the list."""
+    entries = shipped_digest_list(folder)
+    text = json.dumps({"about": "SHA-256 of each shipped result file (assets/results), by "
+                       "kind/key; written by python -m landscape.assets --results",
+                       "entries": entries}, indent=1, sort_keys=True) + "\n"  # fmt: skip
+    replace_file(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return entries
+
+
 class Cache:
     """The disk store. ``Cache()`` uses ``$LANDSCAPE_CACHE`` or ``~/.cache/landscape``."""
 
@@ -127,8 +186,11 @@ class Cache:
         """``shipped``: the folder of shipped entries read after the cache (module docstring);
         True is ``assets/results`` unless ``$LANDSCAPE_SHIPPED_RESULTS`` is ``0``, False none."""
         self.root = Path(root) if root is not None else cache_root()
+        # the shipped entries' listed digests: None trusts a folder the caller named
+        self.shipped_digests: dict[str, str] | None = None
         if shipped is True:
             self.shipped = shipped_results_root() if shipped_results_on() else None
+            self.shipped_digests = shipped_digests() if self.shipped is not None else None
         else:
             self.shipped = Path(shipped) if shipped else None
 
@@ -144,8 +206,18 @@ class Cache:
         a shipped entry of the kind when the cache has none."""
         entry = self._get(kind, key)
         if entry is None and self.shipped is not None and kind in SHIPPED_KINDS:
-            with contextlib.suppress(Exception):  # never removed, never an error: a miss
-                return _read(self.shipped / kind / key[:2] / f"{key}{SUFFIX}", key)
+            listed = None if self.shipped_digests is None else self.shipped_digests.get(
+                f"{kind}/{key}", "")
+            if listed == "":  # not a shipped result of this package, whatever the file says
+                return None
+            p = self.shipped / kind / key[:2] / f"{key}{SUFFIX}"
+            try:
+                return _read(p, key, listed)
+            except _NotListed:  # edited since the build: said, then a miss
+                print(f"landscape: shipped result {p} is not the one the package lists (edited "
+                      "since the build); not served", file=sys.stderr)  # fmt: skip
+            except Exception:  # never removed, never an error: a miss
+                pass
         return entry
 
     def _get(self, kind: str, key: str) -> Entry | None:
@@ -414,6 +486,10 @@ class _Stale(ValueError):
     """An entry in an earlier on-disk format."""
 
 
+class _NotListed(ValueError):
+    """A shipped entry whose file is not the one the package's digest list names."""
+
+
 def _sweep(files: Iterable[Path]) -> None:
     """Remove the cache's temporary files (by name) among ``files`` older than
     STALE_TMP_SECONDS."""
@@ -477,12 +553,18 @@ def _read_header(f: Any, key: str) -> tuple[dict[str, Any], int]:
     return header, body
 
 
-def _read(p: Path, key: str) -> Entry:
+def _read(p: Path, key: str, listed: str | None = None) -> Entry:
     """The verified entry at ``p`` (module docstring); OSError when it cannot be opened as a
-    regular file, _Stale for an earlier format, another exception when it is corrupt."""
+    regular file, _Stale for an earlier format, another exception when it is corrupt or, with
+    ``listed``, when the file's SHA-256 is not that one (a shipped entry edited after it was
+    built)."""
     with open_regular(p, follow_links=False) as f:
         header, n = _read_header(f, key)
         body = f.read(n)
+        if listed is not None:
+            f.seek(0)
+            if hashlib.sha256(f.read()).hexdigest() != listed:
+                raise _NotListed("not the shipped result listed for its key")
     if len(body) != n:
         raise ValueError("truncated body")
     if hashlib.sha256(body).hexdigest() != header["sha256"]:

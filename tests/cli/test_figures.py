@@ -125,3 +125,53 @@ def test_a_figure_write_leaves_a_file_named_like_its_temporary_alone(tmp_path, m
         files._write(tmp_path / "other.html", b"x")
     assert mine.read_text() == "the user's"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".curve.html.tmp", "curve.html"]
+
+
+FIGURE_ARGV = ["barrier", "mlp-digits", "--seeds", "0", "1", "--method", "naive", "--points", "3"]
+
+
+def test_an_existing_figure_is_refused_before_the_work_unless_forced(tmp_path, capsys, cache_env,
+                                                                     monkeypatch):  # fmt: skip
+    out = tmp_path / "curve.html"
+    out.write_text("mine")
+    # refused before the barrier is measured: the work would fail the test
+    from landscape.experiments.barriers import pipeline
+
+    real = pipeline.measure_barrier
+    monkeypatch.setattr(pipeline, "measure_barrier",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    assert main([*FIGURE_ARGV, "--figure", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "exists; give --force to replace it" in err and out.read_text() == "mine"
+    monkeypatch.setattr(pipeline, "measure_barrier", real)
+    assert main([*FIGURE_ARGV, "--figure", str(out), "--force", "--json"]) == 0
+    assert "Plotly.newPlot" in out.read_text()
+
+
+def test_a_figure_is_never_written_through_a_link(tmp_path, capsys, cache_env):
+    target = tmp_path / "theirs.html"
+    target.write_text("theirs")
+    link = tmp_path / "curve.html"
+    link.symlink_to(target)
+    assert main([*FIGURE_ARGV, "--figure", str(link)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "is a link to" in err and "--force" in err
+    assert link.is_symlink() and target.read_text() == "theirs"
+    # forced, the link is replaced by the figure and its target is left as it is
+    assert main([*FIGURE_ARGV, "--figure", str(link), "--force", "--json"]) == 0
+    assert not link.is_symlink() and "Plotly.newPlot" in link.read_text()
+    assert target.read_text() == "theirs"
+
+
+def test_every_part_of_a_figure_is_checked_before_any_is_written(tmp_path):
+    result = {"rows": []}
+    taken = tmp_path / "x-3d.html"
+    taken.write_text("mine")
+    drawn = {"": object(), "3d": object()}
+    files.BUILDERS["__test"] = lambda r: drawn
+    try:
+        with pytest.raises(LandscapeError, match="x-3d.html exists"):
+            files.write_figures("__test", result, str(tmp_path / "x.html"))
+    finally:
+        del files.BUILDERS["__test"]
+    assert not (tmp_path / "x.html").exists() and taken.read_text() == "mine"

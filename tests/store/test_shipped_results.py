@@ -269,3 +269,86 @@ def test_a_build_reuses_a_results_folder_instead_of_computing(tmp_path, monkeypa
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")} == files
     assert assets.check_results(out) == []
     assert [r["seconds"] for r in json.loads(index_path.read_text())] == [123.4] * len(index)
+
+
+def _shipped_files() -> list:
+    return sorted(shipped_results_root().rglob("*.lsc"))
+
+
+def test_every_shipped_result_is_listed_in_the_package_and_served(tmp_path):
+    """The package's digest list names exactly the shipped entries, each with its file's
+    digest, and the default cache serves each (rebuild: python -m landscape.assets --results)."""
+    from landscape.store.cache import SHIPPED_DIGESTS, file_digest, shipped_digests
+
+    files = _shipped_files()
+    if not files:
+        pytest.skip("no shipped results")
+    listed = shipped_digests()
+    assert SHIPPED_DIGESTS.is_file() and set(listed) == {
+        f"{p.parent.parent.name}/{p.stem}" for p in files}  # fmt: skip
+    cache = Cache(tmp_path / "empty")
+    for p in files:
+        kind, key = p.parent.parent.name, p.stem
+        assert listed[f"{kind}/{key}"] == file_digest(p), p
+        assert cache.get(kind, key) is not None, p
+    assert assets.unlisted_results(shipped_results_root()) == []
+
+
+def _forge(path, kind: str, key: str, tmp_path) -> None:
+    """Rewrite the entry at ``path`` with other results and every digest recomputed: a valid
+    entry for its key, as anyone with write access could make."""
+    entry = Cache(tmp_path / "read", shipped=path.parents[2]).get(kind, key)
+    assert entry is not None
+    forger = Cache(tmp_path / "forger", shipped=False)
+    meta = json.loads(json.dumps(entry.meta).replace("\"barrier_loss\": ", "\"barrier_loss\": 9"))
+    forged = forger.put(kind, key, entry.tensors, {**meta, "forged": True})
+    path.write_bytes(forger.path(kind, key).read_bytes())
+    assert forged.meta["forged"]
+
+
+def test_an_edited_or_added_shipped_entry_is_never_served_as_shipped(tmp_path, monkeypatch,
+                                                                     capsys):  # fmt: skip
+    import shutil
+
+    files = [p for p in _shipped_files() if p.parent.parent.name == "barrier"]
+    if len(files) < 2:
+        pytest.skip("fewer than two shipped barrier entries")
+    assets_copy, shipped = tmp_path / "assets", shipped_results_root()
+    shutil.copytree(shipped, assets_copy / "results")
+    monkeypatch.setenv("LANDSCAPE_ASSETS", str(assets_copy))
+    edited, kept = files[0], files[1]
+    copy = assets_copy / "results" / edited.relative_to(shipped)
+    _forge(copy, "barrier", edited.stem, tmp_path)
+    # an entry under a key no build shipped, with valid digests
+    forger = Cache(tmp_path / "added", shipped=False)
+    added_key = forger.key("barrier", {"forged": 1})
+    forger.put("barrier", added_key, {}, {"barrier_loss": 0.0})
+    added = assets_copy / "results" / "barrier" / added_key[:2] / f"{added_key}.lsc"
+    added.parent.mkdir(parents=True, exist_ok=True)
+    added.write_bytes(forger.path("barrier", added_key).read_bytes())
+
+    cache = Cache(tmp_path / "cache")
+    assert cache.shipped == assets_copy / "results"
+    assert cache.get("barrier", edited.stem) is None  # edited after the build: a miss, said
+    assert "not the one the package lists" in capsys.readouterr().err
+    assert cache.get("barrier", added_key) is None  # never built: a miss
+    assert cache.get("barrier", kept.stem) is not None  # the others are served as before
+    problems = assets.unlisted_results(assets_copy / "results")
+    assert any("edited since the build" in p for p in problems)
+    assert any(added_key in p and "not listed" in p for p in problems)
+
+
+def test_the_build_rewrites_the_digest_list(tmp_path, monkeypatch):
+    """What builds the shipped results lists them last: exactly the entries it shipped."""
+    def one_entry(request, cache):
+        return cache.get_or_compute("atlas", {"x": request["model"]}, lambda: ({}, {"v": 1}))
+
+    monkeypatch.setattr(assets, "ask", one_entry)
+    monkeypatch.setattr(assets, "prune_results", lambda out: [])
+    digests = tmp_path / "shipped_results.json"
+    digests.write_text(json.dumps({"entries": {"atlas/stale": "0" * 64}}))
+    out = tmp_path / "results"
+    assets.build_results(["vit-digits"], out, ("atlas",), digests=digests)
+    from landscape.store.cache import shipped_digest_list, shipped_digests
+
+    assert shipped_digests(digests) == shipped_digest_list(out) and len(shipped_digest_list(out))

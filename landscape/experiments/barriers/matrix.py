@@ -15,7 +15,13 @@ from typing import Any
 
 import torch
 
-from landscape.budget import check_points
+from landscape.budget import (
+    EVALUATION,
+    MAX_ALIGNMENTS,
+    MAX_EVALUATIONS,
+    check_points,
+    check_work,
+)
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
@@ -52,6 +58,16 @@ class BarrierMatrix:
 
 
 @threaded
+def check_matrix_work(seeds: int, points: int) -> None:
+    """Refuse, before any work, a matrix of more pairs (alignments) or evaluations than the time
+    limits allow without long work asked for (:func:`landscape.budget.check_work`)."""
+    pairs = seeds * (seeds - 1) // 2
+    check_work(f"{seeds} seeds ask for {pairs} pairs, each aligned and measured", pairs,
+               MAX_ALIGNMENTS, "each a matching and a curve, seconds to minutes")  # fmt: skip
+    check_work(f"{pairs} pairs of --points {points} ask for {pairs * points} evaluations of the "
+               "model", pairs * points, MAX_EVALUATIONS, EVALUATION)  # fmt: skip
+
+
 def barrier_matrix(
     model: str,
     seeds: Sequence[int],
@@ -78,6 +94,7 @@ def barrier_matrix(
             "against itself"
         )
     check_points(points)
+    check_matrix_work(len(seeds), points)
     n = len(seeds)
     loss = [[0.0] * n for _ in range(n)]
     acc = [[0.0] * n for _ in range(n)]

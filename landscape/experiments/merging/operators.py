@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from landscape.budget import MAX_MERGEKIT_RUNS, check_work
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
@@ -438,6 +439,18 @@ def _rows(pairs: list[dict[str, Any]], ops: list[str]) -> list[dict[str, Any]]:
 
 
 @threaded
+def check_merges_work(seeds: int, method: str, operators: Sequence[str], points: int) -> None:
+    """Refuse, before any work, more mergekit runs than the time limit allows without long work
+    asked for (:func:`landscape.budget.check_work`): one per operator and λ point, for the naive
+    and the aligned pair (one alignment for ``naive``) of every pair of ``seeds`` seeds."""
+    pairs = seeds * (seeds - 1) // 2
+    alignments = 1 if method == "naive" else 2
+    runs = pairs * alignments * len(operators) * points
+    check_work(f"{pairs} pair(s) × {alignments} alignment(s) × {len(operators)} operator(s) × "
+               f"--points {points} ask for {runs} mergekit runs", runs, MAX_MERGEKIT_RUNS,
+               "each a fresh mergekit process, 20-35 s")  # fmt: skip
+
+
 def merges(
     model: str,
     seeds: Sequence[int],
@@ -457,12 +470,13 @@ def merges(
     :class:`~landscape.experiments.barriers.pipeline.BarrierRequest` (``points``, default
     :data:`POINTS`; ``split``; ``options``, the matching method's settings)."""
     t0 = time.perf_counter()
-    require_mergekit()
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2 or len(set(seeds)) < len(seeds):
         raise LandscapeError(f"give two or more different seeds (got "
                              f"{' '.join(map(str, seeds))}): one merge per pair")  # fmt: skip
     ops = check_operators(operators)
+    check_merges_work(len(seeds), method, ops, request.get("points", POINTS))
+    require_mergekit()
     todo = list(itertools.combinations(seeds, 2))
     first = seeds_request(model, todo[0], method, group, **{"points": POINTS, **request})
     points, split = first.points, first.split
