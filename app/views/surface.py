@@ -15,6 +15,7 @@ from app.components import (
     need_data,
     need_seeds,
     page_header,
+    pick_many,
     presentation,
     run_in_status,
     seed_format,
@@ -66,9 +67,8 @@ with controls():
     else:
         remember(f"surf_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True,
                  most=3)  # fmt: skip
-        chosen = c1.multiselect("Three seeds (A, B, C)", seeds, max_selections=3,
-                                key=f"surf_seeds_{name}",
-                                format_func=seed_format(name))  # fmt: skip
+        chosen = pick_many(c1, "Three seeds (A, B, C)", seeds, max_selections=3,
+                           key=f"surf_seeds_{name}", format_func=seed_format(name))  # fmt: skip
         remember("surf_combo", "weight/orth", param="method", options=combos)
         method, group = method_group(c2.selectbox("Method / group", combos, key="surf_combo"))
         remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))

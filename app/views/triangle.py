@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components.choices import device, has_circuits, model, seed_format
+from app.components.choices import device, has_circuits, model, pick_many, seed_format
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
@@ -49,7 +49,8 @@ combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
     remember(f"tri_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True, most=3)
-    chosen_seeds = c1.multiselect(
+    chosen_seeds = pick_many(
+        c1,
         "Three seeds (A, B, C)",
         seeds,
         max_selections=3,
@@ -59,7 +60,7 @@ with controls():
     )
     remember("tri_combos", list(page.METHODS), param="methods",
              options=combos, many=True)  # fmt: skip
-    chosen = c2.multiselect("Method / group", combos, key="tri_combos", wrap=True)
+    chosen = pick_many(c2, "Method / group", combos, key="tri_combos", wrap=True)
     remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     remember("tri_split", page.SPLIT, param="split", options=("test", "train"))
