@@ -287,7 +287,7 @@ for combo, space in itertools.product(chosen, spaces):
     )
     # Partial rows as a static table: a data grid whose row count changes between quick
     # updates can draw error cells in the browser; the final grid is drawn once below.
-    table_slot.table(pd.DataFrame(rows))
+    table_slot.table(_static(pd.DataFrame(rows)))  # the check as the final table writes it
 progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):

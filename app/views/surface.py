@@ -131,8 +131,14 @@ if result is not None:
         figure(figure_surface(result, metric=metric, view="3d", presentation=presentation()),
                f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
                settings=settings)  # fmt: skip
-    frame = pd.DataFrame(rows + paths)
-    st.table(frame.style.format(precision=4, na_rep="").hide(axis="index"))
+    # the models and the paths between them are different things: a table each, loss in nats
+    # to 4 decimals, accuracy (and its barrier) in % (points) to 2, as the figure's hover
+    st.table(pd.DataFrame(rows).style.format({"loss (nats)": "{:.4f}", "accuracy (%)": "{:.2f}"})
+             .hide(axis="index"))  # fmt: skip
+    if paths:
+        st.table(pd.DataFrame(paths).style.format({"loss barrier (nats)": "{:.4f}",
+                                                   "accuracy barrier (points)": "{:.2f}"})
+                 .hide(axis="index"))  # fmt: skip
     st.caption(
         f"{len(result['x'])} × {len(result['y'])} grid points on the {split} split; loss coloured "
         "on a log scale. Barriers: the largest excess of loss over the chord between the ends "

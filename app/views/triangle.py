@@ -143,7 +143,7 @@ else:
         edge = [i / resolution for i in range(resolution + 1)]
         mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
         st.select_slider(
-            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π_B(θ_B), the Interpolation page's line)",
+            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π(θ_B), the Interpolation page's line)",
             edge,
             key="tri_mark",
             format_func=lambda v: f"{v:.2f}",
@@ -154,11 +154,12 @@ else:
         # the value at the mark in the figure's unit: accuracy in percent, loss in nats
         at_mark = f"{METRIC_LABEL[metric]} at λ = {mark:.2f} (A–B)"
         unit, digits = (points(1.0), "{:.2f}") if metric == "accuracy" else (1.0, "{:.4f}")
+        basin_column = f"{metric} basin (% of the grid)"  # in % on the page and in the report
         summary = pd.DataFrame(
             [
                 {
                     "method": t,
-                    f"{metric} basin": basin_fraction(r, metric),
+                    basin_column: points(basin_fraction(r, metric)),
                     "max loss above plane (nats)": float(np.max(r["excess_loss"])),
                     at_mark: unit * edge_value(r, metric, mark),
                 }
@@ -178,10 +179,10 @@ else:
                 "resolution": resolution,
                 "space": space,
             },  # fmt: skip
-            tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
+            tables={"The triangles": summary.to_dict("records")},
         )
         if presentation():  # a static table fits a projector's width; its cells are the numbers
-            st.table(summary.style.format({f"{metric} basin": "{:.0%}",
+            st.table(summary.style.format({basin_column: "{:.0f}",
                                            "max loss above plane (nats)": "{:.4f}",
                                            at_mark: digits}).hide(axis="index"))  # fmt: skip
         else:
@@ -189,8 +190,8 @@ else:
                 summary,
                 hide_index=True,
                 column_config={
-                    f"{metric} basin": st.column_config.ProgressColumn(
-                        min_value=0, max_value=1, format="percent"
+                    basin_column: st.column_config.ProgressColumn(
+                        min_value=0, max_value=100, format="%.0f%%"
                     ),
                     "max loss above plane (nats)": st.column_config.NumberColumn(format="%.4f"),
                     at_mark: st.column_config.NumberColumn(

@@ -158,6 +158,10 @@ ACCURACY_POINTS = 100.0
 ACCURACY_UNIT = "percentage points"
 
 
+# λ in one notation on every figure: θ(λ) = λ·θ_A + (1−λ)·π(θ_B), so 0 is (aligned) B, 1 is A
+LAMBDA_TITLE = "λ (0 = B aligned, 1 = A)"
+
+
 def points(fraction: float) -> float:
     """An accuracy barrier (a fraction of the test set) in percentage points."""
     return ACCURACY_POINTS * fraction

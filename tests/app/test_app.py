@@ -285,6 +285,16 @@ def test_triangle_page_renders_and_reruns():
     ok(at)
 
 
+def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
+    _need(3)
+    at = _open("triangle")
+    ok(at)
+    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()
+    column = "loss basin (% of the grid)"
+    assert all(0 <= r[column] <= 100 for r in rows) and any(r[column] > 1 for r in rows)
+    assert column in at.dataframe[0].value
+
+
 def test_eigenangles_page_renders_and_reruns():
     _need(2)
     at = _open("eigenangles")

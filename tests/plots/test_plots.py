@@ -619,3 +619,16 @@ def test_triangles_tile_their_panels_and_keep_titles_off_the_corner_labels(n):
     assert all(t.marker.size == pytest.approx(HEXAGON * side / 4) for t in hexagons)  # tiles
     titles = fig.layout.annotations[:n]
     assert all(a.yanchor == "bottom" and a.y == 1 for a in titles)  # above the plot area
+
+
+def test_lambda_is_described_one_way_on_every_figure():
+    """Every λ axis reads the same (two figures described λ in two notations)."""
+    from landscape.plots.theme import LAMBDA_TITLE
+
+    titles = set()
+    for build in BUILDERS.values():
+        layout = build().layout
+        for key in layout:
+            if key.startswith("xaxis") and layout[key].title.text:
+                titles.add(layout[key].title.text)
+    assert {t for t in titles if t.startswith("λ")} == {LAMBDA_TITLE}
