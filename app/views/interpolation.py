@@ -224,14 +224,14 @@ def _table_notes(shown: pd.DataFrame) -> None:
         )
 
 
-figure_first = st.empty() if presentation() else None  # figure first on a projector
+# the figure first, then the table (on a projector the figure starts on the first screen); the
+# figure's place is filled at once: the figure of earlier choices does not stay on the page
+# (faded) while these are computed
+figure_slot = st.empty()
 st.subheader(
     f"Barriers of {plain(name)} — {split} split" + (" (TRAIN data)" if split == "train" else "")
 )
 table_slot = st.empty()
-# the figure's place, filled at once: the figure of earlier choices does not stay on the page
-# (faded) while these are computed
-figure_slot = figure_first or st.empty()
 figure_slot.info(
     f"The curves of {plain(name)} ({', '.join(chosen)}; {len(pairs)} pair(s), {split} split) "
     "appear here when they are measured.",
@@ -317,8 +317,6 @@ else:
     with figure_slot.container():
         lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
         mark = remember("interp_mark", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
-        st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
-                         format_func=lambda v: f"{v:.2f}")  # fmt: skip
         fig = figure_interpolation(series, split=split, mark=mark, presentation=presentation())
         figure(
             fig,
@@ -336,6 +334,9 @@ else:
             cache_keys=[r.get("cache_key", "") for s in series for r in s["results"]],
             tables={f"Barriers, {split} split (mean ± s.e.m.)": _report_rows(table)},
         )
+        # under the figure (its value is read above, from the session): the figure comes first
+        st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
+                         format_func=lambda v: f"{v:.2f}")  # fmt: skip
 
 if chosen:  # the methods chosen above, one of them for the matrix
     st.subheader("Every pair: the barrier matrix")
@@ -389,7 +390,7 @@ if chosen:  # the methods chosen above, one of them for the matrix
             cache_keys=[p["cache_key"] for p in matrix["pairs"]],
         )
 
-if pairs and not presentation():
+if pairs:
     st.subheader("Merge operators")
     st.caption(
         "mergekit's merge operators (SLERP, TIES, DARE, …) beside the straight line, for one "

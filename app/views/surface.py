@@ -95,16 +95,20 @@ result = None
 try:
     result = state.surface(*args)
 except state.NotCached:
-    st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed yet.",
-            icon=":material/hourglass_top:")  # fmt: skip
-    if st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:"):
-        result = run_in_status(
+    ask = st.empty()  # the note, the button and the run's box, gone once the surface is there
+    with ask.container():
+        st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed "
+                "yet.", icon=":material/hourglass_top:")  # fmt: skip
+        go = st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:")
+        result = None if not go else run_in_status(
             lambda progress: state.compute_surface(*args, progress=progress),
             running="Evaluating the surface …",
             done=f"{resolution * resolution} points evaluated",
             failed="Surface failed",
             what=what,
         )
+    if result is not None:
+        ask.empty()
 except Exception as err:
     show_error(what, err)
 

@@ -142,12 +142,6 @@ else:
     with figure_slot.container():
         edge = [i / resolution for i in range(resolution + 1)]
         mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
-        st.select_slider(
-            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π(θ_B), the Interpolation page's line)",
-            edge,
-            key="tri_mark",
-            format_func=lambda v: f"{v:.2f}",
-        )
         fig = figure_triangles(
             results, metric=metric, titles=titles, mark=mark, presentation=presentation()
         )
@@ -180,6 +174,13 @@ else:
                 "space": space,
             },  # fmt: skip
             tables={"The triangles": summary.to_dict("records")},
+        )
+        # under the figure (its value is read above, from the session): the figure comes first
+        st.select_slider(
+            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π(θ_B), the Interpolation page's line)",
+            edge,
+            key="tri_mark",
+            format_func=lambda v: f"{v:.2f}",
         )
         if presentation():  # a static table fits a projector's width; its cells are the numbers
             st.table(summary.style.format({basin_column: "{:.0f}",

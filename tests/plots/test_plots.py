@@ -303,7 +303,9 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert min(y for t in scramble.data for y in t.y) > 0  # a barrier of 0 is drawn at a floor
     check = BUILDERS["symmetry_check"]()
     assert check.layout.xaxis.type == "log"
-    assert len(set(check.data[0].marker.color)) == 2  # valid and invalid coloured apart
+    # valid and invalid coloured apart, each named in the legend
+    assert len({t.marker.color for t in check.data}) == 2
+    assert all(t.showlegend is not False and t.name for t in check.data)
     claims = BUILDERS["claims"]()
     assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level, drawn
     assert claims.data[-1].name.startswith("chance")  # and named in the legend
