@@ -77,7 +77,11 @@ def sidebar() -> None:
             help="For a projector at 1920×1080: figures first and full width with doubled fonts "
             "and lines, larger text, controls and introductions folded away.",
         )
-        if not st.session_state.get("presentation"):  # a projector needs no exports
+        # a projector's width goes to the figures: the sidebar folds away (its button brings
+        # it back) and comes back when presentation mode is turned off
+        presenting = bool(st.session_state.get("presentation"))
+        st.set_page_config(initial_sidebar_state="collapsed" if presenting else "auto")
+        if not presenting:  # a projector needs no exports
             report_button()
         st.html(ONE_ENTRY_PER_PAGE, unsafe_allow_javascript=True, width="content")
         info = state.cache_info()

@@ -2,7 +2,8 @@
 
 - ``text``: untrusted text shown exactly as written (``plain``, ``literal``);
 - ``layout``: a page's header, where its controls go, presentation mode;
-- ``choices``: the sidebar's model and device, a model's seeds and kind, method/group labels;
+- ``choices``: the sidebar's model and device, a model's seeds and kind, method/group labels,
+  the pickers of several choices (``pick_many``);
 - ``failures``: the one failure card and its fix, a result's warnings;
 - ``needs``: stop a page whose data or checkpoints are missing, with the fix;
 - ``long_runs``: progress with the time left, Cancel, a status box around a computation, a
@@ -19,6 +20,7 @@ from app.components.choices import (
     has_heads,
     is_imported,
     model,
+    pick_many,
     seed_format,
     seeds_of,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "need_data",
     "need_seeds",
     "one_line",
+    "pick_many",
     "page_header",
     "plain",
     "presentation",

@@ -3,7 +3,7 @@ seeds and kind, method/group labels."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -60,3 +60,11 @@ def has_circuits(name: str) -> bool:
         return False
     entry = ZOO.get(name)
     return entry is None or circuits_space(entry.config)
+
+
+def pick_many(where: Any, label: str, options: Sequence[Any], **kw: Any) -> list[Any]:
+    """``where.multiselect`` that adds one choice per Enter. Streamlit's offers "Select all
+    matches" first while the user types, so Enter on "learned/orth" also picked
+    learned/orth-mean (a second long run); without that action, and with the matches in their
+    listed order (substring filter), Enter adds the first match only."""
+    return where.multiselect(label, options, select_all=False, filter_mode="contains", **kw)

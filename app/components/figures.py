@@ -30,8 +30,10 @@ def figure(
     key = key or name
     # a figure drawn to a pixel box of its own (the triangles) is shown at that width
     width = "content" if fig.layout.width else "stretch"
-    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config={"displaylogo": False},
-                    width=width)  # fmt: skip
+    # a projector shows no toolbar: it covered the top of a figure's title (drag to zoom and
+    # double-click to reset still work)
+    config = {"displaylogo": False, "displayModeBar": not presentation()}
+    st.plotly_chart(fig, theme=None, key=f"fig-{key}", config=config, width=width)
     state.register_figure(key, export.ReportFigure(name, fig, dict(settings or {}),
                                                    list(cache_keys or []),
                                                    dict(tables or {})))  # fmt: skip

@@ -9,19 +9,21 @@ from typing import Any
 
 import streamlit as st
 
-# Presentation mode, for a projector at 1920×1080: text, tables and metrics about 1.5× larger
-# (figures are redrawn larger by landscape.plots.theme.projector), metrics' deltas whole, the
-# Controls popover wide enough for its choices' tags, and a sidebar wide enough for the page
-# names at that size.
+# Presentation mode, for a projector at 1280×720 to 1920×1080: text, tables and metrics about
+# 1.5× larger (figures are redrawn larger by landscape.plots.theme.projector), the sidebar
+# folded away (app/sidebar.py) and the page's top compact, so that the first figure is on the
+# first screen; metrics' deltas whole, the Controls popover (for the presenter, not the room)
+# wide enough for its choices' tags at a smaller size, a slider's value above its thumb, and the
+# sidebar's values as large as their labels.
 PRESENTATION_CSS = """
 <style>
   html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
   [data-testid="stWidgetLabel"] p, [data-testid="stCaptionContainer"]
     { font-size: 1.45rem !important; }
   [data-testid="stMainBlockContainer"]
-    { padding: 2.5rem 2.5rem 6rem 2.5rem !important; max-width: none !important; }
-  h1 { font-size: 2.8rem !important; padding: 0 !important; }
-  h2, h3 { font-size: 2rem !important; }
+    { padding: 2.6rem 2rem 6rem 2rem !important; max-width: none !important; }
+  h1 { font-size: 2.2rem !important; padding: 0 !important; }
+  h2, h3 { font-size: 1.7rem !important; }
   [data-testid="stMetric"] [data-testid], [data-testid="stMetric"] [data-testid] p
     { white-space: normal !important; overflow: visible !important;
       text-overflow: clip !important; max-width: none !important; }
@@ -33,15 +35,21 @@ PRESENTATION_CSS = """
     { font-size: 1.45rem !important; }
   [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.4rem !important; }
   [data-testid="stDataFrame"] { zoom: 1.4; width: calc(100% / 1.4) !important; }
-  [data-testid="stPopoverBody"] { width: min(1400px, 70vw) !important; max-width: none !important; }
+  [data-testid="stPopoverBody"] { width: min(1400px, 94vw) !important; max-width: none !important;
+    max-height: calc(100vh - 8rem) !important; overflow-y: auto !important; }
+  [data-testid="stPopoverBody"] [data-testid="stWidgetLabel"] p,
+  [data-testid="stPopoverBody"] [data-testid="stMarkdownContainer"] p
+    { font-size: 1.1rem !important; }
   [data-testid="stPopoverBody"] [data-baseweb="tag"] { max-width: none !important; }
   [data-testid="stPopoverBody"] [data-baseweb="tag"] span { max-width: none !important;
     overflow: visible !important; text-overflow: clip !important; }
-  [data-testid="stSidebar"] { min-width: 22rem !important; }
   [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.3rem !important;
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+  [data-testid="stSidebar"] [data-baseweb="select"] div { font-size: 1.3rem !important; }
+  [data-testid="stSliderThumbValue"] { transform: translateY(-0.6rem); }
 </style>
 """
+HEADER_ROW = "_presentation_header_row"  # session key: the title's row, where Controls go too
 
 
 def presentation() -> bool:
@@ -57,18 +65,23 @@ def page_header(title: str, intro: str) -> None:
         st.markdown(intro)
         return
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
-    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    with row:
         st.title(title, width="content")
         with st.popover("About this page", icon=":material/info:"):
             st.markdown(intro)
+    st.session_state[HEADER_ROW] = row  # this run's: controls() puts its button there
 
 
 @contextlib.contextmanager
 def controls() -> Iterator[None]:
-    """Where a page's controls go: in plain view, or behind a button for seminars."""
+    """Where a page's controls go: in plain view, or behind a button for seminars (beside the
+    title, so that the figure starts on the first screen)."""
     if presentation():
-        with st.popover("Controls", icon=":material/tune:"):
-            yield
+        row = st.session_state.pop(HEADER_ROW, None)
+        with row if row is not None else contextlib.nullcontext():
+            with st.popover("Controls", icon=":material/tune:"):
+                yield
     else:
         with st.container(border=True):
             yield

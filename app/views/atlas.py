@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.components.choices import model, seed_format
+from app.components.choices import model, pick_many, seed_format
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
 from app.components.long_runs import read_else_run
@@ -32,7 +32,7 @@ with controls():
     label = seed_format(name)
     remember(f"atlas_seeds_{name}", seeds[: page.ATLAS_SEEDS], param="seeds", options=seeds,
              many=True)  # fmt: skip
-    chosen = c1.multiselect("Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label, wrap=True)
+    chosen = pick_many(c1, "Seeds", seeds, key=f"atlas_seeds_{name}", format_func=label, wrap=True)
     references = chosen or seeds
     remember(f"atlas_reference_{name}", references[0], param="reference", options=references)
     reference = c2.selectbox(

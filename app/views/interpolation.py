@@ -14,6 +14,7 @@ from app.components.choices import (
     has_heads,
     is_imported,
     model,
+    pick_many,
     seed_format,
 )
 from app.components.failures import show_error, show_warnings
@@ -159,7 +160,8 @@ combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
     remember(f"interp_pairs_{name}", default_pairs, param="pairs", options=all_pairs, many=True)
-    pairs = c1.multiselect(
+    pairs = pick_many(
+        c1,
         "Seed pairs (A, B)",
         all_pairs,
         format_func=lambda p: f"{seed_label(p[0])} ↔ {seed_label(p[1])}",
@@ -169,7 +171,8 @@ with controls():
     )
     remember("interp_combos", list(page.METHODS), param="methods",
              options=combos, many=True)  # fmt: skip
-    chosen = c2.multiselect(
+    chosen = pick_many(
+        c2,
         "Method / group",
         combos,
         key="interp_combos",
@@ -221,14 +224,14 @@ def _table_notes(shown: pd.DataFrame) -> None:
         )
 
 
-figure_first = st.empty() if presentation() else None  # figure first on a projector
+# the figure first, then the table (on a projector the figure starts on the first screen); the
+# figure's place is filled at once: the figure of earlier choices does not stay on the page
+# (faded) while these are computed
+figure_slot = st.empty()
 st.subheader(
     f"Barriers of {plain(name)} — {split} split" + (" (TRAIN data)" if split == "train" else "")
 )
 table_slot = st.empty()
-# the figure's place, filled at once: the figure of earlier choices does not stay on the page
-# (faded) while these are computed
-figure_slot = figure_first or st.empty()
 figure_slot.info(
     f"The curves of {plain(name)} ({', '.join(chosen)}; {len(pairs)} pair(s), {split} split) "
     "appear here when they are measured.",
@@ -284,7 +287,7 @@ for combo, space in itertools.product(chosen, spaces):
     )
     # Partial rows as a static table: a data grid whose row count changes between quick
     # updates can draw error cells in the browser; the final grid is drawn once below.
-    table_slot.table(pd.DataFrame(rows))
+    table_slot.table(_static(pd.DataFrame(rows)))  # the check as the final table writes it
 progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):
@@ -314,8 +317,6 @@ else:
     with figure_slot.container():
         lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
         mark = remember("interp_mark", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
-        st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
-                         format_func=lambda v: f"{v:.2f}")  # fmt: skip
         fig = figure_interpolation(series, split=split, mark=mark, presentation=presentation())
         figure(
             fig,
@@ -333,6 +334,9 @@ else:
             cache_keys=[r.get("cache_key", "") for s in series for r in s["results"]],
             tables={f"Barriers, {split} split (mean ± s.e.m.)": _report_rows(table)},
         )
+        # under the figure (its value is read above, from the session): the figure comes first
+        st.select_slider("Mark λ on the curves", lambdas, key="interp_mark",
+                         format_func=lambda v: f"{v:.2f}")  # fmt: skip
 
 if chosen:  # the methods chosen above, one of them for the matrix
     st.subheader("Every pair: the barrier matrix")
@@ -344,8 +348,8 @@ if chosen:  # the methods chosen above, one of them for the matrix
     m1, m2, m3 = st.columns([3, 2, 1], vertical_alignment="bottom")
     remember(f"matrix_seeds_{name}", seeds[: min(len(seeds), 3)], param="mseeds",
              options=seeds, many=True)  # fmt: skip
-    matrix_seeds = m1.multiselect("Seeds", seeds, key=f"matrix_seeds_{name}",
-                                  format_func=seed_label)  # fmt: skip
+    matrix_seeds = pick_many(m1, "Seeds", seeds, key=f"matrix_seeds_{name}",
+                             format_func=seed_label)  # fmt: skip
     matrix_combo = m2.selectbox("Method / group", chosen, key="matrix_combo")
     matrix_space = (m2.radio("Merge space of the matrix", spaces, horizontal=True,
                              key="matrix_space") if len(spaces) > 1 else spaces[0])  # fmt: skip
@@ -386,7 +390,7 @@ if chosen:  # the methods chosen above, one of them for the matrix
             cache_keys=[p["cache_key"] for p in matrix["pairs"]],
         )
 
-if pairs and not presentation():
+if pairs:
     st.subheader("Merge operators")
     st.caption(
         "mergekit's merge operators (SLERP, TIES, DARE, …) beside the straight line, for one "
@@ -415,9 +419,9 @@ if pairs and not presentation():
             merge_combo = k1.selectbox("Aligned by", aligned_combos, key="merges_combo")
             remember("merges_ops", list(MERGE_OPERATORS), param="mg_ops",
                      options=MERGE_METHODS, many=True)  # fmt: skip
-            merge_ops = k2.multiselect("Operators", MERGE_METHODS, key="merges_ops", wrap=True,
-                                       help="linear is the straight line itself, through "
-                                            "mergekit: a check of the round trip")  # fmt: skip
+            merge_ops = pick_many(k2, "Operators", MERGE_METHODS, key="merges_ops", wrap=True,
+                                  help="linear is the straight line itself, through "
+                                       "mergekit: a check of the round trip")  # fmt: skip
             remember("merges_points", MERGE_POINTS, param="mg_points", options=(3, 5, 9))
             merge_points = k3.select_slider("Points on λ", [3, 5, 9], key="merges_points")
             if merge_ops:
@@ -526,8 +530,8 @@ if name in ZOO and pairs:
         s1, s2 = st.columns([4, 2])
         remember(f"spawn_at_{name}", spawn_default, param="sp_at", options=spawn_options,
                  many=True)  # fmt: skip
-        spawn_at = s1.multiselect("Spawn steps k", spawn_options, key=f"spawn_at_{name}",
-                                  wrap=True)  # fmt: skip
+        spawn_at = pick_many(s1, "Spawn steps k", spawn_options, key=f"spawn_at_{name}",
+                             wrap=True)  # fmt: skip
         spawn_combos = [c for c in chosen if c != "naive"] or ["naive"]
         remember("spawn_combo", spawn_combos[0], param="sp_method", options=spawn_combos,
                  label="spawn method")  # fmt: skip
@@ -652,8 +656,8 @@ if has_heads(name) and not is_imported(name):
     options = list(default_factors(ZOO[name].config))
     remember(f"width_factors_{name}", [k for k in (2, 4) if k in options], param="widths",
              options=options, many=True)  # fmt: skip
-    factors = w1.multiselect(
-        "Width factors k (B has width d/k)", options, key=f"width_factors_{name}", wrap=True
+    factors = pick_many(
+        w1, "Width factors k (B has width d/k)", options, key=f"width_factors_{name}", wrap=True
     )
     remember(f"width_run_{name}", False, param="measure", options=(False, True))
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")

@@ -15,6 +15,7 @@ from app.components import (
     need_data,
     need_seeds,
     page_header,
+    pick_many,
     presentation,
     run_in_status,
     seed_format,
@@ -66,9 +67,8 @@ with controls():
     else:
         remember(f"surf_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True,
                  most=3)  # fmt: skip
-        chosen = c1.multiselect("Three seeds (A, B, C)", seeds, max_selections=3,
-                                key=f"surf_seeds_{name}",
-                                format_func=seed_format(name))  # fmt: skip
+        chosen = pick_many(c1, "Three seeds (A, B, C)", seeds, max_selections=3,
+                           key=f"surf_seeds_{name}", format_func=seed_format(name))  # fmt: skip
         remember("surf_combo", "weight/orth", param="method", options=combos)
         method, group = method_group(c2.selectbox("Method / group", combos, key="surf_combo"))
         remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))
@@ -95,16 +95,20 @@ result = None
 try:
     result = state.surface(*args)
 except state.NotCached:
-    st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed yet.",
-            icon=":material/hourglass_top:")  # fmt: skip
-    if st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:"):
-        result = run_in_status(
+    ask = st.empty()  # the note, the button and the run's box, gone once the surface is there
+    with ask.container():
+        st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed "
+                "yet.", icon=":material/hourglass_top:")  # fmt: skip
+        go = st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:")
+        result = None if not go else run_in_status(
             lambda progress: state.compute_surface(*args, progress=progress),
             running="Evaluating the surface …",
             done=f"{resolution * resolution} points evaluated",
             failed="Surface failed",
             what=what,
         )
+    if result is not None:
+        ask.empty()
 except Exception as err:
     show_error(what, err)
 
@@ -131,8 +135,14 @@ if result is not None:
         figure(figure_surface(result, metric=metric, view="3d", presentation=presentation()),
                f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
                settings=settings)  # fmt: skip
-    frame = pd.DataFrame(rows + paths)
-    st.table(frame.style.format(precision=4, na_rep="").hide(axis="index"))
+    # the models and the paths between them are different things: a table each, loss in nats
+    # to 4 decimals, accuracy (and its barrier) in % (points) to 2, as the figure's hover
+    st.table(pd.DataFrame(rows).style.format({"loss (nats)": "{:.4f}", "accuracy (%)": "{:.2f}"})
+             .hide(axis="index"))  # fmt: skip
+    if paths:
+        st.table(pd.DataFrame(paths).style.format({"loss barrier (nats)": "{:.4f}",
+                                                   "accuracy barrier (points)": "{:.2f}"})
+                 .hide(axis="index"))  # fmt: skip
     st.caption(
         f"{len(result['x'])} × {len(result['y'])} grid points on the {split} split; loss coloured "
         "on a log scale. Barriers: the largest excess of loss over the chord between the ends "

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.components.choices import device, has_circuits, model, seed_format
+from app.components.choices import device, has_circuits, model, pick_many, seed_format
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
@@ -49,7 +49,8 @@ combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
     remember(f"tri_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True, most=3)
-    chosen_seeds = c1.multiselect(
+    chosen_seeds = pick_many(
+        c1,
         "Three seeds (A, B, C)",
         seeds,
         max_selections=3,
@@ -59,7 +60,7 @@ with controls():
     )
     remember("tri_combos", list(page.METHODS), param="methods",
              options=combos, many=True)  # fmt: skip
-    chosen = c2.multiselect("Method / group", combos, key="tri_combos", wrap=True)
+    chosen = pick_many(c2, "Method / group", combos, key="tri_combos", wrap=True)
     remember("tri_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="tri_metric")
     remember("tri_split", page.SPLIT, param="split", options=("test", "train"))
@@ -141,23 +142,18 @@ else:
     with figure_slot.container():
         edge = [i / resolution for i in range(resolution + 1)]
         mark = remember("tri_mark", edge[resolution // 2], param="lam", options=edge)
-        st.select_slider(
-            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π_B(θ_B), the Interpolation page's line)",
-            edge,
-            key="tri_mark",
-            format_func=lambda v: f"{v:.2f}",
-        )
         fig = figure_triangles(
             results, metric=metric, titles=titles, mark=mark, presentation=presentation()
         )
         # the value at the mark in the figure's unit: accuracy in percent, loss in nats
         at_mark = f"{METRIC_LABEL[metric]} at λ = {mark:.2f} (A–B)"
         unit, digits = (points(1.0), "{:.2f}") if metric == "accuracy" else (1.0, "{:.4f}")
+        basin_column = f"{metric} basin (% of the grid)"  # in % on the page and in the report
         summary = pd.DataFrame(
             [
                 {
                     "method": t,
-                    f"{metric} basin": basin_fraction(r, metric),
+                    basin_column: points(basin_fraction(r, metric)),
                     "max loss above plane (nats)": float(np.max(r["excess_loss"])),
                     at_mark: unit * edge_value(r, metric, mark),
                 }
@@ -177,10 +173,17 @@ else:
                 "resolution": resolution,
                 "space": space,
             },  # fmt: skip
-            tables={"The triangles (basin as a fraction of the grid)": summary.to_dict("records")},
+            tables={"The triangles": summary.to_dict("records")},
+        )
+        # under the figure (its value is read above, from the session): the figure comes first
+        st.select_slider(
+            "Mark λ on the A–B edge (θ(λ) = λ·θ_A + (1−λ)·π(θ_B), the Interpolation page's line)",
+            edge,
+            key="tri_mark",
+            format_func=lambda v: f"{v:.2f}",
         )
         if presentation():  # a static table fits a projector's width; its cells are the numbers
-            st.table(summary.style.format({f"{metric} basin": "{:.0%}",
+            st.table(summary.style.format({basin_column: "{:.0f}",
                                            "max loss above plane (nats)": "{:.4f}",
                                            at_mark: digits}).hide(axis="index"))  # fmt: skip
         else:
@@ -188,8 +191,8 @@ else:
                 summary,
                 hide_index=True,
                 column_config={
-                    f"{metric} basin": st.column_config.ProgressColumn(
-                        min_value=0, max_value=1, format="percent"
+                    basin_column: st.column_config.ProgressColumn(
+                        min_value=0, max_value=100, format="%.0f%%"
                     ),
                     "max loss above plane (nats)": st.column_config.NumberColumn(format="%.4f"),
                     at_mark: st.column_config.NumberColumn(

@@ -422,9 +422,8 @@ def _train_model(
                 keep.write(step + 1, params, opt, [curves], None if drop is None else [drop],
                            time.perf_counter() - start)  # fmt: skip
             if progress:  # the stage carries the test metrics, for the bar to show
-                progress(
-                    f"test loss {test_loss:.4f}, test accuracy {test_acc:.4f}", step + 1, steps
-                )
+                progress(f"test loss {test_loss:.4f}, test accuracy {100 * test_acc:.2f}%",
+                         step + 1, steps)  # fmt: skip
     if every and snapshots is not None:
         snapshots.append(_snapshot(steps, params, opt))
     if not curves["step"]:  # resumed at the last step: nothing trained, the metrics of now
@@ -513,7 +512,8 @@ def _train_batched(
             if progress:  # each seed's test metrics, in the order of the seeds
                 losses_, accs = zip(*shown, strict=True)
                 progress(f"test loss {'/'.join(f'{v:.4f}' for v in losses_)}, test accuracy "
-                         f"{'/'.join(f'{v:.4f}' for v in accs)}", step + 1, steps)  # fmt: skip
+                         f"{'/'.join(f'{100 * v:.2f}%' for v in accs)}", step + 1,
+                         steps)  # fmt: skip
     out = []
     for i, seed in enumerate(seeds):
         final = {k: v.cpu().clone() for k, v in seed_slice(params, i).items()}

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH, SPAWN, SPAWN_ROW
 from landscape.plots.theme import (
+    LAMBDA_TITLE,
     PALETTE,
     apply_theme,
     legend_above,
@@ -57,7 +58,7 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
                     row=1, col=col,
                 )  # fmt: skip
     for col in (1, 2):
-        fig.update_xaxes(title_text="λ (0: B aligned; 1: A)", row=1, col=col)
+        fig.update_xaxes(title_text=LAMBDA_TITLE, row=1, col=col)
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
     fig.update_yaxes(title_text=f"{split} accuracy (%)", row=1, col=2)  # short: fits a projector
     apply_theme(fig)

@@ -30,6 +30,7 @@ from landscape.plots.theme import (
     LINE_WIDTH,
     NEUTRAL,
     PALETTE,
+    ROWS_META,
     THIN_WIDTH,
     apply_theme,
     font_size,
@@ -69,20 +70,21 @@ def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) 
     names = [SYMMETRY_ROW.read(r, "group") for r in rows]
     values = [float(SYMMETRY_ROW.read(r, "max_abs_dlogits")) for r in rows]
     valid = [SYMMETRY_ROW.read(r, "valid") for r in rows]
-    fig = go.Figure(
-        go.Bar(
-            y=names,
-            x=_floor(values),
-            orientation="h",
-            name="max |Δlogits|",
-            marker={"color": [VALID_COLOUR if ok else INVALID_COLOUR for ok in valid]},
-            customdata=[
-                ["valid" if ok else "invalid", v] for ok, v in zip(valid, values, strict=True)
-            ],
+    floored = _floor(values)
+    fig = go.Figure()
+    # a trace per verdict, so that the legend says what the colours mean
+    for verdict, ok_, colour in (("valid: keeps the function", True, VALID_COLOUR),
+                                 ("invalid: changes it", False, INVALID_COLOUR)):  # fmt: skip
+        at = [i for i, ok in enumerate(valid) if bool(ok) == ok_]
+        if not at:
+            continue
+        fig.add_trace(go.Bar(
+            y=[names[i] for i in at], x=[floored[i] for i in at], orientation="h",
+            name=verdict, marker={"color": colour},
+            customdata=[["valid" if ok_ else "invalid", values[i]] for i in at],
             hovertemplate="%{y}<br>%{customdata[0]}, max |Δlogits| = %{customdata[1]:.2e}"
-            "<extra></extra>",
-        )
-    )
+                          "<extra></extra>",
+        ))  # fmt: skip
     fig.add_vline(
         x=tol,
         line={"dash": "dash", "color": "#444", "width": THIN_WIDTH},
@@ -93,11 +95,14 @@ def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) 
     # labels on top of one another at presentation size
     fig.update_xaxes(type="log", title_text="max |Δlogits| (float64)", exponentformat="power",
                      dtick=3)  # fmt: skip
-    fig.update_yaxes(autorange="reversed", showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False, categoryorder="array",
+                     categoryarray=names)  # fmt: skip
     apply_theme(fig)
+    # a row's height grows with its font on a projector (ROWS_META), or labels are dropped
     fig.update_layout(
-        height=max(300, 40 * len(rows) + 110), showlegend=False, margin={"l": 20, "t": 40}
-    )
+        height=max(300, 40 * len(rows) + 110), legend=legend_above(1.06),
+        margin={"l": 20, "t": 70}, meta={ROWS_META: len(rows)},
+    )  # fmt: skip
     fig.update_yaxes(automargin=True)
     return fig
 

@@ -20,6 +20,7 @@ from landscape.plots.fields import (
 )
 from landscape.plots.theme import (
     ACCURACY_UNIT,
+    LAMBDA_TITLE,
     LINE_WIDTH,
     PALETTE,
     SCREEN_ONLY,
@@ -155,7 +156,7 @@ def figure_interpolation(
         fig.add_vline(x=mark, line={"dash": "dot", "color": "#444", "width": THIN_WIDTH},
                       row="all", col="all", name=SCREEN_ONLY)  # fmt: skip
     for col in (1, 2):
-        fig.update_xaxes(title_text="λ  (0 = B aligned, 1 = A)", range=[-0.03, 1.03],
+        fig.update_xaxes(title_text=LAMBDA_TITLE, range=[-0.03, 1.03],
                          row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
     fig.update_yaxes(title_text=f"{split} accuracy (%)", row=1, col=2)
@@ -246,9 +247,9 @@ def figure_merges(result: dict[str, Any]) -> go.Figure:
                     row=1, col=col,
                 )  # fmt: skip
     for col in (1, 2):
-        fig.update_xaxes(title_text="λ (0: B, the base; 1: A)", row=1, col=col)
+        fig.update_xaxes(title_text="λ (0 = B, the base, 1 = A)", row=1, col=col)
     fig.update_yaxes(title_text=f"{split} loss (nats)", row=1, col=1)
-    fig.update_yaxes(title_text=f"{split} accuracy ({ACCURACY_UNIT})", row=1, col=2)
+    fig.update_yaxes(title_text=f"{split} accuracy (%)", row=1, col=2)
     apply_theme(fig)
     fig.update_layout(height=440, legend=legend_above(), margin={"t": 80})
     return fig

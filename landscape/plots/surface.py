@@ -59,12 +59,13 @@ def surface_title(result: Mapping[str, Any]) -> str:
     split = SURFACE.read(result, "split")
     if SURFACE.read(result, "kind") == "directions":
         seed = seeds[0] if seeds else ""
-        return (f"{model} seed {seed}: filter-normalised random directions "
-                f"(seed {SURFACE.read(result, 'directions_seed')}), {split} split")  # fmt: skip
+        return (f"{model} seed {seed}, {split} split<br>filter-normalised random directions "
+                f"(seed {SURFACE.read(result, 'directions_seed')})")  # fmt: skip
     method = SURFACE.read(result, "method")
     how = method_key(method, SURFACE.read(result, "group"))
     seeds_text = ", ".join(map(str, seeds))
-    return f"{model} seeds {seeds_text}: the plane through the three ({how}), {split} split"
+    # two lines: one would run the width of a projector's figure
+    return f"{model} seeds {seeds_text}, {split} split<br>the plane through the three ({how})"
 
 
 def _ticks(metric: str, values: Sequence[float]) -> dict[str, Any]:
@@ -145,7 +146,7 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
             fig.update_xaxes(constrain="domain")  # the box shrinks to the data, not the range
             fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
         apply_theme(fig, title=surface_title(result))
-        fig.update_layout(showlegend=False, height=620)
+        fig.update_layout(showlegend=False, height=540)
         return fig
     fig.add_trace(go.Surface(x=xs, y=ys, z=z, customdata=raw, colorscale=scale,
                              colorbar=colorbar, hovertemplate=hover, name=metric,
@@ -188,7 +189,7 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
                "aspectmode": "manual", "aspectratio": {"x": 1, "y": 1, "z": 0.6},
                "camera": {"eye": {"x": 1.15, "y": -1.3, "z": 0.8}},
                "domain": {"x": [0, 1], "y": [0, 1]}},
-        showlegend=False, height=620, margin={"l": 10, "r": 10, "b": 10},
+        showlegend=False, height=540, margin={"l": 10, "r": 10, "b": 10},
     )  # fmt: skip
     return fig
 

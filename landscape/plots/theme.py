@@ -134,7 +134,10 @@ FONT_SIZE = 14  # px, the base font of a screen figure: ticks and legends; title
 # For a projector (presentation mode): every font, line width and marker size times this, and a
 # figure as tall as a 1920×1080 screen leaves under the page title.
 PROJECTOR_SCALE = 2.0
-PROJECTOR_HEIGHT = 660
+# A figure of one row per item (a bar per group) says so in its layout's ``meta``
+# ({ROWS_META: n}): on a projector its rows grow with their font, so that no label is dropped.
+ROWS_META = "rows"
+PROJECTOR_HEIGHT = 540  # under a compact title row, the whole figure on a 720-pixel screen
 # plotly's own defaults, for sizes a figure leaves unset
 _PLOTLY_LINE, _PLOTLY_MARKER, _PLOTLY_AXIS_LINE, _PLOTLY_TICK_LEN = 2.0, 6.0, 1.0, 5.0
 
@@ -156,6 +159,10 @@ def rgba(hex_colour: str, alpha: float) -> str:
 # 0.95 to 0.70 below the chord is 25 points); results keep the fraction.
 ACCURACY_POINTS = 100.0
 ACCURACY_UNIT = "percentage points"
+
+
+# λ in one notation on every figure: θ(λ) = λ·θ_A + (1−λ)·π(θ_B), so 0 is (aligned) B, 1 is A
+LAMBDA_TITLE = "λ (0 = B aligned, 1 = A)"
 
 
 def points(fraction: float) -> float:
@@ -192,7 +199,9 @@ def apply_theme(fig: go.Figure, *, title: str | None = None) -> go.Figure:
         template="simple_white",
         font={"family": FONT_FAMILY, "size": size},
         colorway=PALETTE,
-        margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
+        # a title's every line gets its own room above the plot (the Surface's has two)
+        margin={"l": 70, "r": 20, "t": 36 + 24 * (title.count("<br>") + 1) if title else 30,
+                "b": 60},  # fmt: skip
         legend={"font": {"size": size}},  # as the ticks: one text size for what is read
         title={"text": title, "font": {"size": size + 2}} if title else None,
     )
@@ -209,7 +218,7 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
     lines and ticks, and the margins; sizes left unset are scaled from plotly's defaults, so
     nothing stays at its screen size. Bars keep filling their plot (their size is the data's);
     hexagon grids grow with their triangle, by √scale. The height becomes
-    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 1080-pixel screen; a figure with a
+    :data:`PROJECTOR_HEIGHT` (at least), one figure to a 720-pixel screen; a figure with a
     width of its own grows as a whole instead, its box and its hexagons by √scale.
     """
     spec = fig.to_plotly_json()
@@ -230,12 +239,15 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
         if side in margin:
             margin[side] = margin[side] * (1 + scale) / 2  # room for larger labels, not double
     # a figure drawn to a pixel box of its own (the triangles) grows as a whole, by √scale (a
-    # 1920-pixel screen against a laptop's); any other is one figure to a 1080-pixel screen
+    # 1920-pixel screen against a laptop's); any other is one figure to a 720-pixel screen
     grow = scale**0.5 if layout.get("width") and layout.get("height") else None
     if grow is not None:
         layout["width"], layout["height"] = (round(layout[k] * grow) for k in ("width", "height"))
     else:
-        layout["height"] = max(PROJECTOR_HEIGHT, layout.get("height") or 0)
+        meta = layout.get("meta")
+        rows = isinstance(meta, dict) and meta.get(ROWS_META)
+        grown = (layout.get("height") or 0) * ((1 + scale) / 2 if rows else 1)
+        layout["height"] = max(PROJECTOR_HEIGHT, round(grown))
     for trace in spec.get("data", []):
         _scale_trace(trace, scale, grow)
     return go.Figure(spec)

@@ -159,6 +159,19 @@ def test_cancel_on_interpolation_keeps_what_was_on_the_page():
     assert any("barrier matrix" in h.value for h in at.subheader)  # the page goes on below
 
 
+@pytest.mark.parametrize("page", ["interpolation", "triangle"])
+def test_no_picker_adds_every_match_on_enter(page):
+    """Streamlit's "Select all matches" came first in a picker's list while typing, so Enter on
+    "learned/orth" also picked learned/orth-mean: every picker leaves it out."""
+    _need(3)
+    at = _open(page)
+    ok(at)
+    pickers = at.get("multiselect")
+    assert pickers
+    for p in pickers:
+        assert p.proto.HasField("select_all") and p.proto.select_all == 0, p.label
+
+
 def test_a_barrier_computed_for_the_page_reports_into_its_bar(monkeypatch):
     """A barrier not yet on disk is computed outside the page's memo, its matching and
     evaluation heard by the page's bar (inside the memo, drawing on the page is an error)."""
@@ -270,6 +283,16 @@ def test_triangle_page_renders_and_reruns():
     assert at_mark.startswith("accuracy (%)") and all(r[at_mark] > 1 for r in rows)  # percent
     at.slider(key="tri_resolution").set_value(4).run()
     ok(at)
+
+
+def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
+    _need(3)
+    at = _open("triangle")
+    ok(at)
+    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()
+    column = "loss basin (% of the grid)"
+    assert all(0 <= r[column] <= 100 for r in rows) and any(r[column] > 1 for r in rows)
+    assert column in at.dataframe[0].value
 
 
 def test_eigenangles_page_renders_and_reruns():

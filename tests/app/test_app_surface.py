@@ -51,3 +51,18 @@ def test_surface_page_plane_through_three():
     assert len(at.get("plotly_chart")) == 2
     tables = at.session_state[FIGURES]["surface"].tables
     assert len(tables["The straight paths"]) == 3
+
+
+def test_surface_tables_keep_models_and_paths_apart():
+    """The models and the straight paths between them are a table each (they were one table
+    with empty cells), accuracy in % beside loss in nats."""
+    if len(available_seeds("mlp-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
+    at = _open(grid="5", surface="Plane through three")
+    at.button(key="surf_compute").click().run()
+    ok(at)
+    models, paths = (t.value for t in at.table)
+    assert list(models.columns) == ["model", "loss (nats)", "accuracy (%)"]
+    assert list(paths.columns) == ["path", "loss barrier (nats)", "accuracy barrier (points)"]
+    assert len(models) == 3 and len(paths) == 3
+    assert (models["accuracy (%)"] > 1).all()  # percent, not a fraction

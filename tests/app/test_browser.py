@@ -220,7 +220,8 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
             column = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
             if not 0 <= box["y"] < 1080:
                 problems.append(f"/{path}: the first figure starts at y = {box['y']:.0f}")
-            if box["width"] < 0.9 * (column["width"] - 80):  # the column's padding aside
+            # the triangles are drawn to a pixel box of their own (not stretched to the column)
+            if path != "triangle" and box["width"] < 0.9 * (column["width"] - 80):
                 problems.append(f"/{path}: the figure is {box['width']:.0f} px wide of "
                                 f"{column['width']:.0f}")  # fmt: skip
             cut = page.evaluate(
@@ -273,6 +274,10 @@ def test_home_has_its_own_address_and_back_leaves_a_page(app_url, monkeypatch):
         entries = page.evaluate("history.length")
         toggle = page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode")
         for _ in range(3):  # each click writes or removes ?present=1
+            unfold = page.locator('[data-testid="stExpandSidebarButton"]')
+            if unfold.count() and unfold.is_visible():  # presentation mode folds the sidebar
+                unfold.click()
+                page.wait_for_timeout(500)
             toggle.click()
             _settle(page)
         added = page.evaluate("history.length") - entries
@@ -308,3 +313,73 @@ def test_the_app_asks_no_other_host_for_anything(app_url, monkeypatch):
         _settle(page)
         browser.close()
     assert not outside, outside
+
+
+# what the presentation test measures of a page: the sidebar, the first figure, its axis titles
+# and the toolbar, in CSS pixels of the viewport
+_MEASURE = """() => {
+  const box = e => { const b = e.getBoundingClientRect();
+                     return {x: b.x, y: b.y, w: b.width, h: b.height}; };
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  const chart = document.querySelector('[data-testid="stPlotlyChart"]');
+  const titles = chart ? [...chart.querySelectorAll('.g-xtitle text, .g-x2title text')]
+    .map(e => ({text: e.textContent, ...box(e)})) : [];
+  return {sidebar: side ? box(side) : null, figure: chart ? box(chart) : null, titles,
+          ternary: chart ? [...chart.querySelectorAll('.ternary .bglayer')].map(box) : [],
+          toolbar: document.querySelectorAll('.modebar-btn').length};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
+def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, size):
+    """Presentation mode on a 1280×720 and a 1920×1080 projector: the sidebar folds away, the
+    first figure starts on the first screen (Interpolation, Triangle and Surface: the whole
+    figure), two axis titles never overlap, the triangles keep their size, no toolbar covers a
+    title. Screenshots go to $LANDSCAPE_SCREENSHOTS when set."""
+    from playwright.sync_api import sync_playwright
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    width, height = size
+    problems = []
+    with sync_playwright() as pw:
+        browser, _ = _browser(pw)
+        page = browser.new_page(viewport={"width": width, "height": height})
+        for path in ("interpolation", "triangle", "surface", "gauge"):
+            page.goto(f"{url}/{path}?present=1" + ("&grid=5" if path == "surface" else ""))
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            _settle(page)
+            compute = page.get_by_role("button", name="Compute the surface")
+            if compute.count():
+                compute.click()
+                _settle(page)
+            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=180_000)
+            page.wait_for_timeout(1000)
+            name = f"{path}-presentation-{width}x{height}.png"
+            page.screenshot(path=str(tmp_path / name))
+            if os.environ.get("LANDSCAPE_SCREENSHOTS"):
+                shutil.copy(tmp_path / name, Path(os.environ["LANDSCAPE_SCREENSHOTS"]) / name)
+            m = page.evaluate(_MEASURE)
+            side, fig = m["sidebar"], m["figure"]
+            if side and side["x"] + side["w"] > 1:
+                problems.append(f"/{path}: the sidebar takes {side['x'] + side['w']:.0f} px")
+            if not 0 <= fig["y"] < height / 2:
+                problems.append(f"/{path}: the first figure starts at y = {fig['y']:.0f}")
+            if path != "gauge" and fig["y"] + fig["h"] > height + 1:
+                problems.append(f"/{path}: the first figure ends at y = {fig['y'] + fig['h']:.0f}")
+            for a, b in zip(m["titles"], m["titles"][1:], strict=False):
+                if (
+                    a["x"] + a["w"] > b["x"]
+                    and b["x"] + b["w"] > a["x"]
+                    and abs(a["y"] - b["y"]) < a["h"]
+                ):
+                    problems.append(f"/{path}: axis titles overlap: {a['text']} / {b['text']}")
+            for t in m["titles"]:
+                if t["x"] < fig["x"] - 1 or t["x"] + t["w"] > fig["x"] + fig["w"] + 1:
+                    problems.append(f"/{path}: the axis title {t['text']} runs off its figure")
+            if any(t["w"] < 200 for t in m["ternary"]):
+                problems.append(f"/{path}: triangles {[round(t['w']) for t in m['ternary']]} px")
+            if m["toolbar"]:
+                problems.append(f"/{path}: a toolbar over the figure")
+        browser.close()
+    assert not problems, problems

@@ -75,3 +75,19 @@ def test_a_run_without_a_kept_state_trains_from_the_start(model, tmp_path):
     stages = []
     T.train("vit-digits", 1, cache=cache, progress=lambda s, d, t: stages.append(s))
     assert not any(s.startswith("resumed") for s in stages)
+
+
+def test_progress_says_accuracy_in_percent(model, tmp_path):
+    """Accuracy is a percentage everywhere a person reads it, the progress bar included
+    (it printed 0.9577 beside a page of percentages)."""
+    import re
+
+    solo, batched = [], []
+    T.train("vit-digits", 2, cache=Cache(tmp_path / "s"), progress=lambda s, d, t: solo.append(s))
+    T.train_seeds("vit-digits", [3, 4], cache=Cache(tmp_path / "b"),
+                  progress=lambda s, d, t: batched.append(s))  # fmt: skip
+    shown = [s for s in solo + batched if s.startswith("test loss")]
+    assert shown
+    for stage in shown:
+        accuracy = stage.partition("test accuracy ")[2]
+        assert re.fullmatch(r"\d{1,3}\.\d\d%(/\d{1,3}\.\d\d%)*", accuracy), stage

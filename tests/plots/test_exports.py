@@ -356,3 +356,21 @@ def test_the_symmetry_levels_csv_holds_the_levels():
     assert list(frame["group"]) == ["S_n", "B_d", "O(d)", "GL(d_head)"]
     assert not any("<br>" in a for a in frame["acts_on"])
     assert export.figure_frame(figure_symmetry_levels()).empty  # why the page passes the table
+
+
+def test_naive_has_no_group_in_any_csv():
+    """naive aligns nothing: every CSV leaves its group empty, whatever group its result was
+    stored under (one CSV said "perm", another nothing)."""
+    from tests.plots.test_plots import _triangle
+    from tests.plots.test_surface_plots import plane_result
+
+    naive = {"method": "naive", "group": "perm"}
+    frames = {
+        "matrix": tidy.tidy_matrix({**MATRIX, **naive}),
+        "triangles": tidy.tidy_triangles([_triangle("naive", 1.0)]),
+        "surface": tidy.tidy_surface({**plane_result(), **naive}),
+        "interpolation": tidy.tidy_interpolation(SERIES[:1]),
+    }
+    for name, frame in frames.items():
+        assert set(frame["group"]) == {""}, name
+    assert set(tidy.tidy_matrix(MATRIX)["group"]) == {"perm"}  # an aligning method keeps it

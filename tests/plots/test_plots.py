@@ -303,7 +303,9 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert min(y for t in scramble.data for y in t.y) > 0  # a barrier of 0 is drawn at a floor
     check = BUILDERS["symmetry_check"]()
     assert check.layout.xaxis.type == "log"
-    assert len(set(check.data[0].marker.color)) == 2  # valid and invalid coloured apart
+    # valid and invalid coloured apart, each named in the legend
+    assert len({t.marker.color for t in check.data}) == 2
+    assert all(t.showlegend is not False and t.name for t in check.data)
     claims = BUILDERS["claims"]()
     assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level, drawn
     assert claims.data[-1].name.startswith("chance")  # and named in the legend
@@ -619,3 +621,16 @@ def test_triangles_tile_their_panels_and_keep_titles_off_the_corner_labels(n):
     assert all(t.marker.size == pytest.approx(HEXAGON * side / 4) for t in hexagons)  # tiles
     titles = fig.layout.annotations[:n]
     assert all(a.yanchor == "bottom" and a.y == 1 for a in titles)  # above the plot area
+
+
+def test_lambda_is_described_one_way_on_every_figure():
+    """Every λ axis reads the same (two figures described λ in two notations)."""
+    from landscape.plots.theme import LAMBDA_TITLE
+
+    titles = set()
+    for build in BUILDERS.values():
+        layout = build().layout
+        for key in layout:
+            if key.startswith("xaxis") and layout[key].title.text:
+                titles.add(layout[key].title.text)
+    assert {t for t in titles if t.startswith("λ")} == {LAMBDA_TITLE}
