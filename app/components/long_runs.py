@@ -21,13 +21,38 @@ def duration(seconds: float) -> str:
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
 
 
-def estimate(stage: str, done: float, elapsed: float) -> str:
+def estimate(stage: str, done: float, elapsed: float, rate: float | None = None) -> str:
     """A progress bar's text: the stage, the share done, the time so far and, once a little of
-    the work is done, the time left at the rate so far (``done`` is a fraction)."""
+    the work is done, the time left (``done`` is a fraction). ``rate``: the share done per second
+    of work (:class:`WorkRate`); without, the share done over the time so far."""
     bits = [f"{100 * done:.0f}%", f"{duration(elapsed)} so far"]
     if 0.02 <= done < 1 and elapsed >= 1:
-        bits.append(f"about {duration(elapsed * (1 - done) / done)} left")
+        bits.append(f"about {duration((1 - done) / (rate or done / elapsed))} left")
     return f"{stage} — " + ", ".join(bits) if stage else ", ".join(bits)
+
+
+class WorkRate:
+    """The share of a run done per second of work, from its progress reports.
+
+    Parts read from the cache finish at once: counted at the rate so far, they made the bar say
+    "a few seconds left" while minutes of computing remained. A report that comes within
+    ``INSTANT`` seconds of the last and moves the bar by a visible step is such a part: its step
+    is left out of the rate (small steps of real work, however frequent, are kept)."""
+
+    INSTANT = 0.05  # seconds
+    VISIBLE = 0.01  # share of the bar
+
+    def __init__(self, start: float) -> None:
+        self.at, self.share, self.seconds, self.worked = start, 0.0, 0.0, 0.0
+
+    def report(self, share: float, now: float) -> float | None:
+        """Record that ``share`` is done at time ``now``; the rate, None before any work."""
+        step, dt = share - self.share, now - self.at
+        if not (dt < self.INSTANT and step >= self.VISIBLE):
+            self.seconds += dt
+            self.worked += max(step, 0.0)
+        self.at, self.share = now, share
+        return self.worked / self.seconds if self.worked > 0 and self.seconds > 0 else None
 
 
 CANCELLED = "_long_runs_cancelled"  # session key: {run key: the inputs it was cancelled for}
@@ -51,6 +76,7 @@ class LongRun:
     def __init__(self, label: str, *, key: str, inputs: Hashable | None = None) -> None:
         self.label, self.key = label, key
         self.t0 = time.perf_counter()
+        self.rate = WorkRate(self.t0)
         self.slot = st.empty()
         memory = st.session_state.setdefault(CANCELLED, {})
         self.cancelled = inputs is not None and memory.get(key) == inputs
@@ -72,7 +98,8 @@ class LongRun:
         if self.cancelled:
             return
         share = min(max(fraction(done, total), 0.0), 1.0)
-        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds)))
+        rate = self.rate.report(share, time.perf_counter())
+        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds, rate)))
 
     @property
     def seconds(self) -> float:
