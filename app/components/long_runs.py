@@ -111,11 +111,50 @@ class LongRun:
             self.slot.empty()
 
 
-def left_out(parts: list[str]) -> None:
-    """The note of a cancelled page under what it still drew: the parts it did not compute."""
+STARTED = "_long_runs_started"  # session key: {run key: the inputs a click started}
+SLOW = 20.0  # seconds: work expected to take longer starts only on a click
+
+
+def ask_first(key: str, inputs: Hashable, parts: list[tuple[str, float | None]]) -> bool:
+    """Whether the work in ``parts`` may start now: each part is what it is and the seconds it
+    is expected to take (measured on earlier runs), None when nothing measured says so and it is
+    known to be long (learned matching). Work expected to take over :data:`SLOW` seconds, or
+    unknown and long, starts only on a click: until then the page says what it will cost
+    beside a button, and draws what is stored (as a cancelled run does, :func:`left_out`)."""
+    started = st.session_state.setdefault(STARTED, {})
+    known = [sec for _, sec in parts if sec is not None]
+    if not parts or started.get(key) == inputs or (
+        len(known) == len(parts) and sum(known) <= SLOW
+    ):
+        return True
+    said = "; ".join(
+        f"{what} (about {duration(sec)})" if sec is not None
+        else f"{what} (not run on this model yet, so its time is unknown: it trains a "
+        "transform, seconds for a small model, minutes for a transformer on a CPU)"
+        for what, sec in parts
+    )  # fmt: skip
+    total = ""
+    if known:  # measured: the time the stored results of the same method took to match
+        more = " and more" if len(known) < len(parts) else ""
+        total = (f" In all about {duration(sum(known))}{more}, as long as the stored results of "
+                 "the same method took.")  # fmt: skip
+    with st.container(border=True):
+        st.info(f"Not stored yet, so computed on a click: {plain(said)}.{total}",
+                icon=":material/schedule:")  # fmt: skip
+        if st.button(f"Compute {len(parts)} part(s)", key=f"start-{key}", type="primary",
+                     icon=":material/play_arrow:"):  # fmt: skip
+            started[key] = inputs
+            st.rerun()
+    return False
+
+
+def left_out(parts: list[str], cancelled: bool = True) -> None:
+    """The note of a cancelled page (or one waiting for a click, :func:`ask_first`) under what
+    it still drew: the parts it did not compute."""
     if parts:
-        st.caption(f"Not measured (cancelled): {plain('; '.join(parts))}. Run again above to "
-                   "measure them.")  # fmt: skip
+        why, how = ("cancelled", "Run again") if cancelled else ("waiting", "Compute")
+        st.caption(f"Not measured ({why}): {plain('; '.join(parts))}. {how} above to measure "
+                   "them.")  # fmt: skip
 
 
 def run_in_status(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import statistics
 
 import pandas as pd
 import streamlit as st
@@ -20,7 +21,7 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, left_out, run_in_status
+from app.components.long_runs import LongRun, ask_first, left_out, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -237,12 +238,37 @@ figure_slot.info(
     "appear here when they are measured.",
     icon=":material/hourglass_top:",
 )
-progress = LongRun(
-    "Aligning and interpolating …",
-    key="interp",
-    inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
-)
-# cancelled: what is stored is drawn, the rest is named (left_out), and the page goes on
+wanted = (name, tuple(pairs), tuple(chosen), points, split, tuple(spaces))
+
+
+def _estimates() -> list[tuple[str, float | None]]:
+    """What is not stored yet, each with the seconds its method's stored curves of this model
+    took to match (None for learned matching that none says)."""
+    took: dict[tuple[str, str], list[float]] = {}
+    todo = []
+    for combo, space, pair in itertools.product(chosen, spaces, pairs):
+        method, group = method_group(combo)
+        request = seeds_request(name, pair, method, group, points=points, split=split,
+                                space=space)  # fmt: skip
+        try:
+            r = state.barrier(request, device(), compute=False)
+            if r.get("matching_seconds") is not None:
+                took.setdefault((combo, space), []).append(float(r["matching_seconds"]))
+        except NotCached:
+            todo.append((combo, space, pair, method_of(method).learned))
+        except Exception:  # the loop below shows what fails
+            continue
+    label = (lambda c, s: c) if len(spaces) == 1 else (lambda c, s: f"{c} · {s}")
+    return [(f"{label(c, s)} on seeds {p[0]} ↔ {p[1]}",
+             statistics.median(took[c, s]) if (c, s) in took else (None if slow else 0.0))
+            for c, s, p, slow in todo]  # fmt: skip
+
+
+# before a long run the page says what it costs and waits for a click; cancelled or waiting,
+# what is stored is drawn, the rest is named (left_out), and the page goes on
+ready = ask_first("interp", wanted, _estimates())
+progress = LongRun("Aligning and interpolating …", key="interp", inputs=wanted) if ready else None
+computing = progress is not None and not progress.cancelled
 series, rows, missing = [], [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for combo, space in itertools.product(chosen, spaces):
@@ -251,16 +277,18 @@ for combo, space in itertools.product(chosen, spaces):
     results = []
     for pair in pairs:
         step = f"{label}: seeds {pair[0]} ↔ {pair[1]}"
-        progress(step, done, total)
-        part = within(progress, done / total, (done + 1) / total, f"{step} · ")
+        part = None
+        if computing:
+            progress(step, done, total)
+            part = within(progress, done / total, (done + 1) / total, f"{step} · ")
         try:
             request = seeds_request(name, pair, method, group, points=points, split=split,
                                     space=space)  # fmt: skip
             results.append(state.barrier(request, device(), progress=part,
-                                         compute=not progress.cancelled))  # fmt: skip
+                                         compute=computing))  # fmt: skip
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
-        except NotCached as err:  # not stored, and a cancelled run computes nothing
-            if not progress.cancelled:
+        except NotCached as err:  # not stored, and a cancelled or waiting run computes nothing
+            if computing:
                 show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
             missing.append(f"{label} on seeds {pair[0]} ↔ {pair[1]}")
         except Exception as err:  # a failing method must not take the page down
@@ -288,7 +316,8 @@ for combo, space in itertools.product(chosen, spaces):
     # Partial rows as a static table: a data grid whose row count changes between quick
     # updates can draw error cells in the browser; the final grid is drawn once below.
     table_slot.table(_static(pd.DataFrame(rows)))  # the check as the final table writes it
-progress.close()
+if progress is not None:
+    progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):
     for i, (row, s) in enumerate(zip(rows, series, strict=True)):
@@ -309,7 +338,7 @@ with table_slot.container():  # the table and what is said of it, in the table's
         st.warning(a["note"], icon=":material/trending_up:")
     if rows:
         _table_notes(shown)
-    left_out(missing)
+    left_out(missing, cancelled=ready)
 
 if not series:
     figure_slot.empty()

@@ -159,6 +159,41 @@ def test_cancel_on_interpolation_keeps_what_was_on_the_page():
     assert any("barrier matrix" in h.value for h in at.subheader)  # the page goes on below
 
 
+def test_a_long_run_on_interpolation_starts_only_on_a_click(monkeypatch):
+    """Learned matching never run on this model is not started by adding it: the page says
+    what it will cost beside a button, draws what is stored and names the rest; a quick
+    method is computed at once."""
+    from app import state
+    from landscape import page_defaults
+
+    _need(2)
+    at = _open("interpolation")
+    ok(at)
+    measured = []
+    real = state._measure
+
+    def counted(request, *args, **kw):  # a read from the disk cache passes a read-only cache
+        if "cache" not in kw:
+            measured.append(request.method)
+        return real(request, *args, **kw)
+
+    monkeypatch.setattr(state, "_measure", counted)
+    at.multiselect(key="interp_combos").set_value([*page_defaults.METHODS, "learned/orth"]).run()
+    ok(at)
+    assert measured == []  # nothing started
+    notes = " ".join(i.value for i in at.info)
+    assert "learned/orth on seeds" in notes and "time is unknown" in notes, notes
+    assert any(b.key == "start-interp" for b in at.button)
+    assert len(at.get("plotly_chart")) == 1  # the stored curves stay
+    assert any("Not measured (waiting)" in c.value and "learned/orth" in c.value
+               for c in at.caption)  # fmt: skip
+    at.multiselect(key="interp_combos").set_value([*page_defaults.METHODS, "activation/perm"])
+    at.run()
+    ok(at)
+    assert measured == ["activation"]  # quick: computed without a click
+    assert len(at.dataframe[0].value) == len(page_defaults.METHODS) + 1
+
+
 @pytest.mark.parametrize("page", ["interpolation", "triangle"])
 def test_no_picker_adds_every_match_on_enter(page):
     """Streamlit's "Select all matches" came first in a picker's list while typing, so Enter on
