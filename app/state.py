@@ -272,6 +272,25 @@ def spawn(
     )  # fmt: skip
 
 
+# What this machine measured, for the cost of the next run (app.components.long_runs.ask_first):
+# seconds per grid point of a triangle, by (model, split, space, device), from the grids
+# evaluated here; and the triangles whose corners were aligned, by (model, seeds, method,
+# group, space, joint): a grid of another size reuses their matchings.
+GRID_SECONDS: dict[tuple, float] = {}
+TRIANGLES_ALIGNED: set[tuple] = set()
+
+
+def measured_triangle(r: dict[str, Any], device: str | None, joint: bool) -> None:
+    """Remember what triangle result ``r`` says of this machine (:data:`GRID_SECONDS`)."""
+    TRIANGLES_ALIGNED.add((r["model"], tuple(r["seeds"]), r["method"], r["group"], r["space"],
+                           joint))  # fmt: skip
+    n = len(r.get("points") or [])
+    if r.get("eval_seconds") is not None and n and r.get("eval_device") == str(
+        resolve_device(device)
+    ):
+        GRID_SECONDS[r["model"], r["split"], r["space"], str(device)] = r["eval_seconds"] / n
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def _stored_triangle(
     model: str, seeds: tuple[int, int, int], method: str, group: str, resolution: int,
@@ -296,13 +315,18 @@ def triangle(
     space: str = "weights",
     joint: bool = False,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """Loss/accuracy over the barycentric grid of three aligned models, mixed in merge ``space``;
     ``joint`` aligns B and C together (learned matching). Memoised, else read from disk, else
-    computed under ``progress`` (the matchings and the evaluation)."""
+    computed under ``progress`` (the matchings and the evaluation). Without ``compute`` (a
+    cancelled run, or one waiting for a click), :class:`NotCached` when it is not stored."""
     from landscape import experiments
 
     args = (model, seeds, method, group, resolution, split, device, space, joint)
+    if not compute:
+        return _stored_triangle(*args)
     return stored_else_computed(
         lambda: _stored_triangle(*args),
         lambda: experiments.triangle(model, seeds, method, group, resolution=resolution,

@@ -115,12 +115,15 @@ STARTED = "_long_runs_started"  # session key: {run key: the inputs a click star
 SLOW = 20.0  # seconds: work expected to take longer starts only on a click
 
 
-def ask_first(key: str, inputs: Hashable, parts: list[tuple[str, float | None]]) -> bool:
+def ask_first(
+    key: str, inputs: Hashable, parts: list[tuple[str, float | None]], basis: str
+) -> bool:
     """Whether the work in ``parts`` may start now: each part is what it is and the seconds it
     is expected to take (measured on earlier runs), None when nothing measured says so and it is
     known to be long (learned matching). Work expected to take over :data:`SLOW` seconds, or
     unknown and long, starts only on a click: until then the page says what it will cost
-    beside a button, and draws what is stored (as a cancelled run does, :func:`left_out`)."""
+    beside a button, and draws what is stored (as a cancelled run does, :func:`left_out`).
+    ``basis`` says what the seconds were measured on."""
     started = st.session_state.setdefault(STARTED, {})
     known = [sec for _, sec in parts if sec is not None]
     if not parts or started.get(key) == inputs or (
@@ -136,8 +139,7 @@ def ask_first(key: str, inputs: Hashable, parts: list[tuple[str, float | None]])
     total = ""
     if known:  # measured: the time the stored results of the same method took to match
         more = " and more" if len(known) < len(parts) else ""
-        total = (f" In all about {duration(sum(known))}{more}, as long as the stored results of "
-                 "the same method took.")  # fmt: skip
+        total = f" In all about {duration(sum(known))}{more}, {basis}."
     with st.container(border=True):
         st.info(f"Not stored yet, so computed on a click: {plain(said)}.{total}",
                 icon=":material/schedule:")  # fmt: skip

@@ -266,7 +266,8 @@ def _estimates() -> list[tuple[str, float | None]]:
 
 # before a long run the page says what it costs and waits for a click; cancelled or waiting,
 # what is stored is drawn, the rest is named (left_out), and the page goes on
-ready = ask_first("interp", wanted, _estimates())
+ready = ask_first("interp", wanted, _estimates(),
+                  "as long as the stored curves of the same method took to match")  # fmt: skip
 progress = LongRun("Aligning and interpolating …", key="interp", inputs=wanted) if ready else None
 computing = progress is not None and not progress.cancelled
 series, rows, missing = [], [], []

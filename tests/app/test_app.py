@@ -330,6 +330,28 @@ def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
     assert column in at.dataframe[0].value
 
 
+def test_a_larger_triangle_grid_says_its_cost_and_waits_for_a_click(monkeypatch):
+    """A grid of another size costs its points at the seconds per point this machine measured:
+    over 20 s it is computed only on a click, the page saying how long it will take."""
+    from app import state
+
+    _need(3)
+    at = _open("triangle")
+    ok(at)
+    measured = dict(state.GRID_SECONDS)
+    assert measured  # the default grid was evaluated here: its time per point is known
+    monkeypatch.setattr(state, "GRID_SECONDS", {k: 1.0 for k in measured})  # 1 s a point
+    at.slider(key="tri_resolution").set_value(6).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")  # markdown escapes
+    assert "28 grid points (about 28 s)" in notes and "In all about 1 min 24 s" in notes, notes
+    assert not at.get("plotly_chart")  # nothing at this size is stored, nothing computed
+    assert any("Not measured (waiting)" in c.value for c in at.caption)
+    at.button(key="start-triangle").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
 def test_eigenangles_page_renders_and_reruns():
     _need(2)
     at = _open("eigenangles")
