@@ -278,6 +278,15 @@ def spawn(
 # group, space, joint): a grid of another size reuses their matchings.
 GRID_SECONDS: dict[tuple, float] = {}
 TRIANGLES_ALIGNED: set[tuple] = set()
+# seconds learned matching took on a pair of a model here, by (model, device): from the
+# Interpolation page's learned curves and the Eigenangles page's learned results
+LEARNED_SECONDS: dict[tuple, float] = {}
+
+
+def measured_learned(model: str, device: str | None, seconds: float | None) -> None:
+    """Remember how long learned matching took on a pair of ``model`` here."""
+    if seconds is not None and seconds > 0:
+        LEARNED_SECONDS[model, str(device)] = float(seconds)
 
 
 def measured_triangle(r: dict[str, Any], device: str | None, joint: bool) -> None:

@@ -287,6 +287,8 @@ for combo, space in itertools.product(chosen, spaces):
                                     space=space)  # fmt: skip
             results.append(state.barrier(request, device(), progress=part,
                                          compute=computing))  # fmt: skip
+            if method_of(method).learned and not results[-1].get("cached"):  # measured here
+                state.measured_learned(name, device(), results[-1].get("matching_seconds"))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
         except NotCached as err:  # not stored, and a cancelled or waiting run computes nothing
             if computing:

@@ -362,6 +362,28 @@ def test_eigenangles_page_renders_and_reruns():
     ok(at)
 
 
+def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch):
+    """Seed B → 2 started learned matching by itself. Now it starts at once only when the
+    learned matching measured on this model took under 20 s; else the page says the cost and
+    waits, drawing weight matching alone."""
+    from app import state
+
+    _need(3)
+    at = _open("eigenangles")
+    ok(at)
+    assert state.LEARNED_SECONDS  # the default pair's learned matching, measured
+    monkeypatch.setattr(state, "LEARNED_SECONDS", {k: 100.0 for k in state.LEARNED_SECONDS})
+    at.selectbox(key="eig_b_mlp-digits").set_value(2).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "learned matching of seeds 0 ↔ 2 (about 1 min 40 s)" in notes, notes
+    assert any(b.key == "start-eig" for b in at.button)
+    assert len(at.get("plotly_chart")) == 2  # weight matching alone: angles and objective
+    at.button(key="start-eig").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3  # with learned matching's training curve
+
+
 def test_atlas_page_renders_and_reruns():
     _need(2)
     at = _open("atlas")
