@@ -434,6 +434,28 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     assert any("1 draw(s)" in c.value for c in at.caption)
 
 
+def test_gauge_draws_changed_start_a_long_part_only_on_a_click(_fresh_memory, monkeypatch):
+    """Draws 2 → 3 recomputed the on-load parts at once (minutes on a transformer): now a part
+    starts at once only when its time at the page's own settings, scaled to the draws, is
+    under the limit; else its button says what it will cost."""
+    from app.components import long_runs
+
+    at = _open("gauge")
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3
+    monkeypatch.setattr(long_runs, "SLOW", 0.0)  # every part counts as long
+    at.slider(key="gauge_draws").set_value(3).run()
+    ok(at)
+    keys = [b.key for b in at.button]
+    assert "gauge_run_scramble" in keys and "gauge_run_claims" in keys
+    costs = [b.help or "" for b in at.button if b.key in ("gauge_run_scramble", "gauge_run_claims")]
+    assert all("from its time at the page's own settings" in c for c in costs), costs
+    monkeypatch.setattr(long_runs, "SLOW", 20.0)
+    at.slider(key="gauge_draws").set_value(1).run()  # half the default's work: at once
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3
+
+
 def _fake_parts(monkeypatch) -> None:
     """Cheap stand-ins for the expensive parts (same shapes as the library's results)."""
     from landscape.experiments import transport
