@@ -72,9 +72,10 @@ from landscape.sources import model_arch
 from landscape.store.cache import NotCached
 
 
-def _mean_sem(value: tuple[float, float], n: int) -> str:
-    """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
-    return mean_pm(*value) if n > 1 else f"{value[0]:.4g} (n = 1)"
+def _mean_sem(value: tuple[float, float], n: int, places: int) -> str:
+    """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1,
+    the mean to ``places`` decimals (loss 4, accuracy points 2: one notation down a column)."""
+    return mean_pm(*value) if n > 1 else f"{value[0]:.{places}f} (n = 1)"
 
 
 # the table's columns as the page formats them; a projector shows the table without the details
@@ -309,8 +310,8 @@ for combo, space in itertools.product(chosen, spaces):
             "method": combo,
             "space": space,
             # the split is in the table's title
-            "loss barrier (nats)": _mean_sem(loss, len(results)),
-            "accuracy barrier (points)": _mean_sem(acc, len(results)),
+            "loss barrier (nats)": _mean_sem(loss, len(results), 4),
+            "accuracy barrier (points)": _mean_sem(acc, len(results), 2),
             "pairs": len(results),
             "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
             "paper (circuits)": paper,

@@ -281,6 +281,20 @@ def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report(
     assert "max |Δlogits|" in at.table[1].value
 
 
+def test_interpolation_table_writes_each_column_in_one_notation():
+    """One pair: loss to four decimals and accuracy points to two on every row (four
+    significant digits wrote 25.55 above 16.5 above 1.207)."""
+    import re
+
+    _need(2)
+    at = _open("interpolation")
+    ok(at)
+    frame = at.dataframe[0].value
+    assert all(re.fullmatch(r"\d+\.\d{4} \(n = 1\)", v) for v in frame["loss barrier (nats)"])
+    assert all(re.fullmatch(r"\d+\.\d{2} \(n = 1\)", v)
+               for v in frame["accuracy barrier (points)"])  # fmt: skip
+
+
 def test_interpolation_page_measures_the_width_barriers():
     # The narrow B is trained here, outside the page's time limit (about a minute, several on
     # a loaded 2-core machine); the page then reads it from the cache, aligns and measures.
