@@ -146,8 +146,10 @@ if result is not None:
                key="surface", data=tidy_surface(result), settings=settings,
                tables=tables)  # fmt: skip
     with right:
-        figure(figure_surface(result, metric=metric, view="3d", presentation=presentation()),
-               f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
+        fig3d = figure_surface(result, metric=metric, view="3d", presentation=presentation())
+        if presentation():  # a whole row: a box of its own keeps the colour bar by the scene
+            fig3d.update_layout(width=round(1.6 * fig3d.layout.height))
+        figure(fig3d, f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
                settings=settings)  # fmt: skip
     # the models and the paths between them are different things: a table each, loss in nats
     # to 4 decimals, accuracy (and its barrier) in % (points) to 2, as the figure's hover
