@@ -21,7 +21,7 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, ask_first, left_out, run_in_status
+from app.components.long_runs import LongRun, ask_first, duration, left_out, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -574,14 +574,31 @@ if name in ZOO and pairs:
             parent = pairs[0][0]
             wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
                       device())  # fmt: skip
-            made = run_in_status(
-                lambda progress: state.spawn(*wanted, progress=progress),
-                running="Training the parent with snapshots and the children …",
-                done="The spawned children are ready",
-                failed="Spawning failed",
-                what="Spawned children",
-                inputs=wanted,
-            )  # fmt: skip
+            try:  # stored: drawn at once
+                made = state._stored_spawn(*wanted)
+            except NotCached:
+                # not stored: the parent's run with snapshots and two children from each step
+                # k to the end, at the time training seed A took (kept with the checkpoint)
+                trained = state.checkpoint(name, parent).meta.get("seconds")
+                steps = ZOO[name].train.steps
+                cost = (None if not trained else trained * (1 + 2 * sum(1 - k / steps
+                                                                      for k in spawn_at)))
+                made = None
+                if ask_first("spawn", wanted, [(f"the parent and {2 * len(spawn_at)} children",
+                                                cost)],
+                             f"from the {duration(trained or 0)} training seed {parent} took "
+                             "(on the machine that trained it)"):  # fmt: skip
+                    made = run_in_status(
+                        lambda progress: state.spawn(*wanted, progress=progress),
+                        running="Training the parent with snapshots and the children …",
+                        done="The spawned children are ready",
+                        failed="Spawning failed",
+                        what="Spawned children",
+                        inputs=wanted,
+                    )  # fmt: skip
+            except Exception as err:
+                show_error("Spawned children", err)
+                made = None
             if made is not None:
                 show_warnings("Spawned children", made)
                 spawn_table = [{"step": x["step"], "alignment": method_key(x["method"], x["group"]),
