@@ -257,14 +257,18 @@ def spawn(
     split: str,
     device: str | None,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """Children spawned from ``seed``'s run at the steps ``at`` and their barriers
     (``experiments.spawn.spawn``): memoised, else read from the disk cache, else computed under
     ``progress`` (the parent's snapshots, the children's training, the barriers) and read
-    again."""
+    again. Without ``compute``, :class:`NotCached` when they are not stored."""
     from landscape.experiments.spawn import spawn as spawned
 
     args = (model, seed, at, method, group, points, split, device)
+    if not compute:
+        return _stored_spawn(*args)
     return stored_else_computed(
         lambda: _stored_spawn(*args),
         lambda: spawned(model, at, seed=seed, method=method, group=group, points=points,

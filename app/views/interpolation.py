@@ -575,7 +575,7 @@ if name in ZOO and pairs:
             wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
                       device())  # fmt: skip
             try:  # stored: drawn at once
-                made = state._stored_spawn(*wanted)
+                made = state.spawn(*wanted, compute=False)
             except NotCached:
                 # not stored: the parent's run with snapshots and two children from each step
                 # k to the end, at the time training seed A took (kept with the checkpoint)
