@@ -257,19 +257,51 @@ def spawn(
     split: str,
     device: str | None,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """Children spawned from ``seed``'s run at the steps ``at`` and their barriers
     (``experiments.spawn.spawn``): memoised, else read from the disk cache, else computed under
     ``progress`` (the parent's snapshots, the children's training, the barriers) and read
-    again."""
+    again. Without ``compute``, :class:`NotCached` when they are not stored."""
     from landscape.experiments.spawn import spawn as spawned
 
     args = (model, seed, at, method, group, points, split, device)
+    if not compute:
+        return _stored_spawn(*args)
     return stored_else_computed(
         lambda: _stored_spawn(*args),
         lambda: spawned(model, at, seed=seed, method=method, group=group, points=points,
                         split=split, device=resolve_device(device), progress=progress),
     )  # fmt: skip
+
+
+# What this machine measured, for the cost of the next run (app.components.long_runs.ask_first):
+# seconds per grid point of a triangle, by (model, split, space, device), from the grids
+# evaluated here; and the triangles whose corners were aligned, by (model, seeds, method,
+# group, space, joint): a grid of another size reuses their matchings.
+GRID_SECONDS: dict[tuple, float] = {}
+TRIANGLES_ALIGNED: set[tuple] = set()
+# seconds learned matching took on a pair of a model here, by (model, device): from the
+# Interpolation page's learned curves and the Eigenangles page's learned results
+LEARNED_SECONDS: dict[tuple, float] = {}
+
+
+def measured_learned(model: str, device: str | None, seconds: float | None) -> None:
+    """Remember how long learned matching took on a pair of ``model`` here."""
+    if seconds is not None and seconds > 0:
+        LEARNED_SECONDS[model, str(device)] = float(seconds)
+
+
+def measured_triangle(r: dict[str, Any], device: str | None, joint: bool) -> None:
+    """Remember what triangle result ``r`` says of this machine (:data:`GRID_SECONDS`)."""
+    TRIANGLES_ALIGNED.add((r["model"], tuple(r["seeds"]), r["method"], r["group"], r["space"],
+                           joint))  # fmt: skip
+    n = len(r.get("points") or [])
+    if r.get("eval_seconds") is not None and n and r.get("eval_device") == str(
+        resolve_device(device)
+    ):
+        GRID_SECONDS[r["model"], r["split"], r["space"], str(device)] = r["eval_seconds"] / n
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -296,13 +328,18 @@ def triangle(
     space: str = "weights",
     joint: bool = False,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """Loss/accuracy over the barycentric grid of three aligned models, mixed in merge ``space``;
     ``joint`` aligns B and C together (learned matching). Memoised, else read from disk, else
-    computed under ``progress`` (the matchings and the evaluation)."""
+    computed under ``progress`` (the matchings and the evaluation). Without ``compute`` (a
+    cancelled run, or one waiting for a click), :class:`NotCached` when it is not stored."""
     from landscape import experiments
 
     args = (model, seeds, method, group, resolution, split, device, space, joint)
+    if not compute:
+        return _stored_triangle(*args)
     return stored_else_computed(
         lambda: _stored_triangle(*args),
         lambda: experiments.triangle(model, seeds, method, group, resolution=resolution,

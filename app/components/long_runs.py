@@ -21,13 +21,38 @@ def duration(seconds: float) -> str:
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
 
 
-def estimate(stage: str, done: float, elapsed: float) -> str:
+def estimate(stage: str, done: float, elapsed: float, rate: float | None = None) -> str:
     """A progress bar's text: the stage, the share done, the time so far and, once a little of
-    the work is done, the time left at the rate so far (``done`` is a fraction)."""
+    the work is done, the time left (``done`` is a fraction). ``rate``: the share done per second
+    of work (:class:`WorkRate`); without, the share done over the time so far."""
     bits = [f"{100 * done:.0f}%", f"{duration(elapsed)} so far"]
     if 0.02 <= done < 1 and elapsed >= 1:
-        bits.append(f"about {duration(elapsed * (1 - done) / done)} left")
+        bits.append(f"about {duration((1 - done) / (rate or done / elapsed))} left")
     return f"{stage} — " + ", ".join(bits) if stage else ", ".join(bits)
+
+
+class WorkRate:
+    """The share of a run done per second of work, from its progress reports.
+
+    Parts read from the cache finish at once: counted at the rate so far, they made the bar say
+    "a few seconds left" while minutes of computing remained. A report that comes within
+    ``INSTANT`` seconds of the last and moves the bar by a visible step is such a part: its step
+    is left out of the rate (small steps of real work, however frequent, are kept)."""
+
+    INSTANT = 0.05  # seconds
+    VISIBLE = 0.01  # share of the bar
+
+    def __init__(self, start: float) -> None:
+        self.at, self.share, self.seconds, self.worked = start, 0.0, 0.0, 0.0
+
+    def report(self, share: float, now: float) -> float | None:
+        """Record that ``share`` is done at time ``now``; the rate, None before any work."""
+        step, dt = share - self.share, now - self.at
+        if not (dt < self.INSTANT and step >= self.VISIBLE):
+            self.seconds += dt
+            self.worked += max(step, 0.0)
+        self.at, self.share = now, share
+        return self.worked / self.seconds if self.worked > 0 and self.seconds > 0 else None
 
 
 CANCELLED = "_long_runs_cancelled"  # session key: {run key: the inputs it was cancelled for}
@@ -51,6 +76,7 @@ class LongRun:
     def __init__(self, label: str, *, key: str, inputs: Hashable | None = None) -> None:
         self.label, self.key = label, key
         self.t0 = time.perf_counter()
+        self.rate = WorkRate(self.t0)
         self.slot = st.empty()
         memory = st.session_state.setdefault(CANCELLED, {})
         self.cancelled = inputs is not None and memory.get(key) == inputs
@@ -72,7 +98,8 @@ class LongRun:
         if self.cancelled:
             return
         share = min(max(fraction(done, total), 0.0), 1.0)
-        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds)))
+        rate = self.rate.report(share, time.perf_counter())
+        self.bar.progress(share, text=plain(estimate(stage, share, self.seconds, rate)))
 
     @property
     def seconds(self) -> float:
@@ -84,11 +111,52 @@ class LongRun:
             self.slot.empty()
 
 
-def left_out(parts: list[str]) -> None:
-    """The note of a cancelled page under what it still drew: the parts it did not compute."""
+STARTED = "_long_runs_started"  # session key: {run key: the inputs a click started}
+SLOW = 20.0  # seconds: work expected to take longer starts only on a click
+
+
+def ask_first(
+    key: str, inputs: Hashable, parts: list[tuple[str, float | None]], basis: str
+) -> bool:
+    """Whether the work in ``parts`` may start now: each part is what it is and the seconds it
+    is expected to take (measured on earlier runs), None when nothing measured says so and it is
+    known to be long (learned matching). Work expected to take over :data:`SLOW` seconds, or
+    unknown and long, starts only on a click: until then the page says what it will cost
+    beside a button, and draws what is stored (as a cancelled run does, :func:`left_out`).
+    ``basis`` says what the seconds were measured on."""
+    started = st.session_state.setdefault(STARTED, {})
+    known = [sec for _, sec in parts if sec is not None]
+    if not parts or started.get(key) == inputs or (
+        len(known) == len(parts) and sum(known) <= SLOW
+    ):
+        return True
+    said = "; ".join(
+        f"{what} (about {duration(sec)})" if sec is not None
+        else f"{what} (not run on this model yet, so its time is unknown: it trains a "
+        "transform, seconds for a small model, minutes for a transformer on a CPU)"
+        for what, sec in parts
+    )  # fmt: skip
+    total = ""
+    if known:  # measured: the time the stored results of the same method took to match
+        more = " and more" if len(known) < len(parts) else ""
+        total = f" In all about {duration(sum(known))}{more}, {basis}."
+    with st.container(border=True):
+        st.info(f"Not stored yet, so computed on a click: {plain(said)}.{total}",
+                icon=":material/schedule:")  # fmt: skip
+        if st.button(f"Compute {len(parts)} part(s)", key=f"start-{key}", type="primary",
+                     icon=":material/play_arrow:"):  # fmt: skip
+            started[key] = inputs
+            st.rerun()
+    return False
+
+
+def left_out(parts: list[str], cancelled: bool = True) -> None:
+    """The note of a cancelled page (or one waiting for a click, :func:`ask_first`) under what
+    it still drew: the parts it did not compute."""
     if parts:
-        st.caption(f"Not measured (cancelled): {plain('; '.join(parts))}. Run again above to "
-                   "measure them.")  # fmt: skip
+        why, how = ("cancelled", "Run again") if cancelled else ("waiting", "Compute")
+        st.caption(f"Not measured ({why}): {plain('; '.join(parts))}. {how} above to measure "
+                   "them.")  # fmt: skip
 
 
 def run_in_status(

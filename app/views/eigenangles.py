@@ -10,13 +10,13 @@ from app.components.choices import device, model, seed_format
 from app.components.failures import Fix, show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import read_else_run, run_in_status
+from app.components.long_runs import ask_first, read_else_run, run_in_status
 from app.components.needs import data_fix, need_seeds
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.device import resolve_device
-from landscape.experiments import iteration_barriers
+from landscape.experiments import iteration_barriers, seeds_request
 from landscape.plots.eigenangles import (
     figure_checkpoint_barriers,
     figure_eigenangles,
@@ -60,6 +60,31 @@ with controls():
         "weight matching: one line evaluation each, minutes the first time, then cached.",
     )
 
+# Learned matching not stored for this pair starts only on a click when it is expected to take
+# over 20 s (as long as it took on this model here) or nothing measured says how long: a new
+# seed B no longer starts it by itself (the page's default pair opens as it always did).
+# Meanwhile weight matching alone is drawn.
+waiting = False
+if learned and (seed_a, seed_b) != (seeds[0], seeds[1]):
+    try:
+        state.eigenangles(name, (seed_a, seed_b), True, device())
+    except state.NotCached:
+        try:  # the Interpolation page's learned/orth curve of this pair: its matching is stored
+            state.barrier(seeds_request(name, (seed_a, seed_b), "learned", "orth",
+                                        points=page.INTERPOLATION_POINTS, split=page.SPLIT),
+                          device(), compute=False)  # fmt: skip
+            took = 0.0
+        except Exception:
+            took = state.LEARNED_SECONDS.get((name, str(device())))
+        waiting = not ask_first(
+            "eig", (name, seed_a, seed_b, device()),
+            [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)],
+            "as long as learned matching of another pair of this model took",
+        )  # fmt: skip
+    except Exception:  # the page's own read below shows what fails
+        pass
+    learned = learned and not waiting
+
 # Weight matching reads only the weights; learned matching and the barriers read the data.
 problem = state.data_problem(name) if learned or iterate else None
 if problem is not None:
@@ -97,6 +122,8 @@ result, learned_failed = None, False
 if learned:
     result = matching(True, Fix("Show weight matching alone", settings={"eig_learned": False}))
     learned_failed = result is None  # the card says why; weight matching alone still shows
+    if result is not None:  # what learned matching of a pair of this model costs
+        state.measured_learned(name, device(), result.get("seconds"))
 if result is None:
     result = matching(False)
 
@@ -158,6 +185,8 @@ else:
                 )
             elif learned_failed:
                 st.info("Learned matching did not finish (the card below says why).")
+            elif waiting:
+                st.info("Learned matching waits for the click above.")
             elif problem is not None:
                 st.info("Learned matching needs the data (the card above says what is missing).")
             else:

@@ -13,7 +13,7 @@ from app.components.choices import device, is_imported, model, seed_format, zoo_
 from app.components.failures import show_error
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import run_in_status
+from app.components.long_runs import SLOW, duration, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import styled_table
 from app.components.text import plain
@@ -157,13 +157,37 @@ def computed(key: tuple, label: str, compute: Callable[[Callable], Any],
                          what=label, key=f"gauge-{key[0]}", inputs=inputs)  # fmt: skip
 
 
+# the settings the page opens with: its on-load parts are computed at once only at these
+DEFAULT_ARGS = (name, seeds[0], page.GAUGE_DRAWS, *args[3:4], settings["trajectory_steps"],
+                trajectory_spacing(settings["trajectory_steps"], settings["trajectory_every"],
+                                   zoo_row(name)["parameters"]), device())  # fmt: skip
+DRAWN = ("scramble", "claims")  # parts whose work grows with the draws per group
+
+
+def expected_seconds(key: str) -> float | None:
+    """What an on-load part costs at these settings: its time at the page's own settings on
+    this machine (stored with it), times the draws asked over the draws it had; None when that
+    is not stored."""
+    default = cached((key, *DEFAULT_ARGS), lambda: state.gauge_part(
+        DEFAULT_ARGS[0], DEFAULT_ARGS[1], key, *DEFAULT_ARGS[2:]), key)  # fmt: skip
+    if not default or not default.get("seconds"):
+        return None
+    return default["seconds"] * (draws / page.GAUGE_DRAWS if key in DRAWN else 1.0)
+
+
 def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
     """A gauge-sweep part: read when cached; else computed at once when it is one of the
-    model's ``on_load`` parts, or when its button (help: ``cost``) is clicked."""
+    model's ``on_load`` parts, at the page's own settings or at others expected (from the time
+    it took at those) to take at most 20 s, or when its button (help: ``cost``) is clicked."""
     result = cached((key, *args), lambda: state.gauge_part(args[0], args[1], key, *args[2:]), label)
     if result is not None:
         return result
     on_load = key in settings["on_load"]
+    if on_load and args != DEFAULT_ARGS:  # changed settings: a small change can cost minutes
+        expected = expected_seconds(key)
+        on_load = expected is not None and expected <= SLOW
+        cost = (f"about {duration(expected)} here, from its time at the page's own settings"
+                if expected is not None else cost or settings["cost"])  # fmt: skip
     if on_load or st.button(
         f"Compute {label.lower()}", key=f"gauge_run_{key}", icon=":material/play_arrow:", help=cost
     ):

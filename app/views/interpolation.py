@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import statistics
 
 import pandas as pd
 import streamlit as st
@@ -20,7 +21,7 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, left_out, run_in_status
+from app.components.long_runs import LongRun, ask_first, duration, left_out, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -71,9 +72,10 @@ from landscape.sources import model_arch
 from landscape.store.cache import NotCached
 
 
-def _mean_sem(value: tuple[float, float], n: int) -> str:
-    """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1."""
-    return mean_pm(*value) if n > 1 else f"{value[0]:.4g} (n = 1)"
+def _mean_sem(value: tuple[float, float], n: int, places: int) -> str:
+    """Mean ± s.e.m. over pairs; with one pair there is no spread to show, so it says n = 1,
+    the mean to ``places`` decimals (loss 4, accuracy points 2: one notation down a column)."""
+    return mean_pm(*value) if n > 1 else f"{value[0]:.{places}f} (n = 1)"
 
 
 # the table's columns as the page formats them; a projector shows the table without the details
@@ -237,12 +239,38 @@ figure_slot.info(
     "appear here when they are measured.",
     icon=":material/hourglass_top:",
 )
-progress = LongRun(
-    "Aligning and interpolating …",
-    key="interp",
-    inputs=(name, tuple(pairs), tuple(chosen), points, split, tuple(spaces)),
-)
-# cancelled: what is stored is drawn, the rest is named (left_out), and the page goes on
+wanted = (name, tuple(pairs), tuple(chosen), points, split, tuple(spaces))
+
+
+def _estimates() -> list[tuple[str, float | None]]:
+    """What is not stored yet, each with the seconds its method's stored curves of this model
+    took to match (None for learned matching that none says)."""
+    took: dict[tuple[str, str], list[float]] = {}
+    todo = []
+    for combo, space, pair in itertools.product(chosen, spaces, pairs):
+        method, group = method_group(combo)
+        request = seeds_request(name, pair, method, group, points=points, split=split,
+                                space=space)  # fmt: skip
+        try:
+            r = state.barrier(request, device(), compute=False)
+            if r.get("matching_seconds") is not None:
+                took.setdefault((combo, space), []).append(float(r["matching_seconds"]))
+        except NotCached:
+            todo.append((combo, space, pair, method_of(method).learned))
+        except Exception:  # the loop below shows what fails
+            continue
+    label = (lambda c, s: c) if len(spaces) == 1 else (lambda c, s: f"{c} · {s}")
+    return [(f"{label(c, s)} on seeds {p[0]} ↔ {p[1]}",
+             statistics.median(took[c, s]) if (c, s) in took else (None if slow else 0.0))
+            for c, s, p, slow in todo]  # fmt: skip
+
+
+# before a long run the page says what it costs and waits for a click; cancelled or waiting,
+# what is stored is drawn, the rest is named (left_out), and the page goes on
+ready = ask_first("interp", wanted, _estimates(),
+                  "as long as the stored curves of the same method took to match")  # fmt: skip
+progress = LongRun("Aligning and interpolating …", key="interp", inputs=wanted) if ready else None
+computing = progress is not None and not progress.cancelled
 series, rows, missing = [], [], []
 total, done = len(chosen) * len(pairs) * len(spaces), 0
 for combo, space in itertools.product(chosen, spaces):
@@ -251,16 +279,20 @@ for combo, space in itertools.product(chosen, spaces):
     results = []
     for pair in pairs:
         step = f"{label}: seeds {pair[0]} ↔ {pair[1]}"
-        progress(step, done, total)
-        part = within(progress, done / total, (done + 1) / total, f"{step} · ")
+        part = None
+        if computing:
+            progress(step, done, total)
+            part = within(progress, done / total, (done + 1) / total, f"{step} · ")
         try:
             request = seeds_request(name, pair, method, group, points=points, split=split,
                                     space=space)  # fmt: skip
             results.append(state.barrier(request, device(), progress=part,
-                                         compute=not progress.cancelled))  # fmt: skip
+                                         compute=computing))  # fmt: skip
+            if method_of(method).learned and not results[-1].get("cached"):  # measured here
+                state.measured_learned(name, device(), results[-1].get("matching_seconds"))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
-        except NotCached as err:  # not stored, and a cancelled run computes nothing
-            if not progress.cancelled:
+        except NotCached as err:  # not stored, and a cancelled or waiting run computes nothing
+            if computing:
                 show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
             missing.append(f"{label} on seeds {pair[0]} ↔ {pair[1]}")
         except Exception as err:  # a failing method must not take the page down
@@ -278,8 +310,8 @@ for combo, space in itertools.product(chosen, spaces):
             "method": combo,
             "space": space,
             # the split is in the table's title
-            "loss barrier (nats)": _mean_sem(loss, len(results)),
-            "accuracy barrier (points)": _mean_sem(acc, len(results)),
+            "loss barrier (nats)": _mean_sem(loss, len(results), 4),
+            "accuracy barrier (points)": _mean_sem(acc, len(results), 2),
             "pairs": len(results),
             "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
             "paper (circuits)": paper,
@@ -288,7 +320,8 @@ for combo, space in itertools.product(chosen, spaces):
     # Partial rows as a static table: a data grid whose row count changes between quick
     # updates can draw error cells in the browser; the final grid is drawn once below.
     table_slot.table(_static(pd.DataFrame(rows)))  # the check as the final table writes it
-progress.close()
+if progress is not None:
+    progress.close()
 above = {a["label"]: a for a in above_naive(series, split=split)}
 if rows and any(s["method"] == "naive" for s in series):
     for i, (row, s) in enumerate(zip(rows, series, strict=True)):
@@ -309,7 +342,7 @@ with table_slot.container():  # the table and what is said of it, in the table's
         st.warning(a["note"], icon=":material/trending_up:")
     if rows:
         _table_notes(shown)
-    left_out(missing)
+    left_out(missing, cancelled=ready)
 
 if not series:
     figure_slot.empty()
@@ -541,14 +574,31 @@ if name in ZOO and pairs:
             parent = pairs[0][0]
             wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
                       device())  # fmt: skip
-            made = run_in_status(
-                lambda progress: state.spawn(*wanted, progress=progress),
-                running="Training the parent with snapshots and the children …",
-                done="The spawned children are ready",
-                failed="Spawning failed",
-                what="Spawned children",
-                inputs=wanted,
-            )  # fmt: skip
+            try:  # stored: drawn at once
+                made = state.spawn(*wanted, compute=False)
+            except NotCached:
+                # not stored: the parent's run with snapshots and two children from each step
+                # k to the end, at the time training seed A took (kept with the checkpoint)
+                trained = state.checkpoint(name, parent).meta.get("seconds")
+                steps = ZOO[name].train.steps
+                cost = (None if not trained else trained * (1 + 2 * sum(1 - k / steps
+                                                                      for k in spawn_at)))
+                made = None
+                if ask_first("spawn", wanted, [(f"the parent and {2 * len(spawn_at)} children",
+                                                cost)],
+                             f"from the {duration(trained or 0)} training seed {parent} took "
+                             "(on the machine that trained it)"):  # fmt: skip
+                    made = run_in_status(
+                        lambda progress: state.spawn(*wanted, progress=progress),
+                        running="Training the parent with snapshots and the children …",
+                        done="The spawned children are ready",
+                        failed="Spawning failed",
+                        what="Spawned children",
+                        inputs=wanted,
+                    )  # fmt: skip
+            except Exception as err:
+                show_error("Spawned children", err)
+                made = None
             if made is not None:
                 show_warnings("Spawned children", made)
                 spawn_table = [{"step": x["step"], "alignment": method_key(x["method"], x["group"]),

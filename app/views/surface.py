@@ -3,6 +3,8 @@ three aligned models, as a contour map and in 3-D."""
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -10,6 +12,7 @@ from app import state
 from app.components import (
     controls,
     device,
+    duration,
     figure,
     model,
     need_data,
@@ -96,10 +99,18 @@ try:
     result = state.surface(*args)
 except state.NotCached:
     ask = st.empty()  # the note, the button and the run's box, gone once the surface is there
+    # what it will cost: its points at the seconds per point measured on this machine (a
+    # surface's point and a triangle's are one evaluation of the model on the split each)
+    per_point = state.GRID_SECONDS.get((name, split, "weights", str(device())))
+    cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
+            "on this machine" + (", and the two alignments first." if kind == PLANE else ".")
+            if per_point else " Its time is unknown until a surface or triangle of "
+            f"{name} has been evaluated here.")  # fmt: skip
     with ask.container():
         st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed "
-                "yet.", icon=":material/hourglass_top:")  # fmt: skip
+                f"yet.{cost}", icon=":material/hourglass_top:")  # fmt: skip
         go = st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:")
+        started = time.perf_counter()
         result = None if not go else run_in_status(
             lambda progress: state.compute_surface(*args, progress=progress),
             running="Evaluating the surface …",
@@ -109,6 +120,9 @@ except state.NotCached:
         )
     if result is not None:
         ask.empty()
+        if kind == AROUND:  # computed here: the seconds per point of this machine
+            took = time.perf_counter() - started
+            state.GRID_SECONDS[name, split, "weights", str(device())] = took / resolution**2
 except Exception as err:
     show_error(what, err)
 
@@ -132,8 +146,10 @@ if result is not None:
                key="surface", data=tidy_surface(result), settings=settings,
                tables=tables)  # fmt: skip
     with right:
-        figure(figure_surface(result, metric=metric, view="3d", presentation=presentation()),
-               f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
+        fig3d = figure_surface(result, metric=metric, view="3d", presentation=presentation())
+        if presentation():  # a whole row: a box of its own keeps the colour bar by the scene
+            fig3d.update_layout(width=round(1.6 * fig3d.layout.height))
+        figure(fig3d, f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
                settings=settings)  # fmt: skip
     # the models and the paths between them are different things: a table each, loss in nats
     # to 4 decimals, accuracy (and its barrier) in % (points) to 2, as the figure's hover

@@ -11,7 +11,7 @@ from app.components.choices import device, has_circuits, model, pick_many, seed_
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun
+from app.components.long_runs import LongRun, ask_first, left_out
 from app.components.needs import need_data, need_seeds
 from app.components.text import plain
 from app.memory import remember
@@ -101,36 +101,65 @@ figure_slot.info(
     f"{', '.join(chosen)}; {split} split) appear here when they are evaluated.",
     icon=":material/hourglass_top:",
 )
-run = LongRun(
-    "Evaluating the triangles …",
-    key="triangle",
-    inputs=(name, tuple(chosen_seeds), tuple(chosen), resolution, split, space, joint),
-)
-if run.cancelled:
-    figure_slot.empty()
-    st.stop()
-for i, label in enumerate(chosen):
+wanted = (name, tuple(chosen_seeds), tuple(chosen), resolution, split, space, joint)
+n_points = (resolution + 1) * (resolution + 2) // 2
+
+
+def _args(label: str) -> tuple:
     method, group = method_group(label)
-    run(f"Triangle {label}", i, len(chosen))
+    return (name, tuple(chosen_seeds), method, group, resolution, split, device(), space,
+            joint and method == "learned")  # fmt: skip
+
+
+def _estimates() -> list[tuple[str, float | None]]:
+    """The triangles not stored yet, each with what its grid will cost at the seconds per point
+    this machine measured (0 before any grid was measured here: the first one measures it;
+    None when learned matching that no triangle of these seeds has done must run first)."""
+    todo = []
+    for label in chosen:
+        try:
+            state.measured_triangle(state.triangle(*_args(label), compute=False), device(),
+                                    _args(label)[-1])  # fmt: skip
+        except state.NotCached:
+            todo.append(label)
+        except Exception:  # the loop below shows what fails
+            continue
+    per_point = state.GRID_SECONDS.get((name, split, space, str(device())))
+    parts = []
+    for label in todo:
+        _, seeds, method, group, *_rest, joint_ = _args(label)
+        aligned = (name, seeds, method, group, space, joint_) in state.TRIANGLES_ALIGNED
+        unknown = method == "learned" and not aligned
+        parts.append((f"{label}, {n_points} grid points",
+                      None if unknown else (per_point or 0.0) * n_points))  # fmt: skip
+    return parts
+
+
+# before a long run the page says what it costs and waits for a click; cancelled or waiting,
+# what is stored is drawn, the rest is named (left_out), and the page goes on
+ready = ask_first("triangle", wanted, _estimates(),
+                  "at the seconds per grid point measured on this machine")  # fmt: skip
+run = LongRun("Evaluating the triangles …", key="triangle", inputs=wanted) if ready else None
+computing = run is not None and not run.cancelled
+missing = []
+for i, label in enumerate(chosen):
     try:
-        results.append(
-            state.triangle(
-                name,
-                tuple(chosen_seeds),
-                method,
-                group,
-                resolution,
-                split,
-                device(),
-                space,
-                joint and method == "learned",
-                progress=within(run, i / len(chosen), (i + 1) / len(chosen), f"{label} · "),
-            )
-        )
+        part = None
+        if computing:
+            run(f"Triangle {label}", i, len(chosen))
+            part = within(run, i / len(chosen), (i + 1) / len(chosen), f"{label} · ")
+        results.append(state.triangle(*_args(label), progress=part, compute=computing))
+        state.measured_triangle(results[-1], device(), _args(label)[-1])
         titles.append(label)
+    except state.NotCached as err:
+        if computing:
+            failures.append((label, err))
+        missing.append(f"{label}, {n_points} grid points")
     except Exception as err:
         failures.append((label, err))
-run.close()
+if run is not None:
+    run.close()
+left_out(missing, cancelled=ready)
 for label, err in failures:  # each on its own card, never folded into a box that says done
     show_error(f"Triangle {label}", err)
 

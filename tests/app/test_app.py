@@ -159,6 +159,41 @@ def test_cancel_on_interpolation_keeps_what_was_on_the_page():
     assert any("barrier matrix" in h.value for h in at.subheader)  # the page goes on below
 
 
+def test_a_long_run_on_interpolation_starts_only_on_a_click(monkeypatch):
+    """Learned matching never run on this model is not started by adding it: the page says
+    what it will cost beside a button, draws what is stored and names the rest; a quick
+    method is computed at once."""
+    from app import state
+    from landscape import page_defaults
+
+    _need(2)
+    at = _open("interpolation")
+    ok(at)
+    measured = []
+    real = state._measure
+
+    def counted(request, *args, **kw):  # a read from the disk cache passes a read-only cache
+        if "cache" not in kw:
+            measured.append(request.method)
+        return real(request, *args, **kw)
+
+    monkeypatch.setattr(state, "_measure", counted)
+    at.multiselect(key="interp_combos").set_value([*page_defaults.METHODS, "learned/orth"]).run()
+    ok(at)
+    assert measured == []  # nothing started
+    notes = " ".join(i.value for i in at.info)
+    assert "learned/orth on seeds" in notes and "time is unknown" in notes, notes
+    assert any(b.key == "start-interp" for b in at.button)
+    assert len(at.get("plotly_chart")) == 1  # the stored curves stay
+    assert any("Not measured (waiting)" in c.value and "learned/orth" in c.value
+               for c in at.caption)  # fmt: skip
+    at.multiselect(key="interp_combos").set_value([*page_defaults.METHODS, "activation/perm"])
+    at.run()
+    ok(at)
+    assert measured == ["activation"]  # quick: computed without a click
+    assert len(at.dataframe[0].value) == len(page_defaults.METHODS) + 1
+
+
 @pytest.mark.parametrize("page", ["interpolation", "triangle"])
 def test_no_picker_adds_every_match_on_enter(page):
     """Streamlit's "Select all matches" came first in a picker's list while typing, so Enter on
@@ -246,6 +281,20 @@ def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report(
     assert "max |Δlogits|" in at.table[1].value
 
 
+def test_interpolation_table_writes_each_column_in_one_notation():
+    """One pair: loss to four decimals and accuracy points to two on every row (four
+    significant digits wrote 25.55 above 16.5 above 1.207)."""
+    import re
+
+    _need(2)
+    at = _open("interpolation")
+    ok(at)
+    frame = at.dataframe[0].value
+    assert all(re.fullmatch(r"\d+\.\d{4} \(n = 1\)", v) for v in frame["loss barrier (nats)"])
+    assert all(re.fullmatch(r"\d+\.\d{2} \(n = 1\)", v)
+               for v in frame["accuracy barrier (points)"])  # fmt: skip
+
+
 def test_interpolation_page_measures_the_width_barriers():
     # The narrow B is trained here, outside the page's time limit (about a minute, several on
     # a loaded 2-core machine); the page then reads it from the cache, aligns and measures.
@@ -295,6 +344,28 @@ def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
     assert column in at.dataframe[0].value
 
 
+def test_a_larger_triangle_grid_says_its_cost_and_waits_for_a_click(monkeypatch):
+    """A grid of another size costs its points at the seconds per point this machine measured:
+    over 20 s it is computed only on a click, the page saying how long it will take."""
+    from app import state
+
+    _need(3)
+    at = _open("triangle")
+    ok(at)
+    measured = dict(state.GRID_SECONDS)
+    assert measured  # the default grid was evaluated here: its time per point is known
+    monkeypatch.setattr(state, "GRID_SECONDS", {k: 1.0 for k in measured})  # 1 s a point
+    at.slider(key="tri_resolution").set_value(6).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")  # markdown escapes
+    assert "28 grid points (about 28 s)" in notes and "In all about 1 min 24 s" in notes, notes
+    assert not at.get("plotly_chart")  # nothing at this size is stored, nothing computed
+    assert any("Not measured (waiting)" in c.value for c in at.caption)
+    at.button(key="start-triangle").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
 def test_eigenangles_page_renders_and_reruns():
     _need(2)
     at = _open("eigenangles")
@@ -303,6 +374,28 @@ def test_eigenangles_page_renders_and_reruns():
     assert not any("appear here" in i.value for i in at.info)  # the placeholder was replaced
     at.toggle(key="eig_learned").set_value(False).run()
     ok(at)
+
+
+def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch):
+    """Seed B → 2 started learned matching by itself. Now it starts at once only when the
+    learned matching measured on this model took under 20 s; else the page says the cost and
+    waits, drawing weight matching alone."""
+    from app import state
+
+    _need(3)
+    at = _open("eigenangles")
+    ok(at)
+    assert state.LEARNED_SECONDS  # the default pair's learned matching, measured
+    monkeypatch.setattr(state, "LEARNED_SECONDS", {k: 100.0 for k in state.LEARNED_SECONDS})
+    at.selectbox(key="eig_b_mlp-digits").set_value(2).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "learned matching of seeds 0 ↔ 2 (about 1 min 40 s)" in notes, notes
+    assert any(b.key == "start-eig" for b in at.button)
+    assert len(at.get("plotly_chart")) == 2  # weight matching alone: angles and objective
+    at.button(key="start-eig").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3  # with learned matching's training curve
 
 
 def test_atlas_page_renders_and_reruns():
@@ -353,6 +446,28 @@ def test_gauge_page_renders_cheap_parts_and_reruns(_fresh_memory):
     ok(at)
     assert len(at.get("plotly_chart")) == 3
     assert any("1 draw(s)" in c.value for c in at.caption)
+
+
+def test_gauge_draws_changed_start_a_long_part_only_on_a_click(_fresh_memory, monkeypatch):
+    """Draws 2 → 3 recomputed the on-load parts at once (minutes on a transformer): now a part
+    starts at once only when its time at the page's own settings, scaled to the draws, is
+    under the limit; else its button says what it will cost."""
+    from app.components import long_runs
+
+    at = _open("gauge")
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3
+    monkeypatch.setattr(long_runs, "SLOW", 0.0)  # every part counts as long
+    at.slider(key="gauge_draws").set_value(3).run()
+    ok(at)
+    keys = [b.key for b in at.button]
+    assert "gauge_run_scramble" in keys and "gauge_run_claims" in keys
+    costs = [b.help or "" for b in at.button if b.key in ("gauge_run_scramble", "gauge_run_claims")]
+    assert all("from its time at the page's own settings" in c for c in costs), costs
+    monkeypatch.setattr(long_runs, "SLOW", 20.0)
+    at.slider(key="gauge_draws").set_value(1).run()  # half the default's work: at once
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3
 
 
 def _fake_parts(monkeypatch) -> None:

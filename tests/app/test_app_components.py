@@ -3,6 +3,7 @@ card's line."""
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.components.failures import one_line
@@ -15,6 +16,26 @@ def test_the_estimate_says_the_share_done_and_the_time_left():
     assert estimate("Aligning", 0.01, 10.0) == "Aligning — 1%, 10 s so far"  # too early to tell
     assert estimate("", 1.0, 75.0) == "100%, 1 min 15 s so far"
     assert duration(3599.6) == "60 min 00 s"
+
+
+def test_parts_read_at_once_do_not_shorten_the_time_left():
+    """Three of four parts come from the cache in an instant, the fourth computes: after 30 s
+    on its first half the bar says about 30 s left, not the second or so that the share done
+    over the time so far (87% in 30 s) would say."""
+    from app.components.long_runs import WorkRate
+
+    rate = WorkRate(0.0)
+    for i, t in enumerate((0.01, 0.02, 0.03), start=1):
+        assert rate.report(i / 4, t) is None  # nothing computed yet: no rate
+    r = rate.report(0.875, 30.03)
+    text = estimate("learned/orth", 0.875, 30.03, r)
+    assert text.endswith("about 30 s left"), text
+    assert estimate("learned/orth", 0.875, 30.03).endswith("about 4 s left")  # the old way
+    # small steps of real work, however frequent, count
+    steady = WorkRate(0.0)
+    for k in range(1, 101):
+        r = steady.report(k / 200, k * 0.04)
+    assert r == pytest.approx(0.125)
 
 
 def test_a_failure_is_one_line_never_a_traceback():

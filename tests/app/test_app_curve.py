@@ -54,3 +54,19 @@ def test_the_spawned_children_are_opt_in_and_drawn_against_the_spawn_step():
     table = at.dataframe[-1].value
     assert list(table["step"]) == [980, 980, 1000, 1000]
     assert (table[table["step"] == 1000]["loss barrier (nats)"].abs() < 1e-6).all()
+
+
+def test_spawning_early_steps_says_its_cost_and_waits_for_a_click():
+    """Children from early steps train for most of a run each: the page says how long, from
+    the time training the parent took, and starts only on a click."""
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.switch_page("views/interpolation.py")
+    at.run()
+    charts = len(at.get("plotly_chart"))
+    at.session_state["spawn_at_mlp-digits"] = [0, 500]  # a whole run and half of one, twice
+    at.toggle(key="spawn_show").set_value(True).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "the parent and 4 children (about" in notes and "training seed 0 took" in notes, notes
+    assert any(b.key == "start-spawn" for b in at.button)
+    assert len(at.get("plotly_chart")) == charts  # nothing started

@@ -66,3 +66,20 @@ def test_surface_tables_keep_models_and_paths_apart():
     assert list(paths.columns) == ["path", "loss barrier (nats)", "accuracy barrier (points)"]
     assert len(models) == 3 and len(paths) == 3
     assert (models["accuracy (%)"] > 1).all()  # percent, not a fraction
+
+
+def test_the_surface_says_what_it_will_cost_before_the_click():
+    """Its points at the seconds per point measured here: unknown before any was evaluated,
+    then the note beside the button says how long a grid of another size will take."""
+    from app import state
+
+    state.GRID_SECONDS.clear()
+    at = _open(grid="5")
+    ok(at)
+    assert any("time is unknown" in i.value for i in at.info)
+    at.button(key="surf_compute").click().run()
+    ok(at)
+    at.select_slider(key="surf_resolution").set_value(9).run()
+    ok(at)
+    notes = " ".join(i.value for i in at.info)
+    assert "9 × 9 points" in notes and "measured on this machine" in notes, notes

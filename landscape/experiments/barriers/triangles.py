@@ -208,9 +208,12 @@ def triangle(
             cfg, corners = circuit_forms(ab.cfg, corners)
         tell(progress, "evaluate", 0.5)
         ev = data.evaluation(split)
+        started = time.perf_counter()
         r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
                               device=device, progress=within(progress, 0.5, 1.0),
                               **data.eval_options(cfg, ev.inputs))  # fmt: skip
+        # the grid's own time, kept with it: what a grid of another size will cost here
+        evaluated = round(time.perf_counter() - started, 3)
 
         def where(i: int) -> str:
             w = ", ".join(f"{x:.4g}" for x in r.points[i])
@@ -218,7 +221,8 @@ def triangle(
 
         check_finite_loss(r.loss, where, split)  # refused, and nothing is stored
         worst = worst_check([ab.info["function_check"], ac.info["function_check"]])
-        return {}, {**r.to_dict(), "function_check": worst, "checks": checks}
+        return {}, {**r.to_dict(), "function_check": worst, "checks": checks,
+                    "eval_seconds": evaluated, "eval_device": str(device)}  # fmt: skip
 
     entry, hit = cache.get_or_compute("triangle", inputs, compute)
     tell(progress, "done", 1)
