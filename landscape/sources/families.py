@@ -28,6 +28,7 @@ from landscape.sources.data import (
     DataSpec,
     SplitData,
     check_evaluable,
+    evaluation_refusal,
     spec_splits,
 )
 from landscape.store.families import (
@@ -180,6 +181,7 @@ def add_family(
     )
     splits, ident = spec_splits(first, members[0], DataSpec.of(fam))  # loads and fits, or one line
     save_family(fam)
-    with _FAMILY_DATA_LOCK:  # read once: what the pages (and family_data_note) use next
-        _keep(_memo_key(fam), _split_data(fam, splits, ident))
+    if not evaluation_refusal(architecture_of(cfg)):  # never kept where evaluation is refused
+        with _FAMILY_DATA_LOCK:  # read once: what the pages (and family_data_note) use next
+            _keep(_memo_key(fam), _split_data(fam, splits, ident))
     return fam

@@ -20,7 +20,7 @@ from landscape.experiments.gauge.runner import gauge_sweep
 from landscape.experiments.sweeps import Call, run
 from landscape.store.cache import Cache
 
-TIMES = {"seconds", "matching_seconds"}  # how long it took, not what was measured
+TIMES = {"seconds", "matching_seconds", "eval_seconds"}  # how long it took, not what was measured
 
 TRIANGLE = ["triangle", "mlp-digits", "--seeds", "0", "1", "2", "--resolution", "4"]
 GAUGE = ["gauge-sweep", "mlp-digits", "--seed", "0", "--draws", "2", "--steps", "0", "10",
