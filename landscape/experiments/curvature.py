@@ -57,7 +57,7 @@ from landscape.experiments.barriers.pipeline import (
     peak_rss_mb,
 )
 from landscape.matching import method_of, options_key, worst_check
-from landscape.models import ModelConfig, Params, forward
+from landscape.models import ModelConfig, Params, count_params, forward
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
@@ -69,12 +69,14 @@ __all__ = [
     "CurvatureOptions",
     "CurvatureRequest",
     "HessianProducts",
+    "check_curvature",
     "curvature",
     "curvature_along",
     "curvature_batch",
     "hutchinson_trace",
     "measure_curvature",
     "parameter_blocks",
+    "positions",
     "row_bytes",
     "top_eigenvalues",
 ]
@@ -102,21 +104,22 @@ Matvec = Callable[[np.ndarray], np.ndarray]
 # ---------------------------------------------------------------- Hessian-vector products
 
 
-def _positions(cfg: ModelConfig, inputs: torch.Tensor) -> int:
-    """Positions one row carries through the forward: a token window's length, the model's
-    context for other attention inputs (patches), 1 for an MLP."""
+def positions(cfg: ModelConfig, inputs: torch.Tensor | None = None) -> int:
+    """Positions one row carries through the forward: a token window's length (``inputs``
+    [rows, positions]; default the model's context), the context for other attention inputs
+    (patches and a class token), 1 for an MLP."""
     if not cfg.has_attn:
         return 1
-    if inputs.ndim == 2 and not inputs.is_floating_point():
+    if inputs is not None and inputs.ndim == 2 and not inputs.is_floating_point():
         return int(inputs.shape[1])
     return cfg.n_ctx
 
 
-def row_bytes(cfg: ModelConfig, inputs: torch.Tensor, itemsize: int) -> int:
-    """Bytes of one row's gradient graph and double backward (:data:`GRAPH_ELEMENTS`)."""
-    pos = _positions(cfg, inputs)
-    width = cfg.n_layers * (cfg.d_model + cfg.d_mlp + cfg.n_heads * pos) + cfg.n_out
-    return GRAPH_ELEMENTS * itemsize * pos * width
+def row_bytes(cfg: ModelConfig, length: int, itemsize: int) -> int:
+    """Bytes of the gradient graph and double backward of one row of ``length`` positions
+    (:data:`GRAPH_ELEMENTS`)."""
+    width = cfg.n_layers * (cfg.d_model + cfg.d_mlp + cfg.n_heads * length) + cfg.n_out
+    return GRAPH_ELEMENTS * itemsize * length * width
 
 
 def parameter_blocks(names: Sequence[str]) -> dict[str, list[str]]:
@@ -344,12 +347,20 @@ def curvature_batch(data: Data, split: str, rows: int | None, seed: int) -> Spli
     return Split(s.inputs[pick], s.targets[pick])
 
 
-def _chunk_rows(cfg: ModelConfig, n_params: int, batch: Split, options: CurvatureOptions) -> int:
-    """Rows per chunk within the memory budget (refused when not even one row fits)."""
+def _chunk_rows(cfg: ModelConfig, n_params: int, options: CurvatureOptions, length: int,
+                rows: int) -> int:  # fmt: skip
+    """Rows per chunk, at most ``rows``, within the memory budget (refused when not even one row
+    of ``length`` positions fits)."""
     itemsize = torch.empty((), dtype=DTYPES[options.dtype]).element_size()
     vectors = max(2 * options.top_k + 1, LANCZOS_VECTORS)
-    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, batch.inputs, itemsize),
-                         len(batch))  # fmt: skip
+    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows)
+
+
+def check_curvature(cfg: ModelConfig, options: CurvatureOptions) -> None:
+    """Refuse, before anything is loaded, a request whose Lanczos vectors, parameter copies and
+    one row's gradient graph (a row of the model's context) exceed the memory budget, for a
+    model of ``cfg`` (one line; :func:`measure_curvature` checks again with the batch's rows)."""
+    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1)
 
 
 def curvature_along(cfg: ModelConfig, params_a: Params, params_b: Params, batch: Split,
@@ -363,7 +374,7 @@ def curvature_along(cfg: ModelConfig, params_a: Params, params_b: Params, batch:
     the ``point_seconds``; and the ``chunks`` and ``chunk_rows`` the batch ran in."""
     dtype = DTYPES[options.dtype]
     n_params = sum(v.numel() for v in params_a.values())
-    rows = _chunk_rows(cfg, n_params, batch, options)
+    rows = _chunk_rows(cfg, n_params, options, positions(cfg, batch.inputs), len(batch))
     tol = LANCZOS_TOL[options.dtype]
     lam = options.lambdas()
     blocks = parameter_blocks(list(params_a)) if options.per_block else {}
@@ -438,7 +449,8 @@ def measure_curvature(request: CurvatureRequest, *, device: torch.device = CPU,
     data = r.a.data_of(ckpt_a) if isinstance(r.a, Source) else data_of(ckpt_a)
     batch = curvature_batch(data, o.split, o.batch, o.seed)
     n_params = sum(v.numel() for v in ckpt_a.params.values())
-    _chunk_rows(ckpt_a.cfg, n_params, batch, o)  # refused before any matching
+    # refused before any matching
+    _chunk_rows(ckpt_a.cfg, n_params, o, positions(ckpt_a.cfg, batch.inputs), len(batch))
     lines, hits = [], []
     for k, method in enumerate(r.methods):
         share = within(progress, k / len(r.methods), (k + 1) / len(r.methods), f"{method}: ")
