@@ -37,6 +37,12 @@ def _positive(values: list[Any]) -> bool:
     return all(v is not None and v > 0 for v in values)
 
 
+def _log_axis(values: list[Any]) -> dict[str, Any]:
+    """A log axis (ticks at 1, 2 and 5 of each decade) when every value is positive: the
+    eigenvalues of a barrier's top span decades."""
+    return {"type": "log", "dtick": "D2"} if _positive(values) else {}
+
+
 @presentable
 def figure_curvature(result: dict[str, Any]) -> go.Figure:
     """Loss on the batch (left), top Hessian eigenvalue (middle; a log axis when every value is
@@ -46,9 +52,11 @@ def figure_curvature(result: dict[str, Any]) -> go.Figure:
     where the loss rises."""
     split = CURVATURE.read(result, "split")
     lines = CURVATURE.read(result, "lines")
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=("loss", "top Hessian eigenvalue",
-                                        "Hessian trace (Hutchinson)"))  # fmt: skip
+    traced = any(t is not None for x in lines for t in CURVATURE_LINE.read(x, "trace"))
+    titles = ("loss", "top Hessian eigenvalue", "Hessian trace (Hutchinson)")
+    cols = 3 if traced else 2  # no probes: no trace panel
+    fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.09 if traced else 0.14,
+                        subplot_titles=titles[:cols])  # fmt: skip
     tops = []
     for line in lines:
         name = _name(line)
@@ -60,7 +68,7 @@ def figure_curvature(result: dict[str, Any]) -> go.Figure:
         trace = CURVATURE_LINE.read(line, "trace")
         se = CURVATURE_LINE.read(line, "trace_se")
         panels = [(1, CURVATURE_LINE.read(line, "loss"), None), (2, top, None)]
-        if any(t is not None for t in trace):
+        if traced:
             panels.append((3, trace, [s or 0.0 for s in se]))
         for col, values, errors in panels:
             fig.add_trace(
@@ -72,14 +80,14 @@ def figure_curvature(result: dict[str, Any]) -> go.Figure:
                 ),
                 row=1, col=col,
             )  # fmt: skip
-    for col in (1, 2, 3):
+    for col in range(1, cols + 1):
         fig.update_xaxes(title_text=LAMBDA_AXIS, row=1, col=col)
     fig.update_yaxes(title_text=f"{split} batch loss (nats)", row=1, col=1)
-    fig.update_yaxes(title_text="λ_max", type="log" if _positive(tops) else "linear", row=1,
-                     col=2)  # fmt: skip
-    fig.update_yaxes(title_text="tr H", row=1, col=3)
+    fig.update_yaxes(title_text="λ_max", row=1, col=2, **_log_axis(tops))
+    if traced:
+        fig.update_yaxes(title_text="tr H", row=1, col=3)
     apply_theme(fig)
-    fig.update_layout(height=460, legend=legend_above(), margin={"t": 110})
+    fig.update_layout(height=460, legend=legend_above(1.14), margin={"t": 120})
     return fig
 
 
@@ -106,8 +114,7 @@ def figure_curvature_blocks(result: dict[str, Any]) -> go.Figure:
                 row=1, col=col,
             )  # fmt: skip
         fig.update_xaxes(title_text=LAMBDA_AXIS, row=1, col=col)
-    fig.update_yaxes(title_text="block's top eigenvalue",
-                     type="log" if _positive(values) else "linear")  # fmt: skip
+    fig.update_yaxes(title_text="block's top eigenvalue", **_log_axis(values))
     apply_theme(fig)
-    fig.update_layout(height=460, legend=legend_above(), margin={"t": 110})
+    fig.update_layout(height=460, legend=legend_above(1.14), margin={"t": 120})
     return fig
