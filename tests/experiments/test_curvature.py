@@ -12,12 +12,14 @@ from landscape.errors import LandscapeError
 from landscape.experiments.curvature import (
     OUTSIDE_BLOCKS,
     CurvatureOptions,
+    CurvatureRequest,
     HessianProducts,
     hutchinson_trace,
     parameter_blocks,
     top_eigenvalues,
 )
 from landscape.models import forward, init_params
+from landscape.sources import Source
 from tests.conftest import tiny_config, tiny_inputs
 
 
@@ -155,3 +157,12 @@ def test_options_are_refused_in_one_line(options, match):
 def test_lambdas_default_to_the_endpoints_and_the_midpoint():
     assert CurvatureOptions().lambdas().tolist() == [0.0, 0.5, 1.0]
     assert not math.isnan(CurvatureOptions(points=5).lambdas()[2])
+
+
+def test_a_request_reads_its_options_and_refuses_a_bad_group():
+    a, b = Source("mlp-digits", 0), Source("mlp-digits", 1)
+    req = CurvatureRequest(a, b, "naive", "perm", options={"top_k": 2})
+    assert req.options == CurvatureOptions(top_k=2) and req.methods == ("naive",)
+    assert CurvatureRequest(a, b).methods == ("naive", "weight")
+    with pytest.raises(LandscapeError, match="unknown group"):
+        CurvatureRequest(a, b, "weight", "rotations")
