@@ -167,10 +167,11 @@ class HessianProducts:
         self.products = 0
         self._kept: tuple[torch.Tensor, ...] | None = None
         loss, grad = 0.0, None
+        keep = len(self.cuts) == 1
         for cut in self.cuts:
-            value, grads = self._gradient(cut)
+            value, grads = self._gradient(cut, graph=keep)
             loss += float(value)
-            if len(self.cuts) == 1:
+            if keep:
                 self._kept = grads
             flat = torch.cat([g.detach().reshape(-1).to(torch.float64) for g in grads])
             grad = flat if grad is None else grad + flat
@@ -178,15 +179,19 @@ class HessianProducts:
         self.loss = loss
         self.gradient_norm = float(grad.norm())
 
-    def _gradient(self, cut: slice) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-        """The chunk's share of the mean loss and its gradient, with the gradient's graph."""
+    def _gradient(self, cut: slice, graph: bool = True
+                  ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:  # fmt: skip
+        """The chunk's share of the mean loss and its gradient (with the gradient's graph when
+        ``graph``; a parameter the loss does not read has gradient 0)."""
+        wanted = [self.params[k] for k in self.names]
         with torch.enable_grad():
             logits = forward(self.cfg, self.params, self.inputs[cut], fast=False)
             y = self.targets[cut].reshape(-1)
             loss = F.cross_entropy(logits.reshape(y.shape[0], -1), y, reduction="sum")
             loss = loss / self.count
-            grads = torch.autograd.grad(loss, [self.params[k] for k in self.names],
-                                        create_graph=True)  # fmt: skip
+            grads = torch.autograd.grad(loss, wanted, create_graph=graph, allow_unused=True)
+        grads = tuple(torch.zeros_like(w) if g is None else g
+                      for g, w in zip(grads, wanted, strict=True))  # fmt: skip
         return loss.detach(), grads
 
     def size(self, names: Sequence[str] | None = None) -> int:

@@ -166,3 +166,13 @@ def test_a_request_reads_its_options_and_refuses_a_bad_group():
     assert CurvatureRequest(a, b).methods == ("naive", "weight")
     with pytest.raises(LandscapeError, match="unknown group"):
         CurvatureRequest(a, b, "weight", "rotations")
+
+
+def test_a_parameter_the_loss_does_not_read_has_no_curvature(problem):
+    cfg, params, x, y, exact = problem
+    h = HessianProducts(cfg, {**params, "unread": torch.ones(3, dtype=torch.float64)}, x, y, 2)
+    v = torch.ones(h.size(), dtype=torch.float64)
+    hv = h.product(v)
+    at = sum(params[k].numel() for k in sorted(params) if k < "unread")
+    assert hv[at : at + 3].tolist() == [0.0, 0.0, 0.0]
+    assert h.product(torch.ones(3, dtype=torch.float64), ["unread"]).tolist() == [0.0] * 3
