@@ -44,7 +44,8 @@ SPAWN_CHILDREN = 2
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
-# the commands whose result the app draws take --figure, and its formats
+# the commands whose result the app draws take --figure (and curvature, not yet on a page), and
+# its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
                    "gauge-sweep", "transport", "matrix", "merges", "curve", "spawn",
