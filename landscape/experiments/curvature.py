@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-from landscape.budget import check_hessian, check_points
+from landscape.budget import check_hessian, check_points, check_work
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
@@ -70,6 +70,7 @@ __all__ = [
     "CurvatureRequest",
     "HessianProducts",
     "check_curvature",
+    "expected_products",
     "curvature",
     "curvature_along",
     "curvature_batch",
@@ -98,6 +99,9 @@ LANCZOS_TOL = {"float32": 1e-5, "float64": 1e-10}
 # rounded up twofold.
 GRAPH_ELEMENTS = 32
 OUTSIDE_BLOCKS = "outside blocks"
+# Hessian-vector products a request may expect without --yes (``landscape.budget.check_work``):
+# a tenth of a second to a second each for the zoo's language models on one thread, so hours.
+MAX_PRODUCTS = 20_000
 Matvec = Callable[[np.ndarray], np.ndarray]
 
 
@@ -361,11 +365,27 @@ def _chunk_rows(cfg: ModelConfig, n_params: int, options: CurvatureOptions, leng
     return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows)
 
 
+def expected_products(cfg: ModelConfig, options: CurvatureOptions) -> int:
+    """Hessian-vector products a line is expected to take: per point about three Lanczos bases
+    for the top k (:data:`LANCZOS_VECTORS` or 2k + 1 each), the probes, and one basis for each
+    block and the parameters outside them."""
+    basis = max(2 * options.top_k + 1, LANCZOS_VECTORS)
+    blocks = (cfg.n_layers + 1) * (LANCZOS_VECTORS + 1) if options.per_block else 0
+    return options.points * (3 * basis + options.probes + blocks)
+
+
 def check_curvature(cfg: ModelConfig, options: CurvatureOptions) -> None:
-    """Refuse, before anything is loaded, a request whose Lanczos vectors, parameter copies and
-    one row's gradient graph (a row of the model's context) exceed the memory budget, for a
-    model of ``cfg`` (one line; :func:`measure_curvature` checks again with the batch's rows)."""
+    """Refuse, before anything is loaded, a request for a model of ``cfg`` whose Lanczos
+    vectors, parameter copies and one row's gradient graph (a row of the model's context) exceed
+    the memory budget, or whose two lines expect more than :data:`MAX_PRODUCTS`
+    Hessian-vector products without long work asked for (one line each;
+    :func:`measure_curvature` checks the memory again with the batch's rows)."""
     _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1)
+    n = 2 * expected_products(cfg, options)
+    check_work(f"--points {options.points}, --top-k {options.top_k}, --probes {options.probes}"
+               f"{' and --per-block' if options.per_block else ''} ask for about {n} "
+               "Hessian-vector products", n, MAX_PRODUCTS,
+               "each about three passes of the model over the batch")  # fmt: skip
 
 
 def curvature_along(cfg: ModelConfig, params_a: Params, params_b: Params, batch: Split,
@@ -454,7 +474,7 @@ def measure_curvature(request: CurvatureRequest, *, device: torch.device = CPU,
     data = r.a.data_of(ckpt_a) if isinstance(r.a, Source) else data_of(ckpt_a)
     batch = curvature_batch(data, o.split, o.batch, o.seed)
     n_params = sum(v.numel() for v in ckpt_a.params.values())
-    # refused before any matching
+    check_curvature(ckpt_a.cfg, o)  # refused before any matching
     _chunk_rows(ckpt_a.cfg, n_params, o, positions(ckpt_a.cfg, batch.inputs), len(batch))
     lines, hits = [], []
     for k, method in enumerate(r.methods):

@@ -110,3 +110,9 @@ def test_the_parser_says_the_library_defaults():
             cli_parser.CURVATURE_PROBES) == (o.top_k, o.points, o.probes)  # fmt: skip
     assert cli_parser.CURVATURE_BATCH == lib.DEFAULT_BATCH
     assert cli_parser.CURVATURE_DTYPES == tuple(lib.DTYPES)
+
+
+def test_long_work_is_refused_without_yes(capsys):
+    assert main([*ARGV, "--points", "2000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Hessian-vector products" in err and "--yes" in err
