@@ -399,8 +399,8 @@ def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
         se = line["trace_se"][i]
         row = {"λ": lam, "loss": line["loss"][i],
                "top eigenvalues": ", ".join(number(v) for v in line["top_eigenvalues"][i]),
-               "trace": "–" if trace is None else mean_pm(trace, se if se is not None
-                                                           else math.nan)}  # fmt: skip
+               "trace": None if trace is None else mean_pm(trace, se if se is not None
+                                                            else math.nan)}  # fmt: skip
         for name, values in line.get("blocks", {}).items():
             row[name] = values[i]
         if not line["converged"][i]:
@@ -418,6 +418,7 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
     at = number(lines[0]["lambdas"][mid])
     sharp = ", ".join(f"{_line_name(x)} {number(x['top_eigenvalue'][mid])}" for x in lines)
     batch = r["batch"]
+    top = "the largest" if r["top_k"] == 1 else f"the {r['top_k']} largest"
     facts = [
         ("top eigenvalue", f"at λ = {at}: {sharp}; at A {number(lines[0]['top_eigenvalue'][-1])},"
                            f" at B {number(lines[0]['top_eigenvalue'][0])}"),
@@ -427,9 +428,9 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
                         f"({batch['predictions']:,} predictions, drawn by seed {r['seed']}); "
                         f"{r['parameters']:,} parameters, {r['dtype']} Hessian-vector "
                         f"products"),
-        ("eigenvalues", f"the {r['top_k']} largest by Lanczos; trace by Hutchinson over "
-                        f"{r['probes']} Rademacher probes (± its standard error)"
-                        if r["probes"] else f"the {r['top_k']} largest by Lanczos; no trace"),
+        ("eigenvalues", f"{top} by Lanczos; trace by Hutchinson over {r['probes']} Rademacher "
+                        "probes (± its standard error)" if r["probes"]
+                        else f"{top} by Lanczos; no trace (--probes 0)"),
         ("function check", _checks(r)),
         ("time", _time(r)),
     ]  # fmt: skip
