@@ -549,16 +549,16 @@ def curvature(
     device: torch.device = CPU,
     cache: Cache | None = None,
     progress: Progress | None = None,
-    matching: Any = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Curvature along the line between two seeds of a zoo model (or members of a family), naive
     and aligned by ``method``/``group``: :func:`measure_curvature`, with ``model`` and
     ``seeds``. ``options``: the fields of :class:`CurvatureOptions` (``top_k``, ``points``,
-    ``probes``, ``per_block``, ``batch``, ``split``, ``dtype``, ``seed``); ``matching``: the
-    method's settings."""
+    ``probes``, ``per_block``, ``batch``, ``split``, ``dtype``, ``seed``) and ``matching``, the
+    method's settings (:class:`CurvatureRequest`)."""
     if len(seeds) != 2:
         raise LandscapeError("curvature needs two seeds: --seeds A B")
+    matching = options.pop("matching", None)
     req = CurvatureRequest(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
                            matching, CurvatureOptions(**options))  # fmt: skip
     out = measure_curvature(req, device=device, cache=cache, progress=progress)
