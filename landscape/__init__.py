@@ -33,6 +33,9 @@ _LAZY = {
     "measure_barrier": "landscape.experiments",
     "triangle": "landscape.experiments",
     "table": "landscape.experiments",
+    "curvature": "landscape.experiments.curvature",
+    "CurvatureRequest": "landscape.experiments.curvature",
+    "measure_curvature": "landscape.experiments.curvature",
     "import_checkpoint": "landscape.models.importers",
     "add_family": "landscape.sources",
 }

@@ -40,6 +40,7 @@ __all__ = [
     "budget_bytes",
     "check_checkpoints",
     "check_gguf_entries",
+    "check_hessian",
     "check_grid_points",
     "check_points",
     "check_resolution",
@@ -81,6 +82,12 @@ COPIES_PER_CHECKPOINT = 2
 # A snapshot of a training run (``landscape spawn``'s parent): its float32 parameters and AdamW's
 # two moments, and the serialised copy of all three that its cache entry is written from.
 COPIES_PER_SNAPSHOT = 6
+# Curvature (``landscape curvature``): ARPACK's Lanczos keeps its basis and three work vectors of
+# every parameter in float64; torch keeps about ten copies of the parameters in the working dtype
+# (both endpoints, the point on the line, its gradient with the gradient's graph, the vector and
+# its product, a probe).
+HESSIAN_LANCZOS_EXTRA = 3
+HESSIAN_PARAM_COPIES = 10
 # The steps of one fine-tuning or training run a sweep asks for. Time, not memory, grows with
 # them, so the cap is fixed: over ten times the zoo's longest training (7,500 steps), so that a
 # mistyped count (10⁹) is refused instead of sitting at 0% for days.
@@ -258,6 +265,26 @@ def check_snapshots(what: str, count: int, parameters: int, hint: str = "") -> N
             f"{_size(count * each)} in all); the limit is {limit} ({_budget_text()})"
             + (f"; {hint}" if hint else "")
         )
+
+
+def check_hessian(parameters: int, lanczos_vectors: int, itemsize: int, row_bytes: int,
+                  rows: int) -> int:  # fmt: skip
+    """Rows of a batch whose Hessian-vector products run at once (one chunk) within the budget,
+    at most ``rows``: the Lanczos basis (``lanczos_vectors`` float64 vectors of ``parameters``)
+    and the parameters' working copies (``itemsize`` bytes each) come first, what is left holds
+    the gradient's graph of ``row_bytes`` per row. Refused in one line when not even one row
+    fits."""
+    fixed = parameters * (8 * (lanczos_vectors + HESSIAN_LANCZOS_EXTRA)
+                          + itemsize * HESSIAN_PARAM_COPIES)  # fmt: skip
+    left = budget_bytes() - fixed
+    if left < row_bytes:
+        raise LandscapeError(
+            f"the Hessian of {parameters} parameters needs {_size(fixed)} for its Lanczos "
+            f"vectors and working copies and {_size(row_bytes)} for one row's gradient graph; "
+            f"that exceeds the {_budget_text()} (fewer --top-k, a smaller model or "
+            "float32 need less)"
+        )
+    return max(1, min(rows, left // row_bytes))
 
 
 def check_gguf_entries(path: str, field: str, count: int, total: int) -> None:

@@ -212,6 +212,27 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
                      device=args.device, progress=progress)  # fmt: skip
 
 
+@command("curvature")
+def _curvature(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from landscape.experiments.curvature import CurvatureOptions, check_curvature, curvature
+    from landscape.models.zoo import ZOO
+
+    matching = _learned_settings(args)
+    options = CurvatureOptions(top_k=args.top_k, points=args.points, probes=args.probes,
+                               per_block=args.per_block, batch=args.batch, split=args.split,
+                               dtype=args.dtype, seed=args.batch_seed)  # fmt: skip
+    if args.model in ZOO:  # the budget, before any loading (a family's is checked once loaded)
+        check_curvature(ZOO[args.model].config, options)
+    which = "naive" if args.method == "naive" else f"naive and {args.method}/{args.group}"
+    _status(f"curvature {args.model} {args.seeds} {which}")
+    with _progress_bar(f"curvature {which}") as progress:
+        return curvature(args.model, args.seeds, args.method, args.group,
+                         matching=matching or None, device=args.device, progress=progress,
+                         **asdict(options))  # fmt: skip
+
+
 @command("spawn")
 def _spawn(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.spawn import spawn

@@ -32,17 +32,24 @@ CURVE_KINDS = ("bezier", "chain")
 CURVE_STEPS = 500
 CURVE_BENDS = 1
 CURVE_MAX_BENDS = 8
+# landscape.experiments.curvature.CurvatureOptions and DEFAULT_BATCH (a test keeps them equal)
+CURVATURE_TOP_K = 5
+CURVATURE_POINTS = 3
+CURVATURE_PROBES = 16
+CURVATURE_BATCH = {"rows": 512, "windows": 16}
+CURVATURE_DTYPES = ("float32", "float64")
 # landscape.experiments.spawn: CHILDREN (a test keeps it equal)
 SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)
 RECOVER_LEVELS = ("perm", "perm-global-sign", "signed-perm", "orth-mean", "orth", "qk", "ov")
 EXECUTORS = ("local", "ray")  # landscape.experiments.sweeps
 AUTO = "auto"
-# the commands whose result the app draws take --figure, and its formats
+# the commands whose result the app draws take --figure (and curvature, not yet on a page), and
+# its formats
 # (landscape.plots.files.BUILDERS and SUFFIXES)
 FIGURE_COMMANDS = ("barrier", "triangle", "surface", "eigenangles", "widths", "symmetries",
                    "gauge-sweep", "transport", "matrix", "merges", "curve", "spawn",
-                   "ablation")  # fmt: skip
+                   "ablation", "curvature")  # fmt: skip
 FIGURE_SUFFIXES = (".html", ".png", ".svg")
 FIGURE_SIZES = ("single", "double", "slide")  # landscape.plots.export.SIZES
 
@@ -364,6 +371,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the drawn curve points and minibatches")  # fmt: skip
     p.add_argument("--points", type=_points, default=25, help=POINTS_HELP)
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)
+    _learned_options(p)
+
+    p = sub.add_parser(
+        "curvature", parents=[common],
+        help="top Hessian eigenvalues and trace at points along the line, naive and aligned",
+        description="At λ = 0, ½ and 1 of the straight line between A and B (more with "
+        "--points), naive and aligned by --method/--group as `landscape barrier` aligns them: "
+        "the --top-k largest eigenvalues of the loss's Hessian (Lanczos on Hessian-vector "
+        "products, never the whole Hessian) and its trace (Hutchinson, Rademacher probes, with "
+        "its standard error), on a fixed batch of rows of the --split drawn by --batch-seed. "
+        "--per-block adds each block's top eigenvalue (the Hessian restricted to its "
+        "parameters). The batch runs in chunks that fit the memory budget "
+        "($LANDSCAPE_MEMORY_GB).",
+    )  # fmt: skip
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("--seeds", type=_seed, nargs=2, required=True, metavar=("A", "B"),
+                   action=_distinct("curvature"), help=PAIR_HELP)  # fmt: skip
+    p.add_argument("--method", choices=METHODS, default="weight", help=METHOD_HELP)
+    p.add_argument("--group", choices=BARRIER_GROUPS, default="perm", help=GROUP_HELP)
+    p.add_argument("--top-k", type=_count, default=CURVATURE_TOP_K,
+                   help="largest Hessian eigenvalues at each point")  # fmt: skip
+    p.add_argument("--points", type=_points, default=CURVATURE_POINTS,
+                   help=POINTS_HELP + " (3: the endpoints and the midpoint)")  # fmt: skip
+    p.add_argument("--probes", type=_int_at_least(0), default=CURVATURE_PROBES,
+                   help="Rademacher probes of Hutchinson's trace estimate (0: no trace)")
+    p.add_argument("--per-block", action="store_true",
+                   help="also the top eigenvalue of each block's Hessian (its parameters alone) "
+                        "and of the parameters outside the blocks")  # fmt: skip
+    p.add_argument("--batch", type=_count,
+                   help=f"rows of the split the loss is taken on (default: "
+                        f"{CURVATURE_BATCH['windows']} windows of a text, "
+                        f"{CURVATURE_BATCH['rows']} examples else)")  # fmt: skip
+    p.add_argument("--batch-seed", type=_seed, default=0,
+                   help="seed of the batch's rows, Lanczos' start vector and the probes")
+    p.add_argument("--split", choices=["test", "train"], default="train", help=SPLIT_HELP)
+    p.add_argument("--dtype", choices=CURVATURE_DTYPES, default="float32",
+                   help="precision of the Hessian-vector products")  # fmt: skip
     _learned_options(p)
 
     p = sub.add_parser(

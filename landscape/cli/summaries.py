@@ -386,6 +386,65 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
     return [*_facts(facts), "", *_curve(r)]
 
 
+def _line_name(line: dict[str, Any]) -> str:
+    return "naive" if line["method"] == "naive" else method_key(line["method"], line["group"])
+
+
+def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per λ: the batch's loss, the top eigenvalues, the trace ± its standard error and
+    each block's top eigenvalue."""
+    rows = []
+    for i, lam in enumerate(line["lambdas"]):
+        trace = line["trace"][i]
+        se = line["trace_se"][i]
+        row = {"λ": lam, "loss": line["loss"][i],
+               "top eigenvalues": ", ".join(number(v) for v in line["top_eigenvalues"][i]),
+               "trace": None if trace is None else mean_pm(trace, se if se is not None
+                                                            else math.nan)}  # fmt: skip
+        for name, values in line.get("blocks", {}).items():
+            row[name] = values[i]
+        if not line["converged"][i]:
+            row[""] = "not converged"
+        rows.append(row)
+    return rows
+
+
+@layout("curvature")
+def _show_curvature(r: dict[str, Any]) -> list[str]:
+    word = _member(r["model"])
+    a, b = r["seeds"]
+    lines = r["lines"]
+    mid = _index(lines[0]["lambdas"], 0.5)
+    at = number(lines[0]["lambdas"][mid])
+    sharp = ", ".join(f"{_line_name(x)} {number(x['top_eigenvalue'][mid])}" for x in lines)
+    batch = r["batch"]
+    top = "the largest" if r["top_k"] == 1 else f"the {r['top_k']} largest"
+    facts = [
+        ("top eigenvalue", f"at λ = {at}: {sharp}; at A {number(lines[0]['top_eigenvalue'][-1])},"
+                           f" at B {number(lines[0]['top_eigenvalue'][0])}"),
+        ("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0"),
+        ("alignment", _alignment(r)),
+        ("measured on", f"the loss on {batch['rows']} {batch['unit']} of the {r['split']} split "
+                        f"({batch['predictions']:,} predictions, drawn by seed {r['seed']}); "
+                        f"{r['parameters']:,} parameters, {r['dtype']} Hessian-vector "
+                        f"products"),
+        ("eigenvalues", f"{top} by Lanczos; trace by Hutchinson over {r['probes']} Rademacher "
+                        "probes (± its standard error)" if r["probes"]
+                        else f"{top} by Lanczos; no trace (--probes 0)"),
+        ("function check", _checks(r)),
+        ("time", _time(r)),
+    ]  # fmt: skip
+    out = _facts(facts)
+    for line in lines:
+        name = _line_name(line)
+        products = sum(line["hessian_vector_products"])
+        out += ["", f"{name} ({products} Hessian-vector products, "
+                    f"{_secs(line['compute_seconds'])}, peak memory "
+                    f"{number(line['compute_peak_rss_mb'])} MB)",
+                *columns(_curvature_rows(line), "  ")]  # fmt: skip
+    return out
+
+
 @layout("triangle")
 def _show_triangle(r: dict[str, Any]) -> list[str]:
     excess, acc, points = r["excess_loss"], r["accuracy"], r["points"]

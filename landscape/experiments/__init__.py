@@ -17,6 +17,8 @@ One room per experiment family, each a subpackage or a module:
   through three aligned models);
 - :mod:`~landscape.experiments.spawn`: children spawned from one run's snapshots, their barrier
   against the spawn step.
+- :mod:`~landscape.experiments.curvature`: top Hessian eigenvalues and the Hessian's trace
+  along the line, naive and aligned (imported where used: it loads ARPACK).
 
 Shared by the rooms: :mod:`~landscape.experiments.evaluation` (loss and accuracy of many
 models at once: along lines, over triangles) and :mod:`~landscape.experiments.sweeps` (the

@@ -169,6 +169,16 @@ def _ablation(result: dict[str, Any]) -> dict[str, go.Figure]:
     return out
 
 
+def _curvature(result: dict[str, Any]) -> dict[str, go.Figure]:
+    """Loss, top eigenvalue and trace along λ; with --per-block, each block's as ``-blocks``."""
+    from landscape.plots.curvature import figure_curvature, figure_curvature_blocks
+
+    out = {"": figure_curvature(result)}
+    if any(line.get("blocks") for line in result["lines"]):
+        out["blocks"] = figure_curvature_blocks(result)
+    return out
+
+
 BUILDERS: dict[str, Builder] = {
     "barrier": _barrier,
     "triangle": _triangle,
@@ -183,6 +193,7 @@ BUILDERS: dict[str, Builder] = {
     "curve": _curve,
     "spawn": _spawn,
     "ablation": _ablation,
+    "curvature": _curvature,
 }
 
 

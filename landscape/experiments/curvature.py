@@ -1,0 +1,565 @@
+"""Curvature along a path: the top Hessian eigenvalues and the Hessian's trace at points of the
+straight line θ(λ) = λ·θ_A + (1−λ)·π(θ_B) between two checkpoints, naive and aligned
+(docs/design.md §1; λ = 1 is A).
+
+The loss is the mean cross-entropy over every prediction of a fixed batch: ``batch`` rows of A's
+split (windows of a text, images, feature vectors) drawn without replacement by ``seed``. Its
+Hessian H = ∇²L is never formed; everything comes from Hessian-vector products
+Hv = ∇_θ(∇_θL · v) (Pearlmutter 1994), by double backward through the reference forward:
+
+- the top-k eigenvalues (largest algebraic, so a saddle's negative curvature does not crowd out
+  the sharpest directions): implicitly restarted Lanczos, ARPACK's, through
+  ``scipy.sparse.linalg.eigsh`` on a ``LinearOperator`` whose matvec is Hv, started from a seeded
+  Gaussian vector;
+- the trace: Hutchinson's estimator tr H = E[zᵀHz] over Rademacher probes z (Hutchinson 1990),
+  the mean of ``probes`` draws with its standard error s/√m;
+- per block (on request): the top eigenvalue of the diagonal block H_bb of one transformer
+  block's parameters (and one for those outside every block: embeddings, final norm, readout),
+  whose product H_bb·v_b is the gradient of ∇_bL·v_b with respect to that block alone.
+
+Memory is bounded by the budget (``landscape.budget.check_hessian``): ARPACK's basis and the
+parameters' copies come first, and the batch runs in chunks of rows whose gradient graph fits
+what is left, so a language model's vocabulary (its logits, per row and position) sets how many
+rows a chunk holds. When the whole batch is one chunk, its gradient graph is built once per point
+and kept for every product there (a product then costs one backward pass instead of a forward and
+two backward passes).
+
+Double backward rather than forward-over-reverse (``torch.func.jvp`` of ``grad``): on
+gpt-shakespeare-d128 (16 windows, one thread) it took about the same time per product and half
+the memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+from landscape.budget import check_hessian, check_points, check_work
+from landscape.data import Split
+from landscape.device import CPU
+from landscape.errors import LandscapeError
+from landscape.experiments.barriers.pipeline import (
+    ALGO_VERSION,
+    Endpoint,
+    align,
+    check_method,
+    check_pair,
+    check_split,
+    health,
+    peak_rss_mb,
+)
+from landscape.matching import method_of, options_key, worst_check
+from landscape.models import ModelConfig, Params, count_params, forward
+from landscape.models.zoo import Checkpoint
+from landscape.progress import Progress, tell, within
+from landscape.sources import Data, Source, data_of, label
+from landscape.store.cache import Cache, digest_tensors
+from landscape.threads import threaded
+
+__all__ = [
+    "CURVATURE_VERSION",
+    "CurvatureOptions",
+    "CurvatureRequest",
+    "HessianProducts",
+    "check_curvature",
+    "expected_products",
+    "curvature",
+    "curvature_along",
+    "curvature_batch",
+    "hutchinson_trace",
+    "measure_curvature",
+    "parameter_blocks",
+    "positions",
+    "row_bytes",
+    "top_eigenvalues",
+]
+
+CURVATURE_VERSION = 1  # bump when the batch, the products, Lanczos or Hutchinson change
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+# rows of the split in the default batch: 16 windows of 128 characters are 2,048 predictions
+DEFAULT_BATCH = {"rows": 512, "windows": 16}
+# Lanczos: at least this many basis vectors (ARPACK's ncv; 2k + 1 for more), at most this many
+# restarts, and the relative residual at which a Ritz value counts as converged: float64 far
+# below the 1e-6 the tests ask of the eigenvalue (its error is about the residual squared over
+# the gap), float32 at what its products' rounding allows.
+LANCZOS_VECTORS = 20
+LANCZOS_RESTARTS = 50
+LANCZOS_TOL = {"float32": 1e-5, "float64": 1e-10}
+# Elements the gradient's graph keeps per position of a row and per unit of
+# n_layers·(d_model + d_mlp + n_heads·positions) + n_out, with the double backward's temporaries:
+# ≈ 16 measured on gpt-shakespeare-d128 (float32, about 40 MB a window of 128 characters),
+# rounded up twofold.
+GRAPH_ELEMENTS = 32
+OUTSIDE_BLOCKS = "outside blocks"
+# Hessian-vector products a request may expect without --yes (``landscape.budget.check_work``):
+# a tenth of a second to a second each for the zoo's language models on one thread, so hours.
+MAX_PRODUCTS = 20_000
+Matvec = Callable[[np.ndarray], np.ndarray]
+
+
+# ---------------------------------------------------------------- Hessian-vector products
+
+
+def positions(cfg: ModelConfig, inputs: torch.Tensor | None = None) -> int:
+    """Positions one row carries through the forward: a token window's length (``inputs``
+    [rows, positions]; default the model's context), the context for other attention inputs
+    (patches and a class token), 1 for an MLP."""
+    if not cfg.has_attn:
+        return 1
+    if inputs is not None and inputs.ndim == 2 and not inputs.is_floating_point():
+        return int(inputs.shape[1])
+    return cfg.n_ctx
+
+
+def row_bytes(cfg: ModelConfig, length: int, itemsize: int) -> int:
+    """Bytes of the gradient graph and double backward of one row of ``length`` positions
+    (:data:`GRAPH_ELEMENTS`)."""
+    width = cfg.n_layers * (cfg.d_model + cfg.d_mlp + cfg.n_heads * length) + cfg.n_out
+    return GRAPH_ELEMENTS * itemsize * length * width
+
+
+def parameter_blocks(names: Sequence[str]) -> dict[str, list[str]]:
+    """The parameters of each transformer block (``blocks.{l}``, in layer order), then those
+    outside every block (:data:`OUTSIDE_BLOCKS`), each list sorted."""
+    blocks: dict[int, list[str]] = {}
+    outside = []
+    for name in sorted(names):
+        head, _, rest = name.partition(".")
+        layer, _, _ = rest.partition(".")
+        if head == "blocks" and layer.isdigit():
+            blocks.setdefault(int(layer), []).append(name)
+        else:
+            outside.append(name)
+    out = {f"blocks.{layer}": blocks[layer] for layer in sorted(blocks)}
+    if outside:
+        out[OUTSIDE_BLOCKS] = outside
+    return out
+
+
+class HessianProducts:
+    """Hessian-vector products of the mean loss of one model on a fixed batch.
+
+    ``params`` are copied (their dtype is the products' dtype); the batch runs in chunks of
+    ``chunk_rows`` rows, each contributing its summed loss over the batch's prediction count, so
+    the products are those of the whole batch's mean loss. A batch of one chunk keeps its
+    gradient graph for every product. ``loss`` and ``gradient_norm`` are those of the point;
+    ``products`` counts the products made.
+    """
+
+    def __init__(self, cfg: ModelConfig, params: Params, inputs: torch.Tensor,
+                 targets: torch.Tensor, chunk_rows: int) -> None:  # fmt: skip
+        self.cfg = cfg
+        self.names = sorted(params)
+        self.params = {k: params[k].detach().clone().requires_grad_(True) for k in self.names}
+        ref = self.params[self.names[0]]
+        self.dtype, self.device = ref.dtype, ref.device
+        self.inputs = inputs.to(self.device)
+        if self.inputs.is_floating_point():
+            self.inputs = self.inputs.to(self.dtype)
+        self.targets = targets.to(self.device)
+        self.count = targets.numel()
+        n = len(targets)
+        self.cuts = [slice(i, i + chunk_rows) for i in range(0, n, max(1, chunk_rows))]
+        self.products = 0
+        self._kept: tuple[torch.Tensor, ...] | None = None
+        loss, grad = 0.0, None
+        keep = len(self.cuts) == 1
+        for cut in self.cuts:
+            value, grads = self._gradient(cut, graph=keep)
+            loss += float(value)
+            if keep:
+                self._kept = grads
+            flat = torch.cat([g.detach().reshape(-1).to(torch.float64) for g in grads])
+            grad = flat if grad is None else grad + flat
+            del grads
+        self.loss = loss
+        self.gradient_norm = float(grad.norm())
+
+    def _gradient(self, cut: slice, graph: bool = True
+                  ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:  # fmt: skip
+        """The chunk's share of the mean loss and its gradient (with the gradient's graph when
+        ``graph``; a parameter the loss does not read has gradient 0)."""
+        wanted = [self.params[k] for k in self.names]
+        with torch.enable_grad():
+            logits = forward(self.cfg, self.params, self.inputs[cut], fast=False)
+            y = self.targets[cut].reshape(-1)
+            loss = F.cross_entropy(logits.reshape(y.shape[0], -1), y, reduction="sum")
+            loss = loss / self.count
+            grads = torch.autograd.grad(loss, wanted, create_graph=graph, allow_unused=True)
+        grads = tuple(torch.zeros_like(w) if g is None else g
+                      for g, w in zip(grads, wanted, strict=True))  # fmt: skip
+        return loss.detach(), grads
+
+    def size(self, names: Sequence[str] | None = None) -> int:
+        """Parameters in ``names`` (default: all)."""
+        return sum(self.params[k].numel() for k in (names or self.names))
+
+    def product(self, v: torch.Tensor, names: Sequence[str] | None = None) -> torch.Tensor:
+        """H·v for a flat float64 ``v`` over the parameters ``names`` (default: all; a subset is
+        the diagonal block of H on them), as a flat float64 vector on the CPU."""
+        names = list(names or self.names)
+        shapes = [self.params[k].shape for k in names]
+        parts = torch.split(v.to(self.device, self.dtype), [math.prod(s) for s in shapes])
+        vs = {k: p.reshape(s) for k, p, s in zip(names, parts, shapes, strict=True)}
+        out = torch.zeros(v.numel(), dtype=torch.float64)
+        wanted = [self.params[k] for k in names]
+        for cut in self.cuts:
+            grads = self._kept if self._kept is not None else self._gradient(cut)[1]
+            g = dict(zip(self.names, grads, strict=True))
+            with torch.enable_grad():
+                dot = sum((g[k] * vs[k]).sum() for k in names if g[k].requires_grad)
+                if not isinstance(dot, torch.Tensor):  # the gradient is constant on them
+                    continue
+                hv = torch.autograd.grad(dot, wanted, retain_graph=self._kept is not None,
+                                         allow_unused=True)  # fmt: skip
+            out += torch.cat([(h if h is not None else torch.zeros_like(w)).reshape(-1)
+                              .to(torch.float64).cpu() for h, w in zip(hv, wanted,
+                                                                      strict=True)])  # fmt: skip
+        self.products += 1
+        return out
+
+    def matvec(self, names: Sequence[str] | None = None) -> Matvec:
+        """:meth:`product` on NumPy vectors (what ARPACK calls)."""
+
+        def mv(x: np.ndarray) -> np.ndarray:
+            v = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64).reshape(-1))
+            return self.product(v, names).numpy()
+
+        return mv
+
+
+# ---------------------------------------------------------------- Lanczos and Hutchinson
+
+
+def top_eigenvalues(matvec: Matvec, n: int, k: int, *, seed: int = 0, tol: float = 1e-10
+                    ) -> tuple[list[float], bool]:  # fmt: skip
+    """The ``k`` largest (algebraic) eigenvalues of the symmetric n × n operator ``matvec``,
+    largest first, and whether all converged: ARPACK's implicitly restarted Lanczos
+    (``eigsh(which="LA")``) with max(2k + 1, :data:`LANCZOS_VECTORS`) basis vectors, started
+    from a Gaussian vector seeded by ``seed``, to relative residual ``tol``. At most n − 1 values
+    (ARPACK's limit). Not converged after :data:`LANCZOS_RESTARTS` restarts: the values that
+    did, and False."""
+    k = max(1, min(k, n - 1))
+    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    v0 = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    ncv = min(n, max(2 * k + 1, LANCZOS_VECTORS))
+    try:
+        values = eigsh(op, k=k, which="LA", v0=v0.numpy(), ncv=ncv, tol=tol,
+                       maxiter=LANCZOS_RESTARTS, return_eigenvectors=False)  # fmt: skip
+        converged = True
+    except ArpackNoConvergence as e:
+        values, converged = e.eigenvalues, False
+    return sorted((float(x) for x in values), reverse=True), converged
+
+
+def hutchinson_trace(matvec: Matvec, n: int, probes: int, *, seed: int = 0
+                     ) -> tuple[float, float]:  # fmt: skip
+    """Hutchinson's estimate of tr H: the mean of zᵀHz over ``probes`` Rademacher vectors z
+    (entries ±1, drawn by ``seed``), and its standard error s/√m (NaN for one probe)."""
+    gen = torch.Generator().manual_seed(seed)
+    samples = []
+    for _ in range(probes):
+        z = torch.randint(0, 2, (n,), generator=gen, dtype=torch.float64) * 2 - 1
+        samples.append(float(z.numpy() @ matvec(z.numpy())))
+    x = np.asarray(samples)
+    se = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
+    return float(x.mean()), se
+
+
+# ---------------------------------------------------------------- the request
+
+
+@dataclass(frozen=True)
+class CurvatureOptions:
+    """What is measured at each point of a line.
+
+    ``top_k`` eigenvalues by Lanczos; ``points`` values of λ from 0 to 1 (3: the endpoints and
+    the midpoint); ``probes`` Rademacher probes of Hutchinson's trace (0: no trace);
+    ``per_block``: also each block's top eigenvalue; ``batch`` rows of A's ``split`` (None: 16
+    windows of a text, 512 rows else, :data:`DEFAULT_BATCH`), drawn by ``seed``, which also
+    seeds Lanczos' start and the probes; products in ``dtype`` (float32 or float64).
+    """
+
+    top_k: int = 5
+    points: int = 3
+    probes: int = 16
+    per_block: bool = False
+    batch: int | None = None
+    split: str = "train"
+    dtype: str = "float32"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise LandscapeError("--top-k must be at least 1")
+        if self.points < 2:
+            raise LandscapeError("--points must be at least 2 (the endpoints)")
+        check_points(self.points)
+        if self.probes < 0:
+            raise LandscapeError("--probes must be 0 (no trace) or more")
+        if self.batch is not None and self.batch < 1:
+            raise LandscapeError("--batch must be at least 1 row")
+        check_split(self.split)
+        if self.dtype not in DTYPES:
+            raise LandscapeError(
+                f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}"
+            )
+
+    def lambdas(self) -> torch.Tensor:
+        return torch.linspace(0.0, 1.0, self.points, dtype=torch.float64)
+
+
+@dataclass(frozen=True)
+class CurvatureRequest:
+    """Curvature along the line between ``a`` and ``b`` (each a :class:`Source` or a loaded
+    checkpoint), naive and aligned by ``method``/``group`` (the alignments of ``landscape
+    barrier``; ``matching``: the method's settings, a dict or its options dataclass), measured
+    as ``options`` say. Every check that needs nothing loaded is done when it is made."""
+
+    a: Endpoint
+    b: Endpoint
+    method: str = "weight"
+    group: str = "perm"
+    matching: Any = None
+    options: CurvatureOptions = field(default_factory=CurvatureOptions)
+
+    def __post_init__(self) -> None:
+        check_method(self.method, self.group)
+        if isinstance(self.options, dict):
+            object.__setattr__(self, "options", CurvatureOptions(**self.options))
+        object.__setattr__(self, "matching", method_of(self.method).settings(self.matching))
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The lines measured: naive, and the request's method when it aligns."""
+        return ("naive",) if self.method == "naive" else ("naive", self.method)
+
+
+def curvature_batch(data: Data, split: str, rows: int | None, seed: int) -> Split:
+    """The fixed batch: ``rows`` rows of ``split`` (None: :data:`DEFAULT_BATCH`) drawn without
+    replacement by ``seed``, in the split's order; the whole split when it has no more."""
+    s = data.split(split)
+    windows = s.targets.ndim == 2
+    rows = rows or DEFAULT_BATCH["windows" if windows else "rows"]
+    if rows >= len(s):
+        return s
+    gen = torch.Generator().manual_seed(seed)
+    pick = torch.randperm(len(s), generator=gen)[:rows].sort().values
+    return Split(s.inputs[pick], s.targets[pick])
+
+
+def _chunk_rows(cfg: ModelConfig, n_params: int, options: CurvatureOptions, length: int,
+                rows: int) -> int:  # fmt: skip
+    """Rows per chunk, at most ``rows``, within the memory budget (refused when not even one row
+    of ``length`` positions fits)."""
+    itemsize = torch.empty((), dtype=DTYPES[options.dtype]).element_size()
+    vectors = max(2 * options.top_k + 1, LANCZOS_VECTORS)
+    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows)
+
+
+def expected_products(cfg: ModelConfig, options: CurvatureOptions) -> int:
+    """Hessian-vector products a line is expected to take: per point about three Lanczos bases
+    for the top k (:data:`LANCZOS_VECTORS` or 2k + 1 each), the probes, and one basis for each
+    block and the parameters outside them."""
+    basis = max(2 * options.top_k + 1, LANCZOS_VECTORS)
+    blocks = (cfg.n_layers + 1) * (LANCZOS_VECTORS + 1) if options.per_block else 0
+    return options.points * (3 * basis + options.probes + blocks)
+
+
+def check_curvature(cfg: ModelConfig, options: CurvatureOptions) -> None:
+    """Refuse, before anything is loaded, a request for a model of ``cfg`` whose Lanczos
+    vectors, parameter copies and one row's gradient graph (a row of the model's context) exceed
+    the memory budget, or whose two lines expect more than :data:`MAX_PRODUCTS`
+    Hessian-vector products without long work asked for (one line each;
+    :func:`measure_curvature` checks the memory again with the batch's rows)."""
+    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1)
+    n = 2 * expected_products(cfg, options)
+    check_work(f"--points {options.points}, --top-k {options.top_k}, --probes {options.probes}"
+               f"{' and --per-block' if options.per_block else ''} ask for about {n} "
+               "Hessian-vector products", n, MAX_PRODUCTS,
+               "each about three passes of the model over the batch")  # fmt: skip
+
+
+def curvature_along(cfg: ModelConfig, params_a: Params, params_b: Params, batch: Split,
+                    options: CurvatureOptions, *, device: torch.device = CPU,
+                    progress: Progress | None = None) -> dict[str, Any]:  # fmt: skip
+    """The curvature at each λ of ``options.lambdas()`` on θ(λ) = λ·A + (1−λ)·B (mixed in
+    float64, then cast to ``options.dtype``): per point the batch's ``loss`` and
+    ``gradient_norm``, ``top_eigenvalues`` (largest first) and ``top_eigenvalue``, ``trace`` and
+    ``trace_se`` (None without probes), ``blocks`` (block → top eigenvalue per point, with
+    ``per_block``), whether Lanczos ``converged``, the ``hessian_vector_products`` made and
+    the ``point_seconds``; and the ``chunks`` and ``chunk_rows`` the batch ran in."""
+    dtype = DTYPES[options.dtype]
+    n_params = sum(v.numel() for v in params_a.values())
+    rows = _chunk_rows(cfg, n_params, options, positions(cfg, batch.inputs), len(batch))
+    tol = LANCZOS_TOL[options.dtype]
+    lam = options.lambdas()
+    blocks = parameter_blocks(list(params_a)) if options.per_block else {}
+    out: dict[str, Any] = {key: [] for key in (
+        "loss", "gradient_norm", "top_eigenvalues", "top_eigenvalue", "trace", "trace_se",
+        "converged", "hessian_vector_products", "point_seconds")}  # fmt: skip
+    out["blocks"] = {name: [] for name in blocks}
+    for i, x in enumerate(lam.tolist()):
+        t0 = time.perf_counter()
+        tell(progress, f"λ = {x:.3g}", i / len(lam))
+        point = {k: (x * params_a[k].to(torch.float64) + (1 - x) * params_b[k].to(torch.float64))
+                 .to(device=device, dtype=dtype) for k in params_a}  # fmt: skip
+        h = HessianProducts(cfg, point, batch.inputs, batch.targets, rows)
+        del point
+        n = h.size()
+        values, converged = top_eigenvalues(h.matvec(), n, options.top_k, seed=options.seed,
+                                            tol=tol)  # fmt: skip
+        trace = se = None
+        if options.probes:
+            trace, se = hutchinson_trace(h.matvec(), n, options.probes, seed=options.seed)
+        for name, names in blocks.items():
+            top, ok = top_eigenvalues(h.matvec(names), h.size(names), 1, seed=options.seed,
+                                      tol=tol)  # fmt: skip
+            out["blocks"][name].append(top[0] if top else math.nan)
+            converged = converged and ok
+        for key, value in (("loss", h.loss), ("gradient_norm", h.gradient_norm),
+                           ("top_eigenvalues", values),
+                           ("top_eigenvalue", values[0] if values else math.nan),
+                           ("trace", trace), ("trace_se", se), ("converged", converged),
+                           ("hessian_vector_products", h.products),
+                           ("point_seconds", round(time.perf_counter() - t0, 4))):  # fmt: skip
+            out[key].append(value)
+        del h
+    tell(progress, "done", 1)
+    return {"lambdas": lam.tolist(), **out, "chunks": -(-len(batch) // rows), "chunk_rows": rows}
+
+
+# ---------------------------------------------------------------- the cached experiment
+
+
+def _open(x: Endpoint, device: torch.device, cache: Cache) -> tuple[Checkpoint, str]:
+    if isinstance(x, Checkpoint):
+        return x, label(x)
+    ckpt = x.load(device, cache)
+    return ckpt, x.label(ckpt)
+
+
+def _batch_facts(batch: Split) -> dict[str, Any]:
+    """How large the batch is, in words a result says: rows, and predictions (tokens)."""
+    windows = batch.targets.ndim == 2
+    return {"rows": len(batch), "unit": "windows" if windows else "examples",
+            "predictions": int(batch.targets.numel())}  # fmt: skip
+
+
+def measure_curvature(request: CurvatureRequest, *, device: torch.device = CPU,
+                      cache: Cache | None = None, progress: Progress | None = None
+                      ) -> dict[str, Any]:  # fmt: skip
+    """Curvature along the line, naive and aligned (:meth:`CurvatureRequest.methods`): load,
+    align B to A (the cached matching of ``landscape barrier``), check the memory budget, then
+    :func:`curvature_along` on the processed A and the (aligned) B. One cache entry per line
+    (kind ``curvature``), keyed by both endpoints' weights, A's configuration and data, the
+    method, group and settings not at their defaults, and the options. Returns the result of
+    ``landscape curvature``: ``lines`` (one per method) with the function checks, ``batch``
+    (rows and predictions), times and ``cached``."""
+    r, o = request, request.options
+    t0 = time.perf_counter()
+    cache = cache or Cache()
+    tell(progress, "load", 0)
+    ckpt_a, name_a = _open(r.a, device, cache)
+    ckpt_b, name_b = _open(r.b, device, cache)
+    check_pair(ckpt_a, ckpt_b)
+    data = r.a.data_of(ckpt_a) if isinstance(r.a, Source) else data_of(ckpt_a)
+    batch = curvature_batch(data, o.split, o.batch, o.seed)
+    n_params = sum(v.numel() for v in ckpt_a.params.values())
+    check_curvature(ckpt_a.cfg, o)  # refused before any matching
+    _chunk_rows(ckpt_a.cfg, n_params, o, positions(ckpt_a.cfg, batch.inputs), len(batch))
+    lines, hits = [], []
+    for k, method in enumerate(r.methods):
+        share = within(progress, k / len(r.methods), (k + 1) / len(r.methods), f"{method}: ")
+        settings = method_of(method).settings(
+            {**data.match_options(ckpt_a.cfg, method),
+             **(options_key(r.matching) if method == r.method else {})})  # fmt: skip
+        inputs = {
+            "a": digest_tensors(ckpt_a.params),
+            "b": digest_tensors(ckpt_b.params),
+            "cfg": ckpt_a.cfg.to_dict(),
+            "method": method,
+            "group": r.group,
+            "matching": options_key(settings),
+            "options": asdict(replace(o, batch=len(batch))),
+            "data": data.key,
+            "version": CURVATURE_VERSION,
+            "matching_version": ALGO_VERSION,
+        }
+
+        def compute(method: str = method, settings: Any = settings,
+                    share: Progress | None = share) -> tuple[dict, dict[str, Any]]:  # fmt: skip
+            t1 = time.perf_counter()
+            tell(share, "match", 0)
+            al = align(ckpt_a, ckpt_b, method, r.group, device=device, cache=cache,
+                       options=settings, data=data, progress=within(share, 0.0, 0.2))  # fmt: skip
+            line = curvature_along(al.cfg, al.params_a, al.params_b, batch, o, device=device,
+                                   progress=within(share, 0.2, 1.0))  # fmt: skip
+            return {}, {
+                "method": method, "group": r.group, **line,
+                "function_check": al.info["function_check"],
+                "function_check_a": al.info.get("function_check_a"),
+                "compute_seconds": round(time.perf_counter() - t1, 4),
+                "compute_peak_rss_mb": round(peak_rss_mb(), 1),
+            }  # fmt: skip
+
+        entry, hit = cache.get_or_compute("curvature", inputs, compute)
+        lines.append(dict(entry.meta))
+        hits.append(hit)
+    tell(progress, "done", 1)
+    checks = {}
+    for line in lines:
+        if line["method"] != "naive":
+            checks[f"{name_b} aligned to {name_a} ({line['method']}/{r.group})"] = (
+                line["function_check"])
+        checks[f"{name_a} processed for {r.group} ({line['method']})"] = line["function_check_a"]
+    aligned = lines[-1]
+    return {
+        "method": r.method,
+        "group": r.group,
+        **{k: v for k, v in asdict(o).items() if k not in ("batch", "points")},
+        "points": o.points,
+        "batch": _batch_facts(batch),
+        "parameters": n_params,
+        "lines": lines,
+        "function_check": aligned["function_check"],
+        "function_check_a": worst_check([x["function_check_a"] for x in lines]),
+        **health(checks),
+        "seconds": round(time.perf_counter() - t0, 4),
+        "cached": all(hits),
+        "device": str(device),
+    }
+
+
+@threaded
+def curvature(
+    model: str,
+    seeds: Sequence[int],
+    method: str = "weight",
+    group: str = "perm",
+    *,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Curvature along the line between two seeds of a zoo model (or members of a family), naive
+    and aligned by ``method``/``group``: :func:`measure_curvature`, with ``model`` and
+    ``seeds``. ``options``: the fields of :class:`CurvatureOptions` (``top_k``, ``points``,
+    ``probes``, ``per_block``, ``batch``, ``split``, ``dtype``, ``seed``) and ``matching``, the
+    method's settings (:class:`CurvatureRequest`)."""
+    if len(seeds) != 2:
+        raise LandscapeError("curvature needs two seeds: --seeds A B")
+    matching = options.pop("matching", None)
+    req = CurvatureRequest(Source(model, seeds[0]), Source(model, seeds[1]), method, group,
+                           matching, CurvatureOptions(**options))  # fmt: skip
+    out = measure_curvature(req, device=device, cache=cache, progress=progress)
+    return {"model": model, "seeds": list(seeds), **out}
