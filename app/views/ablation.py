@@ -36,8 +36,10 @@ result = state.ablation()
 if result is None:
     st.info(
         "The ablation is not stored here: it ships with the app, or `landscape ablation` "
-        "computes it (its entries are not shipped, so they train first, about 30 minutes a seed "
-        "on one CPU thread; then every barrier, about half an hour an entry).",
+        "computes it (its entries are not shipped, so they train first: on one CPU thread "
+        "about 16 minutes a seed for a GPT entry, 47 for the Llama layout; then the barriers, "
+        "5 to 10 minutes a pair and merge space). docs/llama-ablation.md has what is measured "
+        "so far.",
         icon=":material/hourglass_empty:",
     )
     st.stop()

@@ -593,8 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
         "grouped-query attention, 8 heads of 16, SwiGLU, no biases; dropout off), the Llama "
         "layout under the dropout GPT's recipe and the Llama entry itself: naive, weight/orth "
         "and learned/orth over every pair of three seeds, in the weights and circuits spaces, "
-        "with each entry's test loss. Entries not trained are trained first (about 30 minutes "
-        "a seed on one CPU thread); every barrier is cached, so an interrupted run goes on.",
+        "with each entry's test loss. Entries not trained are trained first (on one CPU thread "
+        "about 16 minutes a seed for a GPT entry, 47 for the Llama layout); every barrier is "
+        "cached, so an interrupted run goes on.",
     )  # fmt: skip
     p.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo entries to measure, in this order (default: the ablation's "
