@@ -1,7 +1,5 @@
-import gzip
 import hashlib
 import os
-import struct
 
 import numpy as np
 import pytest
@@ -10,6 +8,7 @@ import torch
 from landscape import data
 from landscape.data import datasets
 from landscape.errors import LandscapeError
+from tests.idx_files import write_idx as _write_idx
 
 
 def test_digits_split_is_fixed_and_disjoint():
@@ -23,16 +22,6 @@ def test_digits_split_is_fixed_and_disjoint():
     tr = {tuple(x.flatten().tolist()) for x in train.inputs}
     overlap = sum(tuple(x.flatten().tolist()) in tr for x in test.inputs)
     assert overlap < 5  # the data set itself holds a few duplicate images
-
-
-def _write_idx(path, arr, gz):
-    header = struct.pack(">BBBB", 0, 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
-    raw = header + arr.astype(np.uint8).tobytes()
-    if gz:
-        path = path.with_name(path.name + ".gz")
-        path.write_bytes(gzip.compress(raw))
-    else:
-        path.write_bytes(raw)
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])

@@ -103,19 +103,15 @@ def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
 def _fake_fashion(directory):
     """Four small IDX files in Fashion-MNIST's layout (random pixels and labels): the entry's
     data path runs where the real data set is not installed."""
-    import struct
-
     import numpy as np
 
     from landscape import data
+    from tests.idx_files import write_idx
 
     rng = np.random.default_rng(0)
     for img, lab in data.FASHION_FILES.values():
-        pixels, labels = rng.integers(0, 256, (64, 28, 28)), rng.integers(0, 10, (64,))
-        for fname, arr in ((img, pixels), (lab, labels)):
-            head = struct.pack(">BBBB", 0, 0, 0x08, arr.ndim)
-            head += struct.pack(f">{arr.ndim}I", *arr.shape)
-            (directory / fname).write_bytes(head + arr.astype(np.uint8).tobytes())
+        write_idx(directory / img, rng.integers(0, 256, (64, 28, 28)))
+        write_idx(directory / lab, rng.integers(0, 10, (64,)))
 
 
 @pytest.mark.parametrize("name", SCALE)
