@@ -179,6 +179,10 @@ GAUGE_SHORT = page.GAUGE_ON_LOAD_BY_MODEL  # models whose scramble waits for a c
 ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
 ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
 VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
+# The Llama ablation's entries (``landscape ablation``) ship one entry × merge space at a time,
+# as far as they are measured: their checkpoints train for hours and never ship, so this view is
+# built only when asked (``--views ablation``), from the seeds trained on this machine.
+ABLATION_VIEW = "ablation"
 # The Interpolation page's curves ship in both merge spaces (Table 2's two columns), so that
 # "both" opens at once too; circuits where the model has circuits (attention, no q/k norm).
 VIEW_SPACES = ("weights", "circuits")
@@ -196,12 +200,14 @@ def _spaces(name: str) -> tuple[str, ...]:
     return VIEW_SPACES if has_circuits(ZOO[name].config) else (page.SPACE,)
 
 
-def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, Any]]:
+def standard_views(name: str, views: tuple[str, ...] = VIEWS,
+                   ablation_seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """The requests a page makes for ``name`` with its default choices: the first pair of the
     shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
     (Triangle), the three default methods, the test split, the weights space (Interpolation:
     both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
-    seed; the Atlas of the first six seeds."""
+    seed; the Atlas of the first six seeds; for an entry of the Llama ablation, its measurement
+    in each merge space on ``ablation_seeds`` (default: the first three trained)."""
     from landscape.experiments.barriers.tables import pairs_for
     from landscape.models.zoo import shipped_seeds
 
@@ -229,7 +235,25 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
                     "seeds": seeds[:ATLAS_SEEDS], "reference": seeds[0],
                     "copies": ATLAS_COPIES, "group": ATLAS_GROUP,
                     "projection": ATLAS_PROJECTION})  # fmt: skip
+    if ABLATION_VIEW in views:
+        out += _ablation_views(name, ablation_seeds)
     return out
+
+
+def _ablation_views(name: str, seeds: tuple[int, ...] | None) -> list[dict[str, Any]]:
+    from landscape.experiments.barriers import ablation as abl
+    from landscape.experiments.barriers.tables import table_spaces
+    from landscape.sources import available_seeds
+
+    if name not in dict(abl.STEPS):
+        return []
+    if seeds is None:
+        seeds = tuple(r["seed"] for r in available_seeds(name))[:3]
+    if len(seeds) < 2:
+        return []
+    return [{"view": ABLATION_VIEW, "kind": "ablation", "model": name, "seeds": list(seeds),
+             "space": space, "points": abl.POINTS, "split": page.SPLIT}
+            for space in table_spaces(name, "both")]  # fmt: skip
 
 
 def describe(request: dict[str, Any]) -> str:
@@ -239,7 +263,9 @@ def describe(request: dict[str, Any]) -> str:
               "triangle": lambda r: f"{r['method']}/{r['group']}",
               "eigenangles": lambda r: f"seeds {r['seeds'][0]} {r['seeds'][1]}",
               "gauge-sweep": lambda r: r["part"],
-              "atlas": lambda r: f"{r['group']} {r['projection']}"}[request["kind"]]  # fmt: skip
+              "atlas": lambda r: f"{r['group']} {r['projection']}",
+              "ablation": lambda r: f"{r['space']} seeds {r['seeds']}",
+              }[request["kind"]]  # fmt: skip
     return f"{request['model']} {request['view']} {detail(request)}"
 
 
@@ -258,6 +284,10 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
         return gauge_sweep(model, r["seed"], draws=r["draws"], parts=(part,), cache=cache)[part]
     if kind == "atlas":
         return atlas(model, r.pop("seeds"), cache=cache, **r)
+    if kind == "ablation":
+        from landscape.experiments.barriers.ablation import ablation_step
+
+        return ablation_step(model, cache=cache, **r)
     seeds, method, group = r.pop("seeds"), r.pop("method"), r.pop("group")
     run = experiments.barrier if kind == "barrier" else experiments.triangle
     return run(model, seeds, method, group, cache=cache, **r)
@@ -290,7 +320,9 @@ class _Recording(Cache):
 
 def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
                   work: Path | None = None, reuse: Path | None = None,
-                  digests: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+                  digests: Path | None = None,
+                  ablation_seeds: tuple[int, ...] | None = None,
+                  ) -> list[dict[str, Any]]:  # fmt: skip
     """Compute the standard ``views`` of ``models`` in a cache of their own (``work``, kept so
     that an interrupted build resumes; default a temporary one) and ship the result entries the
     requests read in ``out``, refusing any that holds tensors (results only, never weights).
@@ -301,7 +333,8 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     ``reuse`` held it), as the index's earlier row for the same request says. ``digests``: the
     list of the shipped entries' file digests to rewrite last (the package's
     :data:`~landscape.store.cache.SHIPPED_DIGESTS` when ``out`` is the shipped results folder:
-    only what it lists is served as shipped)."""
+    only what it lists is served as shipped). ``ablation_seeds``: the seeds of the ablation view
+    (default: each entry's first three trained)."""
     index_path = out / "index.json"
     built, read_only = [], set()
     with contextlib.ExitStack() as stack:
@@ -311,7 +344,7 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
             )
         cache = _Recording(work, reuse)
         for name in models:
-            for request in standard_views(name, views):
+            for request in standard_views(name, views, ablation_seeds):
                 t0, computed = time.perf_counter(), cache.computed
                 ask(request, cache)
                 built.append({**request, "seconds": round(time.perf_counter() - t0, 1)})
@@ -447,9 +480,16 @@ def main() -> None:
     ap.add_argument(
         "--views",
         nargs="+",
-        choices=VIEWS,
+        choices=[*VIEWS, ABLATION_VIEW],
         default=list(VIEWS),
-        help="with --results: the pages whose default views are built",
+        help="with --results: the pages whose default views are built (ablation: the Llama "
+        "ablation's entries as measured in the --work cache; never by default)",
+    )
+    ap.add_argument(
+        "--ablation-seeds",
+        type=int,
+        nargs="+",
+        help="with --views ablation: the seeds of every entry (default: its first three trained)",
     )
     ap.add_argument(
         "--work",
@@ -481,13 +521,22 @@ def main() -> None:
         print(home_curves(home_curves_path()))
         return
     if args.results:
-        models = args.models if args.models != list(DEFAULT_SEEDS) else list(RESULT_MODELS)
+        if args.models != list(DEFAULT_SEEDS):
+            models = args.models
+        elif args.views == [ABLATION_VIEW]:
+            from landscape.experiments.barriers.ablation import STEPS
+
+            models = [name for name, _ in STEPS]
+        else:
+            models = list(RESULT_MODELS)
         out = args.out or shipped_results_root()
         reuse = out if args.reuse is True else args.reuse
         # the package's digest list describes the shipped folder alone
         shipped = out.resolve() == shipped_results_root().resolve()
+        seeds = tuple(args.ablation_seeds) if args.ablation_seeds else None
         build_results(models, out, tuple(args.views), args.work, reuse,
-                      digests=SHIPPED_DIGESTS if shipped else None)  # fmt: skip
+                      digests=SHIPPED_DIGESTS if shipped else None,
+                      ablation_seeds=seeds)  # fmt: skip
         return
     if args.check_results:
         out = args.out or shipped_results_root()

@@ -556,12 +556,14 @@ def _show_table(r: dict[str, Any]) -> list[str]:
 
 @layout("ablation")
 def _show_ablation(r: dict[str, Any]) -> list[str]:
-    many = len(r["pairs"]) > 1
     rows = []
     for step in r["steps"]:
+        many = len(step["pairs"]) > 1
         first = True
         for c in step["cells"]:
             rows.append({"entry": step["label"] if first else "",
+                         "pairs": " ".join(f"{a}–{b}" for a, b in step["pairs"]) if first
+                         else "",
                          "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
                          if first else "",
                          "method": ("naive" if c["method"] == "naive"
@@ -575,12 +577,14 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
             first = False
     heads = {"test loss": "test loss (nats)", "loss": "loss barrier (nats)",
              "accuracy": "accuracy barrier"}  # fmt: skip
-    title = (f"the Llama ablation: barriers over {_pairs_text(r['pairs'])} of each entry; "
-             f"{r['split']} split")  # fmt: skip
+    title = (f"the Llama ablation: barriers over every pair of each entry's seeds (mean ± "
+             f"s.e.m. over pairs); {r['split']} split")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
     lines += ["the entries"]
     lines += columns([{"entry": s["label"], "model": s["model"], "what it changes": s["change"]}
                       for s in r["steps"]], "  ")  # fmt: skip
+    if r.get("missing"):
+        lines += _wrap("not measured yet: ", ", ".join(m["label"] for m in r["missing"]))
     if r.get("learned_options"):
         said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
         lines += _wrap("learned rows: ", said)

@@ -58,9 +58,10 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 # ---------------------------------------------------------------- ablation page
 
 # landscape.experiments.barriers.ablation: the entries, each entry's cells, each cell's curves
-ABLATION = Fields("ablation result", ("steps", "lambdas", "pairs"), {"split": "test"})
+ABLATION = Fields("ablation result", ("steps", "lambdas"), {"split": "test", "missing": ()})
 ABLATION_STEP = Fields("ablation entry", ("model", "label", "change", "cells", "seeds",
-                                          "test_loss"), {"test_loss_sem": 0.0})  # fmt: skip
+                                          "test_loss", "pairs"),
+                       {"test_loss_sem": 0.0})  # fmt: skip
 ABLATION_CELL = Fields("ablation cell", ("method", "group", "space", "barrier_loss",
                                          "barrier_loss_sem", "per_pair_loss", "curves"),
                        {"barrier_accuracy": None, "per_pair_accuracy": (),

@@ -99,7 +99,7 @@ def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
         for c in ABLATION_STEP.read(step, "cells"):
             method = ABLATION_CELL.read(c, "method")
             group = group_of(method, ABLATION_CELL.read(c, "group"))
-            pairs = ABLATION.read(result, "pairs")
+            pairs = ABLATION_STEP.read(step, "pairs")
             for metric, values in (("barrier_loss", ABLATION_CELL.read(c, "per_pair_loss")),
                                    ("barrier_accuracy",
                                     ABLATION_CELL.read(c, "per_pair_accuracy"))):  # fmt: skip

@@ -163,3 +163,29 @@ def test_copied_keys_and_values_change_nothing_the_identity_measures(monkeypatch
     assert row["relaxed_barrier_loss"] == pytest.approx(row["shared_barrier_loss"], abs=1e-5)
     with pytest.raises(LandscapeError, match="no grouped-query attention"):
         abl.kv_sharing("mlp-digits", (0, 1))
+
+
+def test_each_entry_ships_on_its_own_and_the_page_reads_what_is_stored(monkeypatch):
+    """An entry measured on two seeds is read beside one measured on three; an entry never
+    measured is named as missing, and nothing is computed."""
+    rows = (("naive", "perm"),)
+    monkeypatch.setattr(abl, "STEPS", (*STEPS, ("gpt-shakespeare", "not measured")))
+    monkeypatch.setattr(abl, "ROWS", rows)
+    monkeypatch.setattr(abl, "POINTS", 5)
+    assert abl.stored_ablation() is None
+    abl.ablation(STEPS[:1], seeds=(0, 1), rows=rows, points=5)
+    abl.ablation(STEPS[1:], seeds=(0, 1, 2), rows=rows, points=5, space="weights")
+
+    def never(*args, **kwargs):
+        raise AssertionError("the stored ablation computed a barrier")
+
+    monkeypatch.setattr(abl, "measure_barrier", never)
+    r = abl.stored_ablation()
+    mlp, vit = r["steps"]
+    assert mlp["pairs"] == [[0, 1]] and vit["pairs"] == [[0, 1], [0, 2], [1, 2]]
+    assert [c["space"] for c in vit["cells"]] == ["weights"]  # circuits not measured
+    assert len(mlp["cells"][0]["per_pair_loss"]) == 1 and mlp["test_loss_sem"] >= 0
+    assert r["missing"] == [{"model": "gpt-shakespeare", "label": "gpt-shakespeare"}]
+    # the stored entry is the one a direct run reads, no other
+    one = abl.ablation_step("mlp-digits", seeds=(0, 1), rows=rows, points=5)
+    assert one["cached"] and one["cells"] == mlp["cells"]

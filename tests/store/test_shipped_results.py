@@ -352,3 +352,32 @@ def test_the_build_rewrites_the_digest_list(tmp_path, monkeypatch):
     from landscape.store.cache import shipped_digest_list, shipped_digests
 
     assert shipped_digests(digests) == shipped_digest_list(out) and len(shipped_digest_list(out))
+
+
+def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, monkeypatch):
+    """``--views ablation`` ships each entry × space of the Llama ablation as measured (here:
+    small shipped models standing in for its entries), and the stored ablation is read from the
+    shipped folder alone, without computing."""
+    from landscape.experiments.barriers import ablation as abl
+
+    if len(available_seeds("vit-digits")) < 2:
+        pytest.skip("the shipped zoo has fewer than 2 vit-digits seeds")
+    monkeypatch.setattr(abl, "STEPS", (("vit-digits", "a stand-in"), ("mlp-digits", "other")))
+    monkeypatch.setattr(abl, "ROWS", (("naive", "perm"),))
+    monkeypatch.setattr(abl, "POINTS", 5)
+    out = tmp_path / "results"
+    index = assets.build_results(["vit-digits"], out, (assets.ABLATION_VIEW,),
+                                 ablation_seeds=(0, 1))  # fmt: skip
+    assert [(r["kind"], r["space"], r["seeds"]) for r in index] == [
+        ("ablation", "weights", [0, 1]), ("ablation", "circuits", [0, 1])]
+    assert [p.parent.parent.name for p in out.rglob("*.lsc")] == ["ablation", "ablation"]
+    assert assets.check_results(out) == []
+    assert assets.standard_views("gpt-shakespeare", (assets.ABLATION_VIEW,)) == []  # no entry
+    monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(abl, "measure_barrier", lambda *a, **k: pytest.fail("computed"))
+    from landscape.store.cache import ReadOnlyCache
+
+    for space in ("weights", "circuits"):
+        r = abl.ablation_step("vit-digits", seeds=(0, 1), space=space,
+                              cache=ReadOnlyCache(shipped=out))  # fmt: skip
+        assert r["cached"] and r["pairs"] == [[0, 1]] and r["cells"][0]["space"] == space

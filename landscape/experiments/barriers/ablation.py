@@ -8,12 +8,13 @@ of them (:data:`landscape.models.zoo.ABLATION_STEPS`) with the same methods, pai
 split and merge spaces, so each row differs from the base row by one change.
 
 Every barrier is an entry of the one barrier pipeline (:func:`.pipeline.measure_barrier`), so an
-interrupted ablation goes on from the cells it has. The ablation is a view of them, stored as one
-entry of its own (kind ``"ablation"``) keyed by what fixes it without the weights: each
-checkpoint's recipe (configuration, training, data source, seed and the training code's
-version), the rows, pairs, points, split, spaces and the versions of the barrier code. So it
-ships as a result (``assets/results``) for entries whose checkpoints do not ship, and a page reads
-it on a machine that has trained none of them. It records the weight digests it was measured on.
+interrupted ablation goes on from the cells it has. Each entry × merge space is stored as one
+entry of its own (kind ``"ablation"``, :func:`ablation_step`) keyed by what fixes it without the
+weights: each checkpoint's recipe (configuration, training, data source, seed and the training
+code's version), the rows, pairs, points, split, space and the versions of the barrier code. So
+each ships as a result (``assets/results``) as soon as it is measured, for entries whose
+checkpoints do not ship, and the page reads what is stored (:func:`stored_ablation`) on a
+machine that has trained none of them. Each records the weight digests it was measured on.
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ from landscape.models.train import TRAIN_VERSION
 from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, Checkpoint, ZooModel, zoo_model
 from landscape.progress import Progress, tell, within
 from landscape.sources import Source, available_seeds
-from landscape.store.cache import Cache
+from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 from landscape.symmetry.processing import expand_kv_heads
 from landscape.threads import threaded
 
-ABLATION_VERSION = 2  # bump when the ablation's own assembly changes
+ABLATION_VERSION = 3  # bump when the ablation's own assembly changes
 CALIBRATED = "calibrated"
 
 TARGET = "llama-shakespeare-d128"
@@ -120,6 +121,118 @@ def untrained(models: Sequence[str], seeds: Sequence[int]) -> list[str]:
     return out
 
 
+def _inputs(name: str, seeds: Sequence[int], rows: Sequence[Row], space: str, points: int,
+            split: str, options: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """What keys one entry's measurement in one merge space: its checkpoints' recipes (no
+    weights), the rows, pairs, points, split, learned settings and the barrier code's versions."""
+    return {
+        "step": [name, [recipe_key(zoo_model(name), s) for s in seeds]],
+        "rows": [list(r) for r in rows],
+        "space": space,
+        "pairs": [list(p) for p in _pairs(seeds)],
+        "points": points,
+        "split": split,
+        "learned_options": options,
+        "versions": {"barrier": BARRIER_VERSION, "matching": ALGO_VERSION,
+                     "ablation": ABLATION_VERSION},
+    }  # fmt: skip
+
+
+@threaded
+def ablation_step(
+    name: str,
+    *,
+    seeds: Sequence[int] = SEEDS,
+    rows: Sequence[Row] | None = None,
+    space: str = "weights",
+    points: int | None = None,
+    split: str = "test",
+    learned_options: dict[str, Any] | None = None,
+    device: torch.device = CPU,
+    cache: Cache | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One entry of the ablation in one merge space ``space``: the barrier of every pair of
+    ``seeds`` for each row, with the entry's test loss and accuracy per seed. Stored as an entry
+    of its own (kind ``"ablation"``), keyed by the checkpoints' recipes, so each entry ships as
+    soon as it is measured and a page reads it on a machine that trained none of them."""
+    rows = ROWS if rows is None else rows
+    points = POINTS if points is None else points
+    _check(((name, ""),), seeds, rows)
+    check_points(points)
+    (space,) = table_spaces(name, space)  # one space, checked
+    cache = cache or Cache()
+    pairs = _pairs(seeds)
+    options = dict(learned_options or {})
+
+    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        model = zoo_model(name)
+        cells = len(rows) * len(pairs)
+        tell(progress, f"{name}: checkpoints", 0.0)
+        ckpts = [Source(name, s).load(device, cache) for s in seeds]
+        per_seed = [{"seed": s, "test_loss": c.meta["metrics"]["test_loss"],
+                     "test_accuracy": c.meta["metrics"]["test_accuracy"],
+                     "train_seconds": c.meta.get("seconds"), "digest": c.meta["digest"],
+                     "source": c.meta.get("source", "cache")}
+                    for s, c in zip(seeds, ckpts, strict=True)]  # fmt: skip
+        del ckpts
+        out_cells, done = [], 0
+        for method, group, *flags in rows:
+            said = options if METHODS_BY_NAME[method].learned else None
+            calibrate = CALIBRATED in flags
+            results = []
+            for pair in pairs:
+                stage = (f"{name} {method}/{group}{', calibrated' * calibrate} {space} "
+                         f"{pair[0]}-{pair[1]}")  # fmt: skip
+                sub = within(progress, done / cells, (done + 1) / cells, f"{stage}: ")
+                req = seeds_request(name, pair, method, group, points=points, split=split,
+                                    space=space, options=said or None,
+                                    calibrate=calibrate)  # fmt: skip
+                results.append(measure_barrier(req, device=device, cache=cache,
+                                               progress=sub).to_seeds_dict())  # fmt: skip
+                done += 1
+                tell(progress, stage, done / cells)
+            out_cells.append(_cell(method, group, space, calibrate, results))
+        loss = mean_sem([r["test_loss"] for r in per_seed])
+        acc = mean_sem([r["test_accuracy"] for r in per_seed])
+        meta = {"model": name, "architecture": model.architecture,
+                "parameters": count_params(model.config), "train": model.train.to_dict(),
+                "space": space, "pairs": [list(p) for p in pairs], "points": points,
+                "split": split, "methods": [list(r) for r in rows],
+                "learned_options": options, "seeds": per_seed, "test_loss": loss[0],
+                "test_loss_sem": loss[1], "test_accuracy": acc[0], "test_accuracy_sem": acc[1],
+                "cells": out_cells}  # fmt: skip
+        return {}, meta
+
+    inputs = _inputs(name, seeds, rows, space, points, split, options)
+    entry, hit = cache.get_or_compute("ablation", inputs, compute)
+    return {**entry.meta, "cached": hit, "cache_key": entry.key}
+
+
+def _assemble(measured: list[tuple[str, str, list[dict[str, Any]]]], rows: Sequence[Row],
+              points: int, split: str, options: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The ablation result from each entry's measurements ((name, change, one per merge
+    space)): one step per entry with the cells of every space, in the order given."""
+    steps = []
+    for name, change, parts in measured:
+        first = parts[0]
+        step = {k: first[k] for k in ("model", "architecture", "parameters", "train", "seeds",
+                                      "test_loss", "test_loss_sem", "test_accuracy",
+                                      "test_accuracy_sem", "pairs")}  # fmt: skip
+        step.update(label=LABELS.get(name, name), change=change,
+                    spaces=[p["space"] for p in parts],
+                    cells=[c for p in parts for c in p["cells"]])
+        steps.append(step)
+    warnings = list(dict.fromkeys(w for s in steps for c in s["cells"] for w in c["warnings"]))
+    pairs = [p for p in dict.fromkeys(tuple(p) for s in steps for p in s["pairs"])]
+    return {"base": steps[0]["model"] if steps else None,
+            "pairs": [list(p) for p in pairs],
+            "lambdas": torch.linspace(0, 1, points, dtype=torch.float64).tolist(),
+            "methods": [list(r) for r in rows], "points": points, "split": split,
+            "learned_options": options, "steps": steps,
+            "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+
+
 @threaded
 def ablation(
     steps: Sequence[tuple[str, str]] | None = None,
@@ -137,81 +250,60 @@ def ablation(
     """The barrier of every pair of ``seeds`` of every entry of ``steps`` ((zoo name, what it
     changes)), for each (method, group[, "calibrated"]) of ``rows`` in each merge space
     (``"both"``: weights and circuits), mean ± standard error over the pairs, with each entry's
-    test loss and accuracy per seed and every pair's curve. Checkpoints that are not trained
-    are trained (minutes to hours: the CLI says so first). ``learned_options`` go to the
-    learned rows. None takes the module's :data:`STEPS`, :data:`ROWS` and :data:`POINTS`."""
+    test loss and accuracy per seed and every pair's curve. Each entry × space is one stored
+    :func:`ablation_step`. Checkpoints that are not trained are trained (minutes to hours: the
+    CLI says so first). ``learned_options`` go to the learned rows. None takes the module's
+    :data:`STEPS`, :data:`ROWS` and :data:`POINTS`."""
     steps = STEPS if steps is None else steps
     rows = ROWS if rows is None else rows
     points = POINTS if points is None else points
     _check(steps, seeds, rows)
     check_points(points)
     cache = cache or Cache()
-    pairs = _pairs(seeds)
-    spaces = {name: table_spaces(name, space) for name, _ in steps}
     options = dict(learned_options or {})
-    inputs = {
-        "steps": [[name, [recipe_key(zoo_model(name), s) for s in seeds]] for name, _ in steps],
-        "rows": [list(r) for r in rows],
-        "spaces": {name: list(v) for name, v in spaces.items()},
-        "pairs": [list(p) for p in pairs],
-        "points": points,
-        "split": split,
-        "learned_options": options,
-        "versions": {"barrier": BARRIER_VERSION, "matching": ALGO_VERSION,
-                     "ablation": ABLATION_VERSION},
-    }  # fmt: skip
+    jobs = [(name, sp) for name, _ in steps for sp in table_spaces(name, space)]
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for i, (name, sp) in enumerate(jobs):
+        sub = within(progress, i / len(jobs), (i + 1) / len(jobs), "")
+        parts.setdefault(name, []).append(
+            ablation_step(name, seeds=seeds, rows=rows, space=sp, points=points, split=split,
+                          learned_options=options, device=device, cache=cache,
+                          progress=sub))  # fmt: skip
+    measured = [(name, change, parts[name]) for name, change in steps]
+    out = _assemble(measured, rows, points, split, options)
+    hits = [p["cached"] for ps in parts.values() for p in ps]
+    return {**out, "space": space, "cached": all(hits)}
 
-    def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        cells = sum(len(rows) * len(spaces[name]) * len(pairs) for name, _ in steps)
-        done = 0
-        out_steps = []
-        for name, change in steps:
-            model = zoo_model(name)
-            tell(progress, f"{name}: checkpoints", done / cells)
-            ckpts = [Source(name, s).load(device, cache) for s in seeds]
-            per_seed = [{"seed": s, "test_loss": c.meta["metrics"]["test_loss"],
-                         "test_accuracy": c.meta["metrics"]["test_accuracy"],
-                         "train_seconds": c.meta.get("seconds"), "digest": c.meta["digest"],
-                         "source": c.meta.get("source", "cache")}
-                        for s, c in zip(seeds, ckpts, strict=True)]  # fmt: skip
-            del ckpts
-            out_cells = []
-            for (method, group, *flags), space_ in itertools.product(rows, spaces[name]):
-                said = options if METHODS_BY_NAME[method].learned else None
-                calibrate = CALIBRATED in flags
-                results = []
-                for pair in pairs:
-                    stage = (f"{name} {method}/{group}{', calibrated' * calibrate} {space_} "
-                             f"{pair[0]}-{pair[1]}")  # fmt: skip
-                    sub = within(progress, done / cells, (done + 1) / cells, f"{stage}: ")
-                    req = seeds_request(name, pair, method, group, points=points, split=split,
-                                        space=space_, options=said or None,
-                                        calibrate=calibrate)  # fmt: skip
-                    results.append(measure_barrier(req, device=device, cache=cache,
-                                                   progress=sub).to_seeds_dict())  # fmt: skip
-                    done += 1
-                    tell(progress, stage, done / cells)
-                out_cells.append(_cell(method, group, space_, calibrate, results))
-            loss = mean_sem([r["test_loss"] for r in per_seed])
-            acc = mean_sem([r["test_accuracy"] for r in per_seed])
-            out_steps.append({
-                "model": name, "label": LABELS.get(name, name), "change": change,
-                "architecture": model.architecture,
-                "parameters": count_params(model.config), "train": model.train.to_dict(),
-                "seeds": per_seed, "test_loss": loss[0], "test_loss_sem": loss[1],
-                "test_accuracy": acc[0], "test_accuracy_sem": acc[1], "cells": out_cells,
-            })  # fmt: skip
-        warnings = list(dict.fromkeys(w for s in out_steps for c in s["cells"]
-                                      for w in c["warnings"]))  # fmt: skip
-        meta = {"base": steps[0][0], "seeds": list(seeds), "pairs": [list(p) for p in pairs],
-                "lambdas": torch.linspace(0, 1, points, dtype=torch.float64).tolist(),
-                "methods": [list(r) for r in rows], "space": space, "points": points,
-                "split": split, "learned_options": options, "steps": out_steps,
-                "function_ok": not warnings, "warnings": warnings}  # fmt: skip
-        return {}, meta
 
-    entry, hit = cache.get_or_compute("ablation", inputs, compute)
-    return {**entry.meta, "cached": hit, "cache_key": entry.key}
+# the seed sets a page looks for, widest first: every pair of three seeds, else the first pair
+STORED_SEEDS = ((0, 1, 2), (0, 1))
+
+
+def stored_ablation() -> dict[str, Any] | None:
+    """The default ablation as far as it is stored (the disk cache, then the shipped results),
+    never computing: for each entry of :data:`STEPS` and each of its merge spaces, the widest
+    seed set of :data:`STORED_SEEDS` that is stored. Entries with none are named in
+    ``missing``; None when no entry is stored."""
+    cache = ReadOnlyCache()
+    measured, missing = [], []
+    for name, change in STEPS:
+        parts = []
+        for sp in table_spaces(name, "both"):
+            for seeds in STORED_SEEDS:
+                try:
+                    parts.append(ablation_step(name, seeds=seeds, space=sp, cache=cache))
+                    break
+                except NotCached:
+                    continue
+        if parts:
+            measured.append((name, change, parts))
+        else:
+            missing.append(name)
+    if not measured:
+        return None
+    out = _assemble(measured, ROWS, POINTS, "test", {})
+    return {**out, "space": "both", "cached": True,
+            "missing": [{"model": n, "label": LABELS.get(n, n)} for n in missing]}
 
 
 def _rounded(values: Sequence[float]) -> list[float]:
