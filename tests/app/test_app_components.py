@@ -136,6 +136,34 @@ def test_cancel_stops_a_long_run_until_run_again_is_clicked():
     assert at.session_state["runs"] == 3
 
 
+def _quiet() -> None:
+    """A page whose work reports once and then goes quiet for 2.6 s."""
+    import time
+
+    import streamlit as st
+
+    from app.components.long_runs import LongRun
+
+    run = LongRun("Quiet", key="quiet")
+    run("one report", 1, 10)
+    time.sleep(2.6)
+    if st.session_state.get("close"):
+        run.close()
+        time.sleep(1.5)  # closed: nothing draws the bar again
+
+
+def test_the_bar_is_redrawn_while_the_work_is_quiet():
+    """Between reports the bar's text moves every second (the time so far), and a closed run's
+    bar is not drawn again."""
+    at = AppTest.from_function(_quiet, default_timeout=30).run()
+    (bar,) = at.get("progress")
+    assert bar.proto.text.startswith("one report — 10%, 2 s so far"), bar.proto.text
+    assert ESTIMATING.replace(":", "\\:") in bar.proto.text  # a tenth, after 2.6 s: too early
+    at.session_state["close"] = True
+    at.run()
+    assert not at.get("progress")
+
+
 def test_the_circuits_space_is_offered_only_where_a_model_has_a_circuit_form():
     from app.components.choices import has_circuits
 
