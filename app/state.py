@@ -187,10 +187,15 @@ def merges(
     operators: tuple[str, ...],
     device: str | None,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """One pair's merge operators beside the request's line, naive and aligned
     (``experiments.merging.operators.pair_merges``): memoised by the request, else read from
-    the disk cache, else computed under ``progress`` (one mergekit run per missing point)."""
+    the disk cache, else computed under ``progress`` (one mergekit run per missing point).
+    Without ``compute``, :class:`NotCached` when a point is not stored."""
+    if not compute:
+        return _stored_merges(request, operators, device)
     return stored_else_computed(
         lambda: _stored_merges(request, operators, device),
         lambda: _merge(request, operators, device, progress=progress),
@@ -220,14 +225,18 @@ def curve(
     split: str,
     device: str | None,
     progress: Progress | None = None,
+    *,
+    compute: bool = True,
 ) -> dict[str, Any]:
     """One pair's trained curve beside its straight line, naive and aligned
     (``experiments.barriers.curved.curve``): memoised, else read from the disk cache, else
     computed under ``progress`` (the lines, the curves' training and evaluation) and read
-    again."""
+    again. Without ``compute``, :class:`NotCached` when it is not stored."""
     from landscape.experiments.barriers.curved import curve as curved
 
     args = (model, seeds, method, group, kind, steps, points, split, device)
+    if not compute:
+        return _stored_curve(*args)
     return stored_else_computed(
         lambda: _stored_curve(*args),
         lambda: curved(model, seeds, method, group, kind=kind, steps=steps, points=points,
@@ -285,6 +294,25 @@ TRIANGLES_ALIGNED: set[tuple] = set()
 # seconds learned matching took on a pair of a model here, by (model, device): from the
 # Interpolation page's learned curves and the Eigenangles page's learned results
 LEARNED_SECONDS: dict[tuple, float] = {}
+
+
+# and the seconds per unit of the other long runs here, by (kind, model, device): "atlas" per
+# checkpoint placed (by projection too), "curve" per training step of one curve, "merge" per
+# merged point, "rounds" the barrier per round of a pair (by learned too)
+RUN_SECONDS: dict[tuple, float] = {}
+
+
+def measured(kind: str, *key: Any, seconds: float | None, units: float = 1) -> None:
+    """Remember that ``units`` of a ``kind`` of run (keyed by ``key``) took ``seconds`` here."""
+    if seconds is not None and seconds > 0 and units > 0:
+        RUN_SECONDS[(kind, *map(str, key))] = float(seconds) / units
+
+
+def expected(kind: str, *key: Any, units: float = 1) -> float | None:
+    """The seconds ``units`` of a ``kind`` of run should take here (:func:`measured`), None
+    when none was measured."""
+    each = RUN_SECONDS.get((kind, *map(str, key)))
+    return None if each is None else each * units
 
 
 def measured_learned(model: str, device: str | None, seconds: float | None) -> None:
@@ -395,6 +423,87 @@ def compute_eigenangles(
 
     return eigenangle_view(model, seeds, learned=learned, device=resolve_device(device),
                            progress=progress)  # fmt: skip
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_iterations(
+    model: str, seeds: tuple[int, int], learned: bool, device: str | None
+) -> dict[str, Any]:
+    """:func:`iterations` read from the disk cache; :class:`NotCached` when a part is not
+    there."""
+    from landscape.experiments import iteration_barriers
+
+    return iteration_barriers(model, seeds, learned=learned, device=resolve_device(device),
+                              cache=ReadOnlyCache())  # fmt: skip
+
+
+def iterations(
+    model: str, seeds: tuple[int, int], learned: bool, device: str | None,
+    progress: Progress | None = None, *, compute: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """The barrier after every weight-matching round (and learned-matching checkpoint) of a
+    pair (``experiments.iteration_barriers``): memoised, else read from the disk cache, else
+    computed under ``progress``. Without ``compute``, :class:`NotCached` when not stored."""
+    from landscape.experiments import iteration_barriers
+
+    if not compute:
+        return _stored_iterations(model, seeds, learned, device)
+    return stored_else_computed(
+        lambda: _stored_iterations(model, seeds, learned, device),
+        lambda: iteration_barriers(model, seeds, learned=learned,
+                                   device=resolve_device(device), progress=progress),
+    )  # fmt: skip
+
+
+def iterations_seconds(r: dict[str, Any]) -> float:
+    """The seconds a barrier-per-round result took to compute: its matchings and evaluations."""
+    return sum(part.get("matching_seconds", 0.0) + part.get("evaluation_seconds", 0.0)
+               for facts in (r.get("weight_matching", {}), r.get("learned_matching", {}))
+               for part in facts.values())  # fmt: skip
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_widths(
+    model: str, seed_a: int, seed_b: int, factors: tuple[int, ...], split: str,
+    device: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`widths` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape.experiments import width_barriers
+
+    return width_barriers(model, seed_a, seed_b, factors=list(factors), split=split,
+                          device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+
+
+def widths(
+    model: str, seed_a: int, seed_b: int, factors: tuple[int, ...], split: str,
+    device: str | None, progress: Progress | None = None, *, compute: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """Barriers between A and narrower versions of B (``experiments.width_barriers``):
+    memoised, else read from the disk cache, else computed under ``progress`` (training each
+    narrow B not stored, aligning, evaluating). Without ``compute``, :class:`NotCached` when
+    not stored."""
+    from landscape.experiments import width_barriers
+
+    args = (model, seed_a, seed_b, factors, split, device)
+    if not compute:
+        return _stored_widths(*args)
+    return stored_else_computed(
+        lambda: _stored_widths(*args),
+        lambda: width_barriers(model, seed_a, seed_b, factors=list(factors), split=split,
+                               device=resolve_device(device), progress=progress),
+    )  # fmt: skip
+
+
+def narrow_stored(model: str, factor: int, seed: int, device: str | None) -> bool:
+    """Whether the narrow version (width d/``factor``) of seed ``seed`` is trained and stored."""
+    from landscape.experiments.barriers.widths import narrow_checkpoint
+
+    try:
+        narrow_checkpoint(model, factor, seed, device=resolve_device(device),
+                          cache=ReadOnlyCache())  # fmt: skip
+    except NotCached:
+        return False
+    return True
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

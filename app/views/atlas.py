@@ -73,6 +73,18 @@ area.info(
     "placed.",
     icon=":material/hourglass_top:",
 )
+n_checkpoints = len(chosen) * (1 + copies)
+# the page's own view (shipped, or cheap) is drawn at once; another starts on its own only when
+# the seconds per checkpoint measured on this model's atlases here say it takes at most 20 s
+default = (name, tuple(sorted(seeds[: page.ATLAS_SEEDS])), seeds[0], page.ATLAS_COPIES,
+           page.ATLAS_GROUP, page.ATLAS_PROJECTION)  # fmt: skip
+
+
+def atlas_cost() -> list[tuple[str, float | None]]:
+    return [(f"the atlas of {n_checkpoints} checkpoints ({projection.upper()})",
+             state.expected("atlas", name, projection, units=n_checkpoints))]  # fmt: skip
+
+
 result = read_else_run(
     lambda: state.atlas(*args),
     lambda progress: state.compute_atlas(*args, progress=progress),
@@ -80,12 +92,19 @@ result = read_else_run(
     done=lambda r: f"{len(r['points'])} checkpoints placed",
     failed="Atlas failed",
     what="The atlas",
+    key="atlas",
     inputs=args,
+    cost=None if args == default else atlas_cost,
+    basis=f"at the seconds per checkpoint the stored atlases of {name} took to compute",
+    unknown="each checkpoint is aligned to the reference by weight matching, and "
+    f"{projection.upper()} projects them",
 )
 
 if result is None:
     area.empty()
 else:
+    state.measured("atlas", name, result["projection"], seconds=result.get("seconds"),
+                   units=len(result["points"]))  # fmt: skip
     with area.container():
         figure(
             figure_atlas(result, presentation=presentation()),

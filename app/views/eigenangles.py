@@ -10,13 +10,12 @@ from app.components.choices import device, model, seed_format
 from app.components.failures import Fix, show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import ask_first, read_else_run, run_in_status
+from app.components.long_runs import ask_first, read_else_run
 from app.components.needs import data_fix, need_seeds
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.device import resolve_device
-from landscape.experiments import iteration_barriers, seeds_request
+from landscape.experiments import seeds_request
 from landscape.plots.eigenangles import (
     figure_checkpoint_barriers,
     figure_eigenangles,
@@ -80,6 +79,8 @@ if learned and (seed_a, seed_b) != (seeds[0], seeds[1]):
             "eig", (name, seed_a, seed_b, device()),
             [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)],
             "as long as learned matching of another pair of this model took",
+            "not run on this model yet: it trains a transform, seconds for a small model, "
+            "minutes for a transformer on a CPU",
         )  # fmt: skip
     except Exception:  # the page's own read below shows what fails
         pass
@@ -205,23 +206,29 @@ if iterate:
         "when it is measured.",
         icon=":material/hourglass_top:",
     )
-    iterations = run_in_status(
-        lambda progress: iteration_barriers(
-            name,
-            (seed_a, seed_b),
-            learned=learned,
-            device=resolve_device(device()),
-            progress=progress,
-        ),
+    asked = (name, (seed_a, seed_b), learned, device())
+    iterations = read_else_run(
+        lambda: state.iterations(*asked, compute=False),
+        lambda progress: state.iterations(*asked, progress=progress),
         running="Measuring the barrier per round …",
         done="Barriers per round ready",
         failed="Barriers per round failed",
         what="The barrier per round",
-        inputs=(name, seed_a, seed_b, learned),
+        key="rounds",
+        inputs=asked,
+        # what it costs: as long as the barriers per round of another pair of this model took
+        cost=lambda: [(f"the barrier per round of seeds {seed_a} ↔ {seed_b}"
+                       + (" and per learned checkpoint" if learned else ""),
+                       state.expected("rounds", name, learned, device()))],
+        basis="as long as the barriers per round of another pair of this model took",
+        unknown="one line evaluation per round"
+        + (", and learned matching trained twice" if learned else ""),
     )
     if iterations is None:
         rounds_area.empty()
     else:
+        state.measured("rounds", name, learned, device(),
+                       seconds=state.iterations_seconds(iterations))  # fmt: skip
         with rounds_area.container():
             show_warnings("Barrier per round", iterations)
             st.markdown("**Iterated weight matching: barrier per round**")

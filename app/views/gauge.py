@@ -13,7 +13,7 @@ from app.components.choices import device, is_imported, model, seed_format, zoo_
 from app.components.failures import show_error
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation, side_by_side
-from app.components.long_runs import SLOW, duration, run_in_status
+from app.components.long_runs import SLOW, UNKNOWN, duration, run_in_status
 from app.components.needs import need_data, need_seeds
 from app.components.tables import styled_table
 from app.components.text import plain
@@ -39,7 +39,7 @@ DEFAULTS = {
     "trajectory_steps": 1500,
     "trajectory_every": 10,
     "on_load": page.GAUGE_ON_LOAD,
-    "cost": "a minute or more",
+    "cost": UNKNOWN,
 }
 SHORT = {
     "gpt-shakespeare": {
@@ -47,7 +47,7 @@ SHORT = {
         "trajectory_steps": 600,
         "trajectory_every": 20,
         "on_load": page.gauge_on_load("gpt-shakespeare"),
-        "cost": "many minutes on a CPU",
+        "cost": f"{UNKNOWN} (its scramble test alone took minutes on a CPU)",
     },
 }
 # An imported family may hold models of any size: only the symmetry table on load, the
@@ -57,7 +57,7 @@ IMPORTED = {
     "trajectory_steps": 300,
     "trajectory_every": 30,
     "on_load": ("table",),
-    "cost": "long for a large model on a CPU",
+    "cost": f"{UNKNOWN} (long for a large model on a CPU)",
 }
 TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
 # the six parts, as their places say while they are read or computed

@@ -21,7 +21,15 @@ from app.components.choices import (
 from app.components.failures import show_error, show_warnings
 from app.components.figures import figure
 from app.components.layout import controls, page_header, presentation
-from app.components.long_runs import LongRun, ask_first, duration, left_out, run_in_status
+from app.components.long_runs import (
+    UNKNOWN,
+    LongRun,
+    ask_first,
+    duration,
+    left_out,
+    read_else_run,
+    run_in_status,
+)
 from app.components.needs import need_data, need_seeds
 from app.components.tables import on_screen, results_table
 from app.components.text import plain
@@ -34,7 +42,6 @@ from landscape.experiments import (
     pairs_for,
     paper_value,
     seeds_request,
-    width_barriers,
 )
 from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
 from landscape.experiments.barriers.curved import STEPS as CURVE_STEPS
@@ -242,12 +249,14 @@ figure_slot.info(
 wanted = (name, tuple(pairs), tuple(chosen), points, split, tuple(spaces))
 
 
-def _estimates() -> list[tuple[str, float | None]]:
+def _costs(combos: list[str], in_spaces: list[str], of_pairs: list[tuple[int, int]],
+           quick: float | None = 0.0) -> list[tuple[str, float | None]]:  # fmt: skip
     """What is not stored yet, each with the seconds its method's stored curves of this model
-    took to match (None for learned matching that none says)."""
+    took to match; where none is stored, ``quick`` for a method that does not learn (0: it is
+    computed at once) and None (unknown) for learned matching."""
     took: dict[tuple[str, str], list[float]] = {}
     todo = []
-    for combo, space, pair in itertools.product(chosen, spaces, pairs):
+    for combo, space, pair in itertools.product(combos, in_spaces, of_pairs):
         method, group = method_group(combo)
         request = seeds_request(name, pair, method, group, points=points, split=split,
                                 space=space)  # fmt: skip
@@ -259,16 +268,25 @@ def _estimates() -> list[tuple[str, float | None]]:
             todo.append((combo, space, pair, method_of(method).learned))
         except Exception:  # the loop below shows what fails
             continue
-    label = (lambda c, s: c) if len(spaces) == 1 else (lambda c, s: f"{c} · {s}")
+    label = (lambda c, s: c) if len(in_spaces) == 1 else (lambda c, s: f"{c} · {s}")
     return [(f"{label(c, s)} on seeds {p[0]} ↔ {p[1]}",
-             statistics.median(took[c, s]) if (c, s) in took else (None if slow else 0.0))
+             statistics.median(took[c, s]) if (c, s) in took else (None if slow else quick))
             for c, s, p, slow in todo]  # fmt: skip
+
+
+def _estimates() -> list[tuple[str, float | None]]:
+    return _costs(chosen, spaces, pairs)
+
+
+LEARNED_UNKNOWN = ("not run on this model yet: it trains a transform, seconds for a small model, "
+                   "minutes for a transformer on a CPU")  # fmt: skip
 
 
 # before a long run the page says what it costs and waits for a click; cancelled or waiting,
 # what is stored is drawn, the rest is named (left_out), and the page goes on
 ready = ask_first("interp", wanted, _estimates(),
-                  "as long as the stored curves of the same method took to match")  # fmt: skip
+                  "as long as the stored curves of the same method took to match",
+                  LEARNED_UNKNOWN)  # fmt: skip
 progress = LongRun("Aligning and interpolating …", key="interp", inputs=wanted) if ready else None
 computing = progress is not None and not progress.cancelled
 series, rows, missing = [], [], []
@@ -387,6 +405,23 @@ if chosen:  # the methods chosen above, one of them for the matrix
     matrix_space = (m2.radio("Merge space of the matrix", spaces, horizontal=True,
                              key="matrix_space") if len(spaces) > 1 else spaces[0])  # fmt: skip
     wanted = (name, tuple(sorted(matrix_seeds)), matrix_combo, matrix_space, split, points)
+    kept = st.session_state.get("matrix_result")
+    if len(matrix_seeds) >= 2 and (kept is None or kept["wanted"] != wanted):
+        # what a click will cost: the pairs not stored, at the time the stored curves of the
+        # method took to match here (unknown where none is stored)
+        todo = _costs([matrix_combo], [matrix_space],
+                      list(itertools.combinations(sorted(matrix_seeds), 2)), quick=None)
+        known = [sec for _, sec in todo if sec is not None]
+        if not todo:
+            cost = "Every pair is stored: read at once."
+        elif len(known) == len(todo):
+            cost = (f"{len(todo)} pair(s) not stored: their matching about "
+                    f"{duration(sum(known))} (as long as the stored curves of the same method "
+                    "took to match), then one line evaluation each.")  # fmt: skip
+        else:
+            cost = (f"{len(todo)} pair(s) not stored: {UNKNOWN} (no curve of "
+                    f"{matrix_combo} is stored for this model).")  # fmt: skip
+        st.caption(cost)
     if m3.button("Measure", key="matrix_run", disabled=len(matrix_seeds) < 2,
                  icon=":material/grid_on:"):  # fmt: skip
         method, group = method_group(matrix_combo)
@@ -463,15 +498,28 @@ if pairs:
                 asked = seeds_request(name, merge_pair, method, group, points=merge_points,
                                       split=split)  # fmt: skip
                 wanted = (asked, ops, device())
-                merged = run_in_status(
+                n_merges = (1 if method == "naive" else 2) * len(ops) * merge_points
+                merged = read_else_run(
+                    lambda: state.merges(*wanted, compute=False),
                     lambda progress: state.merges(*wanted, progress=progress),
                     running="Merging with mergekit and evaluating …",
                     done="The merge operators are ready",
                     failed="The merge operators failed",
                     what="Merge operators",
+                    key="merges",
                     inputs=wanted,
+                    cost=lambda: [(f"{n_merges} merged points",
+                                   state.expected("merge", name, device(), units=n_merges))],
+                    basis=f"at the seconds per point the stored merges of {name} took",
+                    unknown="each point is a merge by mergekit and an evaluation (a fresh "
+                    "mergekit process for a Hugging Face model)",
                 )  # fmt: skip
                 if merged is not None:
+                    state.measured("merge", name, device(),
+                                   seconds=sum(al.get("merge_seconds", 0.0)
+                                               for al in merged["alignments"]),
+                                   units=sum(al.get("merges", 0)
+                                             for al in merged["alignments"]))  # fmt: skip
                     for al in merged["alignments"]:
                         show_warnings(f"Merge operators, {al['method']}/{al['group']}", al)
                     figure(
@@ -518,15 +566,26 @@ if pairs:
         method, group = method_group(curve_combo)
         wanted = (name, curve_pair, method, group, curve_kind, curve_steps, points, split,
                   device())  # fmt: skip
-        made = run_in_status(
+        trainings = 1 if method == "naive" else 2  # naive's curve, and the aligned pair's
+        made = read_else_run(
+            lambda: state.curve(*wanted, compute=False),
             lambda progress: state.curve(*wanted, progress=progress),
             running="Training the curve and evaluating it beside the line …",
             done="The curved path is ready",
             failed="The curved path failed",
             what="Curved path",
+            key="curve",
             inputs=wanted,
+            cost=lambda: [(f"{trainings} curve(s) of {curve_steps} training steps",
+                           state.expected("curve", name, device(),
+                                          units=trainings * curve_steps))],
+            basis=f"at the seconds per training step the stored curves of {name} took",
+            unknown="each trains its control point on the training split",
         )  # fmt: skip
         if made is not None:
+            state.measured("curve", name, device(),
+                           seconds=sum(al["training_seconds"] for al in made["alignments"]),
+                           units=made["steps"] * len(made["alignments"]))  # fmt: skip
             show_warnings("Curved path", made)
             curve_table = on_screen(curve_rows(made))
             figure(
@@ -587,7 +646,9 @@ if name in ZOO and pairs:
                 if ask_first("spawn", wanted, [(f"the parent and {2 * len(spawn_at)} children",
                                                 cost)],
                              f"from the {duration(trained or 0)} training seed {parent} took "
-                             "(on the machine that trained it)"):  # fmt: skip
+                             "(on the machine that trained it)",
+                             "it trains the parent with snapshots, and the children from "
+                             "them"):  # fmt: skip
                     made = run_in_status(
                         lambda progress: state.spawn(*wanted, progress=progress),
                         running="Training the parent with snapshots and the children …",
@@ -713,21 +774,30 @@ if has_heads(name) and not is_imported(name):
     run_widths = w2.toggle("Measure the width barriers", key=f"width_run_{name}")
     if run_widths and factors and pairs:
         a_seed, b_seed = pairs[0]
-        widths = run_in_status(
-            lambda progress: width_barriers(
-                name,
-                a_seed,
-                b_seed,
-                factors=sorted(factors),
-                split=split,
-                device=resolve_device(device()),
-                progress=progress,
-            ),
+        asked_widths = (name, a_seed, b_seed, tuple(sorted(factors)), split, device())
+
+        def width_costs() -> list[tuple[str, float | None]]:
+            """Each narrow B: read when stored (then aligned and evaluated: quick), else
+            trained, at the time training seed B at full width took."""
+            took = state.checkpoint(name, b_seed).meta.get("seconds")
+            return [(f"d/{k}: aligned and evaluated", 0.0)
+                    if state.narrow_stored(name, k, b_seed, device())
+                    else (f"d/{k}: seed {b_seed} trained at width d/{k}", took)
+                    for k in sorted(factors)]  # fmt: skip
+
+        widths = read_else_run(
+            lambda: state.widths(*asked_widths, compute=False),
+            lambda progress: state.widths(*asked_widths, progress=progress),
             running="Training and aligning the narrow models …",
             done="Width barriers ready",
             failed="Width barriers failed",
             what="Different widths",
-            inputs=(name, a_seed, b_seed, tuple(sorted(factors)), split),
+            key="widths",
+            inputs=asked_widths,
+            cost=width_costs,
+            basis=f"at the time seed {b_seed} took to train at full width, on the machine that "
+            "trained it (a narrower model takes at most about as long)",
+            unknown="it trains a narrow model with the zoo recipe",
         )
         if widths is not None:
             show_warnings("Different widths", widths)

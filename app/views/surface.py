@@ -26,6 +26,7 @@ from app.components import (
     show_warnings,
     side_by_side,
 )
+from app.components.long_runs import UNKNOWN
 from app.memory import remember
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
@@ -104,8 +105,8 @@ except state.NotCached:
     per_point = state.GRID_SECONDS.get((name, split, "weights", str(device())))
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
             "on this machine" + (", and the two alignments first." if kind == PLANE else ".")
-            if per_point else " Its time is unknown until a surface or triangle of "
-            f"{name} has been evaluated here.")  # fmt: skip
+            if per_point else f" {UNKNOWN.capitalize()} (known once a surface or triangle of "
+            f"{name} has been evaluated here).")  # fmt: skip
     with ask.container():
         st.info(f"{what} ({resolution} × {resolution} points, {split} split) is not computed "
                 f"yet.{cost}", icon=":material/hourglass_top:")  # fmt: skip

@@ -111,10 +111,17 @@ def _args(label: str) -> tuple:
             joint and method == "learned")  # fmt: skip
 
 
+# the page's own view (shipped, or cheap) is evaluated at once even before any grid of this
+# model was measured here: it measures the seconds per point for the others
+DEFAULT_VIEW = (name, tuple(seeds[:3]), tuple(page.METHODS), page.TRIANGLE_RESOLUTION,
+                page.SPLIT, "weights", False)  # fmt: skip
+
+
 def _estimates() -> list[tuple[str, float | None]]:
     """The triangles not stored yet, each with what its grid will cost at the seconds per point
-    this machine measured (0 before any grid was measured here: the first one measures it;
-    None when learned matching that no triangle of these seeds has done must run first)."""
+    this machine measured (unknown, None, before any grid of this model was measured here,
+    except on the page's own view: 0, it measures them; None too when learned matching that no
+    triangle of these seeds has done must run first)."""
     todo = []
     for label in chosen:
         try:
@@ -130,6 +137,8 @@ def _estimates() -> list[tuple[str, float | None]]:
         _, seeds, method, group, *_rest, joint_ = _args(label)
         aligned = (name, seeds, method, group, space, joint_) in state.TRIANGLES_ALIGNED
         unknown = method == "learned" and not aligned
+        if per_point is None and wanted != DEFAULT_VIEW:
+            unknown = True
         parts.append((f"{label}, {n_points} grid points",
                       None if unknown else (per_point or 0.0) * n_points))  # fmt: skip
     return parts
@@ -138,7 +147,8 @@ def _estimates() -> list[tuple[str, float | None]]:
 # before a long run the page says what it costs and waits for a click; cancelled or waiting,
 # what is stored is drawn, the rest is named (left_out), and the page goes on
 ready = ask_first("triangle", wanted, _estimates(),
-                  "at the seconds per grid point measured on this machine")  # fmt: skip
+                  "at the seconds per grid point measured on this machine",
+                  "one evaluation of the model per grid point, after the alignments")  # fmt: skip
 run = LongRun("Evaluating the triangles …", key="triangle", inputs=wanted) if ready else None
 computing = run is not None and not run.cancelled
 missing = []

@@ -9,7 +9,23 @@ from streamlit.testing.v1 import AppTest
 from tests.app.common import MAIN, ok
 
 
-def test_the_curved_path_is_opt_in_and_drawn_beside_the_line():
+def test_the_curved_path_is_opt_in_and_drawn_beside_the_line(monkeypatch):
+    """Opened, it says what training costs and waits for a click (no curve of the model was
+    trained here, so its time is unknown); clicked, it trains and draws the curve; another
+    number of steps then starts at once, at the seconds per step measured."""
+    from app import state
+    from app.components import long_runs
+    from landscape.experiments.barriers import curved
+
+    monkeypatch.setattr(state, "RUN_SECONDS", {})
+    trained = []
+    real = curved.train_controls
+
+    def counted(*args, **kw):
+        trained.append(kw["steps"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(curved, "train_controls", counted)
     at = AppTest.from_file(MAIN, default_timeout=180)
     at.switch_page("views/interpolation.py")
     at.run()
@@ -19,8 +35,19 @@ def test_the_curved_path_is_opt_in_and_drawn_beside_the_line():
     charts = len(at.get("plotly_chart"))
     at.toggle(key="curve_show").set_value(True).run()  # the default steps
     ok(at)
+    assert trained == [] and len(at.get("plotly_chart")) == charts  # waiting for the click
+    notes = " ".join(i.value for i in at.info).replace("\\", "")  # markdown escapes
+    assert "2 curve(s) of" in notes and "time unknown on this machine" in notes, notes
+    at.button(key="start-curve").click().run()
+    ok(at)
+    assert len(trained) == 2 and len(at.get("plotly_chart")) == charts + 1
+    assert [k[:2] for k in state.RUN_SECONDS] == [("curve", "mlp-digits")]  # its seconds per step
+    # measured now: a measured cost under the limit starts at once (the limit is lifted here,
+    # so that this machine's load does not decide)
+    monkeypatch.setattr(long_runs, "SLOW", 1e9)
     at.select_slider(key="curve_steps").set_value(100).run()
     ok(at)
+    assert trained[2:] == [100, 100]
     assert len(at.get("plotly_chart")) == charts + 1
     table = at.dataframe[-1].value
     assert set(table["path"]) == {"straight line", "bezier"}

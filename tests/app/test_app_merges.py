@@ -14,7 +14,10 @@ from tests.app.common import MAIN, ok
 
 @pytest.fixture(autouse=True)
 def _families(tmp_path, monkeypatch):
+    from app import state
+
     monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
+    monkeypatch.setattr(state, "RUN_SECONDS", {})  # no merge measured here yet
 
 
 def _page(model: str | None = None) -> AppTest:
@@ -41,6 +44,10 @@ def test_the_operators_are_opt_in_and_a_zoo_model_is_merged_in_memory():
     if not mergekit_installed():
         pytest.skip("mergekit is not installed here")
     at.toggle(key="merges_show").set_value(True).run()  # mlp-digits: merged in memory
+    ok(at)
+    assert len(at.get("plotly_chart")) == charts  # no merge measured here: it waits
+    assert "time unknown on this machine" in _info(at)
+    at.button(key="start-merges").click().run()
     ok(at)
     assert len(at.get("plotly_chart")) == charts + 1
     assert set(at.dataframe[-1].value["operator"]) == {"straight line", "slerp", "ties",
@@ -73,6 +80,9 @@ def test_a_hugging_face_pair_shows_its_operators(tmp_path):
     at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
     charts = len(at.get("plotly_chart"))
     at.toggle(key="merges_show").set_value(True).run()
+    ok(at)
+    assert "time unknown on this machine" in _info(at)  # no merge of the family measured here
+    at.button(key="start-merges").click().run()
     ok(at)
     assert len(at.get("plotly_chart")) == charts + 1
     table = at.dataframe[-1].value

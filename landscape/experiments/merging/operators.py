@@ -261,7 +261,8 @@ def pair_merges(
     model), naive and aligned by the request's method and group (module docstring):
     ``alignments``, one record each with its ``line`` (the barrier pipeline's curve of the
     request, :func:`~landscape.experiments.barriers.pipeline.measure_barrier`) and ``operators``
-    (operator → loss, accuracy and barriers at the line's λ). The operators act on the
+    (operator → loss, accuracy and barriers at the line's λ), ``merge_seconds`` (what its
+    ``merges`` merged points took to compute, read from the cache or not). The operators act on the
     processed weights: the request's line is straight there, in float32, matched with seed 0."""
     version = require_mergekit()
     ops = check_operators(operators)
@@ -354,6 +355,10 @@ def pair_merges(
             "operators": {op: _curve(lam, [p["loss"] for p in c], [p["accuracy"] for p in c],
                                      chord) for op, c in curves.items()},
             "function_check": line["function_check"], "warnings": line["warnings"],
+            # what its merged points took to compute (read or not): the cost of the next ones
+            "merge_seconds": round(sum(p.get("seconds", 0.0) for c in curves.values()
+                                       for p in c), 4),
+            "merges": sum(len(c) for c in curves.values()),
         })  # fmt: skip
     tell(progress, "done", 1)
     return {"model": model, "seeds": list(seeds), "lambdas": lam, "split": split,
