@@ -203,7 +203,7 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS) -> list[dict[str, 
     both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
     seed; the Atlas of the first six seeds."""
     from landscape.experiments.barriers.tables import pairs_for
-    from landscape.models.zoo import shipped_seeds
+    from landscape.sources.zoo import shipped_seeds
 
     seeds = shipped_seeds(name)
     out = []
