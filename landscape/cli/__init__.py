@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.cli.parser import LEARNED_OPTIONS, build_parser
+from landscape.cli.parser import build_parser
+from landscape.cli.parser.arguments import LEARNED_OPTIONS
 from landscape.cli.summaries import show, terminal_safe
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction

@@ -15,6 +15,7 @@ import pytest
 import landscape.cli as cli
 from landscape.cli import parser as cli_parser
 from landscape.cli import summaries
+from landscape.cli.parser import arguments as cli_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,10 +64,10 @@ def test_the_parsers_choices_are_the_librarys():
     from landscape.experiments.sweeps import EXECUTORS
 
     # methods, groups and spaces are landscape.names's, read by the parser and the library alike
-    assert cli_parser.MERGE_METHODS == MERGE_METHODS
-    assert cli_parser.MERGE_OPERATORS == OPERATORS and cli_parser.MERGE_DENSITY == DENSITY
-    assert cli_parser.MERGE_POINTS == POINTS
-    assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
+    assert cli_args.MERGE_METHODS == MERGE_METHODS
+    assert cli_args.MERGE_OPERATORS == OPERATORS and cli_args.MERGE_DENSITY == DENSITY
+    assert cli_args.MERGE_POINTS == POINTS
+    assert cli_args.AUTO == threads.AUTO and cli_args.EXECUTORS == EXECUTORS
 
 
 def test_the_learned_settings_help_says_the_librarys_defaults():
@@ -75,11 +76,11 @@ def test_the_learned_settings_help_says_the_librarys_defaults():
     from landscape.matching import learned
 
     defaults = {f.name: f.default for f in dataclasses.fields(learned.LearnedOptions)}
-    assert set(cli_parser.LEARNED_OPTIONS.values()) <= set(defaults)
-    said = cli_parser.LEARNED_DEFAULTS
+    assert set(cli_args.LEARNED_OPTIONS.values()) <= set(defaults)
+    said = cli_args.LEARNED_DEFAULTS
     assert said == {k: defaults[k] for k in said}
-    assert cli_parser.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
-    assert cli_parser.LEARNED_INITS == learned.INITS
+    assert cli_args.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
+    assert cli_args.LEARNED_INITS == learned.INITS
 
 
 # ---------------------------------------------------------------- help and defaults
