@@ -16,6 +16,8 @@ import landscape.cli as cli
 from landscape.cli import parser as cli_parser
 from landscape.cli import summaries
 from landscape.cli.parser import arguments as cli_args
+from landscape.cli.summaries import formatting
+from landscape.numbers import mean_pm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -238,7 +240,7 @@ BARRIER = {
 
 
 def _fits(text: str) -> None:
-    long = [line for line in text.splitlines() if len(line) > summaries.WIDTH]
+    long = [line for line in text.splitlines() if len(line) > formatting.WIDTH]
     assert not long, long
 
 
@@ -287,7 +289,7 @@ def test_any_result_reads_with_units_and_summarised_lists():
     result = {"test_loss": 0.029655566, "test_accuracy": 0.993963782, "seconds": 1.0712,
               "bytes": 620932322, "parameters": 2126602, "warnings": ["said on stderr"],
               "values": [i / 7 for i in range(30)], "pair": [0.5, 0.25]}  # fmt: skip
-    text = "\n".join(summaries.human(result))
+    text = "\n".join(formatting.human(result))
     assert "test loss      0.02966 nats" in text and "test accuracy  99.40%" in text
     assert "1.071 s" in text and "620.9 MB" in text and "2,126,602" in text
     assert "said on stderr" not in text  # main prints warnings on stderr
@@ -299,7 +301,7 @@ def test_wide_tables_fit_and_keep_every_word():
     rows = [{"group": f"group-{i}", "acts_on": "resid O(d); FFN units S_f; heads S_H " * 2,
              "valid": i % 2 == 0, "max_abs_dlogits": 10.0**-i, "note": prose}
             for i in range(3)]  # fmt: skip
-    lines = summaries.columns(rows)
+    lines = formatting.columns(rows)
     _fits("\n".join(lines))
     words = " ".join(lines).split()
     assert words.count("rotation") == 3 and "group-2" in words
@@ -307,9 +309,9 @@ def test_wide_tables_fit_and_keep_every_word():
 
 
 def test_long_tables_show_their_ends():
-    lines = summaries.columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
-    assert len(lines) == 1 + summaries.MAX_ROWS - 5 + 1 + 5
-    assert "260 more rows" in lines[summaries.MAX_ROWS - 4]
+    lines = formatting.columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
+    assert len(lines) == 1 + formatting.MAX_ROWS - 5 + 1 + 5
+    assert "260 more rows" in lines[formatting.MAX_ROWS - 4]
     assert lines[-1].split() == ["299", "0.003333"]
 
 
@@ -354,7 +356,7 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
     (float("nan"), 0.1, False, "nan ± 0.1"),
 ])  # fmt: skip
 def test_a_mean_is_written_to_the_digits_its_error_leaves(mean, sem, percent, text):
-    assert summaries.mean_pm(mean, sem, percent) == text
+    assert mean_pm(mean, sem, percent) == text
 
 
 def test_controls_read_as_one_table_and_a_legend():
