@@ -19,10 +19,10 @@ from landscape.assets import home_curves_path
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import BarrierRequest
-from landscape.models.train import available_seeds
 from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
 from landscape.progress import Progress
 from landscape.sources import Source, family_data
+from landscape.sources.zoo import available_seeds
 from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 from landscape.threads import AUTO, resolve_threads
 

@@ -43,8 +43,8 @@ def pair(name: str, rows: int) -> tuple[ModelConfig, Params, Params, torch.Tenso
         pa, pb = init_params(cfg, 0), init_params(cfg, 1)
         x = random_inputs(cfg, rows, torch.Generator().manual_seed(0))
         return cfg, pa, pb, x, torch.roll(x, -1, dims=1)
-    from landscape.models.train import get_checkpoint
     from landscape.sources import data_of
+    from landscape.sources.zoo import get_checkpoint
 
     a, b = get_checkpoint(name, 0), get_checkpoint(name, 1)
     test = data_of(a).evaluation("test")

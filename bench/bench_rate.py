@@ -42,8 +42,8 @@ from torch.utils.flop_counter import flop_registry
 from bench.common import machine_line, sgemm_gflops, table, timed
 from landscape import threads as T
 from landscape.experiments.evaluation import evaluate_path
-from landscape.models.train import get_checkpoint
 from landscape.sources import data_of
+from landscape.sources.zoo import get_checkpoint
 
 MODELS = ("vit-fashion", "vit-fashion-d256", "gpt-shakespeare-d128")
 POINTS = 5

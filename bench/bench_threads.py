@@ -32,8 +32,8 @@ from landscape import threads as T
 from landscape.experiments.evaluation import evaluate_path
 from landscape.matching.learned import learned_matching
 from landscape.matching.weight import weight_matching
-from landscape.models.train import get_checkpoint
 from landscape.sources import data_of
+from landscape.sources.zoo import get_checkpoint
 
 # torch's own count, read before anything here sets one (the "default" of the table)
 TORCH_DEFAULT = min(torch.get_num_threads(), T.cores())

@@ -215,7 +215,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def zoo_pair(name: str, seeds: Sequence[int] = (0, 1)) -> tuple[ModelConfig, list[Params]]:
     """Zoo checkpoints of ``name`` (cached or shipped): its config and one float32 dict per seed."""
-    from landscape.models.train import get_checkpoint
+    from landscape.sources.zoo import get_checkpoint
 
     ckpts = [get_checkpoint(name, s) for s in seeds]
     return ckpts[0].cfg, [{k: v.detach().float() for k, v in c.params.items()} for c in ckpts]

@@ -231,7 +231,8 @@ def bezier(device: torch.device, tmp: Path, model: str = VIT, steps: int = 200) 
 def train(device: torch.device, tmp: Path, model: str = VIT, seeds=(0,)) -> Result:
     """Training from scratch (the zoo recipe), solo or several seeds at once; each seed's test
     metrics against the shipped checkpoint's."""
-    from landscape.models.train import REPRODUCIBLE_METRICS, compare_with_shipped, train_seeds
+    from landscape.models.train import train_seeds
+    from landscape.sources.zoo import REPRODUCIBLE_METRICS, compare_with_shipped
 
     many = len(seeds) > 1
     r = Result("train3" if many else "train1", f"train {model} seeds {' '.join(map(str, seeds))}"

@@ -19,7 +19,7 @@ _LAZY = {
     "forward": "landscape.models",
     "init_params": "landscape.models",
     "Cache": "landscape.store.cache",
-    "get_checkpoint": "landscape.models.train",
+    "get_checkpoint": "landscape.sources.zoo",
     "train": "landscape.models.train",
     "spec_for": "landscape.symmetry",
     "apply": "landscape.symmetry",

@@ -209,7 +209,7 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
     seed; the Atlas of the first six seeds; for an entry of the Llama ablation, its measurement
     in each merge space on ``ablation_seeds`` (default: the first three trained)."""
     from landscape.experiments.barriers.tables import pairs_for
-    from landscape.models.zoo import shipped_seeds
+    from landscape.sources.zoo import shipped_seeds
 
     seeds = shipped_seeds(name)
     out = []

@@ -68,7 +68,7 @@ def kernel_fingerprint() -> dict[str, str]:
     the CPU's vendor and widest vector extension.
 
     Training is bit-identical between two runs only when the fingerprints are equal; across
-    fingerprints it agrees within :data:`landscape.models.train.REPRODUCIBLE_METRICS` (README,
+    fingerprints it agrees within :data:`landscape.sources.zoo.REPRODUCIBLE_METRICS` (README,
     "Training is seeded").
     """
     vendor, isa = _cpu_identity()

@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from landscape.cli.parser import LEARNED_OPTIONS, build_parser
+from landscape.cli.parser import build_parser
+from landscape.cli.parser.arguments import LEARNED_OPTIONS
 from landscape.cli.summaries import show, terminal_safe
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction
@@ -47,7 +48,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 @command("zoo")
 def _zoo(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.models.zoo import shipped_seeds, zoo_table
+    from landscape.models.zoo import zoo_table
+    from landscape.sources.zoo import shipped_seeds
 
     rows = zoo_table()
     for r in rows:
@@ -57,7 +59,8 @@ def _zoo(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("train")
 def _train(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.models.train import compare_with_shipped, tqdm_progress, train
+    from landscape.models.train import tqdm_progress, train
+    from landscape.sources.zoo import compare_with_shipped
 
     if args.seeds is not None and len(args.seeds) > 1:
         return _train_seeds(args)
@@ -101,7 +104,8 @@ def _train_seeds(args: argparse.Namespace) -> dict[str, Any]:
     from pathlib import Path
 
     from landscape.models.checkpoint import check_save_target, save_checkpoint_dir
-    from landscape.models.train import compare_with_shipped, tqdm_progress, train_seeds
+    from landscape.models.train import tqdm_progress, train_seeds
+    from landscape.sources.zoo import compare_with_shipped
 
     seeds = args.seeds
     if len(set(seeds)) < len(seeds):  # before the save targets are looked at

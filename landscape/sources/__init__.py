@@ -17,7 +17,8 @@ evaluation, its fine-tuning recipe, and the data key that identifies the data in
 Families and paths may hold large models: their curves are evaluated one λ at a time in batches
 sized so that one batch's widest activation stays near ``LOGIT_BUDGET`` elements.
 
-The package's rooms: :mod:`.source` (``Source``, ``data_of``), :mod:`.checkpoints` (loading,
+The package's rooms: :mod:`.source` (``Source``, ``data_of``), :mod:`.zoo` (where a zoo
+checkpoint comes from: the cache, the shipped assets, training), :mod:`.checkpoints` (loading,
 naming, the same-architecture check), :mod:`.data` (data specs, splits, samplers, evaluation
 batching), :mod:`.families` (a family's data, ``add_family``) and :mod:`.inspection`
 (``landscape inspect``).

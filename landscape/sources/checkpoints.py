@@ -13,13 +13,13 @@ from landscape.errors import LandscapeError, did_you_mean
 from landscape.models.importers import (
     import_checkpoint,
 )
-from landscape.models.train import available_seeds as zoo_seeds
 from landscape.models.zoo import (
     ZOO,
     Checkpoint,
     load_checkpoint_dir,
     zoo_model,
 )
+from landscape.sources.zoo import available_seeds as zoo_seeds
 from landscape.store.cache import Cache
 from landscape.store.families import (
     check_member,
@@ -98,7 +98,7 @@ def load_member(name: str, index: int | None) -> Checkpoint:
 
 
 def available_seeds(name: str, cache: Cache | None = None) -> list[dict[str, Any]]:
-    """The checkpoints of a zoo model (:func:`landscape.models.train.available_seeds`: seeds
+    """The checkpoints of a zoo model (:func:`landscape.sources.zoo.available_seeds`: seeds
     cached or shipped, with metrics) or of a family (its members: ``seed, label, path,
     present``)."""
     if name not in ZOO and is_family(name):

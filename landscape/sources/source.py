@@ -11,7 +11,6 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.models.train import get_checkpoint
 from landscape.models.zoo import (
     ZOO,
     Checkpoint,
@@ -20,6 +19,7 @@ from landscape.models.zoo import (
 from landscape.sources.checkpoints import label, load_any, load_member
 from landscape.sources.data import Data, DataSpec, ZooData, spec_data
 from landscape.sources.families import family_data
+from landscape.sources.zoo import get_checkpoint
 from landscape.store.cache import Cache
 from landscape.store.families import (
     family,

@@ -255,7 +255,7 @@ def check_member(fam: Family, i: int | None) -> int:
 
 def member_rows(name: str) -> list[dict[str, Any]]:
     """One row per member (``seed``, ``label``, ``path``, ``present``), like
-    :func:`landscape.models.train.available_seeds`; with metrics:
+    :func:`landscape.sources.zoo.available_seeds`; with metrics:
     :func:`landscape.experiments.family_members`."""
     fam = family(name)
     return [{"seed": i, "label": fam.label(i), "path": p, "present": Path(p).exists()}

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from app.navigation import PAGE_SPECS
 from app.state import FIGURES
-from landscape.models.train import available_seeds
 from landscape.models.zoo import ABLATION_STEPS, ZOO
+from landscape.sources.zoo import available_seeds
 from tests.app.common import MAIN, ok
 
 
@@ -26,9 +26,9 @@ def _open(page: str) -> AppTest:
 
 def _open_family(tmp_path: Path, name: str, page: str, timeout: int) -> AppTest:
     """``page`` opened on a one-member family ``name`` (mlp-digits seed 0 as a checkpoint)."""
-    from landscape.models.train import get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
     from landscape.sources import add_family
+    from landscape.sources.zoo import get_checkpoint
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
     add_family(name, dirs, data="digits")
@@ -82,8 +82,8 @@ def test_models_page_renders_and_reruns(tmp_path):
 
 def test_a_family_imported_on_the_models_page_is_picked_in_the_sidebar(tmp_path):
     """Two checkpoint directories imported as a family become a model family of every page."""
-    from landscape.models.train import get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
+    from landscape.sources.zoo import get_checkpoint
 
     _need(2)
     dirs = [str(save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"ckpt-{s}"))

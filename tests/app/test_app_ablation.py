@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from landscape.experiments.barriers import ablation as abl
-from landscape.models.train import available_seeds
+from landscape.sources.zoo import available_seeds
 from tests.app.common import MAIN, ok
 
 STEPS = (("mlp-digits", "the base"), ("vit-digits", "another model"))

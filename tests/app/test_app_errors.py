@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from landscape.data import datasets
 from landscape.errors import LandscapeError
-from landscape.models.train import available_seeds
+from landscape.sources.zoo import available_seeds
 from tests.app.common import MAIN
 
 # Characters every zoo GPT knows; long enough for its train and test windows.
@@ -129,9 +129,9 @@ def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory)
 
 
 def test_a_family_whose_files_are_gone_points_to_the_models_page(tmp_path, _fresh_memory):
-    from landscape.models.train import get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
     from landscape.sources import add_family
+    from landscape.sources.zoo import get_checkpoint
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"gone-{s}")
             for s in (0, 1)]  # fmt: skip

@@ -107,7 +107,7 @@ def _settle(page) -> None:
 def test_every_page_draws_its_figures(app_url, tmp_path, monkeypatch):
     from playwright.sync_api import sync_playwright
 
-    from landscape.models.train import available_seeds
+    from landscape.sources.zoo import available_seeds
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)
@@ -153,9 +153,9 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
     """Register two checkpoint directories as a family, pick it in the sidebar, see its curves."""
     from playwright.sync_api import sync_playwright
 
-    from landscape.models.train import available_seeds, get_checkpoint
     from landscape.models.zoo import save_checkpoint_dir
     from landscape.sources import add_family
+    from landscape.sources.zoo import available_seeds, get_checkpoint
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)
@@ -193,7 +193,7 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
     screen and metrics are at display size."""
     from playwright.sync_api import sync_playwright
 
-    from landscape.models.train import available_seeds
+    from landscape.sources.zoo import available_seeds
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)

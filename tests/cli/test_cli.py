@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from landscape.cli import main
-from landscape.models.train import REPRODUCIBLE_METRICS
 from landscape.models.zoo import ABLATION_STEPS
+from landscape.sources.zoo import REPRODUCIBLE_METRICS
 
 
 def run_cli(*args, env=None):
@@ -116,8 +116,7 @@ def test_train_is_deterministic_and_cached(cache_env, tmp_path):
 def test_shipped_comparison_keeps_the_promise_that_applies():
     from dataclasses import replace
 
-    from landscape.models.train import compare_with_shipped
-    from landscape.models.zoo import load_shipped, shipped
+    from landscape.sources.zoo import compare_with_shipped, load_shipped, shipped
 
     ckpt = load_shipped("mlp-digits", 0)
     rec = shipped("mlp-digits", 0)

@@ -6,7 +6,7 @@ import pytest
 
 from landscape import budget
 from landscape.cli import main
-from landscape.cli import parser as cli_parser
+from landscape.cli.parser import arguments as cli_args
 from landscape.experiments import curvature as lib
 from landscape.models.zoo import ZOO
 
@@ -106,10 +106,10 @@ def test_bad_options_are_refused_in_one_line(argv, match, capsys):
 
 def test_the_parser_says_the_library_defaults():
     o = lib.CurvatureOptions()
-    assert (cli_parser.CURVATURE_TOP_K, cli_parser.CURVATURE_POINTS,
-            cli_parser.CURVATURE_PROBES) == (o.top_k, o.points, o.probes)  # fmt: skip
-    assert cli_parser.CURVATURE_BATCH == lib.DEFAULT_BATCH
-    assert cli_parser.CURVATURE_DTYPES == tuple(lib.DTYPES)
+    assert (cli_args.CURVATURE_TOP_K, cli_args.CURVATURE_POINTS,
+            cli_args.CURVATURE_PROBES) == (o.top_k, o.points, o.probes)  # fmt: skip
+    assert cli_args.CURVATURE_BATCH == lib.DEFAULT_BATCH
+    assert cli_args.CURVATURE_DTYPES == tuple(lib.DTYPES)
 
 
 def test_long_work_is_refused_without_yes(capsys):

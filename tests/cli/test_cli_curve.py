@@ -7,7 +7,7 @@ import json
 import pytest
 
 from landscape.cli import main
-from landscape.cli import parser as cli_parser
+from landscape.cli.parser import arguments as cli_args
 from landscape.experiments.barriers import curved
 from landscape.plots.curves import figure_curve
 from landscape.plots.tidy import tidy_curve
@@ -19,9 +19,9 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def test_the_parsers_curve_settings_are_the_librarys():
-    assert cli_parser.CURVE_KINDS == curved.KINDS
-    assert cli_parser.CURVE_STEPS == curved.STEPS and cli_parser.CURVE_BENDS == curved.BENDS
-    assert cli_parser.CURVE_MAX_BENDS == curved.MAX_BENDS
+    assert cli_args.CURVE_KINDS == curved.KINDS
+    assert cli_args.CURVE_STEPS == curved.STEPS and cli_args.CURVE_BENDS == curved.BENDS
+    assert cli_args.CURVE_MAX_BENDS == curved.MAX_BENDS
 
 
 def test_curve_json_summary_and_figure(capsys, tmp_path):

@@ -15,6 +15,9 @@ import pytest
 import landscape.cli as cli
 from landscape.cli import parser as cli_parser
 from landscape.cli import summaries
+from landscape.cli.parser import arguments as cli_args
+from landscape.cli.summaries import formatting
+from landscape.numbers import mean_pm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,10 +66,10 @@ def test_the_parsers_choices_are_the_librarys():
     from landscape.experiments.sweeps import EXECUTORS
 
     # methods, groups and spaces are landscape.names's, read by the parser and the library alike
-    assert cli_parser.MERGE_METHODS == MERGE_METHODS
-    assert cli_parser.MERGE_OPERATORS == OPERATORS and cli_parser.MERGE_DENSITY == DENSITY
-    assert cli_parser.MERGE_POINTS == POINTS
-    assert cli_parser.AUTO == threads.AUTO and cli_parser.EXECUTORS == EXECUTORS
+    assert cli_args.MERGE_METHODS == MERGE_METHODS
+    assert cli_args.MERGE_OPERATORS == OPERATORS and cli_args.MERGE_DENSITY == DENSITY
+    assert cli_args.MERGE_POINTS == POINTS
+    assert cli_args.AUTO == threads.AUTO and cli_args.EXECUTORS == EXECUTORS
 
 
 def test_the_learned_settings_help_says_the_librarys_defaults():
@@ -75,11 +78,11 @@ def test_the_learned_settings_help_says_the_librarys_defaults():
     from landscape.matching import learned
 
     defaults = {f.name: f.default for f in dataclasses.fields(learned.LearnedOptions)}
-    assert set(cli_parser.LEARNED_OPTIONS.values()) <= set(defaults)
-    said = cli_parser.LEARNED_DEFAULTS
+    assert set(cli_args.LEARNED_OPTIONS.values()) <= set(defaults)
+    said = cli_args.LEARNED_DEFAULTS
     assert said == {k: defaults[k] for k in said}
-    assert cli_parser.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
-    assert cli_parser.LEARNED_INITS == learned.INITS
+    assert cli_args.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
+    assert cli_args.LEARNED_INITS == learned.INITS
 
 
 # ---------------------------------------------------------------- help and defaults
@@ -237,7 +240,7 @@ BARRIER = {
 
 
 def _fits(text: str) -> None:
-    long = [line for line in text.splitlines() if len(line) > summaries.WIDTH]
+    long = [line for line in text.splitlines() if len(line) > formatting.WIDTH]
     assert not long, long
 
 
@@ -286,7 +289,7 @@ def test_any_result_reads_with_units_and_summarised_lists():
     result = {"test_loss": 0.029655566, "test_accuracy": 0.993963782, "seconds": 1.0712,
               "bytes": 620932322, "parameters": 2126602, "warnings": ["said on stderr"],
               "values": [i / 7 for i in range(30)], "pair": [0.5, 0.25]}  # fmt: skip
-    text = "\n".join(summaries.human(result))
+    text = "\n".join(formatting.human(result))
     assert "test loss      0.02966 nats" in text and "test accuracy  99.40%" in text
     assert "1.071 s" in text and "620.9 MB" in text and "2,126,602" in text
     assert "said on stderr" not in text  # main prints warnings on stderr
@@ -298,7 +301,7 @@ def test_wide_tables_fit_and_keep_every_word():
     rows = [{"group": f"group-{i}", "acts_on": "resid O(d); FFN units S_f; heads S_H " * 2,
              "valid": i % 2 == 0, "max_abs_dlogits": 10.0**-i, "note": prose}
             for i in range(3)]  # fmt: skip
-    lines = summaries.columns(rows)
+    lines = formatting.columns(rows)
     _fits("\n".join(lines))
     words = " ".join(lines).split()
     assert words.count("rotation") == 3 and "group-2" in words
@@ -306,9 +309,9 @@ def test_wide_tables_fit_and_keep_every_word():
 
 
 def test_long_tables_show_their_ends():
-    lines = summaries.columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
-    assert len(lines) == 1 + summaries.MAX_ROWS - 5 + 1 + 5
-    assert "260 more rows" in lines[summaries.MAX_ROWS - 4]
+    lines = formatting.columns([{"step": i, "loss": 1 / (i + 1)} for i in range(300)])
+    assert len(lines) == 1 + formatting.MAX_ROWS - 5 + 1 + 5
+    assert "260 more rows" in lines[formatting.MAX_ROWS - 4]
     assert lines[-1].split() == ["299", "0.003333"]
 
 
@@ -353,7 +356,7 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
     (float("nan"), 0.1, False, "nan ± 0.1"),
 ])  # fmt: skip
 def test_a_mean_is_written_to_the_digits_its_error_leaves(mean, sem, percent, text):
-    assert summaries.mean_pm(mean, sem, percent) == text
+    assert mean_pm(mean, sem, percent) == text
 
 
 def test_controls_read_as_one_table_and_a_legend():

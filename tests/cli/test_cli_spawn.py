@@ -7,7 +7,7 @@ import json
 import pytest
 
 from landscape.cli import main
-from landscape.cli import parser as cli_parser
+from landscape.cli.parser import arguments as cli_args
 from landscape.experiments import spawn
 from landscape.plots.curves import figure_spawn
 
@@ -18,7 +18,7 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def test_the_parsers_children_are_the_librarys():
-    assert cli_parser.SPAWN_CHILDREN == spawn.CHILDREN
+    assert cli_args.SPAWN_CHILDREN == spawn.CHILDREN
 
 
 def test_spawn_json_summary_and_figure(capsys, tmp_path):

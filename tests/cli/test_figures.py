@@ -6,6 +6,7 @@ import pytest
 
 from landscape.cli import main
 from landscape.cli import parser as cli_parser
+from landscape.cli.parser import arguments as cli_args
 from landscape.errors import LandscapeError
 from landscape.plots import files
 
@@ -16,8 +17,8 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def test_the_parser_lists_what_the_builders_draw():
-    assert set(cli_parser.FIGURE_COMMANDS) == set(files.BUILDERS)
-    assert cli_parser.FIGURE_SUFFIXES == files.SUFFIXES
+    assert set(cli_args.FIGURE_COMMANDS) == set(files.BUILDERS)
+    assert cli_args.FIGURE_SUFFIXES == files.SUFFIXES
 
 
 def test_barrier_figure_is_the_interpolation_figure(tmp_path, capsys, cache_env):
@@ -97,13 +98,13 @@ def test_matrix_bad_input_is_one_line(argv, capsys, cache_env):
 def test_every_figure_command_takes_a_size():
     from landscape.plots import export
 
-    assert cli_parser.FIGURE_SIZES == tuple(export.SIZES)
+    assert cli_args.FIGURE_SIZES == tuple(export.SIZES)
     commands = cli_parser.build_parser()._subparsers._group_actions[0].choices
     for name, sub in commands.items():
         sizes = [a for a in sub._actions if "--size" in a.option_strings]
-        assert bool(sizes) == (name in cli_parser.FIGURE_COMMANDS), name
+        assert bool(sizes) == (name in cli_args.FIGURE_COMMANDS), name
         if sizes:
-            assert tuple(sizes[0].choices) == cli_parser.FIGURE_SIZES
+            assert tuple(sizes[0].choices) == cli_args.FIGURE_SIZES
             assert sizes[0].default == "double"
 
 

@@ -15,7 +15,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments import barrier
 from landscape.experiments.barriers import ablation as abl
 from landscape.models import zoo
-from landscape.models.train import available_seeds
+from landscape.sources.zoo import available_seeds
 from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 
 STEPS = (("mlp-digits", "the base"), ("vit-digits", "another model"))

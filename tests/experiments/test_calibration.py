@@ -14,8 +14,8 @@ from landscape.experiments import barrier
 from landscape.experiments.barriers.pipeline import calibration_split, seeds_request
 from landscape.experiments.evaluation import fit_temperature, mix
 from landscape.models import forward
-from landscape.models.train import available_seeds
 from landscape.sources import Source
+from landscape.sources.zoo import available_seeds
 
 
 def test_the_fitted_temperature_is_the_minimiser_of_the_cross_entropy():

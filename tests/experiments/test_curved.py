@@ -15,8 +15,8 @@ from landscape.experiments.barriers.curved import (
     train_controls,
 )
 from landscape.experiments.evaluation import interpolate, mix
-from landscape.models.train import available_seeds
 from landscape.sources import Source, data_of
+from landscape.sources.zoo import available_seeds
 
 SEEDS = (0, 1)
 

@@ -59,7 +59,7 @@ def test_barrier_of_a_model_with_itself_is_zero():
 
 
 def test_endpoints_are_the_models_own_metrics():
-    from landscape.models.train import get_checkpoint
+    from landscape.sources.zoo import get_checkpoint
 
     r = barrier("mlp-digits", (0, 1), "weight", "orth", points=5)
     a, b = get_checkpoint("mlp-digits", 0), get_checkpoint("mlp-digits", 1)

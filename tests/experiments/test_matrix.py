@@ -7,7 +7,7 @@ import pytest
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier
 from landscape.experiments.barriers.matrix import barrier_matrix
-from landscape.models.train import available_seeds
+from landscape.sources.zoo import available_seeds
 
 SEEDS = [0, 1, 2]
 

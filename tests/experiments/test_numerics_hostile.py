@@ -32,9 +32,9 @@ from landscape.experiments import evaluation as barrier
 from landscape.experiments.barriers.pairs import barrier_paths
 from landscape.matching import function_warnings, match, worst_check
 from landscape.models import init_params
-from landscape.models.train import get_checkpoint
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir
 from landscape.sources import Source
+from landscape.sources.zoo import get_checkpoint
 from landscape.store.cache import Cache
 from tests.conftest import tiny_config
 

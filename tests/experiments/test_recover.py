@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from landscape.cli import main
-from landscape.cli.parser import RECOVER_LEVELS
+from landscape.cli.parser.arguments import RECOVER_LEVELS
 from landscape.data import Split
 from landscape.experiments.merging.recover_benchmark import (
     COLUMN_TOL,

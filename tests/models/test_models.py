@@ -228,7 +228,8 @@ def test_shipped_assets_fit_the_budget_and_verify():
     zoo's), every zoo model that ships ships at least two seeds (the others none), and assets/
     stays within its budget."""
     from landscape.assets import ASSETS_BUDGET_MB
-    from landscape.models.zoo import ZOO, load_shipped, read_manifest
+    from landscape.models.zoo import ZOO
+    from landscape.sources.zoo import load_shipped, read_manifest
     from landscape.store.paths import assets_root
 
     records = read_manifest()

@@ -11,17 +11,9 @@ from landscape.errors import LandscapeError
 from landscape.models import batched
 from landscape.models.batched import batching_problem, clip_per_seed_
 from landscape.models.checkpoint import load_checkpoint_dir
-from landscape.models.train import (
-    REPRODUCIBLE_METRICS,
-    available_seeds,
-    checkpoint_inputs,
-    get_checkpoint,
-    train,
-    train_model,
-    train_models,
-    train_seeds,
-)
+from landscape.models.train import checkpoint_inputs, train, train_model, train_models, train_seeds
 from landscape.models.zoo import ZOO, TrainConfig, text_model
+from landscape.sources.zoo import REPRODUCIBLE_METRICS, available_seeds, get_checkpoint
 from landscape.store.cache import Cache
 from tests.conftest import tiny_config
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from landscape.models.params import init_params
-from landscape.models.zoo import ZOO, load_shipped, read_manifest, shipped_seeds
+from landscape.models.zoo import ZOO
+from landscape.sources.zoo import load_shipped, read_manifest, shipped_seeds
 
 LLAMA = "llama-shakespeare-d128"
 SCALE = ("vit-fashion-d256-l6", "gpt-shakespeare-d256-l6")

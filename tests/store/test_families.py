@@ -20,9 +20,9 @@ from landscape.experiments.transport import (  # noqa: E402
     save_artifact,
     transport,
 )
-from landscape.models.train import get_checkpoint  # noqa: E402
 from landscape.models.zoo import save_checkpoint_dir  # noqa: E402
 from landscape.sources import Source, add_family, available_seeds  # noqa: E402
+from landscape.sources.zoo import get_checkpoint  # noqa: E402
 from landscape.store import families as fm  # noqa: E402
 from landscape.symmetry import random_transform, spec_for  # noqa: E402
 from tests.conftest import llama_checkpoints  # noqa: E402

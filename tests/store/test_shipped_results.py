@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from landscape import assets
-from landscape.models.train import available_seeds
+from landscape.sources.zoo import available_seeds
 from landscape.store.cache import Cache
 from landscape.store.paths import shipped_results_root
 

@@ -351,8 +351,8 @@ def test_train_save_target_is_checked_before_training(cache_env, capsys, monkeyp
 
 
 def test_a_landscape_checkpoint_directory_may_be_saved_again(cache_env):
-    from landscape.models.train import get_checkpoint
     from landscape.models.zoo import load_checkpoint_dir, save_checkpoint_dir
+    from landscape.sources.zoo import get_checkpoint
 
     ckpt = get_checkpoint("mlp-digits", 0)
     out = save_checkpoint_dir(ckpt, cache_env / "saved" / "deep")

