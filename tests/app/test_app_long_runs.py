@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from landscape.models.train import available_seeds
+from landscape.sources import available_seeds
 from tests.app.common import MAIN, ok
 
 
