@@ -218,7 +218,7 @@ def test_a_build_keeps_what_another_shipped_while_it_computed(tmp_path, monkeypa
     the index when it ships, so the other's rows and entries stay."""
     out = tmp_path / "results"
 
-    def views(name, views):
+    def views(name, views, ablation_seeds=None):
         return [{"view": "atlas", "kind": "atlas", "model": name, "group": "perm",
                  "projection": "pca"}]
 
