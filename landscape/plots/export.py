@@ -164,12 +164,27 @@ def _room_between_panels(fig: go.Figure, width: int, font_px: int) -> None:
     fig.update_layout(xaxis={"domain": [a0, a0 + panel]}, xaxis2={"domain": [b1 - panel, b1]})
 
 
+def _browser_found() -> bool:
+    """Whether a Chromium browser is there for kaleido to drive (``BROWSER_PATH``, one on the
+    path or in a typical place, or one kaleido fetched earlier). Without one, starting kaleido's
+    server waited forever instead of failing; True where this cannot be told (kaleido then
+    says)."""
+    try:
+        from choreographer.browsers.chromium import Chromium
+    except ImportError:
+        return True
+    return bool(Chromium.find_browser(skip_local=False))
+
+
 def _render(fig: go.Figure, fmt: str, scale: float = 1.0) -> bytes:
     """One image via a kaleido browser kept open for the process (started on first use)."""
     import kaleido  # drives a headless browser: loaded only when an image is asked for
 
     with _server_lock:
         if not _server["running"]:
+            if not _browser_found():
+                raise RuntimeError("no Chromium browser found: install one (the Debian "
+                                   "package chromium) or set BROWSER_PATH to it")  # fmt: skip
             kaleido.start_sync_server(silence_warnings=True)
             _server["running"] = True
     with warnings.catch_warnings():

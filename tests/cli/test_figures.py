@@ -176,3 +176,19 @@ def test_every_part_of_a_figure_is_checked_before_any_is_written(tmp_path):
     finally:
         del files.BUILDERS["__test"]
     assert not (tmp_path / "x.html").exists() and taken.read_text() == "mine"
+
+
+def test_png_without_a_browser_is_one_line_not_a_wait(tmp_path, capsys, cache_env, monkeypatch):
+    """Without a Chromium browser, kaleido's server waited forever: the export says so at once."""
+    pytest.importorskip("kaleido")
+    pytest.importorskip("choreographer")
+    from choreographer.browsers.chromium import Chromium
+
+    from landscape.plots import export
+
+    monkeypatch.setattr(export, "_server", {"running": False})
+    monkeypatch.setattr(Chromium, "find_browser", classmethod(lambda cls, **kw: None))
+    out = tmp_path / "symmetries.png"
+    assert main(["symmetries", "mlp-digits", "--seed", "0", "--figure", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Chromium browser" in err and "BROWSER_PATH" in err and not out.exists()
