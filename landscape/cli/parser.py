@@ -38,6 +38,8 @@ CURVATURE_POINTS = 3
 CURVATURE_PROBES = 16
 CURVATURE_BATCH = {"rows": 512, "windows": 16}
 CURVATURE_DTYPES = ("float32", "float64")
+# landscape.experiments.surfaces.DIRECTIONS (a test keeps them equal)
+SURFACE_DIRECTIONS = ("random", "hessian")
 # landscape.experiments.spawn: CHILDREN (a test keeps it equal)
 SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)
@@ -486,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("surface", parents=[common],
                        help="2-D loss surface: around one model along filter-normalised random "
-                            "directions, or the plane through three aligned models")  # fmt: skip
+                            "or Hessian directions, or the plane through three aligned "
+                            "models")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--seed", type=_seed, help="the model the surface is drawn around")
@@ -498,8 +501,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=METHOD_HELP + " (with --seeds; default weight)")  # fmt: skip
     p.add_argument("--group", choices=BARRIER_GROUPS,
                    help=GROUP_HELP + " (with --seeds; default orth)")  # fmt: skip
+    p.add_argument("--directions", choices=SURFACE_DIRECTIONS,
+                   help="the two directions around the model: random (Gaussian) or hessian (the "
+                        "eigenvectors of the Hessian's two largest eigenvalues there, of "
+                        "`landscape curvature`'s loss on its default batch of the train split, "
+                        "within the memory budget), filter-normalised either way (with --seed; "
+                        "default random)")  # fmt: skip
     p.add_argument("--directions-seed", type=_seed,
-                   help="seed of the two random directions (with --seed; default 0)")  # fmt: skip
+                   help="seed of the two random directions, or with --directions hessian of the "
+                        "batch's rows and Lanczos' start (with --seed; default 0)")  # fmt: skip
     p.add_argument("--extent", type=_float_in(0, 1e6, open_low=True),
                    help="α and β run from −extent to extent, in units of the filter-normalised "
                         "directions (with --seed; default 1)")  # fmt: skip

@@ -523,7 +523,8 @@ def surface(
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         if not plane:
-            tell(progress, "evaluate", 0)
+            if directions == "random":  # else the Hessian first, and it says so
+                tell(progress, "evaluate", 0)
             s = surface_directions(ckpts[0].cfg, ckpts[0].params, data, seed=directions_seed,
                                    extent=extent, resolution=resolution, vectors=vectors,
                                    split=split, device=device, progress=progress,
