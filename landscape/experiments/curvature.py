@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-from landscape.budget import check_hessian, check_points, check_work
+from landscape.budget import HESSIAN_ADVICE, check_hessian, check_points, check_work
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
@@ -411,29 +411,33 @@ def curvature_batch(data: Data, split: str, rows: int | None, seed: int) -> Spli
 
 
 def _chunk_rows(cfg: ModelConfig, n_params: int, options: CurvatureOptions, length: int,
-                rows: int) -> int:  # fmt: skip
+                rows: int, advice: str = HESSIAN_ADVICE) -> int:  # fmt: skip
     """Rows per chunk, at most ``rows``, within the memory budget (refused when not even one row
-    of ``length`` positions fits)."""
+    of ``length`` positions fits, with ``advice``)."""
     itemsize = torch.empty((), dtype=DTYPES[options.dtype]).element_size()
     vectors = max(2 * options.top_k + 1, LANCZOS_VECTORS)
-    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows)
+    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows,
+                         advice)  # fmt: skip
 
 
-def check_hessian_memory(cfg: ModelConfig, options: CurvatureOptions) -> None:
+def check_hessian_memory(cfg: ModelConfig, options: CurvatureOptions,
+                         advice: str = HESSIAN_ADVICE) -> None:  # fmt: skip
     """Refuse in one line, before anything is loaded, a Hessian of a model of ``cfg`` whose
     Lanczos vectors (``options.top_k``), parameter copies (``options.dtype``) and one row's
     gradient graph (a row of the model's context) exceed the memory budget
-    (``landscape.budget.check_hessian``)."""
-    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1)
+    (``landscape.budget.check_hessian``; the line ends with ``advice``)."""
+    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1, advice)
 
 
 def hessian_at(cfg: ModelConfig, params: Params, batch: Split, options: CurvatureOptions, *,
-               device: torch.device = CPU) -> HessianProducts:  # fmt: skip
+               device: torch.device = CPU, advice: str = HESSIAN_ADVICE
+               ) -> HessianProducts:  # fmt: skip
     """The Hessian-vector products of the mean loss of ``params`` on ``batch``, in
     ``options.dtype`` on ``device``, the batch in chunks of rows that fit the memory budget with
-    Lanczos' ``options.top_k`` vectors (refused in one line when not even one row fits)."""
+    Lanczos' ``options.top_k`` vectors (refused in one line, ending with ``advice``, when not
+    even one row fits)."""
     n_params = sum(v.numel() for v in params.values())
-    rows = _chunk_rows(cfg, n_params, options, positions(cfg, batch.inputs), len(batch))
+    rows = _chunk_rows(cfg, n_params, options, positions(cfg, batch.inputs), len(batch), advice)
     dtype = DTYPES[options.dtype]
     point = {k: v.to(device=device, dtype=dtype) for k, v in params.items()}
     return HessianProducts(cfg, point, batch.inputs, batch.targets, rows)

@@ -81,6 +81,8 @@ Vectors = Literal["zero", "keep"]
 VECTORS: tuple[Vectors, ...] = ("zero", "keep")
 Directions = Literal["random", "hessian"]
 DIRECTIONS: tuple[Directions, ...] = ("random", "hessian")
+# what a surface whose Hessian exceeds the memory budget can ask for instead
+HESSIAN_ADVICE = "random directions or a smaller model need less"
 # Per-head readers: their head axis indexes output units too (docs/design.md §1, *Surfaces*).
 HEAD_READERS = ("W_Q", "W_K", "W_V")
 
@@ -191,7 +193,7 @@ def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
     """
     options = hessian_options(seed, split, batch, dtype)
     rows = curvature_batch(data, split, batch, seed)
-    h = hessian_at(cfg, params, rows, options, device=device)
+    h = hessian_at(cfg, params, rows, options, device=device, advice=HESSIAN_ADVICE)
     values, flat, converged = top_eigenpairs(h.matvec(), h.size(), 2, seed=seed,
                                              tol=LANCZOS_TOL[dtype])  # fmt: skip
     if len(values) < 2:
@@ -451,7 +453,7 @@ def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "or
     check_split(split)
     _check_grid(resolution, extent, margin, path_points, len(seeds) == 3)
     if directions == "hessian" and cfg is not None:
-        check_hessian_memory(cfg, hessian_options(batch=hessian_batch))
+        check_hessian_memory(cfg, hessian_options(batch=hessian_batch), HESSIAN_ADVICE)
 
 
 @threaded
@@ -515,7 +517,7 @@ def surface(
     hessian: dict[str, Any] = {}
     if directions == "hessian":  # random directions keep the key they always had
         options = hessian_options(directions_seed, batch=hessian_batch)
-        check_hessian_memory(ckpts[0].cfg, options)
+        check_hessian_memory(ckpts[0].cfg, options, HESSIAN_ADVICE)
         rows = len(curvature_batch(data, options.split, options.batch, options.seed))
         hessian = {"split": options.split, "batch": hessian_batch, "dtype": options.dtype}
         inputs.update(directions="hessian", hessian={**hessian, "batch": rows},

@@ -68,6 +68,7 @@ def test_the_hessians_memory_is_refused_in_one_line_before_loading(capsys, monke
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "the Hessian of 10890 parameters needs" in err and len(err.splitlines()) == 1
+    assert err.endswith("(random directions or a smaller model need less)")
 
 
 def test_directions_are_the_librarys():
