@@ -705,37 +705,38 @@ def session_figures() -> list[Any]:
 def surface(
     model: str, seeds: tuple[int, ...], method: str, group: str, resolution: int, split: str,
     device: str | None, extent: float, directions_seed: int, margin: float,
+    directions: str = "random",
 ) -> dict[str, Any]:  # fmt: skip
-    """A loss surface (``landscape.experiments.surfaces.surface``: one seed, around it; three,
-    the plane through them) read from the disk cache; :class:`NotCached` when it is not there
-    yet (then :func:`compute_surface`)."""
+    """A loss surface (``landscape.experiments.surfaces.surface``: one seed, around it along
+    ``directions``, random or the Hessian's; three, the plane through them) read from the disk
+    cache; :class:`NotCached` when it is not there yet (then :func:`compute_surface`)."""
     from landscape.experiments.surfaces import surface as read
 
     return read(model, seeds, method, group, **_surface_options(len(seeds), extent,
-                directions_seed, margin), resolution=resolution, split=split,
+                directions_seed, margin, directions), resolution=resolution, split=split,
                 device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
 
 
 def compute_surface(
     model: str, seeds: tuple[int, ...], method: str, group: str, resolution: int, split: str,
     device: str | None, extent: float, directions_seed: int, margin: float,
-    progress: Progress | None = None,
+    directions: str = "random", progress: Progress | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """:func:`surface` computed (aligning the models of a plane first) under ``progress`` and
-    stored, then read as the page reads it."""
+    """:func:`surface` computed (aligning the models of a plane first, or finding the Hessian's
+    eigenvectors) under ``progress`` and stored, then read as the page reads it."""
     from landscape.experiments.surfaces import surface as compute
 
     args = (model, seeds, method, group, resolution, split, device, extent, directions_seed,
-            margin)  # fmt: skip
+            margin, directions)  # fmt: skip
     compute(model, seeds, method, group, **_surface_options(len(seeds), extent, directions_seed,
-            margin), resolution=resolution, split=split, device=resolve_device(device),
-            progress=progress)  # fmt: skip
+            margin, directions), resolution=resolution, split=split,
+            device=resolve_device(device), progress=progress)  # fmt: skip
     return surface(*args)
 
 
-def _surface_options(n: int, extent: float, directions_seed: int, margin: float
-                     ) -> dict[str, Any]:  # fmt: skip
+def _surface_options(n: int, extent: float, directions_seed: int, margin: float,
+                     directions: str = "random") -> dict[str, Any]:  # fmt: skip
     """The options of a surface around one model (``n`` = 1) or through three."""
     if n == 1:
-        return {"extent": extent, "directions_seed": directions_seed}
+        return {"extent": extent, "directions_seed": directions_seed, "directions": directions}
     return {"margin": margin}

@@ -33,6 +33,7 @@ from pathlib import Path
 from landscape.errors import LandscapeError
 
 __all__ = [
+    "HESSIAN_ADVICE",
     "MAX_ALIGNMENTS",
     "MAX_EVALUATIONS",
     "MAX_MERGEKIT_RUNS",
@@ -267,13 +268,16 @@ def check_snapshots(what: str, count: int, parameters: int, hint: str = "") -> N
         )
 
 
+HESSIAN_ADVICE = "fewer --top-k, a smaller model or float32 need less"
+
+
 def check_hessian(parameters: int, lanczos_vectors: int, itemsize: int, row_bytes: int,
-                  rows: int) -> int:  # fmt: skip
+                  rows: int, advice: str = HESSIAN_ADVICE) -> int:  # fmt: skip
     """Rows of a batch whose Hessian-vector products run at once (one chunk) within the budget,
     at most ``rows``: the Lanczos basis (``lanczos_vectors`` float64 vectors of ``parameters``)
     and the parameters' working copies (``itemsize`` bytes each) come first, what is left holds
     the gradient's graph of ``row_bytes`` per row. Refused in one line when not even one row
-    fits."""
+    fits, ending with ``advice`` (what the command can ask for instead)."""
     fixed = parameters * (8 * (lanczos_vectors + HESSIAN_LANCZOS_EXTRA)
                           + itemsize * HESSIAN_PARAM_COPIES)  # fmt: skip
     left = budget_bytes() - fixed
@@ -281,8 +285,7 @@ def check_hessian(parameters: int, lanczos_vectors: int, itemsize: int, row_byte
         raise LandscapeError(
             f"the Hessian of {parameters} parameters needs {_size(fixed)} for its Lanczos "
             f"vectors and working copies and {_size(row_bytes)} for one row's gradient graph; "
-            f"that exceeds the {_budget_text()} (fewer --top-k, a smaller model or "
-            "float32 need less)"
+            f"that exceeds the {_budget_text()} ({advice})"
         )
     return max(1, min(rows, left // row_bytes))
 

@@ -1,5 +1,5 @@
-"""Surface: the loss around one model along two random directions, or over the plane through
-three aligned models, as a contour map and in 3-D."""
+"""Surface: the loss around one model along two random directions or its Hessian's top two
+eigenvectors, or over the plane through three aligned models, as a contour map and in 3-D."""
 
 from __future__ import annotations
 
@@ -30,19 +30,24 @@ from app.components.long_runs import UNKNOWN
 from app.memory import remember
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
+from landscape.numbers import number
 from landscape.page_defaults import method_group
 from landscape.plots.surface import figure_surface
 from landscape.plots.theme import method_key, points
 from landscape.plots.tidy import tidy_surface
 
 AROUND, PLANE = "Around one model", "Plane through three"
+RANDOM, HESSIAN = "Random", "Hessian"
 
 page_header(
     "Surface",
     "Loss and accuracy over a plane in weight space. *Around one model*: θ + α·d₁ + β·d₂, with "
     "d₁ and d₂ Gaussian directions whose every filter (the weights feeding one output unit) is "
     "rescaled to the norm of the model's filter, so that α = 1 is a step as large as the model's "
-    "own weights; biases and norm gains stay where they are. *Plane through three*: A, and B "
+    "own weights; biases and norm gains stay where they are. *Hessian* directions take the "
+    "eigenvectors of the two largest eigenvalues of the loss's Hessian at the model instead (on "
+    "a fixed batch of the training split, as `landscape curvature` takes it), rescaled the same "
+    "way. *Plane through three*: A, and B "
     "and C aligned onto A, in the plane they span, reaching past the triangle; the dashed lines "
     "are the straight paths between the models.",
 )
@@ -65,8 +70,15 @@ with controls():
         remember("surf_extent", 1.0, param="extent", options=(0.25, 0.5, 1.0, 1.5, 2.0))
         extent = c2.select_slider("Extent (α and β from −extent to extent)",
                                   [0.25, 0.5, 1.0, 1.5, 2.0], key="surf_extent")  # fmt: skip
+        remember("surf_axes", RANDOM, param="axes", options=(RANDOM, HESSIAN))
+        along = c2.radio("Directions", [RANDOM, HESSIAN], horizontal=True, key="surf_axes",
+                         help="Hessian: the eigenvectors of its two largest eigenvalues, found "
+                              "by Lanczos before the grid is evaluated")  # fmt: skip
         remember("surf_dseed", 0, param="directions", options=range(10))
-        directions_seed = c2.selectbox("Directions seed", list(range(10)), key="surf_dseed")
+        directions_seed = c2.selectbox("Directions seed" if along == RANDOM else
+                                       "Batch seed (the Hessian's rows)", list(range(10)),
+                                       key="surf_dseed")  # fmt: skip
+        directions = "hessian" if along == HESSIAN else "random"
         method, group, margin = "weight", "orth", 0.2
     else:
         remember(f"surf_seeds_{name}", seeds[:3], param="seeds", options=seeds, many=True,
@@ -78,7 +90,7 @@ with controls():
         remember("surf_margin", 0.2, param="margin", options=(0.1, 0.2, 0.3, 0.5))
         margin = c2.select_slider("Margin past the triangle (of its larger side)",
                                   [0.1, 0.2, 0.3, 0.5], key="surf_margin")  # fmt: skip
-        extent, directions_seed = 1.0, 0
+        extent, directions_seed, directions = 1.0, 0, "random"
     remember("surf_resolution", 21, param="grid", options=range(5, 42, 2))
     resolution = c3.select_slider("Grid (points per axis)", list(range(5, 42, 2)),
                                   key="surf_resolution")  # fmt: skip
@@ -92,9 +104,13 @@ if kind == PLANE and len(chosen) != 3:
     st.stop()
 
 args = (name, tuple(chosen), method, group, resolution, split, device(), extent,
-        directions_seed, margin)  # fmt: skip
-what = (f"The surface around {name} seed {chosen[0]}" if kind == AROUND else
-        f"The plane through {name} seeds {', '.join(map(str, chosen))}")  # fmt: skip
+        directions_seed, margin, directions)  # fmt: skip
+hessian = kind == AROUND and directions == "hessian"
+if kind == AROUND:
+    what = f"The surface around {name} seed {chosen[0]}"
+    what += " along its Hessian's top two eigenvectors" if hessian else ""
+else:
+    what = f"The plane through {name} seeds {', '.join(map(str, chosen))}"
 result = None
 try:
     result = state.surface(*args)
@@ -103,8 +119,10 @@ except state.NotCached:
     # what it will cost: its points at the seconds per point measured on this machine (a
     # surface's point and a triangle's are one evaluation of the model on the split each)
     per_point = state.GRID_SECONDS.get((name, split, "weights", str(device())))
+    first = {PLANE: ", and the two alignments first.",
+             AROUND: ", and the Hessian's eigenvectors first." if hessian else "."}[kind]
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
-            "on this machine" + (", and the two alignments first." if kind == PLANE else ".")
+            "on this machine" + first
             if per_point else f" {UNKNOWN.capitalize()} (known once a surface or triangle of "
             f"{name} has been evaluated here).")  # fmt: skip
     with ask.container():
@@ -121,7 +139,7 @@ except state.NotCached:
         )
     if result is not None:
         ask.empty()
-        if kind == AROUND:  # computed here: the seconds per point of this machine
+        if kind == AROUND and not hessian:  # computed here: the seconds per point here
             took = time.perf_counter() - started
             state.GRID_SECONDS[name, split, "weights", str(device())] = took / resolution**2
 except Exception as err:
@@ -130,7 +148,8 @@ except Exception as err:
 if result is not None:
     show_warnings(what, result)
     settings = {"model": name, "seeds": list(chosen), "split": split, "resolution": resolution,
-                **({"extent": extent, "directions seed": directions_seed} if kind == AROUND
+                **({"extent": extent, "directions": directions,
+                    "directions seed": directions_seed} if kind == AROUND
                    else {"method": method, "group": group, "margin": margin})}  # fmt: skip
     rows = [{"model": p["label"], "loss (nats)": p["loss"], "accuracy (%)": points(p["accuracy"])}
             for p in result["points"]]  # fmt: skip
@@ -165,3 +184,13 @@ if result is not None:
         "on a log scale. Barriers: the largest excess of loss over the chord between the ends "
         "(accuracy: the largest drop below it)."
     )
+    if result.get("hessian"):
+        h = result["hessian"]
+        (l1, l2), (k1, k2), b = h["eigenvalues"], h["axis_curvatures"], h["batch"]
+        st.caption(
+            f"Hessian eigenvalues λ₁ = {number(l1)}, λ₂ = {number(l2)}, of the loss on "
+            f"{b['rows']} {b['unit']} of the {h['split']} split (drawn by seed {h['seed']})"
+            f"{'' if h['converged'] else '; Lanczos did not converge'}. Filter normalisation "
+            "rescales the eigenvectors' filters unevenly: along the axes drawn, the batch's loss "
+            f"curves as ½·κ·α² with κ = {number(k1)} (α) and {number(k2)} (β)."
+        )

@@ -275,13 +275,14 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # the options of one kind of surface, refused with the other (their defaults are the library's)
-SURFACE_AROUND = ("directions_seed", "extent", "vectors")
+SURFACE_AROUND = ("directions", "directions_seed", "extent", "vectors")
 SURFACE_PLANE = ("method", "group", "margin", "path_points")
 
 
 @command("surface")
 def _surface(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments.surfaces import check_surface, surface
+    from landscape.models.zoo import ZOO
 
     plane = args.seeds is not None
     wrong = [k for k in (SURFACE_AROUND if plane else SURFACE_PLANE)
@@ -294,8 +295,13 @@ def _surface(args: argparse.Namespace) -> dict[str, Any]:
              if getattr(args, k) is not None}  # fmt: skip
     seeds = args.seeds if plane else [args.seed]
     method, group = given.pop("method", "weight"), given.pop("group", "orth")
-    check_surface(seeds, method, group, resolution=args.resolution, split=args.split, **given)
+    # a zoo model's Hessian budget before any loading (a family's is checked once loaded)
+    cfg = ZOO[args.model].config if args.model in ZOO else None
+    check_surface(seeds, method, group, resolution=args.resolution, split=args.split, cfg=cfg,
+                  **given)  # fmt: skip
     what = f"{args.model} {seeds} {method}/{group}" if plane else f"{args.model} seed {args.seed}"
+    if given.get("directions") == "hessian":
+        what += " along its Hessian's top two eigenvectors"
     _status(f"surface {what}")
     with _progress_bar(f"surface {'plane' if plane else 'directions'}") as progress:
         return surface(args.model, seeds, method, group, resolution=args.resolution,

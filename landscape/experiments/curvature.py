@@ -10,7 +10,8 @@ Hv = ∇_θ(∇_θL · v) (Pearlmutter 1994), by double backward through the ref
 - the top-k eigenvalues (largest algebraic, so a saddle's negative curvature does not crowd out
   the sharpest directions): implicitly restarted Lanczos, ARPACK's, through
   ``scipy.sparse.linalg.eigsh`` on a ``LinearOperator`` whose matvec is Hv, started from a seeded
-  Gaussian vector;
+  Gaussian vector; with their eigenvectors on request (:func:`top_eigenpairs`, signed by a fixed
+  convention; the Hessian directions of ``landscape surface``);
 - the trace: Hutchinson's estimator tr H = E[zᵀHz] over Rademacher probes z (Hutchinson 1990),
   the mean of ``probes`` draws with its standard error s/√m;
 - per block (on request): the top eigenvalue of the diagonal block H_bb of one transformer
@@ -42,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-from landscape.budget import check_hessian, check_points, check_work
+from landscape.budget import HESSIAN_ADVICE, check_hessian, check_points, check_work
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
@@ -70,15 +71,18 @@ __all__ = [
     "CurvatureRequest",
     "HessianProducts",
     "check_curvature",
+    "check_hessian_memory",
     "expected_products",
     "curvature",
     "curvature_along",
     "curvature_batch",
+    "hessian_at",
     "hutchinson_trace",
     "measure_curvature",
     "parameter_blocks",
     "positions",
     "row_bytes",
+    "top_eigenpairs",
     "top_eigenvalues",
 ]
 
@@ -235,8 +239,38 @@ class HessianProducts:
 
         return mv
 
+    def flatten(self, vectors: Params) -> torch.Tensor:
+        """``vectors`` (a tensor per parameter name, any dtype and device) as one flat float64
+        vector on the CPU, in the order :meth:`product` takes (sorted names)."""
+        return torch.cat([vectors[k].detach().to(torch.float64).reshape(-1).cpu()
+                          for k in self.names])  # fmt: skip
+
+    def unflatten(self, v: torch.Tensor | np.ndarray) -> Params:
+        """A flat vector over every parameter (sorted names) as a tensor per name, shaped like
+        the parameters, float64 on the CPU."""
+        flat = torch.as_tensor(np.asarray(v, dtype=np.float64).reshape(-1))
+        shapes = [self.params[k].shape for k in self.names]
+        parts = torch.split(flat, [math.prod(s) for s in shapes])
+        return {k: p.reshape(s).clone() for k, p, s in zip(self.names, parts, shapes,
+                                                             strict=True)}  # fmt: skip
+
 
 # ---------------------------------------------------------------- Lanczos and Hutchinson
+
+
+def _lanczos(matvec: Matvec, n: int, k: int, seed: int, tol: float, vectors: bool
+             ) -> tuple[Any, bool]:  # fmt: skip
+    """ARPACK's ``eigsh(which="LA")`` on ``matvec`` (see :func:`top_eigenvalues`): its values, or
+    (values, vectors) with ``vectors``, and whether all converged (else what did)."""
+    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    v0 = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    ncv = min(n, max(2 * k + 1, LANCZOS_VECTORS))
+    try:
+        out = eigsh(op, k=k, which="LA", v0=v0.numpy(), ncv=ncv, tol=tol,
+                    maxiter=LANCZOS_RESTARTS, return_eigenvectors=vectors)  # fmt: skip
+        return out, True
+    except ArpackNoConvergence as e:
+        return ((e.eigenvalues, e.eigenvectors) if vectors else e.eigenvalues), False
 
 
 def top_eigenvalues(matvec: Matvec, n: int, k: int, *, seed: int = 0, tol: float = 1e-10
@@ -248,16 +282,36 @@ def top_eigenvalues(matvec: Matvec, n: int, k: int, *, seed: int = 0, tol: float
     (ARPACK's limit). Not converged after :data:`LANCZOS_RESTARTS` restarts: the values that
     did, and False."""
     k = max(1, min(k, n - 1))
-    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
-    v0 = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    ncv = min(n, max(2 * k + 1, LANCZOS_VECTORS))
-    try:
-        values = eigsh(op, k=k, which="LA", v0=v0.numpy(), ncv=ncv, tol=tol,
-                       maxiter=LANCZOS_RESTARTS, return_eigenvectors=False)  # fmt: skip
-        converged = True
-    except ArpackNoConvergence as e:
-        values, converged = e.eigenvalues, False
+    values, converged = _lanczos(matvec, n, k, seed, tol, vectors=False)
     return sorted((float(x) for x in values), reverse=True), converged
+
+
+def top_eigenpairs(matvec: Matvec, n: int, k: int, *, seed: int = 0, tol: float = 1e-10
+                   ) -> tuple[list[float], np.ndarray, bool]:  # fmt: skip
+    """The ``k`` largest (algebraic) eigenvalues of the symmetric n × n operator ``matvec``,
+    largest first, their eigenvectors, and whether all converged: the Lanczos of
+    :func:`top_eigenvalues` (same basis, start, tolerance and limits), asked for its Ritz vectors
+    too.
+
+    The eigenvectors are the columns of an n × (values) float64 array, in the order of the
+    values, each of unit norm. An eigenvector's sign is arbitrary (v and −v are both, and
+    ARPACK's choice depends on the start), so each is signed by a fixed convention: **its entry
+    of largest magnitude is positive** (the first such entry, by index, where magnitudes tie
+    exactly). A repeated eigenvalue has no unique eigenvectors; those returned then span its
+    eigenspace. Not converged: the pairs that did, and False.
+    """
+    k = max(1, min(k, n - 1))
+    (values, vectors), converged = _lanczos(matvec, n, k, seed, tol, vectors=True)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    vectors = np.asarray(vectors, dtype=np.float64).reshape(n, len(values))
+    order = np.argsort(-values, kind="stable")
+    values, vectors = values[order], vectors[:, order].copy()
+    for j in range(vectors.shape[1]):
+        v = vectors[:, j]
+        v /= np.linalg.norm(v)
+        if v[np.argmax(np.abs(v))] < 0:
+            v *= -1.0
+    return [float(x) for x in values], vectors, converged
 
 
 def hutchinson_trace(matvec: Matvec, n: int, probes: int, *, seed: int = 0
@@ -357,12 +411,36 @@ def curvature_batch(data: Data, split: str, rows: int | None, seed: int) -> Spli
 
 
 def _chunk_rows(cfg: ModelConfig, n_params: int, options: CurvatureOptions, length: int,
-                rows: int) -> int:  # fmt: skip
+                rows: int, advice: str = HESSIAN_ADVICE) -> int:  # fmt: skip
     """Rows per chunk, at most ``rows``, within the memory budget (refused when not even one row
-    of ``length`` positions fits)."""
+    of ``length`` positions fits, with ``advice``)."""
     itemsize = torch.empty((), dtype=DTYPES[options.dtype]).element_size()
     vectors = max(2 * options.top_k + 1, LANCZOS_VECTORS)
-    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows)
+    return check_hessian(n_params, vectors, itemsize, row_bytes(cfg, length, itemsize), rows,
+                         advice)  # fmt: skip
+
+
+def check_hessian_memory(cfg: ModelConfig, options: CurvatureOptions,
+                         advice: str = HESSIAN_ADVICE) -> None:  # fmt: skip
+    """Refuse in one line, before anything is loaded, a Hessian of a model of ``cfg`` whose
+    Lanczos vectors (``options.top_k``), parameter copies (``options.dtype``) and one row's
+    gradient graph (a row of the model's context) exceed the memory budget
+    (``landscape.budget.check_hessian``; the line ends with ``advice``)."""
+    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1, advice)
+
+
+def hessian_at(cfg: ModelConfig, params: Params, batch: Split, options: CurvatureOptions, *,
+               device: torch.device = CPU, advice: str = HESSIAN_ADVICE
+               ) -> HessianProducts:  # fmt: skip
+    """The Hessian-vector products of the mean loss of ``params`` on ``batch``, in
+    ``options.dtype`` on ``device``, the batch in chunks of rows that fit the memory budget with
+    Lanczos' ``options.top_k`` vectors (refused in one line, ending with ``advice``, when not
+    even one row fits)."""
+    n_params = sum(v.numel() for v in params.values())
+    rows = _chunk_rows(cfg, n_params, options, positions(cfg, batch.inputs), len(batch), advice)
+    dtype = DTYPES[options.dtype]
+    point = {k: v.to(device=device, dtype=dtype) for k, v in params.items()}
+    return HessianProducts(cfg, point, batch.inputs, batch.targets, rows)
 
 
 def expected_products(cfg: ModelConfig, options: CurvatureOptions) -> int:
@@ -380,7 +458,7 @@ def check_curvature(cfg: ModelConfig, options: CurvatureOptions) -> None:
     the memory budget, or whose two lines expect more than :data:`MAX_PRODUCTS`
     Hessian-vector products without long work asked for (one line each;
     :func:`measure_curvature` checks the memory again with the batch's rows)."""
-    _chunk_rows(cfg, count_params(cfg), options, positions(cfg), 1)
+    check_hessian_memory(cfg, options)
     n = 2 * expected_products(cfg, options)
     check_work(f"--points {options.points}, --top-k {options.top_k}, --probes {options.probes}"
                f"{' and --per-block' if options.per_block else ''} ask for about {n} "

@@ -1,6 +1,6 @@
-"""2-D loss surfaces: around one model along filter-normalised random directions, and over the
-plane through three models (B and C aligned onto A) beyond their triangle (docs/design.md §1,
-*Surfaces*).
+"""2-D loss surfaces: around one model along two filter-normalised directions (random, or the
+top two eigenvectors of the loss's Hessian there), and over the plane through three models (B and
+C aligned onto A) beyond their triangle (docs/design.md §1, *Surfaces*).
 
 Both are grids of mixtures of three parameter sets, evaluated in chunks by
 :func:`landscape.experiments.evaluation.evaluate_mixtures` (batched on the device, the mixing
@@ -35,6 +35,15 @@ from landscape.experiments.barriers.pipeline import (
     check_split,
     health,
 )
+from landscape.experiments.curvature import (
+    CURVATURE_VERSION,
+    LANCZOS_TOL,
+    CurvatureOptions,
+    check_hessian_memory,
+    curvature_batch,
+    hessian_at,
+    top_eigenpairs,
+)
 from landscape.experiments.evaluation import (
     barrier_from_curve,
     check_finite_loss,
@@ -48,15 +57,19 @@ from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
 
 __all__ = [
+    "DIRECTIONS",
     "SURFACE_VERSION",
     "VECTORS",
     "Surface",
+    "check_directions",
     "check_surface",
     "direction_pair",
     "filter_axes",
     "filter_norms",
     "filter_normalise",
     "grid_axis",
+    "hessian_directions",
+    "hessian_options",
     "plane_coordinates",
     "surface",
     "surface_directions",
@@ -66,6 +79,10 @@ __all__ = [
 SURFACE_VERSION = 1  # bump when directions, grids or their evaluation change
 Vectors = Literal["zero", "keep"]
 VECTORS: tuple[Vectors, ...] = ("zero", "keep")
+Directions = Literal["random", "hessian"]
+DIRECTIONS: tuple[Directions, ...] = ("random", "hessian")
+# what a surface whose Hessian exceeds the memory budget can ask for instead
+HESSIAN_ADVICE = "random directions or a smaller model need less"
 # Per-head readers: their head axis indexes output units too (docs/design.md §1, *Surfaces*).
 HEAD_READERS = ("W_Q", "W_K", "W_V")
 
@@ -140,6 +157,69 @@ def direction_pair(params: Params, seed: int, vectors: Vectors = "zero") -> tupl
     return drawn[0], drawn[1]
 
 
+def hessian_options(seed: int = 0, split: str = "train", batch: int | None = None,
+                    dtype: str = "float32") -> CurvatureOptions:  # fmt: skip
+    """The curvature options of a surface's Hessian directions: the top two eigenpairs on
+    ``batch`` rows of ``split`` drawn by ``seed`` (curvature's batch and defaults), products in
+    ``dtype``."""
+    return CurvatureOptions(top_k=2, probes=0, batch=batch, split=split, dtype=dtype, seed=seed)
+
+
+def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
+                       vectors: Vectors = "zero", split: str = "train", batch: int | None = None,
+                       dtype: str = "float32", device: torch.device = CPU
+                       ) -> tuple[Params, Params, dict[str, Any]]:  # fmt: skip
+    """The top two eigenvectors of the loss's Hessian at ``params``, filter-normalised as
+    :func:`direction_pair`'s draws are: d₁ from the eigenvector of the largest (algebraic)
+    eigenvalue λ₁, d₂ from the second's λ₂.
+
+    The loss and its Hessian are those of ``landscape curvature``
+    (:mod:`landscape.experiments.curvature`): the mean cross-entropy over ``batch`` rows of
+    ``split`` drawn by ``seed`` (:func:`~landscape.experiments.curvature.curvature_batch`; by
+    default 16 windows of a text, 512 rows else, of the training split), Hessian-vector products
+    in ``dtype`` within the memory budget, Lanczos from a Gaussian start seeded by ``seed``
+    (:func:`~landscape.experiments.curvature.top_eigenpairs`). Sign: each eigenvector is signed
+    so that its entry of largest magnitude (over every parameter, names sorted) is positive, and
+    filter normalisation rescales each filter by a positive factor, so this convention fixes
+    both axes' orientation (the same model, batch and seed give the same axes).
+
+    Also returns what the surface records: ``eigenvalues`` [λ₁, λ₂]; ``axis_curvatures``
+    [d₁ᵀHd₁, d₂ᵀHd₂], the second derivative of the batch's loss along each normalised axis at the
+    centre (filter normalisation rescales filters unevenly, so the axes are no longer exact
+    eigenvectors and these are not λ·‖d‖²): the batch's loss at (α, 0) is
+    L + α·∇L·d₁ + ½·κ₁·α² to second order; whether Lanczos ``converged``; the
+    ``hessian_vector_products`` made; the ``batch`` (rows, unit, predictions), ``split``,
+    ``seed`` and ``dtype``; the batch's ``loss`` and ``gradient_norm`` at the centre.
+    """
+    options = hessian_options(seed, split, batch, dtype)
+    rows = curvature_batch(data, split, batch, seed)
+    h = hessian_at(cfg, params, rows, options, device=device, advice=HESSIAN_ADVICE)
+    values, flat, converged = top_eigenpairs(h.matvec(), h.size(), 2, seed=seed,
+                                             tol=LANCZOS_TOL[dtype])  # fmt: skip
+    if len(values) < 2:
+        raise LandscapeError(
+            f"Lanczos converged on {len(values)} of the Hessian's top two "
+            "eigenvectors at the surface's centre: no Hessian directions"
+        )
+    d1, d2 = (filter_normalise(h.unflatten(flat[:, j]), params, vectors) for j in range(2))
+    curvatures = [float(h.flatten(d) @ h.product(h.flatten(d))) for d in (d1, d2)]
+    windows = rows.targets.ndim == 2
+    info = {
+        "eigenvalues": values[:2],
+        "axis_curvatures": curvatures,
+        "converged": converged,
+        "hessian_vector_products": h.products,
+        "batch": {"rows": len(rows), "unit": "windows" if windows else "examples",
+                  "predictions": int(rows.targets.numel())},
+        "split": split,
+        "seed": seed,
+        "dtype": dtype,
+        "loss": h.loss,
+        "gradient_norm": h.gradient_norm,
+    }  # fmt: skip
+    return d1, d2, info
+
+
 def grid_axis(lo: float, hi: float, resolution: int) -> torch.Tensor:
     """``resolution`` evenly spaced values from ``lo`` to ``hi`` (float64); on a symmetric axis
     with an odd resolution the middle one is exactly 0."""
@@ -193,7 +273,8 @@ class Surface:
     the models in the plane, each ``{"label", "x", "y", "loss", "accuracy"}``; ``paths`` the
     straight lines between them (plane only), each ``{"label", "x", "y", "lambdas", "loss",
     "accuracy"}`` with lists along the line (λ = 1 at the first-named model) and its
-    ``barrier_loss`` and ``barrier_accuracy`` (docs/design.md §1).
+    ``barrier_loss`` and ``barrier_accuracy`` (docs/design.md §1). Along Hessian directions,
+    ``hessian`` is what :func:`hessian_directions` records (the eigenvalues among it).
     """
 
     kind: Literal["directions", "plane"]
@@ -203,9 +284,14 @@ class Surface:
     accuracy: list[list[float]]
     points: list[dict[str, Any]] = field(default_factory=list)
     paths: list[dict[str, Any]] = field(default_factory=list)
+    hessian: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, without ``hessian`` where the directions are not the Hessian's."""
+        out = asdict(self)
+        if out["hessian"] is None:
+            del out["hessian"]
+        return out
 
 
 def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tensor, data: Data,
@@ -223,11 +309,23 @@ def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
 def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
                        extent: float = 1.0, resolution: int = 21, vectors: Vectors = "zero",
                        split: str = "test", device: torch.device = CPU,
-                       progress: Progress | None = None, name: str = "model"
-                       ) -> Surface:  # fmt: skip
+                       progress: Progress | None = None, name: str = "model",
+                       directions: Directions = "random",
+                       hessian: dict[str, Any] | None = None) -> Surface:  # fmt: skip
     """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)``, d₁ and d₂ from
-    :func:`direction_pair`; the model itself (the origin) is the point ``name``."""
-    d1, d2 = direction_pair(params, seed, vectors)
+    :func:`direction_pair` (``directions="random"``, drawn by ``seed``) or
+    :func:`hessian_directions` (``"hessian"``: ``seed`` draws the batch and Lanczos' start,
+    ``hessian`` holds its ``split``, ``batch`` and ``dtype``); the model itself (the origin) is
+    the point ``name``."""
+    check_directions(directions)
+    info = None
+    if directions == "hessian":
+        tell(progress, "Hessian eigenvectors", 0)
+        d1, d2, info = hessian_directions(cfg, params, data, seed=seed, vectors=vectors,
+                                          device=device, **(hessian or {}))  # fmt: skip
+        progress = within(progress, 0.5, 1.0)
+    else:
+        d1, d2 = direction_pair(params, seed, vectors)
     ends = [params, {k: params[k] + d1[k] for k in params}, {k: params[k] + d2[k] for k in params}]
     axis = grid_axis(-extent, extent, resolution)
     beta, alpha = torch.meshgrid(axis, axis, indexing="ij")  # (y, x)
@@ -244,7 +342,8 @@ def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
     origin = {"label": name, "x": 0.0, "y": 0.0, "loss": float(loss[n]),
               "accuracy": float(acc[n])}  # fmt: skip
     return Surface("directions", axis.tolist(), axis.tolist(), _grid(loss[:n], resolution,
-                   resolution), _grid(acc[:n], resolution, resolution), [origin])  # fmt: skip
+                   resolution), _grid(acc[:n], resolution, resolution), [origin],
+                   hessian=info)  # fmt: skip
 
 
 def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data, *,
@@ -300,6 +399,13 @@ def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data,
 # ---------------------------------------------------------------- the cached experiment
 
 
+def check_directions(directions: str) -> None:
+    """Refuse unknown directions of a surface around one model in one line."""
+    if directions not in DIRECTIONS:
+        raise LandscapeError(f"unknown directions {directions!r}; expected one of "
+                             f"{', '.join(DIRECTIONS)}")  # fmt: skip
+
+
 def _check_grid(resolution: int, extent: float, margin: float, path_points: int, plane: bool
                 ) -> None:  # fmt: skip
     if resolution < 2:
@@ -323,10 +429,13 @@ def _check_grid(resolution: int, extent: float, margin: float, path_points: int,
 
 def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth", *,
                   resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
-                  path_points: int = 21, vectors: str = "zero", split: str = "test"
-                  ) -> None:  # fmt: skip
+                  path_points: int = 21, vectors: str = "zero", split: str = "test",
+                  directions: str = "random", cfg: ModelConfig | None = None,
+                  hessian_batch: int | None = None) -> None:  # fmt: skip
     """Refuse a surface request in one line before anything is loaded (:func:`surface`'s
-    arguments): the number of seeds, the method and group of a plane, the grid and its budget."""
+    arguments): the number of seeds, the method and group of a plane, the grid and its budget,
+    and, with Hessian directions around a model of ``cfg`` (when it is known before loading),
+    the Hessian's memory budget."""
     if len(seeds) not in (1, 3):
         raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
     if len(seeds) == 3 and len(set(seeds)) < 3:
@@ -334,10 +443,17 @@ def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "or
                              "different models")  # fmt: skip
     if vectors not in VECTORS:
         raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
+    check_directions(directions)
+    if len(seeds) == 3 and directions != "random":
+        raise LandscapeError(f"directions {directions!r}: only for a surface around one model")
+    if hessian_batch is not None and hessian_batch < 1:
+        raise LandscapeError("the Hessian's batch must be at least 1 row")
     if len(seeds) == 3:
         check_method(method, group)
     check_split(split)
     _check_grid(resolution, extent, margin, path_points, len(seeds) == 3)
+    if directions == "hessian" and cfg is not None:
+        check_hessian_memory(cfg, hessian_options(batch=hessian_batch), HESSIAN_ADVICE)
 
 
 @threaded
@@ -353,6 +469,8 @@ def surface(
     resolution: int = 21,
     path_points: int = 21,
     vectors: Vectors = "zero",
+    directions: Directions = "random",
+    hessian_batch: int | None = None,
     split: str = "test",
     device: torch.device = CPU,
     cache: Cache | None = None,
@@ -360,15 +478,21 @@ def surface(
 ) -> dict[str, Any]:
     """A loss surface of ``model``, cached (kind ``surface``).
 
-    One seed: around that model along two filter-normalised random directions drawn with
-    ``directions_seed`` (:func:`surface_directions`; ``extent``, ``vectors``). Three seeds: the
-    plane through A, B aligned to A and C aligned to A by ``method``/``group``
-    (:func:`surface_plane`; ``margin``, ``path_points``). Either on a ``resolution`` ×
-    ``resolution`` grid of the ``split``.
+    One seed: around that model along two filter-normalised directions
+    (:func:`surface_directions`; ``extent``, ``vectors``): random ones drawn with
+    ``directions_seed``, or with ``directions="hessian"`` the top two eigenvectors of the
+    Hessian of the loss there (:func:`hessian_directions`: curvature's loss, on
+    ``hessian_batch`` rows of the training split, by default curvature's batch, drawn by
+    ``directions_seed``, float32 products; refused over the memory budget), which the result
+    records under ``hessian`` (its ``eigenvalues`` among it). Three seeds: the plane through A,
+    B aligned to A and C aligned to A by ``method``/``group`` (:func:`surface_plane`;
+    ``margin``, ``path_points``). Either on a ``resolution`` × ``resolution`` grid of the
+    ``split``.
     """
     seeds = list(seeds)
     check_surface(seeds, method, group, resolution=resolution, extent=extent, margin=margin,
-                  path_points=path_points, vectors=vectors, split=split)  # fmt: skip
+                  path_points=path_points, vectors=vectors, split=split, directions=directions,
+                  hessian_batch=hessian_batch)  # fmt: skip
     plane = len(seeds) == 3
     t0 = time.perf_counter()
     cache = cache or Cache()
@@ -390,14 +514,24 @@ def surface(
                       matching_version=ALGO_VERSION)  # fmt: skip
     else:
         inputs.update(directions_seed=directions_seed, extent=extent, vectors=vectors)
+    hessian: dict[str, Any] = {}
+    if directions == "hessian":  # random directions keep the key they always had
+        options = hessian_options(directions_seed, batch=hessian_batch)
+        check_hessian_memory(ckpts[0].cfg, options, HESSIAN_ADVICE)
+        rows = len(curvature_batch(data, options.split, options.batch, options.seed))
+        hessian = {"split": options.split, "batch": hessian_batch, "dtype": options.dtype}
+        inputs.update(directions="hessian", hessian={**hessian, "batch": rows},
+                      curvature_version=CURVATURE_VERSION)  # fmt: skip
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         if not plane:
-            tell(progress, "evaluate", 0)
+            if directions == "random":  # else the Hessian first, and it says so
+                tell(progress, "evaluate", 0)
             s = surface_directions(ckpts[0].cfg, ckpts[0].params, data, seed=directions_seed,
                                    extent=extent, resolution=resolution, vectors=vectors,
                                    split=split, device=device, progress=progress,
-                                   name=names[0])  # fmt: skip
+                                   name=names[0], directions=directions,
+                                   hessian=hessian)  # fmt: skip
             return {}, {**s.to_dict(), "checks": {}}
         a, b, c = ckpts
         tell(progress, "match B", 0)
@@ -431,7 +565,12 @@ def surface(
         **(
             {"method": method, "group": group, "margin": margin, "path_points": path_points}
             if plane
-            else {"directions_seed": directions_seed, "extent": extent, "vectors": vectors}
+            else {
+                "directions": directions,
+                "directions_seed": directions_seed,
+                "extent": extent,
+                "vectors": vectors,
+            }
         ),
         "resolution": resolution,
         "split": split,

@@ -116,7 +116,7 @@ SURFACE = Fields(
     "surface result",
     ("kind", "x", "y", "loss", "accuracy", "points"),
     {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0},
+     "directions_seed": 0, "directions": "random"},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
 SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})

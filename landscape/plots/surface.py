@@ -46,9 +46,11 @@ def _unit(metric: str) -> str:
 
 
 def axis_titles(result: Mapping[str, Any]) -> tuple[str, str]:
-    """The plane's axes: α and β along the two random directions, or the Gram–Schmidt
-    coordinates of the plane through three models (weight-space distances)."""
+    """The plane's axes: α and β along the two random directions or Hessian eigenvectors, or
+    the Gram–Schmidt coordinates of the plane through three models (weight-space distances)."""
     if SURFACE.read(result, "kind") == "directions":
+        if SURFACE.read(result, "directions") == "hessian":
+            return "α (along Hessian eigenvector 1)", "β (along Hessian eigenvector 2)"
         return "α (along direction 1)", "β (along direction 2)"
     return "along B − A (weight distance)", "towards C, ⊥ B − A"
 
@@ -59,6 +61,9 @@ def surface_title(result: Mapping[str, Any]) -> str:
     split = SURFACE.read(result, "split")
     if SURFACE.read(result, "kind") == "directions":
         seed = seeds[0] if seeds else ""
+        if SURFACE.read(result, "directions") == "hessian":
+            return (f"{model} seed {seed}, {split} split<br>filter-normalised top two Hessian "
+                    "eigenvectors")  # fmt: skip
         return (f"{model} seed {seed}, {split} split<br>filter-normalised random directions "
                 f"(seed {SURFACE.read(result, 'directions_seed')})")  # fmt: skip
     method = SURFACE.read(result, "method")

@@ -83,3 +83,15 @@ def test_the_surface_says_what_it_will_cost_before_the_click():
     ok(at)
     notes = " ".join(i.value for i in at.info)
     assert "9 × 9 points" in notes and "measured on this machine" in notes, notes
+
+
+def test_hessian_directions_wait_for_the_button_and_show_their_eigenvalues():
+    at = _open(grid="5", axes="Hessian")
+    ok(at)
+    assert not at.get("plotly_chart")  # the Hessian is not started before the click
+    assert any("Hessian's top two eigenvectors" in i.value for i in at.info)
+    at.button(key="surf_compute").click().run()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 2
+    assert any("Hessian eigenvalues λ₁ = " in c.value for c in at.caption)
+    assert at.session_state[FIGURES]["surface"].settings["directions"] == "hessian"

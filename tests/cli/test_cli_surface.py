@@ -5,6 +5,7 @@ import json
 import pytest
 
 from landscape.cli import main
+from landscape.numbers import number
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +37,47 @@ def test_plane_summary_and_figure(capsys, tmp_path):
     assert out.exists() and (tmp_path / "plane-3d.html").exists()
 
 
+def test_hessian_directions_print_their_eigenvalues(capsys):
+    argv = ["surface", "mlp-digits", "--seed", "0", "--directions", "hessian", "--resolution",
+            "3", "--extent", "0.01"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["directions"] == "hessian" and r["cached"] is False
+    lam1, lam2 = r["hessian"]["eigenvalues"]
+    assert lam1 >= lam2 and r["hessian"]["batch"]["rows"] == 512
+    assert main(argv) == 0  # the summary, read from the cache
+    text = " ".join(capsys.readouterr().out.split())  # unwrapped
+    assert "along the top two eigenvectors of its Hessian, filter-normalised" in text
+    assert f"λ₁ = {number(lam1)}, λ₂ = {number(lam2)}" in text
+    assert "512 examples of the train split" in text and "computed now" not in text
+    assert main(["surface", "mlp-digits", "--seed", "0", "--resolution", "3", "--extent",
+                 "0.01", "--json"]) == 0  # fmt: skip
+    random = json.loads(capsys.readouterr().out)
+    assert random["directions"] == "random" and random["cached"] is False
+
+
+def test_the_hessians_memory_is_refused_in_one_line_before_loading(capsys, monkeypatch):
+    monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.001")
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("loaded a model over the budget")
+
+    monkeypatch.setattr("landscape.sources.Source.load", no_loading)
+    argv = ["surface", "mlp-digits", "--seed", "0", "--directions", "hessian", "--resolution",
+            "3"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the Hessian of 10890 parameters needs" in err and len(err.splitlines()) == 1
+    assert err.endswith("(random directions or a smaller model need less)")
+
+
+def test_directions_are_the_librarys():
+    from landscape.cli.parser import arguments as cli_parser
+    from landscape.experiments import surfaces
+
+    assert cli_parser.SURFACE_DIRECTIONS == surfaces.DIRECTIONS
+
+
 @pytest.mark.parametrize(
     "argv,match",
     [
@@ -50,6 +92,12 @@ def test_plane_summary_and_figure(capsys, tmp_path):
             id="extent-through-three",
         ),
         pytest.param(["--seed", "0", "--method", "weight"], "--method: only", id="method-one"),
+        pytest.param(
+            ["--seeds", "0", "1", "2", "--directions", "hessian"],
+            "--directions: only for a surface around",
+            id="hessian-through-three",
+        ),
+        pytest.param(["--seed", "0", "--directions", "sharp"], "invalid choice", id="directions"),
         pytest.param(["--seeds", "0", "1", "1"], "seeds must differ", id="repeated-seeds"),
         pytest.param(["--seeds", "0", "1"], "expected 3 arguments", id="two-seeds"),
         pytest.param([], "one of the arguments --seed --seeds is required", id="no-seed"),

@@ -16,6 +16,7 @@ from landscape.experiments.curvature import (
     HessianProducts,
     hutchinson_trace,
     parameter_blocks,
+    top_eigenpairs,
     top_eigenvalues,
 )
 from landscape.models import forward, init_params
@@ -60,6 +61,34 @@ def test_top_eigenvalues_match_the_exact_hessian(problem):
     assert values == pytest.approx(want, rel=1e-6)
     assert h.loss == pytest.approx(float(F.cross_entropy(
         forward(cfg, params, x, fast=False).reshape(y.numel(), -1), y.reshape(-1))), rel=1e-12)
+
+
+def _signed(u: torch.Tensor) -> torch.Tensor:
+    """Each column signed so that its entry of largest magnitude is positive."""
+    at = u.abs().argmax(0)
+    return u * u[at, torch.arange(u.shape[1])].sign()
+
+
+def test_top_eigenvectors_match_the_exact_hessian(problem):
+    """Eigenpairs by Lanczos against ``eigh`` of the exact Hessian: the values within 1e-6
+    relative, the vectors equal once both are signed by the convention (largest-magnitude entry
+    positive), whatever Lanczos starts from."""
+    cfg, params, x, y, exact = problem
+    h = HessianProducts(cfg, params, x, y, chunk_rows=len(y))
+    values, u = torch.linalg.eigh(exact)
+    want_values, want = values.flip(0)[:2], _signed(u.flip(1)[:, :2])
+    for seed in (0, 7):
+        got_values, vectors, converged = top_eigenpairs(h.matvec(), h.size(), 2, seed=seed)
+        assert converged and vectors.shape == (h.size(), 2)
+        assert got_values == pytest.approx(want_values.tolist(), rel=1e-6)
+        assert np.abs(vectors.T @ want.numpy()) == pytest.approx(np.eye(2), abs=1e-8)
+        torch.testing.assert_close(torch.from_numpy(vectors), want, rtol=0, atol=1e-6)
+        top = np.abs(vectors).argmax(0)
+        assert (vectors[top, [0, 1]] > 0).all()
+    # a flat vector and its per-parameter tensors are one another
+    d = h.unflatten(vectors[:, 0])
+    assert {k: tuple(t.shape) for k, t in d.items()} == {k: tuple(params[k].shape) for k in d}
+    assert torch.equal(h.flatten(d), torch.from_numpy(vectors[:, 0]))
 
 
 def test_products_in_chunks_equal_one_pass(problem):

@@ -189,3 +189,102 @@ def test_surface_origin_on_attention_models(arch):
         far = forward(cfg, moved, x).to(torch.float64)
     far_loss = float(F.cross_entropy(far.reshape(-1, cfg.n_out), y.reshape(-1)))
     assert s.loss[0][2] == pytest.approx(far_loss, abs=1e-5)  # rows along β, columns along α
+
+
+# ---------------------------------------------------------------- Hessian directions
+
+
+class _Batch(_Data):
+    """A split that is both the Hessian's batch and the evaluated data."""
+
+    def split(self, name):
+        from landscape.data import Split
+
+        return Split(self.split_.inputs, self.split_.targets)
+
+
+def test_hessian_axes_are_the_exact_eigenvectors_filter_normalised():
+    """Float64, a batch that is the evaluated split: the axes are the exact Hessian's top two
+    eigenvectors (signed by the convention) filter-normalised, the recorded eigenvalues the
+    exact ones, and the loss along the first axis near the centre curves like ½·κ₁·α², κ₁ =
+    d₁ᵀHd₁ recorded; the eigenvector itself curves like ½·λ₁·t²."""
+    from landscape.experiments.surfaces import filter_normalise, surface_directions
+    from tests.experiments.test_curvature import _problem, _signed
+
+    cfg, params, x, y, exact = _problem("mlp")
+    values, u = torch.linalg.eigh(exact)
+    want = _signed(u.flip(1)[:, :2])
+    names = sorted(params)
+    sizes = [params[k].numel() for k in names]
+
+    def as_params(flat):
+        return {k: p.reshape(params[k].shape) for k, p in zip(names, torch.split(flat, sizes),
+                                                               strict=True)}  # fmt: skip
+
+    def flat(d):
+        return torch.cat([d[k].reshape(-1) for k in names])
+
+    h = 1e-3
+    s = surface_directions(cfg, params, _Batch(x, y), directions="hessian", extent=h,
+                           resolution=3, split="train", hessian={"dtype": "float64"})  # fmt: skip
+    info = s.hessian
+    assert info["converged"] and info["dtype"] == "float64" and info["batch"]["rows"] == len(y)
+    assert info["eigenvalues"] == pytest.approx(values.flip(0)[:2].tolist(), rel=1e-6)
+    d1, d2 = (filter_normalise(as_params(want[:, j]), params) for j in range(2))
+    curvatures = [float(flat(d) @ exact @ flat(d)) for d in (d1, d2)]
+    assert info["axis_curvatures"] == pytest.approx(curvatures, rel=1e-9)
+    # the grid's middle row runs along d₁ (α), its middle column along d₂ (β)
+    grid = torch.tensor(s.loss, dtype=torch.float64)
+    for line, kappa in ((grid[1], curvatures[0]), (grid[:, 1], curvatures[1])):
+        second = float(line[0] + line[2] - 2 * line[1]) / h**2
+        assert second == pytest.approx(kappa, rel=1e-3)
+    # the unnormalised eigenvector: its curvature is λ₁ itself
+    lam1, v1 = float(values[-1]), as_params(want[:, 0])
+
+    def loss_at(t):
+        q = {k: params[k] + t * v1[k] for k in names}
+        return float(F.cross_entropy(forward(cfg, q, x, fast=False), y))
+
+    t = 1e-3
+    assert (loss_at(t) + loss_at(-t) - 2 * loss_at(0.0)) / t**2 == pytest.approx(lam1, rel=1e-3)
+
+
+def test_hessian_surface_is_keyed_recorded_and_curves_like_its_axis():
+    """On the zoo's MLP: Hessian directions are another cache entry than random ones of the same
+    seed, record their eigenvalues and axis curvatures, and the loss along the first axis near
+    the centre (the training split, the Hessian on all of it) fits ½·κ₁·α² (loosely: float32
+    and a trained model's higher derivatives)."""
+    import numpy as np
+
+    options = {"resolution": 5, "extent": 1e-3, "split": "train"}
+    r = surface("mlp-digits", [0], directions="hessian", hessian_batch=10_000, **options)
+    assert r["cached"] is False and r["directions"] == "hessian"
+    info = r["hessian"]
+    assert info["converged"] and info["batch"]["rows"] == 1300 and info["split"] == "train"
+    lam1, lam2 = info["eigenvalues"]
+    assert lam1 >= lam2 > 0
+    k1, _ = info["axis_curvatures"]
+    x = np.asarray(r["x"])
+    fitted = 2 * np.polyfit(x, np.asarray(r["loss"][2]), 2)[0]
+    assert fitted == pytest.approx(k1, rel=0.15)
+    again = surface("mlp-digits", [0], directions="hessian", hessian_batch=10_000, **options)
+    assert again["cached"] is True and again["hessian"] == info
+    random = surface("mlp-digits", [0], **options)
+    assert random["cached"] is False and random["directions"] == "random"
+    assert "hessian" not in random and random["loss"] != r["loss"]
+    # the sharpest axis is far sharper than a random one
+    assert 2 * np.polyfit(x, np.asarray(random["loss"][2]), 2)[0] < k1 / 10
+    # the default batch (512 of the 1,300 training examples) is another entry again
+    other = surface("mlp-digits", [0], directions="hessian", **options)
+    assert other["cached"] is False and other["hessian"]["batch"]["rows"] == 512
+
+
+def test_hessian_directions_are_refused_over_the_memory_budget_and_for_a_plane(monkeypatch):
+    with pytest.raises(LandscapeError, match="only for a surface around one model"):
+        surface("mlp-digits", [0, 1, 2], directions="hessian")
+    with pytest.raises(LandscapeError, match="unknown directions"):
+        surface("mlp-digits", [0], directions="sharpest")
+    monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.001")
+    surface("mlp-digits", [0], resolution=3)  # random directions fit
+    with pytest.raises(LandscapeError, match="the Hessian of 10890 parameters needs"):
+        surface("mlp-digits", [0], resolution=3, directions="hessian")

@@ -60,3 +60,14 @@ def test_a_missing_field_is_named():
     del r["points"]
     with pytest.raises(MissingField, match="points"):
         figure_surface(r)
+
+
+def test_hessian_directions_name_their_axes():
+    from landscape.plots.surface import axis_titles, surface_title
+
+    r = {**plane_result(), "kind": "directions", "seeds": [0], "paths": []}
+    assert axis_titles(r)[0] == "α (along direction 1)"
+    assert "random directions (seed 0)" in surface_title(r)  # an older result: no directions
+    r["directions"] = "hessian"
+    assert axis_titles(r) == ("α (along Hessian eigenvector 1)", "β (along Hessian eigenvector 2)")
+    assert "top two Hessian eigenvectors" in surface_title(r)

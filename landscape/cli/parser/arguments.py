@@ -39,6 +39,8 @@ CURVATURE_POINTS = 3
 CURVATURE_PROBES = 16
 CURVATURE_BATCH = {"rows": 512, "windows": 16}
 CURVATURE_DTYPES = ("float32", "float64")
+# landscape.experiments.surfaces.DIRECTIONS (a test keeps them equal)
+SURFACE_DIRECTIONS = ("random", "hessian")
 # landscape.experiments.spawn: CHILDREN (a test keeps it equal)
 SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)

@@ -28,6 +28,7 @@ from landscape.cli.parser.arguments import (
     SPACE_HELP,
     SPAWN_CHILDREN,
     SPLIT_HELP,
+    SURFACE_DIRECTIONS,
     _count,
     _distinct,
     _executor,
@@ -182,7 +183,8 @@ def add_triangle(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
 def add_surface(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("surface", parents=[common],
                        help="2-D loss surface: around one model along filter-normalised random "
-                            "directions, or the plane through three aligned models")  # fmt: skip
+                            "or Hessian directions, or the plane through three aligned "
+                            "models")  # fmt: skip
     p.add_argument("model", help=MODEL_HELP)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--seed", type=_seed, help="the model the surface is drawn around")
@@ -194,8 +196,15 @@ def add_surface(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
                    help=METHOD_HELP + " (with --seeds; default weight)")  # fmt: skip
     p.add_argument("--group", choices=BARRIER_GROUPS,
                    help=GROUP_HELP + " (with --seeds; default orth)")  # fmt: skip
+    p.add_argument("--directions", choices=SURFACE_DIRECTIONS,
+                   help="the two directions around the model: random (Gaussian) or hessian (the "
+                        "eigenvectors of the Hessian's two largest eigenvalues there, of "
+                        "`landscape curvature`'s loss on its default batch of the train split, "
+                        "within the memory budget), filter-normalised either way (with --seed; "
+                        "default random)")  # fmt: skip
     p.add_argument("--directions-seed", type=_seed,
-                   help="seed of the two random directions (with --seed; default 0)")  # fmt: skip
+                   help="seed of the two random directions, or with --directions hessian of the "
+                        "batch's rows and Lanczos' start (with --seed; default 0)")  # fmt: skip
     p.add_argument("--extent", type=_float_in(0, 1e6, open_low=True),
                    help="α and β run from −extent to extent, in units of the filter-normalised "
                         "directions (with --seed; default 1)")  # fmt: skip

@@ -195,10 +195,29 @@ def _show_surface(r: dict[str, Any]) -> list[str]:
               f"({number(p['x'])}, {number(p['y'])})" for p in r["points"]]  # fmt: skip
     if r["kind"] == "directions":
         e = number(r["extent"])
+        vectors = "left where they are" if r["vectors"] == "zero" else "moved by α·θ"
+        h = r.get("hessian")
+        if h is None:
+            along = (f"two filter-normalised random directions (seed {r['directions_seed']}; "
+                     f"biases and gains {vectors})")  # fmt: skip
+            hessian = []
+        else:
+            along = (f"the top two eigenvectors of its Hessian, filter-normalised (biases and "
+                     f"gains {vectors})")  # fmt: skip
+            lam, kappa, batch = h["eigenvalues"], h["axis_curvatures"], h["batch"]
+            hessian = [
+                ("eigenvalues", f"λ₁ = {number(lam[0])}, λ₂ = {number(lam[1])}"
+                                f"{'' if h['converged'] else ' (Lanczos did not converge)'}; "
+                                f"along the normalised axes the batch's loss curves as ½·κ·α², "
+                                f"κ = {number(kappa[0])} (α) and {number(kappa[1])} (β)"),
+                ("Hessian of", f"the loss on {batch['rows']} {batch['unit']} of the "
+                               f"{h['split']} split ({batch['predictions']:,} predictions, drawn "
+                               f"by seed {h['seed']}), {h['hessian_vector_products']} "
+                               f"{h['dtype']} Hessian-vector products"),
+            ]  # fmt: skip
         facts = [
-            ("surface", f"around {r['model']} {word} {r['seeds'][0]} along two filter-normalised "
-                        f"random directions (seed {r['directions_seed']}; biases and gains "
-                        f"{'left where they are' if r['vectors'] == 'zero' else 'moved by α·θ'})"),
+            ("surface", f"around {r['model']} {word} {r['seeds'][0]} along {along}"),
+            *hessian,
             ("grid", f"α, β from −{e} to {e}: {spread}"),
             ("at the model", models[0]),
             ("measured on", f"the {r['split']} split"),
