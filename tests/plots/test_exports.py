@@ -374,3 +374,41 @@ def test_naive_has_no_group_in_any_csv():
     for name, frame in frames.items():
         assert set(frame["group"]) == {""}, name
     assert set(tidy.tidy_matrix(MATRIX)["group"]) == {"perm"}  # an aligning method keeps it
+
+
+def test_the_report_titles_each_figure_by_what_it_shows_not_its_file_name():
+    """A figure's heading is its page, what it shows, and the model, method(s), seeds and
+    split of its settings; the file name (a slug) only stands in the settings table."""
+    fig = figure_interpolation(SERIES)
+
+    def heading(settings: dict, page: str = "Page", title: str = "what") -> str:
+        return export.ReportFigure("slug-0-1", fig, settings, [], page=page, title=title).heading
+
+    eigen = {"model": "mlp-digits", "methods": ["weight/orth", "learned/orth"], "seeds": [0, 1],
+             "learned": True}  # fmt: skip
+    assert heading(eigen, "Eigenangles", "the eigenangles of the matching rotations") == (
+        "Eigenangles: the eigenangles of the matching rotations — mlp-digits, weight/orth and "
+        "learned/orth, seeds 0 and 1"
+    )
+    matrix = {"model": "m", "seeds": [0, 1, 2], "method": "weight", "group": "perm",
+              "split": "test"}  # fmt: skip
+    assert heading(matrix).endswith("— m, weight/perm, seeds 0, 1 and 2, test split")
+    naive = heading({**matrix, "method": "naive"})
+    assert naive.endswith("— m, naive, seeds 0, 1 and 2, test split")
+    assert heading({"model": "m", "methods": ["naive"], "pairs": [[0, 1], [1, 2]]}).endswith(
+        "— m, naive, seeds 0 ↔ 1 and 1 ↔ 2"
+    )
+    assert heading({"model": "m", "seed": 3}) == "Page: what — m, seed 3"
+    assert heading({"model": "m", "parent seed": 2, "alignment": "weight/perm"}).endswith(
+        "— m, weight/perm, parent seed 2"
+    )
+    assert heading({}, "", "") == "slug-0-1"  # nothing better known
+    entry = export.ReportFigure("eigenangles-mlp-digits-0-1", fig, eigen, [],
+                                page="Eigenangles", title="the eigenangles")  # fmt: skip
+    text = export.report_html([entry], environment={})
+    assert (
+        "<h2>Eigenangles: the eigenangles — mlp-digits, weight/orth and learned/orth, seeds 0 "
+        "and 1</h2>" in text
+    )
+    assert "<h2>eigenangles-mlp-digits-0-1</h2>" not in text
+    assert "<th>file name</th><td>eigenangles-mlp-digits-0-1</td>" in text
