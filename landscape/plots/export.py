@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from landscape.errors import LandscapeError
 from landscape.names import method_key
 from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, for_export, projector
+from landscape.plots.triangle import fit_triangles, triangle_count
 
 Size = Literal["single", "double", "slide"]
 
@@ -84,12 +85,19 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     the screen's (:func:`landscape.plots.theme.projector`), so ticks and legends print at the
     preset's font. What is drawn for the screen only (the λ marker) is left out. A horizontal
     legend that needs more than :data:`LEGEND_SHARE` of the preset's height makes the figure
-    taller by the rows beyond it, so that the plot keeps its height in a narrow column.
+    taller by the rows beyond it, so that the plot keeps its height in a narrow column. A figure
+    of triangles is laid out for the box in rows (:func:`landscape.plots.triangle.fit_triangles`:
+    its height is what its rows need, the preset's at most where they fit in it).
     ``width``/``height`` override the preset's."""
     preset = size_preset(size)
     screen = for_export(fig)
     out = projector(screen, preset.scale)
     box_width = width or preset.width_px
+    if triangle_count(out):  # the triangles lay themselves out for the box, in rows
+        fit_triangles(out, box_width, height or preset.height_px, preset.font_px)
+        out.update_layout(paper_bgcolor="white", plot_bgcolor="white",
+                          font={"family": FONT_FAMILY, "color": "black"})  # fmt: skip
+        return out
     extra = 0
     if not height:  # rows beyond a fifth of the preset's height are added to it
         fits = max(1, int(LEGEND_SHARE * preset.height_px / _row_px(preset)))
@@ -102,20 +110,7 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
     _room_between_panels(out, box_width, preset.font_px)
-    if screen.layout.width and screen.layout.height:  # drawn to a pixel box: refit as a whole
-        _refit_hexagons(out, screen, min(box_width / screen.layout.width,
-                                         out.layout.height / screen.layout.height))  # fmt: skip
     return out
-
-
-def _refit_hexagons(out: go.Figure, screen: go.Figure, fit: float) -> None:
-    """Hexagon grids of a figure drawn to a pixel box (the triangles), sized for the export's
-    box: their screen size times ``fit``, the factor the box shrinks or grows by, so that they
-    tile their triangles there too."""
-    for mine, theirs in zip(out.data, screen.data, strict=True):
-        marker = getattr(theirs, "marker", None)
-        if getattr(marker, "symbol", None) == "hexagon" and marker.size is not None:
-            mine.marker.size = marker.size * fit
 
 
 LEGEND_SHARE = 0.2  # of an export's height, the most its legend takes before the figure grows
