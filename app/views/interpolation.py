@@ -127,9 +127,15 @@ def _beside_accuracy(row: dict, key: str, value: str) -> dict:
 
 
 def _report_rows(table: pd.DataFrame) -> list[dict]:
-    """The barrier table for the export report: every column, NaN as None."""
-    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-            for r in table.to_dict("records")]  # fmt: skip
+    """The barrier table for the export report: every column, NaN as None, the function check
+    in the page's scientific notation (1.3e-05, where the report's numbers have four digits)."""
+
+    def cell(k: str, v: object) -> object:
+        if isinstance(v, float) and v != v:
+            return None
+        return f"{v:.1e}" if k == "max |Δlogits|" and isinstance(v, float) else v
+
+    return [{k: cell(k, v) for k, v in r.items()} for r in table.to_dict("records")]
 
 
 def _written(result: dict) -> str:

@@ -259,6 +259,8 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
 
 
 def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report():
+    import re
+
     _need(2)
     at = _open("interpolation")
     frame = at.dataframe[0].value
@@ -274,6 +276,10 @@ def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report(
     (rows,) = tables.values()
     assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     assert "loss barrier (nats)" in rows[0]
+    # the function check in the page's notation (it read 1.3e-05 on the page, 1.3e-5 in the
+    # report), none where a method has none
+    checks = [r["max |Δlogits|"] for r in rows]
+    assert any(checks) and all(c is None or re.fullmatch(r"\d\.\de[-+]\d\d", c) for c in checks)
     at.sidebar.toggle(key="presentation").set_value(True).run()
     ok(at)
     # on a projector a static table whose cells wrap, the details in an expander
