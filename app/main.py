@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so `app` and an uninstalled `landscape` import from a checkout
     sys.path.insert(0, str(ROOT))
 
-from app import memory  # noqa: E402
+from app import memory, state  # noqa: E402
 from app.navigation import HOME, pages, root  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 
@@ -28,6 +28,7 @@ def main() -> None:
     if page.url_path == "":  # the root: on to /home, with the link's values
         st.switch_page(views[HOME], query_params=st.query_params.to_dict())
     sidebar()
+    state.on_page(page.title)  # its figures are reported under its title
     try:
         page.run()
     finally:

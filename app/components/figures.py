@@ -15,13 +15,15 @@ from landscape.plots import export
 
 
 def figure(
-    fig: go.Figure, name: str, *, data: Any = None, key: str | None = None,
+    fig: go.Figure, name: str, *, title: str = "", data: Any = None, key: str | None = None,
     settings: dict[str, Any] | None = None, cache_keys: list[str] | None = None,
     tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> None:  # fmt: skip
     """A plotly figure with PNG/SVG (at the chosen export size) and CSV downloads, generated
     only on click, and registered for the session's export report.
 
+    ``name``: the files' name. ``title``: what the figure shows, in words; the report heads the
+    figure with the page, this title and the model, method(s) and seeds of ``settings``.
     ``data``: the figure's tidy table (``landscape.plots.tidy``: a DataFrame or records), its
     CSV; without, the CSV is the traces' points. ``settings`` (model, seeds, method, group,
     space, split, points, …), ``cache_keys`` and ``tables`` (title → rows: the numbers the page
@@ -35,8 +37,9 @@ def figure(
     config = {"displaylogo": False, "displayModeBar": not presentation()}
     st.plotly_chart(fig, theme=None, key=f"fig-{key}", config=config, width=width)
     state.register_figure(key, export.ReportFigure(name, fig, dict(settings or {}),
-                                                   list(cache_keys or []),
-                                                   dict(tables or {})))  # fmt: skip
+                                                   list(cache_keys or []), dict(tables or {}),
+                                                   page=state.page_title(),
+                                                   title=title))  # fmt: skip
     if presentation():
         return
     row = st.container(horizontal=True, gap="small", vertical_alignment="bottom")
@@ -83,9 +86,10 @@ def figure(
 
 
 def report_button() -> None:
-    """A download of the export report: every figure this session drew, with its settings,
-    cache keys and the versions, in one HTML file. Built on click, from the figures drawn by
-    then (the page below this button included)."""
+    """A download of the export report: every figure this session drew (each page's figures
+    under every setting drawn, :func:`app.state.register_figure`), with its settings, cache keys
+    and the versions, in one HTML file. Built on click, from the figures drawn by then (the
+    page below this button included)."""
     registry = state.figure_registry()
 
     def build() -> bytes:
@@ -100,6 +104,8 @@ def report_button() -> None:
         key="report",
         on_click="ignore",
         icon=":material/description:",
-        help="One HTML file with every figure drawn this session (interactive, opens offline), "
-        "the settings that made each, their cache keys and the library versions",
+        help="One HTML file with every figure drawn this session, a page's under each of its "
+        f"settings shown (the last {state.REPORT_LIMIT}; interactive, opens offline), each "
+        "titled by its page, model, method and seeds, with the settings that made it, its "
+        "cache keys and the library versions",
     )

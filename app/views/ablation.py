@@ -81,6 +81,7 @@ figure(
     figure_ablation(result, method=method, group=group, calibrated=calibrated,
                     presentation=presentation()),
     f"ablation-{method}-{group}{'-calibrated' * calibrated}",
+    title="the barrier each change leaves" + (", calibrated" if calibrated else ""),
     key="ablation",
     data=tidy_ablation(result),
     settings={"entries": [s["model"] for s in result["steps"]], "method": method,
@@ -117,5 +118,5 @@ if pick is not None:
     model = step["model"]
     st.subheader(f"{pick}: the line between each pair")
     figure(figure_ablation_curves(result, model), f"ablation-curves-{model}",
-           key="ablation_curves",
+           title=f"{pick}: the line between each pair", key="ablation_curves",
            settings={"model": model, "pairs": _pairs(step), "split": split})  # fmt: skip

@@ -109,11 +109,13 @@ else:
         figure(
             figure_atlas(result, presentation=presentation()),
             f"atlas-{name}-{group}-{projection}",
+            title=f"seeds and their gauge copies, raw and aligned ({projection.upper()})",
             key="atlas",
             data=tidy_atlas(result, name),
             settings={
                 "model": name,
                 "seeds": list(result["seeds"]),
+                "method": "weight",  # every copy weight-matched to the reference
                 "group": group,
                 "projection": projection,
                 "reference": result["reference"],

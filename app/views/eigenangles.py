@@ -16,6 +16,7 @@ from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.experiments import seeds_request
+from landscape.names import method_key
 from landscape.plots.eigenangles import (
     figure_checkpoint_barriers,
     figure_eigenangles,
@@ -24,6 +25,9 @@ from landscape.plots.eigenangles import (
     figure_round_barriers,
 )
 from landscape.plots.tidy import tidy_eigenangles, tidy_iterations, tidy_lm_curve, tidy_objective
+
+# the matchings this page measures: weight matching's rotation O_WM, learned matching's O_LM
+WEIGHT_ORTH, LEARNED_ORTH = method_key("weight", "orth"), method_key("learned", "orth")
 
 page_header(
     "Eigenangles",
@@ -135,10 +139,13 @@ else:
         left, right = side_by_side([3, 1])
         with left:
             fig = figure_eigenangles(result, presentation=presentation())
+            with_lm = "angles_correction" in result
             figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig",
+                   title="the eigenangles of the matching rotations",
                    data=tidy_eigenangles(result, name, (seed_a, seed_b)),
-                   settings={"model": name, "seeds": [seed_a, seed_b],
-                             "learned": "angles_correction" in result})  # fmt: skip
+                   settings={"model": name,
+                             "methods": [WEIGHT_ORTH] + [LEARNED_ORTH] * with_lm,
+                             "seeds": [seed_a, seed_b], "learned": with_lm})  # fmt: skip
         with right:
             st.markdown(f"**Summary** (d = {result['d_model']})")
             shown = [(label, result[key]) for key, label in (
@@ -170,9 +177,10 @@ else:
             figure(
                 figure_objective(result["wm_objective"], presentation=presentation()),
                 f"wm-objective-{name}-{seed_a}-{seed_b}",
+                title="weight matching's objective per round",
                 key="wm-objective",
                 data=tidy_objective(result["wm_objective"]),
-                settings={"model": name, "seeds": [seed_a, seed_b]},
+                settings={"model": name, "method": WEIGHT_ORTH, "seeds": [seed_a, seed_b]},
             )
         with c2:
             st.markdown("**Learned matching: training curve**")
@@ -180,9 +188,10 @@ else:
                 figure(
                     figure_lm_curve(result["lm_curve"], presentation=presentation()),
                     f"lm-curve-{name}-{seed_a}-{seed_b}",
+                    title="learned matching's training curve",
                     key="lm-curve",
                     data=tidy_lm_curve(result["lm_curve"]),
-                    settings={"model": name, "seeds": [seed_a, seed_b]},
+                    settings={"model": name, "method": LEARNED_ORTH, "seeds": [seed_a, seed_b]},
                 )
             elif learned_failed:
                 st.info("Learned matching did not finish (the card below says why).")
@@ -235,18 +244,33 @@ if iterate:
             figure(
                 figure_round_barriers(iterations, presentation=presentation()),
                 f"round-barriers-{name}-{seed_a}-{seed_b}",
+                title="the barrier per weight-matching round",
                 key="round-barriers",
                 data=tidy_iterations(iterations, "rounds"),
-                settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
+                settings={
+                    "model": name,
+                    "methods": [
+                        method_key("weight", g)
+                        for g in dict.fromkeys(r["group"] for r in iterations["rounds"])
+                    ],
+                    "seeds": [seed_a, seed_b],
+                    "learned": learned,
+                },
             )
             st.markdown("**Learned matching: barrier per checkpoint**")
             if iterations["checkpoints"]:
                 figure(
                     figure_checkpoint_barriers(iterations, presentation=presentation()),
                     f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",
+                    title="the barrier per learned-matching checkpoint",
                     key="checkpoint-barriers",
                     data=tidy_iterations(iterations, "checkpoints"),
-                    settings={"model": name, "seeds": [seed_a, seed_b], "learned": learned},
+                    settings={
+                        "model": name,
+                        "method": LEARNED_ORTH,
+                        "seeds": [seed_a, seed_b],
+                        "learned": learned,
+                    },
                 )
             else:
                 st.info("Turn on learned matching to see its barrier per checkpoint.")

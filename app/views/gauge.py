@@ -238,11 +238,12 @@ def trajectory_note(trajectory: dict[str, Any]) -> str:
 pres = presentation()
 
 
-def part_figure(draw: Callable[..., Any], part: dict[str, Any], stem: str) -> None:
+def part_figure(draw: Callable[..., Any], part: dict[str, Any], stem: str, title: str) -> None:
     """A part's figure, drawn by ``draw``, its rows the download's data; files and widget key
-    named by ``stem``."""
-    figure(draw(part, presentation=pres), f"{stem}-{name}-{seed}",
-           data=tidy_records(part["rows"], model=name, seed=seed), key=f"gauge-{stem}")  # fmt: skip
+    named by ``stem``, the report's entry by ``title`` (the part's)."""
+    figure(draw(part, presentation=pres), f"{stem}-{name}-{seed}", title=title.lower(),
+           data=tidy_records(part["rows"], model=name, seed=seed), key=f"gauge-{stem}",
+           settings={"model": name, "seed": seed})  # fmt: skip
 
 
 # every part's place, filled at once: the parts of earlier choices (another model, seed or
@@ -264,8 +265,10 @@ with sections[0].container():
             figure(
                 figure_symmetry_check(rows, presentation=pres),
                 f"symmetry-{name}-{seed}",
+                title=PART_TITLES[0].lower(),
                 data=tidy_records(rows, model=name, seed=seed),
                 key="gauge-table",
+                settings={"model": name, "seed": seed},
             )
         (right if pres else table_slot).table(styled_table(rows, brief=pres))
         with right:
@@ -290,7 +293,7 @@ with sections[1].container():
     if scramble is not None:
         left, right = side_by_side([3, 2])
         with left:
-            part_figure(figure_scramble, scramble, "scramble")
+            part_figure(figure_scramble, scramble, "scramble", PART_TITLES[1])
         with right:
             st.markdown(
                 "θ against g(θ), the *same function*. Naively the straight line between them "
@@ -316,7 +319,7 @@ with sections[2].container():
     if recovery is not None:
         left, right = side_by_side([2, 1])
         with left:
-            part_figure(figure_recovery, recovery, "recovery")
+            part_figure(figure_recovery, recovery, "recovery", PART_TITLES[2])
         with right:
             st.markdown(
                 "B = g(θ) with g ∈ B_d, then fine-tuned k steps so it drifts away. Signed "
@@ -338,7 +341,7 @@ with sections[3].container():
     if trajectory is not None:
         left, right = side_by_side([2, 1])
         with left:
-            part_figure(figure_trajectory, trajectory, "trajectory")
+            part_figure(figure_trajectory, trajectory, "trajectory", PART_TITLES[3])
         with right:
             st.markdown(
                 "Every checkpoint of one run is stored in its own random B_d gauge. Matching "
@@ -354,7 +357,7 @@ with sections[4].container():
     if claims is not None:
         left, right = side_by_side([3, 2])
         with left:
-            part_figure(figure_claims, claims, "claims")
+            part_figure(figure_claims, claims, "claims", PART_TITLES[4])
         with right:
             st.markdown(
                 f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
@@ -416,8 +419,10 @@ with sections[5].container():
             figure(
                 figure_transport(transport, presentation=pres),
                 f"transport-{name}-{seed}",
+                title=PART_TITLES[5].lower(),
                 data=frame,
                 key="gauge-transport",
+                settings={"model": name, "seed": seed},
             )
         with right:
             st.markdown(

@@ -59,6 +59,7 @@ slider.select_slider(
 figure(
     figure_interpolation(series, split=curves["split"], mark=lam, presentation=presentation()),
     f"home-{HOME_MODEL}-{a}-{b}",
+    title="loss and accuracy along the line",
     key="home",
     data=tidy_interpolation(series),
     settings={
@@ -134,7 +135,7 @@ st.subheader("Four levels of symmetry")
 left, right = side_by_side([1, 1])
 with left:
     figure(figure_symmetry_levels(presentation=presentation()), "symmetry-levels",
-           data=tidy_symmetry_levels())  # fmt: skip
+           title="four levels of symmetry", data=tidy_symmetry_levels())  # fmt: skip
 with right:
     st.markdown(
         "Each level contains the previous one:\n\n"

@@ -127,9 +127,15 @@ def _beside_accuracy(row: dict, key: str, value: str) -> dict:
 
 
 def _report_rows(table: pd.DataFrame) -> list[dict]:
-    """The barrier table for the export report: every column, NaN as None."""
-    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-            for r in table.to_dict("records")]  # fmt: skip
+    """The barrier table for the export report: every column, NaN as None, the function check
+    in the page's scientific notation (1.3e-05, where the report's numbers have four digits)."""
+
+    def cell(k: str, v: object) -> object:
+        if isinstance(v, float) and v != v:
+            return None
+        return f"{v:.1e}" if k == "max |Δlogits|" and isinstance(v, float) else v
+
+    return [{k: cell(k, v) for k, v in r.items()} for r in table.to_dict("records")]
 
 
 def _written(result: dict) -> str:
@@ -372,6 +378,7 @@ else:
         figure(
             fig,
             f"interpolation-{name}-{split}",
+            title="loss and accuracy along the line",
             key="interp",
             data=tidy_interpolation(series),
             settings={
@@ -444,6 +451,7 @@ if chosen:  # the methods chosen above, one of them for the matrix
         figure(
             figure_barrier_matrix(matrix, presentation=presentation()),
             f"barrier-matrix-{name}-{split}",
+            title="the barrier matrix of every pair",
             key="matrix",
             data=tidy_matrix(matrix),
             settings={
@@ -525,6 +533,7 @@ if pairs:
                     figure(
                         figure_merges(merged),
                         f"merges-{name}-{merge_pair[0]}-{merge_pair[1]}-{split}",
+                        title="merge operators along the line",
                         key="merges",
                         data=tidy_records(merge_rows(merged), model=name, split=split),
                         settings={"model": name, "seeds": list(merge_pair),
@@ -591,6 +600,7 @@ if pairs:
             figure(
                 figure_curve(made, presentation=presentation()),
                 f"curve-{name}-{curve_pair[0]}-{curve_pair[1]}-{curve_kind}-{split}",
+                title="the curved path beside the line",
                 key="curve",
                 data=tidy_curve(made),
                 settings={"model": name, "seeds": list(curve_pair), "alignment": curve_combo,
@@ -669,6 +679,7 @@ if name in ZOO and pairs:
                 figure(
                     figure_spawn(made, presentation=presentation()),
                     f"spawn-{name}-{parent}-{split}",
+                    title="the barrier between spawned children against the spawn step",
                     key="spawn",
                     data=tidy_records(spawn_table, model=name, parent_seed=parent, split=split),
                     settings={"model": name, "parent seed": parent, "spawn steps": made["at"],
@@ -804,12 +815,16 @@ if has_heads(name) and not is_imported(name):
             figure(
                 figure_widths(widths, split=split, presentation=presentation()),
                 f"widths-{name}-{a_seed}-{b_seed}-{split}",
+                title="the barrier against B's width",
                 key="widths",
                 data=tidy_records(
                     widths["rows"], model=name, seed_a=a_seed, seed_b=b_seed, split=split
                 ),  # fmt: skip
                 settings={
                     "model": name,
+                    "methods": [
+                        method_key(m, widths.get("group")) for m in widths.get("methods", ())
+                    ],
                     "seeds": [a_seed, b_seed],
                     "factors": sorted(factors),
                     "split": split,

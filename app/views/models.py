@@ -73,7 +73,8 @@ if trained:
     with overview if presentation() else st.container():
         st.subheader("Test accuracy of every trained seed")
         figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy",
-               key="zoo", data=tidy_zoo(trained))  # fmt: skip
+               title="test accuracy of every trained seed", key="zoo",
+               data=tidy_zoo(trained))  # fmt: skip
         st.caption("Accuracy per prediction: per image for the vision models, per next "
                    "character (or token) for the text models.")
 

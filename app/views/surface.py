@@ -160,17 +160,19 @@ if result is not None:
     if paths:
         tables["The straight paths"] = paths
     slug = f"surface-{name}-{'-'.join(map(str, chosen))}-{metric}-{split}"
+    shows = f"{metric} {'around the model' if kind == AROUND else 'over the plane of the three'}"
     left, right = side_by_side([1, 1])
     with left:
         figure(figure_surface(result, metric=metric, presentation=presentation()), slug,
-               key="surface", data=tidy_surface(result), settings=settings,
+               title=f"{shows}, contours", key="surface", data=tidy_surface(result),
+               settings=settings,
                tables=tables)  # fmt: skip
     with right:
         fig3d = figure_surface(result, metric=metric, view="3d", presentation=presentation())
         if presentation():  # a whole row: a box of its own keeps the colour bar by the scene
             fig3d.update_layout(width=round(1.6 * fig3d.layout.height))
-        figure(fig3d, f"{slug}-3d", key="surface-3d", data=tidy_surface(result),
-               settings=settings)  # fmt: skip
+        figure(fig3d, f"{slug}-3d", title=f"{shows}, in 3-D", key="surface-3d",
+               data=tidy_surface(result), settings=settings)  # fmt: skip
     # the models and the paths between them are different things: a table each, loss in nats
     # to 4 decimals, accuracy (and its barrier) in % (points) to 2, as the figure's hover
     st.table(pd.DataFrame(rows).style.format({"loss (nats)": "{:.4f}", "accuracy (%)": "{:.2f}"})

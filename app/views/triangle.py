@@ -202,6 +202,7 @@ else:
         figure(
             fig,
             f"triangle-{name}-{metric}-{split}",
+            title=f"{metric} over the plane of three models",
             key="triangle",
             data=tidy_triangles(results, model=name),
             settings={

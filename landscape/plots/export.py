@@ -19,7 +19,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from landscape.errors import LandscapeError
+from landscape.names import method_key
 from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, for_export, projector
+from landscape.plots.triangle import fit_triangles, triangle_count
 
 Size = Literal["single", "double", "slide"]
 
@@ -83,12 +85,19 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     the screen's (:func:`landscape.plots.theme.projector`), so ticks and legends print at the
     preset's font. What is drawn for the screen only (the λ marker) is left out. A horizontal
     legend that needs more than :data:`LEGEND_SHARE` of the preset's height makes the figure
-    taller by the rows beyond it, so that the plot keeps its height in a narrow column.
+    taller by the rows beyond it, so that the plot keeps its height in a narrow column. A figure
+    of triangles is laid out for the box in rows (:func:`landscape.plots.triangle.fit_triangles`:
+    its height is what its rows need, the preset's at most where they fit in it).
     ``width``/``height`` override the preset's."""
     preset = size_preset(size)
     screen = for_export(fig)
     out = projector(screen, preset.scale)
     box_width = width or preset.width_px
+    if triangle_count(out):  # the triangles lay themselves out for the box, in rows
+        fit_triangles(out, box_width, height or preset.height_px, preset.font_px)
+        out.update_layout(paper_bgcolor="white", plot_bgcolor="white",
+                          font={"family": FONT_FAMILY, "color": "black"})  # fmt: skip
+        return out
     extra = 0
     if not height:  # rows beyond a fifth of the preset's height are added to it
         fits = max(1, int(LEGEND_SHARE * preset.height_px / _row_px(preset)))
@@ -101,20 +110,7 @@ def paper_figure(fig: go.Figure, size: str = DEFAULT_SIZE, *, width: int | None 
     )
     out.update_layout(font={"family": FONT_FAMILY, "color": "black"})
     _room_between_panels(out, box_width, preset.font_px)
-    if screen.layout.width and screen.layout.height:  # drawn to a pixel box: refit as a whole
-        _refit_hexagons(out, screen, min(box_width / screen.layout.width,
-                                         out.layout.height / screen.layout.height))  # fmt: skip
     return out
-
-
-def _refit_hexagons(out: go.Figure, screen: go.Figure, fit: float) -> None:
-    """Hexagon grids of a figure drawn to a pixel box (the triangles), sized for the export's
-    box: their screen size times ``fit``, the factor the box shrinks or grows by, so that they
-    tile their triangles there too."""
-    for mine, theirs in zip(out.data, screen.data, strict=True):
-        marker = getattr(theirs, "marker", None)
-        if getattr(marker, "symbol", None) == "hexagon" and marker.size is not None:
-            mine.marker.size = marker.size * fit
 
 
 LEGEND_SHARE = 0.2  # of an export's height, the most its legend takes before the figure grows
@@ -285,18 +281,71 @@ def to_csv(data: Any) -> bytes:
 @dataclass
 class ReportFigure:
     """One figure of a report: its file name, the figure, the settings that made it (model,
-    seeds, method, group, space, split, points, …), the cache keys of the results drawn and the
-    tables shown beside it on the page (title → rows, e.g. the barriers of the curves)."""
+    seeds, method, group, space, split, points, …), the cache keys of the results drawn, the
+    tables shown beside it on the page (title → rows, e.g. the barriers of the curves), the
+    page it was drawn on and what it shows (``title``, e.g. "barrier per round"). The report
+    heads it with :attr:`heading`, never with its file name alone."""
 
     name: str
     figure: go.Figure
     settings: dict[str, Any]
     cache_keys: list[str]
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    page: str = ""
+    title: str = ""
+
+    @property
+    def heading(self) -> str:
+        """What the figure shows, in words: its page and title, then the model, the method(s),
+        the seeds and the split of its settings (:func:`describe`), e.g. "Eigenangles: the
+        rotation's eigenangles — mlp-digits, weight/orth and learned/orth, seeds 0 and 1". The
+        file name only where neither page nor title is known."""
+        head = ": ".join(x for x in (self.page, self.title) if x) or self.name
+        about = describe(self.settings)
+        return f"{head} — {about}" if about else head
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "settings": self.settings, "cache_keys": self.cache_keys,
+        return {"name": self.name, "heading": self.heading, "page": self.page,
+                "title": self.title, "settings": self.settings, "cache_keys": self.cache_keys,
                 "tables": self.tables}  # fmt: skip
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def describe(settings: dict[str, Any]) -> str:
+    """A figure's settings in words, for its heading: the model (or the entries compared), the
+    method(s) (``methods``; ``method`` with its ``group``; an ``alignment``; a ``group``
+    alone), the seeds (``seeds``, ``seed``, ``pairs`` as ``0 ↔ 1``, ``parent seed``) and the
+    split, each only where the settings hold it."""
+    parts: list[str] = []
+    if settings.get("model"):
+        parts.append(str(settings["model"]))
+    elif settings.get("entries"):
+        parts.append(_and([str(e) for e in settings["entries"]]))
+    if settings.get("methods"):
+        parts.append(_and([str(m) for m in settings["methods"]]))
+    elif settings.get("method"):
+        method, group = str(settings["method"]), settings.get("group")
+        parts.append(method if "/" in method or not group else method_key(method, group))
+    elif settings.get("alignment"):
+        parts.append(str(settings["alignment"]))
+    elif settings.get("group"):
+        parts.append(f"group {settings['group']}")
+    seeds, pairs = settings.get("seeds"), settings.get("pairs")
+    if isinstance(seeds, (list, tuple)) and seeds:
+        parts.append(("seed " if len(seeds) == 1 else "seeds ") + _and([str(s) for s in seeds]))
+    elif settings.get("seed") is not None:
+        parts.append(f"seed {settings['seed']}")
+    elif isinstance(pairs, (list, tuple)) and pairs:
+        parts.append("seeds " + _and([f"{a} ↔ {b}" for a, b in pairs]))
+    elif settings.get("parent seed") is not None:
+        parts.append(f"parent seed {settings['parent seed']}")
+    if settings.get("split"):
+        parts.append(f"{settings['split']} split")
+    return ", ".join(parts)
 
 
 def versions() -> dict[str, str]:
@@ -317,8 +366,9 @@ def versions() -> dict[str, str]:
 def report_html(figures: list[ReportFigure], *, title: str = "Landscape report",
                 environment: dict[str, str] | None = None, created: str = "") -> str:  # fmt: skip
     """One self-contained HTML page with every figure (interactive; plotly.js inlined once, so it
-    opens offline; without the screen's λ marker), each with its tables (the barriers beside a
-    curve), a table of its settings and cache keys, and the versions it was made with. Values
+    opens offline; without the screen's λ marker), each headed by what it shows
+    (:attr:`ReportFigure.heading`), with its tables (the barriers beside a curve), a table of
+    its settings, file name and cache keys, and the versions it was made with. Values
     read as text (a list of methods as ``naive · weights, weight/perm · weights``); every text
     from a result or a setting is escaped."""
     import html
@@ -372,11 +422,12 @@ def report_html(figures: list[ReportFigure], *, title: str = "Landscape report",
     for i, f in enumerate(figures):
         div = f"figure-{i}"
         parts += [
-            f'<section class="figure" id="section-{i}"><h2>{html.escape(f.name)}</h2>',
+            f'<section class="figure" id="section-{i}"><h2>{html.escape(f.heading)}</h2>',
             for_export(f.figure).to_html(full_html=False, include_plotlyjs=False, div_id=div),
             *(line for title, rows in f.tables.items() if rows for line in table(title, rows)),
             '<table class="settings">',
             *(f"<tr><th>{cell(k)}</th><td>{cell(v)}</td></tr>" for k, v in f.settings.items()),
+            f"<tr><th>file name</th><td>{cell(f.name)}</td></tr>",
             "<tr><th>cache keys</th><td>"
             + ("<br>".join(f"<code>{cell(k)}</code>" for k in f.cache_keys) or "—")
             + "</td></tr></table></section>",

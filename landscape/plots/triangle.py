@@ -162,8 +162,131 @@ def figure_triangles(
     fig.add_annotation(
         text=f"outlined: the {metric} basin, {criterion}", xref="paper", yref="paper",
         x=0.5, y=-NOTE_DROP / plot_h, xanchor="center", yanchor="top", showarrow=False,
-        font={"size": size - 2, "color": "#444"},
+        font={"size": size - 2, "color": "#444"}, name=NOTE,
     )  # fmt: skip
+    return fig
+
+
+# ---------------------------------------------------------------- the triangles in a file's box
+
+NOTE = "basin-note"  # the name of the annotation under the panels that says what is outlined
+# An export lays its triangles out for its own box (:func:`fit_triangles`), with text measured
+# in font sizes: a character at most CHAR_EM wide, a line LINE_EM high, and a triangle's side at
+# least MIN_SIDE_EM (8 at a 16 px font: 128 px, 0.9 in in print), so that its hexagons and
+# outlines still read in one column.
+CHAR_EM = 0.6
+LINE_EM = 1.3
+MIN_SIDE_EM = 8.0
+LABEL_GAP = 3  # px plotly puts between a bottom corner and its label
+
+
+def text_width(text: str, font_px: float) -> float:
+    """The width of ``text`` at ``font_px`` (its longest line), at most: CHAR_EM a character."""
+    return max(len(line) for line in text.split("<br>")) * CHAR_EM * font_px
+
+
+def triangle_count(fig: go.Figure) -> int:
+    """How many ternary panels ``fig`` has (0: not a figure of triangles)."""
+    return sum(k.startswith("ternary") for k in fig.layout.to_plotly_json())
+
+
+def _key(i: int) -> str:
+    return "ternary" if i == 0 else f"ternary{i + 1}"
+
+
+def _resolution(trace: Any) -> int:
+    """The grid resolution of a panel's hexagons: its weights take resolution + 1 values."""
+    return len({round(a, 6) for a in trace.a}) - 1
+
+
+def fit_triangles(fig: go.Figure, width: int, height: int, font_px: float) -> go.Figure:
+    """Lay the panels of ``fig`` (:func:`figure_triangles`'s, its fonts already at an export's
+    base ``font_px``) out for a box ``width`` px wide, in place, and return it.
+
+    The screen's layout (one row, the colour bar on the right, at the screen's sizes) squeezed
+    into one printed column drew its corner labels over each other, cut its note and left the
+    triangles a few millimetres wide. Here the panels go in rows of as many as keep a side of at
+    least MIN_SIDE_EM fonts, each as large as the box's ``height`` allows (the figure grows past
+    it only where the triangles would fall under that side, and shrinks to what its rows need);
+    the colour bar lies flat under them and the note under it, wrapped to the width. Every title,
+    corner label, the bar and the note are placed by their measured size inside the box, none
+    over another; the hexagons are sized to tile their new triangles.
+    """
+    import textwrap
+
+    n = triangle_count(fig)
+    layout = fig.layout
+    pad = 0.25 * font_px
+    margin = round(0.5 * font_px)
+    plot_w = width - 2 * margin
+    titles = list(layout.annotations[:n])
+    note = next(a for a in layout.annotations if a.name == NOTE)
+    title_font = titles[0].font.size or font_px
+    corner_font = layout.ternary.aaxis.title.font.size or font_px
+    note_font = note.font.size or font_px
+    labels = [[layout[_key(i)][f"{c}axis"].title.text for c in "abc"] for i in range(n)]
+
+    # heights of what stands above, beside and below a triangle, and the horizontal room a
+    # panel needs beside its side: half its B label left of it and half its C label right of it
+    title_h = max(t.text.count("<br>") + 1 for t in titles) * LINE_EM * title_font
+    apex_h = (1 / 3 + 0.9) * corner_font + pad  # the A label's baseline stands 1/3 em above
+    base_h = LABEL_GAP + 1.1 * corner_font + pad  # B and C hang under their corners
+    room = max(text_width(b, corner_font) + text_width(c, corner_font)
+               for _, b, c in labels) / 2 + 2 * LABEL_GAP + 2 * pad  # fmt: skip
+    widest = max(max(text_width(t.text, title_font) for t in titles),
+                 max(text_width(a, corner_font) for a, _, _ in labels))  # fmt: skip
+    floor = max(MIN_SIDE_EM * font_px, widest + pad - room)
+    thickness = round(0.75 * font_px)
+    bar_pad = round(pad)
+    bar_h = 2 * LINE_EM * font_px + thickness + 2 * bar_pad  # its title above, numbers under
+    chars = max(10, int(plot_w / (CHAR_EM * note_font)))
+    note_text = "<br>".join(textwrap.wrap(note.text.replace("<br>", " "), chars))
+    note_h = (note_text.count("<br>") + 1) * LINE_EM * note_font
+    root3 = 3**0.5
+
+    def fixed(rows: int) -> float:
+        return rows * (title_h + apex_h + base_h) + bar_h + note_h + 2 * pad
+
+    best: tuple[float, int] | None = None
+    for cols in range(1, n + 1):
+        rows = -(-n // cols)
+        by_width = plot_w / cols - room
+        by_height = (height - 2 * margin - fixed(rows)) / rows * 2 / root3
+        side = min(by_width, max(by_height, floor))
+        if by_width >= floor and (best is None or side >= best[0]):
+            best = (side, cols)
+    side, cols = best or (plot_w - room, 1)
+    rows = -(-n // cols)
+    tri_h = side * root3 / 2
+    box_h = round(fixed(rows) + rows * tri_h + 2 * margin)
+    plot_h = box_h - 2 * margin  # the half pixel rounded goes under the note
+
+    def paper_y(px: float) -> float:  # px down from the top of the plot area
+        return 1 - px / plot_h
+
+    for i in range(n):
+        row, col = divmod(i, cols)
+        in_row = min(cols, n - row * cols)
+        left = (plot_w - in_row * (side + room)) / 2 + col * (side + room) + room / 2
+        top = row * (title_h + apex_h + tri_h + base_h) + title_h + apex_h
+        layout[_key(i)].domain = {"x": [left / plot_w, (left + side) / plot_w],
+                                  "y": [paper_y(top + tri_h), paper_y(top)]}  # fmt: skip
+        titles[i].update(x=(left + side / 2) / plot_w, xanchor="center", y=paper_y(top - apex_h),
+                         yanchor="bottom")  # fmt: skip
+    below = rows * (title_h + apex_h + tri_h + base_h) + pad
+    layout.coloraxis.colorbar.update(
+        orientation="h", x=0.5, xanchor="center", y=paper_y(below), yanchor="top",
+        len=min(1.0, cols * (side + room) / plot_w) * 0.8, lenmode="fraction",
+        thickness=thickness, ypad=bar_pad, xpad=0, title={"side": "top"},
+    )  # fmt: skip
+    note.update(text=note_text, x=0.5, xanchor="center", y=paper_y(below + bar_h + pad),
+                yanchor="top")  # fmt: skip
+    for trace in fig.data:
+        if getattr(trace.marker, "symbol", None) == "hexagon":
+            trace.marker.size = HEXAGON * side / _resolution(trace)
+    fig.update_layout(width=width, height=box_h,
+                      margin={"l": margin, "r": margin, "t": margin, "b": margin,
+                              "autoexpand": False})  # fmt: skip
     return fig
 
 

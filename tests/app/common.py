@@ -1,8 +1,10 @@
-"""Helpers of the app tests: the app's entry file, and the check that a page ran cleanly."""
+"""Helpers of the app tests: the app's entry file, the check that a page ran cleanly, and the
+figure a page last drew under a key (as the export report keeps it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
@@ -13,3 +15,10 @@ def ok(at: AppTest) -> None:
     """The page ran without an exception or an error box (the messages, when it did not)."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def drawn(at: AppTest, key: str) -> Any:
+    """The export report's entry of the figure last drawn under ``key`` (a ReportFigure)."""
+    from app.state import FIGURES, LATEST
+
+    return at.session_state[FIGURES][at.session_state[LATEST][key]]

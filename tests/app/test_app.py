@@ -15,7 +15,7 @@ from app.navigation import PAGE_SPECS
 from app.state import FIGURES
 from landscape.models.zoo import ABLATION_STEPS, ZOO
 from landscape.sources.zoo import available_seeds
-from tests.app.common import MAIN, ok
+from tests.app.common import MAIN, drawn, ok
 
 
 def _open(page: str) -> AppTest:
@@ -254,11 +254,13 @@ def test_interpolation_page_draws_both_merge_spaces_for_a_transformer():
     assert frame["loss barrier (nats)"].nunique() == 2  # two paths, two barriers
     # the paper measured in the circuits space: its number beside that row only
     assert frame["paper (circuits)"].iloc[0] == "" and frame["paper (circuits)"].iloc[1]
-    report = at.session_state[FIGURES]["interp"]
+    report = drawn(at, "interp")
     assert report.settings["merge space"] == "weights and circuits"
 
 
 def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report():
+    import re
+
     _need(2)
     at = _open("interpolation")
     frame = at.dataframe[0].value
@@ -270,15 +272,27 @@ def test_interpolation_table_says_what_its_numbers_are_and_goes_into_the_report(
     assert "accuracy barrier (points)" in frame
     acc = float(frame["accuracy barrier (points)"].iloc[0].split()[0])
     assert acc > 1  # naive's drop of accuracy, in points (a fraction would read below 1)
-    tables = at.session_state[FIGURES]["interp"].tables
+    tables = drawn(at, "interp").tables
     (rows,) = tables.values()
     assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     assert "loss barrier (nats)" in rows[0]
+    # the function check in the page's notation (it read 1.3e-05 on the page, 1.3e-5 in the
+    # report), none where a method has none
+    checks = [r["max |Δlogits|"] for r in rows]
+    assert any(checks) and all(c is None or re.fullmatch(r"\d\.\de[-+]\d\d", c) for c in checks)
     at.sidebar.toggle(key="presentation").set_value(True).run()
     ok(at)
     # on a projector a static table whose cells wrap, the details in an expander
     assert "max |Δlogits|" not in at.table[0].value and "vs naive" in at.table[0].value
     assert "max |Δlogits|" in at.table[1].value
+    # the static table (also the one shown while computing, which wrote 0.0000) writes the check
+    # in scientific notation, as the grid does
+    from streamlit import dataframe_util
+
+    shown = dataframe_util.convert_arrow_bytes_to_pandas_df(
+        at.table[1].proto.arrow_data.styler.display_values
+    )
+    assert all(re.fullmatch(r"\d\.\de[-+]\d\d|—", v) for v in shown["max |Δlogits|"])
 
 
 def test_interpolation_table_writes_each_column_in_one_notation():
@@ -323,11 +337,11 @@ def test_triangle_page_renders_and_reruns():
     keys = [t.key for t in at.run(timeout=600).toggle]
     assert "tri_joint" in keys  # it changes the learned panel
     at.multiselect(key="tri_combos").set_value(["naive", "weight/perm", "weight/orth"]).run()
-    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()  # for the export report
+    (rows,) = drawn(at, "triangle").tables.values()  # for the export report
     assert [r["method"] for r in rows] == ["naive", "weight/perm", "weight/orth"]
     at.radio(key="tri_metric").set_value("accuracy").run()
     ok(at)
-    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()
+    (rows,) = drawn(at, "triangle").tables.values()
     (at_mark,) = [k for k in rows[0] if " at λ = " in k]
     assert at_mark.startswith("accuracy (%)") and all(r[at_mark] > 1 for r in rows)  # percent
     at.slider(key="tri_resolution").set_value(4).run()
@@ -338,7 +352,7 @@ def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
     _need(3)
     at = _open("triangle")
     ok(at)
-    (rows,) = at.session_state[FIGURES]["triangle"].tables.values()
+    (rows,) = drawn(at, "triangle").tables.values()
     column = "loss basin (% of the grid)"
     assert all(0 <= r[column] <= 100 for r in rows) and any(r[column] > 1 for r in rows)
     assert column in at.dataframe[0].value
@@ -372,8 +386,18 @@ def test_eigenangles_page_renders_and_reruns():
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
     assert not any("appear here" in i.value for i in at.info)  # the placeholder was replaced
+    # the export report names the matchings whose rotations it shows
+    learned = drawn(at, "eig")
+    assert learned.settings["methods"] == ["weight/orth", "learned/orth"]
+    assert learned.heading.startswith(
+        "Eigenangles: the eigenangles of the matching rotations — "
+        "mlp-digits, weight/orth and learned/orth, seeds 0 and 1"
+    )
+    assert drawn(at, "wm-objective").settings["method"] == "weight/orth"
     at.toggle(key="eig_learned").set_value(False).run()
     ok(at)
+    assert drawn(at, "eig").settings["methods"] == ["weight/orth"]
+    assert any(f is learned for f in at.session_state[FIGURES].values())  # it stays reported
 
 
 def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch):

@@ -170,3 +170,19 @@ def test_the_circuits_space_is_offered_only_where_a_model_has_a_circuit_form():
     assert has_circuits("vit-digits") and has_circuits("gpt-shakespeare-d128")
     assert has_circuits("llama-shakespeare-d128")  # rotary: a QK circuit per offset
     assert not has_circuits("mlp-digits")  # no heads
+
+
+def test_every_figure_of_a_page_says_what_it_shows_for_the_report():
+    """The report titles a figure by its page, what it shows and its settings, not by its file
+    name: every page's call of ``figure`` gives a ``title``."""
+    import ast
+    from pathlib import Path
+
+    views = Path(__file__).resolve().parents[2] / "app" / "views"
+    calls = []
+    for path in sorted(views.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "figure":
+                calls.append((path.name, node.lineno, {k.arg for k in node.keywords}))
+    assert len(calls) >= 20
+    assert [(f, line) for f, line, keys in calls if "title" not in keys] == []

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.state import FIGURES
 from landscape.sources.zoo import available_seeds
-from tests.app.common import MAIN, ok
+from tests.app.common import MAIN, drawn, ok
 
 
 @pytest.fixture(autouse=True)
@@ -30,9 +30,10 @@ def test_surface_page_computes_on_a_button_then_reads_the_cache():
     at.button(key="surf_compute").click().run()
     ok(at)
     assert len(at.get("plotly_chart")) == 2  # the contour map and the 3-D surface
-    report = at.session_state[FIGURES]
-    assert {"surface", "surface-3d"} <= set(report)
-    (rows,) = report["surface"].tables.values()
+    contours, scene = drawn(at, "surface"), drawn(at, "surface-3d")
+    assert contours.title == "loss around the model, contours" and scene.title.endswith("in 3-D")
+    assert contours.page == "Surface"
+    (rows,) = contours.tables.values()
     assert rows[0]["model"] == "mlp-digits seed 0"
     again = _open(grid="5")  # a new session: read from the disk cache at once
     ok(again)
@@ -49,7 +50,7 @@ def test_surface_page_plane_through_three():
     at.button(key="surf_compute").click().run()
     ok(at)
     assert len(at.get("plotly_chart")) == 2
-    tables = at.session_state[FIGURES]["surface"].tables
+    tables = drawn(at, "surface").tables
     assert len(tables["The straight paths"]) == 3
 
 

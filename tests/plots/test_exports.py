@@ -374,3 +374,146 @@ def test_naive_has_no_group_in_any_csv():
     for name, frame in frames.items():
         assert set(frame["group"]) == {""}, name
     assert set(tidy.tidy_matrix(MATRIX)["group"]) == {"perm"}  # an aligning method keeps it
+
+
+def test_the_report_titles_each_figure_by_what_it_shows_not_its_file_name():
+    """A figure's heading is its page, what it shows, and the model, method(s), seeds and
+    split of its settings; the file name (a slug) only stands in the settings table."""
+    fig = figure_interpolation(SERIES)
+
+    def heading(settings: dict, page: str = "Page", title: str = "what") -> str:
+        return export.ReportFigure("slug-0-1", fig, settings, [], page=page, title=title).heading
+
+    eigen = {"model": "mlp-digits", "methods": ["weight/orth", "learned/orth"], "seeds": [0, 1],
+             "learned": True}  # fmt: skip
+    assert heading(eigen, "Eigenangles", "the eigenangles of the matching rotations") == (
+        "Eigenangles: the eigenangles of the matching rotations — mlp-digits, weight/orth and "
+        "learned/orth, seeds 0 and 1"
+    )
+    matrix = {"model": "m", "seeds": [0, 1, 2], "method": "weight", "group": "perm",
+              "split": "test"}  # fmt: skip
+    assert heading(matrix).endswith("— m, weight/perm, seeds 0, 1 and 2, test split")
+    naive = heading({**matrix, "method": "naive"})
+    assert naive.endswith("— m, naive, seeds 0, 1 and 2, test split")
+    assert heading({"model": "m", "methods": ["naive"], "pairs": [[0, 1], [1, 2]]}).endswith(
+        "— m, naive, seeds 0 ↔ 1 and 1 ↔ 2"
+    )
+    assert heading({"model": "m", "seed": 3}) == "Page: what — m, seed 3"
+    assert heading({"model": "m", "parent seed": 2, "alignment": "weight/perm"}).endswith(
+        "— m, weight/perm, parent seed 2"
+    )
+    assert heading({}, "", "") == "slug-0-1"  # nothing better known
+    entry = export.ReportFigure("eigenangles-mlp-digits-0-1", fig, eigen, [],
+                                page="Eigenangles", title="the eigenangles")  # fmt: skip
+    text = export.report_html([entry], environment={})
+    assert (
+        "<h2>Eigenangles: the eigenangles — mlp-digits, weight/orth and learned/orth, seeds 0 "
+        "and 1</h2>" in text
+    )
+    assert "<h2>eigenangles-mlp-digits-0-1</h2>" not in text
+    assert "<th>file name</th><td>eigenangles-mlp-digits-0-1</td>" in text
+
+
+# ---------------------------------------------------------------- the triangles in a file
+
+
+def _boxes(fig: go.Figure) -> dict[str, tuple[float, float, float, float]]:
+    """Every drawn thing of a triangle figure as a box (x0, y0, x1, y1) in px of its plot area,
+    y down: each triangle (the largest its domain holds, centred), its corner labels where
+    plotly puts them (A's baseline a third of its font above the apex, B and C centred 3 px out
+    from their corners, their baseline 0.83 of their font and 3 px under the base), each title,
+    the colour bar and the note; text CHAR_EM a character wide, 0.8 of its font above its
+    baseline and 0.2 under."""
+    from landscape.plots.triangle import CHAR_EM, LINE_EM, NOTE, triangle_count
+
+    layout = fig.layout
+    w = layout.width - layout.margin.l - layout.margin.r
+    h = layout.height - layout.margin.t - layout.margin.b
+
+    def text(cx: float, baseline: float, words: str, font: float) -> tuple:
+        half = len(words) * CHAR_EM * font / 2
+        return (cx - half, baseline - 0.8 * font, cx + half, baseline + 0.2 * font)
+
+    boxes = {}
+    for i in range(triangle_count(fig)):
+        t = layout["ternary" if i == 0 else f"ternary{i + 1}"]
+        # plotly draws the largest equilateral triangle its domain holds, centred in it
+        dx0, dx1 = t.domain.x[0] * w, t.domain.x[1] * w
+        dy0, dy1 = (1 - t.domain.y[1]) * h, (1 - t.domain.y[0]) * h
+        side = min(dx1 - dx0, (dy1 - dy0) * 2 / 3**0.5)
+        cx, cy = (dx0 + dx1) / 2, (dy0 + dy1) / 2
+        x0, x1 = cx - side / 2, cx + side / 2
+        top, bottom = cy - side * 3**0.5 / 4, cy + side * 3**0.5 / 4
+        boxes[f"triangle {i}"] = (x0, top, x1, bottom)
+        font = t.aaxis.title.font.size
+        boxes[f"A {i}"] = text((x0 + x1) / 2, top - font / 3, t.aaxis.title.text, font)
+        under = bottom + 0.83 * font + 3
+        boxes[f"B {i}"] = text(x0 - 3, under, t.baxis.title.text, font)
+        boxes[f"C {i}"] = text(x1 + 3, under, t.caxis.title.text, font)
+        title = layout.annotations[i]
+        lines = title.text.split("<br>")
+        half = max(len(x) for x in lines) * CHAR_EM * title.font.size / 2
+        low = (1 - title.y) * h
+        boxes[f"title {i}"] = (title.x * w - half, low - len(lines) * LINE_EM * title.font.size,
+                               title.x * w + half, low)  # fmt: skip
+    bar = layout.coloraxis.colorbar
+    assert bar.orientation == "h" and bar.yanchor == "top"
+    bar_h = 2 * LINE_EM * layout.font.size + bar.thickness + 2 * bar.ypad  # title, bar, numbers
+    boxes["colour bar"] = ((0.5 - bar.len / 2) * w, (1 - bar.y) * h, (0.5 + bar.len / 2) * w,
+                           (1 - bar.y) * h + bar_h)  # fmt: skip
+    note = next(a for a in layout.annotations if a.name == NOTE)
+    lines = note.text.split("<br>")
+    half = max(len(x) for x in lines) * CHAR_EM * note.font.size / 2
+    boxes["note"] = (note.x * w - half, (1 - note.y) * h, note.x * w + half,
+                     (1 - note.y) * h + len(lines) * LINE_EM * note.font.size)  # fmt: skip
+    return boxes
+
+
+@pytest.mark.parametrize("size", list(export.SIZES))
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_exported_triangles_keep_their_labels_apart_and_inside_their_box(size, n):
+    """The single-column export of the triangles drew its corner labels over each other, cut
+    its note and shrank the triangles to a few millimetres: at every size the panels go in rows,
+    each triangle at least MIN_SIDE_EM fonts wide with hexagons that tile it, and no title,
+    corner label, triangle, colour bar or note overlaps another or leaves the box."""
+    from landscape.plots.triangle import HEXAGON, MIN_SIDE_EM, figure_triangles
+    from tests.plots.test_plots import _triangle
+
+    methods = ["naive", "weight/orth", "learned/orth-mean", "activation/signed-perm"][:n]
+    results = [{**_triangle(m, 0.5), "seeds": [10, 11, 12]} for m in methods]
+    screen = figure_triangles(results, titles=methods, mark=0.5)
+    preset = export.SIZES[size]
+    out = export.paper_figure(screen, size)
+    assert out.layout.width == preset.width_px
+    assert out.layout.height <= max(preset.height_px, 2 * preset.width_px)
+    boxes = _boxes(out)
+    w = out.layout.width - out.layout.margin.l - out.layout.margin.r
+    h = out.layout.height - out.layout.margin.t - out.layout.margin.b
+    for name, (x0, y0, x1, y1) in boxes.items():
+        assert -0.5 <= x0 and x1 <= w + 0.5 and -0.5 <= y0 and y1 <= h + 0.5, (name, w, h)
+    names = list(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = boxes[a], boxes[b]
+            apart = ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 or by1 <= ay0
+            assert apart, (a, boxes[a], b, boxes[b])
+    sides = [boxes[f"triangle {i}"][2] - boxes[f"triangle {i}"][0] for i in range(n)]
+    assert min(sides) >= MIN_SIDE_EM * preset.font_px - 1e-6
+    hexagons = [t for t in out.data if getattr(t.marker, "symbol", None) == "hexagon"]
+    assert len(hexagons) == n  # the screen's λ marker is left out
+    assert all(t.marker.size == pytest.approx(HEXAGON * sides[0] / 4) for t in hexagons)
+
+
+def test_a_single_column_triangle_export_is_two_rows_of_readable_triangles():
+    """Three triangles in one column: two rows, each triangle at least 0.85 in wide in print,
+    where the screen's one row left them 0.7 in wide, their corner labels over each other."""
+    from landscape.plots.triangle import figure_triangles
+    from tests.plots.test_plots import _triangle
+
+    three = [_triangle(m, 0.5) for m in ("naive", "weight", "learned")]
+    out = export.paper_figure(figure_triangles(three), "single")
+    rows = {round(out.layout[k].domain.y[0], 6) for k in ("ternary", "ternary2", "ternary3")}
+    assert len(rows) == 2
+    w = out.layout.width - out.layout.margin.l - out.layout.margin.r
+    side = (out.layout.ternary.domain.x[1] - out.layout.ternary.domain.x[0]) * w
+    assert side / export.PX_PER_INCH >= 0.85

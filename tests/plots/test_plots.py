@@ -634,3 +634,42 @@ def test_lambda_is_described_one_way_on_every_figure():
             if key.startswith("xaxis") and layout[key].title.text:
                 titles.add(layout[key].title.text)
     assert {t for t in titles if t.startswith("λ")} == {LAMBDA_TITLE}
+
+
+def test_accuracy_reads_in_percent_and_its_barrier_in_points_on_every_axis():
+    """One unit per quantity: an accuracy axis in %, an accuracy barrier's in points (one axis
+    said percentage points and another % for the same barrier)."""
+    from landscape.plots.curves import figure_spawn
+    from landscape.plots.interpolation import figure_merges
+
+    curve = {"loss": [0.1, 0.3, 0.1], "accuracy": [0.9, 0.7, 0.9]}
+    merges = {
+        "lambdas": [0.0, 0.5, 1.0],
+        "alignments": [
+            {"method": "naive", "group": "", "line": curve, "operators": {"linear": curve}}
+        ],
+    }
+    rows = [
+        {"step": 10, "method": m, "group": "perm", "barrier_loss": 0.2, "barrier_accuracy": 0.05}
+        for m in ("naive", "weight")
+    ]
+    builders = {
+        **BUILDERS,
+        "merges": lambda: figure_merges(merges),
+        "spawn": lambda: figure_spawn({"rows": rows, "steps": 100, "children": 2}),
+    }
+    said = []
+    for name, build in builders.items():
+        layout = build().layout
+        for key in layout:
+            if key.startswith(("xaxis", "yaxis")) and layout[key].title.text:
+                said.append((name, layout[key].title.text))
+        bar = layout.coloraxis.colorbar.title.text
+        if bar:
+            said.append((name, bar))
+    barriers = [(n, t) for n, t in said if "accuracy barrier" in t]
+    accuracies = [(n, t) for n, t in said if "accuracy" in t and "accuracy barrier" not in t]
+    assert {n for n, _ in barriers} >= {"widths", "spawn"}
+    assert {n for n, _ in accuracies} >= {"interpolation", "merges"}
+    assert [(n, t) for n, t in barriers if "(points" not in t or "%" in t] == []
+    assert [(n, t) for n, t in accuracies if "(%)" not in t] == []
