@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import FIGURES
 from landscape.sources.zoo import available_seeds
 from tests.app.common import MAIN, drawn, ok
 
@@ -95,4 +94,4 @@ def test_hessian_directions_wait_for_the_button_and_show_their_eigenvalues():
     ok(at)
     assert len(at.get("plotly_chart")) == 2
     assert any("Hessian eigenvalues λ₁ = " in c.value for c in at.caption)
-    assert at.session_state[FIGURES]["surface"].settings["directions"] == "hessian"
+    assert drawn(at, "surface").settings["directions"] == "hessian"
