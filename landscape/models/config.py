@@ -184,6 +184,13 @@ class ModelConfig:
         """Whether each FFN is a sparse mixture of experts (``n_experts`` > 0)."""
         return self.n_experts > 0
 
+    @property
+    def ffn_width(self) -> int:
+        """FFN units each position computes: ``d_mlp``, or ``n_experts·d_mlp`` in a mixture
+        (every expert runs on every position, :mod:`landscape.models.functional`); what
+        memory estimates count."""
+        return self.d_mlp * max(1, self.n_experts)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for name, default in _EXTENSION_DEFAULTS.items():
