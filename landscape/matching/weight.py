@@ -267,8 +267,9 @@ def expert_element(
     their units, the score of the unit assignment between the two (of the units' kind,
     :func:`landscape.matching.solvers.solve`), one assignment per pair. The experts' units
     (``mlp{l}``) are left out of ``B'`` and matched right after, expert by expert
-    (:func:`expert_units_element`). Its cost is E² unit assignments: nothing at the zoo's
-    sizes, hours at a large imported mixture's.
+    (:func:`expert_units_element`). Its cost is E² assignments of d_mlp units a layer, and it
+    holds every expert's rows of both models at once: milliseconds at the zoo's sizes, not
+    sized for a large imported mixture (not measured there).
     """
     v = spec.variables[var]
     units = next(w for w in spec.family("mlp") if spec.variables[w].over == var)
