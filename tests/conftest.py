@@ -73,6 +73,13 @@ def tiny_config(arch: str, norm: str = "rms", act: str = "gelu") -> ModelConfig:
     )
 
 
+def tiny_moe(arch: str = "gpt", **changes) -> ModelConfig:
+    """A tiny mixture of experts: 4 experts of 6 units, each position routed to 2."""
+    extra = dict(n_heads=2, d_head=4, d_vocab=7, n_ctx=5) if arch == "gpt" else dict(d_in=6)
+    base = dict(d_model=8, d_mlp=6, n_layers=2, n_out=7, n_experts=4, top_k=2, **extra)
+    return ModelConfig(arch, **{**base, **changes})
+
+
 def tiny_inputs(cfg: ModelConfig, batch: int = 4, seed: int = 0) -> torch.Tensor:
     return random_inputs(cfg, batch, torch.Generator().manual_seed(seed))
 

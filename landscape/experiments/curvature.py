@@ -98,7 +98,8 @@ LANCZOS_VECTORS = 20
 LANCZOS_RESTARTS = 50
 LANCZOS_TOL = {"float32": 1e-5, "float64": 1e-10}
 # Elements the gradient's graph keeps per position of a row and per unit of
-# n_layers·(d_model + d_mlp + n_heads·positions) + n_out, with the double backward's temporaries:
+# n_layers·(d_model + ffn_width + n_heads·positions) + n_out, with the double backward's
+# temporaries:
 # ≈ 16 measured on gpt-shakespeare-d128 (float32, about 40 MB a window of 128 characters),
 # rounded up twofold.
 GRAPH_ELEMENTS = 32
@@ -126,7 +127,7 @@ def positions(cfg: ModelConfig, inputs: torch.Tensor | None = None) -> int:
 def row_bytes(cfg: ModelConfig, length: int, itemsize: int) -> int:
     """Bytes of the gradient graph and double backward of one row of ``length`` positions
     (:data:`GRAPH_ELEMENTS`)."""
-    width = cfg.n_layers * (cfg.d_model + cfg.d_mlp + cfg.n_heads * length) + cfg.n_out
+    width = cfg.n_layers * (cfg.d_model + cfg.ffn_width + cfg.n_heads * length) + cfg.n_out
     return GRAPH_ELEMENTS * itemsize * length * width
 
 

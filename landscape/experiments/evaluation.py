@@ -135,7 +135,7 @@ def _activation_elements(cfg: ModelConfig, positions: int | None = None) -> int:
     """Rough size of the largest activation per sample and mixture (hidden, QKV or scores);
     ``positions``: the sample's length (default: the model's context)."""
     ctx = _row_positions(cfg, positions)
-    return ctx * max(cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
+    return ctx * max(cfg.ffn_width, 3 * cfg.d_model, cfg.n_heads * ctx, cfg.n_out)
 
 
 def slice_rows(cfg: ModelConfig, batch: int, device: torch.device, positions: int | None = None

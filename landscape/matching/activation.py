@@ -46,6 +46,7 @@ from landscape.matching.methods import (
     given_settings,
     matching_kinds,
     prepare_pair,
+    refuse_experts,
 )
 from landscape.matching.result import MatchResult, aligned_distance, finish, weight_distance
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
@@ -299,6 +300,7 @@ def activation_matching(
     ``progress`` follows the forward passes and the layers' solves.
     """
     opts = given_settings(ActivationOptions, options, what="activation matching", **settings)
+    refuse_experts(cfg, "activation matching")
     drop_first = opts.drop_first
     t0 = time.perf_counter()
     dev = device if device is not None else CPU

@@ -56,6 +56,7 @@ from landscape.matching.methods import (
     given_settings,
     matching_kinds,
     prepare_pair,
+    refuse_experts,
 )
 from landscape.matching.result import (
     MatchResult,
@@ -322,6 +323,7 @@ def learned_matching(
     ``init="weight"`` then starts from it instead of matching again.
     """
     opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
+    refuse_experts(cfg, "learned matching")
     lam = opts.lam
     if lam not in LAMBDAS:
         raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
@@ -367,6 +369,7 @@ def learned_triangle(
     so ``lam`` is not a setting here.
     """
     opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
+    refuse_experts(cfg, "learned matching")
     if opts.lam != LearnedOptions.lam:
         raise ValueError("a joint triangle draws its mixtures from Dirichlet(1, 1, 1): no lam")
     gen = torch.Generator().manual_seed(seed)

@@ -45,6 +45,7 @@ __all__ = [
     "matching_kinds",
     "options_key",
     "prepare_pair",
+    "refuse_experts",
     "said_default",
     "settings_of",
 ]
@@ -162,6 +163,14 @@ def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
     if group not in RESID_GROUPS:
         raise ValueError(f"matching needs a group in {MATCH_GROUPS}, got {group!r}")
     return group_kinds(spec, group, gated_signs=True)
+
+
+def refuse_experts(cfg: ModelConfig, what: str) -> None:
+    """One line for a method not built for a mixture of experts (``cfg.n_experts`` > 0): its
+    units are matched per expert slot, which only weight matching does."""
+    if cfg.moe:
+        raise LandscapeError(f"{what} is not built for mixtures of experts ({cfg.n_experts} "
+                             "experts per FFN); weight matching is")  # fmt: skip
 
 
 def prepare_pair(

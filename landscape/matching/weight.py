@@ -19,6 +19,13 @@ left out of the others' similarity (their cross-products would pair unaligned un
 traps the descent, worst for O(d)). The objective recorded per round is ``‖θ_A − π(θ_B)‖²`` over
 every parameter (float64).
 
+**Mixtures of experts** (``n_experts`` > 0). ``experts{l}`` is visited like a head variable,
+by a score its experts' unit orders do not change (:func:`expert_element`: router columns, and
+per pair of experts the best assignment of their units), and right after it ``mlp{l}``, one
+assignment of units per expert slot (:func:`expert_units_element`). When the expert permutation
+changes, the unit elements follow their experts to the new slots, as within-head maps follow
+their heads.
+
 **Within-head maps** (``within_heads=True``, or the group levels ``qk``/``ov`` alone). The head
 cost leaves each head's factors in B's own bases, so the straight line between the factored
 weights averages A's Q with B's Q in unrelated bases. With the option on, every layer's
@@ -81,6 +88,7 @@ from landscape.symmetry import (
     Element,
     Spec,
     Transform,
+    follow_slots,
     group_kinds,
     spec_for,
 )
@@ -212,6 +220,101 @@ def within_head_element(
     return Element(kind, matrix=m, over=v.over), cond
 
 
+def _unit_similarities(
+    spec: Spec, var: str, a: Params, b: Params, others: Mapping[str, Element]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A mixture's units ``var`` (``mlp{l}``, per expert slot) laid out per expert: the rows of
+    every parameter ``var`` touches, ``[E, d_mlp, rest]``, of A and of ``B' = others(θ_B)``,
+    split into the axes it acts on by G or G⁻ᵀ (X) and by P(G), the gates (U)."""
+    v = spec.variables[var]
+    parts: dict[bool, tuple[list[torch.Tensor], list[torch.Tensor]]] = {False: ([], []),
+                                                                        True: ([], [])}  # fmt: skip
+    for name, axis, role in spec.touches(var):
+        if name not in a:
+            continue
+        slot = spec.axis_of(name, v.over)
+        for side, t in enumerate((a[name].double(), moved(spec, others, b, name))):
+            rows = t.movedim((slot, axis), (0, 1)).reshape(t.shape[slot], v.size, -1)
+            parts[role.act == PERM_OF][side].append(rows)
+    e = spec.variables[v.over].size
+    empty = torch.zeros(e, v.size, 0, dtype=torch.float64, device=next(iter(a.values())).device)
+    xa, xb, ua, ub = (torch.cat(parts[gate][side], 2) if parts[gate][side] else empty
+                      for gate in (False, True) for side in (0, 1))  # fmt: skip
+    return xa, xb, ua, ub
+
+
+def _assignment_value(e: Element, m: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``Σ_i s_i·M[i, π(i)] + U[i, π(i)]``: the score :func:`solve` maximised for ``e``."""
+    i = torch.arange(len(e.perm), device=m.device)
+    perm = e.perm.to(m.device)
+    return (e.scale.to(m.device) * m[i, perm]).sum() + u[i, perm].sum()
+
+
+def expert_element(
+    spec: Spec,
+    var: str,
+    kinds: Mapping[str, str],
+    a: Params,
+    b: Params,
+    elements: Mapping[str, Element] | None = None,
+) -> Element:
+    """The permutation of a mixture's experts (``experts{l}``) with every other variable but its
+    own units held.
+
+    Experts are matched by their weights whatever the order of their units: the similarity of
+    A's expert i with B's expert j is the inner product of their router columns (``W_router``,
+    ``b_router``) and of their unit-free parameters (``b_out``), plus the best alignment of
+    their units, the score of the unit assignment between the two (of the units' kind,
+    :func:`landscape.matching.solvers.solve`), one assignment per pair. The experts' units
+    (``mlp{l}``) are left out of ``B'`` and matched right after, expert by expert
+    (:func:`expert_units_element`). Its cost is E² assignments of d_mlp units a layer, and it
+    holds every expert's rows of both models at once: milliseconds at the zoo's sizes, not
+    sized for a large imported mixture (not measured there).
+    """
+    v = spec.variables[var]
+    units = next(w for w in spec.family("mlp") if spec.variables[w].over == var)
+    others = {k: e for k, e in (elements or {}).items() if k not in (var, units)}
+    n = v.size
+    m = torch.zeros(n, n, dtype=torch.float64, device=next(iter(a.values())).device)
+    for name, axis, _ in spec.touches(var):
+        if name not in a or any(r is not None and r.var == units for r in spec.axes[name]):
+            continue
+        x = a[name].double().movedim(axis, 0).reshape(n, -1)
+        y = moved(spec, others, b, name).movedim(axis, 0).reshape(n, -1)
+        m = m + x @ y.T
+    xa, xb, ua, ub = _unit_similarities(spec, units, a, b, others)
+    for i in range(n):
+        for j in range(n):
+            s, u = xa[i] @ xb[j].T, ua[i] @ ub[j].T
+            e = solve(kinds[units], s, unsigned=u if ua.shape[-1] else None)
+            m[i, j] += _assignment_value(e, s, u)
+    return solve(PERM, m)
+
+
+def expert_units_element(
+    spec: Spec,
+    var: str,
+    kind: str,
+    a: Params,
+    b: Params,
+    elements: Mapping[str, Element] | None = None,
+) -> Element:
+    """A mixture's units (``mlp{l}``, one element per expert slot) with every other variable
+    held: in each slot i, A's expert i against the B expert the expert permutation put there,
+    the assignment of a plain FFN's units (gates as the unsigned part). Returns the per-slot
+    monomial element (``perm``, ``scale`` [E, d_mlp])."""
+    v = spec.variables[var]
+    others = {k: e for k, e in (elements or {}).items() if k != var}
+    xa, xb, ua, ub = _unit_similarities(spec, var, a, b, others)
+    solved = [
+        solve(kind, xa[i] @ xb[i].T, unsigned=ua[i] @ ub[i].T if ua.shape[-1] else None)
+        for i in range(len(xa))
+    ]
+    perm = torch.stack([e.perm.to(xa.device) for e in solved])
+    scale = torch.stack([e.scale.to(xa.device) for e in solved])
+    return Element(kind, perm, scale, over=v.over)
+
+
 def _follow_heads(inner: Element, old: Element | None, new: Element) -> Element:
     """Per-head maps re-indexed after the head permutation changed from ``old`` to ``new``.
 
@@ -220,7 +323,7 @@ def _follow_heads(inner: Element, old: Element | None, new: Element) -> Element:
     ``old.perm⁻¹[new.perm[i]]``.
     """
     where = new.perm if old is None else torch.argsort(old.perm)[new.perm]
-    return Element(inner.kind, matrix=inner.matrix[where.to(inner.matrix.device)], over=inner.over)
+    return follow_slots(inner, Element(PERM, where, torch.ones(len(where), dtype=torch.float64)))
 
 
 def _changed(old: Element | None, new: Element) -> bool:
@@ -228,7 +331,7 @@ def _changed(old: Element | None, new: Element) -> bool:
     if not new.is_monomial:
         return False
     if old is None:
-        identity = torch.arange(len(new.perm), device=new.perm.device)
+        identity = torch.arange(new.size, device=new.perm.device).expand_as(new.perm)
         return not (torch.equal(new.perm, identity) and bool((new.scale == 1).all()))
     return not (torch.equal(old.perm, new.perm) and torch.equal(old.scale, new.scale))
 
@@ -289,6 +392,9 @@ def weight_kinds(
         return group_kinds(spec, group), {}
     kinds = matching_kinds(spec, group)
     after: dict[str, tuple[str, ...]] = {}
+    for v in spec.family("mlp"):  # a mixture's units: right after their layer's experts
+        if spec.variables[v].over is not None:
+            after[spec.variables[v].over] = (v,)
     if within_heads:
         for v in within_head_variables(spec):
             kinds[v] = spec.variables[v].widest  # invertible, or rope-commuting (QK under RoPE)
@@ -400,12 +506,15 @@ def weight_matching(
             family = spec.variables[var].family
             if family == "resid" or var in pending:
                 changed |= _settle(pending, elements)
-            if family == "heads":
-                new = head_element(spec, var, a, b, elements)
+            if family in ("heads", "experts"):
+                new = (head_element(spec, var, a, b, elements) if family == "heads"
+                       else expert_element(spec, var, kinds, a, b, elements))  # fmt: skip
                 for inner in (w for w in after.get(var, ()) if w in elements):
                     elements[inner] = _follow_heads(elements[inner], elements.get(var), new)
             elif family in INNER_GROUPS:
                 new, conds[var] = within_head_element(spec, var, kinds[var], a, b, elements)
+            elif spec.variables[var].over is not None:  # a mixture's units, expert by expert
+                new = expert_units_element(spec, var, kinds[var], a, b, elements)
             else:
                 unsolved = set(kinds) - set(elements) - set(pending) - {var}
                 m, m_abs = weight_similarity(spec, var, a, b, elements=elements, unsolved=unsolved)

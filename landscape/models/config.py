@@ -64,6 +64,8 @@ class ModelConfig:
     windows: tuple[int, ...] = ()  # sliding window per layer (0: full); () every layer full
     rotary_bases: tuple[float, ...] = ()  # RoPE base per layer; () rotary_base in every layer
     head: str = "linear"  # layers before W_U; HEADS
+    n_experts: int = 0  # > 0: each FFN a sparse mixture of this many experts (0: one FFN)
+    top_k: int = 0  # experts each position is routed to (1 ≤ top_k ≤ n_experts with experts)
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -93,6 +95,7 @@ class ModelConfig:
         if min(self.d_model, self.d_mlp, self.n_layers, self.n_out) <= 0:
             raise ValueError("d_model, d_mlp, n_layers and n_out must be positive")
         self._check_caps_and_layers(arch.causal)
+        self._check_experts()
         arch.check(self)
         if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
             raise ValueError("n_kv_heads must divide n_heads")
@@ -137,6 +140,18 @@ class ModelConfig:
         bases = tuple(float(b) for b in bases)
         object.__setattr__(self, "rotary_bases", () if set(bases) <= {self.rotary_base} else bases)
 
+    def _check_experts(self) -> None:
+        """A mixture of experts needs a routing width: 1 ≤ ``top_k`` ≤ ``n_experts``; without
+        experts ``top_k`` stays 0, so one config has one spelling (and one cache key)."""
+        n, k = self.n_experts, self.top_k
+        for name, v in (("n_experts", n), ("top_k", k)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if n and not 1 <= k <= n:
+            raise ValueError(f"top_k must be between 1 and n_experts ({n}), got {k}")
+        if not n and k:
+            raise ValueError("top_k needs n_experts > 0 (a mixture of experts)")
+
     def window_of(self, layer: int) -> int:
         """The sliding window of ``layer``'s attention: each query sees itself and the
         ``window - 1`` positions before it; 0 is full causal attention."""
@@ -163,6 +178,18 @@ class ModelConfig:
     @property
     def gated(self) -> bool:
         return self.mlp == "gated"
+
+    @property
+    def moe(self) -> bool:
+        """Whether each FFN is a sparse mixture of experts (``n_experts`` > 0)."""
+        return self.n_experts > 0
+
+    @property
+    def ffn_width(self) -> int:
+        """FFN units each position computes: ``d_mlp``, or ``n_experts·d_mlp`` in a mixture
+        (every expert runs on every position, :mod:`landscape.models.functional`); what
+        memory estimates count."""
+        return self.d_mlp * max(1, self.n_experts)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -196,4 +223,6 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "windows": (),
     "rotary_bases": (),
     "head": "linear",
+    "n_experts": 0,
+    "top_k": 0,
 }

@@ -488,6 +488,7 @@ def llama_config(cfg: ModelConfig) -> dict[str, Any]:
         (cfg.pos == "rotary" and cfg.rotary_dim in (0, cfg.d_head) and not cfg.rotary_bases,
          "rotary positions over whole heads (not learned positions)"),
         (cfg.mlp == "gated" and cfg.act == "silu", "a SiLU-gated MLP"),
+        (not cfg.moe, "one MLP a block (no mixture of experts)"),
         (not cfg.bias, "no biases"),
         (cfg.block == "pre" and cfg.qk_norm == "none" and cfg.head == "linear",
          "pre-norm blocks without q/k norms and a linear head"),
@@ -514,6 +515,9 @@ def hf_tensors(cfg: ModelConfig, params: Params, config: dict[str, Any]
     """``params`` as the tensors of ``config``'s format (its names and layouts; ``config`` from
     :func:`hf_config`), or a one-line refusal naming what the format cannot hold (module
     docstring)."""
+    if cfg.moe:  # no writer lays out experts (Mixtral's format is read, not written)
+        raise LandscapeError(f"writing a mixture of experts ({cfg.n_experts} experts a block) "
+                             f"in {config['model_type']}'s format is not supported")  # fmt: skip
     return EXPORTERS[config["model_type"]](cfg, params, config)
 
 

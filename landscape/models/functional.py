@@ -40,6 +40,11 @@ Optional extensions, all off by default (imported checkpoints, docs/design.md §
 - ``windows``: per-layer sliding windows on the causal mask; with window w the query at t sees
   keys t − w + 1 … t (0: every earlier key; :func:`_window_mask`). ``rotary_bases``: a RoPE
   base per layer (Gemma 3 uses one on its sliding layers, another on its full ones).
+- ``n_experts`` E > 0 with ``top_k`` k: every FFN is a sparse mixture of E experts, each an
+  FFN of the kind ``mlp`` says (plain or gated) with its parameters at one index of a leading
+  expert axis, ``Σ_e w_e·FFN_e(x)``; a router ``x·W_router + b_router`` [E] picks each
+  position's k largest logits and weights them by a softmax over those k (0 elsewhere), as the
+  Mixtral router does (:func:`routing`, :func:`_mixture`).
 - ``head`` (with a layout that has ``heads``, BERT's): what runs between the read positions
   and ``W_U``. ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is
   then the decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its
@@ -611,6 +616,14 @@ def _blocks(
                 x = norm(cfg, params, f"{b}.ln1", x)
         x_ffn = x_in if layout.parallel else x  # parallel: the FFN reads the block's input
         xn = norm(cfg, params, f"{b}.ln2", x_ffn) if layout.norm_in else x_ffn
+        if cfg.moe:  # a mixture of experts: its output is a weighted sum, not one write
+            out = _mixture(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first, cache)
+            if layout.norm_out:
+                out = norm(cfg, params, f"{b}.ln2_post", out)
+            x = x + drop(out)
+            if layout.norm_sum:
+                x = norm(cfg, params, f"{b}.ln2", x)
+            continue
         h = _hidden(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first)
         if cache is not None:
             cache[f"{b}.mlp.hidden"] = h
@@ -654,6 +667,54 @@ def _hidden(
         return _act(cfg, gate) * lin("in")
     h = lin("in")
     return _act(cfg, lin("gate")) * h
+
+
+def routing(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor,
+            linear: Callable = _reference_linear) -> torch.Tensor:  # fmt: skip
+    """The router's weights [..., n_experts] on the normalised stream ``x``: the ``top_k``
+    largest router logits ``x·W_router + b_router``, a softmax over those alone, and 0 for every
+    other expert (the Mixtral-style router: a softmax over all logits renormalised over the top
+    k is the same). Ties go to the lower expert index, as ``torch.topk`` keeps them."""
+    logits = linear(x, params[f"{prefix}.W_router"], _bias(cfg, params, f"{prefix}.b_router"))
+    top, idx = logits.topk(cfg.top_k, dim=-1)
+    return torch.zeros_like(logits).scatter(-1, idx, top.softmax(-1))
+
+
+def _mixture(
+    cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor, linear: Callable,
+    gate_first: bool, cache: dict | None,
+) -> torch.Tensor:  # fmt: skip
+    """A sparse mixture of experts on ``x`` [..., d_model]: ``Σ_e w_e(x)·FFN_e(x)`` with the
+    router's weights ``w`` (:func:`routing`; zero outside each position's top k) and expert e an
+    FFN of the config's kind (plain or gated) with the parameters at index e of the expert axis.
+
+    Every expert runs on every position and the unrouted ones are weighted by an exact 0: the
+    same function as running each expert on its own positions, with no data-dependent shapes, so
+    it is deterministic on every device and runs under ``torch.vmap`` (batched training, the
+    vmapped evaluation of mixtures); it costs ``n_experts / top_k`` times the routed work, which
+    is nothing at the zoo's sizes. Both kernel sets compute it alike. With a ``cache`` it holds
+    ``{prefix}.hidden`` [..., n_experts, d_mlp] (every expert's units at every position) and
+    ``{prefix}.routing`` [..., n_experts] (the weights).
+    """
+    w = routing(cfg, params, prefix, x, linear)
+
+    def lin(name: str) -> torch.Tensor:  # [..., n_experts, d_mlp]
+        b = _bias(cfg, params, f"{prefix}.b_{name}")
+        return torch.einsum("...d,edf->...ef", x, params[f"{prefix}.W_{name}"]) + b
+
+    if not cfg.gated:
+        h = _act(cfg, lin("in"))
+    elif gate_first:
+        gate = lin("gate")
+        h = _act(cfg, gate) * lin("in")
+    else:
+        up = lin("in")
+        h = _act(cfg, lin("gate")) * up
+    if cache is not None:
+        cache[f"{prefix}.hidden"], cache[f"{prefix}.routing"] = h, w
+    y = torch.einsum("...ef,efd->...ed", h, params[f"{prefix}.W_out"])
+    y = y + _bias(cfg, params, f"{prefix}.b_out")
+    return torch.einsum("...e,...ed->...d", w, y)
 
 
 def loss_and_accuracy(

@@ -7,6 +7,11 @@ the architecture (:mod:`landscape.models.registry`), then per block ``ln1`` (att
 ``mlp.W_out`` [d_mlp, d_model] with their biases; then ``ln_final`` and ``unembed.W_U``
 [d_model, n_out], ``b_U``. Norms have a gain ``w`` and, for LayerNorm, a bias ``b``.
 
+A mixture of experts (``n_experts`` E > 0) has the router ``mlp.W_router`` [d_model, E] (and
+``b_router`` [E]) and every FFN parameter with a leading expert axis: ``mlp.W_in`` (and
+``W_gate``) [E, d_model, d_mlp], ``b_in`` [E, d_mlp], ``W_out`` [E, d_mlp, d_model], ``b_out``
+[E, d_model].
+
 A q/k norm (``qk_norm``) adds gains ``attn.q_norm.w``/``attn.k_norm.w``: [d_head] each for
 "head", [n_heads, d_head] and [kv_heads, d_head] for "full". Which norms a block has follows
 from its layout (:mod:`landscape.models.layouts`): ``ln1``/``ln2`` at the sublayers' inputs or
@@ -67,13 +72,18 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
                 norm(f"{b}.ln1_post")
         if layout.plain_norms:
             norm(f"{b}.ln2")
-        shapes[f"{b}.mlp.W_in"] = (d, f)
-        shapes[f"{b}.mlp.b_in"] = (f,)
+        # a mixture of experts: the router, then every FFN parameter with a leading expert axis
+        experts = (cfg.n_experts,) if cfg.moe else ()
+        if cfg.moe:
+            shapes[f"{b}.mlp.W_router"] = (d, cfg.n_experts)
+            shapes[f"{b}.mlp.b_router"] = (cfg.n_experts,)
+        shapes[f"{b}.mlp.W_in"] = (*experts, d, f)
+        shapes[f"{b}.mlp.b_in"] = (*experts, f)
         if cfg.gated:
-            shapes[f"{b}.mlp.W_gate"] = (d, f)
-            shapes[f"{b}.mlp.b_gate"] = (f,)
-        shapes[f"{b}.mlp.W_out"] = (f, d)
-        shapes[f"{b}.mlp.b_out"] = (d,)
+            shapes[f"{b}.mlp.W_gate"] = (*experts, d, f)
+            shapes[f"{b}.mlp.b_gate"] = (*experts, f)
+        shapes[f"{b}.mlp.W_out"] = (*experts, f, d)
+        shapes[f"{b}.mlp.b_out"] = (*experts, d)
         if layout.norm_out:
             norm(f"{b}.ln2_post")
     if layout.final_norm:

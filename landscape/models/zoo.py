@@ -77,6 +77,13 @@ class ZooModel:
         return describe(self.config)
 
 
+# The smallest character GPT (gpt-shakespeare), and its mixture of experts: 4 experts of half
+# its FFN's width, 2 routed per position, so each position computes as many units as the dense
+# entry's (moe-shakespeare-d64).
+GPT_D64 = ModelConfig("gpt", d_model=64, d_mlp=256, n_layers=2, n_out=84, n_heads=4, d_head=16,
+                      d_vocab=84, n_ctx=64)  # fmt: skip
+GPT_D64_RECIPE = TrainConfig(steps=1500, batch_size=64, lr=3e-3, warmup=100, eval_every=250)
+MOE_D64 = GPT_D64.replace(d_mlp=128, n_experts=4, top_k=2)
 # The barrier tables' character GPT, trained with and without dropout.
 GPT_D128 = ModelConfig("gpt", d_model=128, d_mlp=512, n_layers=4, n_out=84, n_heads=4, d_head=32,
                        d_vocab=84, n_ctx=128)  # fmt: skip
@@ -171,18 +178,8 @@ ZOO: dict[str, ZooModel] = {
             "gpt-shakespeare",
             "shakespeare",
             "character-level causal GPT on the complete works of Shakespeare",
-            ModelConfig(
-                "gpt",
-                d_model=64,
-                d_mlp=256,
-                n_layers=2,
-                n_out=84,
-                n_heads=4,
-                d_head=16,
-                d_vocab=84,
-                n_ctx=64,
-            ),  # fmt: skip
-            TrainConfig(steps=1500, batch_size=64, lr=3e-3, warmup=100, eval_every=250),
+            GPT_D64,
+            GPT_D64_RECIPE,
             eval_windows=512,
         ),
         ZooModel(
@@ -262,6 +259,16 @@ ZOO: dict[str, ZooModel] = {
                      f"entry: {change}; trained on first use, not shipped (the Llama ablation)",
                      cfg, recipe, eval_windows=512, ships=False)
             for name, (change, cfg, recipe) in ABLATION_STEPS.items()
+        ),
+        ZooModel(
+            "moe-shakespeare-d64",
+            "shakespeare",
+            "gpt-shakespeare with each FFN a sparse mixture of 4 experts of 128 units, 2 routed "
+            "per position (the dense entry's 256 active units); trained on first use, not shipped",
+            MOE_D64,
+            GPT_D64_RECIPE,
+            eval_windows=512,
+            ships=False,
         ),
     ]
 }  # fmt: skip

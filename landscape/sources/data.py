@@ -139,7 +139,7 @@ def eval_batch_size(cfg: ModelConfig, inputs: torch.Tensor) -> int:
     """Rows per evaluation batch of these inputs (windows of tokens, or images) so that one
     batch's widest activation fits ``LOGIT_BUDGET``."""
     positions = inputs.shape[1] if architecture_of(cfg).inputs == "tokens" else cfg.n_ctx or 1
-    width = max(cfg.n_out, cfg.d_mlp, 3 * cfg.d_model, cfg.n_heads * positions)
+    width = max(cfg.n_out, cfg.ffn_width, 3 * cfg.d_model, cfg.n_heads * positions)
     return max(1, min(512, LOGIT_BUDGET // (positions * width)))
 
 

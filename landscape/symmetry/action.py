@@ -111,11 +111,18 @@ def _check_element(var: Variable, e: Element) -> None:
         raise ValueError(f"element for {var.name} must hold one map per slot of {var.over}")
     if e.is_monomial:
         s = e.scale
+        if e.perm.ndim != (1 if var.over is None else 2):
+            raise ValueError(f"element for {var.name} must hold one permutation"
+                             f"{' per slot of ' + var.over if var.over else ''}")  # fmt: skip
+        if var.over is not None and not bool(
+            (e.perm.sort(-1).values.cpu() == torch.arange(e.size)).all()
+        ):
+            raise ValueError(f"element for {var.name} is not one permutation per slot")
         ok = {
             PERM: bool((s == 1).all()),
-            GLOBAL_SIGN: bool((s.abs() == 1).all() and (s == s[0]).all()),
+            GLOBAL_SIGN: bool((s.abs() == 1).all() and (s == s[..., :1]).all()),
             SIGNED_PERM: bool((s.abs() == 1).all()),
-            SCALE: bool((s > 0).all() and (e.perm.cpu() == torch.arange(len(s))).all()),
+            SCALE: bool((s > 0).all() and (e.perm.cpu() == torch.arange(s.shape[-1])).all()),
             SCALED_PERM: bool((s > 0).all()),
             INVERTIBLE: bool((s != 0).all()),  # e.g. a signed perm composed with a scaling
         }.get(e.kind, False)
@@ -164,6 +171,11 @@ def check_transform(spec: Spec, transform: Transform, params: Params) -> None:
         if why:
             raise GroupNotAdmitted(f"{e.kind!r} on the residual stream is not exact here: {why}")
         _check_element(var, e)
+        if var.over is not None:
+            slots = len(e.perm if e.is_monomial else e.matrix)
+            if slots != spec.variables[var.over].size:
+                raise ValueError(f"element for {name} holds {slots} maps, expected one per slot "
+                                 f"of {var.over} ({spec.variables[var.over].size})")  # fmt: skip
         steps = resid_needs(state, e.kind) if name == "resid" else ()
         if steps:
             raise ValueError(
@@ -192,6 +204,11 @@ def _act(x: torch.Tensor, axis: int, e: Element) -> torch.Tensor:
 def _act_slots(x: torch.Tensor, axis: int, slot_axis: int, e: Element) -> torch.Tensor:
     """Per-slot maps: slot k of ``slot_axis`` is multiplied by ``M[k]`` along ``axis``."""
     y = x.movedim((slot_axis, axis), (0, -1))
+    if e.is_monomial:  # per-slot monomials: y'[k, ..., i] = scale[k, i] · y[k, ..., perm[k, i]]
+        lead = (y.shape[0],) + (1,) * (y.ndim - 2) + (y.shape[-1],)
+        perm, scale = e.perm.to(x.device).view(lead), e.scale.to(x.device).view(lead)
+        z = y.gather(-1, perm.expand(y.shape)) * scale
+        return z.movedim((0, -1), (slot_axis, axis))
     # one batched product per slot: [slots, rows, n] @ [slots, n, n]
     z = y.reshape(y.shape[0], -1, y.shape[-1]) @ e.matrix.to(x.device, y.dtype)
     return z.reshape(y.shape).movedim((0, -1), (slot_axis, axis))

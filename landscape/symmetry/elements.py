@@ -29,6 +29,7 @@ from landscape.symmetry.spec import (
     INVERTIBLE,
     KV_G,
     KV_INV_T,
+    MONOMIAL_KINDS,
     ORTH,
     ORTH_MEAN,
     PERM,
@@ -51,6 +52,8 @@ class Element:
     Monomial form: ``G[perm[i], i] = scale[i]`` (``perm`` long, ``scale`` float64), so acting on an
     axis is ``W'[..., i, ...] = scale[i] · W[..., perm[i], ...]``. Dense form: ``matrix`` float64,
     ``[n_in, n_out]`` or ``[slots, n, n]`` for a per-slot variable (``over`` names the slots).
+    A per-slot variable of a monomial kind (a mixture's units, one permutation per expert) may
+    hold its elements in monomial form too: ``perm`` and ``scale`` [slots, n], one row a slot.
     """
 
     kind: str
@@ -66,16 +69,22 @@ class Element:
     @property
     def size(self) -> int:
         """Input size (rows of G)."""
-        return len(self.perm) if self.is_monomial else self.matrix.shape[-2]
+        return self.perm.shape[-1] if self.is_monomial else self.matrix.shape[-2]
 
     def dense(self) -> torch.Tensor:
         """The element as a float64 matrix (``[slots, n, n]`` for per-slot variables), on the
         element's device."""
         if not self.is_monomial:
             return self.matrix
-        n = len(self.perm)
-        m = torch.zeros(n, n, dtype=torch.float64, device=self.perm.device)
-        m[self.perm, torch.arange(n, device=self.perm.device)] = self.scale
+        n, dev = self.perm.shape[-1], self.perm.device
+        cols = torch.arange(n, device=dev)
+        if self.perm.ndim == 2:  # one monomial matrix per slot
+            m = torch.zeros(len(self.perm), n, n, dtype=torch.float64, device=dev)
+            slots = torch.arange(len(self.perm), device=dev)[:, None]
+            m[slots, self.perm, cols] = self.scale.to(torch.float64)
+            return m
+        m = torch.zeros(n, n, dtype=torch.float64, device=dev)
+        m[self.perm, cols] = self.scale
         return m
 
     def to(self, device: str | torch.device) -> Element:
@@ -89,8 +98,8 @@ class Element:
     def inverse(self) -> Element:
         """G⁻¹ (for a semi-orthogonal G: the left inverse Gᵀ, which undoes the width change)."""
         if self.is_monomial:
-            inv = torch.argsort(self.perm)
-            return Element(self.kind, inv, (1.0 / self.scale)[inv])
+            inv = torch.argsort(self.perm, dim=-1)
+            return Element(self.kind, inv, (1.0 / self.scale).gather(-1, inv), over=self.over)
         if self.kind in (ORTH, ORTH_MEAN, SEMI_ORTH):
             return Element(self.kind, matrix=self.matrix.transpose(-1, -2), over=self.over)
         return Element(self.kind, matrix=torch.linalg.inv(self.matrix), over=self.over)
@@ -113,12 +122,12 @@ class Element:
             if not self.is_monomial:
                 return None
             if act == PERM_OF:
-                return Element(PERM, self.perm, torch.ones_like(self.scale))
+                return Element(PERM, self.perm, torch.ones_like(self.scale), over=self.over)
             blocks = self.perm[::group] // group
             return Element(PERM, blocks, torch.ones(len(blocks), dtype=torch.float64))
         if self.is_monomial:
             s = self.scale.abs() if act == ABS else 1.0 / self.scale
-            return Element(self.kind, self.perm, s)
+            return Element(self.kind, self.perm, s, over=self.over)
         if act == ABS:
             return None
         if self.kind in (ORTH, ORTH_MEAN, SEMI_ORTH):
@@ -146,14 +155,26 @@ def _join(a: str, b: str) -> str:
 def _matmul(a: Element, b: Element) -> Element:
     """The element with matrix A·B (acting on an axis: first A, then B)."""
     kind = _join(a.kind, b.kind)
-    if a.is_monomial and b.is_monomial:
-        return Element(kind, a.perm[b.perm], a.scale[b.perm] * b.scale)
+    if a.is_monomial and b.is_monomial:  # per slot too: a row of perm and scale a slot
+        perm, scale = a.perm.gather(-1, b.perm), a.scale.gather(-1, b.perm) * b.scale
+        return Element(kind, perm, scale, over=a.over or b.over)
     return Element(kind, matrix=a.dense() @ b.dense(), over=a.over or b.over)
 
 
 def _permute_slots(m: torch.Tensor, slots: Element | None) -> torch.Tensor:
     """Per-slot matrices ``m[perm[i]]``: follow the slots through a permutation."""
-    return m if slots is None else m[slots.perm]
+    return m if slots is None else m[slots.perm.to(m.device)]
+
+
+def follow_slots(e: Element, slots: Element | None) -> Element:
+    """A per-slot element with its slots taken through the permutation ``slots``: slot i gets
+    the map of slot ``slots.perm[i]`` (dense maps and per-slot monomials alike)."""
+    if slots is None:
+        return e
+    if e.is_monomial:
+        return Element(e.kind, _permute_slots(e.perm, slots), _permute_slots(e.scale, slots),
+                       over=e.over)  # fmt: skip
+    return Element(e.kind, matrix=_permute_slots(e.matrix, slots), over=e.over)
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,9 +194,7 @@ class Transform:
         for var in dict.fromkeys([*other.elements, *self.elements]):
             a, b = other.elements.get(var), self.elements.get(var)
             if a is not None and a.over is not None:
-                a = Element(
-                    a.kind, matrix=_permute_slots(a.matrix, self.elements.get(a.over)), over=a.over
-                )
+                a = follow_slots(a, self.elements.get(a.over))
             out[var] = a if b is None else b if a is None else _matmul(a, b)
         return Transform(out)
 
@@ -190,8 +209,11 @@ class Transform:
                 out[var] = e.inverse()
             else:
                 slots = self.elements.get(e.over)
-                m = _permute_slots(e.matrix, None if slots is None else slots.inverse())
-                out[var] = Element(e.kind, matrix=torch.linalg.inv(m), over=e.over)
+                moved = follow_slots(e, None if slots is None else slots.inverse())
+                if moved.is_monomial:
+                    out[var] = moved.inverse()
+                else:
+                    out[var] = Element(e.kind, matrix=torch.linalg.inv(moved.matrix), over=e.over)
         return Transform(out)
 
     def matrix(self, var: str) -> torch.Tensor | None:
@@ -377,7 +399,12 @@ def random_transform(spec: Spec, kinds: Mapping[str, str] | str, seed: int) -> T
     for name, var in spec.variables.items():  # spec order, so the seed fixes every element
         if name not in kinds:
             continue
-        if var.over is not None:  # one map per slot, shared by groups of var.group slots
+        if var.over is not None and kinds[name] in MONOMIAL_KINDS:  # a mixture's units
+            drawn = [random_element(kinds[name], var.size, gen)
+                     for _ in range(spec.variables[var.over].size)]  # fmt: skip
+            perm, scale = (torch.stack([getattr(e, k) for e in drawn]) for k in ("perm", "scale"))
+            out[name] = Element(kinds[name], perm, scale, over=var.over)
+        elif var.over is not None:  # one map per slot, shared by groups of var.group slots
             maps = spec.variables[var.over].size // var.group
             if kinds[name] == ROPE:
                 mats = [random_rope_commuting(var.size, var.rotary, gen) for _ in range(maps)]

@@ -13,7 +13,8 @@ which read from it) is derived from ``spec.axes``, never written twice.
 
 Variables: ``resid`` (the residual stream, size d_model), ``mlp{l}`` (FFN hidden units),
 ``heads{l}`` (attention heads), ``qk{l}`` and ``ov{l}`` (one d_head×d_head map per head; these are
-*batched* over ``heads{l}``: ``Variable.over == "heads{l}"``).
+*batched* over ``heads{l}``: ``Variable.over == "heads{l}"``), and with a mixture of experts
+``experts{l}`` (the experts), over which ``mlp{l}`` is then batched.
 
 A :class:`Role` says how an element G of the variable acts on one axis. With the convention
 "act on axis a with matrix M" ≡ ``W'[..., i, ...] = Σ_j M[j, i] · W[..., j, ...]``
@@ -97,6 +98,20 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   and readers are the same parameters; so every group of the pre-norm block is exact here, on
   the same conditions.
 
+- Mixtures of experts (``n_experts`` E > 0, top k): each FFN is ``Σ_e w_e(x)·FFN_e(x)`` with
+  the router's weights w, a softmax over each position's k largest logits ``x·W_router``.
+  ``experts{l}`` (family ``experts``, size E) permutes the experts: every expert parameter's
+  leading axis and the router's column (``W_router``, ``b_router``) move together (role
+  ``"G"``), so the logits are permuted, the same k experts are chosen and weighted alike, and
+  the sum over experts only changes order. ``mlp{l}`` acts inside each expert as on a plain
+  FFN (the same kinds: permutations, signs and scalings where the FFN's kind admits them), one
+  element per expert slot (``Variable.over == "experts{l}"``, a per-slot monomial element:
+  ``perm`` and ``scale`` [E, d_mlp]), indexed by the slot *after* the expert permutation like
+  the within-head maps. The router reads the normalised stream, a reader like ``W_in``
+  (``G^-T``, and ``ln2`` folds into it), so every residual group is exact on the conditions
+  it has without experts. The experts' permutation is a symmetry only as a whole: an expert's
+  column of the router is what routes to it.
+
 Which residual groups are exact depends on the norm state (docs/design.md §1 table):
 :func:`landscape.symmetry.action.resid_needs`, and on :func:`resid_blocked`.
 
@@ -135,6 +150,8 @@ INVERTIBLE = "invertible"  # GL(n)
 # Per-head maps commuting with RoPE: one scaled rotation a·I + b·J per frequency pair (the
 # half-split pairs of dimension i with i + r/2), any invertible block on the unrotated dimensions
 ROPE = "rope-commuting"
+# Kinds whose elements are monomial matrices (a permutation with signs or scales)
+MONOMIAL_KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, SCALE, SCALED_PERM)
 KINDS = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH, ORTH_MEAN, SEMI_ORTH, SCALE, SCALED_PERM,
          INVERTIBLE, ROPE)  # fmt: skip
 _CHAIN = (PERM, GLOBAL_SIGN, SIGNED_PERM, ORTH)
@@ -171,7 +188,7 @@ class Variable:
     name: str
     size: int
     kinds: tuple[str, ...]
-    family: str  # resid, mlp, heads, qk, ov
+    family: str  # resid, mlp, heads, qk, ov, experts
     layer: int | None = None
     over: str | None = None  # per-slot variable: one element per slot of this variable
     # >1: permutations must move blocks of this many consecutive slots (GQA); for a per-slot
@@ -351,6 +368,10 @@ def spec_for(cfg: ModelConfig) -> Spec:
                 norm(f"{b}.ln1", tuple((f"{b}.attn.W_{m}", f"{b}.attn.b_{m}") for m in "QKV"))
             post_norm(f"{b}.ln1_post")
         mv = f"mlp{layer}"
+        if cfg.moe:
+            _experts(cfg, layer, mlp_kinds, variables, axes, norm_readers)
+            post_norm(f"{b}.ln2_post")
+            continue
         variables[mv] = Variable(mv, cfg.d_mlp, mlp_kinds, "mlp", layer)
         axes[f"{b}.mlp.W_in"] = (res_inv, Role(mv, G))
         bias(f"{b}.mlp.b_in", (Role(mv, G),))
@@ -372,6 +393,44 @@ def spec_for(cfg: ModelConfig) -> Spec:
     missing = set(shapes) - set(axes)
     assert not missing, f"spec misses {sorted(missing)}"
     return Spec(cfg, variables, axes, norm_readers)
+
+
+def _experts(
+    cfg: ModelConfig,
+    layer: int,
+    mlp_kinds: tuple[str, ...],
+    variables: dict[str, Variable],
+    axes: dict[str, tuple[Role | None, ...]],
+    norm_readers: dict[str, tuple[tuple[str, str], ...]],
+) -> None:
+    """The spec of block ``layer``'s mixture of experts (``cfg.n_experts`` > 0; module
+    docstring): ``experts{l}`` permutes the experts, each with its router column, and
+    ``mlp{l}``, one element per expert slot (``over="experts{l}"``), acts on each expert's units
+    as on a plain FFN's. The router reads the normalised stream like every other reader."""
+    b, ev, mv = f"blocks.{layer}", f"experts{layer}", f"mlp{layer}"
+    res_g, res_inv = Role("resid", G), Role("resid", INV_T)
+    variables[ev] = Variable(ev, cfg.n_experts, (PERM,), "experts", layer)
+    variables[mv] = Variable(mv, cfg.d_mlp, mlp_kinds, "mlp", layer, over=ev)
+    shapes = param_shapes(cfg)
+    expert, unit = Role(ev, G), Role(mv, G)
+    declared = {
+        "W_router": (res_inv, expert),
+        "b_router": (expert,),
+        "W_in": (expert, res_inv, unit),
+        "b_in": (expert, unit),
+        "W_gate": (expert, res_inv, Role(mv, PERM_OF)),
+        "b_gate": (expert, Role(mv, PERM_OF)),
+        "W_out": (expert, Role(mv, INV_T), res_g),
+        "b_out": (expert, res_g),
+    }
+    for leaf, roles in declared.items():
+        if f"{b}.mlp.{leaf}" in shapes:
+            axes[f"{b}.mlp.{leaf}"] = roles
+    if layout_of(cfg).plain_norms:
+        units = ("router", "in", "gate") if cfg.gated else ("router", "in")
+        pairs = tuple((f"{b}.mlp.W_{u}", f"{b}.mlp.b_{u}") for u in units)
+        axes[f"{b}.ln2.w"], axes[f"{b}.ln2.b"] = (Role("resid", ABS),), (res_g,)
+        norm_readers[f"{b}.ln2"] = pairs
 
 
 def _postln(
@@ -398,6 +457,7 @@ def _postln(
 
     def ffn(layer: int) -> tuple[tuple[str, str], ...]:
         units = ("in", "gate") if cfg.gated else ("in",)
+        units = ("router", *units) if cfg.moe else units
         return tuple((f"blocks.{layer}.mlp.W_{u}", f"blocks.{layer}.mlp.b_{u}") for u in units)
 
     def entering(layer: int) -> tuple[tuple[str, str], ...]:
@@ -427,7 +487,8 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
 
     ``perm``/``perm-global-sign``/``signed-perm``/``orth``/``orth-mean``: the kind on ``resid`` plus
     permutations of every layer's FFN units and heads (FFN units first, then heads: the order
-    weight matching's seeded visiting order is drawn over). ``qk``/``ov``: invertible maps
+    weight matching's seeded visiting order is drawn over), and of a mixture's experts (last, so
+    the order of the others is the one drawn without experts). ``qk``/``ov``: invertible maps
     inside every head (under rotary positions the QK maps commute with RoPE, kind
     ``rope-commuting``). ``scale``: positive scalings of every layer's FFN units (exact for ReLU
     only).
@@ -445,6 +506,7 @@ def group_kinds(spec: Spec, group: str, *, gated_signs: bool = False) -> dict[st
         for v in spec.family("mlp"):
             kinds[v] = SIGNED_PERM if signed and SIGNED_PERM in spec.variables[v].kinds else PERM
         kinds.update({v: PERM for v in spec.family("heads")})
+        kinds.update({v: PERM for v in spec.family("experts")})
         return kinds
     if group in ("qk", "ov"):
         return {v: spec.variables[v].widest for v in spec.family(group)}

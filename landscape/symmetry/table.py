@@ -99,9 +99,12 @@ def symmetry_table(
         return float((forward(c, p, x) - base).abs().max())
 
     def row(group: str, valid: bool, d: float, needs: str, note: str, acts_on: str = "") -> dict:
+        acts = acts_on or _ACTS_ON[group.split(" ")[0]]
+        if spec.family("experts") and group.split(" ")[0] in RESID_GROUPS:
+            acts += " (in each expert); experts S_E with their router columns"
         return {
             "group": group,
-            "acts_on": acts_on or _ACTS_ON[group.split(" ")[0]],
+            "acts_on": acts,
             "valid": bool(valid),
             "max_abs_dlogits": d,
             "needs": needs,
@@ -305,7 +308,7 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
         if kind not in spec.variables["resid"].kinds:
             entry.update(exact=False, needs=[], note=f"not exact: {resid_blocked(cfg)}")
         out.append(entry)
-    for family in ("mlp", "heads", "qk", "ov"):
+    for family in ("mlp", "heads", "qk", "ov", "experts"):
         names = spec.family(family)
         if not names:
             note = {
@@ -341,5 +344,10 @@ def admitted_symmetries(cfg: ModelConfig) -> list[dict[str, Any]]:
             )
         if family == "mlp" and cfg.gated:
             entry["note"] = "signs and scales act on the up projection; the gate is only permuted"
+        if family == "mlp" and var.over is not None:
+            entry["note"] = "; ".join([*filter(None, [entry.get("note")]),
+                                       "one element per expert, following its expert"])
+        if family == "experts":
+            entry["note"] = f"each expert moves with its router column; top {cfg.top_k} routing"
         out.append(entry)
     return out

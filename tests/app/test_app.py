@@ -64,7 +64,8 @@ def test_models_page_renders_and_reruns(tmp_path):
                                     "gpt-shakespeare-d128",
                                     "gpt-shakespeare-d128-drop0.3",
                                     "llama-shakespeare-d128", "vit-fashion-d256-l6",
-                                    "gpt-shakespeare-d256-l6", *ABLATION_STEPS]  # fmt: skip
+                                    "gpt-shakespeare-d256-l6", *ABLATION_STEPS,
+                                    "moe-shakespeare-d64"]  # fmt: skip
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view
     assert frame["architecture"][0].startswith("residual MLP")

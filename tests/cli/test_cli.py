@@ -49,6 +49,7 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "vit-fashion-d256-l6",
         "gpt-shakespeare-d256-l6",
         *ABLATION_STEPS,
+        "moe-shakespeare-d64",
     ]
     for m in models:
         assert m["dataset"] and m["architecture"] and m["parameters"] > 1000

@@ -16,6 +16,7 @@ from landscape.sources.zoo import load_shipped, read_manifest, shipped_seeds
 
 LLAMA = "llama-shakespeare-d128"
 SCALE = ("vit-fashion-d256-l6", "gpt-shakespeare-d256-l6")
+MOE = "moe-shakespeare-d64"
 
 
 @pytest.fixture
@@ -101,6 +102,18 @@ def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
         assert "not shipped" in line
 
 
+def test_the_mixture_entry_is_gpt_shakespeare_with_experts():
+    """moe-shakespeare-d64: the smallest character GPT with 4 experts of half its FFN's width,
+    2 routed per position, its recipe unchanged; defined, never shipped."""
+    from landscape.assets import DEFAULT_SEEDS
+
+    m, dense = ZOO[MOE], ZOO["gpt-shakespeare"]
+    assert m.config == dense.config.replace(d_mlp=128, n_experts=4, top_k=2)
+    assert m.train == dense.train and (m.dataset, m.eval_windows) == ("shakespeare", 512)
+    assert not m.ships and MOE not in DEFAULT_SEEDS and shipped_seeds(MOE) == []
+    assert init_params(m.config, 0)["blocks.0.mlp.W_router"].shape == (64, 4)
+
+
 def _fake_fashion(directory):
     """Four small IDX files in Fashion-MNIST's layout (random pixels and labels): the entry's
     data path runs where the real data set is not installed."""
@@ -115,7 +128,7 @@ def _fake_fashion(directory):
         write_idx(directory / lab, rng.integers(0, 10, (64,)))
 
 
-@pytest.mark.parametrize("name", SCALE)
+@pytest.mark.parametrize("name", [*SCALE, MOE])
 def test_paper_scale_entries_train_a_few_steps(name, monkeypatch, tmp_path):
     """Three steps of the zoo's training path at a small batch (its evaluation on 64 examples),
     so the entry builds, reads its data and moves its weights on the CPU. The ViT reads four

@@ -10,6 +10,8 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
   models.
 - ``mistral`` (:mod:`.mistral`) and ``qwen2`` (:mod:`.qwen2`, Qwen2 and Qwen2.5): the Llama
   layout, Qwen2 with query, key and value biases.
+- ``mixtral`` (:mod:`.mixtral`): MixtralForCausalLM; the Llama layout without biases, every
+  MLP a sparse mixture of SwiGLU experts behind a top-k router (``ModelConfig.n_experts``).
 - ``qwen3`` (:mod:`.qwen3`): the Llama layout with a per-head RMSNorm on queries and keys.
 - ``olmo2`` (:mod:`.olmo2`, OLMo 2): post-norm blocks (the norms on the attention and MLP
   outputs) and an RMSNorm over all heads' queries and keys.
@@ -94,6 +96,7 @@ from landscape.models.importers import (
     gpt_neox,
     llama,
     mistral,
+    mixtral,
     olmo2,
     phi3,
     qwen2,
@@ -125,7 +128,7 @@ __all__ = [
     "tokenizer_files",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit, bert)
+_FAMILIES = (gpt2, llama, mistral, mixtral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit, bert)
 
 
 def _model_types(module: Any) -> dict[str, tuple[str, Converter]]:

@@ -15,9 +15,10 @@ default (no window).
 and from which config field: ``attention_bias`` and ``mlp_bias`` look alike across families but
 are read by few of them. Mistral, Qwen2, Qwen3, OLMo 2, Phi-3 and the Gemmas build their MLP
 without biases whatever ``mlp_bias`` says; Qwen2 always has query, key and value biases and
-never an output bias; Mistral and Phi-3 have no attention biases at all; GPT-NeoX's MLP always
-has them. A field a family does not read is ignored as transformers ignores it (the importers
-list it in ``meta["ignored_config"]``, and the bias tensors it would have named in
+never an output bias; Mistral, Mixtral and Phi-3 have no attention biases at all (Mixtral's
+router and experts none either); GPT-NeoX's MLP always has them. A field a family does not
+read is ignored as transformers ignores it (the importers list it in
+``meta["ignored_config"]``, and the bias tensors it would have named in
 ``meta["ignored_tensors"]``); the exporters write the biases the same table gives.
 """
 
@@ -42,6 +43,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "olmo2": _LLAMA,
     "gemma": {"rope_theta": 10000.0, "max_position_embeddings": 8192},
     "mistral": {"rope_theta": 10000.0, "max_position_embeddings": 131072, "sliding_window": 4096},
+    "mixtral": {"rope_theta": 1000000.0, "max_position_embeddings": 131072, "sliding_window": None},
     "qwen2": _QWEN,
     "qwen3": {**_QWEN, "head_dim": 128},
     "phi3": {
@@ -106,6 +108,7 @@ BIASES: dict[str, Biases] = {
         (("attention_bias", False), ("mlp_bias", False)),
     ),
     "mistral": Biases(False, False, False),
+    "mixtral": Biases(False, False, False),
     "qwen2": Biases(True, False, False),
     "qwen3": _ATTN,
     "olmo2": _ATTN,

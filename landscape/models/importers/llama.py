@@ -225,6 +225,7 @@ def convert_llama_like(
     partial_rotary: bool = False,
     sliding: str = "",
     model_type: str = "llama",
+    experts: bool = False,
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout: Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3 through a source that
     splits its fused projections. The biases are the family's (:data:`.defaults.BIASES`, read
@@ -241,6 +242,10 @@ def convert_llama_like(
     ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
     field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
     ``model_type``: whose defaults and biases (:mod:`.defaults`) a config.json field takes.
+    ``experts``: every MLP is Mixtral's sparse mixture (``num_local_experts`` SwiGLU experts,
+    ``num_experts_per_tok`` routed a position), read from ``block_sparse_moe``: the router
+    ``gate`` and each expert's ``w1`` (gate), ``w3`` (up) and ``w2`` (down), stacked on the
+    expert axis (``ModelConfig.n_experts``, ``top_k``).
     """
     defaults = DEFAULTS[model_type]
     d = _int(config, label, "hidden_size")
@@ -261,6 +266,11 @@ def convert_llama_like(
     windows, ignored_config = _layer_windows(config, label, n_layers, n_ctx, sliding, defaults)
     ignored_config += unread
     theta = _rope_theta(config, label, default=defaults["rope_theta"])
+    n_experts = _int(config, label, "num_local_experts") if experts else 0
+    top_k = _int(config, label, "num_experts_per_tok") if experts else 0
+    if top_k > n_experts:
+        raise LandscapeError(f"{label}: num_experts_per_tok {top_k} exceeds num_local_experts "
+                             f"{n_experts}")  # fmt: skip
     # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
     # ignores the field), so the field is recorded as ignored rather than applied.
     places = (config, config.get("rope_scaling") or {}, config.get("rope_parameters") or {})
@@ -292,6 +302,8 @@ def convert_llama_like(
         block=block,
         qk_norm=qk_norm,
         windows=windows,
+        n_experts=n_experts,
+        top_k=top_k,
     )
     t = src.take
     zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731
@@ -320,14 +332,22 @@ def convert_llama_like(
                 bias = t(f"{name}.bias", (n * e,)).reshape(n, e) if qkv_bias else zeros(n, e)
                 p[f"{b}attn.b_{m}"] = bias
         p[f"{b}attn.W_O"] = _heads_out(t(f"{s}self_attn.o_proj.weight", (d, h * e)), h, e)
-        for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
-                                    ("W_out", "down", (d, f))):  # fmt: skip
-            p[f"{b}mlp.{ours}"] = t(f"{s}mlp.{theirs}_proj.weight", shape).T.contiguous()
-            if cfg.bias:
-                b_name = f"{b}mlp.b_{ours[2:]}"
-                p[b_name] = (
-                    t(f"{s}mlp.{theirs}_proj.bias", shape[:1]) if mlp_bias else zeros(shape[0])
-                )
+        if experts:  # Mixtral (no biases): w1 the gate, w3 the up projection, w2 the down one
+            moe = f"{s}block_sparse_moe."
+            p[f"{b}mlp.W_router"] = t(f"{moe}gate.weight", (n_experts, d)).T.contiguous()
+            for ours, theirs, shape in (("W_gate", "w1", (f, d)), ("W_in", "w3", (f, d)),
+                                        ("W_out", "w2", (d, f))):  # fmt: skip
+                p[f"{b}mlp.{ours}"] = torch.stack([
+                    t(f"{moe}experts.{e}.{theirs}.weight", shape).T for e in range(n_experts)
+                ])  # fmt: skip
+        else:
+            for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
+                                        ("W_out", "down", (d, f))):  # fmt: skip
+                p[f"{b}mlp.{ours}"] = t(f"{s}mlp.{theirs}_proj.weight", shape).T.contiguous()
+                if cfg.bias:
+                    b_name = f"{b}mlp.b_{ours[2:]}"
+                    p[b_name] = (t(f"{s}mlp.{theirs}_proj.bias", shape[:1]) if mlp_bias
+                                 else zeros(shape[0]))  # fmt: skip
         if cfg.bias:
             p[f"{b}attn.b_O"] = t(f"{s}self_attn.o_proj.bias", (d,)) if o_bias else zeros(d)
     p["ln_final.w"] = t(f"{pre}norm.weight", (d,))
