@@ -175,6 +175,7 @@ def test_each_entry_ships_on_its_own_and_the_page_reads_what_is_stored(monkeypat
     assert abl.stored_ablation() is None
     abl.ablation(STEPS[:1], seeds=(0, 1), rows=rows, points=5)
     abl.ablation(STEPS[1:], seeds=(0, 1, 2), rows=rows, points=5, space="weights")
+    abl.ablation(STEPS[1:], seeds=(0, 1), rows=rows, points=5, space="circuits")
 
     def never(*args, **kwargs):
         raise AssertionError("the stored ablation computed a barrier")
@@ -183,6 +184,8 @@ def test_each_entry_ships_on_its_own_and_the_page_reads_what_is_stored(monkeypat
     r = abl.stored_ablation()
     mlp, vit = r["steps"]
     assert mlp["pairs"] == [[0, 1]] and vit["pairs"] == [[0, 1], [0, 2], [1, 2]]
+    # the ViT's circuits on its first pair alone do not mix into its three-pair row
+    assert vit["spaces"] == ["weights"]
     assert [c["space"] for c in vit["cells"]] == ["weights"]  # circuits not measured
     assert len(mlp["cells"][0]["per_pair_loss"]) == 1 and mlp["test_loss_sem"] >= 0
     assert r["missing"] == [{"model": "gpt-shakespeare", "label": "gpt-shakespeare"}]

@@ -281,20 +281,21 @@ STORED_SEEDS = ((0, 1, 2), (0, 1))
 
 def stored_ablation() -> dict[str, Any] | None:
     """The default ablation as far as it is stored (the disk cache, then the shipped results),
-    never computing: for each entry of :data:`STEPS` and each of its merge spaces, the widest
-    seed set of :data:`STORED_SEEDS` that is stored. Entries with none are named in
-    ``missing``; None when no entry is stored."""
+    never computing: each entry of :data:`STEPS` with the widest seed set of
+    :data:`STORED_SEEDS` stored for it, in each merge space stored with that set. Entries with
+    none are named in ``missing``; None when no entry is stored."""
     cache = ReadOnlyCache()
     measured, missing = [], []
     for name, change in STEPS:
-        parts = []
-        for sp in table_spaces(name, "both"):
-            for seeds in STORED_SEEDS:
+        parts: list[dict[str, Any]] = []
+        for seeds in STORED_SEEDS:  # one seed set per entry, so its cells share their pairs
+            for sp in table_spaces(name, "both"):
                 try:
                     parts.append(ablation_step(name, seeds=seeds, space=sp, cache=cache))
-                    break
                 except NotCached:
                     continue
+            if parts:
+                break
         if parts:
             measured.append((name, change, parts))
         else:
