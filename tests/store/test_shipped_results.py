@@ -365,14 +365,19 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
     monkeypatch.setattr(abl, "STEPS", (("vit-digits", "a stand-in"), ("mlp-digits", "other")))
     monkeypatch.setattr(abl, "ROWS", (("naive", "perm"),))
     monkeypatch.setattr(abl, "POINTS", 5)
-    out = tmp_path / "results"
-    index = assets.build_results(["vit-digits"], out, (assets.ABLATION_VIEW,),
+    out, work = tmp_path / "results", tmp_path / "work"
+    abl.ablation(abl.STEPS[:1], seeds=(0, 1), cache=Cache(work))  # measured first, as by hand
+    index = assets.build_results(["vit-digits"], out, (assets.ABLATION_VIEW,), work=work,
                                  ablation_seeds=(0, 1))  # fmt: skip
     assert [(r["kind"], r["space"], r["seeds"]) for r in index] == [
         ("ablation", "weights", [0, 1]), ("ablation", "circuits", [0, 1])]
     assert [p.parent.parent.name for p in out.rglob("*.lsc")] == ["ablation", "ablation"]
     assert assets.check_results(out) == []
     assert assets.standard_views("gpt-shakespeare", (assets.ABLATION_VIEW,)) == []  # no entry
+    # a build ships what is measured and never measures: three seeds were not, and are left out
+    again = assets.build_results(["vit-digits"], tmp_path / "other", (assets.ABLATION_VIEW,),
+                                 work=work, ablation_seeds=(0, 1, 2))  # fmt: skip
+    assert again == [] and not list((tmp_path / "other").rglob("*.lsc"))
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))
     monkeypatch.setattr(abl, "measure_barrier", lambda *a, **k: pytest.fail("computed"))
     from landscape.store.cache import ReadOnlyCache
