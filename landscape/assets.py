@@ -459,8 +459,19 @@ def _serve(out: Path, requests: list[dict[str, Any]]
 def prune_results(out: Path) -> list[Path]:
     """Remove the shipped entries in ``out`` that no request of its index reaches (a request
     whose key changed leaves its old entry behind, which would ship for nothing); returns the
-    paths removed. An unreached request is :func:`check_results`' to report."""
-    _, read = _serve(out, _index(out))
+    paths removed. An unreached request is :func:`check_results`' to report. Where the data of
+    some request are not on this machine, its key cannot be formed, so nothing is removed (its
+    entries would look unreached)."""
+    from landscape.models.zoo import data_identity
+
+    index = _index(out)
+    for r in index:
+        try:
+            data_identity(ZOO[r["model"]])
+        except LandscapeError:
+            print(f"nothing pruned: the data of {r['model']} are not on this machine", flush=True)
+            return []
+    _, read = _serve(out, index)
     reached = {out / kind / key[:2] / f"{key}{SUFFIX}" for kind, key in read}
     removed = [p for p in sorted(out.rglob(f"*{SUFFIX}")) if p not in reached]
     for p in removed:

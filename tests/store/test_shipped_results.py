@@ -386,3 +386,21 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
         r = abl.ablation_step("vit-digits", seeds=(0, 1), space=space,
                               cache=ReadOnlyCache(shipped=out))  # fmt: skip
         assert r["cached"] and r["pairs"] == [[0, 1]] and r["cells"][0]["space"] == space
+
+
+def test_nothing_is_pruned_where_some_request_has_no_data_here(tmp_path, monkeypatch):
+    """A request whose data are not on this machine cannot form its key, so its entries look
+    unreached: the prune then removes nothing rather than the entries of that request."""
+    from landscape.errors import LandscapeError
+    from landscape.models import zoo
+
+    out = tmp_path / "results"
+    path, key = _entry(out, "barrier", {"x": 1})
+    (out / "index.json").write_text(json.dumps([{"view": "interpolation", "kind": "barrier",
+                                                 "model": "vit-fashion-d128"}]))  # fmt: skip
+
+    def missing(model, data_dir=None):
+        raise LandscapeError("Fashion-MNIST file not found")
+
+    monkeypatch.setattr(zoo, "data_identity", missing)
+    assert assets.prune_results(out) == [] and path.is_file()
