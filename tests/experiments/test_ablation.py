@@ -97,6 +97,8 @@ def test_untrained_names_the_missing_checkpoints_and_bad_input_is_one_line():
         abl.ablation([("mlp-digitz", "")], seeds=SEEDS)
     with pytest.raises(LandscapeError, match="two or more distinct seeds"):
         abl.ablation(STEPS, seeds=(0, 0))
+    with pytest.raises(LandscapeError, match="one merge space at a time"):
+        abl.ablation_step("vit-digits", space="both")
 
 
 def test_the_default_entries_walk_from_the_dropout_gpt_to_the_llama_entry():

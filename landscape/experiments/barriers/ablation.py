@@ -160,7 +160,10 @@ def ablation_step(
     points = POINTS if points is None else points
     _check(((name, ""),), seeds, rows)
     check_points(points)
-    (space,) = table_spaces(name, space)  # one space, checked
+    if space == "both":
+        raise LandscapeError("an ablation entry is measured in one merge space at a time: "
+                             "weights or circuits")  # fmt: skip
+    (space,) = table_spaces(name, space)  # checked
     cache = cache or Cache()
     pairs = _pairs(seeds)
     options = dict(learned_options or {})
