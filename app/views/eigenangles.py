@@ -78,7 +78,7 @@ if learned and (seed_a, seed_b) != (seeds[0], seeds[1]):
                           device(), compute=False)  # fmt: skip
             took = 0.0
         except Exception:
-            took = state.LEARNED_SECONDS.get((name, str(device())))
+            took = state.learned_seconds(name, device())
         waiting = not ask_first(
             "eig", (name, seed_a, seed_b, device()),
             [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)],

@@ -118,7 +118,7 @@ except state.NotCached:
     ask = st.empty()  # the note, the button and the run's box, gone once the surface is there
     # what it will cost: its points at the seconds per point measured on this machine (a
     # surface's point and a triangle's are one evaluation of the model on the split each)
-    per_point = state.GRID_SECONDS.get((name, split, "weights", str(device())))
+    per_point = state.grid_seconds(name, split, "weights", device())
     first = {PLANE: ", and the two alignments first.",
              AROUND: ", and the Hessian's eigenvectors first." if hessian else "."}[kind]
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
@@ -141,7 +141,7 @@ except state.NotCached:
         ask.empty()
         if kind == AROUND and not hessian:  # computed here: the seconds per point here
             took = time.perf_counter() - started
-            state.GRID_SECONDS[name, split, "weights", str(device())] = took / resolution**2
+            state.measured_grid(name, split, "weights", device(), took / resolution**2)
 except Exception as err:
     show_error(what, err)
 
