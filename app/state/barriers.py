@@ -265,3 +265,29 @@ def ablation() -> dict[str, Any] | None:
         return _stored_ablation()
     except NotCached:
         return None
+
+
+def barrier_matrix(
+    model: str, seeds: list[int], method: str, group: str, *, points: int, split: str,
+    space: str, device: str | None, progress: Progress | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``),
+    each pair read from the disk cache or computed under ``progress``. Not memoised: the page
+    keeps the result it asked for in its session."""
+    from landscape.experiments.barriers.matrix import barrier_matrix as matrix
+
+    return matrix(model, seeds, method, group, points=points, split=split, space=space,
+                  device=resolve_device(device), progress=progress)  # fmt: skip
+
+
+def aligned_archive(
+    model: str, seeds: tuple[int, int], method: str, group: str, *, merge: float | None,
+    split: str, device: str | None, progress: Progress | None = None,
+) -> tuple[bytes, dict[str, Any]]:  # fmt: skip
+    """B aligned to A (or the merge at λ = ``merge``) written in B's own format and zipped, with
+    the checks of the written files (``experiments.merging.export.aligned_archive``). Not
+    memoised: the page keeps the bytes it prepared in its session."""
+    from landscape.experiments.merging.export import aligned_archive as archive
+
+    return archive(model, seeds, method, group, merge=merge, split=split,
+                   device=resolve_device(device), progress=progress)  # fmt: skip

@@ -10,8 +10,10 @@ from typing import Any
 import streamlit as st
 
 from landscape.assets import home_curves_path
+from landscape.device import resolve_device
 from landscape.errors import LandscapeError
 from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
+from landscape.progress import Progress
 from landscape.sources import Source, family_data
 from landscape.sources.zoo import available_seeds
 from landscape.store.cache import Cache
@@ -70,6 +72,14 @@ def home_curves() -> dict[str, Any]:
     return json.loads(home_curves_path().read_text())
 
 
+def compute_home_curves() -> None:
+    """Compute the Home page's curves and write them where :func:`home_curves` reads them
+    (``python -m landscape.assets --home``)."""
+    from landscape.assets import home_curves as write
+
+    write(home_curves_path())
+
+
 @st.cache_data(ttl=5, show_spinner=False)
 def family_problems() -> list[str]:
     """Files in the families directory skipped as invalid (shown on the Models page)."""
@@ -116,3 +126,43 @@ def clear_memory_caches() -> None:
     """Forget in-memory results (after training, importing or clearing the disk cache)."""
     st.cache_data.clear()
     checkpoint.clear()
+
+
+def train_seed(model: str, seed: int, device: str | None,
+               progress: Progress | None = None) -> tuple[Checkpoint, bool]:  # fmt: skip
+    """Train seed ``seed`` of a zoo model under ``progress`` (``models.train.train``): the
+    checkpoint, and whether it was already cached. The caller forgets the memo afterwards
+    (:func:`clear_memory_caches`), so that every page sees the new seed."""
+    from landscape.models.train import train
+
+    return train(model, seed, device=resolve_device(device), progress=progress)
+
+
+def import_family(name: str, paths: list[str], *, text: str | None, data: str | None, n_ctx: int,
+                  max_windows: int, lr: float) -> Any:  # fmt: skip
+    """Register checkpoints as a family (``sources.add_family``: each checked, its data read);
+    the family's record."""
+    from landscape.sources import add_family
+
+    return add_family(name, paths, text=text, data=data, n_ctx=n_ctx, max_windows=max_windows,
+                      lr=lr)  # fmt: skip
+
+
+def family_data_note(name: str) -> str:
+    """What a family is evaluated on, in words (``sources.family_data_note``)."""
+    from landscape.sources import family_data_note as note
+
+    return note(name)
+
+
+def remove_family(name: str) -> bool:
+    """Forget a family; its checkpoints and cached results stay. True if it existed."""
+    from landscape.store.families import remove_family as remove
+
+    return remove(name)
+
+
+def clear_disk_cache() -> int:
+    """Delete every cached result and trained checkpoint (shipped ones stay); how many entries
+    went."""
+    return Cache().clear()

@@ -35,27 +35,14 @@ from app.components.tables import on_screen, results_table
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.device import resolve_device
-from landscape.experiments import (
-    PAPER_REFERENCE,
-    mean_sem,
-    pairs_for,
-    paper_value,
-    seeds_request,
-)
+from landscape.experiments import PAPER_REFERENCE
 from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
 from landscape.experiments.barriers.curved import STEPS as CURVE_STEPS
-from landscape.experiments.barriers.curved import curve_rows
-from landscape.experiments.barriers.matrix import barrier_matrix
-from landscape.experiments.barriers.widths import default_factors
-from landscape.experiments.merging.export import aligned_archive
 from landscape.experiments.merging.mergekit import MERGE_METHODS
 from landscape.experiments.merging.operators import DENSITY as MERGE_DENSITY
 from landscape.experiments.merging.operators import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.operators import POINTS as MERGE_POINTS
-from landscape.experiments.merging.operators import merge_rows, mergekit_installed
 from landscape.matching import method_of, worst_check
-from landscape.models.train import snapshot_every
 from landscape.models.zoo import ZOO
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import mean_pm
@@ -75,8 +62,6 @@ from landscape.plots.theme import method_key
 from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_curve, tidy_interpolation, tidy_matrix, tidy_records
 from landscape.progress import within
-from landscape.sources import model_arch
-from landscape.store.cache import NotCached
 
 
 def _mean_sem(value: tuple[float, float], n: int, places: int) -> str:
@@ -162,12 +147,12 @@ page_header(
 )
 
 name = model()
-arch = model_arch(name)
+arch = state.model_arch(name)
 seeds = need_seeds(name, 2)
 need_data(name)
 all_pairs = list(itertools.combinations(seeds, 2))
 seed_label = seed_format(name)
-default_pairs = [p for p in pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
+default_pairs = [p for p in state.pairs_for(name, 1, seeds) if p in all_pairs] or all_pairs[:1]
 # a method that aligns comes under every group; naive, which does not, once
 combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
                       for g in BARRIER_GROUPS]  # fmt: skip
@@ -264,13 +249,13 @@ def _costs(combos: list[str], in_spaces: list[str], of_pairs: list[tuple[int, in
     todo = []
     for combo, space, pair in itertools.product(combos, in_spaces, of_pairs):
         method, group = method_group(combo)
-        request = seeds_request(name, pair, method, group, points=points, split=split,
+        request = state.seeds_request(name, pair, method, group, points=points, split=split,
                                 space=space)  # fmt: skip
         try:
             r = state.barrier(request, device(), compute=False)
             if r.get("matching_seconds") is not None:
                 took.setdefault((combo, space), []).append(float(r["matching_seconds"]))
-        except NotCached:
+        except state.NotCached:
             todo.append((combo, space, pair, method_of(method).learned))
         except Exception:  # the loop below shows what fails
             continue
@@ -308,14 +293,14 @@ for combo, space in itertools.product(chosen, spaces):
             progress(step, done, total)
             part = within(progress, done / total, (done + 1) / total, f"{step} · ")
         try:
-            request = seeds_request(name, pair, method, group, points=points, split=split,
+            request = state.seeds_request(name, pair, method, group, points=points, split=split,
                                     space=space)  # fmt: skip
             results.append(state.barrier(request, device(), progress=part,
                                          compute=computing))  # fmt: skip
             if method_of(method).learned and not results[-1].get("cached"):  # measured here
                 state.measured_learned(name, device(), results[-1].get("matching_seconds"))
             show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
-        except NotCached as err:  # not stored, and a cancelled or waiting run computes nothing
+        except state.NotCached as err:  # not stored; a cancelled or waiting run computes nothing
             if computing:
                 show_error(f"{label} on seeds {pair[0]} ↔ {pair[1]}", err)
             missing.append(f"{label} on seeds {pair[0]} ↔ {pair[1]}")
@@ -325,10 +310,11 @@ for combo, space in itertools.product(chosen, spaces):
     if not results:
         continue
     series.append({"label": label, "results": results, "space": space, "method": combo})
-    loss = mean_sem([r["barrier_loss"] for r in results])
-    acc = mean_sem([in_points(r["barrier_accuracy"]) for r in results])
+    loss = state.mean_sem([r["barrier_loss"] for r in results])
+    acc = state.mean_sem([in_points(r["barrier_accuracy"]) for r in results])
     # the paper measured transformers in the circuits space: its numbers beside those rows only
-    paper = paper_value(method, group, arch) if space == "circuits" and has_heads(name) else ""
+    paper = (state.paper_value(method, group, arch)
+             if space == "circuits" and has_heads(name) else "")  # fmt: skip
     rows.append(
         {
             "method": combo,
@@ -433,9 +419,9 @@ if chosen:  # the methods chosen above, one of them for the matrix
                  icon=":material/grid_on:"):  # fmt: skip
         method, group = method_group(matrix_combo)
         made = run_in_status(
-            lambda progress: barrier_matrix(
+            lambda progress: state.barrier_matrix(
                 name, sorted(matrix_seeds), method, group, points=points, split=split,
-                space=matrix_space, device=resolve_device(device()), progress=progress,
+                space=matrix_space, device=device(), progress=progress,
             ),
             running=f"Aligning {len(matrix_seeds) * (len(matrix_seeds) - 1) // 2} pairs …",
             done="The barrier matrix is ready",
@@ -478,7 +464,7 @@ if pairs:
     )
     remember("merges_show", False, param="merges", options=(False, True))
     if st.toggle("Show the merge operators", key="merges_show"):
-        if not mergekit_installed():
+        if not state.mergekit_installed():
             st.info("The merge operators run mergekit, which is not installed here: "
                     "`pip install 'landscape[merge]'`.", icon=":material/info:")  # fmt: skip
         else:
@@ -503,7 +489,7 @@ if pairs:
             if merge_ops:
                 method, group = method_group(merge_combo)
                 ops = tuple(o for o in MERGE_METHODS if o in merge_ops)
-                asked = seeds_request(name, merge_pair, method, group, points=merge_points,
+                asked = state.seeds_request(name, merge_pair, method, group, points=merge_points,
                                       split=split)  # fmt: skip
                 wanted = (asked, ops, device())
                 n_merges = (1 if method == "naive" else 2) * len(ops) * merge_points
@@ -535,14 +521,14 @@ if pairs:
                         f"merges-{name}-{merge_pair[0]}-{merge_pair[1]}-{split}",
                         title="merge operators along the line",
                         key="merges",
-                        data=tidy_records(merge_rows(merged), model=name, split=split),
+                        data=tidy_records(state.merge_rows(merged), model=name, split=split),
                         settings={"model": name, "seeds": list(merge_pair),
                                   "alignment": merge_combo, "operators": list(ops),
                                   "points": merge_points, "split": split,
                                   "density": merged["density"],
                                   "mergekit": merged["mergekit"]},
                     )  # fmt: skip
-                    results_table(pd.DataFrame(on_screen(merge_rows(merged))))
+                    results_table(pd.DataFrame(on_screen(state.merge_rows(merged))))
 
 if pairs:
     st.subheader("Curved path")
@@ -596,7 +582,7 @@ if pairs:
                            seconds=sum(al["training_seconds"] for al in made["alignments"]),
                            units=made["steps"] * len(made["alignments"]))  # fmt: skip
             show_warnings("Curved path", made)
-            curve_table = on_screen(curve_rows(made))
+            curve_table = on_screen(state.curve_rows(made))
             figure(
                 figure_curve(made, presentation=presentation()),
                 f"curve-{name}-{curve_pair[0]}-{curve_pair[1]}-{curve_kind}-{split}",
@@ -625,7 +611,7 @@ if name in ZOO and pairs:
     remember("spawn_show", False, param="spawn", options=(False, True))
     if st.toggle("Spawned children", key="spawn_show"):
         run_steps = ZOO[name].train.steps
-        every = snapshot_every(name)
+        every = state.snapshot_every(name)
         spawn_options = list(range(0, run_steps + 1, every))
         spawn_default = sorted({spawn_options[min(len(spawn_options) - 1, i)]
                                 for i in (0, 1, 2, 5, 10, 25, len(spawn_options) - 1)})  # fmt: skip
@@ -645,7 +631,7 @@ if name in ZOO and pairs:
                       device())  # fmt: skip
             try:  # stored: drawn at once
                 made = state.spawn(*wanted, compute=False)
-            except NotCached:
+            except state.NotCached:
                 # not stored: the parent's run with snapshots and two children from each step
                 # k to the end, at the time training seed A took (kept with the checkpoint)
                 trained = state.checkpoint(name, parent).meta.get("seconds")
@@ -735,14 +721,14 @@ if pairs and not presentation():
         slot = st.empty()  # the button, until the download it prepares is there
         if ready is None and slot.button("Prepare the download", key="download_prepare"):
             made = run_in_status(
-                lambda progress: aligned_archive(
+                lambda progress: state.aligned_archive(
                     name,
                     pair,
                     method,
                     group,
                     merge=merge,
                     split=split,
-                    device=resolve_device(device()),
+                    device=device(),
                     progress=progress,
                 ),
                 running="Aligning, writing and checking the checkpoint …",
@@ -775,7 +761,7 @@ if has_heads(name) and not is_imported(name):
         "O(d). Each narrow model is trained once (about a minute) and then read from the cache."
     )
     w1, w2 = st.columns([3, 2])
-    options = list(default_factors(ZOO[name].config))
+    options = list(state.width_factors(name))
     remember(f"width_factors_{name}", [k for k in (2, 4) if k in options], param="widths",
              options=options, many=True)  # fmt: skip
     factors = pick_many(
