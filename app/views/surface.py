@@ -112,6 +112,8 @@ if kind == AROUND:
 else:
     what = f"The plane through {name} seeds {', '.join(map(str, chosen))}"
 result = None
+# read, else computed on the page's own button, however quick (not read_else_run, which starts
+# quick work at once): the status box inside the note, both gone once the surface is there
 try:
     result = state.surface(*args)
 except state.NotCached:

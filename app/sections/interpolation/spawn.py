@@ -8,10 +8,10 @@ import streamlit as st
 
 from app import state
 from app.components.choices import device, pick_many
-from app.components.failures import show_error, show_warnings
+from app.components.failures import show_warnings
 from app.components.figures import figure
 from app.components.layout import presentation
-from app.components.long_runs import ask_first, duration, run_in_status
+from app.components.long_runs import duration, read_else_run
 from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
@@ -57,33 +57,33 @@ def spawned_children(asked: Asked) -> None:
             parent = pairs[0][0]
             wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
                       device())  # fmt: skip
-            try:  # stored: drawn at once
-                made = state.spawn(*wanted, compute=False)
-            except state.NotCached:
-                # not stored: the parent's run with snapshots and two children from each step
-                # k to the end, at the time training seed A took (kept with the checkpoint)
-                trained = state.checkpoint(name, parent).meta.get("seconds")
-                steps = ZOO[name].train.steps
-                cost = (None if not trained else trained * (1 + 2 * sum(1 - k / steps
-                                                                      for k in spawn_at)))
-                made = None
-                if ask_first("spawn", wanted, [(f"the parent and {2 * len(spawn_at)} children",
-                                                cost)],
-                             f"from the {duration(trained or 0)} training seed {parent} took "
-                             "(on the machine that trained it)",
-                             "it trains the parent with snapshots, and the children from "
-                             "them"):  # fmt: skip
-                    made = run_in_status(
-                        lambda progress: state.spawn(*wanted, progress=progress),
-                        running="Training the parent with snapshots and the children …",
-                        done="The spawned children are ready",
-                        failed="Spawning failed",
-                        what="Spawned children",
-                        inputs=wanted,
-                    )  # fmt: skip
-            except Exception as err:
-                show_error("Spawned children", err)
-                made = None
+
+            def trained() -> float | None:
+                """The seconds training seed A took (kept with its checkpoint)."""
+                return state.checkpoint(name, parent).meta.get("seconds")
+
+            def cost() -> list[tuple[str, float | None]]:
+                """Not stored: the parent's run with snapshots and two children from each step
+                k to the end, at the time training seed A took."""
+                took, steps = trained(), ZOO[name].train.steps
+                return [(f"the parent and {2 * len(spawn_at)} children",
+                         None if not took else took * (1 + 2 * sum(1 - k / steps
+                                                                   for k in spawn_at)))]
+
+            made = read_else_run(  # stored: drawn at once
+                lambda: state.spawn(*wanted, compute=False),
+                lambda progress: state.spawn(*wanted, progress=progress),
+                running="Training the parent with snapshots and the children …",
+                done="The spawned children are ready",
+                failed="Spawning failed",
+                what="Spawned children",
+                key="spawn",
+                inputs=wanted,
+                cost=cost,
+                basis=lambda: f"from the {duration(trained() or 0)} training seed {parent} took "
+                "(on the machine that trained it)",
+                unknown="it trains the parent with snapshots, and the children from them",
+            )  # fmt: skip
             if made is not None:
                 show_warnings("Spawned children", made)
                 spawn_table = [{"step": x["step"], "alignment": method_key(x["method"], x["group"]),
