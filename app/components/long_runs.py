@@ -337,17 +337,23 @@ def run_in_status(
 def read_else_run(
     read: Callable[[], Any], compute: Callable[[Progress], Any], *, what: str,
     fix: Fix | None = None, cost: Callable[[], list[tuple[str, float | None]]] | None = None,
-    basis: str = "", unknown: str = "", **status: Any,
+    basis: str | Callable[[], str] = "", unknown: str = "", **status: Any,
 ) -> Any:  # fmt: skip
     """A page's stored result: ``read()`` (the memo, else the disk cache; :class:`NotCached`
     when it is not stored), else ``compute(progress)`` under :func:`run_in_status` (``status``:
     its texts, ``key`` and ``inputs``). A read that fails otherwise is a failure card naming
     ``what`` (with ``fix``). With ``cost`` (its parts and their expected seconds, asked only
     when the result is not stored) the computation goes through :func:`ask_first` (with
-    ``basis`` and ``unknown``): over :data:`SLOW` seconds, or of unknown time, it waits for a
-    click beside its cost, and None is returned meanwhile. Returns the result, or None. Pages
-    that compute only on a click (Gauge, Surface) read with ``read`` and offer the button
-    themselves."""
+    ``basis``, a text or a function giving it, asked with the cost, and ``unknown``): over
+    :data:`SLOW` seconds, or of unknown time, it waits for a click beside its cost, and None is
+    returned meanwhile. Returns the result, or None.
+
+    The pages' one way to one stored result, read else computed; ``read`` and ``compute`` are
+    ``app.state`` wrappers, whose ``compute`` stores the result and reads it into the memo
+    (``state.stored_else_computed``). Where a page reads differently it says why: the
+    Interpolation and Triangle pages read many parts under one bar and one click (``compute=``
+    of the wrappers), the Surface page computes only on its own button, however quick, and the
+    Gauge page remembers a part's miss for the session, so that a rerun does not look again."""
     try:
         return read()
     except NotCached:
@@ -357,6 +363,8 @@ def read_else_run(
         return None
     if cost is not None:
         key = status.get("key") or failure_key(what)
-        if not ask_first(key, status.get("inputs"), cost(), basis, unknown):
+        parts = cost()
+        said = basis() if callable(basis) else basis
+        if not ask_first(key, status.get("inputs"), parts, said, unknown):
             return None
     return run_in_status(compute, what=what, fix=fix, **status)

@@ -15,7 +15,6 @@ from app.components.needs import data_fix, need_seeds
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.experiments import seeds_request
 from landscape.names import method_key
 from landscape.plots.eigenangles import (
     figure_checkpoint_barriers,
@@ -73,12 +72,13 @@ if learned and (seed_a, seed_b) != (seeds[0], seeds[1]):
         state.eigenangles(name, (seed_a, seed_b), True, device())
     except state.NotCached:
         try:  # the Interpolation page's learned/orth curve of this pair: its matching is stored
-            state.barrier(seeds_request(name, (seed_a, seed_b), "learned", "orth",
-                                        points=page.INTERPOLATION_POINTS, split=page.SPLIT),
+            state.barrier(state.seeds_request(name, (seed_a, seed_b), "learned", "orth",
+                                              points=page.INTERPOLATION_POINTS,
+                                              split=page.SPLIT),
                           device(), compute=False)  # fmt: skip
             took = 0.0
         except Exception:
-            took = state.LEARNED_SECONDS.get((name, str(device())))
+            took = state.learned_seconds(name, device())
         waiting = not ask_first(
             "eig", (name, seed_a, seed_b, device()),
             [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)],

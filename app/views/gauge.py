@@ -19,7 +19,6 @@ from app.components.tables import styled_table
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.experiments.gauge.parts import trajectory_spacing
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -114,8 +113,8 @@ with controls():
     )
 # a checkpoint every ``trajectory_every`` steps, or further apart where a large model's
 # checkpoints would not fit the memory budget
-trajectory_every = trajectory_spacing(trajectory_steps, settings["trajectory_every"],
-                                      zoo_row(name)["parameters"])  # fmt: skip
+trajectory_every = state.trajectory_spacing(trajectory_steps, settings["trajectory_every"],
+                                            zoo_row(name)["parameters"])  # fmt: skip
 args = (
     name,
     seed,
@@ -159,8 +158,9 @@ def computed(key: tuple, label: str, compute: Callable[[Callable], Any],
 
 # the settings the page opens with: its on-load parts are computed at once only at these
 DEFAULT_ARGS = (name, seeds[0], page.GAUGE_DRAWS, *args[3:4], settings["trajectory_steps"],
-                trajectory_spacing(settings["trajectory_steps"], settings["trajectory_every"],
-                                   zoo_row(name)["parameters"]), device())  # fmt: skip
+                state.trajectory_spacing(settings["trajectory_steps"],
+                                         settings["trajectory_every"],
+                                         zoo_row(name)["parameters"]), device())  # fmt: skip
 DRAWN = ("scramble", "claims")  # parts whose work grows with the draws per group
 
 

@@ -14,7 +14,7 @@ from app.components.figures import figure
 from app.components.layout import page_header, presentation, side_by_side
 from app.memory import remember
 from app.navigation import PAGE_SPECS, pages
-from landscape.assets import HOME_MODEL, home_curves, home_curves_path
+from landscape.assets import HOME_MODEL
 from landscape.plots.fields import BARRIER
 from landscape.plots.home import figure_symmetry_levels
 from landscape.plots.interpolation import figure_interpolation
@@ -36,7 +36,7 @@ except (OSError, ValueError) as err:
     show_error(
         "The Home page's curves",
         err,
-        Fix("Compute them (about half a minute)", run=lambda: home_curves(home_curves_path())),
+        Fix("Compute them (about half a minute)", run=state.compute_home_curves),
     )
     st.stop()
 

@@ -14,7 +14,6 @@ from app.components.long_runs import LongRun
 from app.components.tables import styled_table
 from app.components.text import literal, plain
 from app.memory import remember
-from landscape.device import resolve_device
 from landscape.errors import FieldError
 from landscape.plots.models import figure_zoo_overview
 from landscape.plots.theme import points
@@ -127,8 +126,6 @@ else:
         count = c2.number_input("How many", 1, 32, key="train_count")
         go = c3.button(f"Train {plain(name)}", type="primary", key="train_go")
     if go:
-        from landscape.models.train import train
-
         todo = [int(start) + i for i in range(int(count))]
         bar = LongRun(f"Training {name} …", key="train")  # Cancel stops after the next step
         for n, seed in enumerate(todo):
@@ -140,7 +137,7 @@ else:
                     n + step / total, len(todo))  # fmt: skip
 
             try:
-                ckpt, hit = train(name, seed, device=resolve_device(device()), progress=report)
+                ckpt, hit = state.train_seed(name, seed, device(), progress=report)
                 st.success(
                     f"{plain(name)} seed {seed}: test accuracy "
                     f"{ckpt.meta['metrics']['test_accuracy']:.1%}"
@@ -192,14 +189,12 @@ with st.form("import", border=True):
 # The form's own words for the library's arguments (a FieldError names a command-line flag)
 FIELDS = {"paths": "Checkpoints, one path per line", "text": "Text file (language models)"}
 if submitted:
-    from landscape.sources import add_family, family_data_note
-
     lines = [p.strip() for p in paths.splitlines() if p.strip()]
     try:
         if not family_name.strip() or not lines:
             raise ValueError("give a family name and at least one checkpoint path")
         with st.spinner(f"Checking {len(lines)} checkpoint(s) …"):
-            fam = add_family(
+            fam = state.import_family(
                 family_name.strip(),
                 lines,
                 text=text_file.strip() or None,
@@ -212,7 +207,7 @@ if submitted:
         st.session_state["import_done"] = (
             f"Imported **{plain(fam.name)}**: {len(fam.members)} checkpoint(s), "
             f"{plain(fam.architecture)}, {fam.parameters:,} parameters, evaluated on "
-            f"{plain(fam.dataset)} ({plain(family_data_note(fam.name))}). Choose it under "
+            f"{plain(fam.dataset)} ({plain(state.family_data_note(fam.name))}). Choose it under "
             "*Model family* in the sidebar."
         )
         st.rerun()
@@ -234,9 +229,7 @@ if imported:
             f"data: {plain(r['dataset'])}"
         )
         if c2.button("Remove", key=f"remove_{r['name']}", help="Forget the family; files stay"):
-            from landscape.store.families import remove_family
-
-            remove_family(r["name"])
+            state.remove_family(r["name"])
             state.clear_memory_caches()
             st.rerun()
 
@@ -250,8 +243,6 @@ c3.caption(f"{literal(info['root'])}  \nShared by the app and the CLI; every res
 with st.popover("Clear the cache"):
     st.warning("Deletes every cached result and trained checkpoint (shipped ones stay).")
     if st.button("Delete everything", type="primary", key="cache_clear"):
-        from landscape.store.cache import Cache
-
-        removed = Cache().clear()
+        removed = state.clear_disk_cache()
         state.clear_memory_caches()
         st.success(f"Removed {removed} entries.")

@@ -112,13 +112,15 @@ if kind == AROUND:
 else:
     what = f"The plane through {name} seeds {', '.join(map(str, chosen))}"
 result = None
+# read, else computed on the page's own button, however quick (not read_else_run, which starts
+# quick work at once): the status box inside the note, both gone once the surface is there
 try:
     result = state.surface(*args)
 except state.NotCached:
     ask = st.empty()  # the note, the button and the run's box, gone once the surface is there
     # what it will cost: its points at the seconds per point measured on this machine (a
     # surface's point and a triangle's are one evaluation of the model on the split each)
-    per_point = state.GRID_SECONDS.get((name, split, "weights", str(device())))
+    per_point = state.grid_seconds(name, split, "weights", device())
     first = {PLANE: ", and the two alignments first.",
              AROUND: ", and the Hessian's eigenvectors first." if hessian else "."}[kind]
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
@@ -141,7 +143,7 @@ except state.NotCached:
         ask.empty()
         if kind == AROUND and not hessian:  # computed here: the seconds per point here
             took = time.perf_counter() - started
-            state.GRID_SECONDS[name, split, "weights", str(device())] = took / resolution**2
+            state.measured_grid(name, split, "weights", device(), took / resolution**2)
 except Exception as err:
     show_error(what, err)
 

@@ -131,11 +131,11 @@ def _estimates() -> list[tuple[str, float | None]]:
             todo.append(label)
         except Exception:  # the loop below shows what fails
             continue
-    per_point = state.GRID_SECONDS.get((name, split, space, str(device())))
+    per_point = state.grid_seconds(name, split, space, device())
     parts = []
     for label in todo:
         _, seeds, method, group, *_rest, joint_ = _args(label)
-        aligned = (name, seeds, method, group, space, joint_) in state.TRIANGLES_ALIGNED
+        aligned = state.triangle_aligned(name, seeds, method, group, space, joint_)
         unknown = method == "learned" and not aligned
         if per_point is None and wanted != DEFAULT_VIEW:
             unknown = True

@@ -164,7 +164,7 @@ def test_a_long_run_on_interpolation_starts_only_on_a_click(monkeypatch):
     """Learned matching never run on this model is not started by adding it: the page says
     what it will cost beside a button, draws what is stored and names the rest; a quick
     method is computed at once."""
-    from app import state
+    from app.state import barriers as state
     from landscape import page_defaults
 
     _need(2)
@@ -212,7 +212,7 @@ def test_a_barrier_computed_for_the_page_reports_into_its_bar(monkeypatch):
     """A barrier not yet on disk is computed outside the page's memo, its matching and
     evaluation heard by the page's bar (inside the memo, drawing on the page is an error)."""
     import landscape.experiments as experiments
-    from app import state
+    from app.state import barriers as state
 
     _need(2)
     real, heard = experiments.measure_barrier, []
@@ -362,7 +362,7 @@ def test_triangle_basin_is_in_percent_on_the_page_and_in_the_report():
 def test_a_larger_triangle_grid_says_its_cost_and_waits_for_a_click(monkeypatch):
     """A grid of another size costs its points at the seconds per point this machine measured:
     over 20 s it is computed only on a click, the page saying how long it will take."""
-    from app import state
+    from app.state import timings as state
 
     _need(3)
     at = _open("triangle")
@@ -405,7 +405,7 @@ def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch
     """Seed B → 2 started learned matching by itself. Now it starts at once only when the
     learned matching measured on this model took under 20 s; else the page says the cost and
     waits, drawing weight matching alone."""
-    from app import state
+    from app.state import timings as state
 
     _need(3)
     at = _open("eigenangles")
@@ -598,7 +598,7 @@ def test_stray_files_in_the_families_directory_are_warnings_not_crashes(tmp_path
 
 
 def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle(monkeypatch):
-    from app import state
+    from app.state import timings as state
 
     _need(2)
     monkeypatch.setattr(state, "RUN_SECONDS", {})  # nothing measured here: its time is unknown

@@ -13,8 +13,8 @@ def test_the_curved_path_is_opt_in_and_drawn_beside_the_line(monkeypatch):
     """Opened, it says what training costs and waits for a click (no curve of the model was
     trained here, so its time is unknown); clicked, it trains and draws the curve; another
     number of steps then starts at once, at the seconds per step measured."""
-    from app import state
     from app.components import long_runs
+    from app.state import timings as state
     from landscape.experiments.barriers import curved
 
     monkeypatch.setattr(state, "RUN_SECONDS", {})

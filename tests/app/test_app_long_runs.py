@@ -15,7 +15,7 @@ from tests.app.common import MAIN, ok
 @pytest.fixture(autouse=True)
 def _nothing_measured(monkeypatch):
     """Each test starts from a machine that measured nothing (the times are kept per process)."""
-    from app import state
+    from app.state import timings as state
 
     if len(available_seeds("mlp-digits")) < 3:
         pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
@@ -55,7 +55,7 @@ def _notes(at: AppTest) -> str:
 
 
 def test_an_atlas_not_stored_says_its_cost_and_waits_for_a_click(monkeypatch):
-    from app import state
+    from app.state import timings as state
     from landscape.experiments import atlas
 
     placed = _counted(monkeypatch, atlas, "_compute")
@@ -76,7 +76,7 @@ def test_an_atlas_not_stored_says_its_cost_and_waits_for_a_click(monkeypatch):
 
 
 def test_the_atlas_of_the_page_own_view_is_drawn_at_once():
-    from app import state
+    from app.state import timings as state
 
     at = _page("atlas")
     ok(at)
@@ -122,8 +122,8 @@ def test_the_width_barriers_say_what_training_costs_and_wait(monkeypatch):
 def test_the_barrier_per_round_of_another_pair_says_its_measured_cost(monkeypatch):
     """Measured on one pair, the barrier per round of another pair costs as long: over the
     limit it waits for a click, beside that time."""
-    from app import state
     from app.components import long_runs
+    from app.state import timings as state
     from landscape.experiments.barriers import iterations
 
     at = _page("eigenangles", eig_learned=False, eig_iterations=True)

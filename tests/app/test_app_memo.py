@@ -4,7 +4,7 @@ keyed by the request. Each test has its own empty disk cache (``tests/app/confte
 from __future__ import annotations
 
 import landscape.experiments as experiments
-from app import state
+from app.state import barriers as state
 from landscape.experiments import seeds_request
 
 

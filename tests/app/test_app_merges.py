@@ -14,7 +14,7 @@ from tests.app.common import MAIN, ok
 
 @pytest.fixture(autouse=True)
 def _families(tmp_path, monkeypatch):
-    from app import state
+    from app.state import timings as state
 
     monkeypatch.setenv("LANDSCAPE_FAMILIES", str(tmp_path / "families"))
     monkeypatch.setattr(state, "RUN_SECONDS", {})  # no merge measured here yet

@@ -71,7 +71,7 @@ def test_surface_tables_keep_models_and_paths_apart():
 def test_the_surface_says_what_it_will_cost_before_the_click():
     """Its points at the seconds per point measured here: unknown before any was evaluated,
     then the note beside the button says how long a grid of another size will take."""
-    from app import state
+    from app.state import timings as state
 
     state.GRID_SECONDS.clear()
     at = _open(grid="5")
