@@ -466,6 +466,8 @@ def prune_results(out: Path) -> list[Path]:
 
     index = _index(out)
     for r in index:
+        if r["model"] not in ZOO:
+            continue  # not a zoo entry: its data are its own
         try:
             data_identity(ZOO[r["model"]])
         except LandscapeError:
