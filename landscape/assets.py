@@ -456,21 +456,29 @@ def _serve(out: Path, requests: list[dict[str, Any]]
     return stale, cache.read
 
 
+def data_here(model: str) -> bool:
+    """Whether the data of zoo entry ``model`` are on this machine, so that a request's cache
+    key can be formed (its data identity reads them); True for a name that is no zoo entry."""
+    from landscape.models.zoo import data_identity
+
+    if model not in ZOO:
+        return True
+    try:
+        data_identity(ZOO[model])
+    except LandscapeError:
+        return False
+    return True
+
+
 def prune_results(out: Path) -> list[Path]:
     """Remove the shipped entries in ``out`` that no request of its index reaches (a request
     whose key changed leaves its old entry behind, which would ship for nothing); returns the
     paths removed. An unreached request is :func:`check_results`' to report. Where the data of
     some request are not on this machine, its key cannot be formed, so nothing is removed (its
     entries would look unreached)."""
-    from landscape.models.zoo import data_identity
-
     index = _index(out)
     for r in index:
-        if r["model"] not in ZOO:
-            continue  # not a zoo entry: its data are its own
-        try:
-            data_identity(ZOO[r["model"]])
-        except LandscapeError:
+        if not data_here(r["model"]):
             print(f"nothing pruned: the data of {r['model']} are not on this machine", flush=True)
             return []
     _, read = _serve(out, index)
