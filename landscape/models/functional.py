@@ -616,22 +616,19 @@ def _blocks(
                 x = norm(cfg, params, f"{b}.ln1", x)
         x_ffn = x_in if layout.parallel else x  # parallel: the FFN reads the block's input
         xn = norm(cfg, params, f"{b}.ln2", x_ffn) if layout.norm_in else x_ffn
+        out: torch.Tensor | None
         if cfg.moe:  # a mixture of experts: its output is a weighted sum, not one write
             out = _mixture(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first, cache)
-            if layout.norm_out:
-                out = norm(cfg, params, f"{b}.ln2_post", out)
-            x = x + drop(out)
-            if layout.norm_sum:
-                x = norm(cfg, params, f"{b}.ln2", x)
-            continue
-        h = _hidden(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first)
-        if cache is not None:
-            cache[f"{b}.mlp.hidden"] = h
-        w_out, b_out = params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out")
-        if layout.ffn_bias_last and dropout is None:
-            x = kernels.write(x, h, w_out, b_out)
         else:
-            out = linear(h, w_out, b_out)
+            h = _hidden(cfg, params, f"{b}.mlp", xn, linear, layout.gate_first)
+            if cache is not None:
+                cache[f"{b}.mlp.hidden"] = h
+            w_out, b_out = params[f"{b}.mlp.W_out"], _bias(cfg, params, f"{b}.mlp.b_out")
+            if layout.ffn_bias_last and dropout is None:
+                x, out = kernels.write(x, h, w_out, b_out), None  # written into the stream
+            else:
+                out = linear(h, w_out, b_out)
+        if out is not None:
             if layout.norm_out:
                 out = norm(cfg, params, f"{b}.ln2_post", out)
             x = x + drop(out)
