@@ -29,7 +29,8 @@ def test_gauge_sweep_unknown_part(capsys):
 
 @pytest.mark.parametrize("mode", ["exact", "perm-only"])
 def test_transport_user_artifact_round_trip(tmp_path, capsys, mode):
-    from landscape.experiments.transport import Artifact, load_artifact, save_artifact
+    from landscape.experiments.artifacts import Artifact
+    from landscape.experiments.transport import load_artifact, save_artifact
     from landscape.sources.zoo import get_checkpoint
     from landscape.symmetry import random_transform, spec_for
 

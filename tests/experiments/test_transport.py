@@ -10,18 +10,20 @@ import pytest
 import torch
 
 from landscape.errors import LandscapeError
-from landscape.experiments.gauge.parts import readout_features
-from landscape.experiments.transport import (
+from landscape.experiments.artifacts import (
     Artifact,
-    check_artifact,
-    load_artifact,
     probe_accuracy,
-    save_artifact,
     steered,
     train_probe,
+    with_lora,
+)
+from landscape.experiments.gauge.coordinates import readout_features
+from landscape.experiments.transport import (
+    check_artifact,
+    load_artifact,
+    save_artifact,
     transport,
     transport_rows,
-    with_lora,
 )
 from landscape.models import forward
 from landscape.optim import adamw_steps
@@ -68,7 +70,7 @@ def test_exact_transport_commutes_with_the_gauge(arch, gen):
     fa, fb = readout_features(cfg, pa, x, 1), readout_features(cfg, pb, x, 1)
     w, wb = arts["probe"].tensors, moved["probe"].tensors
     assert torch.allclose(fb @ wb["W"], fa @ w["W"], atol=1e-9)
-    from landscape.experiments.transport import sae_reconstruct
+    from landscape.experiments.artifacts import sae_reconstruct
 
     rec_a = sae_reconstruct(arts["sae"], fa)
     rec_b = sae_reconstruct(moved["sae"], fb)

@@ -14,8 +14,8 @@ transformers = pytest.importorskip("transformers")
 from landscape import experiments  # noqa: E402
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
+from landscape.experiments.artifacts import Artifact  # noqa: E402
 from landscape.experiments.transport import (  # noqa: E402
-    Artifact,
     load_artifact,
     save_artifact,
     transport,

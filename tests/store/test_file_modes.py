@@ -49,7 +49,8 @@ def test_mergekit_config_and_figure_get_the_umask_modes(tmp_path, mask):
 def test_transported_artifact_gets_the_umask_modes(tmp_path, mask):
     import torch
 
-    from landscape.experiments.transport import Artifact, save_artifact
+    from landscape.experiments.artifacts import Artifact
+    from landscape.experiments.transport import save_artifact
 
     weights, sidecar = save_artifact(tmp_path / "probe", Artifact("probe", {"W": torch.ones(4, 3),
                                                                            "b": torch.zeros(3)}))

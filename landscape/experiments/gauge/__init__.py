@@ -1,28 +1,31 @@
 """The gauge sweep: its parts (:mod:`.parts`: the symmetry table, scrambles, recovery and
-trajectories), run and cached by :mod:`.runner`, its results as dataclasses (:mod:`.results`).
+trajectories, over the residual coordinates of :mod:`.coordinates`), run and cached by
+:mod:`.runner`, its results as dataclasses (:mod:`.results`).
 """
 
 from __future__ import annotations
 
-from landscape.experiments.gauge.parts import (
-    GAUGE_VERSION,
+from landscape.experiments.gauge.coordinates import (
     activation_similarity,
     align_activations,
+    coordinate_accuracy,
+    readout_features,
+    resid_only,
+    solve_resid,
+    weight_similarity,
+)
+from landscape.experiments.gauge.parts import (
+    GAUGE_VERSION,
     check_kept_checkpoints,
     check_sweep_args,
     claim_check,
-    coordinate_accuracy,
-    readout_features,
     recover,
     recovery_lr,
     recovery_under_drift,
-    resid_only,
     resid_stack,
     scramble_test,
-    solve_resid,
     top_coordinates,
     trajectory_transport,
-    weight_similarity,
 )
 from landscape.experiments.gauge.results import (
     CLAIM_VARIANTS,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -41,6 +41,15 @@ from landscape.budget import check_checkpoints, check_steps, max_checkpoints
 from landscape.data import Split
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.evaluation import barrier_curve
+from landscape.experiments.gauge.coordinates import (
+    activation_similarity,
+    align_activations,
+    coordinate_accuracy,
+    readout_features,
+    resid_only,
+    solve_resid,
+    weight_similarity,
+)
 from landscape.experiments.gauge.results import (
     RECOVERY_METHODS,
     RECOVERY_SOURCES,
@@ -57,22 +66,10 @@ from landscape.experiments.gauge.results import (
     TrajectoryRow,
     mean,
 )
-from landscape.matching.activation import (
-    GAUGE_SWEEP,
-    activation_transform,
-    collect,
-    resid_stack,
-)
-from landscape.matching.activation import activation_similarity as matching_similarity
-from landscape.matching.solvers import (
-    Signs,
-    solve,
-)
-from landscape.matching.weight import weight_similarity as resid_weight_similarity
+from landscape.matching.activation import resid_stack
 from landscape.models import (
     ModelConfig,
     Params,
-    architecture_of,
     forward,
     init_params,
     loss_and_accuracy,
@@ -84,10 +81,8 @@ from landscape.symmetry import (
     PERM,
     SIGNED_PERM,
     Element,
-    Spec,
     Transform,
     apply,
-    group_kinds,
     probe_inputs,
     random_transform,
     spec_for,
@@ -97,111 +92,19 @@ from landscape.tasks import Task, TaskSource
 
 __all__ = [
     "GAUGE_VERSION",
-    "activation_similarity",
-    "align_activations",
     "check_kept_checkpoints",
     "check_sweep_args",
     "claim_check",
-    "coordinate_accuracy",
-    "readout_features",
     "recover",
     "recovery_lr",
     "recovery_under_drift",
-    "resid_only",
     "resid_stack",
     "scramble_test",
-    "solve_resid",
     "top_coordinates",
     "trajectory_transport",
-    "weight_similarity",
 ]
 
 GAUGE_VERSION = 2  # bump when a sweep algorithm or result changes: old cache entries stop matching
-
-
-# ----------------------------------------------------------------------------- activations
-# The residual alignment of the sweep: one implementation each in landscape.matching, with the
-# sweep's options (landscape.matching.activation.GAUGE_SWEEP, norm gains left out of weights).
-
-
-def readout_features(cfg: ModelConfig, params: Params, inputs: torch.Tensor, layer: int
-                     ) -> torch.Tensor:  # fmt: skip
-    """Residual stream entering block ``layer`` at the positions that are read out:
-    mlp [N, d]; vit the class token [N, d]; gpt every position [N·T, d]."""
-    x = collect(cfg, params, inputs)[f"resid.{layer}"]
-    if architecture_of(cfg).readout == "class token":
-        x = x[:, 0]
-    return x.reshape(-1, cfg.d_model)
-
-
-def activation_similarity(xa: torch.Tensor, xb: torch.Tensor, kind: str) -> torch.Tensor:
-    """Similarity of A's and B's residual coordinates from paired activations [L, N, d]: [d, d],
-    by the sweep's statistic (``landscape.matching.activation.activation_similarity``,
-    ``"cosine"``: correlations summed over layers; O(d): uncentred cross-moments)."""
-    return matching_similarity(xa, xb, kind, GAUGE_SWEEP.statistic)
-
-
-def weight_similarity(cfg: ModelConfig, pa: Params, pb: Params) -> torch.Tensor:
-    """Similarity of A's and B's residual coordinates from weights: [d, d].
-
-    ``M = Σ_W W_Aᵀ W_B`` over every parameter the residual gauge acts on by G or G⁻ᵀ: one
-    coordinate-descent step of weight matching (``landscape.matching.weight.weight_similarity``).
-    Norm gains move by |G| and carry no sign, so they are left out (``gains="ignore"``).
-    """
-    return resid_weight_similarity(spec_for(cfg), "resid", pa, pb, gains="ignore")[0]
-
-
-def solve_resid(m: torch.Tensor, kind: str, method: Signs = "marginalised") -> Element:
-    """The residual element ``h`` aligning B to A from a similarity ``m`` (rows A, columns B):
-    ``landscape.matching.solvers.solve`` with ``method`` ∈ {"marginalised", "signed"} as its
-    sign handling of signed permutations."""
-    return solve(kind, m, signs=method).to("cpu")
-
-
-def coordinate_accuracy(est: Element, true: Element) -> dict[str, float]:
-    """Agreement of two monomial elements per coordinate.
-
-    ``perm``: share of slots mapped to the right coordinate; ``sign``: share of those with the
-    right sign; ``coord``: share right in both (the coordinate is recovered exactly).
-    """
-    ok_p = est.perm.cpu() == true.perm.cpu()
-    ok_s = torch.sign(est.scale.cpu()) == torch.sign(true.scale.cpu())
-    n_ok = int(ok_p.sum())
-    return {
-        "perm": n_ok / len(ok_p),
-        "sign": float((ok_s & ok_p).sum()) / max(n_ok, 1),
-        "coord": float((ok_s & ok_p).double().mean()),
-    }
-
-
-def align_activations(
-    cfg: ModelConfig,
-    pa: Params,
-    pb: Params,
-    inputs: torch.Tensor,
-    resid_kind: str,
-    *,
-    method: Signs = "marginalised",
-    drop_first: bool = False,
-) -> Transform:
-    """Activation matching restricted to ``resid_kind`` on the stream (docs/design.md §1),
-    with the sweep's options (``landscape.matching.activation.GAUGE_SWEEP``).
-
-    Residual: :func:`activation_similarity` solved by ``resid_kind`` (``method``: the sign
-    handling). FFN units of each layer: assignment on correlations of the hidden activations
-    (they do not see the residual gauge). Heads: assignment on the QK/OV circuit cost of A
-    against B with its stream already aligned. The parameters are used as given (processed by
-    the caller). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``.
-    """
-    kinds = group_kinds(spec_for(cfg), resid_kind)  # the kind names its own level
-    similarity = replace(GAUGE_SWEEP, signs=method)
-    return activation_transform(cfg, pa, pb, inputs, kinds, similarity=similarity,
-                                drop_first=drop_first)[0]  # fmt: skip
-
-
-def resid_only(spec: Spec, kind: str, seed: int) -> Transform:
-    """A random element of ``kind`` on the residual stream only (FFN units and heads fixed)."""
-    return random_transform(spec, {"resid": kind}, seed)
 
 
 # ----------------------------------------------------------------------------- 2. scramble

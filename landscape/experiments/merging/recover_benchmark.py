@@ -50,7 +50,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.evaluation import barrier_from_curve, evaluate_path
-from landscape.experiments.gauge.parts import coordinate_accuracy
+from landscape.experiments.gauge.coordinates import coordinate_accuracy
 from landscape.matching import METHODS, function_check, function_warnings, match
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
