@@ -275,7 +275,8 @@ def _triangle(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # the options of one kind of surface, refused with the other (their defaults are the library's)
-SURFACE_AROUND = ("directions", "directions_seed", "extent", "vectors")
+SURFACE_AROUND = ("directions", "directions_seed", "extent", "vectors", "trajectories",
+                  "every")
 SURFACE_PLANE = ("method", "group", "margin", "path_points")
 
 
@@ -298,10 +299,10 @@ def _surface(args: argparse.Namespace) -> dict[str, Any]:
     # a zoo model's Hessian budget before any loading (a family's is checked once loaded)
     cfg = ZOO[args.model].config if args.model in ZOO else None
     check_surface(seeds, method, group, resolution=args.resolution, split=args.split, cfg=cfg,
-                  **given)  # fmt: skip
+                  model=args.model, **given)  # fmt: skip
     what = f"{args.model} {seeds} {method}/{group}" if plane else f"{args.model} seed {args.seed}"
-    if given.get("directions") == "hessian":
-        what += " along its Hessian's top two eigenvectors"
+    what += {"hessian": " along its Hessian's top two eigenvectors",
+             "trajectory": " in the plane of its training path"}.get(given.get("directions"), "")
     _status(f"surface {what}")
     with _progress_bar(f"surface {'plane' if plane else 'directions'}") as progress:
         return surface(args.model, seeds, method, group, resolution=args.resolution,

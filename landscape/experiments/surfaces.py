@@ -1,6 +1,9 @@
-"""2-D loss surfaces: around one model along two filter-normalised directions (random, or the
-top two eigenvectors of the loss's Hessian there), and over the plane through three models (B and
-C aligned onto A) beyond their triangle (docs/design.md §1, *Surfaces*).
+"""2-D loss surfaces: around one model along two directions (filter-normalised random ones or
+the top two eigenvectors of the loss's Hessian there, :mod:`landscape.experiments.directions`; or
+the plane of its own training path, :mod:`landscape.experiments.trajectories`), and over the plane
+through three models (B and C aligned onto A) beyond their triangle (docs/design.md §1,
+*Surfaces*). Around one model, training paths of zoo seeds are projected onto the surface's plane
+with their projection errors (``trajectories``).
 
 Both are grids of mixtures of three parameter sets, evaluated in chunks by
 :func:`landscape.experiments.evaluation.evaluate_mixtures` (batched on the device, the mixing
@@ -37,20 +40,38 @@ from landscape.experiments.barriers.pipeline import (
 )
 from landscape.experiments.curvature import (
     CURVATURE_VERSION,
-    LANCZOS_TOL,
-    CurvatureOptions,
     check_hessian_memory,
     curvature_batch,
-    hessian_at,
-    top_eigenpairs,
+)
+from landscape.experiments.directions import (
+    HESSIAN_ADVICE,
+    VECTORS,
+    Vectors,
+    direction_pair,
+    filter_axes,
+    filter_normalise,
+    filter_norms,
+    grid_axis,
+    hessian_directions,
+    hessian_options,
 )
 from landscape.experiments.evaluation import (
     barrier_from_curve,
     check_finite_loss,
     evaluate_mixtures,
 )
+from landscape.experiments.trajectories import (
+    check_trajectories,
+    path_directions,
+    seed_path,
+    trajectory_every,
+)
+from landscape.experiments.trajectories import (
+    trajectories as project_trajectories,
+)
 from landscape.matching import worst_check
 from landscape.models import ModelConfig, Params
+from landscape.models.train import SNAPSHOTS_VERSION
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
@@ -77,157 +98,8 @@ __all__ = [
 ]
 
 SURFACE_VERSION = 1  # bump when directions, grids or their evaluation change
-Vectors = Literal["zero", "keep"]
-VECTORS: tuple[Vectors, ...] = ("zero", "keep")
-Directions = Literal["random", "hessian"]
-DIRECTIONS: tuple[Directions, ...] = ("random", "hessian")
-# what a surface whose Hessian exceeds the memory budget can ask for instead
-HESSIAN_ADVICE = "random directions or a smaller model need less"
-# Per-head readers: their head axis indexes output units too (docs/design.md §1, *Surfaces*).
-HEAD_READERS = ("W_Q", "W_K", "W_V")
-
-
-# ---------------------------------------------------------------- filter-normalised directions
-
-
-def filter_axes(name: str, shape: Sequence[int]) -> tuple[int, ...] | None:
-    """The axes one filter of parameter ``name`` spans, or None for a vector parameter.
-
-    A filter is everything that feeds one output unit under right multiplication ``x·W``: the
-    slice ``W[..., j]`` over every axis but the last, so for a matrix [d_in, d_out] a column. The
-    per-head readers ``W_Q``, ``W_K``, ``W_V`` [heads, d_model, d_head] output one unit per
-    (head, j), so their filter is ``W[h, :, j]`` (axis 1); ``W_O`` [heads, d_head, d_model]
-    outputs d_model units, each fed by every head: ``W_O[:, :, j]`` (axes 0, 1). Embedding tables
-    and positions (``W_E``, ``W_pos``) follow the same rule. Vectors (biases ``b_*``, norm gains
-    ``w`` and biases ``b``, the class token) are no filters: :func:`filter_normalise` zeroes or
-    keeps them.
-    """
-    leaf = name.rsplit(".", 1)[-1]
-    if not leaf.startswith("W") or len(shape) < 2:
-        return None
-    if leaf in HEAD_READERS and len(shape) == 3:
-        return (1,)
-    return tuple(range(len(shape) - 1))
-
-
-def filter_norms(name: str, t: torch.Tensor) -> torch.Tensor | None:
-    """‖filter‖₂ of every filter of ``t`` (:func:`filter_axes`), broadcastable against ``t``;
-    None for a vector parameter."""
-    axes = filter_axes(name, t.shape)
-    if axes is None:
-        return None
-    return t.to(torch.float64).square().sum(axes, keepdim=True).sqrt()
-
-
-def filter_normalise(direction: Params, params: Params, vectors: Vectors = "zero") -> Params:
-    """Every filter of ``direction`` rescaled to the norm of the same filter of ``params``:
-    ``d_f ← d_f · ‖θ_f‖ / ‖d_f‖`` (a filter of θ that is zero gives a zero filter).
-
-    Vector parameters: ``"zero"`` (default) leaves them out of the direction, ``"keep"`` takes
-    the parameter itself as its direction (so it moves by α·θ, its norm again θ's). Returned in
-    ``params``' dtype and device.
-    """
-    if vectors not in VECTORS:
-        raise LandscapeError(f"unknown vectors {vectors!r}; expected one of {', '.join(VECTORS)}")
-    out: Params = {}
-    for name, theta in params.items():
-        d = direction[name].to(torch.float64)
-        norms = filter_norms(name, theta)
-        if norms is None:
-            out[name] = torch.zeros_like(theta) if vectors == "zero" else theta.clone()
-            continue
-        own = filter_norms(name, d)
-        scale = torch.where(own > 0, norms.cpu() / own.clamp_min(1e-300), torch.zeros_like(own))
-        out[name] = (d * scale).to(device=theta.device, dtype=theta.dtype)
-    return out
-
-
-def direction_pair(params: Params, seed: int, vectors: Vectors = "zero") -> tuple[Params, Params]:
-    """Two filter-normalised Gaussian directions around ``params``: d₁ then d₂ drawn from one
-    generator seeded by ``seed``, each parameter in sorted name order, in float64 on the CPU (the
-    same directions on every device). They are not orthogonalised: at the zoo's sizes two such
-    draws are orthogonal to about 1/√(parameters)."""
-    gen = torch.Generator().manual_seed(int(seed))
-    names = sorted(params)
-    drawn = []
-    for _ in range(2):
-        raw = {k: torch.randn(tuple(params[k].shape), generator=gen, dtype=torch.float64)
-               for k in names}  # fmt: skip
-        drawn.append(filter_normalise(raw, params, vectors))
-    return drawn[0], drawn[1]
-
-
-def hessian_options(seed: int = 0, split: str = "train", batch: int | None = None,
-                    dtype: str = "float32") -> CurvatureOptions:  # fmt: skip
-    """The curvature options of a surface's Hessian directions: the top two eigenpairs on
-    ``batch`` rows of ``split`` drawn by ``seed`` (curvature's batch and defaults), products in
-    ``dtype``."""
-    return CurvatureOptions(top_k=2, probes=0, batch=batch, split=split, dtype=dtype, seed=seed)
-
-
-def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
-                       vectors: Vectors = "zero", split: str = "train", batch: int | None = None,
-                       dtype: str = "float32", device: torch.device = CPU
-                       ) -> tuple[Params, Params, dict[str, Any]]:  # fmt: skip
-    """The top two eigenvectors of the loss's Hessian at ``params``, filter-normalised as
-    :func:`direction_pair`'s draws are: d₁ from the eigenvector of the largest (algebraic)
-    eigenvalue λ₁, d₂ from the second's λ₂.
-
-    The loss and its Hessian are those of ``landscape curvature``
-    (:mod:`landscape.experiments.curvature`): the mean cross-entropy over ``batch`` rows of
-    ``split`` drawn by ``seed`` (:func:`~landscape.experiments.curvature.curvature_batch`; by
-    default 16 windows of a text, 512 rows else, of the training split), Hessian-vector products
-    in ``dtype`` within the memory budget, Lanczos from a Gaussian start seeded by ``seed``
-    (:func:`~landscape.experiments.curvature.top_eigenpairs`). Sign: each eigenvector is signed
-    so that its entry of largest magnitude (over every parameter, names sorted) is positive, and
-    filter normalisation rescales each filter by a positive factor, so this convention fixes
-    both axes' orientation (the same model, batch and seed give the same axes).
-
-    Also returns what the surface records: ``eigenvalues`` [λ₁, λ₂]; ``axis_curvatures``
-    [d₁ᵀHd₁, d₂ᵀHd₂], the second derivative of the batch's loss along each normalised axis at the
-    centre (filter normalisation rescales filters unevenly, so the axes are no longer exact
-    eigenvectors and these are not λ·‖d‖²): the batch's loss at (α, 0) is
-    L + α·∇L·d₁ + ½·κ₁·α² to second order; whether Lanczos ``converged``; the
-    ``hessian_vector_products`` made; the ``batch`` (rows, unit, predictions), ``split``,
-    ``seed`` and ``dtype``; the batch's ``loss`` and ``gradient_norm`` at the centre.
-    """
-    options = hessian_options(seed, split, batch, dtype)
-    rows = curvature_batch(data, split, batch, seed)
-    h = hessian_at(cfg, params, rows, options, device=device, advice=HESSIAN_ADVICE)
-    values, flat, converged = top_eigenpairs(h.matvec(), h.size(), 2, seed=seed,
-                                             tol=LANCZOS_TOL[dtype])  # fmt: skip
-    if len(values) < 2:
-        raise LandscapeError(
-            f"Lanczos converged on {len(values)} of the Hessian's top two "
-            "eigenvectors at the surface's centre: no Hessian directions"
-        )
-    d1, d2 = (filter_normalise(h.unflatten(flat[:, j]), params, vectors) for j in range(2))
-    curvatures = [float(h.flatten(d) @ h.product(h.flatten(d))) for d in (d1, d2)]
-    windows = rows.targets.ndim == 2
-    info = {
-        "eigenvalues": values[:2],
-        "axis_curvatures": curvatures,
-        "converged": converged,
-        "hessian_vector_products": h.products,
-        "batch": {"rows": len(rows), "unit": "windows" if windows else "examples",
-                  "predictions": int(rows.targets.numel())},
-        "split": split,
-        "seed": seed,
-        "dtype": dtype,
-        "loss": h.loss,
-        "gradient_norm": h.gradient_norm,
-    }  # fmt: skip
-    return d1, d2, info
-
-
-def grid_axis(lo: float, hi: float, resolution: int) -> torch.Tensor:
-    """``resolution`` evenly spaced values from ``lo`` to ``hi`` (float64); on a symmetric axis
-    with an odd resolution the middle one is exactly 0."""
-    r = int(resolution)
-    i = torch.arange(r, dtype=torch.float64)
-    if lo == -hi:  # (2i − (r − 1))/(r − 1)·hi: the middle value is 0, not a rounding of it
-        return (2 * i - (r - 1)) / max(r - 1, 1) * hi
-    return lo + (hi - lo) * i / max(r - 1, 1)
+Directions = Literal["random", "hessian", "trajectory"]
+DIRECTIONS: tuple[Directions, ...] = ("random", "hessian", "trajectory")
 
 
 # ---------------------------------------------------------------- the plane through three models
@@ -274,7 +146,9 @@ class Surface:
     straight lines between them (plane only), each ``{"label", "x", "y", "lambdas", "loss",
     "accuracy"}`` with lists along the line (λ = 1 at the first-named model) and its
     ``barrier_loss`` and ``barrier_accuracy`` (docs/design.md §1). Along Hessian directions,
-    ``hessian`` is what :func:`hessian_directions` records (the eigenvalues among it).
+    ``hessian`` is what :func:`hessian_directions` records (the eigenvalues among it); in the
+    plane of a training path, ``trajectory`` what :func:`path_directions` records (with the
+    path's ``seed``, ``every`` and ``steps``).
     """
 
     kind: Literal["directions", "plane"]
@@ -285,12 +159,15 @@ class Surface:
     points: list[dict[str, Any]] = field(default_factory=list)
     paths: list[dict[str, Any]] = field(default_factory=list)
     hessian: dict[str, Any] | None = None
+    trajectory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, without ``hessian`` where the directions are not the Hessian's."""
+        """The fields, without ``hessian`` or ``trajectory`` where the directions are not
+        theirs."""
         out = asdict(self)
-        if out["hessian"] is None:
-            del out["hessian"]
+        for key in ("hessian", "trajectory"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -311,15 +188,21 @@ def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
                        split: str = "test", device: torch.device = CPU,
                        progress: Progress | None = None, name: str = "model",
                        directions: Directions = "random",
-                       hessian: dict[str, Any] | None = None) -> Surface:  # fmt: skip
+                       hessian: dict[str, Any] | None = None,
+                       pair: tuple[Params, Params] | None = None) -> Surface:  # fmt: skip
     """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)``, d₁ and d₂ from
     :func:`direction_pair` (``directions="random"``, drawn by ``seed``) or
     :func:`hessian_directions` (``"hessian"``: ``seed`` draws the batch and Lanczos' start,
-    ``hessian`` holds its ``split``, ``batch`` and ``dtype``); the model itself (the origin) is
-    the point ``name``."""
+    ``hessian`` holds its ``split``, ``batch`` and ``dtype``), or ``pair`` when given (found
+    already: the surface's record of them is then the caller's); the model itself (the origin)
+    is the point ``name``."""
     check_directions(directions)
     info = None
-    if directions == "hessian":
+    if pair is not None:
+        d1, d2 = pair
+    elif directions == "trajectory":
+        raise LandscapeError("a training path's directions come from its snapshots: pass them")
+    elif directions == "hessian":
         tell(progress, "Hessian eigenvectors", 0)
         d1, d2, info = hessian_directions(cfg, params, data, seed=seed, vectors=vectors,
                                           device=device, **(hessian or {}))  # fmt: skip
@@ -431,11 +314,14 @@ def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "or
                   resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
                   path_points: int = 21, vectors: str = "zero", split: str = "test",
                   directions: str = "random", cfg: ModelConfig | None = None,
-                  hessian_batch: int | None = None) -> None:  # fmt: skip
+                  hessian_batch: int | None = None, model: str | None = None,
+                  trajectories: Sequence[int] = (), every: int | None = None
+                  ) -> None:  # fmt: skip
     """Refuse a surface request in one line before anything is loaded (:func:`surface`'s
     arguments): the number of seeds, the method and group of a plane, the grid and its budget,
-    and, with Hessian directions around a model of ``cfg`` (when it is known before loading),
-    the Hessian's memory budget."""
+    with Hessian directions around a model of ``cfg`` (when it is known before loading) the
+    Hessian's memory budget, and with training paths (``trajectories`` or trajectory
+    directions) their model (``model``, a zoo model), seeds, spacing and snapshots' budget."""
     if len(seeds) not in (1, 3):
         raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
     if len(seeds) == 3 and len(set(seeds)) < 3:
@@ -446,6 +332,15 @@ def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "or
     check_directions(directions)
     if len(seeds) == 3 and directions != "random":
         raise LandscapeError(f"directions {directions!r}: only for a surface around one model")
+    if len(seeds) == 3 and trajectories:
+        raise LandscapeError("training paths: only on a surface around one model (--seed); the "
+                             "plane through three models is in aligned coordinates")  # fmt: skip
+    paths = list(trajectories) or ([seeds[0]] if directions == "trajectory" else [])
+    if every is not None and not paths:
+        raise LandscapeError("--every: only with --trajectories or --directions trajectory")
+    if directions == "trajectory" and vectors != "zero":
+        raise LandscapeError("--vectors: only for random or Hessian directions (a path's plane "
+                             "moves every parameter as the run did)")  # fmt: skip
     if hessian_batch is not None and hessian_batch < 1:
         raise LandscapeError("the Hessian's batch must be at least 1 row")
     if len(seeds) == 3:
@@ -454,6 +349,12 @@ def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "or
     _check_grid(resolution, extent, margin, path_points, len(seeds) == 3)
     if directions == "hessian" and cfg is not None:
         check_hessian_memory(cfg, hessian_options(batch=hessian_batch), HESSIAN_ADVICE)
+    if paths:
+        check_trajectories(model, paths, every)
+
+
+def _stored(d1: Params, d2: Params) -> dict[str, torch.Tensor]:
+    return {**{f"d1.{k}": v for k, v in d1.items()}, **{f"d2.{k}": v for k, v in d2.items()}}
 
 
 @threaded
@@ -471,6 +372,8 @@ def surface(
     vectors: Vectors = "zero",
     directions: Directions = "random",
     hessian_batch: int | None = None,
+    trajectories: Sequence[int] = (),
+    every: int | None = None,
     split: str = "test",
     device: torch.device = CPU,
     cache: Cache | None = None,
@@ -478,22 +381,31 @@ def surface(
 ) -> dict[str, Any]:
     """A loss surface of ``model``, cached (kind ``surface``).
 
-    One seed: around that model along two filter-normalised directions
-    (:func:`surface_directions`; ``extent``, ``vectors``): random ones drawn with
-    ``directions_seed``, or with ``directions="hessian"`` the top two eigenvectors of the
-    Hessian of the loss there (:func:`hessian_directions`: curvature's loss, on
-    ``hessian_batch`` rows of the training split, by default curvature's batch, drawn by
-    ``directions_seed``, float32 products; refused over the memory budget), which the result
-    records under ``hessian`` (its ``eigenvalues`` among it). Three seeds: the plane through A,
-    B aligned to A and C aligned to A by ``method``/``group`` (:func:`surface_plane`;
-    ``margin``, ``path_points``). Either on a ``resolution`` × ``resolution`` grid of the
-    ``split``.
+    One seed: around that model along two directions (:func:`surface_directions`; ``extent``):
+    filter-normalised random ones drawn with ``directions_seed`` (``vectors``), or with
+    ``directions="hessian"`` the top two eigenvectors of the Hessian of the loss there
+    (:func:`hessian_directions`: curvature's loss, on ``hessian_batch`` rows of the training
+    split, by default curvature's batch, drawn by ``directions_seed``, float32 products; refused
+    over the memory budget), which the result records under ``hessian`` (its ``eigenvalues``
+    among it), or with ``directions="trajectory"`` the plane of the seed's own training path
+    (:func:`~landscape.experiments.trajectories.path_directions` on its snapshots every
+    ``every`` steps; α and β in units of the path's reach), recorded under ``trajectory``.
+    Three seeds: the plane through A, B aligned to A and C aligned to A by ``method``/``group``
+    (:func:`surface_plane`; ``margin``, ``path_points``). Either on a ``resolution`` ×
+    ``resolution`` grid of the ``split``.
+
+    Around one model, ``trajectories`` (zoo seeds; the seed itself by default with trajectory
+    directions) are projected onto the surface's plane (:mod:`landscape.experiments.trajectories`:
+    coordinates, projection errors, and each run's ``end_gap`` from its checkpoint), listed
+    under ``trajectories``; the snapshots are trained once and cached (kind ``snapshots``).
     """
     seeds = list(seeds)
     check_surface(seeds, method, group, resolution=resolution, extent=extent, margin=margin,
                   path_points=path_points, vectors=vectors, split=split, directions=directions,
-                  hessian_batch=hessian_batch)  # fmt: skip
+                  hessian_batch=hessian_batch, model=model, trajectories=trajectories,
+                  every=every)  # fmt: skip
     plane = len(seeds) == 3
+    paths = list(trajectories) or ([seeds[0]] if directions == "trajectory" else [])
     t0 = time.perf_counter()
     cache = cache or Cache()
     ckpts = [Source(model, s).load(device, cache) for s in seeds]
@@ -520,19 +432,47 @@ def surface(
         check_hessian_memory(ckpts[0].cfg, options, HESSIAN_ADVICE)
         rows = len(curvature_batch(data, options.split, options.batch, options.seed))
         hessian = {"split": options.split, "batch": hessian_batch, "dtype": options.dtype}
+        # the entry keeps its two directions (for the paths drawn on it)
         inputs.update(directions="hessian", hessian={**hessian, "batch": rows},
-                      curvature_version=CURVATURE_VERSION)  # fmt: skip
+                      curvature_version=CURVATURE_VERSION, kept=1)  # fmt: skip
+    spacing = trajectory_every(model, every) if paths else None
+    share = within(progress, 0.0, 0.8) if paths else progress
+    origin, centre = ckpts[0].params, names[0]
+    if directions == "trajectory":  # the path first: the surface is centred where it ends
+        tell(share, f"training path of seed {seeds[0]}", 0)
+        steps, points, _ = seed_path(model, seeds[0], spacing, device=device, cache=cache,
+                                     progress=within(share, 0.0, 0.5))  # fmt: skip
+        share = within(share, 0.5, 1.0)
+        origin = {k: v.to(ckpts[0].params[k]) for k, v in points[-1].items()}
+        if digest_tensors(origin) != digest_tensors(ckpts[0].params):
+            centre = f"{names[0]} (run here)"
+        inputs.update(directions="trajectory", every=spacing, snapshots=SNAPSHOTS_VERSION,
+                      centre=digest_tensors(origin))  # fmt: skip
+
+    def around() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        ckpt, record, pair = ckpts[0], {}, None
+        if directions == "random":
+            tell(share, "evaluate", 0)
+        elif directions == "hessian":
+            tell(share, "Hessian eigenvectors", 0)
+            d1, d2, info = hessian_directions(ckpt.cfg, ckpt.params, data, seed=directions_seed,
+                                              vectors=vectors, device=device,
+                                              **hessian)  # fmt: skip
+            pair, record = (d1, d2), {"hessian": info}
+        else:
+            d1, d2, info = path_directions(points, origin)
+            pair = tuple({k: d[k].to(origin[k]) for k in d} for d in (d1, d2))
+            record = {"trajectory": {"seed": seeds[0], "every": spacing, "steps": steps,
+                                     **info}}  # fmt: skip
+        s = surface_directions(ckpt.cfg, origin, data, seed=directions_seed, extent=extent,
+                               resolution=resolution, vectors=vectors, split=split,
+                               device=device, name=centre, directions=directions, pair=pair,
+                               progress=share if pair is None else within(share, 0.5, 1.0))
+        return ({} if pair is None else _stored(*pair)), {**s.to_dict(), **record, "checks": {}}
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         if not plane:
-            if directions == "random":  # else the Hessian first, and it says so
-                tell(progress, "evaluate", 0)
-            s = surface_directions(ckpts[0].cfg, ckpts[0].params, data, seed=directions_seed,
-                                   extent=extent, resolution=resolution, vectors=vectors,
-                                   split=split, device=device, progress=progress,
-                                   name=names[0], directions=directions,
-                                   hessian=hessian)  # fmt: skip
-            return {}, {**s.to_dict(), "checks": {}}
+            return around()
         a, b, c = ckpts
         tell(progress, "match B", 0)
         ab = align(a, b, method, group, device=device, cache=cache, data=data,
@@ -556,8 +496,22 @@ def surface(
         return {}, {**s.to_dict(), "function_check": worst, "checks": checks}
 
     entry, hit = cache.get_or_compute("surface", inputs, compute)
-    tell(progress, "done", 1)
     meta = dict(entry.meta)
+    if paths:
+        tell(progress, "training paths", 0.8)
+        if directions == "random":
+            d1, d2 = direction_pair(origin, directions_seed, vectors)
+        else:
+            d1, d2 = ({k[3:]: v for k, v in entry.tensors.items() if k.startswith(p)}
+                      for p in ("d1.", "d2."))  # fmt: skip
+        ends = [ckpts[0] if s == seeds[0] else Source(model, s).load(device, cache)
+                for s in paths]  # fmt: skip
+        meta["trajectories"] = project_trajectories(
+            model, paths, origin, d1, d2, every=spacing, ends=[e.params for e in ends],
+            device=device, cache=cache, progress=within(progress, 0.8, 1.0))
+        meta["every"] = spacing
+        hit = hit and all(t["cached"] for t in meta["trajectories"])
+    tell(progress, "done", 1)
     checks = meta.pop("checks")
     return {
         "model": model,

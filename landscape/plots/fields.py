@@ -116,10 +116,13 @@ SURFACE = Fields(
     "surface result",
     ("kind", "x", "y", "loss", "accuracy", "points"),
     {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "directions": "random"},
+     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
 SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})
+# a training path projected onto the surface's plane (experiments.trajectories)
+SURFACE_RUN = Fields("surface training path", ("seed", "steps", "x", "y", "errors", "error"),
+                     {"end_gap": None})  # fmt: skip
 
 # ---------------------------------------------------------------- eigenangles page
 
@@ -180,5 +183,5 @@ ALL = (
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
     ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,
-    SURFACE_POINT, SURFACE_PATH,
+    SURFACE_POINT, SURFACE_PATH, SURFACE_RUN,
 )  # fmt: skip

@@ -1,5 +1,7 @@
 """The Surface page's figures: a loss or accuracy surface as a contour map and in 3-D, the
-models marked and the straight paths between them drawn on it (docs/design.md §1, *Surfaces*).
+models marked and the straight paths between them drawn on it (docs/design.md §1, *Surfaces*);
+on the contour map, training paths projected onto the surface's plane, each with its projection
+error in the legend.
 
 Loss is coloured (and raised, in 3-D) on a log scale: a surface spans the basin's hundredths of
 a nat and the rim's tens, and on a linear scale the basin is one colour. Hovering shows the
@@ -15,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from landscape.names import method_key
-from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT
+from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT, SURFACE_RUN
 from landscape.plots.theme import (
     GRID,
     LINE_WIDTH,
@@ -32,6 +34,8 @@ POINT_COLOUR = "#000000"
 # the straight paths A–B, A–C, B–C: palette colours other than the colour scale's ends
 PATH_COLOURS = (PALETTE[3], PALETTE[4], PALETTE[1])
 PATH_DASH = "dash"  # the page says what the dashed lines are: no legend beside the colour bar
+# training paths: colours apart from the straight paths' and the colour scale's ends
+RUN_COLOURS = (PALETTE[6], PALETTE[5], PALETTE[2], PALETTE[0])
 
 
 def _value(metric: str, v: float) -> float:
@@ -51,6 +55,9 @@ def axis_titles(result: Mapping[str, Any]) -> tuple[str, str]:
     if SURFACE.read(result, "kind") == "directions":
         if SURFACE.read(result, "directions") == "hessian":
             return "α (along Hessian eigenvector 1)", "β (along Hessian eigenvector 2)"
+        if SURFACE.read(result, "directions") == "trajectory":
+            return ("α (path's principal direction 1, × its reach)",
+                    "β (path's principal direction 2, × its reach)")  # fmt: skip
         return "α (along direction 1)", "β (along direction 2)"
     return "along B − A (weight distance)", "towards C, ⊥ B − A"
 
@@ -64,6 +71,11 @@ def surface_title(result: Mapping[str, Any]) -> str:
         if SURFACE.read(result, "directions") == "hessian":
             return (f"{model} seed {seed}, {split} split<br>filter-normalised top two Hessian "
                     "eigenvectors")  # fmt: skip
+        if SURFACE.read(result, "directions") == "trajectory":
+            info = SURFACE.read(result, "trajectory") or {}
+            share = sum(info.get("explained", [])[:2])
+            return (f"{model} seed {seed}, {split} split<br>the plane of its training path (top "
+                    f"two principal directions: {100 * share:.0f}% of Σ‖θ_t − θ‖²)")  # fmt: skip
         return (f"{model} seed {seed}, {split} split<br>filter-normalised random directions "
                 f"(seed {SURFACE.read(result, 'directions_seed')})")  # fmt: skip
     method = SURFACE.read(result, "method")
@@ -136,6 +148,9 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
                 customdata=[unit * v for v in SURFACE_PATH.read(path, metric)],
                 hovertemplate=f"{_path_label(path)}<br>{shown}<extra></extra>",
             ))  # fmt: skip
+        runs = SURFACE.read(result, "trajectories")
+        for k, run in enumerate(runs):
+            fig.add_trace(_run_trace(run, RUN_COLOURS[k % len(RUN_COLOURS)]))
         fig.add_trace(go.Scatter(
             x=[SURFACE_POINT.read(p, "x") for p in models],
             y=[SURFACE_POINT.read(p, "y") for p in models],
@@ -144,6 +159,7 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
             marker={"color": "white", "size": 12, "symbol": "circle",
                     "line": {"color": POINT_COLOUR, "width": 2}},
             hovertext=[_point_text(p) for p in models], hoverinfo="text", name="models",
+            showlegend=False,
         ))  # fmt: skip
         fig.update_xaxes(title_text=title_x, showgrid=False)
         fig.update_yaxes(title_text=title_y, showgrid=False)
@@ -152,6 +168,10 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
             fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
         apply_theme(fig, title=surface_title(result))
         fig.update_layout(showlegend=False, height=540)
+        if runs:  # the paths and their projection errors, below the map (the colour bar is right)
+            fig.update_layout(showlegend=True, height=620,
+                              legend={"orientation": "h", "yanchor": "top", "y": -0.3,
+                                      "xanchor": "left", "x": 0})  # fmt: skip
         return fig
     fig.add_trace(go.Surface(x=xs, y=ys, z=z, customdata=raw, colorscale=scale,
                              colorbar=colorbar, hovertemplate=hover, name=metric,
@@ -197,6 +217,35 @@ def figure_surface(result: Mapping[str, Any], *, metric: str = "loss",
         showlegend=False, height=540, margin={"l": 10, "r": 10, "b": 10},
     )  # fmt: skip
     return fig
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """A training path's legend entry: its seed and the share of its displacement outside the
+    plane (and, where the run here did not end on its checkpoint, how far from it)."""
+    text = (f"seed {SURFACE_RUN.read(run, 'seed')}'s training path: "
+            f"{100 * SURFACE_RUN.read(run, 'error'):.1f}% outside the plane")  # fmt: skip
+    gap = SURFACE_RUN.read(run, "end_gap")
+    if gap:
+        text += f" (ends {100 * gap:.2g}% from its checkpoint)"
+    return text
+
+
+def _run_trace(run: Mapping[str, Any], colour: str) -> go.Scatter:
+    """A training path on the contour map: its snapshots joined in step order, the
+    initialisation a square, each point's step and projection error on hover."""
+    steps, errors = SURFACE_RUN.read(run, "steps"), SURFACE_RUN.read(run, "errors")
+    n = len(steps)
+    return go.Scatter(
+        x=SURFACE_RUN.read(run, "x"), y=SURFACE_RUN.read(run, "y"), mode="lines+markers",
+        line={"color": colour, "width": LINE_WIDTH},
+        marker={"color": colour, "size": [11] + [5] * (n - 1),
+                "symbol": ["square"] + ["circle"] * (n - 1),
+                "line": {"color": POINT_COLOUR, "width": 1}},
+        name=run_label(run), customdata=[[t, 100 * e] for t, e in zip(steps, errors, strict=True)],
+        hovertemplate=(f"seed {SURFACE_RUN.read(run, 'seed')}, step %{{customdata[0]}}<br>"
+                       "%{customdata[1]:.1f}% of its displacement outside the plane"
+                       "<extra></extra>"),
+    )  # fmt: skip
 
 
 def _path_label(path: Mapping[str, Any]) -> str:

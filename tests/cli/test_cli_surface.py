@@ -105,6 +105,23 @@ def test_directions_are_the_librarys():
         pytest.param(["--seed", "0", "--extent", "0"], "--extent", id="zero-extent"),
         pytest.param(["--seed", "0", "--extent", "nan"], "finite", id="nan-extent"),
         pytest.param(["--seed", "0", "--figure", "x.pdf"], "suffix", id="bad-figure"),
+        pytest.param(
+            ["--seeds", "0", "1", "2", "--trajectories", "1"],
+            "--trajectories: only for a surface around",
+            id="paths-through-three",
+        ),
+        pytest.param(["--seed", "0", "--every", "10"], "--every: only with", id="every-alone"),
+        pytest.param(["--seed", "0", "--trajectories", "1", "1"], "repeat", id="paths-repeat"),
+        pytest.param(
+            ["--seed", "0", "--directions", "trajectory", "--vectors", "keep"],
+            "--vectors: only for random or Hessian",
+            id="path-plane-vectors",
+        ),
+        pytest.param(
+            ["--seed", "0", "--trajectories", "1", "--every", "5000"],
+            "must be between 1 and the run's 1000 steps",
+            id="every-past-the-run",
+        ),
     ],
 )
 def test_bad_input_is_one_line(capsys, argv, match):
@@ -127,3 +144,17 @@ def test_path_points_over_the_budget_are_named(capsys):
     err = capsys.readouterr().err.strip()
     assert "--path-points 100000000" in err and "300000000 on the three paths" in err
     assert len(err.splitlines()) == 1
+
+
+def test_paths_print_their_projection_errors(capsys, tmp_path):
+    out = tmp_path / "paths.png"
+    argv = ["surface", "mlp-digits", "--seed", "0", "--trajectories", "0", "--every", "500",
+            "--resolution", "3", "--figure", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())  # unwrapped
+    # random directions are nearly orthogonal to a training path: the error says so
+    assert "training paths seed 0: " in text and "of its displacement outside the plane" in text
+    assert out.exists()
+    assert main([*argv[:-2], "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["trajectories"]
+    assert run["steps"] == [0, 500, 1000] and run["error"] > 0.9 and run["cached"]

@@ -71,3 +71,23 @@ def test_hessian_directions_name_their_axes():
     r["directions"] = "hessian"
     assert axis_titles(r) == ("α (along Hessian eigenvector 1)", "β (along Hessian eigenvector 2)")
     assert "top two Hessian eigenvectors" in surface_title(r)
+
+
+def test_training_paths_are_drawn_with_their_projection_errors():
+    r = {**plane_result(), "kind": "directions", "seeds": [0], "directions": "trajectory",
+         "trajectory": {"explained": [0.8, 0.15]}, "paths": [],
+         "points": plane_result()["points"][:1],
+         "trajectories": [{"seed": 0, "steps": [0, 10, 20], "x": [1.0, 0.5, 0.0],
+                           "y": [0.2, 0.1, 0.0], "errors": [0.1, 0.2, 0.0], "error": 0.125},
+                          {"seed": 1, "steps": [0, 10, 20], "x": [0.3, 0.2, 0.1],
+                           "y": [0.9, 0.8, 0.7], "errors": [0.9, 0.95, 0.97], "error": 0.93,
+                           "end_gap": 0.05}]}  # fmt: skip
+    fig = figure_surface(r)
+    runs = [t for t in fig.data if t.name and "training path" in t.name]
+    assert [t.name for t in runs] == [
+        "seed 0's training path: 12.5% outside the plane",
+        "seed 1's training path: 93.0% outside the plane (ends 5% from its checkpoint)",
+    ]
+    assert list(runs[1].x) == [0.3, 0.2, 0.1] and runs[0].marker.symbol[0] == "square"
+    assert fig.layout.showlegend is True and "95% of" in fig.layout.title.text
+    assert figure_surface({**r, "trajectories": []}).layout.showlegend is False

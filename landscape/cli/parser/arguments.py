@@ -40,7 +40,7 @@ CURVATURE_PROBES = 16
 CURVATURE_BATCH = {"rows": 512, "windows": 16}
 CURVATURE_DTYPES = ("float32", "float64")
 # landscape.experiments.surfaces.DIRECTIONS (a test keeps them equal)
-SURFACE_DIRECTIONS = ("random", "hessian")
+SURFACE_DIRECTIONS = ("random", "hessian", "trajectory")
 # landscape.experiments.spawn: CHILDREN (a test keeps it equal)
 SPAWN_CHILDREN = 2
 # landscape.experiments.merging.recover_benchmark.LEVELS (a test keeps them equal)

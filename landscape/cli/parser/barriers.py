@@ -200,8 +200,10 @@ def add_surface(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
                    help="the two directions around the model: random (Gaussian) or hessian (the "
                         "eigenvectors of the Hessian's two largest eigenvalues there, of "
                         "`landscape curvature`'s loss on its default batch of the train split, "
-                        "within the memory budget), filter-normalised either way (with --seed; "
-                        "default random)")  # fmt: skip
+                        "within the memory budget), filter-normalised either way, or trajectory "
+                        "(the plane of the seed's own training path: its top two principal "
+                        "directions, α and β in units of the path's reach; the run is retrained "
+                        "once with snapshots) (with --seed; default random)")  # fmt: skip
     p.add_argument("--directions-seed", type=_seed,
                    help="seed of the two random directions, or with --directions hessian of the "
                         "batch's rows and Lanczos' start (with --seed; default 0)")  # fmt: skip
@@ -218,6 +220,15 @@ def add_surface(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     p.add_argument("--path-points", type=_points,
                    help="points along each straight path between the models (with --seeds; "
                         "default 21)")  # fmt: skip
+    p.add_argument("--trajectories", type=_seed, nargs="+", metavar="S",
+                   help="zoo seeds whose training paths are projected onto the surface's plane, "
+                        "each with its projection error (the share of its displacement outside "
+                        "the plane); each run is retrained once with snapshots, cached (with "
+                        "--seed; default: the seed itself with --directions "
+                        "trajectory)")  # fmt: skip
+    p.add_argument("--every", type=_int_at_least(1),
+                   help="steps between a path's snapshots (with --trajectories or --directions "
+                        "trajectory; default: a 25th of the run)")  # fmt: skip
     p.add_argument("--resolution", type=_int_at_least(2), default=21,
                    help="grid points along each axis: resolution² points")  # fmt: skip
     p.add_argument("--split", choices=["test", "train"], default="test", help=SPLIT_HELP)

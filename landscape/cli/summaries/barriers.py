@@ -215,11 +215,22 @@ def _show_surface(r: dict[str, Any]) -> list[str]:
                                f"by seed {h['seed']}), {h['hessian_vector_products']} "
                                f"{h['dtype']} Hessian-vector products"),
             ]  # fmt: skip
+        t = r.get("trajectory")
+        if t is not None:
+            along = (f"the plane of its training path (the top two principal directions of its "
+                     f"{len(t['steps'])} snapshots every {t['every']} steps, "
+                     f"{_pct(t['explained'][0])} and {_pct(t['explained'][1])} of Σ‖θ_t − θ‖²; "
+                     f"α = 1 is {number(t['scale'])} in weight distance)")  # fmt: skip
+        runs = [(f"seed {x['seed']}: {_pct(x['error'])} of its displacement outside the plane "
+                 f"(at its start {_pct(x['errors'][0])}, at its end {_pct(x['errors'][-1])})"
+                 + (f"; its run here ends {_pct(x['end_gap'])} from its checkpoint"
+                    if x.get("end_gap") else "")) for x in r.get("trajectories", [])]  # fmt: skip
         facts = [
             ("surface", f"around {r['model']} {word} {r['seeds'][0]} along {along}"),
             *hessian,
             ("grid", f"α, β from −{e} to {e}: {spread}"),
             ("at the model", models[0]),
+            *(("training paths" if i == 0 else "", x) for i, x in enumerate(runs)),
             ("measured on", f"the {r['split']} split"),
             ("time", _time(r)),
         ]  # fmt: skip
