@@ -36,6 +36,12 @@ served from an earlier one), one after the other, each under a time guard, the w
 - ``landscape``: the loss surface around vit-fashion-d128 seed 0 (11 × 11 models on the whole
   test split) and a Bézier curve trained between its seeds 0 and 1 (weight/perm, 200 steps):
   times, with the values for a later CPU record; no CPU reference yet (minutes to an hour there).
+- ``curvature``: ``landscape curvature`` of the dropout GPT's seeds 0 and 1 on the device (naive
+  line, top-5 eigenvalues and a 16-probe trace at λ = 0, ½, 1 on the default 16 training
+  windows; the value is the midpoint's top eigenvalue), and ``surface --directions hessian``
+  around its seed 0 (the top two eigenvectors, then 5 × 5 models on the test split; the value is
+  λ₁, 4.80 on the CPU as docs/design.md records). A CPU run of the same part in seconds, on
+  mlp-digits: ``python bench/gpu.py --smoke --parts curvature``.
 
 Each result is compared with ``bench/gpu_reference.json`` (written by ``--record`` on the CPU
 with this code): barriers within 1% (the cross-machine target of weight matching) or 0.005
@@ -206,6 +212,47 @@ def surface(device: torch.device, tmp: Path, model: str = VIT, resolution: int =
     r.value = corner
     r.facts |= {"models": resolution * resolution, "centre_loss": out["loss"][resolution // 2][
         resolution // 2], "max_loss": max(max(row) for row in out["loss"])}
+    return r
+
+
+def curvature(device: torch.device, tmp: Path, model: str = GPT, probes: int = 16,
+              top_k: int = 5, points: int = 3, batch: int | None = None) -> Result:  # fmt: skip
+    """``landscape curvature`` of seeds 0 and 1, naive: top-k eigenvalues and the trace at
+    ``points`` values of λ (Hessian-vector products on the device, Lanczos on the CPU)."""
+    from landscape.experiments.curvature import curvature as run_curvature
+
+    r = Result("curvature", f"curvature {model} 0-1 naive, top-{top_k} at {points} points, "
+               f"{probes} probes", rel_tol=1e-3, abs_tol=1e-3)  # fmt: skip
+    t = time.perf_counter()
+    out = run_curvature(model, (0, 1), "naive", device=device, cache=_cache(tmp, "curvature"),
+                        top_k=top_k, points=points, probes=probes, batch=batch)  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    line = out["lines"][0]
+    r.value = line["top_eigenvalue"][points // 2]  # the midpoint's (with 3 points)
+    r.facts |= {"top_eigenvalue": line["top_eigenvalue"], "trace": line["trace"],
+                "products": sum(line["hessian_vector_products"]),
+                "converged": all(line["converged"])}  # fmt: skip
+    return r
+
+
+def hessian_surface(device: torch.device, tmp: Path, model: str = GPT, resolution: int = 5
+                    ) -> Result:  # fmt: skip
+    """``surface --directions hessian`` around seed 0: Lanczos for the top two eigenvectors on
+    the device's products, then resolution² models on the test split."""
+    from landscape.experiments.surfaces import surface as run_surface
+
+    r = Result("hessian-surface", f"surface around {model} seed 0 along its Hessian, "
+               f"{resolution}×{resolution}", rel_tol=1e-3, abs_tol=1e-3)  # fmt: skip
+    t = time.perf_counter()
+    out = run_surface(model, [0], directions="hessian", resolution=resolution, extent=0.5,
+                      device=device, cache=_cache(tmp, "hessian-surface"))  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    h = out["hessian"]
+    r.value = h["eigenvalues"][0]
+    r.facts |= {"eigenvalues": h["eigenvalues"], "products": h["hessian_vector_products"],
+                "converged": h["converged"], "centre_loss": out["points"][0]["loss"]}  # fmt: skip
     return r
 
 
@@ -384,6 +431,11 @@ PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] =
         ("surface", surface, {}, 240),
         ("bezier", bezier, {}, 240),
     ],
+    # the Hessian on the device: products of the dropout GPT, then a surface along them
+    "curvature": [
+        ("curvature", curvature, {}, 240),
+        ("hessian-surface", hessian_surface, {}, 180),
+    ],
     "paper-vit": [("paper-vit", paper, {"model": "vit-fashion-d256-l6"}, 450)],
     "paper-gpt": [("paper-gpt", paper, {"model": "gpt-shakespeare-d256-l6"}, 450)],
 }
@@ -398,6 +450,15 @@ SMOKE = [
     ("surface", surface, {"model": "mlp-digits", "resolution": 5}, 60),
     ("bezier", bezier, {"model": "mlp-digits", "steps": 10}, 60),
 ]
+
+# the smoke runs of single parts (``--smoke --parts P``): the part's code on small settings
+SMOKE_PARTS = {
+    "curvature": [
+        ("curvature", curvature, {"model": "mlp-digits", "probes": 2, "top_k": 2, "points": 2,
+                                  "batch": 64}, 120),
+        ("hessian-surface", hessian_surface, {"model": "mlp-digits", "resolution": 3}, 60),
+    ],
+}
 
 
 UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt", "surface", "bezier")
@@ -486,7 +547,9 @@ def run(plan, device: torch.device, budget_s: float, references: dict[str, Any],
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--parts", nargs="+", choices=sorted(PARTS), default=["zoo"])
+    p.add_argument("--parts", nargs="+", choices=sorted(PARTS),
+                   help="default zoo; with --smoke, the smoke runs of these parts (" +
+                        ", ".join(sorted(SMOKE_PARTS)) + ") instead of the whole smoke run")
     p.add_argument("--data", help="folder with the Fashion-MNIST IDX files and shakespeare.txt")
     p.add_argument("--smoke", action="store_true", help="the CPU smoke run (seconds)")
     p.add_argument("--record", action="store_true", help="write the CPU references")
@@ -507,10 +570,15 @@ def main() -> None:
     if cuda:
         header.append(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     if args.smoke:
-        plan, budget = SMOKE, min(args.budget, 240)
+        missing = [part for part in args.parts or [] if part not in SMOKE_PARTS]
+        if missing:
+            p.error(f"no smoke run of part {', '.join(missing)} (there is of "
+                    f"{', '.join(sorted(SMOKE_PARTS))})")  # fmt: skip
+        plan = [w for part in args.parts for w in SMOKE_PARTS[part]] if args.parts else SMOKE
+        budget = min(args.budget, 240)
         header.append("smoke run on the CPU (no CUDA sections)")
     else:
-        plan = [w for part in args.parts for w in PARTS[part]]
+        plan = [w for part in args.parts or ["zoo"] for w in PARTS[part]]
         budget = args.budget if not args.record else 10**6
         if not cuda and not args.record:
             header.append("no CUDA device: the workloads run on the CPU")

@@ -35,3 +35,18 @@ def test_the_device_check_runs_its_cpu_smoke_mode(tmp_path) -> None:
         # the shipped CPU references of the smoke run: the same code gives the same numbers
         assert results[name]["agrees"] is not False, (name, results[name])
     assert "workload" in out.read_text()
+
+
+@pytest.mark.slow
+def test_the_curvature_part_runs_its_cpu_smoke_mode(tmp_path) -> None:
+    out = tmp_path / "gpu_bench.txt"
+    env = {**os.environ, "LANDSCAPE_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, str(ROOT / "bench" / "gpu.py"), "--smoke", "--parts", "curvature",
+           "--out", str(out)]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = {r["name"]: r for r in json.loads(out.with_suffix(".json").read_text())}
+    assert set(results) == {"curvature", "hessian-surface"}
+    for name, r in results.items():
+        assert not r["problem"], f"{name}: {r['problem']}"
+        assert r["value"] is not None and r["value"] > 0, name
