@@ -37,7 +37,7 @@ import torch
 from bench.common import machine_line, race, table
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
-from landscape.models import train as T
+from landscape.models import runs
 from landscape.models.zoo import ZooModel, split_for, text_model, zoo_model
 
 MODELS = ("mlp-digits", "vit-digits", "vit-fashion")
@@ -46,12 +46,12 @@ MODELS = ("mlp-digits", "vit-digits", "vit-fashion")
 @contextlib.contextmanager
 def no_evaluation() -> Iterator[None]:
     """Training without its evaluations (they return zeros), restored afterwards."""
-    real = T.evaluate
-    T.evaluate = lambda *args, **kwargs: (0.0, 0.0)
+    real = runs.evaluate
+    runs.evaluate = lambda *args, **kwargs: (0.0, 0.0)
     try:
         yield
     finally:
-        T.evaluate = real
+        runs.evaluate = real
 
 
 def recipe(model: ZooModel, steps: int, dropout: float | None = None,
@@ -100,10 +100,10 @@ def main() -> None:
             torch.set_num_threads(threads)
 
             def solo(model: ZooModel = model) -> list:
-                return [T._train_model(model, s, dev, None, None) for s in seeds]
+                return [runs.run_seed(model, s, dev, None, None) for s in seeds]
 
             def batched(model: ZooModel = model) -> list:
-                return T._train_batched(model, seeds, dev, None, None)
+                return runs.run_seeds(model, seeds, dev, None, None)
 
             with no_evaluation():
                 out = race({"solo": solo, "batched": batched}, repeats=args.repeats)

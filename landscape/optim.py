@@ -2,7 +2,7 @@
 
 The one functional copy of the optimizer. Zoo training keeps ``torch.optim.AdamW`` (its shipped
 checkpoints are reproduced bit for bit, and the fused update rounds differently); both apply the
-recipe's weight-decay rule, :func:`landscape.models.train.decays`. The state is a dict
+recipe's weight-decay rule, :func:`landscape.models.recipe.decays`. The state is a dict
 ``exp_avg.{name}``, ``exp_avg_sq.{name}``, ``step`` so that it can be saved and transported like
 any other artifact (``landscape.experiments.transport``).
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from landscape.models import ModelConfig, Params, forward, loss_and_accuracy
-from landscape.models.train import decays
+from landscape.models.recipe import decays
 
 __all__ = ["adamw_init", "adamw_steps", "adamw_update", "decays"]
 

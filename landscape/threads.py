@@ -18,7 +18,7 @@ So a loaded machine gets one thread and an idle one as many as the work can use.
 command takes ``--threads`` (a count, or ``auto`` for this rule), the library's entry points
 take ``threads=`` (:func:`threaded`) and the app's slider starts at the same choice. Training
 always runs on one thread whatever is asked: its bits are fixed only for one thread count
-(:func:`landscape.models.train.train_model`).
+(:func:`landscape.models.runs.train_model`).
 """
 
 from __future__ import annotations

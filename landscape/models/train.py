@@ -1,46 +1,34 @@
-"""Seeded, deterministic training of zoo models, cached on disk.
+"""Seeded, deterministic training of zoo models, cached on disk: one seed (:func:`train`), several
+seeds batched (:func:`train_seeds`), and a run's snapshots and the runs spawned from them
+(:func:`train_snapshots`, :func:`train_from`).
 
-Same seed → the same initial weights (``init_params``) and the same data order (a
-``torch.Generator`` seeded from the seed), so on one machine with one thread setting two runs give
-bit-identical weights. Training uses AdamW with warm-up and cosine decay; loss/accuracy curves are
-recorded with the checkpoint.
+The runs themselves are ``landscape.models.runs``'s: same seed → the same initial weights and the
+same data order, so on one machine with one thread setting two runs give bit-identical weights.
+Training uses AdamW with warm-up and cosine decay (``landscape.models.recipe``); loss/accuracy
+curves are recorded with the checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from landscape import data
 from landscape.budget import check_snapshots, max_snapshots
-from landscape.device import kernel_fingerprint, resolve_device
+from landscape.device import resolve_device
 from landscape.errors import LandscapeError, check_seed
-from landscape.models.batched import (
-    batching_problem,
-    clip_per_seed_,
-    seed_losses,
-    seed_slice,
-    stack_params,
-)
+from landscape.models.batched import batching_problem
 from landscape.models.checkpoint import Checkpoint
-from landscape.models.config import ModelConfig
-from landscape.models.functional import Dropout, forward, loss_and_accuracy
-from landscape.models.params import Params, count_params, init_params, param_shapes
+from landscape.models.params import Params, count_params
+from landscape.models.runs import one_thread, run_seed, train_model, train_models
+from landscape.models.snapshots import RUN_STATE, RunKeeper, Snapshot
 from landscape.models.zoo import (
-    TrainConfig,
-    Variant,
     ZooModel,
-    corpus_for,
     data_identity,
     get_variant,
-    split_for,
     text_model,
     with_variant,
     zoo_model,
@@ -50,526 +38,6 @@ from landscape.store.cache import Cache, Entry, digest_tensors
 
 TRAIN_VERSION = 1  # bump when the training algorithm changes: old cache entries stop matching
 BATCHED_VERSION = 1  # bump when batched training (train_seeds) changes: its entries stop matching
-
-
-def evaluate(
-    cfg: ModelConfig, params: Params, split: data.Split, batch_size: int = 512
-) -> tuple[float, float]:
-    """Mean loss (nats per prediction) and accuracy over the whole split."""
-    dev = next(iter(params.values())).device
-    total_loss, total_acc, n = 0.0, 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(split), batch_size):
-            x = split.inputs[i : i + batch_size].to(dev)
-            y = split.targets[i : i + batch_size].to(dev)
-            loss, acc = loss_and_accuracy(cfg, forward(cfg, params, x), y)
-            w = y.numel()
-            total_loss += loss.item() * w
-            total_acc += acc.item() * w
-            n += w
-    return total_loss / n, total_acc / n
-
-
-def _lr(step: int, tc) -> float:
-    if step < tc.warmup:
-        return tc.lr * (step + 1) / tc.warmup
-    t = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
-    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
-
-
-def decays(name: str, w: torch.Tensor) -> bool:
-    """The recipe's weight-decay rule: decay matrices, never vectors or positions (``W_pos``).
-
-    The one copy of the rule: the functional AdamW of ``landscape.optim`` uses it too.
-    """
-    return w.ndim >= 2 and "W_pos" not in name
-
-
-# Fixed seeds of the control variants' data changes: the same for every training seed.
-SHUFFLE_SEED, HALVES_SEED = 20_000, 20_001
-
-
-def _relabel(v: Variant | None, targets: torch.Tensor, n: int) -> torch.Tensor:
-    return (targets + 1) % n if v is not None and v.labels == "permuted" else targets
-
-
-def _variant_train(model: ZooModel, v: Variant | None, split: data.Split) -> data.Split:
-    """A classification training split as a variant sees it (labels, half)."""
-    if v is None:
-        return split
-    x, y = split.inputs, _relabel(v, split.targets, model.config.n_out)
-    if v.labels == "shuffled":
-        y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(SHUFFLE_SEED))]
-    if v.half >= 0:
-        order = torch.randperm(len(y), generator=torch.Generator().manual_seed(HALVES_SEED))
-        keep = order[: len(y) // 2] if v.half == 0 else order[len(y) // 2 :]
-        x, y = x[keep], y[keep]
-    return data.Split(x, y)
-
-
-def _batches(model: ZooModel, seed: int, vocab: str | None, data_dir: str | None,
-             v: Variant | None = None):  # fmt: skip
-    """Endless seeded stream of training batches (as the variant ``v`` sees them, if any)."""
-    gen = torch.Generator().manual_seed(10_000 + seed)
-    bs = model.train.batch_size
-    if model.is_text:
-        stream = corpus_for(model, vocab).train
-        labels = stream
-        if v is not None and v.half >= 0:
-            stream = stream[: len(stream) // 2] if v.half == 0 else stream[len(stream) // 2 :]
-            labels = stream
-        if v is not None and v.labels == "shuffled":
-            g = torch.Generator().manual_seed(SHUFFLE_SEED)
-            labels = stream[torch.randperm(len(stream), generator=g)]
-        t = model.config.n_ctx
-        while True:
-            starts = torch.randint(0, len(stream) - t - 1, (bs,), generator=gen)
-            idx = starts[:, None] + torch.arange(t + 1)
-            chunk = stream[idx].long()  # streams are compact codes; embeddings take int64
-            target = labels[idx[:, 1:]].long() if v is not None else chunk[:, 1:]
-            yield chunk[:, :-1], _relabel(v, target, model.config.n_out)
-    split = _variant_train(model, v, split_for(model, "train", data_dir=data_dir))
-    while True:
-        order = torch.randperm(len(split), generator=gen)
-        for i in range(0, len(order) - bs + 1, bs):
-            j = order[i : i + bs]
-            yield split.inputs[j], split.targets[j]
-
-
-def train_model(
-    model: ZooModel,
-    seed: int,
-    *,
-    device: torch.device | None = None,
-    data_dir: str | None = None,
-    progress: Progress | None = None,
-    variant: str | None = None,
-    keep: RunKeeper | None = None,
-) -> Checkpoint:
-    """Train one zoo model from scratch (no cache). Returns parameters on the CPU.
-
-    ``variant`` names a control variant (``landscape.models.zoo.VARIANTS``): changed labels, half of
-    the data, an early stop or a LayerNorm model; its metrics are on its own task's targets.
-
-    On the CPU training runs on one thread: the zoo models are small enough that one thread is
-    fastest (spinning OpenMP workers lose badly when another process holds a core), and a fixed
-    thread count makes the weights bit-identical across machines with different core counts.
-    """
-    dev = resolve_device(device)
-    with _one_thread(dev):
-        return _train_model(model, seed, dev, data_dir, progress, variant, keep=keep)
-
-
-def train_models(
-    model: ZooModel,
-    seeds: list[int],
-    *,
-    device: torch.device | None = None,
-    data_dir: str | None = None,
-    progress: Progress | None = None,
-    variant: str | None = None,
-    keep: RunKeeper | None = None,
-) -> list[Checkpoint]:
-    """Train several seeds of one zoo model as one batched model (no cache), in the order of
-    ``seeds``; parameters on the CPU. Each seed sees its solo run's batches and dropout draws
-    (:func:`_train_batched`). On the CPU on one thread, as :func:`train_model`. ``keep``: as
-    for :func:`train_model`."""
-    dev = resolve_device(device)
-    with _one_thread(dev):
-        return _train_batched(model, seeds, dev, data_dir, progress, variant, keep=keep)
-
-
-@contextlib.contextmanager
-def _one_thread(dev: torch.device) -> Iterator[None]:
-    """One CPU thread while training on the CPU (:func:`train_model` says why)."""
-    if dev.type != "cpu":
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-@dataclass(frozen=True)
-class _Recipe:
-    """What every seed's run of one zoo model (and variant) shares."""
-
-    model: ZooModel  # with the variant's architecture change
-    var: Variant | None
-    steps: int
-    vocab: str | None
-    test: data.Split  # on the variant's own task (permuted labels: permuted targets)
-
-
-def _recipe(model: ZooModel, variant_name: str | None, data_dir: str | None) -> _Recipe:
-    var = get_variant(variant_name)
-    model = with_variant(model, variant_name)
-    cfg, tc = model.config, model.train
-    steps = tc.steps if var is None else max(1, round(var.stop * tc.steps))
-    vocab = corpus_for(model).vocab if model.is_text else None
-    if vocab is not None and len(vocab) != cfg.d_vocab:
-        raise LandscapeError(f"the text has {len(vocab)} symbols, the model expects {cfg.d_vocab}")
-    test = split_for(model, "test", vocab=vocab, data_dir=data_dir)
-    if var is not None:  # metrics on the variant's own task (permuted labels: permuted targets)
-        test = data.Split(test.inputs, _relabel(var, test.targets, cfg.n_out))
-    return _Recipe(model, var, steps, vocab, test)
-
-
-def _adamw(params: Params, tc: TrainConfig, seed_axis: bool = False) -> torch.optim.AdamW:
-    """The recipe's AdamW over ``params``, decayed by :func:`decays` (on one seed's slice when
-    the tensors carry a leading ``seed_axis``)."""
-    rule = [decays(k, v[0] if seed_axis else v) for k, v in params.items()]
-    decay = [v for v, d in zip(params.values(), rule, strict=True) if d]
-    no_decay = [v for v, d in zip(params.values(), rule, strict=True) if not d]
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": tc.weight_decay},
-            {"params": no_decay, "weight_decay": 0},
-        ],
-        lr=tc.lr,
-        betas=(0.9, 0.98),
-    )
-
-
-def _new_curves() -> dict[str, list[float]]:
-    return {"step": [], "train_loss": [], "test_loss": [], "test_accuracy": []}
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A training run before its step ``step``: the parameters and AdamW's moments, all a run
-    needs to go on from there (the learning rate is the recipe's at that step)."""
-
-    step: int
-    params: Params
-    exp_avg: Params
-    exp_avg_sq: Params
-
-
-def _snapshot(step: int, params: Params, opt: torch.optim.AdamW) -> Snapshot:
-    """The run now, copied to the CPU (moments zero before the first step)."""
-
-    def moment(name: str) -> Params:
-        return {k: opt.state[v][name].detach().cpu().clone() if v in opt.state
-                else torch.zeros_like(v, device="cpu") for k, v in params.items()}  # fmt: skip
-
-    return Snapshot(step, {k: v.detach().cpu().clone() for k, v in params.items()},
-                    moment("exp_avg"), moment("exp_avg_sq"))  # fmt: skip
-
-
-RUN_STATE = "run-state"  # the cache kind of an unfinished run's progress (RunKeeper)
-
-
-@dataclass(frozen=True)
-class RunKeeper:
-    """Where an unfinished training run keeps its progress, so that a run that is interrupted
-    (a closed terminal, a lost machine) goes on from its last evaluation when it is asked for
-    again, instead of from step 0.
-
-    At every evaluation but the last, the run writes its parameters, AdamW's moments, its
-    curves so far, each seed's dropout generator and the seconds spent into the cache (kind
-    :data:`RUN_STATE`) under ``key`` (the key of the checkpoint, or checkpoints, being trained);
-    the entry is removed once the checkpoint is stored. The data order needs nothing stored:
-    each seed's stream is replayed from its seed to the step. So a resumed run computes what the
-    uninterrupted run computes, bit for bit (the same kernels assumed, as ever)."""
-
-    cache: Cache
-    key: str
-
-    def read(self) -> Entry | None:
-        return self.cache.get(RUN_STATE, self.key)
-
-    def write(self, step: int, params: Params, opt: torch.optim.AdamW,
-              curves: list[dict[str, list[float]]], drops: list[Dropout] | None,
-              seconds: float) -> None:  # fmt: skip
-        snap = _snapshot(step, params, opt)
-        tensors = {f"p.{k}": v for k, v in snap.params.items()}
-        tensors.update({f"m.{k}": v for k, v in snap.exp_avg.items()})
-        tensors.update({f"v.{k}": v for k, v in snap.exp_avg_sq.items()})
-        for i, d in enumerate(drops or []):
-            tensors[f"rng.{i}"] = d.generator.get_state()
-        meta = {"step": step, "curves": curves, "seconds": seconds}
-        try:
-            self.cache.put(RUN_STATE, self.key, tensors, meta)
-        except LandscapeError as e:  # the run goes on; only its resumption is lost
-            print(f"landscape: warning: {e}; this run cannot resume if interrupted",
-                  file=sys.stderr)  # fmt: skip
-
-    def remove(self) -> None:
-        self.cache.remove(RUN_STATE, self.key)
-
-
-def _resumed(keep: RunKeeper | None, cfg: ModelConfig
-             ) -> tuple[Snapshot, dict[str, Any], Params] | None:  # fmt: skip
-    """The snapshot, meta (step, curves, seconds) and dropout generator states of a kept run,
-    its parameters in the model's own order (the optimizer's groups and the gradient norm's sum
-    follow it: another order rounds otherwise)."""
-    entry = keep.read() if keep is not None else None
-    if entry is None:
-        return None
-    t = entry.tensors
-    order = list(param_shapes(cfg))
-
-    def part(prefix: str) -> Params:
-        if prefix == "rng.":
-            return {k[len(prefix):]: v for k, v in t.items() if k.startswith(prefix)}
-        return {k: t[prefix + k] for k in order}
-
-    snap = Snapshot(entry.meta["step"], part("p."), part("m."), part("v."))
-    # the curves' columns in the run's order (the stored JSON sorts them): rows are zipped in
-    meta = {**entry.meta, "curves": [{k: list(c[k]) for k in _new_curves()}
-                                     for c in entry.meta["curves"]]}  # fmt: skip
-    return snap, meta, part("rng.")
-
-
-def _replay(batches: Iterator[Any], steps: int) -> None:
-    """Advance a batch stream by ``steps`` batches (a resumed run reads on where it stopped)."""
-    for _ in range(steps):
-        next(batches)
-
-
-def _train_model(
-    model: ZooModel,
-    seed: int,
-    dev: torch.device,
-    data_dir: str | None,
-    progress: Progress | None,
-    variant_name: str | None = None,
-    *,
-    every: int = 0,
-    snapshots: list[Snapshot] | None = None,
-    resume: Snapshot | None = None,
-    order: int | None = None,
-    keep: RunKeeper | None = None,
-) -> Checkpoint:
-    """One seed's training run. The step never waits for the device (a small model on a GPU is
-    bound by launching kernels, so the host must run ahead): batches go over from pinned memory
-    without blocking, the losses are summed on the device, and a non-finite one is reported at
-    the next evaluation, with the window of steps it lies in.
-
-    Opt-in, for spawning (:func:`train_snapshots`, :func:`train_from`): ``every`` > 0 appends a
-    :class:`Snapshot` to ``snapshots`` before every ``every``-th step and after the last (the
-    arithmetic of the run is unchanged); ``resume`` goes on from a snapshot instead of the
-    seed's initialisation, and ``order`` seeds the data order and dropout instead of ``seed``.
-    ``keep``: where the run keeps its progress at every evaluation, and whence it goes on
-    (:class:`RunKeeper`)."""
-    r = _recipe(model, variant_name, data_dir)
-    cfg, tc, steps = r.model.config, r.model.train, r.steps
-    kept = _resumed(keep, cfg)
-    if kept is not None:
-        resume = kept[0]
-    first = 0 if resume is None else resume.step
-    init = init_params(cfg, seed) if resume is None else resume.params
-    params = {k: v.to(dev).clone().requires_grad_() for k, v in init.items()}
-    opt = _adamw(params, tc)
-    if resume is not None and first > 0:  # AdamW's state as the run left it
-        for k, v in params.items():
-            opt.state[v] = {"step": torch.tensor(float(first)),
-                            "exp_avg": resume.exp_avg[k].to(dev).clone(),
-                            "exp_avg_sq": resume.exp_avg_sq[k].to(dev).clone()}  # fmt: skip
-    curves = _new_curves() if kept is None else kept[1]["curves"][0]
-    running, n_running, since = torch.zeros((), dtype=torch.float64, device=dev), 0, first
-    start = time.perf_counter() - (0.0 if kept is None else kept[1]["seconds"])
-    stream = seed if order is None else order
-    batches = _batches(r.model, stream, r.vocab, data_dir, r.var)
-    drop = Dropout(tc.dropout, 20_000 + stream, dev) if tc.dropout else None
-    if kept is not None:  # the data and dropout draws where the run stopped
-        _replay(batches, first)
-        if drop is not None:
-            drop.generator.set_state(kept[2]["0"])
-        if progress:
-            progress(f"resumed at step {first}", first, steps)
-    for step in range(first, steps):
-        if every and step % every == 0 and snapshots is not None:
-            snapshots.append(_snapshot(step, params, opt))
-        x, y = next(batches)
-        for g in opt.param_groups:
-            g["lr"] = _lr(step, tc)
-        logits = forward(cfg, params, _to(x, dev), dropout=drop)
-        loss, _ = loss_and_accuracy(cfg, logits, _to(y, dev))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(params.values()), tc.grad_clip)
-        opt.step()
-        running += loss.detach().double()  # float32 losses summed in float64, on the device
-        n_running += 1
-        if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
-            mean = (running / n_running).item()
-            if not math.isfinite(mean):
-                raise LandscapeError(f"training {model.name} seed {seed} diverged between steps "
-                                     f"{since} and {step} (mean loss {mean})")  # fmt: skip
-            test_loss, test_acc = evaluate(cfg, params, r.test)
-            row = (step + 1, mean, test_loss, test_acc)
-            for k, v in zip(curves, row, strict=True):
-                curves[k].append(v)
-            running.zero_()
-            n_running, since = 0, step + 1
-            if keep is not None and step + 1 < steps:
-                keep.write(step + 1, params, opt, [curves], None if drop is None else [drop],
-                           time.perf_counter() - start)  # fmt: skip
-            if progress:  # the stage carries the test metrics, for the bar to show
-                progress(f"test loss {test_loss:.4f}, test accuracy {100 * test_acc:.2f}%",
-                         step + 1, steps)  # fmt: skip
-    if every and snapshots is not None:
-        snapshots.append(_snapshot(steps, params, opt))
-    if not curves["step"]:  # resumed at the last step: nothing trained, the metrics of now
-        test_loss, test_acc = evaluate(cfg, params, r.test)
-        for k, v in zip(curves, (steps, math.nan, test_loss, test_acc), strict=True):
-            curves[k].append(v)
-    final = {k: v.detach().cpu() for k, v in params.items()}
-    return _checkpoint(r, seed, final, curves, start, dev, data_dir)
-
-
-def _train_batched(
-    model: ZooModel,
-    seeds: list[int],
-    dev: torch.device,
-    data_dir: str | None,
-    progress: Progress | None,
-    variant_name: str | None = None,
-    keep: RunKeeper | None = None,
-) -> list[Checkpoint]:
-    """:func:`_train_model` for every seed at once: the parameters stacked on a seed axis, one
-    vmapped loss and one backward for all seeds (``landscape.models.batched``), each seed's
-    gradient clipped on its own, and one AdamW over the stacked tensors (elementwise, so each
-    slice moves as that seed's solo optimizer moves it). Seed s reads the batches of its own
-    generator and draws dropout from its own, as its solo run does.
-
-    The step waits for the device no more than the solo step does (:func:`_train_model`).
-    """
-    r = _recipe(model, variant_name, data_dir)
-    cfg, tc, steps = r.model.config, r.model.train, r.steps
-    kept = _resumed(keep, cfg)
-    if kept is None:
-        params = stack_params([init_params(cfg, s) for s in seeds], dev)
-    else:
-        params = {k: v.to(dev).clone().requires_grad_() for k, v in kept[0].params.items()}
-    opt = _adamw(params, tc, seed_axis=True)
-    first = 0 if kept is None else kept[0].step
-    if kept is not None:  # AdamW's state as the run left it
-        for k, v in params.items():
-            opt.state[v] = {"step": torch.tensor(float(first)),
-                            "exp_avg": kept[0].exp_avg[k].to(dev).clone(),
-                            "exp_avg_sq": kept[0].exp_avg_sq[k].to(dev).clone()}  # fmt: skip
-    curves = [_new_curves() for _ in seeds] if kept is None else kept[1]["curves"]
-    running = torch.zeros(len(seeds), dtype=torch.float64, device=dev)
-    n_running, since = 0, first
-    start = time.perf_counter() - (0.0 if kept is None else kept[1]["seconds"])
-    streams = [_batches(r.model, s, r.vocab, data_dir, r.var) for s in seeds]
-    drops = [Dropout(tc.dropout, 20_000 + s, dev) for s in seeds] if tc.dropout else None
-    if kept is not None:  # each seed's data and dropout draws where the run stopped
-        for i, b in enumerate(streams):
-            _replay(b, first)
-            if drops is not None:
-                drops[i].generator.set_state(kept[2][str(i)])
-        if progress:
-            progress(f"resumed at step {first}", first, steps)
-    for step in range(first, steps):
-        xs, ys = zip(*(next(b) for b in streams), strict=True)
-        for g in opt.param_groups:
-            g["lr"] = _lr(step, tc)
-        x, y = _to(torch.stack(xs), dev), _to(torch.stack(ys), dev)
-        losses = seed_losses(cfg, params, x, y, drops)
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        clip_per_seed_([v.grad for v in params.values()], tc.grad_clip)
-        opt.step()
-        running += losses.detach().double()  # the solo run's sum of float32 losses in float64
-        n_running += 1
-        if (step + 1) % tc.eval_every == 0 or step + 1 == steps:
-            means = (running / n_running).tolist()
-            bad = [s for s, m in zip(seeds, means, strict=True) if not math.isfinite(m)]
-            if bad:
-                raise LandscapeError(
-                    f"training {model.name} seed{'s' * (len(bad) > 1)} "
-                    f"{' '.join(map(str, bad))} diverged between steps {since} and {step}"
-                )
-            shown = []
-            for i, c in enumerate(curves):
-                test_loss, test_acc = evaluate(cfg, seed_slice(params, i), r.test)
-                row = (step + 1, means[i], test_loss, test_acc)
-                for k, v in zip(c, row, strict=True):
-                    c[k].append(v)
-                shown.append((test_loss, test_acc))
-            running.zero_()
-            n_running, since = 0, step + 1
-            if keep is not None and step + 1 < steps:
-                keep.write(step + 1, params, opt, curves, drops, time.perf_counter() - start)
-            if progress:  # each seed's test metrics, in the order of the seeds
-                losses_, accs = zip(*shown, strict=True)
-                progress(f"test loss {'/'.join(f'{v:.4f}' for v in losses_)}, test accuracy "
-                         f"{'/'.join(f'{100 * v:.2f}%' for v in accs)}", step + 1,
-                         steps)  # fmt: skip
-    out = []
-    for i, seed in enumerate(seeds):
-        final = {k: v.cpu().clone() for k, v in seed_slice(params, i).items()}
-        ckpt = _checkpoint(r, seed, final, curves[i], start, dev, data_dir)
-        ckpt.meta["batch"] = list(seeds)  # trained together; "seconds" is the whole run's
-        out.append(ckpt)
-    return out
-
-
-def _to(t: torch.Tensor, dev: torch.device) -> torch.Tensor:
-    """``t`` on ``dev``; to a GPU from pinned memory without blocking (a copy from pageable
-    memory waits for the GPU's queue to drain, every step)."""
-    if dev.type != "cuda":
-        return t.to(dev)
-    return t.pin_memory().to(dev, non_blocking=True)
-
-
-def _checkpoint(
-    r: _Recipe,
-    seed: int,
-    final: Params,
-    curves: dict[str, list[float]],
-    start: float,
-    dev: torch.device,
-    data_dir: str | None,
-) -> Checkpoint:
-    """The trained parameters (on the CPU) with their metadata: metrics on the test split (the
-    curves' last row) and the whole training split (text: its first ``eval_windows``), and the
-    seconds since ``start`` (``time.perf_counter``)."""
-    model, var, vocab = r.model, r.var, r.vocab
-    cfg, tc = model.config, model.train
-    train_split = split_for(model, "train", vocab=vocab, data_dir=data_dir)
-    if model.is_text:
-        train_split = data.Split(
-            train_split.inputs[: model.eval_windows], train_split.targets[: model.eval_windows]
-        )
-        if var is not None:
-            y = _relabel(var, train_split.targets, cfg.n_out)
-            train_split = data.Split(train_split.inputs, y)
-    else:
-        train_split = _variant_train(model, var, train_split)
-    train_loss, train_acc = evaluate(cfg, final, train_split)
-    meta: dict[str, Any] = {
-        "name": model.name,
-        "seed": seed,
-        "dataset": model.dataset,
-        "train": tc.to_dict(),
-        "data": data_identity(model, data_dir),
-        "metrics": {
-            "test_loss": curves["test_loss"][-1],
-            "test_accuracy": curves["test_accuracy"][-1],
-            "train_loss": train_loss,
-            "train_accuracy": train_acc,
-        },
-        "curves": curves,
-        "seconds": round(time.perf_counter() - start, 2),
-        "device": str(dev),
-        "digest": digest_tensors(final),
-    }
-    if dev.type == "cpu":
-        meta["kernels"] = kernel_fingerprint()
-    if vocab is not None:
-        meta["vocab"] = vocab
-    if var is not None:
-        meta["variant"] = var.name
-        meta["steps_run"] = r.steps
-    return Checkpoint(cfg, final, meta)
 
 
 def checkpoint_inputs(
@@ -685,8 +153,8 @@ def train_snapshots(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         taken: list[Snapshot] = []
         dev = resolve_device(device)
-        with _one_thread(dev):
-            ckpt = _train_model(model, seed, dev, data_dir, progress, every=every,
+        with one_thread(dev):
+            ckpt = run_seed(model, seed, dev, data_dir, progress, every=every,
                                 snapshots=taken)  # fmt: skip
         tensors = {}
         for snap in taken:
@@ -727,8 +195,8 @@ def train_from(
 
     def compute() -> tuple[Params, dict[str, Any]]:
         dev = resolve_device(device)
-        with _one_thread(dev):
-            ckpt = _train_model(model, seed, dev, data_dir, progress, resume=snapshot,
+        with one_thread(dev):
+            ckpt = run_seed(model, seed, dev, data_dir, progress, resume=snapshot,
                                 order=order)  # fmt: skip
         return ckpt.params, {**ckpt.meta, "spawn": {"parent": seed, "step": snapshot.step,
                                                     "order": order}}  # fmt: skip
@@ -809,8 +277,9 @@ def train_seeds(
             entries.update({s: cache.get("checkpoint", keys[s]) for s in missing})
             todo = [s for s in missing if entries[s] is None]  # another process may have some
             if todo:
-                keep = RunKeeper(cache, cache.key(RUN_STATE, {"checkpoints": [keys[s]
-                                                                             for s in todo]}))
+                keep = RunKeeper(
+                    cache, cache.key(RUN_STATE, {"checkpoints": [keys[s] for s in todo]})
+                )
                 trained = train_models(model, todo, device=device, data_dir=data_dir,
                                        progress=progress, variant=variant, keep=keep)  # fmt: skip
                 for s, ckpt in zip(todo, trained, strict=True):

@@ -58,7 +58,7 @@ def test_spawn_snapshots_past_the_memory_budget_are_refused_before_training(monk
     def never(*args, **kwargs):
         raise AssertionError("trained before the budget was checked")
 
-    monkeypatch.setattr(training, "_train_model", never)
+    monkeypatch.setattr(training, "run_seed", never)
     monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.05")
     # 1,001 snapshots of parameters and both AdamW moments: far past 50 MB
     assert main(["spawn", "mlp-digits", "--at", "0", "--every", "1"]) == 2

@@ -19,7 +19,8 @@ from landscape.experiments.barriers.controls import (
 )
 from landscape.matching import match
 from landscape.models import forward, init_params
-from landscape.models.train import _variant_train, checkpoint_inputs
+from landscape.models.train import checkpoint_inputs
+from landscape.models.training_data import variant_train
 from landscape.models.zoo import VARIANTS, ZOO, Checkpoint, TrainConfig, split_for
 from landscape.store.cache import Cache
 from tests.conftest import tiny_config, tiny_inputs
@@ -52,13 +53,13 @@ def test_default_cache_key_has_no_variant():
 def test_variant_training_data():
     zm = ZOO["mlp-digits"]
     split = split_for(zm, "train")
-    perm = _variant_train(zm, VARIANTS["permuted-labels"], split)
+    perm = variant_train(zm, VARIANTS["permuted-labels"], split)
     assert torch.equal(perm.targets, (split.targets + 1) % 10)
-    shuffled = _variant_train(zm, VARIANTS["shuffled-labels"], split)
+    shuffled = variant_train(zm, VARIANTS["shuffled-labels"], split)
     assert torch.equal(shuffled.inputs, split.inputs)
     assert torch.equal(shuffled.targets.sort().values, split.targets.sort().values)
     assert (shuffled.targets != split.targets).double().mean() > 0.5
-    a, b = (_variant_train(zm, VARIANTS[h], split) for h in ("half-a", "half-b"))
+    a, b = (variant_train(zm, VARIANTS[h], split) for h in ("half-a", "half-b"))
     assert len(a) + len(b) == len(split)
     rows = {tuple(x.tolist()) for x in a.inputs}
     assert not rows & {tuple(x.tolist()) for x in b.inputs}

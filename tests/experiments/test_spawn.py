@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import landscape.models.train as training
+import landscape.models.runs as runs
 from landscape.errors import LandscapeError
 from landscape.experiments.spawn import spawn
 from landscape.models.train import train, train_from, train_snapshots
@@ -32,7 +32,7 @@ def test_snapshots_keep_the_run_and_a_resumed_run_goes_on_as_the_parent(monkeypa
     assert hit and _same(again[2].exp_avg_sq, snaps[2].exp_avg_sq)
     # fed the parent's own remaining batches, a run resumed at step 500 ends where the parent
     # ended: parameters, moments and the schedule's step all came back
-    real = training._batches
+    real = runs.batches
 
     def parents_rest(model, seed, *args, **kwargs):
         batches = real(model, 0, *args, **kwargs)
@@ -40,7 +40,7 @@ def test_snapshots_keep_the_run_and_a_resumed_run_goes_on_as_the_parent(monkeypa
             next(batches)
         return batches
 
-    monkeypatch.setattr(training, "_batches", parents_rest)
+    monkeypatch.setattr(runs, "batches", parents_rest)
     resumed, _ = train_from(MODEL, 0, snaps[2], -1)
     assert _same(resumed.params, snaps[-1].params)
     assert resumed.meta["spawn"] == {"parent": 0, "step": 500, "order": -1}

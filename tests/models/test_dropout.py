@@ -8,7 +8,7 @@ import torch
 from landscape.models.config import ModelConfig
 from landscape.models.functional import Dropout, forward
 from landscape.models.params import init_params
-from landscape.models.train import train_model
+from landscape.models.runs import train_model
 from landscape.models.zoo import ZOO, TrainConfig
 
 GPT = ModelConfig("gpt", d_model=16, d_mlp=32, n_layers=2, n_out=11, n_heads=2, d_head=8,

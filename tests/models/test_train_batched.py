@@ -11,7 +11,8 @@ from landscape.errors import LandscapeError
 from landscape.models import batched
 from landscape.models.batched import batching_problem, clip_per_seed_
 from landscape.models.checkpoint import load_checkpoint_dir
-from landscape.models.train import checkpoint_inputs, train, train_model, train_models, train_seeds
+from landscape.models.runs import train_model, train_models
+from landscape.models.train import checkpoint_inputs, train, train_seeds
 from landscape.models.zoo import ZOO, TrainConfig, text_model
 from landscape.sources.zoo import REPRODUCIBLE_METRICS, available_seeds, get_checkpoint
 from landscape.store.cache import Cache

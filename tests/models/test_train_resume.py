@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from landscape.models import train as T
+from landscape.models.snapshots import RUN_STATE
 from landscape.models.zoo import ZOO, TrainConfig
 from landscape.store.cache import Cache
 
@@ -45,7 +46,7 @@ def test_an_interrupted_solo_run_resumes_and_ends_as_the_whole_run(model, tmp_pa
     with pytest.raises(Stop):
         T.train("vit-digits", 0, cache=cache, progress=progress)
     key = cache.key("checkpoint", T.checkpoint_inputs(model, 0))
-    assert cache.get(T.RUN_STATE, key).meta["step"] == 40
+    assert cache.get(RUN_STATE, key).meta["step"] == 40
     stages = []
     again, hit = T.train("vit-digits", 0, cache=cache,
                          progress=lambda stage, done, total: stages.append((stage, done)))
@@ -53,7 +54,7 @@ def test_an_interrupted_solo_run_resumes_and_ends_as_the_whole_run(model, tmp_pa
     assert all(done > 40 for stage, done in stages if stage.startswith("test loss"))
     assert again.meta["digest"] == whole.meta["digest"]
     assert again.meta["curves"] == whole.meta["curves"]
-    assert cache.get(T.RUN_STATE, key) is None  # kept only while the run is unfinished
+    assert cache.get(RUN_STATE, key) is None  # kept only while the run is unfinished
 
 
 def test_an_interrupted_batched_run_resumes_and_ends_as_the_whole_run(model, tmp_path):
@@ -62,12 +63,12 @@ def test_an_interrupted_batched_run_resumes_and_ends_as_the_whole_run(model, tmp
     progress, _ = _stop_after(20)
     with pytest.raises(Stop):
         T.train_seeds("vit-digits", [0, 1], cache=cache, progress=progress)
-    assert cache.info()["kinds"][T.RUN_STATE]["entries"] == 1
+    assert cache.info()["kinds"][RUN_STATE]["entries"] == 1
     again = T.train_seeds("vit-digits", [0, 1], cache=cache)
     assert again.batched and again.cached == [False, False]
     for a, b in zip(whole.checkpoints, again.checkpoints, strict=True):
         assert a.meta["digest"] == b.meta["digest"] and a.meta["curves"] == b.meta["curves"]
-    assert T.RUN_STATE not in cache.info()["kinds"]
+    assert RUN_STATE not in cache.info()["kinds"]
 
 
 def test_a_run_without_a_kept_state_trains_from_the_start(model, tmp_path):

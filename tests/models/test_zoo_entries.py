@@ -134,21 +134,21 @@ def test_paper_scale_entries_train_a_few_steps(name, monkeypatch, tmp_path):
     so the entry builds, reads its data and moves its weights on the CPU. The ViT reads four
     small files in Fashion-MNIST's format, so the test needs no installed data set."""
     from landscape import data
-    from landscape.models import train as training
+    from landscape.models import runs, training_data
 
     if ZOO[name].dataset == "fashion":
         _fake_fashion(tmp_path)
         monkeypatch.setenv("LANDSCAPE_FASHION_MNIST", str(tmp_path))
-    full = training.split_for
+    full = training_data.split_for
 
     def small(*args, **kwargs):
         s = full(*args, **kwargs)
         return data.Split(s.inputs[:64], s.targets[:64])
 
-    monkeypatch.setattr(training, "split_for", small)
+    monkeypatch.setattr(training_data, "split_for", small)
     model = ZOO[name]
     quick = dataclasses.replace(model.train, steps=3, warmup=1, eval_every=3, batch_size=4)
-    ckpt = training.train_model(dataclasses.replace(model, train=quick, eval_windows=4), 0)
+    ckpt = runs.train_model(dataclasses.replace(model, train=quick, eval_windows=4), 0)
     start = init_params(model.config, 0)
     assert set(ckpt.params) == set(start)
     assert all(ckpt.params[k].shape == v.shape for k, v in start.items())
