@@ -15,7 +15,9 @@ of the inputs. :func:`match` is the one entry; the package, in import order:
 - :mod:`~landscape.matching.activation`: activation matching (one implementation, two named
   similarities: :data:`~landscape.matching.activation.MATCHING` and
   :data:`~landscape.matching.activation.GAUGE_SWEEP`);
-- :mod:`~landscape.matching.learned`: learned matching;
+- :mod:`~landscape.matching.latents`, :mod:`~landscape.matching.learning`,
+  :mod:`~landscape.matching.learned`: learned matching (latents and elements, its settings and
+  loop, the method);
 - :mod:`~landscape.matching.registry`: the methods by name (:func:`method_of`), which
   :func:`match` looks up.
 
@@ -56,7 +58,8 @@ from typing import Any
 import torch
 
 from landscape.matching.activation import ActivationOptions, activation_matching
-from landscape.matching.learned import LearnedOptions, learned_matching
+from landscape.matching.learned import learned_matching
+from landscape.matching.learning import LearnedOptions
 from landscape.matching.methods import (
     BARRIER_GROUPS,
     MATCH_GROUPS,

@@ -75,14 +75,14 @@ def test_the_parsers_choices_are_the_librarys():
 def test_the_learned_settings_help_says_the_librarys_defaults():
     import dataclasses
 
-    from landscape.matching import learned
+    from landscape.matching import learning
 
-    defaults = {f.name: f.default for f in dataclasses.fields(learned.LearnedOptions)}
+    defaults = {f.name: f.default for f in dataclasses.fields(learning.LearnedOptions)}
     assert set(cli_args.LEARNED_OPTIONS.values()) <= set(defaults)
     said = cli_args.LEARNED_DEFAULTS
     assert said == {k: defaults[k] for k in said}
-    assert cli_args.LEARNED_BATCH == {"rows": learned.BATCH_ROWS, "tokens": learned.BATCH_TOKENS}
-    assert cli_args.LEARNED_INITS == learned.INITS
+    assert cli_args.LEARNED_BATCH == {"rows": learning.BATCH_ROWS, "tokens": learning.BATCH_TOKENS}
+    assert cli_args.LEARNED_INITS == learning.INITS
 
 
 # ---------------------------------------------------------------- help and defaults

@@ -281,15 +281,15 @@ def test_a_width_only_difference_points_to_widths() -> None:
 
 
 def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) -> None:
-    import landscape.matching.learned as learned_module
+    import landscape.matching.learning as learning
     from landscape.experiments.barriers.pipeline import align, load
 
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     wm = align(a, b, "weight", "orth")
     assert wm.transform is not None and set(wm.transform.elements) >= {"resid", "mlp0"}
     calls = []
-    real = learned_module.weight_matching
-    monkeypatch.setattr(learned_module, "weight_matching",
+    real = learning.weight_matching
+    monkeypatch.setattr(learning, "weight_matching",
                         lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
     options = {"steps": 20, "eval_every": 10}
     lm = align(a, b, "learned", "orth", options=options)

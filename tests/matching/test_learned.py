@@ -7,7 +7,8 @@ import torch
 
 from landscape.data import Split
 from landscape.matching import weight_matching
-from landscape.matching.learned import apply_dense, learned_matching, learned_triangle, project
+from landscape.matching.latents import apply_dense, project
+from landscape.matching.learned import learned_matching, learned_triangle
 from landscape.matching.methods import prepare_pair
 from landscape.models import forward, init_params
 from landscape.symmetry import apply, random_transform, spec_for

@@ -244,7 +244,7 @@ def _run_steps(low: int) -> Callable[[str], int]:
 LEARNED_OPTIONS = {"learned_steps": "steps", "learned_batch": "batch_size", "learned_lr": "lr",
                    "learned_init": "init", "learned_dual": "dual"}  # fmt: skip
 LEARNED_DEFAULTS = {"steps": 300, "lr": 0.1, "init": "weight"}
-LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # BATCH_ROWS, BATCH_TOKENS
+LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # matching.learning's BATCH_ROWS, BATCH_TOKENS
 LEARNED_INITS = ("weight", "identity")
 
 
