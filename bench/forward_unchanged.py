@@ -30,7 +30,8 @@ from typing import Any
 import torch
 
 from landscape.models import ModelConfig, forward, init_params, param_shapes
-from landscape.models.functional import Dropout, loss_and_accuracy
+from landscape.models.functional import loss_and_accuracy
+from landscape.models.primitives import Dropout
 from landscape.models.registry import describe, random_inputs
 from landscape.symmetry.processing import STEPS
 from landscape.symmetry.spec import fixed_gain_norms, resid_blocked, spec_for

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 from landscape.models.config import ACTS, ARCHS, MLPS, NORMS, POS, ModelConfig
 from landscape.models.functional import (
-    SHORT_CONTEXT,
-    attention,
     default_fast,
     embed,
     forward,
     forward_resid,
     loss_and_accuracy,
-    rotary,
 )
 from landscape.models.layouts import LAYOUTS, BlockLayout, layout_of
 from landscape.models.params import Params, count_params, init_params, param_shapes
+from landscape.models.primitives import rotary
 from landscape.models.registry import ARCHITECTURES, Architecture, architecture_of, patchify
+from landscape.models.self_attention import SHORT_CONTEXT, attention
 
 __all__ = [
     "ACTS",

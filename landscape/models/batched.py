@@ -23,8 +23,9 @@ import torch
 
 from landscape.device import CPU
 from landscape.models.config import ModelConfig
-from landscape.models.functional import Dropout, forward, loss_and_accuracy
+from landscape.models.functional import forward, loss_and_accuracy
 from landscape.models.params import Params, init_params
+from landscape.models.primitives import Dropout
 from landscape.models.registry import random_inputs
 
 

@@ -19,7 +19,7 @@ NORMS = ("rms", "ln")
 ACTS = ("gelu", "relu", "silu", "gelu_tanh")
 POS = ("learned", "rotary", "none")
 MLPS = ("plain", "gated")
-# RMSNorm on queries and keys after their projection (landscape.models.functional.qk_norm)
+# RMSNorm on queries and keys after their projection (landscape.models.primitives.qk_norm)
 QK_NORMS = ("none", "head", "full")
 # What sits between the residual stream and W_U (landscape.models.functional's docstring).
 HEADS = ("linear", "mlm", "pooler")

@@ -22,8 +22,9 @@ from landscape.errors import LandscapeError
 from landscape.models.batched import clip_per_seed_, seed_losses, seed_slice, stack_params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.config import ModelConfig
-from landscape.models.functional import Dropout, forward, loss_and_accuracy
+from landscape.models.functional import forward, loss_and_accuracy
 from landscape.models.params import Params, init_params
+from landscape.models.primitives import Dropout
 from landscape.models.recipe import Recipe, adamw, learning_rate, new_curves, recipe
 from landscape.models.snapshots import RunKeeper, Snapshot, resumed, take_snapshot
 from landscape.models.training_data import batches, replay, train_for_metrics

@@ -16,8 +16,8 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.models.config import ModelConfig
-from landscape.models.functional import Dropout
 from landscape.models.params import Params, param_shapes
+from landscape.models.primitives import Dropout
 from landscape.models.recipe import new_curves
 from landscape.store.cache import Cache, Entry
 

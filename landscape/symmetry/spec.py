@@ -44,7 +44,7 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   every output ``p·(y·W_V·N)·N⁻¹·W_O`` is unchanged; a map differing inside a group is not a
   symmetry.
 - Rotary positions (``cfg.pos == "rotary"``, the first r = ``rotary_dim`` dimensions of a head
-  rotated, dimension i paired with i + r/2, :func:`landscape.models.functional.rotary`): q and k
+  rotated, dimension i paired with i + r/2, :func:`landscape.models.primitives.rotary`): q and k
   are multiplied on the right by a position-dependent R_t between W_Q/W_K and the dot product,
   ``s = q·R_t·R_sᵀ·kᵀ``, and ``q·M``, ``k·M⁻ᵀ`` keep it for all positions iff M commutes with
   every ``R_t·R_sᵀ``: on each frequency pair (i, i + r/2) a 2×2 block ``[[a, c], [−c, a]]`` (a

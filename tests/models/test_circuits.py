@@ -160,7 +160,7 @@ def test_a_rotary_models_joint_form_mixes_its_circuits_at_every_offset(name: str
 
 def test_rotary_chunks_rotate_each_chunk_as_a_head() -> None:
     """Heads of two chunks rotated chunk by chunk equal twice the heads, each rotated alone."""
-    from landscape.models.functional import rotary
+    from landscape.models.primitives import rotary
 
     cfg = ROTARY["gpt, partial rotary, grouped-query, biases"]
     x = torch.randn(2, 5, 3, 2 * cfg.d_head, generator=torch.Generator().manual_seed(0))

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from landscape.models.config import ModelConfig
-from landscape.models.functional import Dropout, forward
+from landscape.models.functional import forward
 from landscape.models.params import init_params
+from landscape.models.primitives import Dropout
 from landscape.models.runs import train_model
 from landscape.models.zoo import ZOO, TrainConfig
 

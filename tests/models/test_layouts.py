@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from landscape.models import ModelConfig, forward, init_params, param_shapes
-from landscape.models.functional import _act, _norm, attention
 from landscape.models.layouts import LAYOUTS, BlockLayout, block_layout, layout_of
+from landscape.models.primitives import activation, reference_norm
 from landscape.models.registry import describe
+from landscape.models.self_attention import attention
 from landscape.symmetry import random_transform, spec_for
 from landscape.symmetry.action import apply
 from landscape.symmetry.processing import prepare
@@ -40,10 +41,11 @@ def by_hand(cfg: ModelConfig, p: dict[str, torch.Tensor], tokens: torch.Tensor) 
     for layer in range(cfg.n_layers):
         b = f"blocks.{layer}"
         a = attention(cfg, p, f"{b}.attn", x, layer=layer)
-        h = _act(cfg, x @ p[f"{b}.mlp.W_in"] + p[f"{b}.mlp.b_in"])
+        h = activation(cfg, x @ p[f"{b}.mlp.W_in"] + p[f"{b}.mlp.b_in"])
         m = h @ p[f"{b}.mlp.W_out"] + p[f"{b}.mlp.b_out"]
-        x = x + _norm(cfg, p, f"{b}.ln1_post", a) + _norm(cfg, p, f"{b}.ln2_post", m)
-    return _norm(cfg, p, "ln_final", x) @ p["unembed.W_U"] + p["unembed.b_U"]
+        post1 = reference_norm(cfg, p, f"{b}.ln1_post", a)
+        x = x + post1 + reference_norm(cfg, p, f"{b}.ln2_post", m)
+    return reference_norm(cfg, p, "ln_final", x) @ p["unembed.W_U"] + p["unembed.b_U"]
 
 
 def test_a_new_layout_is_one_registry_entry(parallel_post):

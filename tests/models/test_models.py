@@ -12,8 +12,8 @@ from landscape.models import (
     init_params,
     param_shapes,
 )
-from landscape.models.functional import _attend, attention
 from landscape.models.registry import describe, random_inputs
+from landscape.models.self_attention import attend, attention
 from tests.conftest import ARCH_NORMS, tiny_config, tiny_inputs
 
 
@@ -91,7 +91,7 @@ def _case(arch, changes, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("arch", "changes"), INFERENCE_CASES)
 def test_inference_forward_matches_the_reference(monkeypatch, arch, changes, dtype):
-    from landscape.models import functional
+    from landscape.models import self_attention
 
     cfg, params, x = _case(arch, changes, dtype)
     reference = forward(cfg, params, x, fast=False)
@@ -99,7 +99,7 @@ def test_inference_forward_matches_the_reference(monkeypatch, arch, changes, dty
     batched = torch.func.vmap(lambda p: forward(cfg, p, x))({k: v[None] for k, v in params.items()})
     assert torch.allclose(batched[0], reference, atol=TOL[dtype])
     for fused in (False, True):  # attention by hand and through the fused kernel
-        monkeypatch.setattr(functional, "_fused_attention_ok", lambda *_, f=fused: f)
+        monkeypatch.setattr(self_attention, "_fused_attention_ok", lambda *_, f=fused: f)
         assert torch.allclose(forward(cfg, params, x, fast=True), reference, atol=TOL[dtype])
 
 
@@ -170,7 +170,7 @@ def test_registry_causal_flag_is_the_mask(arch, fast):
     x = torch.randn(2, 5, cfg.d_model, generator=torch.Generator().manual_seed(1))
     y = x.clone()
     y[:, -1] += 1.0
-    run = _attend if fast else attention
+    run = attend if fast else attention
     a, b = run(cfg, params, "blocks.0.attn", x), run(cfg, params, "blocks.0.attn", y)
     assert torch.allclose(a[:, :-1], b[:, :-1]) == architecture_of(cfg).causal
 

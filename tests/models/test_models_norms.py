@@ -97,7 +97,7 @@ FORWARD_CASES = [
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("changes", FORWARD_CASES)
 def test_fast_and_reference_forwards_agree(monkeypatch, changes, dtype):
-    from landscape.models import functional
+    from landscape.models import self_attention
 
     changes = dict(changes)
     arch = changes.pop("arch", "gpt")
@@ -111,7 +111,7 @@ def test_fast_and_reference_forwards_agree(monkeypatch, changes, dtype):
     # attention by hand and by the fused kernel; the vit reads its class token, so its last
     # block computes the queries of that position alone
     for fused in (False, True):
-        monkeypatch.setattr(functional, "_fused_attention_ok", lambda *_, f=fused: f)
+        monkeypatch.setattr(self_attention, "_fused_attention_ok", lambda *_, f=fused: f)
         assert torch.allclose(forward(cfg, params, x, fast=True), reference, atol=tol)
     # every new gain is read: changing one moves the logits
     name = "blocks.0.attn.q_norm.w" if cfg.qk_norm != "none" else "blocks.0.ln2_post.w"
@@ -120,7 +120,7 @@ def test_fast_and_reference_forwards_agree(monkeypatch, changes, dtype):
 
 
 def test_qk_norm_is_rms_over_the_head_or_the_position():
-    from landscape.models.functional import qk_norm
+    from landscape.models.primitives import qk_norm
 
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(2, 3, 4, 5, generator=gen, dtype=torch.float64)  # (batch, pos, heads, d_head)

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from landscape.models import ModelConfig, forward, init_params, param_shapes
-from landscape.models.functional import attention
 from landscape.models.registry import describe
+from landscape.models.self_attention import attention
 from tests.conftest import tiny_config, tiny_inputs, tiny_moe
 
 

@@ -14,7 +14,7 @@ rows into q, k, v), so head i's query is rows ``3i·e : 3i·e + e``; the bias li
 Rotary positions on the first ``int(d_head·rotary_pct)`` dimensions of each head (``rotary_pct``
 or ``rope_parameters.partial_rotary_factor``, 0.25 when neither is set), base
 ``rotary_emb_base`` or ``rope_parameters.rope_theta`` (10000). NeoX pairs dimension i with
-i + r/2 inside the rotated block (``rotate_half``), as :func:`landscape.models.functional.rotary`
+i + r/2 inside the rotated block (``rotate_half``), as :func:`landscape.models.primitives.rotary`
 does, so no rows are reordered. transformers' NeoX reads neither a top-level ``rope_theta`` nor a
 top-level ``partial_rotary_factor``; either is recorded in ``meta["ignored_config"]``. Rotary
 scaling of any kind is refused, as for Llama; so is an odd rotated count and a ``head_dim`` other
