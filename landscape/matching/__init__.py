@@ -10,6 +10,7 @@ of the inputs. :func:`match` is the one entry; the package, in import order:
   the kinds a group matches, the processing of a pair;
 - :mod:`~landscape.matching.solvers`: similarity matrix → group element, one dispatch
   (:func:`~landscape.matching.solvers.solve`);
+- :mod:`~landscape.matching.within_heads`: each head's own maps, from the stacked factors;
 - :mod:`~landscape.matching.result`: :class:`MatchResult`, function checks, distances, naive;
 - :mod:`~landscape.matching.weight`: weight matching and the weight similarity;
 - :mod:`~landscape.matching.activation`: activation matching (one implementation, two named

@@ -33,12 +33,12 @@ weights averages A's Q with B's Q in unrelated bases. With the option on, every 
 *after* the head permutation) is visited right after ``heads{l}`` and minimises its part of the
 objective, ``‖[W_Q; b_Q]^A − [W_Q; b_Q]^{B'}·M‖² + ‖[W_K; b_K]^A − [W_K; b_K]^{B'}·M⁻ᵀ‖²`` (OV:
 ``‖[W_V; b_V]^A − [W_V; b_V]^{B'}·N‖² + ‖W_O^A − N⁻¹·W_O^{B'}‖²``) with every other variable
-held (:func:`within_head_element`, :func:`landscape.matching.solvers.solve_within_heads`). When
+held (:func:`within_head_element`, :func:`landscape.matching.within_heads.solve_within_heads`). When
 a head permutation changes, the maps follow their heads to the new slots, so a map always
 belongs to the B head it was fitted to. Under grouped-query attention one map serves each
 key/value group (pooled over its query heads); under rotary positions the QK maps are the ones
 commuting with RoPE, a scaled rotation per frequency pair, solved exactly
-(:func:`landscape.matching.solvers.solve_rope_commuting`). Architectures without these
+(:func:`landscape.matching.within_heads.solve_rope_commuting`). Architectures without these
 variables (``qk`` under q/k norms) are matched as without the option.
 """
 
@@ -67,13 +67,8 @@ from landscape.matching.result import (
     probe_logits,
     weight_distance,
 )
-from landscape.matching.solvers import (
-    head_cost,
-    solve,
-    solve_grouped_perm,
-    solve_heads,
-    solve_within_heads,
-)
+from landscape.matching.solvers import head_cost, solve, solve_grouped_perm, solve_heads
+from landscape.matching.within_heads import solve_within_heads
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell
 from landscape.symmetry import (
@@ -195,8 +190,8 @@ def within_head_element(
     so the visit never raises ``‖θ_A − π(θ_B)‖²``. Under grouped-query attention one map serves
     a key/value group: the rows of its query heads and of its key/value head are solved together
     (their K or V factor counted once, as in the objective). Under rotary positions ``qk{l}``
-    is ``rope-commuting`` (:func:`landscape.matching.solvers.solve_rope_commuting`). Returns the
-    element ``[H, n, n]`` and each map's condition number (per query head).
+    is ``rope-commuting`` (:func:`landscape.matching.within_heads.solve_rope_commuting`).
+    Returns the element ``[H, n, n]`` and each map's condition number (per query head).
     """
     v = spec.variables[var]
     others = {k: e for k, e in (elements or {}).items() if k != var}

@@ -1,7 +1,7 @@
 """Matching the within-head maps under rotary positions and grouped-query attention.
 
 The QK maps of a rotary model are solved in the kind that commutes with RoPE (one complex
-scaling per frequency pair, :func:`landscape.matching.solvers.solve_rope_commuting`), one map
+scaling per frequency pair, :func:`landscape.matching.within_heads.solve_rope_commuting`), one map
 per key/value group; planted maps come back to round-off, and the solve is the global optimum
 of its pair problems.
 """
@@ -17,7 +17,7 @@ from landscape.data import Split
 from landscape.matching import weight_matching
 from landscape.matching.activation import activation_matching
 from landscape.matching.learned import learned_matching
-from landscape.matching.solvers import MAX_COND, solve_within_heads, within_head_cost
+from landscape.matching.within_heads import MAX_COND, solve_within_heads, within_head_cost
 from landscape.models import ModelConfig, forward, init_params
 from landscape.symmetry import (
     ROPE,

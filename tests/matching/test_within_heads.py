@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from landscape.matching import match, weight_matching
-from landscape.matching.solvers import MAX_COND, solve_within_heads, within_head_cost
 from landscape.matching.weight import _follow_heads
+from landscape.matching.within_heads import MAX_COND, solve_within_heads, within_head_cost
 from landscape.models import ModelConfig, init_params
 from landscape.symmetry import Transform, apply, random_element, random_transform, spec_for
 from landscape.symmetry.processing import prepare
