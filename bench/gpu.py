@@ -259,13 +259,16 @@ def hessian_surface(device: torch.device, tmp: Path, model: str = GPT, resolutio
 def bezier(device: torch.device, tmp: Path, model: str = VIT, steps: int = 200) -> Result:
     """A quadratic Bézier curve trained between seeds 0 and 1 (weight/perm), its control point
     on the device, and the curve's barrier beside the line's."""
+    from landscape.experiments import RunContext, seeds_request
+    from landscape.experiments.barriers.curved import CurveOptions
     from landscape.experiments.barriers.curved import curve as run_curve
 
     r = Result("bezier", f"Bézier curve {steps} steps, {model} 0-1 weight/perm", rel_tol=0.2,
                abs_tol=0.02)  # fmt: skip
     t = time.perf_counter()
-    out = run_curve(model, (0, 1), "weight", "perm", steps=steps, points=25, device=device,
-                    cache=_cache(tmp, "bezier"))  # fmt: skip
+    out = run_curve(seeds_request(model, (0, 1), "weight", "perm", points=25),
+                    CurveOptions(steps=steps),
+                    context=RunContext(device, _cache(tmp, "bezier")))  # fmt: skip
     _sync(device)
     r.seconds = time.perf_counter() - t
     aligned = out["alignments"][-1]
@@ -366,7 +369,9 @@ def llama(device: torch.device, tmp: Path, layers: int = 22, space: str = "weigh
     curve in merge ``space``: seconds, GPU memory, function checks. In the circuits space the
     curve runs in the joint form (rotary: its QK circuits at every offset)."""
     from bench.bench_big import make_pair
-    from landscape.experiments.barriers.pairs import barrier_paths
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers.pairs import barrier_paths, paths_request
+    from landscape.sources import DataSpec
 
     big = layers >= 22
     name = ("llama" if big else f"llama{layers}") + ("c" if space == "circuits" else "")
@@ -377,9 +382,9 @@ def llama(device: torch.device, tmp: Path, layers: int = 22, space: str = "weigh
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     t = time.perf_counter()
-    out = barrier_paths(a, b, "weight", "orth", text=ROOT / "README.md", points=5, n_ctx=64,
-                        max_windows=16, device=device, space=space,
-                        cache=_cache(tmp, f"llama{layers}{space}"))  # fmt: skip
+    data = DataSpec(text=str(ROOT / "README.md"), n_ctx=64, max_windows=16)
+    out = barrier_paths(paths_request(a, b, "weight", "orth", data=data, points=5, space=space),
+                        context=RunContext(device, _cache(tmp, f"llama{layers}{space}")))
     r.seconds = time.perf_counter() - t
     r.value = out["barrier_loss"]
     r.facts |= {"matching_s": out["matching"]["seconds"], "rounds": out["matching"]["rounds"],

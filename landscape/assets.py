@@ -287,10 +287,12 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     if kind == "ablation":
         from landscape.experiments.barriers.ablation import ablation_step
 
-        return ablation_step(model, cache=cache, **r)
+        return ablation_step(model, context=experiments.RunContext(cache=cache), **r)
     seeds, method, group = r.pop("seeds"), r.pop("method"), r.pop("group")
-    run = experiments.barrier if kind == "barrier" else experiments.triangle
-    return run(model, seeds, method, group, cache=cache, **r)
+    if kind == "triangle":
+        return experiments.triangle(model, seeds, method, group, experiments.TriangleOptions(**r),
+                                    context=experiments.RunContext(cache=cache))  # fmt: skip
+    return experiments.barrier(model, seeds, method, group, cache=cache, **r)
 
 
 class _Recording(Cache):

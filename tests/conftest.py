@@ -168,3 +168,20 @@ def copy_with_config(src: Path, dest: Path, **config) -> Path:
             cfg[k] = v
     (dest / "config.json").write_text(json.dumps(cfg))
     return dest
+
+
+def paths_barrier(path_a, path_b, method: str = "weight", group: str = "perm", *,
+                  device="cpu", cache=None, progress=None, **given) -> dict:  # fmt: skip
+    """``barrier_paths`` of two checkpoint paths, the data named by ``DataSpec``'s keywords
+    (``text``, ``data``, ``data_dir``, ``n_ctx``, ``max_windows``) and the rest of the request
+    by :func:`~landscape.experiments.barriers.pairs.paths_request`'s."""
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers.pairs import barrier_paths, paths_request
+    from landscape.sources import DataSpec
+
+    spec = {k: given.pop(k) for k in ("text", "data", "data_dir", "n_ctx", "max_windows")
+            if k in given}  # fmt: skip
+    if spec.get("text") is not None:
+        spec["text"] = str(spec["text"])
+    request = paths_request(path_a, path_b, method, group, data=DataSpec(**spec), **given)
+    return barrier_paths(request, context=RunContext(device, cache, progress))

@@ -89,10 +89,13 @@ def _stored_curve(
     points: int, split: str, device: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """:func:`curve` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape.experiments import RunContext, seeds_request
+    from landscape.experiments.barriers.curved import CurveOptions
     from landscape.experiments.barriers.curved import curve as curved
 
-    return curved(model, seeds, method, group, kind=kind, steps=steps, points=points,
-                  split=split, device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+    request = seeds_request(model, seeds, method, group, points=points, split=split)
+    return curved(request, CurveOptions(kind=kind, steps=steps),
+                  context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def curve(
@@ -113,6 +116,8 @@ def curve(
     (``experiments.barriers.curved.curve``): memoised, else read from the disk cache, else
     computed under ``progress`` (the lines, the curves' training and evaluation) and read
     again. Without ``compute``, :class:`NotCached` when it is not stored."""
+    from landscape.experiments import RunContext, seeds_request
+    from landscape.experiments.barriers.curved import CurveOptions
     from landscape.experiments.barriers.curved import curve as curved
 
     args = (model, seeds, method, group, kind, steps, points, split, device)
@@ -120,8 +125,9 @@ def curve(
         return _stored_curve(*args)
     return stored_else_computed(
         lambda: _stored_curve(*args),
-        lambda: curved(model, seeds, method, group, kind=kind, steps=steps, points=points,
-                       split=split, device=resolve_device(device), progress=progress),
+        lambda: curved(seeds_request(model, seeds, method, group, points=points, split=split),
+                       CurveOptions(kind=kind, steps=steps),
+                       context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 
@@ -172,10 +178,10 @@ def _stored_widths(
     device: str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """:func:`widths` read from the disk cache; :class:`NotCached` when it is not there."""
-    from landscape.experiments import width_barriers
+    from landscape.experiments import RunContext, WidthOptions, width_barriers
 
-    return width_barriers(model, seed_a, seed_b, factors=list(factors), split=split,
-                          device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+    return width_barriers(model, seed_a, seed_b, WidthOptions(factors=list(factors), split=split),
+                          context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def widths(
@@ -186,15 +192,16 @@ def widths(
     memoised, else read from the disk cache, else computed under ``progress`` (training each
     narrow B not stored, aligning, evaluating). Without ``compute``, :class:`NotCached` when
     not stored."""
-    from landscape.experiments import width_barriers
+    from landscape.experiments import RunContext, WidthOptions, width_barriers
 
     args = (model, seed_a, seed_b, factors, split, device)
     if not compute:
         return _stored_widths(*args)
     return stored_else_computed(
         lambda: _stored_widths(*args),
-        lambda: width_barriers(model, seed_a, seed_b, factors=list(factors), split=split,
-                               device=resolve_device(device), progress=progress),
+        lambda: width_barriers(model, seed_a, seed_b,
+                               WidthOptions(factors=list(factors), split=split),
+                               context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 
@@ -216,10 +223,10 @@ def _stored_iterations(
 ) -> dict[str, Any]:
     """:func:`iterations` read from the disk cache; :class:`NotCached` when a part is not
     there."""
-    from landscape.experiments import iteration_barriers
+    from landscape.experiments import IterationOptions, RunContext, iteration_barriers
 
-    return iteration_barriers(model, seeds, learned=learned, device=resolve_device(device),
-                              cache=ReadOnlyCache())  # fmt: skip
+    return iteration_barriers(model, seeds, IterationOptions(learned=learned),
+                              context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def iterations(
@@ -229,14 +236,15 @@ def iterations(
     """The barrier after every weight-matching round (and learned-matching checkpoint) of a
     pair (``experiments.iteration_barriers``): memoised, else read from the disk cache, else
     computed under ``progress``. Without ``compute``, :class:`NotCached` when not stored."""
-    from landscape.experiments import iteration_barriers
+    from landscape.experiments import IterationOptions, RunContext, iteration_barriers
 
     if not compute:
         return _stored_iterations(model, seeds, learned, device)
     return stored_else_computed(
         lambda: _stored_iterations(model, seeds, learned, device),
-        lambda: iteration_barriers(model, seeds, learned=learned,
-                                   device=resolve_device(device), progress=progress),
+        lambda: iteration_barriers(model, seeds, IterationOptions(learned=learned),
+                                   context=RunContext(resolve_device(device),
+                                                      progress=progress)),
     )  # fmt: skip
 
 
@@ -274,10 +282,11 @@ def barrier_matrix(
     """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``),
     each pair read from the disk cache or computed under ``progress``. Not memoised: the page
     keeps the result it asked for in its session."""
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.matrix import barrier_matrix as matrix
 
     return matrix(model, seeds, method, group, points=points, split=split, space=space,
-                  device=resolve_device(device), progress=progress)  # fmt: skip
+                  context=RunContext(resolve_device(device), progress=progress))
 
 
 def aligned_archive(

@@ -21,9 +21,11 @@ def _stored_triangle(
     """:func:`triangle` read from the disk cache; :class:`NotCached` when it is not there."""
     from landscape import experiments
 
-    return experiments.triangle(model, seeds, method, group, resolution=resolution, split=split,
-                                space=space, joint=joint, device=resolve_device(device),
-                                cache=ReadOnlyCache())  # fmt: skip
+    options = experiments.TriangleOptions(resolution=resolution, split=split, space=space,
+                                          joint=joint)  # fmt: skip
+    return experiments.triangle(model, seeds, method, group, options,
+                                context=experiments.RunContext(resolve_device(device),
+                                                               ReadOnlyCache()))  # fmt: skip
 
 
 def triangle(
@@ -51,9 +53,11 @@ def triangle(
         return _stored_triangle(*args)
     return stored_else_computed(
         lambda: _stored_triangle(*args),
-        lambda: experiments.triangle(model, seeds, method, group, resolution=resolution,
-                                     split=split, space=space, joint=joint,
-                                     device=resolve_device(device), progress=progress),
+        lambda: experiments.triangle(
+            model, seeds, method, group,
+            experiments.TriangleOptions(resolution=resolution, split=split, space=space,
+                                        joint=joint),
+            context=experiments.RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 

@@ -205,15 +205,17 @@ def _barrier(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("curve")
 def _curve(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.barriers.curved import curve
+    from landscape.experiments import RunContext, seeds_request
+    from landscape.experiments.barriers.curved import CurveOptions, curve
 
     options = _learned_settings(args)
+    request = seeds_request(args.model, args.seeds, args.method, args.group, points=args.points,
+                            split=args.split, options=options or None)  # fmt: skip
+    drawn = CurveOptions(kind=args.kind, bends=args.bends, steps=args.steps, lr=args.lr,
+                         train_seed=args.train_seed)  # fmt: skip
     _status(f"curve {args.model} {args.seeds} {args.method}/{args.group} {args.kind}")
     with _progress_bar(f"curve {args.kind} {args.method}/{args.group}") as progress:
-        return curve(args.model, args.seeds, args.method, args.group, kind=args.kind,
-                     bends=args.bends, steps=args.steps, lr=args.lr, train_seed=args.train_seed,
-                     points=args.points, split=args.split, options=options or None,
-                     device=args.device, progress=progress)  # fmt: skip
+        return curve(request, drawn, context=RunContext(args.device, progress=progress))
 
 
 @command("curvature")
@@ -263,15 +265,15 @@ def _align(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("triangle")
 def _triangle(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments import triangle
+    from landscape.experiments import RunContext, TriangleOptions, triangle
 
+    options = TriangleOptions(resolution=args.resolution, tol=args.tol, split=args.split,
+                              space=args.space, joint=args.joint, executor=args.executor,
+                              address=args.address)  # fmt: skip
     _status(f"triangle {args.model} {args.seeds} {args.method}/{args.group}")
     with _progress_bar(f"triangle {args.method}/{args.group}") as progress:
-        return triangle(args.model, args.seeds, args.method, args.group,
-                        resolution=args.resolution, tol=args.tol, split=args.split,
-                        space=args.space, joint=args.joint, device=args.device,
-                        executor=args.executor, address=args.address,
-                        progress=progress)  # fmt: skip
+        return triangle(args.model, args.seeds, args.method, args.group, options,
+                        context=RunContext(args.device, progress=progress))
 
 
 # the options of one kind of surface, refused with the other (their defaults are the library's)
@@ -313,7 +315,12 @@ def _surface(args: argparse.Namespace) -> dict[str, Any]:
 @command("eigenangles")
 def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.budget import check_points
-    from landscape.experiments import eigenangle_view, iteration_barriers
+    from landscape.experiments import (
+        IterationOptions,
+        RunContext,
+        eigenangle_view,
+        iteration_barriers,
+    )
 
     options = {k: getattr(args, k) for k in ("max_rounds", "checkpoints", "points")
                if getattr(args, k) is not None}  # fmt: skip
@@ -328,8 +335,8 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
     if args.iterations:
         _status(f"iterations {args.model} {args.seeds}")
         with _progress_bar("iterations") as progress:
-            it = iteration_barriers(args.model, args.seeds, device=args.device,
-                                    progress=progress, **options)  # fmt: skip
+            it = iteration_barriers(args.model, args.seeds, IterationOptions(**options),
+                                    context=RunContext(args.device, progress=progress))
         for warning in it["warnings"]:  # main says only the top level's
             _say(f"warning: iterations: {warning}")
         out["iterations"] = it
@@ -338,18 +345,19 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("table")
 def _table(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments import table
+    from landscape.experiments import RunContext, TableOptions, table
 
-    options = _learned_settings(args)
+    options = TableOptions(split=args.split, points=args.points, space=args.space,
+                           learned_options=_learned_settings(args) or None,
+                           executor=args.executor, address=args.address)  # fmt: skip
     with _progress_bar(f"table {args.model}") as progress:
-        return table(args.model, args.pairs, split=args.split, points=args.points,
-                     space=args.space, device=args.device, executor=args.executor,
-                     address=args.address, learned_options=options or None,
-                     progress=progress)  # fmt: skip
+        return table(args.model, args.pairs, options,
+                     context=RunContext(args.device, progress=progress))
 
 
 @command("ablation")
 def _ablation(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.ablation import STEPS, ablation, untrained
 
     known = dict(STEPS)
@@ -361,24 +369,26 @@ def _ablation(args: argparse.Namespace) -> dict[str, Any]:
     options = _learned_settings(args)
     with _progress_bar("ablation") as progress:
         return ablation(steps, seeds=args.seeds, space=args.space, points=args.points,
-                        split=args.split, learned_options=options or None, device=args.device,
-                        progress=progress)  # fmt: skip
+                        split=args.split, learned_options=options or None,
+                        context=RunContext(args.device, progress=progress))  # fmt: skip
 
 
 @command("kv-sharing")
 def _kv_sharing(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.barriers.ablation import kv_sharing
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers.ablation import SharingOptions, kv_sharing
 
-    options = _learned_settings(args)
+    options = SharingOptions(method=args.method, group=args.group, space=args.space,
+                             points=args.points, split=args.split,
+                             learned_options=_learned_settings(args) or None)  # fmt: skip
     with _progress_bar(f"kv-sharing {args.model}") as progress:
-        return kv_sharing(args.model, args.seeds, method=args.method, group=args.group,
-                          space=args.space, points=args.points, split=args.split,
-                          learned_options=options or None, device=args.device,
-                          progress=progress)  # fmt: skip
+        return kv_sharing(args.model, args.seeds, options,
+                          context=RunContext(args.device, progress=progress))
 
 
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.matrix import barrier_matrix, check_matrix_work
 
     if len(args.seeds) < 2:
@@ -388,7 +398,7 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     with _progress_bar(f"matrix {args.method}/{args.group}") as progress:
         return barrier_matrix(args.model, args.seeds, args.method, args.group,
                               points=args.points, split=args.split, space=args.space,
-                              device=args.device, progress=progress)  # fmt: skip
+                              context=RunContext(args.device, progress=progress))  # fmt: skip
 
 
 @command("merges")
@@ -415,28 +425,36 @@ def _merges(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("controls")
 def _controls(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.barriers.controls import controls_table
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers.controls import ControlsOptions, controls_table
 
+    options = ControlsOptions(split=args.split, points=args.points, layernorm=args.layernorm,
+                              space=args.space, executor=args.executor,
+                              address=args.address)  # fmt: skip
     with _progress_bar(f"controls {args.model}") as progress:
-        return controls_table(args.model, args.pairs, split=args.split, points=args.points,
-                              layernorm=args.layernorm, space=args.space,
-                              device=args.device, executor=args.executor,
-                              address=args.address, progress=progress)  # fmt: skip
+        return controls_table(args.model, args.pairs, options,
+                              context=RunContext(args.device, progress=progress))
 
 
 @command("widths")
 def _widths(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments import check_factors, default_factors, width_barriers
+    from landscape.experiments import (
+        RunContext,
+        WidthOptions,
+        check_factors,
+        default_factors,
+        width_barriers,
+    )
     from landscape.models.zoo import zoo_model
 
     cfg = zoo_model(args.model).config
     factors = check_factors(cfg, args.factors or default_factors(cfg))  # before the status line
     _status(f"widths {args.model} {args.seeds} factors {list(factors)}")
     with _progress_bar(f"widths {args.model}") as progress:
-        return width_barriers(args.model, *args.seeds, factors=factors,
-                              methods=args.methods, points=args.points, split=args.split,
-                              embed_seed=args.embed_seed, device=args.device,
-                              progress=progress)  # fmt: skip
+        options = WidthOptions(factors=factors, methods=args.methods, points=args.points,
+                               split=args.split, embed_seed=args.embed_seed)  # fmt: skip
+        return width_barriers(args.model, *args.seeds, options,
+                              context=RunContext(args.device, progress=progress))
 
 
 @command("gauge-sweep")
@@ -528,17 +546,20 @@ def _family(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("pair-barrier")
 def _pair_barrier(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.barriers.pairs import barrier_paths
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers.pairs import barrier_paths, paths_request
+    from landscape.sources import DataSpec
 
     if os.path.realpath(args.a) == os.path.realpath(args.b):  # as repeated --seeds are
         raise LandscapeError(f"A and B are one checkpoint ({args.a}): a model against itself "
                              "has no barrier to measure")  # fmt: skip
+    data = DataSpec(text=args.text, data=args.data, data_dir=args.data_dir, n_ctx=args.n_ctx,
+                    max_windows=args.max_windows)  # fmt: skip
+    request = paths_request(args.a, args.b, args.method, args.group, data=data,
+                            points=args.points, max_rounds=args.max_rounds, split=args.split,
+                            space=args.space, dtype=args.dtype)  # fmt: skip
     with _progress_bar(f"pair-barrier {args.method}/{args.group}") as progress:
-        return barrier_paths(args.a, args.b, args.method, args.group, text=args.text,
-                             data=args.data, data_dir=args.data_dir, points=args.points,
-                             split=args.split, n_ctx=args.n_ctx, max_windows=args.max_windows,
-                             space=args.space, device=args.device, dtype=args.dtype,
-                             max_rounds=args.max_rounds, progress=progress)  # fmt: skip
+        return barrier_paths(request, context=RunContext(args.device, progress=progress))
 
 
 @command("recover")

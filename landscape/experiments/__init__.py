@@ -30,7 +30,7 @@ the eigenangle results and the family metrics.
 
 from __future__ import annotations
 
-from landscape.experiments.barriers.iterations import iteration_barriers
+from landscape.experiments.barriers.iterations import IterationOptions, iteration_barriers
 from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
     BARRIER_VERSION,
@@ -52,6 +52,7 @@ from landscape.experiments.barriers.pipeline import (
 from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
     PAPER_REFERENCE,
+    TableOptions,
     mean_sem,
     pairs_for,
     paper_value,
@@ -59,9 +60,10 @@ from landscape.experiments.barriers.tables import (
     table,
     table_spaces,
 )
-from landscape.experiments.barriers.triangles import align_joint, triangle
+from landscape.experiments.barriers.triangles import TriangleOptions, align_joint, triangle
 from landscape.experiments.barriers.widths import (
     WIDTH_GROUP,
+    WidthOptions,
     check_factors,
     default_factors,
     embed_checkpoint,
@@ -70,6 +72,7 @@ from landscape.experiments.barriers.widths import (
     width_barriers,
     width_rows,
 )
+from landscape.experiments.context import RunContext
 from landscape.experiments.eigen.view import eigenangle_result, eigenangle_view
 from landscape.experiments.families import family_members, member_metrics
 from landscape.experiments.surfaces import surface
@@ -91,6 +94,11 @@ __all__ = [
     "BarrierRequest",
     "BarrierRun",
     "Coordinates",
+    "IterationOptions",
+    "RunContext",
+    "TableOptions",
+    "TriangleOptions",
+    "WidthOptions",
     "align",
     "align_joint",
     "barrier",

@@ -45,6 +45,7 @@ from landscape.experiments.barriers.pipeline import (
     health,
     peak_rss_mb,
 )
+from landscape.experiments.context import RunContext
 from landscape.experiments.hessian import (
     DTYPES,
     GRAPH_ELEMENTS,
@@ -354,8 +355,8 @@ def measure_curvature(request: CurvatureRequest, *, device: torch.device = CPU,
                     share: Progress | None = share) -> tuple[dict, dict[str, Any]]:  # fmt: skip
             t1 = time.perf_counter()
             tell(share, "match", 0)
-            al = align(ckpt_a, ckpt_b, method, r.group, device=device, cache=cache,
-                       options=settings, data=data, progress=within(share, 0.0, 0.2))  # fmt: skip
+            al = align(ckpt_a, ckpt_b, method, r.group, options=settings, data=data,
+                       context=RunContext(device, cache, within(share, 0.0, 0.2)))  # fmt: skip
             line = curvature_along(al.cfg, al.params_a, al.params_b, batch, o, device=device,
                                    progress=within(share, 0.2, 1.0))  # fmt: skip
             return {}, {

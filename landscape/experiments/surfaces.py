@@ -38,6 +38,7 @@ from landscape.experiments.barriers.pipeline import (
     check_split,
     health,
 )
+from landscape.experiments.context import RunContext
 from landscape.experiments.curvature import (
     CURVATURE_VERSION,
     check_hessian_memory,
@@ -475,11 +476,11 @@ def surface(
             return around()
         a, b, c = ckpts
         tell(progress, "match B", 0)
-        ab = align(a, b, method, group, device=device, cache=cache, data=data,
-                   progress=within(progress, 0.0, 0.25))  # fmt: skip
+        ab = align(a, b, method, group, data=data,
+                   context=RunContext(device, cache, within(progress, 0.0, 0.25)))
         tell(progress, "match C", 0.25)
-        ac = align(a, c, method, group, device=device, cache=cache, data=data,
-                   progress=within(progress, 0.25, 0.5))  # fmt: skip
+        ac = align(a, c, method, group, data=data,
+                   context=RunContext(device, cache, within(progress, 0.25, 0.5)))
         checks = {
             f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
             f"{names[2]} aligned to {names[0]} ({method}/{group})": ac.info["function_check"],

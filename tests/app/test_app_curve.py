@@ -22,7 +22,7 @@ def test_the_curved_path_is_opt_in_and_drawn_beside_the_line(monkeypatch):
     real = curved.train_controls
 
     def counted(*args, **kw):
-        trained.append(kw["steps"])
+        trained.append(args[4].steps)
         return real(*args, **kw)
 
     monkeypatch.setattr(curved, "train_controls", counted)

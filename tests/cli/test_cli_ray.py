@@ -14,8 +14,8 @@ import pytest
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments import triangle
-from landscape.experiments.barriers.controls import controls_table
+from landscape.experiments import RunContext, TriangleOptions, triangle
+from landscape.experiments.barriers.controls import ControlsOptions, controls_table
 from landscape.experiments.gauge.runner import gauge_sweep
 from landscape.experiments.sweeps import Call, run
 from landscape.store.cache import Cache
@@ -93,8 +93,9 @@ def test_ray_gives_the_serial_json(argv, workers, tmp_path, capsys, monkeypatch)
     # a rerun on this machine reads every result from its cache, without Ray
     if argv[0] == "triangle":
         method, group = argv[argv.index("--method") + 1], argv[argv.index("--group") + 1]
-        again = triangle("mlp-digits", (0, 1, 2), method, group, resolution=4,
-                         joint="--joint" in argv, cache=DiskOnly(driver))  # fmt: skip
+        again = triangle("mlp-digits", (0, 1, 2), method, group,
+                         TriangleOptions(resolution=4, joint="--joint" in argv),
+                         context=RunContext(cache=DiskOnly(driver)))  # fmt: skip
         assert again.pop("cached") and not distributed.pop("cached") and not serial.pop("cached")
     else:
         again = gauge_sweep("mlp-digits", 0, draws=2, steps_grid=(0, 10), trajectory_steps=20,
@@ -108,11 +109,12 @@ def test_ray_controls_give_the_serial_table(workers, tmp_path):
     """Controls through the library: the command line has no option for fewer controls, and
     two (one trained in 20 steps) keep the test short. The trained one reaches its rows as
     trained (a serial run that trains it uses it so)."""
-    serial = controls_table("mlp-digits", 1, cache=Cache(tmp_path / "serial"), threads=1,
-                            **CONTROLS)  # fmt: skip
+    serial = controls_table("mlp-digits", 1, ControlsOptions(**CONTROLS),
+                            context=RunContext(cache=Cache(tmp_path / "serial"), threads=1))
     # the driver only reads: the trained variant and every barrier came back from the workers
-    distributed = controls_table("mlp-digits", 1, cache=DiskOnly(tmp_path / "driver"),
-                                 executor="ray", threads=1, **CONTROLS)  # fmt: skip
+    distributed = controls_table("mlp-digits", 1, ControlsOptions(executor="ray", **CONTROLS),
+                                 context=RunContext(cache=DiskOnly(tmp_path / "driver"),
+                                                    threads=1))  # fmt: skip
     assert json.dumps(_measured(distributed)) == json.dumps(_measured(serial))
     assert any(meta.get("variant") == "early"
                for _, meta in Cache(tmp_path / "driver").metas("checkpoint"))  # fmt: skip

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from landscape.errors import LandscapeError
-from landscape.experiments import barrier
+from landscape.experiments import RunContext, barrier
 from landscape.experiments.barriers import ablation as abl
 from landscape.models import zoo
 from landscape.sources.zoo import available_seeds
@@ -80,14 +80,14 @@ def test_a_stored_ablation_is_read_without_any_checkpoint(monkeypatch):
         raise AssertionError("a stored ablation loaded a checkpoint")
 
     monkeypatch.setattr(Source, "load", no_load)
-    again = _run(cache=ReadOnlyCache())
+    again = _run(context=RunContext(cache=ReadOnlyCache()))
     assert again["cached"] and again["steps"] == first["steps"]
     # another recipe of one entry is another ablation: not served from the stored one
     changed = dataclasses.replace(zoo.ZOO["vit-digits"], train=dataclasses.replace(
         zoo.ZOO["vit-digits"].train, steps=2999))  # fmt: skip
     monkeypatch.setitem(zoo.ZOO, "vit-digits", changed)
     with pytest.raises(NotCached):
-        _run(cache=ReadOnlyCache())
+        _run(context=RunContext(cache=ReadOnlyCache()))
 
 
 def test_untrained_names_the_missing_checkpoints_and_bad_input_is_one_line():
@@ -158,8 +158,8 @@ def test_copied_keys_and_values_change_nothing_the_identity_measures(monkeypatch
         data_root().joinpath("shakespeare.txt").stat()
     except OSError:
         pytest.skip("the Shakespeare text is not fetched")
-    r = abl.kv_sharing("llama-shakespeare-d128", (0, 1), method="naive", group="perm",
-                       points=3)  # fmt: skip
+    r = abl.kv_sharing("llama-shakespeare-d128", (0, 1),
+                       abl.SharingOptions(method="naive", group="perm", points=3))
     (row,) = r["rows"]
     assert r["expansion_check"] == 0.0 and r["function_ok"]
     assert row["relaxed_barrier_loss"] == pytest.approx(row["shared_barrier_loss"], abs=1e-5)

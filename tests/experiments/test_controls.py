@@ -12,6 +12,7 @@ from landscape.cli import main
 from landscape.experiments import Aligned, align, barrier, eval_split, load
 from landscape.experiments.barriers.controls import (
     CONTROLS,
+    ControlsOptions,
     control_pair,
     controls_table,
     function_distance,
@@ -76,7 +77,8 @@ def test_control_pair_is_deterministic(short_recipe, tmp_path):
 
 def test_table_rows_describe_controls_and_match_barrier(short_recipe):
     rows = (("naive", "perm"), ("weight", "orth"))
-    t = controls_table(short_recipe, 2, controls=("real", "permuted-labels"), rows=rows, points=5)
+    t = controls_table(short_recipe, 2,
+                       ControlsOptions(controls=("real", "permuted-labels"), rows=rows, points=5))
     assert t["pairs"] == [[0, 1], [2, 3]]
     by = {(r["control"], r["method"], r["group"]): r for r in t["rows"]}
     for (method, group), row in ((k[1:], v) for k, v in by.items() if k[0] == "real"):

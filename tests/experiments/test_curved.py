@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from landscape.errors import LandscapeError
+from landscape.experiments import RunContext, seeds_request
 from landscape.experiments.barriers.curved import (
     KINDS,
+    CurveOptions,
     curve,
     curve_weights,
     line_controls,
@@ -58,7 +60,8 @@ def test_quadratic_bezier_and_chain_weights_are_the_formulas():
 @pytest.mark.parametrize("method", ["naive", "weight"])
 def test_an_untrained_curve_has_the_straight_barrier(method):
     _needs_pair()
-    r = curve("mlp-digits", SEEDS, method, "perm", kind="bezier", steps=0, points=9)
+    r = curve(seeds_request("mlp-digits", SEEDS, method, "perm", points=9),
+              CurveOptions(kind="bezier", steps=0))  # fmt: skip
     for al in r["alignments"]:
         line, path = al["line"], al["curve"]
         assert line["barrier_loss"] > 0.05  # a real barrier to reproduce
@@ -71,8 +74,9 @@ def test_an_untrained_curve_has_the_straight_barrier(method):
 def test_training_lowers_the_highest_loss_and_keeps_the_endpoints(kind):
     _needs_pair()
     stages = []
-    r = curve("mlp-digits", SEEDS, "naive", "perm", kind=kind, steps=150, points=9,
-              progress=lambda stage, done, total: stages.append(done / total))  # fmt: skip
+    request = seeds_request("mlp-digits", SEEDS, "naive", "perm", points=9)
+    r = curve(request, CurveOptions(kind=kind, steps=150),
+              context=RunContext(progress=lambda stage, done, total: stages.append(done / total)))
     (al,) = r["alignments"]
     line, path = al["line"], al["curve"]
     assert max(path["loss"]) < max(line["loss"]) - 0.1
@@ -80,7 +84,7 @@ def test_training_lowers_the_highest_loss_and_keeps_the_endpoints(kind):
     # the endpoints are the checkpoints: the same losses as the line's, bit for bit
     assert path["loss"][0] == line["loss"][0] and path["loss"][-1] == line["loss"][-1]
     assert len(al["training_loss"]) == 50 and stages[-1] == pytest.approx(1.0)
-    again = curve("mlp-digits", SEEDS, "naive", "perm", kind=kind, steps=150, points=9)
+    again = curve(request, CurveOptions(kind=kind, steps=150))
     assert again["alignments"][0]["cached"] and again["rows"] == r["rows"]
 
 
@@ -88,7 +92,8 @@ def test_training_moves_only_the_control_points():
     _needs_pair()
     a, b = Source("mlp-digits", 0).load(), Source("mlp-digits", 1).load()
     before = {k: v.clone() for k, v in a.params.items()}
-    (ctrl,), losses = train_controls(a.cfg, a.params, b.params, data_of(a), "bezier", steps=20)
+    (ctrl,), losses = train_controls(a.cfg, a.params, b.params, data_of(a),
+                                     CurveOptions("bezier", steps=20))  # fmt: skip
     assert all(torch.equal(before[k], a.params[k]) for k in before)
     mid = line_controls(a.params, b.params, 1)[0]
     assert any(not torch.allclose(ctrl[k], mid[k]) for k in mid)
@@ -104,10 +109,14 @@ def test_training_moves_only_the_control_points():
         ({"lr": 0.0}, "--lr must be a positive number"),
         ({"seeds": (1, 1)}, "two different seeds"),
         ({"method": "magic"}, "unknown method 'magic'"),
+        ({"dtype": "bfloat16"}, "a curve does not take the request's dtype"),
     ],
-    ids=["kind", "bends", "steps", "lr", "same seeds", "method"],
+    ids=["kind", "bends", "steps", "lr", "same seeds", "method", "unread field"],
 )
 def test_bad_requests_are_one_line_before_anything_loads(kwargs, match):
     args = {"seeds": SEEDS, "method": "weight", **kwargs}
+    drawn = {k: args.pop(k) for k in ("kind", "bends", "steps", "lr") if k in args}
     with pytest.raises(LandscapeError, match=match):
-        curve("no-such-model", args.pop("seeds"), args.pop("method"), "perm", **args)
+        request = seeds_request("no-such-model", args.pop("seeds"), args.pop("method"), "perm",
+                                **args)  # fmt: skip
+        curve(request, CurveOptions(**drawn))

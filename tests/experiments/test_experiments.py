@@ -7,7 +7,17 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments import barrier, mean_sem, pairs_for, paper_value, table, triangle
+from landscape.experiments import (
+    RunContext,
+    TableOptions,
+    TriangleOptions,
+    barrier,
+    mean_sem,
+    pairs_for,
+    paper_value,
+    table,
+    triangle,
+)
 
 BARRIER_KEYS = {"lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
                 "endpoint_accuracy", "function_check", "seconds", "cached", "device"}  # fmt: skip
@@ -71,7 +81,7 @@ def test_endpoints_are_the_models_own_metrics():
 
 def test_table_rows_equal_barrier_numbers():
     rows = (("naive", "perm"), ("weight", "orth"))
-    t = table("mlp-digits", 2, rows=rows, points=5)
+    t = table("mlp-digits", 2, TableOptions(rows=rows, points=5))
     assert t["pairs"] == [[0, 1], [2, 3]]
     for row in t["rows"]:
         singles = [barrier("mlp-digits", p, row["method"], row["group"], points=5)["barrier_loss"]
@@ -84,7 +94,7 @@ def test_table_rows_equal_barrier_numbers():
 
 def test_table_in_both_spaces_reads_against_the_paper():
     rows = (("naive", "perm"), ("weight", "orth"), ("activation", "perm"))
-    t = table("vit-digits", 1, rows=rows, points=5, space="both")
+    t = table("vit-digits", 1, TableOptions(rows=rows, points=5, space="both"))
     assert t["spaces"] == ["weights", "circuits"]
     got = [(r["method"], r["group"], r["space"]) for r in t["rows"]]
     assert got == [(m, g, s) for m, g in rows for s in ("weights", "circuits")]
@@ -96,13 +106,14 @@ def test_table_in_both_spaces_reads_against_the_paper():
     assert paper_value("learned", "orth", "vit") == "0.00"
     assert paper_value("learned", "orth", "gpt") == "0.02"
     # without heads there is no circuits space: both is the weights alone
-    assert table("mlp-digits", 1, rows=rows[:1], points=5, space="both")["spaces"] == ["weights"]
+    both = TableOptions(rows=rows[:1], points=5, space="both")
+    assert table("mlp-digits", 1, both)["spaces"] == ["weights"]
     with pytest.raises(LandscapeError, match="unknown space"):
-        table("mlp-digits", 1, rows=rows[:1], points=5, space="circuit")
+        table("mlp-digits", 1, TableOptions(rows=rows[:1], points=5, space="circuit"))
 
 
 def test_triangle_keys():
-    r = triangle("mlp-digits", (0, 1, 2), "weight", "orth", resolution=4)
+    r = triangle("mlp-digits", (0, 1, 2), "weight", "orth", TriangleOptions(resolution=4))
     assert len(r["points"]) == 15 and len(r["loss"]) == 15
     assert 0.0 < r["basin_fraction"] <= 1.0
 
@@ -155,15 +166,15 @@ def test_mismatched_architectures(tmp_path):
 
 def test_a_checkpoint_path_and_its_zoo_seed_run_through_one_pipeline(tmp_path):
     """``pair-barrier`` on directories written from zoo seeds measures what ``barrier`` does."""
-    from landscape.experiments.barriers.pairs import barrier_paths
     from landscape.models.zoo import save_checkpoint_dir
     from landscape.sources import Source
+    from tests.conftest import paths_barrier
 
     dirs = [save_checkpoint_dir(Source("mlp-digits", s).load(), tmp_path / f"m{s}")
             for s in (0, 1)]  # fmt: skip
     assert Source(str(dirs[0])).kind == "path" and Source("mlp-digits", 0).kind == "zoo"
     zoo = barrier("mlp-digits", (0, 1), "weight", "orth", points=5)
-    pair = barrier_paths(*dirs, "weight", "orth", data="digits", points=5)
+    pair = paths_barrier(*dirs, "weight", "orth", data="digits", points=5)
     assert pair["loss"] == pytest.approx(zoo["loss"], abs=1e-6)
     assert pair["function_check"] == zoo["function_check"]
     # a directory written from a zoo checkpoint is evaluated on its zoo model's data
@@ -240,14 +251,15 @@ def test_circuits_refuse_a_model_without_heads(capsys) -> None:
     assert main(argv) == 2
     assert "rewrites attention heads" in capsys.readouterr().err
     with pytest.raises(LandscapeError, match="rewrites attention heads"):
-        table("mlp-digits", 1, rows=[("naive", "perm")], points=3, space="circuits")
+        table("mlp-digits", 1, TableOptions(rows=[("naive", "perm")], points=3, space="circuits"))
 
 
 def test_joint_triangle_is_learned_together_and_keeps_every_function(capsys) -> None:
-    r = triangle("vit-digits", (0, 1, 2), "learned", "orth", resolution=2, joint=True)
+    joint = TriangleOptions(resolution=2, joint=True)
+    r = triangle("vit-digits", (0, 1, 2), "learned", "orth", joint)
     assert r["joint"] and r["function_ok"], r["warnings"]
     assert r["function_check"] < 1e-4 and r["function_check_a"] < 1e-4
-    again = triangle("vit-digits", (0, 1, 2), "learned", "orth", resolution=2, joint=True)
+    again = triangle("vit-digits", (0, 1, 2), "learned", "orth", joint)
     assert again["cached"] and again["excess_loss"] == r["excess_loss"]
     argv = ["triangle", "vit-digits", "--seeds", "0", "1", "2", "--method", "weight", "--joint"]
     assert main(argv) == 2
@@ -264,8 +276,8 @@ def test_a_pair_that_shares_a_tensor_is_aligned_and_cached(tmp_path) -> None:
     b = load("vit-digits", 1)
     b = Checkpoint(b.cfg, {**b.params, "unembed.b_U": a.params["unembed.b_U"]}, b.meta)
     cache = Cache(tmp_path / "c")
-    first = align(a, b, "weight", "perm", cache=cache)
-    again = align(a, b, "weight", "perm", cache=cache)
+    first = align(a, b, "weight", "perm", context=RunContext(cache=cache))
+    again = align(a, b, "weight", "perm", context=RunContext(cache=cache))
     assert not first.cached and again.cached
     assert torch.equal(again.params_b["unembed.b_U"], first.params_b["unembed.b_U"])
 

@@ -12,7 +12,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments import barrier, iteration_barriers
+from landscape.experiments import IterationOptions, barrier, iteration_barriers
 from landscape.experiments.barriers.iterations import FULL_ROUNDS, ROUND_STRIDE, measured_rounds
 from landscape.matching import learned_matching, weight_matching
 from landscape.plots.eigenangles import (
@@ -36,10 +36,9 @@ def result(tmp_path_factory):
     """One measurement (and its cached repeat) shared by the tests of this module."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LANDSCAPE_CACHE", str(tmp_path_factory.mktemp("iterations") / "cache"))
-        first = iteration_barriers(MODEL, SEEDS, steps=STEPS, checkpoints=CHECKPOINTS,
-                                   points=POINTS)  # fmt: skip
-        again = iteration_barriers(MODEL, SEEDS, steps=STEPS, checkpoints=CHECKPOINTS,
-                                   points=POINTS)  # fmt: skip
+        options = IterationOptions(steps=STEPS, checkpoints=CHECKPOINTS, points=POINTS)
+        first = iteration_barriers(MODEL, SEEDS, options)
+        again = iteration_barriers(MODEL, SEEDS, options)
     return first, again
 
 
@@ -143,8 +142,9 @@ def test_the_hooks_see_every_round_and_checkpoint_and_change_nothing():
 
 
 def test_round_zero_in_the_circuits_space_is_the_naive_circuit_barrier():
-    r = iteration_barriers(MODEL, SEEDS, groups=("orth",), max_rounds=1, learned=False,
-                           points=3, space="circuits")  # fmt: skip
+    r = iteration_barriers(MODEL, SEEDS, IterationOptions(groups=("orth",), max_rounds=1,
+                                                          learned=False, points=3,
+                                                          space="circuits"))  # fmt: skip
     assert r["space"] == "circuits" and r["checkpoints"] == []
     assert [row["round"] for row in r["rounds"]] == [0, 1]
     naive = barrier(MODEL, SEEDS, "naive", "orth", points=3, space="circuits")
@@ -171,7 +171,7 @@ def test_round_zero_in_the_circuits_space_is_the_naive_circuit_barrier():
 def test_bad_inputs_are_one_line_errors(kwargs, match):
     kwargs = {"model": MODEL, "seeds": SEEDS, **kwargs}
     with pytest.raises(LandscapeError, match=match):
-        iteration_barriers(kwargs.pop("model"), kwargs.pop("seeds"), **kwargs)
+        iteration_barriers(kwargs.pop("model"), kwargs.pop("seeds"), IterationOptions(**kwargs))
 
 
 def test_cli_adds_the_iterations_key_and_keeps_the_rest(capsys):

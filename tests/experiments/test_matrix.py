@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from landscape.errors import LandscapeError
-from landscape.experiments import barrier
+from landscape.experiments import RunContext, barrier
 from landscape.experiments.barriers.matrix import barrier_matrix
 from landscape.sources.zoo import available_seeds
 
@@ -28,7 +28,7 @@ def test_matrix_is_symmetric_zero_on_the_diagonal_and_each_cell_is_the_barrier(m
         method,
         "perm",
         points=5,
-        progress=lambda stage, done, total: stages.append(done / total),
+        context=RunContext(progress=lambda stage, done, total: stages.append(done / total)),
     )
     assert len(m["pairs"]) == 3 and stages[-1] == pytest.approx(1.0)
     for key in ("barrier_loss", "barrier_accuracy"):

@@ -22,6 +22,9 @@ from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
 from landscape.experiments import (
     BarrierRequest,
+    RunContext,
+    TableOptions,
+    TriangleOptions,
     align,
     measure_barrier,
     summarise_barriers,
@@ -29,14 +32,13 @@ from landscape.experiments import (
     triangle,
 )
 from landscape.experiments import evaluation as barrier
-from landscape.experiments.barriers.pairs import barrier_paths
 from landscape.matching import function_warnings, match, worst_check
 from landscape.models import init_params
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir
 from landscape.sources import Source
 from landscape.sources.zoo import get_checkpoint
 from landscape.store.cache import Cache
-from tests.conftest import tiny_config
+from tests.conftest import paths_barrier, tiny_config
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +93,7 @@ def test_worst_check_keeps_nan_in_any_position() -> None:
 
 def test_triangle_with_a_nan_member_reports_nan_and_warns(monkeypatch) -> None:
     with_members(monkeypatch, {2: overflowing_gain(zoo(2))})
-    r = triangle("mlp-digits", (0, 1, 2), "naive", "orth", resolution=2)
+    r = triangle("mlp-digits", (0, 1, 2), "naive", "orth", TriangleOptions(resolution=2))
     assert math.isnan(r["function_check"])  # was the healthy B's 2.4e-7
     assert r["function_ok"] is False
     assert any("mlp-digits seed 2" in w and "NaN" in w for w in r["warnings"])
@@ -99,7 +101,7 @@ def test_triangle_with_a_nan_member_reports_nan_and_warns(monkeypatch) -> None:
 
 def test_table_rows_carry_nan_checks_and_warnings(monkeypatch) -> None:
     with_members(monkeypatch, {1: overflowing_gain(zoo(1))})
-    t = table("mlp-digits", 1, rows=(("naive", "orth"),), points=3, seeds=(0, 1))
+    t = table("mlp-digits", 1, TableOptions(rows=(("naive", "orth"),), points=3, seeds=(0, 1)))
     (row,) = t["rows"]
     assert math.isnan(row["function_check"]) and not row["function_ok"]
     assert t["function_ok"] is False and t["warnings"] == row["warnings"] != []
@@ -156,7 +158,7 @@ def test_healthy_barrier_is_ok_and_quiet(capsys) -> None:
 def test_pair_barrier_over_tolerance_warns(tmp_path, capsys) -> None:
     a = save_checkpoint_dir(zoo(0), tmp_path / "a")
     b = save_checkpoint_dir(scaled(zoo(1), 1e3, only="ln"), tmp_path / "b")
-    r = barrier_paths(a, b, "weight", "perm", data="digits", points=3, device="cpu",
+    r = paths_barrier(a, b, "weight", "perm", data="digits", points=3, device="cpu",
                       cache=Cache(tmp_path / "c"))  # fmt: skip
     assert r["function_check"] > 1e-4 and r["function_ok"] is False
     assert "tolerance" in r["warnings"][0] and str(b) in r["warnings"][0]
@@ -241,9 +243,9 @@ def test_windows_over_the_budget_are_refused(tmp_path) -> None:
     text = tmp_path / "t.txt"
     text.write_text("abcdefg" * 200)
     kw = {"text": text, "n_ctx": 4, "points": 3, "cache": Cache(tmp_path / "c"), "device": "cpu"}
-    assert barrier_paths(*paths, "naive", "perm", max_windows=8, **kw)["windows"] == 8
+    assert paths_barrier(*paths, "naive", "perm", max_windows=8, **kw)["windows"] == 8
     with pytest.raises(LandscapeError, match="--max-windows 1000000000 exceeds the limit"):
-        barrier_paths(*paths, "naive", "perm", max_windows=10**9, **kw)
+        paths_barrier(*paths, "naive", "perm", max_windows=10**9, **kw)
 
 
 def test_text_is_encoded_compactly_and_bounded(tmp_path, monkeypatch) -> None:
@@ -284,7 +286,8 @@ def test_barrier_and_triangle_show_progress_on_stderr(capsys) -> None:
 def test_learned_matching_reports_every_step() -> None:
     seen = []
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 3, "eval_every": 3},
-          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+          context=RunContext(
+              progress=lambda stage, done, total: seen.append((stage, done / total))))
     # the weight-matching start (not cached yet) in the first tenth, then each step
     start = [(s, f) for s, f in seen if s.startswith("start: weight matching round ")]
     rest = [(s, f) for s, f in seen if not s.startswith("start: ")]
@@ -307,7 +310,8 @@ def test_learned_matching_reports_every_step() -> None:
     # the start now comes from the cache: only the learned matching is heard
     seen.clear()
     align(zoo(0), zoo(1), "learned", "perm", options={"steps": 2, "eval_every": 2},
-          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+          context=RunContext(
+              progress=lambda stage, done, total: seen.append((stage, done / total))))
     assert [s for s, _ in seen if "scoring" not in s] == [
         "load the train split", "learned matching: preparing the pair",
         *(f"learned matching step {i}/2" for i in (1, 2))]  # fmt: skip
@@ -324,7 +328,8 @@ def test_learned_matching_reports_every_step() -> None:
 def test_weight_and_activation_matching_report_as_they_go() -> None:
     seen = []
     r = align(zoo(0), zoo(1), "weight", "orth",
-              progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+              context=RunContext(
+                  progress=lambda stage, done, total: seen.append((stage, done / total))))
     rounds = r.info["rounds"]
     # every variable's visit of every round, in order, within the rounds' share of at most 50
     n_vars = len(r.info["kinds"])
@@ -334,7 +339,8 @@ def test_weight_and_activation_matching_report_as_they_go() -> None:
     assert seen[-1][0] == f"weight matching round {rounds} (stops when settled, at most 50)"
     seen.clear()
     align(zoo(0), zoo(1), "activation", "perm",
-          progress=lambda stage, done, total: seen.append((stage, done / total)))  # fmt: skip
+          context=RunContext(
+              progress=lambda stage, done, total: seen.append((stage, done / total))))
     stages = [s for s, _ in seen]
     assert stages[:4] == ["load the train split", "activation matching: A's activations",
                           "activation matching: B's activations",

@@ -16,14 +16,13 @@ transformers = pytest.importorskip("transformers")
 
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.barriers.pairs import barrier_paths  # noqa: E402
 from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
 from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402
 from landscape.sources import DataSpec, Source, load_any  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
-from tests.conftest import llama_checkpoints  # noqa: E402
+from tests.conftest import llama_checkpoints, paths_barrier  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 KEYS = {
@@ -40,7 +39,7 @@ def pair(tmp_path_factory):
 
 def _run(pair, b: str, tmp_path, **kw) -> dict:
     kw = {"text": pair["text"], "points": 3, "n_ctx": 16, "max_windows": 4, **kw}
-    return barrier_paths(pair["a"], pair[b], cache=Cache(tmp_path), device="cpu", **kw)
+    return paths_barrier(pair["a"], pair[b], cache=Cache(tmp_path), device="cpu", **kw)
 
 
 def test_planted_gauge_has_no_barrier_and_results_are_cached(pair, tmp_path) -> None:
@@ -94,10 +93,10 @@ def test_image_models_use_digits_or_refuse(tmp_path) -> None:
     for seed in (0, 1):
         save_checkpoint_dir(Checkpoint(cfg, init_params(cfg, seed), {}), tmp_path / f"v{seed}")
     kw = {"cache": Cache(tmp_path / "c"), "device": "cpu", "points": 3}
-    r = barrier_paths(tmp_path / "v0", tmp_path / "v1", "weight", "perm", data="digits", **kw)
+    r = paths_barrier(tmp_path / "v0", tmp_path / "v1", "weight", "perm", data="digits", **kw)
     assert r["data"]["data"] == "digits" and r["windows"] == 497
     with pytest.raises(LandscapeError, match="image data set"):
-        barrier_paths(tmp_path / "v0", tmp_path / "v1", "weight", "perm", **kw)
+        paths_barrier(tmp_path / "v0", tmp_path / "v1", "weight", "perm", **kw)
 
 
 def test_cli_inspect_and_pair_barrier(pair, tmp_path, monkeypatch, capsys) -> None:

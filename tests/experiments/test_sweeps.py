@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 
 from landscape.errors import LandscapeError
-from landscape.experiments import table
+from landscape.experiments import RunContext, TableOptions, table
 from landscape.experiments.sweeps import Recording, check_executor, store
 from landscape.store.cache import Cache
 
-ARGS = {"pairs": 1, "points": 5}
+ARGS = {"pairs": 1, "points": 5}  # the table's pairs and points
+
+
+def _table(threads: int | None = None, **options) -> dict:
+    pairs = ARGS["pairs"]
+    given = TableOptions(points=ARGS["points"], **options)
+    return table("mlp-digits", pairs, given, context=RunContext(threads=threads))
 
 
 def _strip(result):  # times differ between runs; everything measured must not
@@ -70,13 +76,13 @@ def test_ray_table_equals_the_serial_one_and_survives_a_killed_worker(tmp_path, 
     pytest.importorskip("ray")
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "serial"))
     # one thread, as the workers run: float32 results round differently on another count
-    serial = table("mlp-digits", threads=1, **ARGS)
+    serial = _table(threads=1)
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "ray"))  # the workers inherit it
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=_kill_one_cell, args=(stop, killed), daemon=True)
     killer.start()
     try:
-        distributed = table("mlp-digits", executor="ray", **ARGS)
+        distributed = _table(executor="ray")
     finally:
         stop.set()
         killer.join()
@@ -85,5 +91,5 @@ def test_ray_table_equals_the_serial_one_and_survives_a_killed_worker(tmp_path, 
     # every cell is in the driver's cache: a serial rerun reads them all
     n = sum(1 for _ in Cache(tmp_path / "ray").metas("barrier"))
     assert n == len(serial["rows"])
-    again = table("mlp-digits", threads=1, **ARGS)
+    again = _table(threads=1)
     assert _strip(again) == _strip(serial)

@@ -11,6 +11,8 @@ import torch
 from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments import (
+    RunContext,
+    WidthOptions,
     align,
     check_factors,
     default_factors,
@@ -96,8 +98,8 @@ def test_weight_matching_does_not_depend_on_the_embedding(short_recipe):
 
 
 def test_width_barriers_rows_keep_every_function_and_cache(short_recipe):
-    kw = {"factors": (2, 8), "methods": ("naive", "weight"), "points": 5}  # d/8: below d_head
-    r = width_barriers(short_recipe, 0, 1, **kw)
+    kw = WidthOptions(factors=(2, 8), methods=("naive", "weight"), points=5)  # d/8: below d_head
+    r = width_barriers(short_recipe, 0, 1, kw)
     assert [(x["factor"], x["width"], x["method"]) for x in r["rows"]] == [
         (2, 16, "naive"), (2, 16, "weight"), (8, 4, "naive"), (8, 4, "weight")]  # fmt: skip
     assert r["function_ok"] and not r["warnings"] and r["group"] == "orth"
@@ -109,7 +111,7 @@ def test_width_barriers_rows_keep_every_function_and_cache(short_recipe):
     assert [n["width"] for n in r["narrow"]] == [16, 4]
     assert r["rows"][0]["within_head_cond"] is None and r["rows"][1]["within_head_cond"] >= 1
     json.dumps(r)
-    again = width_barriers(short_recipe, 0, 1, **kw)
+    again = width_barriers(short_recipe, 0, 1, kw)
     assert again["cached"] and again["rows"] == r["rows"]
 
 
@@ -128,7 +130,7 @@ def test_width_barriers_rows_keep_every_function_and_cache(short_recipe):
 def test_bad_factors_are_refused_before_training(factors, fragment, tmp_path):
     cache = Cache(tmp_path / "c")
     with pytest.raises(LandscapeError, match=fragment) as err:
-        width_barriers(MODEL, 0, 1, factors=factors, cache=cache)
+        width_barriers(MODEL, 0, 1, WidthOptions(factors=factors), context=RunContext(cache=cache))
     assert "\n" not in str(err.value)
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").rglob("*.safetensors"))
 

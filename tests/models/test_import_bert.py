@@ -21,6 +21,7 @@ from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments import barrier, family_members  # noqa: E402
 from landscape.experiments.barriers.pipeline import align  # noqa: E402
+from landscape.experiments.context import RunContext  # noqa: E402
 from landscape.matching import weight_matching  # noqa: E402
 from landscape.models import forward  # noqa: E402
 from landscape.models.exporters import export_hf  # noqa: E402
@@ -163,7 +164,7 @@ def test_weight_matching_between_two_random_berts_keeps_the_function(saved, tmp_
     r = weight_matching(a.cfg, a.params, b.params, "perm")
     assert r.function_check < 1e-4
     assert r.transform.elements["resid"].kind == PERM
-    al = align(a, b, "weight", "perm", cache=Cache(tmp_path / "cache"))
+    al = align(a, b, "weight", "perm", context=RunContext(cache=Cache(tmp_path / "cache")))
     assert al.info["function_check"] < 1e-4
     # a planted permutation of A is undone exactly
     spec = spec_for(a.cfg)
@@ -171,7 +172,7 @@ def test_weight_matching_between_two_random_berts_keeps_the_function(saved, tmp_
     r = weight_matching(a.cfg, a.params, moved, "perm")
     assert max(float((r.params_a[k] - r.params_b[k]).abs().max()) for k in r.params_a) < 1e-6
     with pytest.raises(ValueError, match="post-LN") as err:  # before any work, one line
-        align(a, b, "weight", "orth", cache=Cache(tmp_path / "cache"))
+        align(a, b, "weight", "orth", context=RunContext(cache=Cache(tmp_path / "cache")))
     assert "\n" not in str(err.value)
 
 

@@ -11,6 +11,7 @@ import torch
 from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import align
+from landscape.experiments.context import RunContext
 from landscape.models import ModelConfig, forward
 from landscape.models.circuits import check_circuit_form
 from landscape.models.exporters import export_hf
@@ -179,7 +180,8 @@ def test_weight_matching_of_two_models_and_their_merge_export(tmp_path, kind):
     for seed in (0, 1):
         _build(kind, seed).save_pretrained(tmp_path / f"m{seed}", safe_serialization=True)
         ckpts.append(import_checkpoint(tmp_path / f"m{seed}"))
-    al = align(ckpts[0], ckpts[1], "weight", "signed-perm", cache=Cache(tmp_path / "cache"))
+    al = align(ckpts[0], ckpts[1], "weight", "signed-perm",
+               context=RunContext(cache=Cache(tmp_path / "cache")))
     assert al.cfg == ckpts[0].cfg and al.info["function_check"] < 1e-4
     x = _tokens()
     assert _diff(forward(al.cfg, al.params_b, x), forward(ckpts[1].cfg, ckpts[1].params, x)) < 1e-4

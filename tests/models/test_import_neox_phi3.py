@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments.barriers.pipeline import align  # noqa: E402
+from landscape.experiments.context import RunContext  # noqa: E402
 from landscape.models import forward  # noqa: E402
 from landscape.models.exporters import export_hf  # noqa: E402
 from landscape.models.importers import describe, import_checkpoint  # noqa: E402
@@ -223,7 +224,7 @@ def aligned(saved, tmp_path_factory):
     out = {}
     for name, group in MATCHED:
         a, b = import_checkpoint(saved[name]), import_checkpoint(saved[f"{name}-b"])
-        out[name, group] = (a, b, align(a, b, "weight", group, cache=cache))
+        out[name, group] = (a, b, align(a, b, "weight", group, context=RunContext(cache=cache)))
     return out
 
 

@@ -124,18 +124,19 @@ def test_inspect_audit_of_olmo2_names_the_blocking_norm(tmp_path, capsys):
 @pytest.mark.parametrize("kind", KINDS)
 def test_weight_matching_two_random_models_keeps_the_function(tmp_path, kind):
     from landscape.experiments.barriers.pipeline import align
+    from landscape.experiments.context import RunContext
     from landscape.store.cache import Cache
 
     a, b = (import_checkpoint(_saved(tmp_path, kind, seed)) for seed in (0, 1))
     cache = Cache(tmp_path / "cache")
-    al = align(a, b, "weight", "signed-perm", cache=cache)
+    al = align(a, b, "weight", "signed-perm", context=RunContext(cache=cache))
     assert al.info["function_check"] < 1e-4 and al.info["kinds"]["resid"] == "signed-perm"
     x = _tokens()
     assert (forward(al.cfg, al.params_b, x) - forward(b.cfg, b.params, x)).abs().max() < 1e-4
     assert not torch.equal(al.params_b["embed.W_E"], b.params["embed.W_E"])  # B was moved
     if kind == "olmo2":  # rotations are refused before any work, naming the norm
         with pytest.raises(ValueError, match="ln1_post"):
-            align(a, b, "weight", "orth", cache=cache)
+            align(a, b, "weight", "orth", context=RunContext(cache=cache))
 
 
 @pytest.mark.parametrize(("kind", "group"), [("qwen3", "signed-perm"), ("qwen3", "orth"),

@@ -106,9 +106,11 @@ def test_barriers_triangles_and_tables_run_on_a_family(tunes) -> None:
     # the midpoint's loss drops towards uniform, so the barrier itself can be 0)
     assert max(r["loss"]) - min(r["loss"]) < 1e-5
     assert max(naive["loss"]) - min(naive["loss"]) > 0.01
-    tri = experiments.triangle(tunes, (0, 1, 2), "weight", "orth", resolution=2)
+    tri = experiments.triangle(tunes, (0, 1, 2), "weight", "orth",
+                               experiments.TriangleOptions(resolution=2))
     assert len(tri["loss"]) == 6 and 0 <= tri["basin_fraction"] <= 1
-    table = experiments.table(tunes, 1, rows=(("naive", "perm"), ("weight", "perm")), points=3)
+    rows = (("naive", "perm"), ("weight", "perm"))
+    table = experiments.table(tunes, 1, experiments.TableOptions(rows=rows, points=3))
     assert table["pairs"] == [[0, 1]] and len(table["rows"]) == 2
 
 

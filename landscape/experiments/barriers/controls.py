@@ -62,6 +62,7 @@ from landscape.experiments.barriers.tables import (
     pairs_for,
     summarise_barriers,
 )
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import check_circuit_form, check_space
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
@@ -69,7 +70,6 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import spec_for
-from landscape.threads import threaded
 
 
 @dataclass(frozen=True)
@@ -227,26 +227,36 @@ ORIGINAL = Coordinates("original", original_coordinates)
 # ---------------------------------------------------------------- the table
 
 
-@threaded
+@dataclass(frozen=True)
+class ControlsOptions:
+    """What the controls table measures and how its work is spread: the ``controls`` (names of
+    :data:`CONTROLS`), the ``rows`` (method, group; the first the naive one), on A's ``split``
+    at ``points`` values of λ, over the pairs of ``seeds`` (None: the model's first), in merge
+    ``space``; ``original``: also the line in unprocessed coordinates; ``layernorm``: also the
+    ``real-ln`` pairs; ``executor`` (``"local"`` or ``"ray"``, at ``address``)."""
+
+    controls: Sequence[str] = tuple(CONTROLS)
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS
+    split: str = "test"
+    points: int = 25
+    seeds: Sequence[int] | None = None
+    original: bool = True
+    layernorm: bool = False
+    space: str = "weights"
+    executor: str = "local"
+    address: str | None = None
+
+
+@in_context
 def controls_table(
     model: str,
     pairs: int = 3,
+    options: ControlsOptions = ControlsOptions(),
     *,
-    controls: Sequence[str] = tuple(CONTROLS),
-    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
-    split: str = "test",
-    points: int = 25,
-    seeds: Sequence[int] | None = None,
-    original: bool = True,
-    layernorm: bool = False,
-    space: str = "weights",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """Barriers of real pairs and of every control under every method × group.
+    """Barriers of real pairs and of every control under every method × group
+    (:class:`ControlsOptions`).
 
     Pairs of seeds come from ``experiments.pairs_for`` (the same as ``table``); control pair i
     trains A with seed ``pairs[i][0]`` and B with ``pairs[i][1]`` in their variants. Per control
@@ -264,6 +274,11 @@ def controls_table(
     (:mod:`landscape.experiments.sweeps`); the table is then assembled from the cache as in the
     serial run.
     """
+    o = options
+    controls, rows, split, points, seeds = o.controls, o.rows, o.split, o.points, o.seeds
+    original, layernorm, space = o.original, o.layernorm, o.space
+    executor, address = o.executor, o.address
+    device, cache, progress = context.device, context.cache, context.progress
     sweeps.check_executor(executor, address)
     if not rows or rows[0][0] != "naive":
         raise LandscapeError("the first row must be the naive one (fractions are relative to it)")

@@ -32,23 +32,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 
-from landscape.budget import MAX_STEPS, check_points
-from landscape.device import CPU
+from landscape.budget import MAX_STEPS
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import (
     BarrierRequest,
     align,
-    check_method,
-    check_split,
     health,
     measure_barrier,
+    refuse_unread,
+    seeds_of,
 )
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import (
     barrier_from_curve,
     check_finite_loss,
@@ -57,10 +57,9 @@ from landscape.experiments.evaluation import (
 from landscape.matching import given_options, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.names import method_key
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.sources import Data, Source
 from landscape.store.cache import Cache, digest_tensors
-from landscape.threads import threaded
 
 Kind = Literal["bezier", "chain"]
 KINDS: tuple[Kind, ...] = ("bezier", "chain")
@@ -119,26 +118,37 @@ def _points_at(weights: Sequence[float], points: Sequence[Params]) -> Params:
     return out
 
 
+@dataclass(frozen=True)
+class CurveOptions:
+    """How a curve is drawn and trained: its ``kind`` (``bezier`` or ``chain``) with ``bends``
+    control points, trained ``steps`` steps at learning rate ``lr`` on minibatches of
+    ``batch_size`` rows (None: the checkpoint's recipe, ``data.lr`` and ``data.batch_size``);
+    ``train_seed`` draws t and the minibatches. ``steps=0``: the control points on the line."""
+
+    kind: str = "bezier"
+    bends: int = BENDS
+    steps: int = STEPS
+    lr: float | None = None
+    batch_size: int | None = None
+    train_seed: int = 0
+
+
 def train_controls(
     cfg: ModelConfig,
     params_a: Params,
     params_b: Params,
     data: Data,
-    kind: str = "bezier",
+    options: CurveOptions = CurveOptions(),
     *,
-    bends: int = BENDS,
-    steps: int = STEPS,
-    lr: float | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> tuple[list[Params], list[float]]:
-    """Control points of a ``kind`` curve from A to B, trained on ``data``'s training split with
-    both endpoints fixed (module docstring), and the mean training loss over each of up to
-    ``LOSS_RECORDS`` equal stretches of the steps. ``lr`` and ``batch_size`` default to the
-    checkpoint's recipe (``data.lr``, ``data.batch_size``); ``seed`` draws t and the minibatches.
-    ``steps=0`` returns the control points on the line. Returned on the CPU, float32."""
+    """Control points of an ``options.kind`` curve from A to B, trained on ``data``'s training
+    split with both endpoints fixed (module docstring), and the mean training loss over each of
+    up to ``LOSS_RECORDS`` equal stretches of the steps (:class:`CurveOptions`), on the
+    context's device. Returned on the CPU, float32."""
+    kind, bends, steps = options.kind, options.bends, options.steps
+    lr, batch_size, seed = options.lr, options.batch_size, options.train_seed
+    device, progress = context.device, context.progress
     check_kind(kind)
     lr = data.lr if lr is None else lr
     batch_size = data.batch_size if batch_size is None else batch_size
@@ -235,48 +245,36 @@ def curve_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-@threaded
+@in_context
 def curve(
-    model: str,
-    seeds: Sequence[int],
-    method: str = "weight",
-    group: str = "perm",
+    request: BarrierRequest,
+    options: CurveOptions = CurveOptions(),
     *,
-    kind: str = "bezier",
-    bends: int = BENDS,
-    steps: int = STEPS,
-    lr: float | None = None,
-    batch_size: int | None = None,
-    train_seed: int = 0,
-    points: int = POINTS,
-    split: str = "test",
-    options: dict[str, Any] | None = None,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """:class:`CurveResult` of seeds A and B of ``model``: the ``kind`` curve trained between A
-    and π(B) (module docstring) beside the straight line, for the naive pair and for B aligned
-    by ``method``/``group`` (the aligned pair of :func:`~.pipeline.align`, the one the line is
-    measured on). ``options``: the matching method's settings. Everything is checked before
-    anything is loaded."""
+    """:class:`CurveResult` of the request's endpoints, seeds A and B of one model: the curve of
+    ``options`` trained between A and π(B) (module docstring) beside the straight line, for the
+    naive pair and for B aligned by the request's method and group (the aligned pair of
+    :func:`~.pipeline.align`, the one the line is measured on), with its matching settings, at
+    its ``points`` on its ``split``; the request's other fields stay at their defaults.
+    Everything is checked before anything is loaded (the request when it was made)."""
     t0 = time.perf_counter()
-    check_method(method, group)
-    check_split(split)
+    model, seeds = seeds_of(request)
+    refuse_unread(request, "a curve", ("method", "group", "options", "points", "split"))
+    method, group, points, split = request.method, request.group, request.points, request.split
+    said_options = options_key(request.options)
+    kind, bends, steps = options.kind, options.bends, options.steps
+    lr, batch_size, train_seed = options.lr, options.batch_size, options.train_seed
+    device, progress = context.device, context.progress
     check_kind(kind)
     check_bends(bends)
-    if len(seeds) != 2 or seeds[0] == seeds[1]:
-        raise LandscapeError("give two different seeds: --seeds A B")
-    if points < 2:
-        raise LandscapeError("--points must be at least 2 (the endpoints)")
-    check_points(points)
     if not 0 <= steps <= MAX_STEPS:
         raise LandscapeError(f"--steps must be between 0 and {MAX_STEPS}, got {steps}")
     if lr is not None and not (math.isfinite(lr) and lr > 0):
         raise LandscapeError(f"--lr must be a positive number, got {lr}")
     if batch_size is not None and batch_size < 1:
         raise LandscapeError(f"the batch size must be positive, got {batch_size}")
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     tell(progress, "load", 0)
     src_a, src_b = Source(model, seeds[0]), Source(model, seeds[1])
     a, b = src_a.load(device, cache), src_b.load(device, cache)
@@ -289,7 +287,7 @@ def curve(
     out, warnings = [], []
     for k, (m, g) in enumerate(alignments_asked):
         lo, hi = k / len(alignments_asked), (k + 1) / len(alignments_asked)
-        said = given_options(m, options if m == method else None)
+        said = given_options(m, said_options if m == method else None)
         asked = BarrierRequest(a, b, m, g, options=said or None, points=points, split=split)
         line = measure_barrier(asked, device=device, cache=cache,
                                progress=within(progress, lo, lo + 0.2 * (hi - lo),
@@ -306,12 +304,12 @@ def curve(
         def compute(m: str = m, g: str = g, settings: Any = settings, lo: float = lo,
                     hi: float = hi) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:  # fmt: skip
             t1 = time.perf_counter()
-            al = align(a, b, m, g, device=device, cache=cache, options=settings, data=data)
+            al = align(a, b, m, g, options=settings, data=data, context=RunContext(device, cache))
+            trained_as = replace(options, lr=lr, batch_size=batch_size)
             controls, losses = train_controls(
-                al.cfg, al.params_a, al.params_b, data, kind, bends=bends, steps=steps, lr=lr,
-                batch_size=batch_size, seed=train_seed, device=device,
-                progress=within(progress, lo + 0.2 * (hi - lo), lo + 0.8 * (hi - lo),
-                                f"{m}/{g} "),
+                al.cfg, al.params_a, al.params_b, data, trained_as,
+                context=RunContext(device, progress=within(
+                    progress, lo + 0.2 * (hi - lo), lo + 0.8 * (hi - lo), f"{m}/{g} ")),
             )  # fmt: skip
             trained = time.perf_counter() - t1
             ev = data.evaluation(split)

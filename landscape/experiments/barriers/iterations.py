@@ -30,14 +30,15 @@ import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from landscape.budget import check_points
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import ALGO_VERSION, SPLITS, health, learned_space
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
@@ -51,7 +52,6 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, check_same_architecture
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import Element, Transform
-from landscape.threads import threaded
 
 ITERATIONS_VERSION = 2  # bump when what is measured per round or checkpoint changes
 # 2: circuit-form checks in float64
@@ -64,7 +64,7 @@ CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS ste
 Prepared = tuple[ModelConfig, Params, Params]  # prepare_pair's processed config, A and B
 
 __all__ = ["FULL_ROUNDS", "ITERATIONS_VERSION", "LEARNED_GROUP", "ROUND_STRIDE",
-           "iteration_barriers", "measured_rounds"]  # fmt: skip
+           "IterationOptions", "iteration_barriers", "measured_rounds"]  # fmt: skip
 
 
 def measured_rounds(rounds: int) -> list[int]:
@@ -216,28 +216,36 @@ def _learned(line: _Line, init: str, steps: int, checkpoints: int, seed: int,
     }
 
 
-@threaded
+@dataclass(frozen=True)
+class IterationOptions:
+    """What :func:`iteration_barriers` measures: weight matching under each of ``groups``
+    (capped at ``max_rounds``; None: its own cap), learned matching from each of ``inits``
+    (``learned=False``: none) for ``steps`` steps scored at ``checkpoints`` points, each line at
+    ``points`` values of λ on A's ``split`` in merge ``space``; ``seed`` seeds the matchings."""
+
+    groups: Sequence[str] = ("perm", "orth")
+    max_rounds: int | None = None
+    learned: bool = True
+    inits: Sequence[str] = ("identity", "weight")
+    steps: int = STEPS
+    checkpoints: int = CHECKPOINTS
+    points: int = 11
+    split: str = "test"
+    space: str = "weights"
+    seed: int = 0
+
+
+@in_context
 def iteration_barriers(
     model: str,
     seeds: Sequence[int],
+    options: IterationOptions = IterationOptions(),
     *,
-    groups: Sequence[str] = ("perm", "orth"),
-    max_rounds: int | None = None,
-    learned: bool = True,
-    inits: Sequence[str] = ("identity", "weight"),
-    steps: int = STEPS,
-    checkpoints: int = CHECKPOINTS,
-    points: int = 11,
-    split: str = "test",
-    space: str = "weights",
-    seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """Barrier per weight-matching round for each of ``groups``, and per scoring point of
     learned rotations from each of ``inits`` (module docstring), between two seeds of ``model``
-    on A's ``split`` in merge ``space``.
+    on A's ``split`` in merge ``space`` (:class:`IterationOptions`).
 
     ``max_rounds`` caps weight matching (default: its own cap); ``learned=False`` leaves the
     learned part out. Learned matching runs ``steps`` steps and scores every
@@ -249,6 +257,11 @@ def iteration_barriers(
     ``function_check_a`` (worst processed A), ``function_ok``, ``warnings``, ``seconds``,
     ``cached`` and ``device``. Inputs are checked before anything is loaded.
     """
+    o = options
+    groups, max_rounds, learned, inits = o.groups, o.max_rounds, o.learned, o.inits
+    steps, checkpoints, points, split = o.steps, o.checkpoints, o.points, o.split
+    space, seed = o.space, o.seed
+    device, cache, progress = context.device, context.cache, context.progress
     inits = tuple(inits) if learned else ()
     groups = tuple(groups)
     _check(seeds, groups, inits, max_rounds, steps, checkpoints, points, split)

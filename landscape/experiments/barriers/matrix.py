@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import torch
-
 from landscape.budget import (
     EVALUATION,
     MAX_ALIGNMENTS,
@@ -22,11 +20,10 @@ from landscape.budget import (
     check_points,
     check_work,
 )
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
-from landscape.progress import Progress, tell, within
-from landscape.store.cache import Cache
+from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.progress import tell, within
 from landscape.threads import threaded
 
 
@@ -68,6 +65,7 @@ def check_matrix_work(seeds: int, points: int) -> None:
                "model", pairs * points, MAX_EVALUATIONS, EVALUATION)  # fmt: skip
 
 
+@in_context
 def barrier_matrix(
     model: str,
     seeds: Sequence[int],
@@ -77,14 +75,13 @@ def barrier_matrix(
     points: int = 25,
     split: str = "test",
     space: str = "weights",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """The :class:`BarrierMatrix` of ``seeds`` (at least two, all different), as a dict: one
     alignment and one curve per pair, each through
     :func:`~landscape.experiments.barriers.pipeline.barrier`.
     ``pairs`` holds each measured pair's seeds, barriers, function check and cache key."""
+    device, cache, progress = context.device, context.cache, context.progress
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2:
         raise LandscapeError("a barrier matrix needs at least two seeds: --seeds A B [C ...]")

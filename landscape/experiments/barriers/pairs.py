@@ -1,10 +1,11 @@
 """Barriers between two checkpoints that are not zoo models (issue "Real checkpoints").
 
-``barrier_paths(A, B, method, group, text=FILE)`` loads two checkpoints (Hugging Face
-directories or ``.gguf`` files through :func:`landscape.models.importers.import_checkpoint`, or
-landscape-format directories written by ``zoo.save_checkpoint_dir``), aligns B to A and
-measures the loss/accuracy barrier along ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` (λ = 1 is A,
-docs/design.md §1). Typical use: two fine-tunes of one base model.
+``barrier_paths(paths_request(A, B, method, group, data=DataSpec(text=FILE)))`` loads two
+checkpoints (Hugging Face directories or ``.gguf`` files through
+:func:`landscape.models.importers.import_checkpoint`, or landscape-format directories written
+by ``zoo.save_checkpoint_dir``), aligns B to A and measures the loss/accuracy barrier along
+``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` (λ = 1 is A, docs/design.md §1).
+Typical use: two fine-tunes of one base model.
 
 Evaluation data
 ---------------
@@ -42,15 +43,18 @@ evaluation settings; the matching itself is not stored (two more copies of large
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
-import torch
-
-from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier, peak_rss_mb
+from landscape.experiments.barriers.pipeline import (
+    BarrierRequest,
+    measure_barrier,
+    peak_rss_mb,
+    refuse_unread,
+)
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.models.importers import describe
-from landscape.progress import Progress
 from landscape.sources import (
     DATASETS,
     LOGIT_BUDGET,
@@ -60,13 +64,13 @@ from landscape.sources import (
     eval_batch_size,
     load_any,
 )
-from landscape.store.cache import Cache
 
 __all__ = [
     "AM_TOKENS",
     "DATASETS",
     "LOGIT_BUDGET",
     "barrier_paths",
+    "paths_request",
     "check_same_architecture",
     "eval_batch_size",
     "load_any",
@@ -76,28 +80,40 @@ __all__ = [
 AM_TOKENS = 2048  # positions whose activations activation matching correlates
 
 
-def barrier_paths(
+def paths_request(
     path_a: str | os.PathLike,
     path_b: str | os.PathLike,
     method: str = "weight",
     group: str = "perm",
     *,
-    text: str | os.PathLike | None = None,
-    data: str | None = None,
-    data_dir: str | None = None,
+    data: DataSpec | None = None,
     points: int = 11,
-    split: str = "test",
-    n_ctx: int = 128,
-    max_windows: int = 64,
-    device: torch.device = CPU,
-    dtype: str = "float32",
-    space: str = "weights",
-    seed: int = 0,
     max_rounds: int | None = None,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Align B to A with ``method`` under ``group`` and measure the barrier (module docstring).
+    **request: Any,
+) -> BarrierRequest:
+    """The request for two checkpoint paths evaluated on ``data`` (None: none named; ``text``,
+    ``n_ctx`` and ``max_windows`` of a language model, the image data set ``data`` in
+    ``data_dir``; activation matching correlates :data:`AM_TOKENS` positions), at ``points``
+    values of λ.
+    ``max_rounds`` caps weight matching's rounds (None: its default; other methods refuse it).
+    ``request``: the rest of :class:`BarrierRequest` that :func:`barrier_paths` reads
+    (``split``, ``space``, ``dtype``, ``seed``)."""
+    if max_rounds is not None and method != "weight":
+        raise LandscapeError(f"--max-rounds is for weight matching, not {method}")
+    options = None if max_rounds is None else {"max_rounds": max_rounds}
+    data = data or DataSpec()
+    spec = replace(data, text=None if data.text is None else str(data.text),
+                   activation_tokens=AM_TOKENS)  # fmt: skip
+    return BarrierRequest(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
+                          method, group, options, points, store_matching=False,
+                          **request)  # fmt: skip
+
+
+@in_context
+def barrier_paths(request: BarrierRequest, *, context: RunContext = RUN) -> dict[str, Any]:
+    """Align B to A with the request's method under its group and measure the barrier (module
+    docstring); the request's endpoints are checkpoint paths with their data
+    (:func:`paths_request`). The matching is not stored apart (``store_matching`` off).
 
     Returns the keys of ``experiments.barrier`` (``lambdas``, ``loss``, ``accuracy``,
     ``barrier_loss``, ``barrier_accuracy``, ``endpoint_loss`` [A, B], ``endpoint_accuracy``,
@@ -109,17 +125,19 @@ def barrier_paths(
     ``space``: the merge space of the line (``experiments.barriers.pipeline.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
     the text are checked against the memory budget (``landscape.budget``) before work starts.
-    ``max_rounds`` caps weight matching's rounds (None: its default; other methods refuse it).
     """
-    if max_rounds is not None and method != "weight":
-        raise LandscapeError(f"--max-rounds is for weight matching, not {method}")
-    options = None if max_rounds is None else {"max_rounds": max_rounds}
-    spec = DataSpec(None if text is None else str(text), data, data_dir, n_ctx, max_windows,
-                    activation_tokens=AM_TOKENS)  # fmt: skip
-    req = BarrierRequest(Source(str(path_a), data=spec), Source(str(path_b), data=spec),
-                         method, group, options, points, split, space, dtype=dtype, seed=seed,
-                         store_matching=False)  # fmt: skip
-    run = measure_barrier(req, device=device, cache=cache, progress=progress)
+    if not all(isinstance(x, Source) for x in (request.a, request.b)):
+        raise LandscapeError("pair-barrier compares two checkpoint paths: A and B")
+    refuse_unread(
+        request,
+        "pair-barrier",
+        ("method", "group", "options", "points", "split", "space", "dtype", "seed"),
+    )
+    r = replace(request, store_matching=False)
+    path_a, path_b = r.a.model, r.b.model  # type: ignore[union-attr]
+    method, group, split, space, dtype = r.method, r.group, r.split, r.space, r.dtype
+    device = context.device
+    run = measure_barrier(r, device=device, cache=context.cache, progress=context.progress)
     e = run.entry
     matching = {**e["matching"], "seconds": round(e["matching"]["seconds"], 4)}
     health = run.to_dict()

@@ -22,7 +22,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import torch
@@ -31,6 +31,7 @@ from landscape.budget import check_points
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import (
     barrier_from_curve,
     calibrate_mixtures,
@@ -199,23 +200,21 @@ def weight_start(
     group: str,
     *,
     seed: int,
-    device: torch.device,
-    cache: Cache,
     options: Any,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> Transform | None:
     """Learned matching's start, weight matching under ``group`` (its cached entry, the one
     ``barrier --method weight`` reads), or None when the ``options`` of a learned method (its
     settings dataclass, or learned matching's as a dict) start elsewhere (``init``).
-    ``progress`` follows the weight matching when it is not cached."""
+    The context's ``progress`` follows the weight matching when it is not cached."""
     learned = options if is_dataclass(options) else method_of("learned").settings(options)
     if getattr(learned, "init", "weight") != "weight":
         return None
     start = WeightOptions(within_heads=getattr(learned, "within_heads", True))
-    return align(a, b, "weight", group, seed=seed, device=device, cache=cache,
-                 options=start, progress=progress).transform  # fmt: skip
+    return align(a, b, "weight", group, seed=seed, options=start, context=context).transform
 
 
+@in_context
 def align(
     a: Checkpoint,
     b: Checkpoint,
@@ -223,22 +222,22 @@ def align(
     group: str,
     *,
     seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
     options: Any = None,
     data: Data | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> Aligned:
     """Align B to A (cached). ``options`` are the matching method's settings, a dict or its
     options dataclass (those not at their defaults key the cache entry); ``data`` is A's
     (default :func:`landscape.sources.data_of`).
 
-    ``progress`` follows the matching: weight matching's visits, activation matching's passes,
-    learned matching's steps (its weight-matching start, when not cached, in the first tenth).
+    The ``context``'s progress follows the matching: weight matching's visits, activation
+    matching's passes, learned matching's steps (its weight-matching start, when not cached,
+    in the first tenth).
     """
     check_method(method, group)
     check_pair(a, b)
-    cache = cache or Cache()
+    device, progress = context.device, context.progress
+    cache = context.cache or Cache()
     entry = method_of(method)
     options = entry.settings(options)  # read once: a dataclass passes as it is
     inputs = {
@@ -255,9 +254,9 @@ def align(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         start, steps = None, progress
         if entry.learned:
-            start = weight_start(a, b, group, seed=seed, device=device, cache=cache,
-                                 options=options, progress=within(progress, 0.0, 0.1,
-                                                                  "start: "))  # fmt: skip
+            start = weight_start(a, b, group, seed=seed, options=options,
+                                 context=RunContext(device, cache, within(progress, 0.0, 0.1,
+                                                                          "start: ")))  # fmt: skip
             steps = within(progress, 0.1, 1.0)
         al = _match(a, b, method, group, seed, device, options, data, steps, start=start)
         tensors = {f"a.{k}": v for k, v in al.params_a.items()}
@@ -478,6 +477,37 @@ def seeds_request(model: str, seeds: Sequence[int], method: str = "weight",
                           **request)  # fmt: skip
 
 
+def seeds_of(request: BarrierRequest) -> tuple[str, tuple[int, int]]:
+    """The model (zoo name or family) and the two seeds of a request whose endpoints must be two
+    different seeds of one model; one line refusing anything else."""
+    a, b = request.a, request.b
+    if not (isinstance(a, Source) and isinstance(b, Source) and a.model == b.model
+            and a.seed is not None and b.seed is not None):  # fmt: skip
+        raise LandscapeError("give two seeds of one model: --seeds A B")
+    if a.seed == b.seed:
+        raise LandscapeError("give two different seeds: --seeds A B")
+    return a.model, (a.seed, b.seed)
+
+
+def refuse_unread(request: BarrierRequest, what: str, read: Sequence[str]) -> None:
+    """Refuse a request that sets what ``what`` does not read: any field other than the endpoints
+    and ``read`` that is not at its default (one line naming them), so that nothing asked for is
+    silently left out."""
+    unread = []
+    for f in fields(request):
+        if f.name in ("a", "b", "store_matching", *read):
+            continue
+        value = getattr(request, f.name)
+        if f.name == "options" and not options_key(value):
+            continue
+        if f.name != "options" and value == f.default:
+            continue
+        unread.append(f.name)
+    if unread:
+        raise LandscapeError(f"{what} does not take the request's {', '.join(unread)}: leave "
+                             f"{'them' if len(unread) > 1 else 'it'} at the default")  # fmt: skip
+
+
 @dataclass
 class BarrierRun:
     """One barrier measurement: the request, who was compared, on what, and the cached entry.
@@ -632,8 +662,8 @@ def measure_barrier(
         tell(progress, "match", 0)
         sub = within(progress, 0.0, 0.5)
         if r.store_matching:
-            al = align(ckpt_a, ckpt_b, method, group, seed=r.seed, device=device, cache=cache,
-                       options=options, data=data, progress=sub)  # fmt: skip
+            al = align(ckpt_a, ckpt_b, method, group, seed=r.seed, options=options, data=data,
+                       context=RunContext(device, cache, sub))  # fmt: skip
         else:
             # endpoints loaded here and needed only as processed: weight matching may empty
             # them as it goes (one processed copy of each model instead of two of each)

@@ -11,22 +11,20 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from landscape.budget import check_points
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
 from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.sources import available_seeds, model_arch
 from landscape.store.cache import Cache
-from landscape.threads import threaded
 
 
 def pairs_for(model: str, n: int, seeds: Sequence[int] | None = None) -> list[tuple[int, int]]:
@@ -108,22 +106,30 @@ def paper_value(method: str, group: str, arch: str = "") -> str:
     return ""
 
 
-@threaded
+@dataclass(frozen=True)
+class TableOptions:
+    """What a table measures and how its cells are spread: its ``rows`` (method, group), on A's
+    ``split`` at ``points`` values of λ, over the pairs of ``seeds`` (None: the model's first),
+    in merge ``space`` (or ``"both"``); ``learned_options``: learned matching's settings, for
+    the learned rows only; ``executor`` (``"local"`` or ``"ray"``, at ``address``)."""
+
+    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS
+    split: str = "test"
+    points: int = 25
+    seeds: Sequence[int] | None = None
+    space: str = "weights"
+    learned_options: dict[str, Any] | None = None
+    executor: str = "local"
+    address: str | None = None
+
+
+@in_context
 def table(
     model: str,
     pairs: int = 3,
+    options: TableOptions = TableOptions(),
     *,
-    rows: Sequence[tuple[str, str]] = DEFAULT_ROWS,
-    split: str = "test",
-    points: int = 25,
-    seeds: Sequence[int] | None = None,
-    space: str = "weights",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    learned_options: dict[str, Any] | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
     along the straight line in merge ``space`` (``experiments.barriers.pipeline.in_space``), or
@@ -136,8 +142,12 @@ def table(
     table is then assembled from the cache as in the serial run. ``function_ok`` and
     ``warnings`` (also per row) gather those of every barrier. ``learned_options`` (learned
     matching's keywords, e.g. ``steps``) go to the learned rows only and are said in the
-    result's ``learned_options``.
+    result's ``learned_options``. Options: :class:`TableOptions`.
     """
+    o = options
+    rows, split, points, seeds, space = o.rows, o.split, o.points, o.seeds, o.space
+    executor, address, learned_options = o.executor, o.address, o.learned_options
+    device, cache, progress = context.device, context.cache, context.progress
     sweeps.check_executor(executor, address)
     check_points(points)
     spaces = table_spaces(model, space)

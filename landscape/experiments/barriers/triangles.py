@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ from landscape.experiments.barriers.pipeline import (
     unshared,
     weight_start,
 )
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import check_finite_loss, evaluate_triangle
 from landscape.matching import function_check, method_of, options_key, worst_check
 from landscape.matching.learned import learned_triangle
@@ -38,12 +40,11 @@ from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
-from landscape.threads import threaded
 
 __all__ = ["align_joint", "triangle"]
 
 
-@threaded
+@in_context
 def align_joint(
     a: Checkpoint,
     b: Checkpoint,
@@ -51,11 +52,9 @@ def align_joint(
     group: str,
     *,
     seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
     options: Any = None,
     data: Data | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> tuple[Aligned, Aligned]:
     """Learned alignment of B and C onto A jointly over the triangle
     (:func:`landscape.matching.learned.learned_triangle`), cached as one entry. ``options``:
@@ -63,7 +62,8 @@ def align_joint(
     check_method("learned", group)
     check_pair(a, b)
     check_pair(a, c)
-    cache = cache or Cache()
+    device, progress = context.device, context.progress
+    cache = context.cache or Cache()
     options = method_of("learned").settings(options)
     inputs = {
         "a": digest_tensors(a.params),
@@ -80,8 +80,9 @@ def align_joint(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         train = (data or data_of(a)).split("train")
         # each edge's weight-matching start from the cache (shared with the pairwise barriers)
-        starts = tuple(weight_start(a, x, group, seed=seed, device=device, cache=cache,
-                                    options=options) for x in (b, c))  # fmt: skip
+        starts = tuple(weight_start(a, x, group, seed=seed, options=options,
+                                    context=RunContext(device, cache))
+                       for x in (b, c))  # fmt: skip
         rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train,
                                   options=options, seed=seed, device=device, progress=progress,
                                   starts=starts)  # fmt: skip
@@ -99,28 +100,36 @@ def align_joint(
                  for x in ("b", "c"))  # type: ignore[return-value]  # fmt: skip
 
 
-@threaded
+@dataclass(frozen=True)
+class TriangleOptions:
+    """What a triangle measures and how its work is spread: a grid of ``resolution`` steps per
+    edge (``tol``: the basin's loss tolerance, ``evaluation.evaluate_triangle``) on A's
+    ``split``, mixed in merge ``space``; ``joint``: B and C aligned together (learned matching
+    only); ``executor`` (``"local"`` or ``"ray"``, at ``address``)."""
+
+    resolution: int = 10
+    tol: float = 0.05
+    split: str = "test"
+    space: str = "weights"
+    joint: bool = False
+    executor: str = "local"
+    address: str | None = None
+
+
+@in_context
 def triangle(
     model: str,
     seeds: Sequence[int],
     method: str = "weight",
     group: str = "orth",
+    options: TriangleOptions = TriangleOptions(),
     *,
-    resolution: int = 10,
-    tol: float = 0.05,
-    split: str = "test",
-    space: str = "weights",
-    joint: bool = False,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """Loss/accuracy over the triangle θ_A, π_B(θ_B), π_C(θ_C), B and C aligned onto A, mixed
-    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`). ``joint``
-    (learned matching only): B and C are aligned together over the whole triangle
-    (:func:`align_joint`) instead of edge by edge.
+    in merge ``space`` (``"circuits"``: the three circuit forms, :func:`in_space`), options in
+    :class:`TriangleOptions`. ``joint`` (learned matching only): B and C are aligned together
+    over the whole triangle (:func:`align_joint`) instead of edge by edge.
 
     ``function_check`` is the worst of B's and C's (NaN if either is NaN), ``function_check_a``
     that of the processed A; ``function_ok``/``warnings`` as a barrier's
@@ -133,6 +142,10 @@ def triangle(
     (:mod:`landscape.experiments.sweeps`); the result is then assembled from the cache as in
     the serial run (``cached`` is whether the tasks found everything cached).
     """
+    o = options
+    resolution, tol, split, space, joint = o.resolution, o.tol, o.split, o.space, o.joint
+    executor, address = o.executor, o.address
+    device, progress = context.device, context.progress
     sweeps.check_executor(executor, address)
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
@@ -147,7 +160,7 @@ def triangle(
     check_split(split)
     check_space(space)
     t0 = time.perf_counter()
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     remote_hit = True
     if executor == "ray":  # before anything is loaded here: the workers bring the checkpoints
         options = {"method": method, "group": group, "resolution": resolution, "tol": tol,
@@ -184,14 +197,15 @@ def triangle(
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         tell(progress, "match B", 0)
         if joint:
-            ab, ac = align_joint(a, b, c, group, device=device, cache=cache, options=options,
-                                 data=data, progress=within(progress, 0.0, 0.5))  # fmt: skip
+            ab, ac = align_joint(a, b, c, group, options=options, data=data,
+                                 context=RunContext(device, cache,
+                                                    within(progress, 0.0, 0.5)))  # fmt: skip
         else:
-            ab = align(a, b, method, group, device=device, cache=cache, data=data,
-                       options=options, progress=within(progress, 0.0, 0.25))  # fmt: skip
+            ab = align(a, b, method, group, data=data, options=options,
+                       context=RunContext(device, cache, within(progress, 0.0, 0.25)))
             tell(progress, "match C", 0.25)
-            ac = align(a, c, method, group, device=device, cache=cache, data=data,
-                       options=options, progress=within(progress, 0.25, 0.5))  # fmt: skip
+            ac = align(a, c, method, group, data=data, options=options,
+                       context=RunContext(device, cache, within(progress, 0.25, 0.5)))
         aligned_cached[0] = ab.cached and ac.cached
         checks = {
             f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
@@ -250,19 +264,22 @@ def _align_edge(model: str, seeds: tuple[int, int], method: str, group: str,
     """On a worker: one edge of a triangle, seed ``seeds[1]`` aligned onto ``seeds[0]`` into
     ``cache`` as :func:`triangle` aligns it."""
     a, x = (Source(model, s).load(CPU, cache) for s in seeds)
-    align(a, x, method, group, cache=cache, data=data_of(a), options=options)
+    align(a, x, method, group, data=data_of(a), options=options, context=RunContext(cache=cache))
 
 
 def _align_both(model: str, seeds: Sequence[int], group: str, options: dict[str, Any], *,
                 cache: Cache) -> None:  # fmt: skip
     """On a worker: B and C aligned onto A jointly into ``cache`` (:func:`align_joint`)."""
     a, b, c = (Source(model, s).load(CPU, cache) for s in seeds)
-    align_joint(a, b, c, group, cache=cache, options=options, data=data_of(a))
+    align_joint(a, b, c, group, options=options, data=data_of(a),
+                context=RunContext(cache=cache))
 
 
 def _grid(model: str, seeds: Sequence[int], *, cache: Cache, **options: Any) -> None:
     """On a worker: the triangle's grid, its alignments read from ``cache``."""
-    triangle(model, seeds, cache=cache, **options)
+    rest = {k: v for k, v in options.items() if k not in ("method", "group")}
+    triangle(model, seeds, options["method"], options["group"], TriangleOptions(**rest),
+             context=RunContext(cache=cache))
 
 
 def _on_ray(model: str, seeds: Sequence[int], options: dict[str, Any], address: str | None,

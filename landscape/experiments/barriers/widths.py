@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -46,6 +47,7 @@ from landscape.experiments.barriers.pipeline import (
     align,
     measure_barrier,
 )
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, function_check, function_warnings
 from landscape.models import ModelConfig
 from landscape.models.train import checkpoint_inputs, train_model
@@ -54,10 +56,10 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Source
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry.processing import embed_width, prepare, rescale_norm
-from landscape.threads import threaded
 
 __all__ = [
     "WIDTH_GROUP",
+    "WidthOptions",
     "check_factors",
     "default_factors",
     "embed_checkpoint",
@@ -177,9 +179,7 @@ def width_rows(
     points: int = 11,
     split: str = "test",
     embed_seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per method for A against a narrower B, and the warnings of its function checks.
 
@@ -191,6 +191,7 @@ def width_rows(
     ``function_check_a``, ``within_head_cond`` (the largest condition number of the matched
     within-head maps, None without them), ``matching_seconds``, ``cached``.
     """
+    device, cache, progress = context.device, context.cache, context.progress
     d, width = a.cfg.d_model, narrow.cfg.d_model
     if width > d or d % width:
         raise LandscapeError(f"B's width {width} does not divide A's width {d}")
@@ -202,8 +203,8 @@ def width_rows(
         req = BarrierRequest(a, b, method, WIDTH_GROUP, points=points, split=split)
         run = measure_barrier(req, device=device, cache=cache, progress=part)
         # the run's own matching entry, read back for the aligned B itself
-        al = align(a, b, method, WIDTH_GROUP, device=device, cache=cache,
-                   options=req.settings(a.cfg, run.data), data=run.data)  # fmt: skip
+        al = align(a, b, method, WIDTH_GROUP, options=req.settings(a.cfg, run.data),
+                   data=run.data, context=RunContext(device, cache))  # fmt: skip
         check = function_check(narrow.cfg, narrow.params, al.cfg, al.params_b)
         conds = al.info["info"].get("within_heads_cond", {})
         cond = max((max(c) for c in conds.values()), default=None)
@@ -223,20 +224,27 @@ def _ordered(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ROW_KEYS}
 
 
-@threaded
+@dataclass(frozen=True)
+class WidthOptions:
+    """What :func:`width_barriers` measures: the narrow versions of width d/k for every factor k
+    of ``factors`` (None: :func:`default_factors`), each method of ``methods``, at ``points``
+    values of λ on A's ``split``; ``embed_seed`` draws the embedding of the narrow B."""
+
+    factors: Sequence[int] | None = None
+    methods: Sequence[str] = ("naive", "weight")
+    points: int = 11
+    split: str = "test"
+    embed_seed: int = 0
+
+
+@in_context
 def width_barriers(
     model: str,
     seed_a: int,
     seed_b: int,
-    factors: Sequence[int] | None = None,
-    methods: Sequence[str] = ("naive", "weight"),
+    options: WidthOptions = WidthOptions(),
     *,
-    points: int = 11,
-    split: str = "test",
-    embed_seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """Barriers between seed ``seed_a`` of zoo model ``model`` (width d) and seed ``seed_b`` of
     its narrow versions (width d/k for every factor k; default :func:`default_factors`), for
@@ -251,6 +259,10 @@ def width_barriers(
     B's test metrics and training seconds), ``rows``, ``function_ok``, ``warnings``,
     ``seconds``, ``cached``.
     """
+    o = options
+    factors, methods, points, split, embed_seed = (o.factors, o.methods, o.points, o.split,
+                                                   o.embed_seed)  # fmt: skip
+    device, progress = context.device, context.progress
     t0 = time.perf_counter()
     zm = zoo_model(model)
     if factors is None:
@@ -271,7 +283,7 @@ def width_barriers(
     check_seed(seed_a)
     check_seed(seed_b)
     check_seed(embed_seed, "the embedding seed")
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     steps = 1 + 2 * len(factors)
     tell(progress, f"load {model} seed {seed_a}", 0, steps)
     a = Source(model, seed_a).load(device, cache)
@@ -298,8 +310,10 @@ def width_barriers(
         for i, k in enumerate(factors):
             lo = (1 + len(factors) + i) / steps
             r, w = width_rows(a, narrow[k], methods, points=points, split=split,
-                              embed_seed=embed_seed, device=device, cache=cache,
-                              progress=within(progress, lo, lo + 1 / steps, f"d/{k} "))  # fmt: skip
+                              embed_seed=embed_seed,
+                              context=RunContext(device, cache,
+                                                 within(progress, lo, lo + 1 / steps,
+                                                        f"d/{k} ")))  # fmt: skip
             rows += r
             warnings += w
             n = narrow[k]

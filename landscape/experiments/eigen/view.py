@@ -25,6 +25,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import ALGO_VERSION, align, load
+from landscape.experiments.context import RunContext
 from landscape.experiments.eigen.angles import (
     HAAR_SEED,
     angle_summary,
@@ -60,13 +61,13 @@ def pair_angles(
 ) -> dict[str, Any]:
     """The angles of :func:`eigenangle_result` for two loaded checkpoints (its fields but
     ``model``, ``seeds`` and ``seconds``)."""
-    wm = align(a, b, "weight", "orth", device=device, cache=cache)
+    wm = align(a, b, "weight", "orth", context=RunContext(device, cache))
     o_wm = wm.resid.double()
     d = o_wm.shape[0]
     angles = {"angles_wm": eigenangles(o_wm)}
     lm = None
     if learned:
-        lm = align(a, b, "learned", "orth", device=device, cache=cache, progress=progress)
+        lm = align(a, b, "learned", "orth", context=RunContext(device, cache, progress))
         angles["angles_correction"] = eigenangles(lm.resid.double() @ o_wm.T)
     angles["angles_haar"] = haar_reference(d)
     out: dict[str, Any] = {"d_model": d, "haar_draws": haar_draws(d)}

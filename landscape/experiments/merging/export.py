@@ -26,6 +26,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import align, check_pair, check_split, load
+from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
@@ -135,8 +136,8 @@ def write_aligned(
     a_dir, unchecked = _mergekit_a(a, group, merge, mergekit_config, merge_method, merge_weight,
                                    out_a, source, moves_mean, written_b)  # fmt: skip
     cache = cache or Cache()
-    al = align(a, b, method, group, seed=seed, device=device, cache=cache, options=options,
-               progress=within(progress, 0.0, 0.8))  # fmt: skip
+    al = align(a, b, method, group, seed=seed, options=options,
+               context=RunContext(device, cache, within(progress, 0.0, 0.8)))  # fmt: skip
     cfg = al.cfg
     if merge is None:
         params = al.params_b

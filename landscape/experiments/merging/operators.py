@@ -72,6 +72,7 @@ from landscape.experiments.barriers.pipeline import (
     seeds_request,
 )
 from landscape.experiments.barriers.tables import mean_sem
+from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import (
@@ -303,7 +304,8 @@ def pair_merges(
                 is first computed."""
                 if not ends:
                     mo = asked.settings(a.cfg, data)  # the line's own matching
-                    al = align(a, b, m, g, device=device, cache=cache, options=mo, data=data)
+                    al = align(a, b, m, g, options=mo, data=data,
+                               context=RunContext(device, cache))
                     if route == "memory":
                         ends.update(cfg=al.cfg, a=al.params_a, b=al.params_b)
                         return ends
