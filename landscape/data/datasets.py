@@ -68,13 +68,33 @@ def check_split(split: str) -> None:
         raise LandscapeError(f"unknown split {split!r}; expected 'train' or 'test'")
 
 
+def _digits_file() -> Path | None:
+    """scikit-learn's digits file (``sklearn/datasets/data/digits.csv.gz``: 64 pixels and the
+    label a row), found without importing scikit-learn (over a second of imports, where reading
+    the file takes milliseconds); None where that package is laid out otherwise."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            return path
+    return None
+
+
 @lru_cache(maxsize=2)
 def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
+    path = _digits_file()
+    if path is not None:  # read as load_digits reads it
+        data = np.loadtxt(path, delimiter=",")
+        images, target = data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(int)
+    else:
+        from sklearn.datasets import load_digits
 
-    d = load_digits()
-    order = np.random.default_rng(0).permutation(len(d.target))
-    return d.images.astype(np.float32) / 16.0, d.target.astype(np.int64), order
+        d = load_digits()
+        images, target = d.images, d.target
+    order = np.random.default_rng(0).permutation(len(target))
+    return images.astype(np.float32) / 16.0, target.astype(np.int64), order
 
 
 def digits(split: str, flat: bool = False) -> Split:

@@ -24,6 +24,27 @@ def test_digits_split_is_fixed_and_disjoint():
     assert overlap < 5  # the data set itself holds a few duplicate images
 
 
+def test_digits_are_read_as_scikit_learn_loads_them_without_importing_it():
+    """The file is read directly (importing scikit-learn took over a second of a page's first
+    run); the arrays are load_digits' own, so every cache key and checkpoint stays as it was."""
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    datasets._digits.cache_clear()
+    images, targets, _ = datasets._digits()
+    d = load_digits()
+    assert datasets._digits_file() is not None
+    assert np.array_equal(images, d.images.astype(np.float32) / 16.0)
+    assert np.array_equal(targets, d.target.astype(np.int64))
+    code = ("import sys; from landscape import data; data.digits('test'); "
+            "print('sklearn' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    assert out.stdout.strip() == "False"
+
+
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 def test_fashion_reads_idx_files(tmp_path, gz):
     rng = np.random.default_rng(0)
