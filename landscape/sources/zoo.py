@@ -10,7 +10,9 @@ asset: it trains on a cache miss and reports whether the result matches the ship
 
 from __future__ import annotations
 
+import functools
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +45,22 @@ def manifest_path() -> Path:
 
 
 def read_manifest() -> list[dict[str, Any]]:
+    """The shipped checkpoints' records, parsed once per version of the file (every page run
+    lists the seeds of every zoo model): shared between callers, so read them, never change
+    them."""
     p = manifest_path()
-    if not p.is_file():
+    try:
+        st = p.stat()
+    except OSError:
         return []
-    return json.loads(p.read_text())["checkpoints"]
+    if not stat.S_ISREG(st.st_mode):
+        return []
+    return _parsed_manifest(str(p), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_manifest(path: str, *stamp: int) -> list[dict[str, Any]]:
+    return json.loads(Path(path).read_text())["checkpoints"]
 
 
 def shipped(name: str, seed: int) -> dict[str, Any] | None:

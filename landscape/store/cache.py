@@ -340,23 +340,21 @@ class Cache:
             with contextlib.suppress(OSError):
                 _sweep(shard.iterdir())
 
-    def entries(self) -> Iterator[tuple[str, Path]]:
-        """(kind, path) of every entry file (module docstring: what marks a file as an entry);
-        temporary files, stray files and directories are not."""
-        for kind, shard in self._shards():
+    def entries(self, kind: str | None = None) -> Iterator[tuple[str, Path]]:
+        """(kind, path) of every entry file (module docstring: what marks a file as an entry),
+        of one ``kind`` when given; temporary files, stray files and directories are not."""
+        for name, shard in self._shards(kind):
             with contextlib.suppress(OSError):
                 for p in sorted(shard.iterdir()):
                     if _is_entry(p):
-                        yield kind, p
+                        yield name, p
 
     def metas(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, metadata) of every entry of one kind, read from headers only (for listings).
 
         The header's digest and key are verified, so a tampered header is dropped like in
         :meth:`get`; the body is not read, so loading a result must still go through ``get``."""
-        for k, p in self.entries():
-            if k != kind:
-                continue
+        for _, p in self.entries(kind):
             key = p.name[: -len(SUFFIX)]
             try:
                 with open_regular(p, follow_links=False) as f:

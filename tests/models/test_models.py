@@ -242,3 +242,24 @@ def test_shipped_assets_fit_the_budget_and_verify():
         assert n >= 2 if model.ships else n == 0, name
     size = sum(f.stat().st_size for f in assets_root().rglob("*") if f.is_file())
     assert size <= ASSETS_BUDGET_MB * 2**20
+
+
+def test_the_manifest_is_parsed_once_per_version_of_its_file(tmp_path, monkeypatch):
+    """Read once (every page run lists the seeds of every zoo model), read again when the file
+    is replaced."""
+    import json
+
+    from landscape.sources.zoo import read_manifest
+
+    monkeypatch.setenv("LANDSCAPE_ASSETS", str(tmp_path))
+    assert read_manifest() == []
+    path = tmp_path / "zoo" / "manifest.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"checkpoints": [{"name": "a", "seed": 0}]}))
+    first = read_manifest()
+    assert first == [{"name": "a", "seed": 0}] and read_manifest() is first
+    new = tmp_path / "new.json"
+    records = [{"name": "a", "seed": 0}, {"name": "a", "seed": 1}]
+    new.write_text(json.dumps({"checkpoints": records}))
+    new.replace(path)
+    assert [r["seed"] for r in read_manifest()] == [0, 1]

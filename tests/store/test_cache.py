@@ -97,3 +97,16 @@ def test_clear(tmp_path):
     cache.get_or_compute("b", {"x": 1}, lambda: ({"w": torch.ones(1)}, {}))
     assert cache.clear("a") == 1 and cache.info()["entries"] == 1
     assert cache.clear() == 1 and cache.info()["entries"] == 0
+
+
+def test_metas_and_entries_of_one_kind(tmp_path):
+    """``metas(kind)`` reads the headers of that kind's entries only (the app lists seeds with it
+    on every page run), and ``entries(kind)`` walks that kind's folder alone."""
+    cache = Cache(tmp_path, shipped=False)
+    for kind, n in (("barrier", 2), ("checkpoint", 3)):
+        for i in range(n):
+            cache.get_or_compute(kind, {"i": i}, lambda i=i: ({}, {"i": i}))
+    assert sorted(m["i"] for _, m in cache.metas("checkpoint")) == [0, 1, 2]
+    assert sorted(m["i"] for _, m in cache.metas("barrier")) == [0, 1]
+    assert {k for k, _ in cache.entries("barrier")} == {"barrier"}
+    assert len(list(cache.entries())) == 5 and not list(cache.entries("surface"))
