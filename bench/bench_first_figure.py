@@ -8,6 +8,16 @@ run, not the process start. Shipped results (``assets/results``) are read as a u
 
     python bench/bench_first_figure.py                      # with the shipped results
     python bench/bench_first_figure.py --no-shipped         # the same pages computing everything
+
+``--browser`` times what a shared link costs instead: ``streamlit run app/main.py`` is started
+with an empty cache, headless Chromium opens one tab (the server is then warm) and then every
+page's address in a new tab (a new session), ``--repeats`` times; the time is from the
+navigation to the first plotly figure drawn (to the page's title where the default view draws
+none). ``--against DIR`` starts a second server from another checkout (e.g. a worktree of
+main) and opens its pages alternately with this one's, so that both see the same load; the
+ratio is this checkout's median over the other's::
+
+    python bench/bench_first_figure.py --browser --repeats 5 --against ../base
 """
 
 from __future__ import annotations
@@ -68,6 +78,123 @@ def one(page: str, model: str, timeout: float, shipped: bool) -> dict:
         return json.loads(lines[-1])
 
 
+# the browser mode's pages (url paths)
+LINKS = ("home", "interpolation", "triangle", "ablation", "surface", "eigenangles", "atlas",
+         "gauge", "models")  # fmt: skip
+CHROMIUM = "/usr/bin/chromium"
+# set in every new tab before the page's scripts: the time (ms since the navigation started)
+# the page's title, then its first figure, appeared
+WATCH = """
+new MutationObserver((_, self) => {
+  const t = performance.now();
+  if (!window.__title && document.querySelector('[data-testid="stMainBlockContainer"] h1'))
+    window.__title = t;
+  if (!window.__figure && document.querySelector('[data-testid="stPlotlyChart"] .main-svg'))
+    { window.__figure = t; self.disconnect(); }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def _server(root: Path, cache: str, log):
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "LANDSCAPE_CACHE": cache}
+    env.setdefault("LANDSCAPE_DATA", str(Path.home() / ".cache/landscape/data"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError(f"streamlit from {root} did not answer")
+
+
+def _open(browser, url: str, path: str, figure: bool, timeout: float) -> float | None:
+    """Seconds from navigating a new tab to ``url/path`` to its first figure (or title)."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    page.add_init_script(WATCH)
+    page.goto(f"{url}/{path}", wait_until="commit")
+    key = "__figure" if figure else "__title"
+    try:
+        page.wait_for_function(f"window.{key}", timeout=timeout * 1000)
+        seconds = page.evaluate(f"window.{key}") / 1000
+    except Exception:  # noqa: BLE001  (over the timeout: reported as missing)
+        seconds = None
+    context.close()
+    return seconds
+
+
+def browser_main(args) -> None:
+    import signal
+    import statistics
+
+    from playwright.sync_api import sync_playwright
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # servers stopped on a timeout too
+
+    roots = [ROOT] + ([Path(args.against).resolve()] if args.against else [])
+    servers = []
+    with tempfile.TemporaryDirectory(prefix="landscape-links-") as tmp:
+        try:
+            for i, root in enumerate(roots):
+                cache = os.path.join(tmp, f"cache{i}")
+                os.makedirs(cache)
+                log = open(os.path.join(tmp, f"log{i}"), "w")  # noqa: SIM115
+                servers.append(_server(root, cache, log))
+            times = {(i, p): [] for i in range(len(roots)) for p in args.pages}
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+                    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--no-first-run"])  # fmt: skip
+                for _, url in servers:  # a warm server: one tab has been served
+                    _open(browser, url, "home", True, args.timeout)
+                for _ in range(args.repeats):
+                    for p in args.pages:
+                        figure = p not in args.title_only
+                        for i, (_, url) in enumerate(servers):
+                            seconds = _open(browser, url, p + args.query, figure, args.timeout)
+                            times[i, p].append(seconds)
+                browser.close()
+        finally:
+            for proc, _ in servers:
+                proc.terminate()
+                proc.wait(20)
+
+    def median(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+
+    def fmt(x):
+        return "–" if x is None else f"{x:.2f}"
+
+    head = f"{'page':<15}{'this (s)':>10}" + (f"{'other (s)':>11}{'ratio':>8}" if args.against
+                                              else "")  # fmt: skip
+    print(f"median of {args.repeats} new tabs, navigation to the first figure (each tab's)")
+    print(head)
+    for p in args.pages:
+        a = median(times[0, p])
+        line = f"{p:<15}{fmt(a):>10}"
+        if args.against:
+            b = median(times[1, p])
+            ratio = "–" if a is None or b is None else f"{a / b:.2f}"
+            line += f"{fmt(b):>11}{ratio:>8}"
+        runs = " | ".join(" ".join(fmt(x) for x in times[i, p]) for i in range(len(servers)))
+        print(f"{line}   ({runs})", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pages", nargs="+", default=list(PAGES))
@@ -75,7 +202,23 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--no-shipped", action="store_true")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--browser", action="store_true", help="time shared links in Chromium")
+    p.add_argument("--against", help="(--browser) another checkout to time alternately")
+    p.add_argument("--repeats", type=int, default=5, help="(--browser) new tabs per page")
+    p.add_argument("--query", default="?present=1", help="(--browser) the links' query")
+    p.add_argument(
+        "--title-only",
+        nargs="*",
+        default=["surface"],
+        help="(--browser) pages timed to their title (the default view draws no "
+        "figure: Surface's computes on a click where nothing ships)",
+    )
     args = p.parse_args()
+    if args.browser:
+        if args.pages == list(PAGES):
+            args.pages = list(LINKS)
+        browser_main(args)
+        return
     rows = []
     for model in args.models:
         for page in args.pages:
