@@ -250,7 +250,11 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
         layout["height"] = max(PROJECTOR_HEIGHT, round(grown))
     for trace in spec.get("data", []):
         _scale_trace(trace, scale, grow)
-    return go.Figure(spec)
+    # the spec is a validated figure's with sizes scaled: validating it again took 30–50 ms a
+    # figure, most of a presentation page's drawing; later changes to the figure are validated
+    fig = go.Figure(spec, _validate=False)
+    fig._validate = True
+    return fig
 
 
 P = ParamSpec("P")

@@ -66,3 +66,21 @@ def test_a_builder_called_for_a_projector_is_its_screen_figure_through_projector
     big = plots.figure_interpolation(series, mark=0.5, presentation=True)
     assert big.to_plotly_json() == theme.projector(screen).to_plotly_json()
     assert screen.layout.font.size == theme.FONT_SIZE and big.layout.font.size == 28
+
+
+def test_the_projector_figure_is_the_screen_figure_scaled_and_validates_changes():
+    """The projector's figure is built from an already validated spec without validating it
+    again (its cost on every presentation page); what it holds is what a validated figure of
+    that spec holds, and a later change is still checked."""
+    import plotly.graph_objects as go
+    import pytest
+
+    from landscape.plots.theme import apply_theme, projector
+
+    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[2, 3], mode="lines+markers")),
+                      title="t")  # fmt: skip
+    big = projector(fig)
+    assert big.to_plotly_json() == go.Figure(big.to_plotly_json()).to_plotly_json()
+    assert big.data[0].line.width > 0 and big.layout.font.size > fig.layout.font.size
+    with pytest.raises(ValueError):
+        big.update_layout(heigth=300)
