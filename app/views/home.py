@@ -6,6 +6,8 @@ once on any machine; the λ slider only moves a marker over them.
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from app import state
@@ -47,8 +49,11 @@ a, b = curves["seeds"]
 title = f"{HOME_MODEL}, seeds {a} (A) and {b} (B): the line between them"
 if not presentation():
     st.subheader(title)
+# on a projector the figure comes first, whole on a 1280×720 screen, and its name shares the row
+# below it with the slider (above it, they pushed the figure's axis below the fold)
+above = st.container() if presentation() else contextlib.nullcontext()
 named, slider = st.columns([2, 3]) if presentation() else (None, st.container())
-if named is not None:  # on a projector the figure's name shares a row with the slider
+if named is not None:
     named.markdown(f"**{title}**")
 slider.select_slider(
     "λ: move along the line, from B aligned (0) to A (1)",
@@ -56,21 +61,22 @@ slider.select_slider(
     key="home_lambda",
     format_func=lambda v: f"{v:.2f}",
 )
-figure(
-    figure_interpolation(series, split=curves["split"], mark=lam, presentation=presentation()),
-    f"home-{HOME_MODEL}-{a}-{b}",
-    title="loss and accuracy along the line",
-    key="home",
-    data=tidy_interpolation(series),
-    settings={
-        "model": HOME_MODEL,
-        "seeds": [a, b],
-        "methods": [s["label"] for s in series],
-        "split": curves["split"],
-        "points": len(lambdas),
-        "source": "shipped curves",
-    },
-)
+with above:
+    figure(
+        figure_interpolation(series, split=curves["split"], mark=lam, presentation=presentation()),
+        f"home-{HOME_MODEL}-{a}-{b}",
+        title="loss and accuracy along the line",
+        key="home",
+        data=tidy_interpolation(series),
+        settings={
+            "model": HOME_MODEL,
+            "seeds": [a, b],
+            "methods": [s["label"] for s in series],
+            "split": curves["split"],
+            "points": len(lambdas),
+            "source": "shipped curves",
+        },
+    )
 
 st.markdown(
     f"**The merged model θ(λ = {lam:.2f})**: its test loss, and how far it lies above the chord "

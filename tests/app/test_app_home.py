@@ -56,8 +56,10 @@ def test_home_in_presentation_mode_draws_for_a_projector():
     assert spec["layout"]["font"]["size"] == 2 * FONT_SIZE
     assert spec["layout"]["height"] >= PROJECTOR_HEIGHT
     top = list(at.main.children.values())
-    first = next(i for i, n in enumerate(top) if getattr(n, "type", "") == "plotly_chart")
-    assert first == 3  # the styles, the title row, the figure's name with the slider: the figure
+    # the styles, the title row, then the figure (whole on a 1280×720 screen); its name and the
+    # slider below it
+    assert [n.type for n in _blocks(top[2], "plotly_chart")] == ["plotly_chart"]
+    assert _blocks(top[3], "select_slider") and not _blocks(top[2], "select_slider")
     intro = [n for n in top if type(n).__name__ == "Markdown" and "one basin" in n.value]
     assert not intro  # folded into the title row's popover
     assert "About this page" in [p.proto.popover.label for p in _blocks(top[1], "popover")]
