@@ -88,7 +88,9 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     if on_seed:
         fig.add_annotation(
             text=f"aligned: {on_seed} of {copies} copies equal their seed, drawn on it (no jitter)",
-            xref="paper", yref="paper", x=0.5, y=-0.3, xanchor="center", yanchor="top",
+            # below the axis titles by pixels, not by a share of the plot's height: at a
+            # projector's fonts a share put it over the titles
+            xref="paper", yref="paper", x=0.5, y=0, yshift=-80, xanchor="center", yanchor="top",
             showarrow=False, font={"size": font_size() - 2, "color": "#444"},
         )  # fmt: skip
         fig.update_layout(margin={"b": 110}, height=460)

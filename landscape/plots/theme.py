@@ -231,6 +231,10 @@ def projector(fig: go.Figure, scale: float = PROJECTOR_SCALE) -> go.Figure:
         elif key.startswith("ternary"):
             for name in ("aaxis", "baxis", "caxis"):
                 _scale_axis(axis.setdefault(name, {}), scale)
+    for note in layout.get("annotations", []):  # offsets in pixels grow as the margins do
+        for key in ("xshift", "yshift"):
+            if key in note:
+                note[key] = note[key] * (1 + scale) / 2
     for shape in layout.get("shapes", []):
         line = shape.setdefault("line", {})
         line["width"] = line.get("width", _PLOTLY_LINE) * scale

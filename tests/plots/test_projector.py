@@ -84,3 +84,15 @@ def test_the_projector_figure_is_the_screen_figure_scaled_and_validates_changes(
     assert big.data[0].line.width > 0 and big.layout.font.size > fig.layout.font.size
     with pytest.raises(ValueError):
         big.update_layout(heigth=300)
+
+
+def test_a_note_offset_in_pixels_grows_with_the_margins():
+    """A note placed in pixels below the plot (the Atlas's) moves down as the bottom margin
+    grows on a projector, so that the larger axis titles stay clear of it."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[0], y=[0]))
+    fig.update_layout(margin={"b": 110})
+    fig.add_annotation(text="note", xref="paper", yref="paper", x=0.5, y=0, yshift=-80)
+    big = theme.projector(fig, scale=2.0)
+    assert big.layout.annotations[0].yshift == -120 and big.layout.margin.b == 165
