@@ -451,6 +451,10 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
     tidy.tidy_interpolation([{"label": "naive", "results": [_curve(1.0)]}])
     tidy.tidy_surface(plane_result())
     plots.figure_surface({**plane_result(), "kind": "directions", "directions_seed": 1})
+    plots.figure_surface({**plane_result(), "kind": "directions", "directions": "trajectory",
+                          "trajectory": {"explained": [0.8, 0.15]}, "trajectories": [
+                              {"seed": 0, "steps": [0, 10], "x": [1.0, 0.0], "y": [0.2, 0.0],
+                               "errors": [0.1, 0.0], "error": 0.1, "end_gap": 0.05}]})  # fmt: skip
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
     assert declared == read
 
