@@ -184,11 +184,12 @@ def learned(device: torch.device, tmp: Path, model: str = GPT, steps: int = 300)
 def triangle(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """The triangle of three seeds under weight/orth (default resolution)."""
     from landscape.experiments.barriers.triangles import triangle as run_triangle
+    from landscape.experiments.context import RunContext
 
     r = Result("triangle", f"triangle weight/orth, {model} 0 1 2", before_s=22)
     t = time.perf_counter()
-    out = run_triangle(model, (0, 1, 2), "weight", "orth", device=device,
-                       cache=_cache(tmp, "triangle"))  # fmt: skip
+    out = run_triangle(model, (0, 1, 2), "weight", "orth",
+                       context=RunContext(device, _cache(tmp, "triangle")))  # fmt: skip
     r.seconds = time.perf_counter() - t
     # the worst loss above the plane of the corners, and the share of points within tolerance
     r.value = max(out["excess_loss"])
@@ -309,12 +310,15 @@ def train(device: torch.device, tmp: Path, model: str = VIT, seeds=(0,)) -> Resu
 def table(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """``table MODEL --space both``: three pairs, every method, both spaces; its worst cell
     against the CPU's same cell."""
+    from landscape.experiments.barriers.tables import TableOptions
     from landscape.experiments.barriers.tables import table as run_table
+    from landscape.experiments.context import RunContext
 
     r = Result("table", f"table {model} --space both (3 pairs)", before_s=22 * 60,
                target_s=10 * 60)  # fmt: skip
     t = time.perf_counter()
-    out = run_table(model, 3, space="both", device=device, cache=_cache(tmp, "table"))
+    out = run_table(model, 3, TableOptions(space="both"),
+                    context=RunContext(device, _cache(tmp, "table")))
     r.seconds = time.perf_counter() - t
     r.facts["cells"] = {
         f"{row['method']}/{row['group']}/{row['space']}/{'-'.join(map(str, pair))}": loss
@@ -329,7 +333,9 @@ def paper(device: torch.device, tmp: Path, model: str, space: str = "both") -> R
     (not shipped, so from scratch), then ``table MODEL --space both`` on them from the same
     cache; the rows (mean ± s.e.m. over the three pairs, per-pair values) go into the report
     beside the paper's numbers. There is no CPU reference: these models take hours there."""
+    from landscape.experiments.barriers.tables import TableOptions
     from landscape.experiments.barriers.tables import table as run_table
+    from landscape.experiments.context import RunContext
     from landscape.models.train import train_seeds
 
     r = Result(f"paper-{model}", f"train {model} seeds 0 1 2 together, then its table "
@@ -343,7 +349,7 @@ def paper(device: torch.device, tmp: Path, model: str, space: str = "both") -> R
     r.facts["batched"] = got.batched
     r.facts["test"] = {ck.seed: {k: round(v, 4) for k, v in ck.meta["metrics"].items()
                                  if k.startswith("test")} for ck in got.checkpoints}  # fmt: skip
-    out = run_table(model, 3, space=space, device=device, cache=cache)
+    out = run_table(model, 3, TableOptions(space=space), context=RunContext(device, cache))
     r.seconds = time.perf_counter() - t
     lines = ["| method | space | loss barrier | per pair | acc. barrier | matching s | paper |",
              "|" + "---|" * 7]  # fmt: skip
