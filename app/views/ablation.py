@@ -71,11 +71,6 @@ def _pairs(step: dict) -> str:
     return ", ".join(f"{a}–{b}" for a, b in step["pairs"])
 
 
-if result.get("missing"):
-    st.caption(
-        "Not measured yet (they train first, see docs/llama-ablation.md): "
-        + ", ".join(m["label"] for m in result["missing"]) + "."
-    )
 show_warnings("The ablation", result)
 figure(
     figure_ablation(result, method=method, group=group, calibrated=calibrated,
@@ -96,6 +91,12 @@ st.caption(
     "(every head as its QK and OV circuits). The dotted line is 0.05 nats. Right: each seed's "
     f"{split} loss, the mean as a bar: dropout costs fit."
 )
+# below the figure, so that at a projector's 720 px the figure starts on the first screen
+if result.get("missing"):
+    st.caption(
+        "Not measured yet (they train first, see docs/llama-ablation.md): "
+        + ", ".join(m["label"] for m in result["missing"]) + "."
+    )
 
 rows = []
 for s in result["steps"]:
