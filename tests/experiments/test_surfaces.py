@@ -6,14 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
-from landscape.experiments.surfaces import (
-    direction_pair,
-    filter_axes,
-    filter_norms,
-    grid_axis,
-    plane_coordinates,
-    surface,
-)
+from landscape.experiments.directions import direction_pair, filter_axes, filter_norms, grid_axis
+from landscape.experiments.surfaces import plane_coordinates, surface
 from landscape.models import forward, init_params
 from landscape.sources import Source, data_of
 from tests.conftest import tiny_config, tiny_inputs
@@ -208,7 +202,8 @@ def test_hessian_axes_are_the_exact_eigenvectors_filter_normalised():
     eigenvectors (signed by the convention) filter-normalised, the recorded eigenvalues the
     exact ones, and the loss along the first axis near the centre curves like ½·κ₁·α², κ₁ =
     d₁ᵀHd₁ recorded; the eigenvector itself curves like ½·λ₁·t²."""
-    from landscape.experiments.surfaces import filter_normalise, surface_directions
+    from landscape.experiments.directions import filter_normalise
+    from landscape.experiments.surfaces import surface_directions
     from tests.experiments.test_curvature import _problem, _signed
 
     cfg, params, x, y, exact = _problem("mlp")
