@@ -48,17 +48,13 @@ from landscape.experiments.barriers.pipeline import (
 from landscape.experiments.context import RunContext
 from landscape.experiments.hessian import (
     DTYPES,
-    GRAPH_ELEMENTS,
-    LANCZOS_RESTARTS,
     LANCZOS_TOL,
     LANCZOS_VECTORS,
-    OUTSIDE_BLOCKS,
     HessianProducts,
     hutchinson_trace,
     parameter_blocks,
     positions,
     row_bytes,
-    top_eigenpairs,
     top_eigenvalues,
 )
 from landscape.matching import method_of, options_key, worst_check
@@ -73,12 +69,9 @@ __all__ = [
     "CURVATURE_VERSION",
     "DEFAULT_BATCH",
     "DTYPES",
-    "GRAPH_ELEMENTS",
-    "LANCZOS_RESTARTS",
     "LANCZOS_TOL",
     "LANCZOS_VECTORS",
     "MAX_PRODUCTS",
-    "OUTSIDE_BLOCKS",
     "CurvatureOptions",
     "CurvatureRequest",
     "HessianProducts",
@@ -94,7 +87,6 @@ __all__ = [
     "parameter_blocks",
     "positions",
     "row_bytes",
-    "top_eigenpairs",
     "top_eigenvalues",
 ]
 

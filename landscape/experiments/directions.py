@@ -12,13 +12,8 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.curvature import (
-    LANCZOS_TOL,
-    CurvatureOptions,
-    curvature_batch,
-    hessian_at,
-    top_eigenpairs,
-)
+from landscape.experiments.curvature import CurvatureOptions, curvature_batch, hessian_at
+from landscape.experiments.hessian import LANCZOS_TOL, top_eigenpairs
 from landscape.models import ModelConfig, Params
 from landscape.sources import Data
 
@@ -134,7 +129,7 @@ def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
     ``split`` drawn by ``seed`` (:func:`~landscape.experiments.curvature.curvature_batch`; by
     default 16 windows of a text, 512 rows else, of the training split), Hessian-vector products
     in ``dtype`` within the memory budget, Lanczos from a Gaussian start seeded by ``seed``
-    (:func:`~landscape.experiments.curvature.top_eigenpairs`). Sign: each eigenvector is signed
+    (:func:`~landscape.experiments.hessian.top_eigenpairs`). Sign: each eigenvector is signed
     so that its entry of largest magnitude (over every parameter, names sorted) is positive, and
     filter normalisation rescales each filter by a positive factor, so this convention fixes
     both axes' orientation (the same model, batch and seed give the same axes).

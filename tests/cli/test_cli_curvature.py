@@ -8,6 +8,7 @@ from landscape import budget
 from landscape.cli import main
 from landscape.cli.parser import arguments as cli_args
 from landscape.experiments import curvature as lib
+from landscape.experiments.hessian import OUTSIDE_BLOCKS
 from landscape.models.zoo import ZOO
 
 ARGV = ["curvature", "mlp-digits", "--seeds", "0", "1", "--group", "perm", "--top-k", "2",
@@ -33,7 +34,7 @@ def test_curvature_json_naive_and_aligned(capsys, tmp_path):
         assert line["top_eigenvalue"] == [v[0] for v in line["top_eigenvalues"]]
         assert all(v[0] >= v[1] for v in line["top_eigenvalues"])
         assert all(s > 0 for s in line["trace_se"]) and all(line["converged"])
-        assert list(line["blocks"]) == ["blocks.0", "blocks.1", lib.OUTSIDE_BLOCKS]
+        assert list(line["blocks"]) == ["blocks.0", "blocks.1", OUTSIDE_BLOCKS]
         # a block's top eigenvalue is at most the whole Hessian's (Cauchy interlacing)
         for values in line["blocks"].values():
             assert all(b <= t * (1 + 1e-4) for b, t in zip(values, line["top_eigenvalue"],

@@ -10,15 +10,14 @@ import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
 from landscape.experiments.curvature import (
-    OUTSIDE_BLOCKS,
     CurvatureOptions,
     CurvatureRequest,
     HessianProducts,
     hutchinson_trace,
     parameter_blocks,
-    top_eigenpairs,
     top_eigenvalues,
 )
+from landscape.experiments.hessian import OUTSIDE_BLOCKS, top_eigenpairs
 from landscape.models import forward, init_params
 from landscape.sources import Source
 from tests.conftest import tiny_config, tiny_inputs
