@@ -14,7 +14,7 @@ import streamlit as st
 # folded away (app/sidebar.py) and the page's top compact, so that the first figure is on the
 # first screen; metrics' deltas whole, the Controls popover (for the presenter, not the room)
 # wide enough for its choices' tags at a smaller size, a slider's value above its thumb, and the
-# sidebar's values as large as their labels.
+# sidebar (for the presenter, brought back by its button) a little smaller, its words whole.
 PRESENTATION_CSS = """
 <style>
   html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
@@ -43,9 +43,14 @@ PRESENTATION_CSS = """
   [data-testid="stPopoverBody"] [data-baseweb="tag"] { max-width: none !important; }
   [data-testid="stPopoverBody"] [data-baseweb="tag"] span { max-width: none !important;
     overflow: visible !important; text-overflow: clip !important; }
-  [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.3rem !important;
-    white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
-  [data-testid="stSidebar"] [data-baseweb="select"] div { font-size: 1.3rem !important; }
+  [data-testid="stSidebarNavLink"] span[label] p { font-size: 1.2rem !important;
+    white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+    word-break: normal !important; overflow-wrap: normal !important; }
+  [data-testid="stSidebar"] p { word-break: normal !important; overflow-wrap: normal !important; }
+  [data-testid="stSidebar"] [data-testid="stWidgetLabel"] p,
+  [data-testid="stSidebar"] label [data-testid="stMarkdownContainer"] p,
+  [data-testid="stSidebar"] [data-testid="stCaptionContainer"],
+  [data-testid="stSidebar"] [data-baseweb="select"] div { font-size: 1.2rem !important; }
   [data-testid="stSliderThumbValue"] { transform: translateY(-0.6rem); }
 </style>
 """

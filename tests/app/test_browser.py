@@ -252,7 +252,7 @@ def test_presentation_mode_puts_each_figure_above_the_fold(app_url, tmp_path, mo
 def test_home_has_its_own_address_and_back_leaves_a_page(app_url, monkeypatch):
     """``/home`` is the Home page (not "page not found"), the root forwards there with its link,
     and a control changed on a page adds no history entry: Back goes to the page before."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)
@@ -273,11 +273,12 @@ def test_home_has_its_own_address_and_back_leaves_a_page(app_url, monkeypatch):
         _settle(page)
         entries = page.evaluate("history.length")
         toggle = page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode")
-        for _ in range(3):  # each click writes or removes ?present=1
-            unfold = page.locator('[data-testid="stExpandSidebarButton"]')
-            if unfold.count() and unfold.is_visible():  # presentation mode folds the sidebar
+        for turn in range(3):  # each click writes or removes ?present=1: on, off, on
+            if turn % 2:  # presentation mode folds the sidebar, maybe after the run has ended
+                unfold = page.locator('[data-testid="stExpandSidebarButton"]')
+                unfold.wait_for(state="visible", timeout=60_000)
                 unfold.click()
-                page.wait_for_timeout(500)
+            expect(toggle).to_be_in_viewport(timeout=60_000)  # the sidebar slides in
             toggle.click()
             _settle(page)
         added = page.evaluate("history.length") - entries
