@@ -151,7 +151,8 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
 
 
 def _barrier(device, tmp, name, model, seeds, method, group, **kw) -> dict[str, Any]:
-    from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
+    from landscape.experiments.barriers.pipeline import measure_barrier
+    from landscape.experiments.barriers.request import seeds_request
 
     run = measure_barrier(seeds_request(model, seeds, method, group, **kw), device=device,
                           cache=_cache(tmp, name))  # fmt: skip

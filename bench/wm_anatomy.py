@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from landscape.experiments.barriers.pipeline import align  # noqa: E402
+from landscape.experiments.barriers.alignment import align  # noqa: E402
 from landscape.experiments.evaluation import evaluate_path  # noqa: E402
 from landscape.sources import Source, data_of  # noqa: E402
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from app.state.stored import stored_else_computed
 from landscape.device import resolve_device
-from landscape.experiments.barriers.pipeline import BarrierRequest
+from landscape.experiments.barriers.request import BarrierRequest
 from landscape.progress import Progress
 from landscape.store.cache import NotCached, ReadOnlyCache
 

@@ -5,7 +5,7 @@ here so that a page reaches the library through ``app.state`` alone."""
 from __future__ import annotations
 
 from landscape.experiments.barriers.curved import curve_rows
-from landscape.experiments.barriers.pipeline import seeds_request
+from landscape.experiments.barriers.request import seeds_request
 from landscape.experiments.barriers.tables import mean_sem, pairs_for, paper_value
 from landscape.experiments.barriers.widths import default_factors
 from landscape.experiments.gauge.parts import trajectory_spacing

@@ -30,25 +30,12 @@ the eigenangle results and the family metrics.
 
 from __future__ import annotations
 
+from landscape.experiments.barriers.alignment import ALGO_VERSION, Aligned, align
+from landscape.experiments.barriers.coordinates import PROCESSED, Coordinates
+from landscape.experiments.barriers.endpoints import SPLITS, check_pair, eval_split, load
 from landscape.experiments.barriers.iterations import IterationOptions, iteration_barriers
-from landscape.experiments.barriers.pipeline import (
-    ALGO_VERSION,
-    BARRIER_VERSION,
-    PROCESSED,
-    SPLITS,
-    Aligned,
-    BarrierRequest,
-    BarrierRun,
-    Coordinates,
-    align,
-    barrier,
-    check_pair,
-    eval_split,
-    health,
-    load,
-    measure_barrier,
-    seeds_request,
-)
+from landscape.experiments.barriers.pipeline import BarrierRun, barrier, health, measure_barrier
+from landscape.experiments.barriers.request import BARRIER_VERSION, BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
     PAPER_REFERENCE,

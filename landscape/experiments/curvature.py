@@ -35,16 +35,9 @@ from landscape.budget import HESSIAN_ADVICE, check_hessian, check_points, check_
 from landscape.data import Split
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    ALGO_VERSION,
-    Endpoint,
-    align,
-    check_method,
-    check_pair,
-    check_split,
-    health,
-    peak_rss_mb,
-)
+from landscape.experiments.barriers.alignment import ALGO_VERSION, align
+from landscape.experiments.barriers.endpoints import Endpoint, check_method, check_pair, check_split
+from landscape.experiments.barriers.pipeline import health, peak_rss_mb
 from landscape.experiments.context import RunContext
 from landscape.experiments.hessian import (
     DTYPES,

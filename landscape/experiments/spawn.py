@@ -28,12 +28,9 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    BarrierRequest,
-    check_method,
-    check_split,
-    measure_barrier,
-)
+from landscape.experiments.barriers.endpoints import check_method, check_split
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.models.train import (
     check_snapshot_budget,

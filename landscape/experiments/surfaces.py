@@ -30,14 +30,9 @@ import torch
 from landscape.budget import check_grid_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    ALGO_VERSION,
-    align,
-    check_method,
-    check_pair,
-    check_split,
-    health,
-)
+from landscape.experiments.barriers.alignment import ALGO_VERSION, align
+from landscape.experiments.barriers.endpoints import check_method, check_pair, check_split
+from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RunContext
 from landscape.experiments.curvature import (
     CURVATURE_VERSION,

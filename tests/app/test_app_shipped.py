@@ -34,7 +34,7 @@ def _fresh_memory():
 def _nothing_computes(monkeypatch):
     """Every computation behind the three pages raises: what they draw was read."""
     from landscape.experiments import atlas
-    from landscape.experiments.barriers import pipeline as runs
+    from landscape.experiments.barriers import alignment, pipeline
     from landscape.experiments.eigen import view as eigenview
     from landscape.experiments.gauge import runner as gauge_runner
 
@@ -42,7 +42,8 @@ def _nothing_computes(monkeypatch):
         raise AssertionError("computed instead of read")
 
     monkeypatch.setattr(eigenview, "pair_angles", refuse)
-    monkeypatch.setattr(runs, "_match", refuse)
+    for module in (alignment, pipeline):  # align's matching, and the pipeline's unstored one
+        monkeypatch.setattr(module, "_match", refuse)
     monkeypatch.setattr(atlas, "_compute", refuse)
     for part in ("_table_part", "scramble_test", "claim_check", "recovery_under_drift",
                  "trajectory_transport"):  # fmt: skip

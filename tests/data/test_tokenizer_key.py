@@ -3,7 +3,8 @@ members' folders (same weights, same text) gives fresh numbers, not the cached o
 
 import pytest
 
-from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BarrierRequest
 from landscape.sources import Source, add_family, family_splits
 from landscape.store.cache import Cache
 from tests.conftest import tiny_llama

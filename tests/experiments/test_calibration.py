@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from landscape.experiments import barrier
-from landscape.experiments.barriers.pipeline import calibration_split, seeds_request
+from landscape.experiments.barriers.request import calibration_split, seeds_request
 from landscape.experiments.evaluation import fit_temperature, mix
 from landscape.models import forward
 from landscape.sources import Source

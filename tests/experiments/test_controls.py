@@ -105,7 +105,7 @@ def test_function_distance_of_a_model_with_itself_is_zero():
 
 def test_learned_matching_trains_on_the_training_split(monkeypatch):
     seen = {}
-    real = experiments.barriers.pipeline.match
+    real = experiments.barriers.alignment.match
 
     def spy(cfg, pa, pb, method, group, *, train_split=None, **kw):
         if method != "learned":  # its start, weight matching, needs no data
@@ -113,7 +113,7 @@ def test_learned_matching_trains_on_the_training_split(monkeypatch):
         seen["split"] = train_split
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(experiments.barriers.pipeline, "match", spy)
+    monkeypatch.setattr(experiments.barriers.alignment, "match", spy)
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     with pytest.raises(RuntimeError, match="stop here"):
         align(a, b, "learned", "orth")

@@ -294,7 +294,8 @@ def test_a_width_only_difference_points_to_widths() -> None:
 
 def test_learned_matching_starts_from_the_cached_weight_matching(monkeypatch) -> None:
     import landscape.matching.learning as learning
-    from landscape.experiments.barriers.pipeline import align, load
+    from landscape.experiments.barriers.alignment import align
+    from landscape.experiments.barriers.endpoints import load
 
     a, b = load("mlp-digits", 0), load("mlp-digits", 1)
     wm = align(a, b, "weight", "orth")

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from landscape.cli import main
-from landscape.experiments.barriers.pipeline import load
+from landscape.experiments.barriers.endpoints import load
 from landscape.experiments.merging.mergekit import MERGE_METHODS, mergekit_yaml
 from landscape.sources import data_of
 from tests.conftest import perturbed, tiny_llama

@@ -16,7 +16,8 @@ transformers = pytest.importorskip("transformers")
 
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.barriers.pipeline import BarrierRequest, measure_barrier  # noqa: E402
+from landscape.experiments.barriers.pipeline import measure_barrier  # noqa: E402
+from landscape.experiments.barriers.request import BarrierRequest  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
 from landscape.models.importers.common import _SafetensorsSource  # noqa: E402
 from landscape.models.zoo import Checkpoint, save_checkpoint_dir  # noqa: E402

@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
 from landscape.experiments import barrier, family_members  # noqa: E402
-from landscape.experiments.barriers.pipeline import align  # noqa: E402
+from landscape.experiments.barriers.alignment import align  # noqa: E402
 from landscape.experiments.context import RunContext  # noqa: E402
 from landscape.matching import weight_matching  # noqa: E402
 from landscape.models import forward  # noqa: E402

@@ -10,7 +10,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import align
+from landscape.experiments.barriers.alignment import align
 from landscape.experiments.context import RunContext
 from landscape.models import ModelConfig, forward
 from landscape.models.circuits import check_circuit_form

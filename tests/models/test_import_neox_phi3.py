@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers")
 from safetensors.torch import load_file, save_file  # noqa: E402
 
 from landscape.errors import LandscapeError  # noqa: E402
-from landscape.experiments.barriers.pipeline import align  # noqa: E402
+from landscape.experiments.barriers.alignment import align  # noqa: E402
 from landscape.experiments.context import RunContext  # noqa: E402
 from landscape.models import forward  # noqa: E402
 from landscape.models.exporters import export_hf  # noqa: E402

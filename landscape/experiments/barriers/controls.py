@@ -49,13 +49,11 @@ from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import (
-    Aligned,
-    BarrierRequest,
-    Coordinates,
-    eval_split,
-    measure_barrier,
-)
+from landscape.experiments.barriers.alignment import Aligned
+from landscape.experiments.barriers.coordinates import Coordinates
+from landscape.experiments.barriers.endpoints import eval_split
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
     mean_sem,
@@ -265,7 +263,7 @@ def controls_table(
     (None where the naive barrier is below 1e-6). ``original`` adds the barrier along the
     straight line in unprocessed coordinates (``barrier_loss_original``); ``layernorm`` adds the
     ``real-ln`` pairs (LayerNorm variants), where processing also folds biases and centres.
-    Every line is straight in merge ``space`` (``experiments.barriers.pipeline.in_space``).
+    Every line is straight in merge ``space`` (``experiments.barriers.coordinates.in_space``).
     ``function_ok`` and ``warnings`` (also per row) gather those of every barrier.
 
     ``executor="ray"`` trains each control pair and measures each control row (all its pairs)

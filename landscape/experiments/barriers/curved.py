@@ -40,14 +40,9 @@ import torch.nn.functional as F
 
 from landscape.budget import MAX_STEPS
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    BarrierRequest,
-    align,
-    health,
-    measure_barrier,
-    refuse_unread,
-    seeds_of,
-)
+from landscape.experiments.barriers.alignment import align
+from landscape.experiments.barriers.pipeline import health, measure_barrier
+from landscape.experiments.barriers.request import BarrierRequest, refuse_unread, seeds_of
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import (
     barrier_from_curve,
@@ -255,7 +250,7 @@ def curve(
     """:class:`CurveResult` of the request's endpoints, seeds A and B of one model: the curve of
     ``options`` trained between A and π(B) (module docstring) beside the straight line, for the
     naive pair and for B aligned by the request's method and group (the aligned pair of
-    :func:`~.pipeline.align`, the one the line is measured on), with its matching settings, at
+    :func:`~.alignment.align`, the one the line is measured on), with its matching settings, at
     its ``points`` on its ``split``; the request's other fields stay at their defaults.
     Everything is checked before anything is loaded (the request when it was made)."""
     t0 = time.perf_counter()

@@ -37,7 +37,9 @@ import torch
 
 from landscape.budget import check_points
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import ALGO_VERSION, SPLITS, health, learned_space
+from landscape.experiments.barriers.alignment import ALGO_VERSION, learned_space
+from landscape.experiments.barriers.endpoints import SPLITS
+from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check

@@ -21,7 +21,8 @@ from landscape.budget import (
     check_work,
 )
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import seeds_request
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.progress import tell, within
 from landscape.threads import threaded

@@ -47,12 +47,8 @@ from dataclasses import replace
 from typing import Any
 
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    BarrierRequest,
-    measure_barrier,
-    peak_rss_mb,
-    refuse_unread,
-)
+from landscape.experiments.barriers.pipeline import measure_barrier, peak_rss_mb
+from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.models.importers import describe
 from landscape.sources import (
@@ -122,7 +118,7 @@ def barrier_paths(request: BarrierRequest, *, context: RunContext = RUN) -> dict
     encoded), ``windows``, ``matching`` (rounds, objective, seconds) and ``peak_rss_mb``; the
     function checks of aligned B and processed A (``function_check``, ``function_check_a``),
     ``function_ok`` and ``warnings`` (one line per check that is NaN or above the tolerance).
-    ``space``: the merge space of the line (``experiments.barriers.pipeline.in_space``).
+    ``space``: the merge space of the line (``experiments.barriers.coordinates.in_space``).
     A NaN or infinite loss on the line is a LandscapeError naming the λ. Points, windows and
     the text are checked against the memory budget (``landscape.budget``) before work starts.
     """

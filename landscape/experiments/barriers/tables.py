@@ -17,7 +17,8 @@ from typing import Any
 from landscape.budget import check_points
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import measure_barrier, seeds_request
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import seeds_request
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
@@ -132,7 +133,7 @@ def table(
     context: RunContext = RUN,
 ) -> dict[str, Any]:
     """Table-2-style grid: rows method × group, mean ± standard error over pairs, every barrier
-    along the straight line in merge ``space`` (``experiments.barriers.pipeline.in_space``), or
+    along the straight line in merge ``space`` (``experiments.barriers.coordinates.in_space``), or
     ``"both"``:
     every row in the weights and then in the circuits space (models without heads have only
     the weights). Each row carries the paper's number for it (:func:`paper_value`).

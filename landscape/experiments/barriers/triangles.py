@@ -1,5 +1,5 @@
 """Triangles: loss and accuracy over the plane through three models, B and C aligned onto A
-edge by edge (:func:`landscape.experiments.barriers.pipeline.align`) or jointly
+edge by edge (:func:`landscape.experiments.barriers.alignment.align`) or jointly
 (:func:`align_joint`), in either merge space; cached like every other experiment.
 """
 
@@ -16,19 +16,17 @@ from landscape.budget import check_resolution
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import (
+from landscape.experiments.barriers.alignment import (
     ALGO_VERSION,
     Aligned,
     align,
-    check_method,
-    check_pair,
-    check_split,
-    health,
     learned_space,
     split_prefixed,
     unshared,
     weight_start,
 )
+from landscape.experiments.barriers.endpoints import check_method, check_pair, check_split
+from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import check_finite_loss, evaluate_triangle
 from landscape.matching import function_check, method_of, options_key, worst_check

@@ -39,14 +39,10 @@ import torch
 from landscape.budget import check_points
 from landscape.device import CPU
 from landscape.errors import LandscapeError, check_seed
-from landscape.experiments.barriers.pipeline import (
-    ALGO_VERSION,
-    BARRIER_VERSION,
-    SPLITS,
-    BarrierRequest,
-    align,
-    measure_barrier,
-)
+from landscape.experiments.barriers.alignment import ALGO_VERSION, align
+from landscape.experiments.barriers.endpoints import SPLITS
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BARRIER_VERSION, BarrierRequest
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, function_check, function_warnings
 from landscape.models import ModelConfig

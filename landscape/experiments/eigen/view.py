@@ -24,7 +24,8 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import ALGO_VERSION, align, load
+from landscape.experiments.barriers.alignment import ALGO_VERSION, align
+from landscape.experiments.barriers.endpoints import load
 from landscape.experiments.context import RunContext
 from landscape.experiments.eigen.angles import (
     HAAR_SEED,

@@ -25,7 +25,8 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import align, check_pair, check_split, load
+from landscape.experiments.barriers.alignment import align
+from landscape.experiments.barriers.endpoints import check_pair, check_split, load
 from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.merging.mergekit import (

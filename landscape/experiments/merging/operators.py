@@ -63,14 +63,11 @@ import torch
 from landscape.budget import MAX_MERGEKIT_RUNS, check_work
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import (
-    PROCESSED,
-    BarrierRequest,
-    align,
-    load,
-    measure_barrier,
-    seeds_request,
-)
+from landscape.experiments.barriers.alignment import align
+from landscape.experiments.barriers.coordinates import PROCESSED
+from landscape.experiments.barriers.endpoints import load
+from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.request import BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
@@ -474,7 +471,7 @@ def merges(
 ) -> dict[str, Any]:
     """:class:`MergesResult` of every pair of ``seeds`` (B the later seed, aligned to A, as
     ``landscape matrix`` pairs them), as a dict. ``request``: the rest of each pair's
-    :class:`~landscape.experiments.barriers.pipeline.BarrierRequest` (``points``, default
+    :class:`~landscape.experiments.barriers.request.BarrierRequest` (``points``, default
     :data:`POINTS`; ``split``; ``options``, the matching method's settings)."""
     t0 = time.perf_counter()
     seeds = [int(s) for s in seeds]
