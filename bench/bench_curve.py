@@ -51,12 +51,8 @@ from bench.common import (
     version,
     zoo_pair,
 )
-from landscape.experiments.evaluation import (
-    _activation_elements,
-    barrier_from_curve,
-    evaluate_path,
-    slice_rows,
-)
+from landscape.experiments.basins import barrier_from_curve
+from landscape.experiments.evaluation import _activation_elements, evaluate_path, slice_rows
 from landscape.models import loss_and_accuracy
 
 POINTS = 25

@@ -30,7 +30,8 @@ from bench.common import (
     table,
     zoo_pair,
 )
-from landscape.experiments.evaluation import barycentric_grid, evaluate_triangle
+from landscape.experiments.basins import barycentric_grid
+from landscape.experiments.evaluation import evaluate_triangle
 from landscape.models import Params, loss_and_accuracy
 
 RESOLUTION = 10

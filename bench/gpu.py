@@ -143,7 +143,7 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
                               device=device, **opts)  # fmt: skip
     _sync(device)
     r.seconds = time.perf_counter() - t
-    from landscape.experiments.evaluation import barrier_from_curve
+    from landscape.experiments.basins import barrier_from_curve
 
     r.value = barrier_from_curve(lam, loss, acc).barrier_loss
     r.facts["images"] = len(ev)

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from wm_anatomy import load_pair, part_of  # noqa: E402
 
-from landscape.experiments.evaluation import barrier_from_curve, evaluate_path  # noqa: E402
+from landscape.experiments.basins import barrier_from_curve  # noqa: E402
+from landscape.experiments.evaluation import evaluate_path  # noqa: E402
 from landscape.matching import weight_matching  # noqa: E402
 from landscape.matching.methods import prepare_pair  # noqa: E402
 from landscape.symmetry import apply, spec_for  # noqa: E402

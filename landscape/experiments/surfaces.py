@@ -33,6 +33,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import ALGO_VERSION, align
 from landscape.experiments.barriers.endpoints import check_method, check_pair, check_split
 from landscape.experiments.barriers.pipeline import health
+from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RunContext
 from landscape.experiments.curvature import (
     CURVATURE_VERSION,
@@ -48,11 +49,7 @@ from landscape.experiments.directions import (
     hessian_directions,
     hessian_options,
 )
-from landscape.experiments.evaluation import (
-    barrier_from_curve,
-    check_finite_loss,
-    evaluate_mixtures,
-)
+from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
 from landscape.experiments.trajectories import (
     check_trajectories,
     path_directions,

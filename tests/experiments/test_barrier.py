@@ -3,12 +3,14 @@ import math
 import pytest
 import torch
 
-from landscape.experiments.evaluation import (
+from landscape.experiments.basins import (
     BarrierCurve,
     TriangleResult,
-    barrier_curve,
     barrier_from_curve,
     barycentric_grid,
+)
+from landscape.experiments.evaluation import (
+    barrier_curve,
     evaluate_path,
     evaluate_triangle,
     interpolate,

@@ -10,7 +10,7 @@ import subprocess
 import plotly.graph_objects as go
 import pytest
 
-from landscape.experiments.evaluation import barrier_from_curve
+from landscape.experiments.basins import barrier_from_curve
 from landscape.plots import export, tidy
 from landscape.plots.interpolation import figure_interpolation
 from landscape.plots.matrix import figure_barrier_matrix

@@ -13,17 +13,13 @@ import torch
 
 from landscape import plots
 from landscape.experiments.atlas import distinct_rows, project, project_distinct
+from landscape.experiments.basins import barrier_from_curve, barycentric_grid, triangle_from_values
 from landscape.experiments.eigen.angles import (
     angle_summary,
     eigenangles,
     haar_draws,
     haar_orthogonal,
     haar_reference,
-)
-from landscape.experiments.evaluation import (
-    barrier_from_curve,
-    barycentric_grid,
-    triangle_from_values,
 )
 from landscape.plots.interpolation import above_naive
 from landscape.plots.theme import (

@@ -18,11 +18,7 @@ import torch
 
 from landscape import data, plots
 from landscape.experiments import transport
-from landscape.experiments.evaluation import (
-    barrier_from_curve,
-    barycentric_grid,
-    triangle_from_values,
-)
+from landscape.experiments.basins import barrier_from_curve, barycentric_grid, triangle_from_values
 from landscape.experiments.gauge import parts as gauge
 from landscape.models import forward, init_params
 from landscape.plots import export, fields, tidy

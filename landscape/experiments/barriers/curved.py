@@ -43,12 +43,9 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import align
 from landscape.experiments.barriers.pipeline import health, measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest, refuse_unread, seeds_of
+from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import (
-    barrier_from_curve,
-    check_finite_loss,
-    evaluate_mixtures,
-)
+from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
 from landscape.matching import given_options, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.names import method_key

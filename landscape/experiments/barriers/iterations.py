@@ -10,7 +10,7 @@ and the line ``θ(λ) = λ·θ_A + (1−λ)·π(θ_B)`` is evaluated on A's data
     B_loss = max_λ [ L(θ(λ)) − (λ·L_A + (1−λ)·L_B) ],
     B_acc  = max_λ [ (λ·acc_A + (1−λ)·acc_B) − acc(θ(λ)) ]
 
-(:func:`landscape.experiments.evaluation.barrier_from_curve`). Two comparisons:
+(:func:`landscape.experiments.basins.barrier_from_curve`). Two comparisons:
 
 - **rounds**: rotations (``orth``, O(d) on the stream) against permutations (``perm``). Round 0
   is the naive barrier of that group's processing, the last round the weight-matching barrier
@@ -40,8 +40,9 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import ALGO_VERSION, learned_space
 from landscape.experiments.barriers.endpoints import SPLITS
 from landscape.experiments.barriers.pipeline import health
+from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair

@@ -37,13 +37,9 @@ from landscape.experiments.barriers.request import (
     calibration_split,
     seeds_request,
 )
+from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RunContext
-from landscape.experiments.evaluation import (
-    barrier_from_curve,
-    calibrate_mixtures,
-    check_finite_loss,
-    evaluate_path,
-)
+from landscape.experiments.evaluation import calibrate_mixtures, check_finite_loss, evaluate_path
 from landscape.matching import function_warnings, options_key
 from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form

@@ -69,8 +69,9 @@ from landscape.experiments.barriers.endpoints import load
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem
+from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RunContext
-from landscape.experiments.evaluation import barrier_from_curve, check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import (
     MERGE_METHODS,

@@ -49,7 +49,8 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.evaluation import barrier_from_curve, evaluate_path
+from landscape.experiments.basins import barrier_from_curve
+from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
 from landscape.matching import METHODS, function_check, function_warnings, match
 from landscape.models import ModelConfig, Params
