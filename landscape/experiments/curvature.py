@@ -50,7 +50,7 @@ from landscape.experiments.hessian import (
     row_bytes,
     top_eigenvalues,
 )
-from landscape.matching import method_of, options_key, worst_check
+from landscape.matching import aligns, method_of, options_key, worst_check
 from landscape.models import ModelConfig, Params, count_params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
@@ -157,7 +157,7 @@ class CurvatureRequest:
     @property
     def methods(self) -> tuple[str, ...]:
         """The lines measured: naive, and the request's method when it aligns."""
-        return ("naive",) if self.method == "naive" else ("naive", self.method)
+        return ("naive", self.method) if aligns(self.method) else ("naive",)
 
 
 def curvature_batch(data: Data, split: str, rows: int | None, seed: int) -> Split:
@@ -358,7 +358,7 @@ def measure_curvature(request: CurvatureRequest, *, device: torch.device = CPU,
     tell(progress, "done", 1)
     checks = {}
     for line in lines:
-        if line["method"] != "naive":
+        if aligns(line["method"]):
             checks[f"{name_b} aligned to {name_a} ({line['method']}/{r.group})"] = (
                 line["function_check"])
         checks[f"{name_a} processed for {r.group} ({line['method']})"] = line["function_check_a"]

@@ -32,6 +32,7 @@ from landscape.experiments.barriers.endpoints import check_method, check_split
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import mean_sem
+from landscape.matching import aligns
 from landscape.models.train import (
     check_snapshot_budget,
     snapshot_every,
@@ -129,7 +130,7 @@ def spawn(
     snaps, _ = train_snapshots(model, seed, every, device=device, cache=cache,
                                progress=within(progress, 0.0, 0.2, "parent: "))  # fmt: skip
     by_step = {s.step: s for s in snaps}
-    alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
+    alignments = [("naive", group)] + ([(method, group)] if aligns(method) else [])
     rows, members, warnings = [], [], []
     for i, k in enumerate(at):
         lo, hi = 0.2 + 0.8 * i / len(at), 0.2 + 0.8 * (i + 1) / len(at)

@@ -76,6 +76,7 @@ from landscape.matching.methods import (
 )
 from landscape.matching.registry import (
     METHODS_BY_NAME,
+    aligns,
     given_options,
     method_of,
     register,
@@ -119,6 +120,7 @@ __all__ = [
     "NoOptions",
     "WeightOptions",
     "activation_matching",
+    "aligns",
     "function_check",
     "function_probe",
     "function_warnings",

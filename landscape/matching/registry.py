@@ -26,7 +26,7 @@ from landscape.matching.methods import MatchingMethod, said_default
 from landscape.matching.result import NAIVE
 from landscape.matching.weight import WEIGHT
 
-__all__ = ["METHODS_BY_NAME", "given_options", "method_of", "register", "unregister"]
+__all__ = ["METHODS_BY_NAME", "aligns", "given_options", "method_of", "register", "unregister"]
 
 # in the order tables and pages show them (landscape.names.METHODS)
 METHODS_BY_NAME: dict[str, MatchingMethod] = {
@@ -44,6 +44,13 @@ def method_of(name: str) -> MatchingMethod:
     except (KeyError, TypeError):
         known = ", ".join(METHODS_BY_NAME)
         raise ValueError(f"unknown matching method {name!r}; expected one of {known}") from None
+
+
+def aligns(name: str) -> bool:
+    """Whether the method called ``name`` moves B at all (``MatchingMethod.aligns``): what a
+    result that carries only the method's name asks, e.g. whether it has an aligned line beside
+    the naive one. A ValueError for a method that is not registered."""
+    return method_of(name).aligns
 
 
 def register(method: MatchingMethod) -> MatchingMethod:

@@ -8,7 +8,7 @@ example of docs/architecture.md, "Adding a matching method") is registered, run 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -16,12 +16,15 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier
+from landscape.experiments.curvature import CurvatureRequest
+from landscape.experiments.merging.operators import check_merges_work
 from landscape.matching import (
     METHODS_BY_NAME,
     LearnedOptions,
     MatchingMethod,
     MatchResult,
     WeightOptions,
+    aligns,
     given_options,
     match,
     method_of,
@@ -35,6 +38,7 @@ from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_similarity
 from landscape.models import ModelConfig, Params, init_params
 from landscape.names import METHODS
+from landscape.sources import Source
 from landscape.symmetry import Transform, apply, random_transform, spec_for
 from tests.conftest import tiny_config
 
@@ -116,6 +120,26 @@ def test_a_registered_method_measures_a_barrier(stream):
     # its default, said: the same entry
     said = barrier("mlp-digits", (0, 1), "stream", "perm", points=3, options={"gains": "unsigned"})
     assert said["cached"] and said["cache_key"] == r["cache_key"]
+
+
+def test_whether_a_method_aligns_is_its_entry_not_its_name(stream):
+    """A registered method that moves nothing (``aligns=False``, as naive) is read as such
+    wherever a result asks whether it aligns: no aligned line beside naive's, one merge
+    alignment, not two."""
+    register(replace(STREAM, name="still", aligns=False))
+    try:
+        assert aligns("stream") and not aligns("still") and not aligns("naive")
+        a, b = Source("mlp-digits", 0), Source("mlp-digits", 1)
+        assert CurvatureRequest(a, b, "still").methods == ("naive",)
+        assert CurvatureRequest(a, b, "stream").methods == ("naive", "stream")
+        with pytest.raises(LandscapeError, match=r"× 1 alignment\(s\)"):
+            check_merges_work(100, "still", ("linear",), 9)
+        with pytest.raises(LandscapeError, match=r"× 2 alignment\(s\)"):
+            check_merges_work(100, "stream", ("linear",), 9)
+    finally:
+        unregister("still")
+    with pytest.raises(ValueError, match="unknown matching method 'still'"):
+        aligns("still")
 
 
 def test_an_unregistered_method_is_refused_in_one_line():

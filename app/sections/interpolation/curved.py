@@ -17,6 +17,7 @@ from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
 from landscape.experiments.barriers.curved import STEPS as CURVE_STEPS
+from landscape.matching import aligns
 from landscape.page_defaults import method_group
 from landscape.plots.curves import KIND_WORDS, figure_curve
 from landscape.plots.tidy import tidy_curve
@@ -43,7 +44,7 @@ def curved_path(asked: Asked) -> None:
                  label="curve pair")  # fmt: skip
         curve_pair = q1.selectbox("Pair (A, B)", pairs, key=f"curve_pair_{name}",
                                   format_func=asked.pair_label)  # fmt: skip
-        curve_combos = [c for c in chosen if c != "naive"] or ["naive"]
+        curve_combos = [c for c in chosen if aligns(method_group(c)[0])] or ["naive"]
         remember("curve_combo", curve_combos[0], param="cv_method", options=curve_combos,
                  label="curve method")  # fmt: skip
         curve_combo = q1.selectbox("Aligned by", curve_combos, key="curve_combo")
@@ -55,7 +56,7 @@ def curved_path(asked: Asked) -> None:
         method, group = method_group(curve_combo)
         wanted = (name, curve_pair, method, group, curve_kind, curve_steps, points, split,
                   device())  # fmt: skip
-        trainings = 1 if method == "naive" else 2  # naive's curve, and the aligned pair's
+        trainings = 2 if aligns(method) else 1  # naive's curve, and the aligned pair's
         made = read_else_run(
             lambda: state.curve(*wanted, compute=False),
             lambda progress: state.curve(*wanted, progress=progress),

@@ -12,6 +12,7 @@ from app.components.long_runs import run_in_status
 from app.components.text import plain
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
+from landscape.matching import aligns
 from landscape.page_defaults import method_group
 
 
@@ -40,7 +41,7 @@ def aligned_download(asked: Asked) -> None:
         "what `landscape align MODEL --seeds A B --method M --group G --out DIR [--merge λ]` "
         "writes, prepared when asked."
     )
-    aligned = [c for c in chosen if c != "naive"]
+    aligned = [c for c in chosen if aligns(method_group(c)[0])]
     if not aligned:
         st.info("Choose a matching method above to download B aligned by it.")
     else:

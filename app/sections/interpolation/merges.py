@@ -18,6 +18,7 @@ from landscape.experiments.merging.mergekit import MERGE_METHODS
 from landscape.experiments.merging.operators import DENSITY as MERGE_DENSITY
 from landscape.experiments.merging.operators import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.operators import POINTS as MERGE_POINTS
+from landscape.matching import aligns
 from landscape.page_defaults import method_group
 from landscape.plots.interpolation import figure_merges
 from landscape.plots.tidy import tidy_records
@@ -47,7 +48,7 @@ def merge_operators(asked: Asked) -> None:
                      label="merge pair")  # fmt: skip
             merge_pair = k1.selectbox("Pair (A, B)", pairs, key=f"merges_pair_{name}",
                                       format_func=asked.pair_label)  # fmt: skip
-            aligned_combos = [c for c in chosen if c != "naive"] or ["naive"]
+            aligned_combos = [c for c in chosen if aligns(method_group(c)[0])] or ["naive"]
             remember("merges_combo", aligned_combos[0], param="mg_method",
                      options=aligned_combos, label="merge method")  # fmt: skip
             merge_combo = k1.selectbox("Aligned by", aligned_combos, key="merges_combo")
@@ -64,7 +65,7 @@ def merge_operators(asked: Asked) -> None:
                 request = state.seeds_request(name, merge_pair, method, group,
                                               points=merge_points, split=split)  # fmt: skip
                 wanted = (request, ops, device())
-                n_merges = (1 if method == "naive" else 2) * len(ops) * merge_points
+                n_merges = (2 if aligns(method) else 1) * len(ops) * merge_points
                 merged = read_else_run(
                     lambda: state.merges(*wanted, compute=False),
                     lambda progress: state.merges(*wanted, progress=progress),

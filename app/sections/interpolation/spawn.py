@@ -15,6 +15,7 @@ from app.components.long_runs import duration, read_else_run
 from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
+from landscape.matching import aligns
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
 from landscape.plots.curves import figure_spawn
@@ -48,7 +49,7 @@ def spawned_children(asked: Asked) -> None:
                  many=True)  # fmt: skip
         spawn_at = pick_many(s1, "Spawn steps k", spawn_options, key=f"spawn_at_{name}",
                              wrap=True)  # fmt: skip
-        spawn_combos = [c for c in chosen if c != "naive"] or ["naive"]
+        spawn_combos = [c for c in chosen if aligns(method_group(c)[0])] or ["naive"]
         remember("spawn_combo", spawn_combos[0], param="sp_method", options=spawn_combos,
                  label="spawn method")  # fmt: skip
         spawn_combo = s2.selectbox("Aligned by", spawn_combos, key="spawn_combo")

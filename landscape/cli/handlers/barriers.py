@@ -169,6 +169,7 @@ def _curvature(args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import asdict
 
     from landscape.experiments.curvature import CurvatureOptions, check_curvature, curvature
+    from landscape.matching import aligns
     from landscape.models.zoo import ZOO
 
     matching = learned_settings(args)
@@ -177,7 +178,7 @@ def _curvature(args: argparse.Namespace) -> dict[str, Any]:
                                dtype=args.dtype, seed=args.batch_seed)  # fmt: skip
     if args.model in ZOO:  # the budget, before any loading (a family's is checked once loaded)
         check_curvature(ZOO[args.model].config, options)
-    which = "naive" if args.method == "naive" else f"naive and {args.method}/{args.group}"
+    which = f"naive and {args.method}/{args.group}" if aligns(args.method) else "naive"
     status(f"curvature {args.model} {args.seeds} {which}")
     with progress_bar(f"curvature {which}") as progress:
         return curvature(args.model, args.seeds, args.method, args.group,

@@ -98,7 +98,7 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
 
 
 def _line_name(line: dict[str, Any]) -> str:
-    return "naive" if line["method"] == "naive" else method_key(line["method"], line["group"])
+    return method_key(line["method"], line["group"])
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -293,8 +293,7 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
                          else "",
                          "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
                          if first else "",
-                         "method": ("naive" if c["method"] == "naive"
-                                    else f"{c['method']}/{c['group']}")
+                         "method": method_key(c["method"], c["group"])
                          + (", calibrated" if c.get("calibrated") else ""),
                          "space": c["space"],
                          "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),

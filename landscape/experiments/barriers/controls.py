@@ -51,7 +51,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
 from landscape.experiments.barriers.alignment import Aligned
 from landscape.experiments.barriers.coordinates import Coordinates
-from landscape.experiments.barriers.endpoints import eval_split
+from landscape.experiments.barriers.endpoints import check_method, eval_split
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import (
@@ -61,6 +61,7 @@ from landscape.experiments.barriers.tables import (
     summarise_barriers,
 )
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.matching import aligns
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import check_circuit_form, check_space
 from landscape.models.zoo import VARIANTS, Checkpoint, zoo_model
@@ -278,7 +279,9 @@ def controls_table(
     executor, address = o.executor, o.address
     device, cache, progress = context.device, context.cache, context.progress
     sweeps.check_executor(executor, address)
-    if not rows or rows[0][0] != "naive":
+    for m, g in rows:  # an unknown method or group is named before the first row is looked at
+        check_method(m, g)
+    if not rows or aligns(rows[0][0]):
         raise LandscapeError("the first row must be the naive one (fractions are relative to it)")
     check_points(points)  # before any variant is trained
     t0 = time.perf_counter()

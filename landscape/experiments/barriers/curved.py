@@ -46,7 +46,7 @@ from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
-from landscape.matching import given_options, options_key
+from landscape.matching import aligns, given_options, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.names import method_key
 from landscape.progress import tell, within
@@ -275,7 +275,7 @@ def curve(
     batch_size = data.batch_size if batch_size is None else int(batch_size)
     lam = torch.linspace(0, 1, points, dtype=torch.float64)
     weights = curve_weights(kind, bends, lam)
-    alignments_asked = [("naive", group)] + ([] if method == "naive" else [(method, group)])
+    alignments_asked = [("naive", group)] + ([(method, group)] if aligns(method) else [])
     out, warnings = [], []
     for k, (m, g) in enumerate(alignments_asked):
         lo, hi = k / len(alignments_asked), (k + 1) / len(alignments_asked)

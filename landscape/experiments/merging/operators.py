@@ -78,7 +78,7 @@ from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
     mergekit_yaml,
 )
-from landscape.matching import options_key
+from landscape.matching import aligns, options_key
 from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
@@ -274,7 +274,7 @@ def pair_merges(
     route = merge_route(a, b, group)
     data = data_of(a)
     ev = data.evaluation(split)
-    alignments = [("naive", group)] + ([] if method == "naive" else [(method, group)])
+    alignments = [("naive", group)] + ([(method, group)] if aligns(method) else [])
     per = len(ops) * points
     total = len(alignments) * (1 + per)
     out: list[dict[str, Any]] = []
@@ -449,7 +449,7 @@ def check_merges_work(seeds: int, method: str, operators: Sequence[str], points:
     asked for (:func:`landscape.budget.check_work`): one per operator and λ point, for the naive
     and the aligned pair (one alignment for ``naive``) of every pair of ``seeds`` seeds."""
     pairs = seeds * (seeds - 1) // 2
-    alignments = 1 if method == "naive" else 2
+    alignments = 2 if aligns(method) else 1  # the naive line, and the aligned one
     runs = pairs * alignments * len(operators) * points
     check_work(f"{pairs} pair(s) × {alignments} alignment(s) × {len(operators)} operator(s) × "
                f"--points {points} ask for {runs} mergekit runs", runs, MAX_MERGEKIT_RUNS,

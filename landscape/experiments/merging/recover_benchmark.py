@@ -52,7 +52,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
-from landscape.matching import METHODS, function_check, function_warnings, match
+from landscape.matching import METHODS, function_check, function_warnings, match, method_of
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, DataSpec, Source
@@ -293,7 +293,7 @@ def align_back(
     cfg_p, a, b = s.cfg, s.a, s.b
     spec = spec_for(cfg_p)
     train = data.split("train") if data is not None else None
-    if method in ("activation", "learned") and train is None:
+    if method_of(method).needs_data and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
     kw: dict[str, Any] = dict(options or {})
     if method == "weight":
