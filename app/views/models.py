@@ -70,8 +70,11 @@ st.caption("test acc. (%) and test loss (nats): means over the trained seeds (zo
 
 if trained:
     with overview if presentation() else st.container():
-        st.subheader("Test accuracy of every trained seed")
-        figure(figure_zoo_overview(trained, presentation=presentation()), "zoo-accuracy",
+        heading = "Test accuracy of every trained seed"
+        if not presentation():  # on a projector the figure draws it, and fits the first screen
+            st.subheader(heading)
+        figure(figure_zoo_overview(trained, title=heading if presentation() else None,
+                                   presentation=presentation()), "zoo-accuracy",
                title="test accuracy of every trained seed", key="zoo",
                data=tidy_zoo(trained))  # fmt: skip
         st.caption("Accuracy per prediction: per image for the vision models, per next "

@@ -12,6 +12,7 @@ from landscape.plots.theme import PALETTE, apply_theme, points, presentable
 
 CURVE_LABEL = {"test_accuracy": "test accuracy (%)", "test_loss": "test loss (nats)",
                "train_loss": "train loss (nats)"}  # fmt: skip
+ROW_HEIGHT = 26  # px a model's row takes in the accuracy overview (screen fonts)
 
 
 @presentable
@@ -39,16 +40,24 @@ def figure_training_curves(
 
 
 @presentable
-def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
-    """Per zoo model, the test accuracy (percent) of every available seed (a dot per seed)."""
+def figure_zoo_overview(rows: Sequence[dict[str, Any]], *, title: str | None = None) -> go.Figure:
+    """Per zoo model, the test accuracy (percent) of every available seed (a dot per seed);
+    ``title``, a heading drawn in the figure (a projector's page puts its heading there).
+
+    One row per model, its name written whole and level on the y axis (in the table's order,
+    top to bottom): names as alike as ``gpt-shakespeare-d128`` and
+    ``gpt-shakespeare-d128-drop0.3`` are read in full, on a laptop and on a projector.
+    """
     fig = go.Figure()
+    names = [ZOO_ROW.read(row, "name") for row in rows]
     for i, row in enumerate(rows):
         seeds = ZOO_ROW.read(row, "seeds")
         accs = [points(ZOO_SEED.read(s, "test_accuracy")) for s in seeds]
         fig.add_trace(
             go.Box(
-                y=accs,
-                name=ZOO_ROW.read(row, "name"),
+                x=accs,
+                name=names[i],
+                orientation="h",
                 boxpoints="all",
                 jitter=0.4,
                 pointpos=0,
@@ -58,6 +67,12 @@ def figure_zoo_overview(rows: Sequence[dict[str, Any]]) -> go.Figure:
                 hovertext=[f"seed {ZOO_SEED.read(s, 'seed')}" for s in seeds],
             )  # fmt: skip
         )
-    fig.update_yaxes(title_text="test accuracy (%)")  # per prediction: the caption says
-    fig.update_layout(showlegend=False)
-    return apply_theme(fig)
+    fig.update_xaxes(title_text="test accuracy (%)")  # per prediction: the caption says
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=names,
+                     showgrid=False, automargin=True)  # fmt: skip
+    apply_theme(fig, title=title)
+    # rows of a fixed height: a projector's figure (at least PROJECTOR_HEIGHT) keeps every row
+    # apart at its doubled fonts; the left margin grows to the longest name (automargin)
+    fig.update_layout(showlegend=False, height=max(260, ROW_HEIGHT * len(rows) + 110),
+                      margin={"l": 20})  # fmt: skip
+    return fig

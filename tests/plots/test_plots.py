@@ -525,7 +525,7 @@ def test_every_accuracy_on_screen_is_in_percent():
     tri = plots.figure_triangles([_triangle("naive", 0.5)], metric="accuracy")
     assert min(tri.data[0].marker.color) > 1 and "%" in tri.layout.coloraxis.colorbar.title.text
     zoo = plots.figure_zoo_overview(ZOO)
-    assert min(min(t.y) for t in zoo.data) > 1 and "%" in zoo.layout.yaxis.title.text
+    assert min(min(t.x) for t in zoo.data) > 1 and "%" in zoo.layout.xaxis.title.text
     curves = plots.figure_training_curves(TRAINING, metric="test_accuracy")
     assert max(max(t.y) for t in curves.data) > 1 and "%" in curves.layout.yaxis.title.text
 
