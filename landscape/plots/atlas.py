@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.plots.fields import ATLAS, ATLAS_POINT
-from landscape.plots.theme import PALETTE, apply_theme, font_size, presentable
+from landscape.plots.theme import PALETTE, ROWS_META, apply_theme, font_size, presentable
 
 
 def _subtitle(result: dict[str, Any], space: str, name: str) -> str:
@@ -78,10 +78,17 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
         fig.update_yaxes(title_text=f"{proj.upper()} 2", zeroline=False, row=1, col=col)
     apply_theme(fig)
     # the symbol key on two lines at the entries' size: one line at the title's size was the
-    # widest thing in the figure, and took the plots' width in presentation mode
-    fig.update_layout(height=430, margin={"t": 100},
+    # widest thing in the figure, and took the plots' width in presentation mode. The legend
+    # hangs from the figure's top at its right edge and may use the figure's whole height (one
+    # tied to the plot area scrolled, and hid seeds, at a projector's fonts); a figure of more
+    # seeds than that height holds grows, on a projector with its fonts (ROWS_META).
+    height = max(430, _legend_height(len(seeds)))
+    fig.update_layout(height=height, margin={"t": 100},
                       legend={"title": {"text": "● seed<br>× gauge copy",
-                                        "font": {"size": font_size()}}})  # fmt: skip
+                                        "font": {"size": font_size()}},
+                              "xref": "container", "yref": "container", "x": 1, "y": 1,
+                              "xanchor": "right", "yanchor": "top", "maxheight": 1},
+                      meta={ROWS_META: len(seeds)} if height > 430 else None)  # fmt: skip
     fig.update_annotations(font={"size": font_size()})
     on_seed = sum(ATLAS_POINT.read(p, "on_seed_aligned") for p in points)
     copies = sum(ATLAS_POINT.read(p, "kind") != "seed" for p in points)
@@ -93,8 +100,14 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
             xref="paper", yref="paper", x=0.5, y=0, yshift=-80, xanchor="center", yanchor="top",
             showarrow=False, font={"size": font_size() - 2, "color": "#444"},
         )  # fmt: skip
-        fig.update_layout(margin={"b": 110}, height=460)
+        fig.update_layout(margin={"b": 110}, height=max(460, height))
     return fig
+
+
+def _legend_height(entries: int) -> int:
+    """The pixels a legend of ``entries`` seeds under its two-line key takes at a screen's
+    fonts, with room to spare for a projector's (its rows grow a little more than its height)."""
+    return round(font_size() * (3 + 2.5 * entries) + 40)
 
 
 def _distance(point: dict[str, Any], space: str) -> str:
