@@ -152,8 +152,15 @@ def computed(key: tuple, label: str, compute: Callable[[Callable], Any],
     """Compute a result (stored on disk for the next run) under a status box with a progress
     bar, the time left and Cancel; ``inputs`` when the page started it without a click."""
     st.session_state.setdefault("gauge_misses", set()).discard(key)
-    return run_in_status(compute, running=f"{label} …", done=label, failed=f"{label} failed",
-                         what=label, key=f"gauge-{key[0]}", inputs=inputs)  # fmt: skip
+    # on a projector the finished status box goes (its figure takes its place on the screen)
+    box = st.empty() if presentation() else st.container()
+    with box.container():
+        result = run_in_status(compute, running=f"{label} …", done=label,
+                               failed=f"{label} failed", what=label, key=f"gauge-{key[0]}",
+                               inputs=inputs)  # fmt: skip
+    if result is not None and presentation():
+        box.empty()
+    return result
 
 
 # the settings the page opens with: its on-load parts are computed at once only at these
@@ -255,7 +262,9 @@ for slot, title in zip(sections, PART_TITLES, strict=True):
 
 # ---------------------------------------------------------------- 1. symmetry table
 with sections[0].container():
-    st.subheader("1. Which gauges are exact for this model")
+    HEADING = "1. Which gauges are exact for this model"
+    if not pres:  # on a projector the figure draws it: the figure starts under the title row
+        st.subheader(HEADING)
     table = gauge_part("table", "Symmetry table")
     if table is not None:
         rows = table["rows"]
@@ -263,7 +272,7 @@ with sections[0].container():
         left, right = st.container(), st.container()  # its group names need the whole width
         with left:
             figure(
-                figure_symmetry_check(rows, presentation=pres),
+                figure_symmetry_check(rows, title=HEADING if pres else None, presentation=pres),
                 f"symmetry-{name}-{seed}",
                 title=PART_TITLES[0].lower(),
                 data=tidy_records(rows, model=name, seed=seed),

@@ -61,11 +61,14 @@ def _reference_line(fig: go.Figure, y: float, name: str) -> None:
 
 
 @presentable
-def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) -> go.Figure:
+def figure_symmetry_check(
+    rows: Sequence[dict[str, Any]], *, tol: float = 1e-9, title: str | None = None
+) -> go.Figure:
     """Measured max |Δlogits| of every symmetry level (``symmetry_table`` rows), log scale.
 
     Valid levels are green, invalid ones orange; the dashed line is the float64 tolerance below
-    which a transform counts as function-preserving.
+    which a transform counts as function-preserving. ``title``: a heading drawn in the figure
+    (a projector's page draws its section heading there, so that the figure starts higher).
     """
     names = [SYMMETRY_ROW.read(r, "group") for r in rows]
     values = [float(SYMMETRY_ROW.read(r, "max_abs_dlogits")) for r in rows]
@@ -73,8 +76,9 @@ def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) 
     floored = _floor(values)
     fig = go.Figure()
     # a trace per verdict, so that the legend says what the colours mean
-    for verdict, ok_, colour in (("valid: keeps the function", True, VALID_COLOUR),
-                                 ("invalid: changes it", False, INVALID_COLOUR)):  # fmt: skip
+    # (in words short enough for one line beside the tolerance on a 1280-pixel projector)
+    for verdict, ok_, colour in (("valid", True, VALID_COLOUR),
+                                 ("invalid", False, INVALID_COLOUR)):  # fmt: skip
         at = [i for i, ok in enumerate(valid) if bool(ok) == ok_]
         if not at:
             continue
@@ -85,12 +89,12 @@ def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) 
             hovertemplate="%{y}<br>%{customdata[0]}, max |Δlogits| = %{customdata[1]:.2e}"
                           "<extra></extra>",
         ))  # fmt: skip
-    fig.add_vline(
-        x=tol,
-        line={"dash": "dash", "color": "#444", "width": THIN_WIDTH},
-        annotation_text=f"tolerance {tol:g}",
-        annotation_position="top",
-    )
+    # the tolerance is a dashed line across the rows (a shape), named in the legend beside the
+    # verdicts: a label of its own above the plot took a line that a projector's rows need
+    tolerance = {"dash": "dash", "color": "#444", "width": THIN_WIDTH}
+    fig.add_vline(x=tol, line=tolerance)
+    fig.add_trace(go.Scatter(x=[tol], y=[None], mode="lines", name=f"tolerance {tol:g}",
+                             line=tolerance))  # fmt: skip
     # a tick every three decades (the tolerance among them): every second decade tilted its
     # labels on top of one another at presentation size
     fig.update_xaxes(type="log", title_text="max |Δlogits| (float64)", exponentformat="power",
@@ -98,11 +102,19 @@ def figure_symmetry_check(rows: Sequence[dict[str, Any]], *, tol: float = 1e-9) 
     fig.update_yaxes(autorange="reversed", showgrid=False, categoryorder="array",
                      categoryarray=names)  # fmt: skip
     apply_theme(fig)
-    # a row's height grows with its font on a projector (ROWS_META), or labels are dropped
+    # The legend on one line above the rows, across the whole figure (beside them it left the
+    # bars too narrow for their ticks on a projector), under the heading when there is one. Every
+    # row keeps its label (dtick): a row's height grows with its font on a projector (ROWS_META);
+    # ten rows make a projector's figure PROJECTOR_HEIGHT tall, so that under the page's title
+    # row it fits a 720-pixel screen.
+    heading = {"text": title, "side": "top", "font": {"size": font_size() + 2}} if title else None
     fig.update_layout(
-        height=max(300, 40 * len(rows) + 110), legend=legend_above(1.06),
-        margin={"l": 20, "t": 70}, meta={ROWS_META: len(rows)},
+        height=max(260, 26 * len(rows) + 100), margin={"l": 20, "t": 10},
+        legend={"orientation": "h", "xref": "container", "yref": "container", "x": 0, "y": 1,
+                "xanchor": "left", "yanchor": "top", "title": heading},
+        meta={ROWS_META: len(rows)},
     )  # fmt: skip
+    fig.update_yaxes(dtick=1)
     fig.update_yaxes(automargin=True)
     return fig
 

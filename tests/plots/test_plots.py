@@ -299,9 +299,11 @@ def test_gauge_figures_use_log_axes_and_mark_references():
     assert min(y for t in scramble.data for y in t.y) > 0  # a barrier of 0 is drawn at a floor
     check = BUILDERS["symmetry_check"]()
     assert check.layout.xaxis.type == "log"
-    # valid and invalid coloured apart, each named in the legend
-    assert len({t.marker.color for t in check.data}) == 2
+    # valid and invalid coloured apart, each named in the legend, and the tolerance named too
+    bars = [t for t in check.data if t.type == "bar"]
+    assert len({t.marker.color for t in bars}) == 2
     assert all(t.showlegend is not False and t.name for t in check.data)
+    assert [t.name for t in check.data if t.type != "bar"] == ["tolerance 1e-09"]
     claims = BUILDERS["claims"]()
     assert any(s.y0 == 0.125 for s in claims.layout.shapes)  # the chance level, drawn
     assert claims.data[-1].name.startswith("chance")  # and named in the legend
