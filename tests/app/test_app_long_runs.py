@@ -151,3 +151,30 @@ def test_the_barrier_matrix_says_its_cost_beside_its_button():
     # the page's own pair is stored (its curve above), the two others are not
     assert "2 pair(s) not stored: their matching about" in said, said
     assert len(at.get("plotly_chart")) == 1  # nothing measured before the button
+
+
+def test_learned_matching_of_the_page_own_pair_waits_for_a_click_beside_its_cost(monkeypatch):
+    """On an empty cache the Eigenangles page's own view (learned matching on, seeds 0 and 1)
+    trained a rotation for minutes before it drew anything. Now weight matching (quick) is
+    drawn at once, and learned matching waits for a click beside its cost: unknown on this
+    machine until learned matching of this model has run here."""
+    from app import state as app_state
+    from app.state import timings as state
+
+    monkeypatch.setattr(state, "LEARNED_SECONDS", {})
+    asked, real = [], app_state.compute_eigenangles
+
+    def counted(model, seeds, learned, device, progress=None):
+        asked.append(learned)
+        return real(model, seeds, learned, device, progress=progress)
+
+    monkeypatch.setattr(app_state, "compute_eigenangles", counted)
+    at = _page("eigenangles")
+    ok(at)
+    assert at.toggle(key="eig_learned").value is True  # the page's own view asks for it
+    assert asked == [False]  # weight matching alone, computed at once
+    assert len(at.get("plotly_chart")) == 2  # its angles and its objective
+    notes = _notes(at)
+    assert "learned matching of seeds 0 ↔ 1 (time unknown on this machine" in notes, notes
+    assert "Learned matching waits for the click above." in notes
+    assert any(b.key == "start-eig" for b in at.button)
