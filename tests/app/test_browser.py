@@ -317,26 +317,37 @@ def test_the_app_asks_no_other_host_for_anything(app_url, monkeypatch):
 
 
 # what the presentation test measures of a page: the sidebar, the first figure, its axis titles
-# and the toolbar, in CSS pixels of the viewport
+# and the toolbar, in CSS pixels of the viewport; the legend entries scrolled out of their
+# legend's box, and the tick labels tilted or outside their figure
 _MEASURE = """() => {
   const box = e => { const b = e.getBoundingClientRect();
                      return {x: b.x, y: b.y, w: b.width, h: b.height}; };
+  const inside = (e, o) => { const b = e.getBoundingClientRect(), c = o.getBoundingClientRect();
+    return b.top >= c.top - 1 && b.bottom <= c.bottom + 1 && b.left >= c.left - 1
+           && b.right <= c.right + 1; };
   const side = document.querySelector('[data-testid="stSidebar"]');
   const chart = document.querySelector('[data-testid="stPlotlyChart"]');
   const titles = chart ? [...chart.querySelectorAll('.g-xtitle text, .g-x2title text')]
     .map(e => ({text: e.textContent, ...box(e)})) : [];
+  const hidden = chart ? [...chart.querySelectorAll('.legend')].flatMap(l =>
+    [...l.querySelectorAll('.traces')].filter(t => !inside(t, l.querySelector('.bg')))
+      .map(t => t.textContent)) : [];
+  const ticks = chart ? [...chart.querySelectorAll('.xtick text, .ytick text')].filter(e =>
+    !inside(e, chart) || /rotate\\([^0]/.test(e.getAttribute('transform') || ''))
+    .map(e => e.textContent) : [];
   return {sidebar: side ? box(side) : null, figure: chart ? box(chart) : null, titles,
           ternary: chart ? [...chart.querySelectorAll('.ternary .bglayer')].map(box) : [],
-          toolbar: document.querySelectorAll('.modebar-btn').length};
+          toolbar: document.querySelectorAll('.modebar-btn').length, hidden, ticks};
 }"""
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
 def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, size):
     """Presentation mode on a 1280×720 and a 1920×1080 projector: the sidebar folds away, the
-    first figure starts on the first screen (Interpolation, Triangle and Surface: the whole
-    figure), two axis titles never overlap, the triangles keep their size, no toolbar covers a
-    title. Screenshots go to $LANDSCAPE_SCREENSHOTS when set."""
+    first figure is whole on the first screen, two axis titles never overlap, the triangles
+    keep their size, no toolbar covers a title, every legend entry is in view (none scrolled
+    away) and every tick label is level and inside its figure (the Models page's names).
+    Screenshots go to $LANDSCAPE_SCREENSHOTS when set."""
     from playwright.sync_api import sync_playwright
 
     url, cache = app_url
@@ -346,7 +357,7 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
     with sync_playwright() as pw:
         browser, _ = _browser(pw)
         page = browser.new_page(viewport={"width": width, "height": height})
-        for path in ("interpolation", "triangle", "surface", "gauge"):
+        for path in ("interpolation", "triangle", "surface", "gauge", "atlas", "models"):
             page.goto(f"{url}/{path}?present=1" + ("&grid=5" if path == "surface" else ""))
             page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
             _settle(page)
@@ -366,8 +377,12 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
                 problems.append(f"/{path}: the sidebar takes {side['x'] + side['w']:.0f} px")
             if not 0 <= fig["y"] < height / 2:
                 problems.append(f"/{path}: the first figure starts at y = {fig['y']:.0f}")
-            if path != "gauge" and fig["y"] + fig["h"] > height + 1:
+            if fig["y"] + fig["h"] > height + 1:
                 problems.append(f"/{path}: the first figure ends at y = {fig['y'] + fig['h']:.0f}")
+            if m["hidden"]:
+                problems.append(f"/{path}: legend entries scrolled out of view: {m['hidden']}")
+            if m["ticks"]:
+                problems.append(f"/{path}: tick labels tilted or cut: {m['ticks']}")
             for a, b in zip(m["titles"], m["titles"][1:], strict=False):
                 if (
                     a["x"] + a["w"] > b["x"]
@@ -382,5 +397,41 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
                 problems.append(f"/{path}: triangles {[round(t['w']) for t in m['ternary']]} px")
             if m["toolbar"]:
                 problems.append(f"/{path}: a toolbar over the figure")
+        browser.close()
+    assert not problems, problems
+
+
+def test_every_model_name_and_every_seed_is_read_whole_on_a_laptop(app_url, monkeypatch):
+    """At 1440 px wide (no presentation mode): the Models page's accuracy overview writes every
+    model name level and inside the figure, and the Atlas shows every seed's legend entry
+    without scrolling the legend."""
+    from playwright.sync_api import sync_playwright
+
+    from landscape.sources.zoo import available_seeds
+
+    url, cache = app_url
+    monkeypatch.setenv("LANDSCAPE_CACHE", cache)
+    problems = []
+    with sync_playwright() as pw:
+        browser, page = _browser(pw)
+        for path in ("models", "atlas"):
+            if path == "atlas" and len(available_seeds("mlp-digits")) < 2:
+                continue
+            page.goto(f"{url}/{path}")
+            page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=180_000)
+            _settle(page)
+            m = page.evaluate(_MEASURE)
+            if m["hidden"]:
+                problems.append(f"/{path}: legend entries scrolled out of view: {m['hidden']}")
+            if m["ticks"]:
+                problems.append(f"/{path}: tick labels tilted or cut: {m['ticks']}")
+            if path == "models":
+                names = page.evaluate(
+                    "[...document.querySelector('[data-testid=\"stPlotlyChart\"]')"
+                    ".querySelectorAll('.ytick text')].map(e => e.textContent)"
+                )
+                if "gpt-shakespeare-d128-drop0.3" not in names:
+                    problems.append(f"/models: the names on the y axis are {names}")
         browser.close()
     assert not problems, problems
