@@ -363,4 +363,4 @@ def _run(
 
 
 ACTIVATION = MatchingMethod("activation", "activation matching", ActivationOptions, _run,
-                            needs_data=True, hooks=("inputs",))  # fmt: skip
+                            needs_data=True, experts=False, hooks=("inputs",))  # fmt: skip

@@ -212,4 +212,4 @@ def _run(
 
 
 LEARNED = MatchingMethod("learned", "learned matching", LearnedOptions, _run, needs_data=True,
-                         learned=True, hooks=("start", "on_eval"))  # fmt: skip
+                         learned=True, experts=False, hooks=("start", "on_eval"))  # fmt: skip

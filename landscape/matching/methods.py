@@ -84,8 +84,9 @@ class MatchingMethod:
     weight matching's transform (read from the cache) when its ``init`` setting is
     ``"weight"``. ``consumes``: it can work on handed-over input dicts, emptying them
     (``consume=True``: the same result in fewer copies of a large pair). ``aligns``: it moves
-    B at all (naive does not). ``hooks``: the names of its per-call arguments that are no
-    setting (:class:`Run`).
+    B at all (naive does not). ``experts``: it aligns mixtures of experts (one without it
+    refuses them, :func:`refuse_experts`, and tables leave its rows out of theirs).
+    ``hooks``: the names of its per-call arguments that are no setting (:class:`Run`).
     """
 
     name: str
@@ -96,7 +97,13 @@ class MatchingMethod:
     learned: bool = False
     consumes: bool = False
     aligns: bool = True
+    experts: bool = True
     hooks: tuple[str, ...] = ()
+
+    def fits(self, cfg: ModelConfig) -> bool:
+        """Whether this method aligns models of ``cfg`` (a mixture of experts needs
+        ``experts``)."""
+        return self.experts or not cfg.moe
 
     def settings(self, given: Mapping[str, Any] | Any | None = None, **more: Any) -> Any:
         """This method's ``options`` from ``given`` (a dict of settings, or the dataclass

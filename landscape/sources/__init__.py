@@ -36,6 +36,7 @@ from landscape.sources.checkpoints import (
     load_any,
     load_member,
     model_arch,
+    model_config,
 )
 from landscape.sources.data import (
     LOGIT_BUDGET,
@@ -81,6 +82,7 @@ __all__ = [
     "load_any",
     "load_member",
     "model_arch",
+    "model_config",
     "spec_data",
     "spec_splits",
     "split_sampler",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from landscape.errors import LandscapeError, did_you_mean
+from landscape.models import ModelConfig
 from landscape.models.importers import (
     import_checkpoint,
 )
@@ -111,3 +112,11 @@ def model_arch(name: str) -> str:
     if name not in ZOO and is_family(name):
         return family(name).arch
     return zoo_model(name).config.arch  # the zoo's error for an unknown name
+
+
+def model_config(name: str, member: int = 0) -> ModelConfig:
+    """The config of a zoo model (its recipe's: nothing is loaded or trained) or of an imported
+    family (member ``member``'s, read from disk)."""
+    if name not in ZOO and is_family(name):
+        return load_member(name, member).cfg
+    return zoo_model(name).config

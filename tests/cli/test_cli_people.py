@@ -342,9 +342,16 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
     assert "loss barrier (nats) ± s.e.m." in lines[head] and "accuracy barrier" in lines[head]
     row = lines[head + 1]
     assert row.split()[:5] == ["weight", "orth", "0.0271", "±", "0.0012"]
+    assert "per pair" in lines[head] and "0.0271 0.028" in row
     assert "0.80% ± 0.10%" in row and row.endswith("0.34–0.69")
     assert "paper: a paper, Table 2" in text
+    assert "left out" not in text
     _fits(text)
+    moe = {**result, "left_out": [{"method": "learned", "group": "orth",
+                                   "reason": "learned matching is not built for mixtures of "
+                                             "experts"}]}  # fmt: skip
+    said = summaries.show("table", moe)
+    assert "left out: learned/orth: learned matching is not built for mixtures of experts" in said
 
 
 @pytest.mark.parametrize("mean,sem,percent,text", [

@@ -18,6 +18,7 @@ from landscape.experiments import (
     table,
     triangle,
 )
+from landscape.experiments.barriers.tables import DEFAULT_ROWS, fitting_rows
 
 BARRIER_KEYS = {"lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
                 "endpoint_accuracy", "function_check", "seconds", "cached", "device"}  # fmt: skip
@@ -90,6 +91,23 @@ def test_table_rows_equal_barrier_numbers():
         assert row["barrier_loss"] == pytest.approx(sum(singles) / 2)
     naive, weight = t["rows"]
     assert naive["barrier_loss"] > weight["barrier_loss"]
+
+
+@pytest.mark.parametrize("model, left_out", [
+    pytest.param("gpt-shakespeare", [], id="dense"),
+    pytest.param("moe-shakespeare-d64", [("activation", "perm"), ("learned", "perm"),
+                                         ("learned", "orth")], id="experts"),
+])  # fmt: skip
+def test_a_tables_rows_are_those_whose_method_aligns_the_model(model, left_out):
+    kept, out = fitting_rows(model, DEFAULT_ROWS)  # the zoo's config: nothing is trained
+    assert [(x["method"], x["group"]) for x in out] == left_out
+    assert kept == [r for r in DEFAULT_ROWS if r not in left_out]
+    assert all("mixtures of experts" in x["reason"] for x in out)
+
+
+def test_a_table_with_no_row_that_aligns_the_model_is_refused():
+    with pytest.raises(LandscapeError, match="no row of the table aligns moe-shakespeare-d64"):
+        fitting_rows("moe-shakespeare-d64", (("learned", "orth"), ("activation", "perm")))
 
 
 def test_table_in_both_spaces_reads_against_the_paper():

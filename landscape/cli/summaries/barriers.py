@@ -265,6 +265,7 @@ def _show_table(r: dict[str, Any]) -> list[str]:
     rows = [{"method": x["method"], "group": x["group"],
              **({"space": x["space"]} if len(spaces) > 1 else {}),
              "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
+             **({"per pair": " ".join(f"{v:.3g}" for v in x["per_pair_loss"])} if many else {}),
              "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"), many),
              "paper": x.get("paper") or ""} for x in r["rows"]]  # fmt: skip
     where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
@@ -272,6 +273,8 @@ def _show_table(r: dict[str, Any]) -> list[str]:
     heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
              "accuracy": "accuracy barrier", "paper": "paper (nats)"}  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
+    for x in r.get("left_out", []):  # rows whose method does not align this model
+        lines += _wrap(f"left out: {x['method']}/{x['group']}: ", x["reason"])
     if r.get("learned_options"):  # settings other than the library's defaults
         said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
         lines += _wrap("learned rows: ", said)

@@ -24,7 +24,7 @@ from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
 from landscape.progress import tell, within
-from landscape.sources import available_seeds, model_arch
+from landscape.sources import available_seeds, model_arch, model_config
 from landscape.store.cache import Cache
 
 
@@ -141,9 +141,10 @@ def table(
     ``executor="ray"`` computes the cells as Ray tasks (on the cluster at ``address``, else a
     local one) and stores them in ``cache`` first (:mod:`landscape.experiments.sweeps`); the
     table is then assembled from the cache as in the serial run. ``function_ok`` and
-    ``warnings`` (also per row) gather those of every barrier. ``learned_options`` (learned
-    matching's keywords, e.g. ``steps``) go to the learned rows only and are said in the
-    result's ``learned_options``. Options: :class:`TableOptions`.
+    ``warnings`` (also per row) gather those of every barrier. Rows whose method does not
+    align the model (:func:`fitting_rows`) are named in ``left_out``. ``learned_options``
+    (learned matching's keywords, e.g. ``steps``) go to the learned rows only and are said in
+    the result's ``learned_options``. Options: :class:`TableOptions`.
     """
     o = options
     rows, split, points, seeds, space = o.rows, o.split, o.points, o.seeds, o.space
@@ -153,6 +154,7 @@ def table(
     check_points(points)
     spaces = table_spaces(model, space)
     pair_list = pairs_for(model, pairs, seeds)
+    rows, left_out = fitting_rows(model, rows, pair_list[0][0])
     if executor == "ray":
         cells = [sweeps.Call(_barrier_cell, (model, pair, method, group, space_, points, split,
                                              _options(method, learned_options)),
@@ -193,9 +195,32 @@ def table(
     out = {"model": model, "split": split, "space": space, "spaces": list(spaces),
            "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip
+    if left_out:
+        out["left_out"] = left_out
     if learned_options:
         out["learned_options"] = dict(learned_options)
     return out
+
+
+def fitting_rows(model: str, rows: Sequence[tuple[str, str]], seed: int = 0,
+                 ) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:  # fmt: skip
+    """The ``rows`` whose method aligns ``model`` (its config; a family's member ``seed``), and
+    those left out, each with the reason: a method not built for a mixture of experts
+    (``MatchingMethod.experts``) has no row of one. An unknown method is kept, for the barrier
+    to refuse."""
+    cfg = model_config(model, seed)
+    kept, left_out = [], []
+    for method, group in rows:
+        entry = METHODS_BY_NAME.get(method)
+        if entry is None or entry.fits(cfg):
+            kept.append((method, group))
+        else:
+            left_out.append({"method": method, "group": group,
+                             "reason": f"{entry.title} is not built for mixtures of experts"})
+    if not kept:
+        raise LandscapeError(f"no row of the table aligns {model}: "
+                             f"{', '.join(f'{m}/{g}' for m, g in rows)}")  # fmt: skip
+    return kept, left_out
 
 
 def _options(method: str, learned_options: dict[str, Any] | None) -> dict[str, Any] | None:
