@@ -9,8 +9,8 @@ callbacks) are not hashed. The pages reach the library through the names re-expo
 - ``stored``: ``stored_else_computed``, how a wrapper reads a result, else computes it;
 - ``models``: the zoo and imported families, checkpoints, data, the disk cache; training a
   seed, importing or removing a family, clearing the cache;
-- ``barriers``: barriers along lines and paths between two models, the barrier matrix, the
-  aligned model's download;
+- ``barriers``: barriers along lines and paths between two models, the curvature along the
+  line, the barrier matrix, the aligned model's download;
 - ``helpers``: what loads no model and computes nothing (requests, pairs, result rows);
 - ``planes``: the triangle through three models and the loss surfaces;
 - ``symmetries``: eigenangles, the atlas, the gauge sweep's parts, the transport table;
@@ -23,6 +23,7 @@ from app.state.barriers import (
     aligned_archive,
     barrier,
     barrier_matrix,
+    curvature,
     curve,
     iterations,
     iterations_seconds,
@@ -119,6 +120,7 @@ __all__ = [
     "compute_home_curves",
     "compute_surface",
     "compute_transport_table",
+    "curvature",
     "curve",
     "curve_rows",
     "data_problem",

@@ -1,6 +1,6 @@
 """Barriers along lines and paths between two models: the interpolation curve, the merge
-operators, the trained curve, spawned children, narrower models, the barrier per matching round,
-and the Llama ablation as far as it is stored.
+operators, the trained curve, the curvature along the line, spawned children, narrower models,
+the barrier per matching round, and the Llama ablation as far as it is stored.
 
 The pages pass the sidebar's device by name (hashable for st.cache_data); it is resolved here,
 once per call, and the library takes the torch.device.
@@ -81,6 +81,46 @@ def merges(
         lambda: _stored_merges(request, operators, device),
         lambda: _merge(request, operators, device, progress=progress),
     )
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stored_curvature(
+    model: str, seeds: tuple[int, int], method: str, group: str, options: dict[str, Any],
+    device: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`curvature` read from the disk cache; :class:`NotCached` when it is not there."""
+    from landscape.experiments.curvature import curvature as measured_curvature
+
+    return measured_curvature(model, seeds, method, group, device=resolve_device(device),
+                              cache=ReadOnlyCache(), **options)  # fmt: skip
+
+
+def curvature(
+    model: str,
+    seeds: tuple[int, int],
+    method: str,
+    group: str,
+    options: dict[str, Any],
+    device: str | None,
+    progress: Progress | None = None,
+    *,
+    compute: bool = True,
+) -> dict[str, Any]:
+    """The top Hessian eigenvalues and trace along one pair's line, naive and aligned
+    (``experiments.curvature.curvature``; ``options``: its ``CurvatureOptions`` fields):
+    memoised, else read from the disk cache, else computed under ``progress`` (the matching,
+    then the Hessian-vector products point by point) and read again. Without ``compute``,
+    :class:`NotCached` when it is not stored."""
+    from landscape.experiments.curvature import curvature as measured_curvature
+
+    args = (model, seeds, method, group, options, device)
+    if not compute:
+        return _stored_curvature(*args)
+    return stored_else_computed(
+        lambda: _stored_curvature(*args),
+        lambda: measured_curvature(model, seeds, method, group, device=resolve_device(device),
+                                   progress=progress, **options),
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

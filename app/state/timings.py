@@ -19,7 +19,8 @@ LEARNED_SECONDS: dict[tuple, float] = {}
 
 # and the seconds per unit of the other long runs here, by (kind, model, device): "atlas" per
 # checkpoint placed (by projection too), "curve" per training step of one curve, "merge" per
-# merged point, "rounds" the barrier per round of a pair (by learned too)
+# merged point, "rounds" the barrier per round of a pair (by learned too), "curvature" per
+# Hessian-vector product (its points' seconds, the matching left out)
 RUN_SECONDS: dict[tuple, float] = {}
 
 

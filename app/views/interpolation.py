@@ -11,6 +11,7 @@ from app.sections.interpolation import (
     aligned_download,
     ask,
     barrier_matrix,
+    curvature_along_line,
     curved_path,
     curves,
     different_widths,
@@ -35,6 +36,7 @@ curves(asked)  # the figure, then the barrier table
 barrier_matrix(asked)
 merge_operators(asked)
 curved_path(asked)
+curvature_along_line(asked)
 if asked.name in ZOO:  # a zoo run is trained again with snapshots
     spawned_children(asked)
 if not presentation():

@@ -7,12 +7,14 @@ function given what the page's controls ask for (:class:`Asked`).
 - ``matrix``: the barrier matrix of every pair of some seeds;
 - ``merges``: mergekit's merge operators beside the line;
 - ``curved``: a trained curve beside the line;
+- ``curvature``: the Hessian's top eigenvalue and trace along the line, beside its loss;
 - ``spawn``: children spawned from a parent's snapshot;
 - ``download``: the aligned model, as a zip;
 - ``widths``: A against narrower versions of B.
 """
 
 from app.sections.interpolation.asked import Asked, ask
+from app.sections.interpolation.curvature import curvature_along_line
 from app.sections.interpolation.curved import curved_path
 from app.sections.interpolation.curves import curves
 from app.sections.interpolation.download import aligned_download
@@ -26,6 +28,7 @@ __all__ = [
     "aligned_download",
     "ask",
     "barrier_matrix",
+    "curvature_along_line",
     "curved_path",
     "curves",
     "different_widths",
