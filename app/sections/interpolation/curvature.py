@@ -3,6 +3,8 @@ one pair's line beside its loss, naive and aligned; opt-in, computed on a click.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -24,7 +26,7 @@ POINTS = (3, 5, 9)  # points on λ, the endpoints included
 PROBES = (0, 16)  # Hutchinson's probes (0: no trace)
 
 
-def curvature_rows(made: dict) -> list[dict]:
+def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     """The result's numbers, one row per line and λ: the batch's loss, the top eigenvalue and
     the trace (± its standard error) where probes were asked for."""
     rows = []
