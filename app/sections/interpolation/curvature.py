@@ -18,6 +18,8 @@ from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from landscape.experiments.curvature import CurvatureOptions, expected_products
+from landscape.matching import aligns
+from landscape.names import method_key
 from landscape.page_defaults import method_group
 from landscape.plots.curvature import figure_curvature
 
@@ -31,7 +33,7 @@ def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     the trace (± its standard error) where probes were asked for."""
     rows = []
     for line in made["lines"]:
-        name = "naive" if line["method"] == "naive" else f"{line['method']}/{line['group']}"
+        name = method_key(line["method"], line["group"])
         for i, lam in enumerate(line["lambdas"]):
             rows.append({"alignment": name, "λ": lam, "loss (nats)": line["loss"][i],
                          "top eigenvalue": line["top_eigenvalue"][i],
@@ -63,7 +65,7 @@ def curvature_along_line(asked: Asked) -> None:
              label="curvature pair")  # fmt: skip
     pair = c1.selectbox("Pair (A, B)", pairs, key=f"curvature_pair_{name}",
                         format_func=asked.pair_label)  # fmt: skip
-    combos = [c for c in chosen if c != "naive"] or ["naive"]
+    combos = [c for c in chosen if aligns(method_group(c)[0])] or ["naive"]
     remember("curvature_combo", combos[0], param="hv_method", options=combos,
              label="curvature method")  # fmt: skip
     combo = c1.selectbox("Aligned by", combos, key="curvature_combo")
@@ -77,7 +79,7 @@ def curvature_along_line(asked: Asked) -> None:
     method, group = method_group(combo)
     options = {"top_k": top_k, "points": points, "probes": probes}
     wanted = (name, tuple(pair), method, group, options, device())
-    lines = 1 if method == "naive" else 2
+    lines = 2 if aligns(method) else 1  # naive's line, and the aligned one
 
     def products() -> int:
         """Hessian-vector products both lines are expected to take."""
