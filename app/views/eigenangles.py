@@ -62,6 +62,14 @@ with controls():
         "weight matching: one line evaluation each, minutes the first time, then cached.",
     )
 
+# Weight matching reads only the weights; learned matching and the barriers read the data.
+problem = state.data_problem(name) if learned or iterate else None
+if problem is not None:
+    show_error(f"Learned matching and the barriers need the data of {name}", problem,
+               data_fix(name), key="data")  # fmt: skip
+    learned = iterate = False  # what the weights alone can tell is drawn below,
+    # and no click is offered for a run that cannot read its data
+
 # Learned matching not stored for this pair starts only on a click when it is expected to take
 # over 20 s (as long as it took on this model here) or nothing measured says how long, the
 # page's default pair too (on an empty cache it trained for minutes before anything was drawn).
@@ -89,13 +97,6 @@ if learned:
     except Exception:  # the page's own read below shows what fails
         pass
     learned = learned and not waiting
-
-# Weight matching reads only the weights; learned matching and the barriers read the data.
-problem = state.data_problem(name) if learned or iterate else None
-if problem is not None:
-    show_error(f"Learned matching and the barriers need the data of {name}", problem,
-               data_fix(name), key="data")  # fmt: skip
-    learned = iterate = False  # what the weights alone can tell is drawn below
 
 
 def matching(with_learned: bool, fix: Fix | None = None) -> dict | None:

@@ -387,8 +387,9 @@ def test_eigenangles_page_renders_and_reruns():
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
     assert not any("appear here" in i.value for i in at.info)  # the placeholder was replaced
-    at.button(key="start-eig").click().run()  # learned matching, not stored: on a click
-    ok(at)
+    if any(b.key == "start-eig" for b in at.button):  # learned matching, not stored: on a
+        at.button(key="start-eig").click().run()  # click (stored by an earlier test: at once)
+        ok(at)
     # the export report names the matchings whose rotations it shows
     learned = drawn(at, "eig")
     assert learned.settings["methods"] == ["weight/orth", "learned/orth"]
@@ -412,8 +413,9 @@ def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch
     _need(3)
     at = _open("eigenangles")
     ok(at)
-    at.button(key="start-eig").click().run()  # the default pair's too waits for a click
-    ok(at)
+    if any(b.key == "start-eig" for b in at.button):  # the default pair's waits for a click,
+        at.button(key="start-eig").click().run()  # unless an earlier test stored its matching
+        ok(at)
     assert state.LEARNED_SECONDS  # the default pair's learned matching, measured
     monkeypatch.setattr(state, "LEARNED_SECONDS", {k: 100.0 for k in state.LEARNED_SECONDS})
     at.selectbox(key="eig_b_mlp-digits").set_value(2).run()

@@ -117,6 +117,8 @@ def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory)
 
     monkeypatch.setattr(view, "pair_angles", failing)
     at = _open("eigenangles", "mlp-digits")
+    if any(b.key == "start-eig" for b in at.button):  # learned matching waits for a click
+        at.button(key="start-eig").click().run()  # unless this process measured it quick
     card = _card(at)
     assert card.startswith("**Learned matching:** RuntimeError") and "NaN at step 3" in card
     assert any("Learned matching did not finish" in i.value for i in at.info)
