@@ -1,5 +1,6 @@
-"""Helpers of the app tests: the app's entry file, the check that a page ran cleanly, and the
-figure a page last drew under a key (as the export report keeps it)."""
+"""Helpers of the app tests: the app's entry file, the check that a page ran cleanly, the
+figure a page last drew under a key (as the export report keeps it), and a start button
+clicked where a long run waits for one."""
 
 from __future__ import annotations
 
@@ -22,3 +23,10 @@ def drawn(at: AppTest, key: str) -> Any:
     from app.state import FIGURES, LATEST
 
     return at.session_state[FIGURES][at.session_state[LATEST][key]]
+
+
+def start_if_asked(at: AppTest, key: str) -> None:
+    """Click the start button ``key`` where the page shows one: a long run waits for a click
+    unless an earlier test in this process stored its result or measured it quick."""
+    if any(b.key == key for b in at.button):
+        at.button(key=key).click().run()

@@ -15,7 +15,7 @@ from app.navigation import PAGE_SPECS
 from app.state import FIGURES
 from landscape.models.zoo import ABLATION_STEPS, ZOO
 from landscape.sources.zoo import available_seeds
-from tests.app.common import MAIN, drawn, ok
+from tests.app.common import MAIN, drawn, ok, start_if_asked
 
 
 def _open(page: str) -> AppTest:
@@ -387,9 +387,8 @@ def test_eigenangles_page_renders_and_reruns():
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 2  # histogram and WM objective at least
     assert not any("appear here" in i.value for i in at.info)  # the placeholder was replaced
-    if any(b.key == "start-eig" for b in at.button):  # learned matching, not stored: on a
-        at.button(key="start-eig").click().run()  # click (stored by an earlier test: at once)
-        ok(at)
+    start_if_asked(at, "start-eig")  # learned matching, not stored: on a click
+    ok(at)
     # the export report names the matchings whose rotations it shows
     learned = drawn(at, "eig")
     assert learned.settings["methods"] == ["weight/orth", "learned/orth"]
@@ -413,9 +412,8 @@ def test_a_new_seed_b_starts_a_long_learned_matching_only_on_a_click(monkeypatch
     _need(3)
     at = _open("eigenangles")
     ok(at)
-    if any(b.key == "start-eig" for b in at.button):  # the default pair's waits for a click,
-        at.button(key="start-eig").click().run()  # unless an earlier test stored its matching
-        ok(at)
+    start_if_asked(at, "start-eig")  # the default pair's too
+    ok(at)
     assert state.LEARNED_SECONDS  # the default pair's learned matching, measured
     monkeypatch.setattr(state, "LEARNED_SECONDS", {k: 100.0 for k in state.LEARNED_SECONDS})
     at.selectbox(key="eig_b_mlp-digits").set_value(2).run()

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from landscape.data import datasets
 from landscape.errors import LandscapeError
 from landscape.sources.zoo import available_seeds
-from tests.app.common import MAIN
+from tests.app.common import MAIN, start_if_asked
 
 # Characters every zoo GPT knows; long enough for its train and test windows.
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer.\n"
@@ -117,8 +117,7 @@ def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory)
 
     monkeypatch.setattr(view, "pair_angles", failing)
     at = _open("eigenangles", "mlp-digits")
-    if any(b.key == "start-eig" for b in at.button):  # learned matching waits for a click
-        at.button(key="start-eig").click().run()  # unless this process measured it quick
+    start_if_asked(at, "start-eig")  # learned matching waits for a click
     card = _card(at)
     assert card.startswith("**Learned matching:** RuntimeError") and "NaN at step 3" in card
     assert any("Learned matching did not finish" in i.value for i in at.info)
