@@ -29,7 +29,8 @@ page_header(
     "(dropout, rotary positions, grouped-query attention, 8 heads of 16, SwiGLU, no biases, and "
     "the learning rate and steps of the recipe), so that comparison alone cannot say why. Each "
     "row below is a model that changes **one** of them from the dropout GPT (up to three seeds "
-    "each, every pair measured): the row where the barrier jumps names the change that holds it.",
+    "each, every pair measured): the row where the barrier jumps names the change that holds it. "
+    "The rows after the whole layout go back: the Llama layout with **one** change undone.",
 )
 
 result = state.ablation()

@@ -129,6 +129,23 @@ ABLATION_STEPS: dict[str, tuple[str, ModelConfig, TrainConfig]] = {
         "the whole Llama layout, with the dropout GPT's recipe (dropout 0.3, lr 2e-3, 2,500 "
         "steps)", LLAMA_D128, DROPOUT_GPT_RECIPE),
 }  # fmt: skip
+# The reverse steps: the Llama layout under the dropout GPT's recipe with exactly one of its
+# changes undone (the GPT's value of those fields put back). The one-knob steps above do not add
+# up to the whole layout's barrier; a reverse step that falls to the base's value names the
+# change that holds the rest, alone or together with the others. Only the changes that moved
+# the barrier alone, or that could act with rotary positions, have one (8 heads of 16 and no
+# biases left it where the base's was).
+ABLATION_REVERSE: dict[str, tuple[str, ModelConfig, TrainConfig]] = {
+    "llama-shakespeare-d128-drop0.3-learnedpos": (
+        "learned positions (rotary undone)", LLAMA_D128.replace(pos="learned"),
+        DROPOUT_GPT_RECIPE),
+    "llama-shakespeare-d128-drop0.3-gelu": (
+        "GELU 512 (SwiGLU undone)", LLAMA_D128.replace(mlp="plain", act="gelu", d_mlp=512),
+        DROPOUT_GPT_RECIPE),
+    "llama-shakespeare-d128-drop0.3-mha": (
+        "one key/value head per head (grouped-query attention undone)",
+        LLAMA_D128.replace(n_kv_heads=0), DROPOUT_GPT_RECIPE),
+}  # fmt: skip
 
 ZOO: dict[str, ZooModel] = {
     m.name: m
@@ -259,6 +276,12 @@ ZOO: dict[str, ZooModel] = {
                      f"entry: {change}; trained on first use, not shipped (the Llama ablation)",
                      cfg, recipe, eval_windows=512, ships=False)
             for name, (change, cfg, recipe) in ABLATION_STEPS.items()
+        ),
+        *(
+            ZooModel(name, "shakespeare", f"the Llama layout under {ABLATION_BASE}'s recipe "
+                     f"with one change undone: {change}; trained on first use, not shipped "
+                     "(the Llama ablation)", cfg, recipe, eval_windows=512, ships=False)
+            for name, (change, cfg, recipe) in ABLATION_REVERSE.items()
         ),
         ZooModel(
             "moe-shakespeare-d64",

@@ -185,3 +185,25 @@ def test_each_ablation_step_changes_one_thing_of_the_dropout_gpt():
         assert (m.dataset, m.eval_windows) == (base.dataset, base.eval_windows)
     llama = ZOO["llama-shakespeare-d128-drop0.3"]
     assert llama.config == ZOO[LLAMA].config  # the layout itself, not a copy of it
+
+
+def test_each_reverse_step_undoes_one_change_of_the_llama_layout():
+    """The reverse steps: the Llama layout under the dropout GPT's recipe with the GPT's value
+    of one change's fields put back, and no other field moved."""
+    from landscape.models.zoo import ABLATION_BASE, ABLATION_REVERSE
+
+    base, layout = ZOO[ABLATION_BASE], ZOO["llama-shakespeare-d128-drop0.3"]
+    expected = {
+        "llama-shakespeare-d128-drop0.3-learnedpos": {"pos"},
+        "llama-shakespeare-d128-drop0.3-gelu": {"mlp", "act", "d_mlp"},
+        "llama-shakespeare-d128-drop0.3-mha": {"n_kv_heads"},
+    }  # fmt: skip
+    assert list(ABLATION_REVERSE) == list(expected)
+    for name, fields in expected.items():
+        m = ZOO[name]
+        changed = {f.name for f in dataclasses.fields(layout.config)
+                   if getattr(m.config, f.name) != getattr(layout.config, f.name)}  # fmt: skip
+        assert changed == fields, name
+        assert all(getattr(m.config, f) == getattr(base.config, f) for f in fields), name
+        assert m.train == layout.train and not m.ships and shipped_seeds(name) == []
+        assert init_params(m.config, 0)  # each is a model the library builds

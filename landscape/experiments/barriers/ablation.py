@@ -5,7 +5,9 @@ Learned rotations remove the barrier between two seeds of ``gpt-shakespeare-d128
 leave about half a nat between two seeds of ``llama-shakespeare-d128``, which differs from it in
 several ways at once. The ablation measures, beside both ends, the zoo entries that change one
 of them (:data:`landscape.models.zoo.ABLATION_STEPS`) with the same methods, pairs, points,
-split and merge spaces, so each row differs from the base row by one change.
+split and merge spaces, so each row differs from the base row by one change, and the reverse
+steps (:data:`landscape.models.zoo.ABLATION_REVERSE`), each the whole layout under the base's
+recipe with one change undone.
 
 Every barrier is an entry of the one barrier pipeline (:func:`.pipeline.measure_barrier`), so an
 interrupted ablation goes on from the cells it has. Each entry × merge space is stored as one
@@ -37,7 +39,14 @@ from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import METHODS_BY_NAME, function_check
 from landscape.models.params import count_params
 from landscape.models.train import TRAIN_VERSION
-from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS, Checkpoint, ZooModel, zoo_model
+from landscape.models.zoo import (
+    ABLATION_BASE,
+    ABLATION_REVERSE,
+    ABLATION_STEPS,
+    Checkpoint,
+    ZooModel,
+    zoo_model,
+)
 from landscape.progress import tell, within
 from landscape.sources import Source, available_seeds
 from landscape.store.cache import Cache, NotCached, ReadOnlyCache
@@ -49,7 +58,8 @@ CALIBRATED = "calibrated"
 TARGET = "llama-shakespeare-d128"
 # (zoo entry, a short label, what it changes with respect to the base), in the order a reader
 # walks from the dropout GPT to the Llama entry: the base, dropout off, one architectural change
-# each, the whole layout under the base's recipe, and the Llama entry with its own recipe.
+# each, the whole layout under the base's recipe, that layout with one change undone (the reverse
+# steps), and the Llama entry with its own recipe.
 LABELS = {
     ABLATION_BASE: "dropout GPT (base)",
     "gpt-shakespeare-d128": "− dropout",
@@ -59,12 +69,17 @@ LABELS = {
     "gpt-shakespeare-d128-drop0.3-swiglu": "+ SwiGLU 256",
     "gpt-shakespeare-d128-drop0.3-nobias": "− biases",
     "llama-shakespeare-d128-drop0.3": "Llama layout, base recipe",
+    "llama-shakespeare-d128-drop0.3-learnedpos": "Llama layout − rotary",
+    "llama-shakespeare-d128-drop0.3-gelu": "Llama layout − SwiGLU",
+    "llama-shakespeare-d128-drop0.3-mha": "Llama layout − grouped-query",
     TARGET: "Llama entry (own recipe)",
 }
 STEPS: tuple[tuple[str, str], ...] = (
     (ABLATION_BASE, "none: the dropout GPT (the base)"),
     ("gpt-shakespeare-d128", "no dropout (the base's recipe otherwise)"),
     *((name, change) for name, (change, _, _) in ABLATION_STEPS.items()),
+    *((name, f"the Llama layout, base recipe, with {change}")
+      for name, (change, _, _) in ABLATION_REVERSE.items()),
     (TARGET, "the Llama entry: the Llama layout with its own recipe (no dropout, lr 4e-3, "
              "2,000 steps)"),
 )  # fmt: skip
