@@ -201,13 +201,15 @@ def triangle(device: torch.device, tmp: Path, model: str = VIT) -> Result:
 def surface(device: torch.device, tmp: Path, model: str = VIT, resolution: int = 11) -> Result:
     """The loss surface around seed 0 along filter-normalised directions: resolution² models
     evaluated on the whole test split, in batched chunks."""
+    from landscape.experiments import RunContext
+    from landscape.experiments.surfaces import SurfaceOptions
     from landscape.experiments.surfaces import surface as run_surface
 
     r = Result("surface", f"surface around {model} seed 0, {resolution}×{resolution}, test split",
                rel_tol=1e-4, abs_tol=1e-4)  # fmt: skip
     t = time.perf_counter()
-    out = run_surface(model, [0], resolution=resolution, extent=1.0, device=device,
-                      cache=_cache(tmp, "surface"))  # fmt: skip
+    out = run_surface(model, [0], options=SurfaceOptions(resolution, extent=1.0),
+                      context=RunContext(device, _cache(tmp, "surface")))  # fmt: skip
     _sync(device)
     r.seconds = time.perf_counter() - t
     corner = out["loss"][0][0]  # the grid's corner, (-extent, -extent): far from the model
@@ -242,13 +244,15 @@ def hessian_surface(device: torch.device, tmp: Path, model: str = GPT, resolutio
                     ) -> Result:  # fmt: skip
     """``surface --directions hessian`` around seed 0: Lanczos for the top two eigenvectors on
     the device's products, then resolution² models on the test split."""
+    from landscape.experiments import RunContext
+    from landscape.experiments.surfaces import SurfaceOptions
     from landscape.experiments.surfaces import surface as run_surface
 
     r = Result("hessian-surface", f"surface around {model} seed 0 along its Hessian, "
                f"{resolution}×{resolution}", rel_tol=1e-3, abs_tol=1e-3)  # fmt: skip
     t = time.perf_counter()
-    out = run_surface(model, [0], directions="hessian", resolution=resolution, extent=0.5,
-                      device=device, cache=_cache(tmp, "hessian-surface"))  # fmt: skip
+    out = run_surface(model, [0], options=SurfaceOptions(resolution, directions="hessian",
+                      extent=0.5), context=RunContext(device, _cache(tmp, "hessian-surface")))
     _sync(device)
     r.seconds = time.perf_counter() - t
     h = out["hessian"]

@@ -70,11 +70,12 @@ def surface(
     """A loss surface (``landscape.experiments.surfaces.surface``: one seed, around it along
     ``directions``, random or the Hessian's; three, the plane through them) read from the disk
     cache; :class:`NotCached` when it is not there yet (then :func:`compute_surface`)."""
+    from landscape.experiments import RunContext
     from landscape.experiments.surfaces import surface as read
 
-    return read(model, seeds, method, group, **_surface_options(len(seeds), extent,
-                directions_seed, margin, directions), resolution=resolution, split=split,
-                device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+    return read(model, seeds, method, group, _surface_options(len(seeds), resolution, split,
+                extent, directions_seed, margin, directions),
+                context=RunContext(resolve_device(device), ReadOnlyCache()))  # fmt: skip
 
 
 def compute_surface(
@@ -84,19 +85,24 @@ def compute_surface(
 ) -> dict[str, Any]:  # fmt: skip
     """:func:`surface` computed (aligning the models of a plane first, or finding the Hessian's
     eigenvectors) under ``progress`` and stored, then read as the page reads it."""
+    from landscape.experiments import RunContext
     from landscape.experiments.surfaces import surface as compute
 
     args = (model, seeds, method, group, resolution, split, device, extent, directions_seed,
             margin, directions)  # fmt: skip
-    compute(model, seeds, method, group, **_surface_options(len(seeds), extent, directions_seed,
-            margin, directions), resolution=resolution, split=split,
-            device=resolve_device(device), progress=progress)  # fmt: skip
+    compute(model, seeds, method, group, _surface_options(len(seeds), resolution, split, extent,
+            directions_seed, margin, directions),
+            context=RunContext(resolve_device(device), progress=progress))  # fmt: skip
     return surface(*args)
 
 
-def _surface_options(n: int, extent: float, directions_seed: int, margin: float,
-                     directions: str = "random") -> dict[str, Any]:  # fmt: skip
-    """The options of a surface around one model (``n`` = 1) or through three."""
+def _surface_options(n: int, resolution: int, split: str, extent: float, directions_seed: int,
+                     margin: float, directions: str = "random") -> Any:  # fmt: skip
+    """The options of a surface around one model (``n`` = 1) or through three
+    (``landscape.experiments.surfaces.SurfaceOptions``)."""
+    from landscape.experiments.surfaces import SurfaceOptions
+
     if n == 1:
-        return {"extent": extent, "directions_seed": directions_seed, "directions": directions}
-    return {"margin": margin}
+        return SurfaceOptions(resolution=resolution, split=split, directions=directions,
+                              directions_seed=directions_seed, extent=extent)
+    return SurfaceOptions(resolution=resolution, split=split, margin=margin)

@@ -62,7 +62,7 @@ from landscape.experiments.barriers.widths import (
 from landscape.experiments.context import RunContext
 from landscape.experiments.eigen.view import eigenangle_result, eigenangle_view
 from landscape.experiments.families import family_members, member_metrics
-from landscape.experiments.surfaces import surface
+from landscape.experiments.surfaces import SurfaceOptions, surface
 from landscape.names import BARRIER_GROUPS, METHODS
 
 __all__ = [
@@ -83,6 +83,7 @@ __all__ = [
     "Coordinates",
     "IterationOptions",
     "RunContext",
+    "SurfaceOptions",
     "TableOptions",
     "TriangleOptions",
     "WidthOptions",

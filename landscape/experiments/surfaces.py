@@ -28,13 +28,12 @@ from typing import Any, Literal
 import torch
 
 from landscape.budget import check_grid_points
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import ALGO_VERSION, align
 from landscape.experiments.barriers.endpoints import check_method, check_pair, check_split
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.basins import barrier_from_curve
-from landscape.experiments.context import RunContext
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.curvature import (
     CURVATURE_VERSION,
     check_hessian_memory,
@@ -65,12 +64,12 @@ from landscape.models.train import SNAPSHOTS_VERSION
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
-from landscape.threads import threaded
 
 __all__ = [
     "DIRECTIONS",
     "SURFACE_VERSION",
     "Surface",
+    "SurfaceOptions",
     "check_directions",
     "check_surface",
     "plane_coordinates",
@@ -82,6 +81,33 @@ __all__ = [
 SURFACE_VERSION = 1  # bump when directions, grids or their evaluation change
 Directions = Literal["random", "hessian", "trajectory"]
 DIRECTIONS: tuple[Directions, ...] = ("random", "hessian", "trajectory")
+
+
+@dataclass(frozen=True)
+class SurfaceOptions:
+    """What a surface measures (:func:`surface`): a ``resolution`` × ``resolution`` grid of the
+    ``split``. Around one model: along ``directions`` (:data:`DIRECTIONS`) drawn by
+    ``directions_seed``, ``extent`` out on each side, ``vectors`` for the parameters that are
+    no filter (:data:`~landscape.experiments.directions.VECTORS`), the Hessian's rows
+    ``hessian_batch`` (None: curvature's batch), training paths of the zoo seeds
+    ``trajectories`` projected onto the plane, their snapshots ``every`` steps (None: the
+    model's spacing). Through three models: ``margin`` past the triangle (of its larger side),
+    ``path_points`` points on each straight path between them."""
+
+    resolution: int = 21
+    split: str = "test"
+    directions: Directions = "random"
+    directions_seed: int = 0
+    extent: float = 1.0
+    vectors: Vectors = "zero"
+    hessian_batch: int | None = None
+    trajectories: Sequence[int] = ()
+    every: int | None = None
+    margin: float = 0.2
+    path_points: int = 21
+
+
+SURFACE = SurfaceOptions()  # the defaults
 
 
 # ---------------------------------------------------------------- the plane through three models
@@ -165,19 +191,22 @@ def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
     return values.reshape(n_y, n_x).tolist()
 
 
-def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
-                       extent: float = 1.0, resolution: int = 21, vectors: Vectors = "zero",
-                       split: str = "test", device: torch.device = CPU,
-                       progress: Progress | None = None, name: str = "model",
-                       directions: Directions = "random",
+def surface_directions(cfg: ModelConfig, params: Params, data: Data,
+                       options: SurfaceOptions = SURFACE, *, name: str = "model",
                        hessian: dict[str, Any] | None = None,
-                       pair: tuple[Params, Params] | None = None) -> Surface:  # fmt: skip
-    """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)``, d₁ and d₂ from
-    :func:`direction_pair` (``directions="random"``, drawn by ``seed``) or
-    :func:`hessian_directions` (``"hessian"``: ``seed`` draws the batch and Lanczos' start,
-    ``hessian`` holds its ``split``, ``batch`` and ``dtype``), or ``pair`` when given (found
-    already: the surface's record of them is then the caller's); the model itself (the origin)
-    is the point ``name``."""
+                       pair: tuple[Params, Params] | None = None,
+                       context: RunContext = RUN) -> Surface:  # fmt: skip
+    """θ + α·d₁ + β·d₂ for α, β on ``grid_axis(-extent, extent, resolution)`` (the options'),
+    d₁ and d₂ from :func:`direction_pair` (``directions="random"``, drawn by
+    ``directions_seed``, with ``vectors``) or :func:`hessian_directions` (``"hessian"``:
+    ``directions_seed`` draws the batch and Lanczos' start, ``hessian`` holds its ``split``,
+    ``batch`` and ``dtype``), or ``pair`` when given (found already: the surface's record of
+    them is then the caller's), evaluated on the options' ``split`` on the context's device; the
+    model itself (the origin) is the point ``name``. The options of a plane are not read."""
+    o = options
+    seed, extent, resolution, vectors, split = (o.directions_seed, o.extent, o.resolution,
+                                                o.vectors, o.split)  # fmt: skip
+    directions, device, progress = o.directions, context.device, context.progress
     check_directions(directions)
     info = None
     if pair is not None:
@@ -211,15 +240,17 @@ def surface_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
                    hessian=info)  # fmt: skip
 
 
-def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data, *,
-                  margin: float = 0.2, resolution: int = 21, path_points: int = 21,
-                  split: str = "test", device: torch.device = CPU,
-                  progress: Progress | None = None,
-                  names: Sequence[str] = ("A", "B", "C")) -> Surface:  # fmt: skip
+def surface_plane(cfg: ModelConfig, a: Params, b: Params, c: Params, data: Data,
+                  options: SurfaceOptions = SURFACE, *, names: Sequence[str] = ("A", "B", "C"),
+                  context: RunContext = RUN) -> Surface:  # fmt: skip
     """The plane through A, B and C (:func:`plane_coordinates`) on a ``resolution`` ×
     ``resolution`` grid over the triangle's bounding box widened by ``margin`` times its larger
     side on every side, with the three straight paths of ``path_points`` points each (λ = 1 at
-    the first-named end) and the three models."""
+    the first-named end) and the three models, evaluated on ``split`` (the options') on the
+    context's device. The options of a surface around one model are not read."""
+    margin, resolution, path_points, split = (options.margin, options.resolution,
+                                              options.path_points, options.split)  # fmt: skip
+    device, progress = context.device, context.progress
     bx, cx, cy = plane_coordinates(a, b, c)
     side = max(bx, abs(cx), abs(bx - cx), cy)
     x0, x1 = min(0.0, cx) - margin * side, max(bx, cx) + margin * side
@@ -292,18 +323,18 @@ def _check_grid(resolution: int, extent: float, margin: float, path_points: int,
         check_grid_points(grid + 1, f"--resolution {resolution} asks for {grid + 1} grid points")
 
 
-def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth", *,
-                  resolution: int = 21, extent: float = 1.0, margin: float = 0.2,
-                  path_points: int = 21, vectors: str = "zero", split: str = "test",
-                  directions: str = "random", cfg: ModelConfig | None = None,
-                  hessian_batch: int | None = None, model: str | None = None,
-                  trajectories: Sequence[int] = (), every: int | None = None
-                  ) -> None:  # fmt: skip
+def check_surface(seeds: Sequence[int], method: str = "weight", group: str = "orth",
+                  options: SurfaceOptions = SURFACE, *, cfg: ModelConfig | None = None,
+                  model: str | None = None) -> None:  # fmt: skip
     """Refuse a surface request in one line before anything is loaded (:func:`surface`'s
     arguments): the number of seeds, the method and group of a plane, the grid and its budget,
     with Hessian directions around a model of ``cfg`` (when it is known before loading) the
     Hessian's memory budget, and with training paths (``trajectories`` or trajectory
     directions) their model (``model``, a zoo model), seeds, spacing and snapshots' budget."""
+    o = options
+    resolution, extent, margin, path_points = o.resolution, o.extent, o.margin, o.path_points
+    vectors, split, directions, hessian_batch = o.vectors, o.split, o.directions, o.hessian_batch
+    trajectories, every = o.trajectories, o.every
     if len(seeds) not in (1, 3):
         raise LandscapeError("a surface needs one seed (--seed S) or three (--seeds A B C)")
     if len(seeds) == 3 and len(set(seeds)) < 3:
@@ -339,29 +370,18 @@ def _stored(d1: Params, d2: Params) -> dict[str, torch.Tensor]:
     return {**{f"d1.{k}": v for k, v in d1.items()}, **{f"d2.{k}": v for k, v in d2.items()}}
 
 
-@threaded
+@in_context
 def surface(
     model: str,
     seeds: Sequence[int],
     method: str = "weight",
     group: str = "orth",
+    options: SurfaceOptions = SURFACE,
     *,
-    directions_seed: int = 0,
-    extent: float = 1.0,
-    margin: float = 0.2,
-    resolution: int = 21,
-    path_points: int = 21,
-    vectors: Vectors = "zero",
-    directions: Directions = "random",
-    hessian_batch: int | None = None,
-    trajectories: Sequence[int] = (),
-    every: int | None = None,
-    split: str = "test",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """A loss surface of ``model``, cached (kind ``surface``).
+    """A loss surface of ``model``, cached (kind ``surface``); what it measures in ``options``
+    (:class:`SurfaceOptions`), where it runs in ``context``.
 
     One seed: around that model along two directions (:func:`surface_directions`; ``extent``):
     filter-normalised random ones drawn with ``directions_seed`` (``vectors``), or with
@@ -381,15 +401,19 @@ def surface(
     coordinates, projection errors, and each run's ``end_gap`` from its checkpoint), listed
     under ``trajectories``; the snapshots are trained once and cached (kind ``snapshots``).
     """
+    o = options
     seeds = list(seeds)
-    check_surface(seeds, method, group, resolution=resolution, extent=extent, margin=margin,
-                  path_points=path_points, vectors=vectors, split=split, directions=directions,
-                  hessian_batch=hessian_batch, model=model, trajectories=trajectories,
-                  every=every)  # fmt: skip
+    check_surface(seeds, method, group, o, model=model)
+    resolution, split, directions, directions_seed = (o.resolution, o.split, o.directions,
+                                                      o.directions_seed)  # fmt: skip
+    extent, vectors, hessian_batch, trajectories, every = (o.extent, o.vectors, o.hessian_batch,
+                                                           o.trajectories, o.every)  # fmt: skip
+    margin, path_points = o.margin, o.path_points
+    device, progress = context.device, context.progress
     plane = len(seeds) == 3
     paths = list(trajectories) or ([seeds[0]] if directions == "trajectory" else [])
     t0 = time.perf_counter()
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     ckpts = [Source(model, s).load(device, cache) for s in seeds]
     for other in ckpts[1:]:
         check_pair(ckpts[0], other)
@@ -446,10 +470,9 @@ def surface(
             pair = tuple({k: d[k].to(origin[k]) for k in d} for d in (d1, d2))
             record = {"trajectory": {"seed": seeds[0], "every": spacing, "steps": steps,
                                      **info}}  # fmt: skip
-        s = surface_directions(ckpt.cfg, origin, data, seed=directions_seed, extent=extent,
-                               resolution=resolution, vectors=vectors, split=split,
-                               device=device, name=centre, directions=directions, pair=pair,
-                               progress=share if pair is None else within(share, 0.5, 1.0))
+        at = share if pair is None else within(share, 0.5, 1.0)
+        s = surface_directions(ckpt.cfg, origin, data, o, name=centre, pair=pair,
+                               context=RunContext(device, cache, at))  # fmt: skip
         return ({} if pair is None else _stored(*pair)), {**s.to_dict(), **record, "checks": {}}
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -470,10 +493,8 @@ def surface(
             ),
         }
         tell(progress, "evaluate", 0.5)
-        s = surface_plane(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data,
-                          margin=margin, resolution=resolution, path_points=path_points,
-                          split=split, device=device, progress=within(progress, 0.5, 1.0),
-                          names=names)  # fmt: skip
+        s = surface_plane(ab.cfg, ab.params_a, ab.params_b, ac.params_b, data, o, names=names,
+                          context=RunContext(device, cache, within(progress, 0.5, 1.0)))
         worst = worst_check([ab.info["function_check"], ac.info["function_check"]])
         return {}, {**s.to_dict(), "function_check": worst, "checks": checks}
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from landscape.errors import LandscapeError
 from landscape.experiments.directions import direction_pair, filter_axes, filter_norms, grid_axis
-from landscape.experiments.surfaces import plane_coordinates, surface
+from landscape.experiments.surfaces import SurfaceOptions, plane_coordinates, surface
 from landscape.models import forward, init_params
 from landscape.sources import Source, data_of
 from tests.conftest import tiny_config, tiny_inputs
@@ -85,7 +85,7 @@ def test_plane_coordinates_are_gram_schmidt():
 
 
 def test_surface_at_the_origin_is_the_models_loss_and_is_cached():
-    r = surface("mlp-digits", [0], resolution=5, extent=0.5, directions_seed=1)
+    r = surface("mlp-digits", [0], options=SurfaceOptions(5, extent=0.5, directions_seed=1))
     loss, acc = own_loss("mlp-digits", 0)
     assert r["loss"][2][2] == pytest.approx(loss, abs=1e-6)  # the middle of the grid is θ
     assert r["points"][0]["loss"] == pytest.approx(loss, abs=1e-6)
@@ -94,14 +94,57 @@ def test_surface_at_the_origin_is_the_models_loss_and_is_cached():
     corners = [r["loss"][0][0], r["loss"][0][4], r["loss"][4][0], r["loss"][4][4]]
     assert min(corners) > loss  # a trained model sits in a basin of the random plane
     assert r["cached"] is False
-    again = surface("mlp-digits", [0], resolution=5, extent=0.5, directions_seed=1)
+    again = surface("mlp-digits", [0], options=SurfaceOptions(5, extent=0.5, directions_seed=1))
     assert again["cached"] is True and again["loss"] == r["loss"]
-    other = surface("mlp-digits", [0], resolution=5, extent=0.5, directions_seed=2)
+    other = surface("mlp-digits", [0], options=SurfaceOptions(5, extent=0.5, directions_seed=2))
     assert other["cached"] is False and other["loss"] != r["loss"]
 
 
+DIGITS = {"name": "digits", "split": "numpy default_rng(0) permutation, 1300/497"}
+
+
+@pytest.mark.parametrize(
+    "seeds,method,options,key",
+    [
+        pytest.param([0], "weight", SurfaceOptions(5, extent=0.5, directions_seed=1),
+                     {"directions_seed": 1, "extent": 0.5, "resolution": 5, "vectors": "zero"},
+                     id="random"),
+        pytest.param([0, 1, 2], "weight", SurfaceOptions(4, margin=0.3, path_points=5),
+                     {"group": "perm", "margin": 0.3, "matching_version": 5, "method": "weight",
+                      "path_points": 5, "resolution": 4}, id="plane"),
+        pytest.param([0], "weight", SurfaceOptions(3, directions="hessian", hessian_batch=10),
+                     {"curvature_version": 1, "directions": "hessian", "directions_seed": 0,
+                      "extent": 1.0, "hessian": {"batch": 10, "dtype": "float32",
+                                                 "split": "train"},
+                      "kept": 1, "resolution": 3, "vectors": "zero"}, id="hessian"),
+    ],
+)  # fmt: skip
+def test_a_surfaces_cache_key_is_the_one_it_always_had(monkeypatch, seeds, method, options, key):
+    """The inputs of a surface's entry, as they were when ``surface`` took its options as
+    keywords: surfaces cached before are still read back."""
+    from landscape.store.cache import Cache, digest_tensors
+
+    seen = []
+    real = Cache.get_or_compute
+
+    def spy(self, kind, inputs, compute):
+        if kind != "surface":
+            return real(self, kind, inputs, compute)
+        seen.append(inputs)
+        raise LookupError("recorded")
+
+    monkeypatch.setattr(Cache, "get_or_compute", spy)
+    with pytest.raises(LookupError, match="recorded"):
+        surface("mlp-digits", seeds, method, "perm", options)
+    (inputs,) = seen
+    ckpts = [Source("mlp-digits", s).load() for s in seeds]
+    assert inputs.pop("models") == [digest_tensors(c.params) for c in ckpts]
+    assert inputs.pop("cfg") == ckpts[0].cfg.to_dict()
+    assert inputs == {**key, "data": DIGITS, "split": "test", "version": 1}
+
+
 def test_plane_points_are_the_models_own_losses():
-    r = surface("mlp-digits", [0, 1, 2], "weight", "perm", resolution=4, path_points=5)
+    r = surface("mlp-digits", [0, 1, 2], "weight", "perm", SurfaceOptions(4, path_points=5))
     assert r["function_ok"], r["warnings"]
     assert [p["label"] for p in r["points"]] == [f"mlp-digits seed {s}" for s in (0, 1, 2)]
     for point, seed in zip(r["points"], (0, 1, 2), strict=True):
@@ -117,8 +160,8 @@ def test_plane_points_are_the_models_own_losses():
     assert ab["loss"][0] == a["loss"] and ab["loss"][-1] == b["loss"]
     assert min(r["x"]) < min(0.0, c["x"]) and max(r["x"]) > b["x"] and max(r["y"]) > c["y"]
     assert len(r["loss"]) == 4 and len(r["loss"][0]) == 4
-    assert surface("mlp-digits", [0, 1, 2], "weight", "perm", resolution=4,
-                   path_points=5)["cached"]  # fmt: skip
+    assert surface("mlp-digits", [0, 1, 2], "weight", "perm",
+                   SurfaceOptions(4, path_points=5))["cached"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -135,16 +178,17 @@ def test_plane_points_are_the_models_own_losses():
 )
 def test_bad_requests_are_refused_before_work(seeds, options, match):
     with pytest.raises(LandscapeError, match=match):
-        surface("mlp-digits", seeds, **options)
+        method = options.pop("method", "weight")
+        surface("mlp-digits", seeds, method, "orth", SurfaceOptions(**options))
 
 
 def test_resolution_is_bounded_by_the_memory_budget(monkeypatch):
     monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.0001")  # 52 grid points
-    surface("mlp-digits", [0], resolution=7)  # 49 points and the origin fit
+    surface("mlp-digits", [0], options=SurfaceOptions(7))  # 49 points and the origin fit
     with pytest.raises(LandscapeError, match="--resolution 8 asks for 65 grid points"):
-        surface("mlp-digits", [0], resolution=8)
+        surface("mlp-digits", [0], options=SurfaceOptions(8))
     with pytest.raises(LandscapeError, match="--resolution 5 and --path-points 21 ask for 88 "):
-        surface("mlp-digits", [0, 1, 2], resolution=5, path_points=21)
+        surface("mlp-digits", [0, 1, 2], options=SurfaceOptions(5, path_points=21))
 
 
 class _Data:
@@ -174,7 +218,8 @@ def test_surface_origin_on_attention_models(arch):
     n_pred = logits.shape[0] * (logits.shape[1] if logits.dim() == 3 else 1)
     y = torch.randint(0, cfg.n_out, (n_pred,), generator=torch.Generator().manual_seed(1))
     y = y.reshape(logits.shape[:-1])
-    s = surface_directions(cfg, params, _Data(x, y), seed=2, extent=0.5, resolution=3)
+    s = surface_directions(cfg, params, _Data(x, y),
+                           SurfaceOptions(3, extent=0.5, directions_seed=2))
     own = float(F.cross_entropy(logits.reshape(-1, cfg.n_out), y.reshape(-1)))
     assert s.loss[1][1] == pytest.approx(own, abs=1e-6)
     d1, d2 = direction_pair(params, 2)
@@ -220,8 +265,8 @@ def test_hessian_axes_are_the_exact_eigenvectors_filter_normalised():
         return torch.cat([d[k].reshape(-1) for k in names])
 
     h = 1e-3
-    s = surface_directions(cfg, params, _Batch(x, y), directions="hessian", extent=h,
-                           resolution=3, split="train", hessian={"dtype": "float64"})  # fmt: skip
+    s = surface_directions(cfg, params, _Batch(x, y), SurfaceOptions(3, "train", "hessian",
+                           extent=h), hessian={"dtype": "float64"})  # fmt: skip
     info = s.hessian
     assert info["converged"] and info["dtype"] == "float64" and info["batch"]["rows"] == len(y)
     assert info["eigenvalues"] == pytest.approx(values.flip(0)[:2].tolist(), rel=1e-6)
@@ -252,7 +297,8 @@ def test_hessian_surface_is_keyed_recorded_and_curves_like_its_axis():
     import numpy as np
 
     options = {"resolution": 5, "extent": 1e-3, "split": "train"}
-    r = surface("mlp-digits", [0], directions="hessian", hessian_batch=10_000, **options)
+    hessian = SurfaceOptions(directions="hessian", hessian_batch=10_000, **options)
+    r = surface("mlp-digits", [0], options=hessian)
     assert r["cached"] is False and r["directions"] == "hessian"
     info = r["hessian"]
     assert info["converged"] and info["batch"]["rows"] == 1300 and info["split"] == "train"
@@ -262,24 +308,24 @@ def test_hessian_surface_is_keyed_recorded_and_curves_like_its_axis():
     x = np.asarray(r["x"])
     fitted = 2 * np.polyfit(x, np.asarray(r["loss"][2]), 2)[0]
     assert fitted == pytest.approx(k1, rel=0.15)
-    again = surface("mlp-digits", [0], directions="hessian", hessian_batch=10_000, **options)
+    again = surface("mlp-digits", [0], options=hessian)
     assert again["cached"] is True and again["hessian"] == info
-    random = surface("mlp-digits", [0], **options)
+    random = surface("mlp-digits", [0], options=SurfaceOptions(**options))
     assert random["cached"] is False and random["directions"] == "random"
     assert "hessian" not in random and random["loss"] != r["loss"]
     # the sharpest axis is far sharper than a random one
     assert 2 * np.polyfit(x, np.asarray(random["loss"][2]), 2)[0] < k1 / 10
     # the default batch (512 of the 1,300 training examples) is another entry again
-    other = surface("mlp-digits", [0], directions="hessian", **options)
+    other = surface("mlp-digits", [0], options=SurfaceOptions(directions="hessian", **options))
     assert other["cached"] is False and other["hessian"]["batch"]["rows"] == 512
 
 
 def test_hessian_directions_are_refused_over_the_memory_budget_and_for_a_plane(monkeypatch):
     with pytest.raises(LandscapeError, match="only for a surface around one model"):
-        surface("mlp-digits", [0, 1, 2], directions="hessian")
+        surface("mlp-digits", [0, 1, 2], options=SurfaceOptions(directions="hessian"))
     with pytest.raises(LandscapeError, match="unknown directions"):
-        surface("mlp-digits", [0], directions="sharpest")
+        surface("mlp-digits", [0], options=SurfaceOptions(directions="sharpest"))
     monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.001")
-    surface("mlp-digits", [0], resolution=3)  # random directions fit
+    surface("mlp-digits", [0], options=SurfaceOptions(3))  # random directions fit
     with pytest.raises(LandscapeError, match="the Hessian of 10890 parameters needs"):
-        surface("mlp-digits", [0], resolution=3, directions="hessian")
+        surface("mlp-digits", [0], options=SurfaceOptions(3, directions="hessian"))

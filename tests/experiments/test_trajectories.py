@@ -100,10 +100,11 @@ def test_paths_on_a_surface_of_mlp_digits(tmp_path, monkeypatch):
     snapshot's projection is the one the library's projection gives; seed 1's path, trained
     apart, lies far outside it."""
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
-    from landscape.experiments.surfaces import surface
+    from landscape.experiments.surfaces import SurfaceOptions, surface
 
-    out = surface("mlp-digits", [0], directions="trajectory", trajectories=[0, 1], every=250,
-                  resolution=3, extent=1.2)  # fmt: skip
+    options = SurfaceOptions(3, directions="trajectory", extent=1.2, trajectories=[0, 1],
+                             every=250)  # fmt: skip
+    out = surface("mlp-digits", [0], options=options)
     own, other = out["trajectories"]
     assert out["trajectory"]["steps"] == own["steps"] == [0, 250, 500, 750, 1000]
     assert sum(out["trajectory"]["explained"]) <= 1.0
@@ -111,7 +112,6 @@ def test_paths_on_a_surface_of_mlp_digits(tmp_path, monkeypatch):
     assert own["error"] < 0.5 < other["error"] <= 1.0
     assert max(math.hypot(x, y) for x, y in zip(own["x"], own["y"], strict=True)) \
         == pytest.approx(1.0, abs=1e-6)  # fmt: skip
-    again = surface("mlp-digits", [0], directions="trajectory", trajectories=[0, 1], every=250,
-                    resolution=3, extent=1.2)  # fmt: skip
+    again = surface("mlp-digits", [0], options=options)
     assert again["cached"] and again["trajectories"] == [{**t, "cached": True}
                                                          for t in out["trajectories"]]  # fmt: skip

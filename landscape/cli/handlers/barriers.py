@@ -207,7 +207,8 @@ SURFACE_PLANE = ("method", "group", "margin", "path_points")
 
 @command("surface")
 def _surface(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.surfaces import check_surface, surface
+    from landscape.experiments import RunContext
+    from landscape.experiments.surfaces import SurfaceOptions, check_surface, surface
     from landscape.models.zoo import ZOO
 
     plane = args.seeds is not None
@@ -221,15 +222,14 @@ def _surface(args: argparse.Namespace) -> dict[str, Any]:
              if getattr(args, k) is not None}  # fmt: skip
     seeds = args.seeds if plane else [args.seed]
     method, group = given.pop("method", "weight"), given.pop("group", "orth")
+    options = SurfaceOptions(resolution=args.resolution, split=args.split, **given)
     # a zoo model's Hessian budget before any loading (a family's is checked once loaded)
     cfg = ZOO[args.model].config if args.model in ZOO else None
-    check_surface(seeds, method, group, resolution=args.resolution, split=args.split, cfg=cfg,
-                  model=args.model, **given)  # fmt: skip
+    check_surface(seeds, method, group, options, cfg=cfg, model=args.model)
     what = f"{args.model} {seeds} {method}/{group}" if plane else f"{args.model} seed {args.seed}"
     what += {"hessian": " along its Hessian's top two eigenvectors",
              "trajectory": " in the plane of its training path"}.get(given.get("directions"), "")
     status(f"surface {what}")
     with progress_bar(f"surface {'plane' if plane else 'directions'}") as progress:
-        return surface(args.model, seeds, method, group, resolution=args.resolution,
-                       split=args.split, device=args.device, progress=progress,
-                       **given)  # fmt: skip
+        return surface(args.model, seeds, method, group, options,
+                       context=RunContext(args.device, progress=progress))
