@@ -7,7 +7,8 @@ A matching method is one :class:`MatchingMethod` entry in the registry
 (:mod:`landscape.matching.registry`): whether it needs data, its settings as a frozen dataclass
 (the ``options``, part of every cache key), and ``run``. :func:`given_settings` and
 :func:`options_key` are how a dict of settings becomes that dataclass and how the dataclass
-becomes a cache key, for every method alike.
+becomes a cache key, for every method alike; :func:`text_settings` reads settings given as text
+(the command line's ``--option KEY=VALUE``), typed from the dataclass's declarations.
 
 A group level means a kind per gauge variable (:func:`matching_kinds`) and the processing that
 makes it exact on both endpoints (:func:`prepare_pair`).
@@ -15,9 +16,20 @@ makes it exact on both endpoints (:func:`prepare_pair`).
 
 from __future__ import annotations
 
+import math
+import types
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import MISSING, dataclass, fields
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import torch
 
@@ -48,6 +60,7 @@ __all__ = [
     "refuse_experts",
     "said_default",
     "settings_of",
+    "text_settings",
 ]
 
 
@@ -110,6 +123,11 @@ class MatchingMethod:
         itself) and ``more`` keywords (:func:`given_settings`)."""
         return given_settings(self.options, given, what=self.title, **more)
 
+    def text_settings(self, texts: Mapping[str, str]) -> dict[str, Any]:
+        """This method's settings given as text, typed from its options' declarations
+        (:func:`text_settings`)."""
+        return text_settings(self.options, texts, what=self.title)
+
 
 _PLAIN = (bool, int, float, str)
 
@@ -135,15 +153,94 @@ def given_settings(
         return given
     values = settings_of(given) if isinstance(given, cls) else dict(given or {})
     values.update(more)
+    _refuse_unknown(cls, values, what)
+    return cls(**values)
+
+
+def _refuse_unknown(cls: type, given: Mapping[str, Any], what: str) -> None:
+    """One line naming the settings of ``cls`` there are, for names in ``given`` that are none
+    of them."""
     names = [f.name for f in fields(cls)]
-    unknown = [k for k in values if k not in names]
+    unknown = [k for k in given if k not in names]
     if unknown:
         known = ", ".join(names) if names else "none"
         raise LandscapeError(
             f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
             f"{' of ' + what if what else ''}; its settings: {known}"
         )
-    return cls(**values)
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+_KINDS = {bool: "a flag (true or false)", int: "a whole number", float: "a finite number",
+          str: "text"}  # fmt: skip
+
+
+def _kind(hint: Any) -> str:
+    """What a value of a setting declared ``hint`` is, in words."""
+    if get_origin(hint) is Literal:
+        return "one of " + ", ".join(map(str, get_args(hint)))
+    if get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint):
+        rest = [a for a in get_args(hint) if a is not type(None)]
+        return " or ".join([*(_kind(a) for a in rest), "none"])
+    return _KINDS.get(hint, f"a {getattr(hint, '__name__', hint)}")
+
+
+def _typed(hint: Any, text: str) -> Any:
+    """``text`` read as a value of ``hint``; ValueError where it does not read as one."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType) and type(None) in args:
+        if text.strip().lower() == "none":
+            return None
+        rest = [a for a in args if a is not type(None)]
+        for a in rest:
+            try:
+                return _typed(a, text)
+            except ValueError:
+                pass
+        raise ValueError(text)
+    if origin is Literal:
+        for a in args:
+            if str(a) == text:
+                return a
+        raise ValueError(text)
+    if hint is bool:
+        word = text.strip().lower()
+        if word in _TRUE or word in _FALSE:
+            return word in _TRUE
+        raise ValueError(text)
+    if hint is int:
+        return int(text)
+    if hint is float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        return value
+    if hint is str:
+        return text
+    raise ValueError(text)
+
+
+def text_settings(cls: type, texts: Mapping[str, str], *, what: str = "") -> dict[str, Any]:
+    """The settings of the options dataclass ``cls`` given as text (name → text), each typed
+    from its field's declaration: a flag (true/false, yes/no, on/off, 1/0), a whole number, a
+    finite number, text, one of a ``Literal``'s values, or ``none`` where the setting may be
+    None. A name that is not one of its settings is one line naming the settings there are; a
+    value that does not read as its type, one line naming the setting, the type and its
+    default."""
+    _refuse_unknown(cls, texts, what)
+    hints = get_type_hints(cls)
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    out = {}
+    for name, text in texts.items():
+        try:
+            out[name] = _typed(hints[name], text)
+        except ValueError:
+            default = f", default {defaults[name]!r}" if name in defaults else ""
+            raise LandscapeError(
+                f"bad value {text!r} for the setting {name!r}{' of ' + what if what else ''}: "
+                f"expected {_kind(hints[name])}{default}"
+            ) from None
+    return out
 
 
 def options_key(options: Any) -> dict[str, Any]:
