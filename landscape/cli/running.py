@@ -1,6 +1,8 @@
 """What the command handlers share: the registry of commands (:func:`command`, ``COMMANDS``),
 the one-line messages on stderr (:func:`say`, :func:`status`), the progress bar on stderr and
-learned matching's options as given on the command line. Torch-free, like the parser."""
+the matching method's settings as given on the command line (:func:`matching_settings`).
+Torch-free, like the parser (the settings are typed by the method's declarations, imported when
+they are read)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from landscape.cli.parser.arguments import LEARNED_OPTIONS
+from landscape.cli.parser.arguments import LEARNED_CHECKS, LEARNED_OPTIONS
 from landscape.cli.summaries import terminal_safe
 from landscape.errors import LandscapeError
 from landscape.progress import Progress, fraction
@@ -29,19 +31,55 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def learned_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``--learned-*`` options given, as learned matching's keywords; refused with another
-    method (a command without ``--method``, such as ``table``, gives them to its learned rows).
-    One equal to the library's default is left out, so it reads the default's entry."""
-    given = [flag for flag in LEARNED_OPTIONS if getattr(args, flag) is not None]
-    if not given:
+def matching_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The matching method's settings given on the command line, as its keywords: every
+    ``--option KEY=VALUE``, typed from the method's declared options (an unknown key or a value
+    that does not read as its type is one line naming the settings there are, or the type), and
+    the ``--learned-*`` flags, learned matching's settings by their own names (refused with
+    another method). A command without ``--method``, such as ``table``, gives them to its
+    learned rows. A setting equal to the library's default is left out, so it reads the
+    default's entry; one said twice (a flag and an ``--option``) is refused."""
+    method = getattr(args, "method", "learned")
+    flags = [flag for flag in LEARNED_OPTIONS if getattr(args, flag, None) is not None]
+    texts = _key_values(getattr(args, "option", None) or [])
+    if not flags and not texts:
         return {}
-    if getattr(args, "method", "learned") != "learned":
-        flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
-        raise LandscapeError(f"{flags}: for --method learned, not {args.method}")
-    from landscape.matching import given_options
+    if flags and method != "learned":
+        named = ", ".join("--" + flag.replace("_", "-") for flag in flags)
+        raise LandscapeError(f"{named}: for --method learned, not {method}")
+    from landscape.matching import given_options, method_of
 
-    return given_options("learned", {LEARNED_OPTIONS[f]: getattr(args, f) for f in given})
+    entry = method_of(method)
+    settings = {LEARNED_OPTIONS[f]: getattr(args, f) for f in flags}
+    twice = [f"--{f.replace('_', '-')} and --option {LEARNED_OPTIONS[f]}" for f in flags
+             if LEARNED_OPTIONS[f] in texts]  # fmt: skip
+    if twice:
+        raise LandscapeError(f"{'; '.join(twice)} set one setting: say it once")
+    if entry.learned and "space" in texts:
+        raise LandscapeError(f"--option space: {entry.title}'s space is the merge space the "
+                             "line is measured in (--space where the command has it)")  # fmt: skip
+    checked = LEARNED_CHECKS.keys() if entry.learned else set()
+    for key in [k for k in texts if k in checked and texts[k].strip().lower() != "none"]:
+        try:  # the learned flags' bounds (none, where a setting may be None, is its default)
+            LEARNED_CHECKS[key](texts[key])
+        except argparse.ArgumentTypeError as err:
+            raise LandscapeError(f"--option {key}={texts[key]}: {err}") from None
+    try:
+        typed = entry.text_settings(texts)
+    except LandscapeError as err:
+        raise LandscapeError(f"--option: {err}") from None
+    return given_options(method, {**settings, **typed})
+
+
+def _key_values(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` texts (checked by the parser) by key; a key given twice is refused."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key in out:
+            raise LandscapeError(f"--option {key}: given twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out
 
 
 def say(text: object) -> None:

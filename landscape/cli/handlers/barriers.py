@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Any
 
-from landscape.cli.running import command, learned_settings, progress_bar, say, status
+from landscape.cli.running import command, matching_settings, progress_bar, say, status
 from landscape.errors import LandscapeError
 
 
@@ -19,7 +19,7 @@ from landscape.errors import LandscapeError
 def _barrier(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import barrier
 
-    options = learned_settings(args)
+    options = matching_settings(args)
     status(f"barrier {args.model} {args.seeds} {args.method}/{args.group}")
     with progress_bar(f"barrier {args.method}/{args.group}") as progress:
         return barrier(args.model, args.seeds, args.method, args.group, points=args.points,
@@ -33,7 +33,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import RunContext, TableOptions, table
 
     options = TableOptions(split=args.split, points=args.points, space=args.space,
-                           learned_options=learned_settings(args) or None,
+                           learned_options=matching_settings(args) or None,
                            executor=args.executor, address=args.address)  # fmt: skip
     with progress_bar(f"table {args.model}") as progress:
         return table(args.model, args.pairs, options,
@@ -118,7 +118,7 @@ def _ablation(args: argparse.Namespace) -> dict[str, Any]:
     if missing:  # said before the hours it takes, not after
         say(f"{len(missing)} checkpoint(s) are not trained yet and train first (about 30 "
              f"minutes a seed on one CPU thread): {', '.join(missing)}")  # fmt: skip
-    options = learned_settings(args)
+    options = matching_settings(args)
     with progress_bar("ablation") as progress:
         return ablation(steps, seeds=args.seeds, space=args.space, points=args.points,
                         split=args.split, learned_options=options or None,
@@ -132,7 +132,7 @@ def _kv_sharing(args: argparse.Namespace) -> dict[str, Any]:
 
     options = SharingOptions(method=args.method, group=args.group, space=args.space,
                              points=args.points, split=args.split,
-                             learned_options=learned_settings(args) or None)  # fmt: skip
+                             learned_options=matching_settings(args) or None)  # fmt: skip
     with progress_bar(f"kv-sharing {args.model}") as progress:
         return kv_sharing(args.model, args.seeds, options,
                           context=RunContext(args.device, progress=progress))
@@ -143,7 +143,7 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import RunContext, seeds_request
     from landscape.experiments.barriers.curved import CurveOptions, curve
 
-    options = learned_settings(args)
+    options = matching_settings(args)
     request = seeds_request(args.model, args.seeds, args.method, args.group, points=args.points,
                             split=args.split, options=options or None)  # fmt: skip
     drawn = CurveOptions(kind=args.kind, bends=args.bends, steps=args.steps, lr=args.lr,
@@ -172,7 +172,7 @@ def _curvature(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.matching import aligns
     from landscape.models.zoo import ZOO
 
-    matching = learned_settings(args)
+    matching = matching_settings(args)
     options = CurvatureOptions(top_k=args.top_k, points=args.points, probes=args.probes,
                                per_block=args.per_block, batch=args.batch, split=args.split,
                                dtype=args.dtype, seed=args.batch_seed)  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from landscape.cli.running import command, learned_settings, progress_bar, status
+from landscape.cli.running import command, matching_settings, progress_bar, status
 from landscape.errors import LandscapeError
 
 
@@ -38,7 +38,7 @@ def _merges(args: argparse.Namespace) -> dict[str, Any]:
     require_mergekit()
     if len(args.seeds) < 2:
         raise LandscapeError("merges needs at least two seeds: --seeds A B [C ...]")
-    options = learned_settings(args)
+    options = matching_settings(args)
     status(f"merges {args.model} {args.seeds} {args.method}/{args.group}")
     with progress_bar(f"merges {args.method}/{args.group}") as progress:
         return merges(args.model, args.seeds, args.method, args.group, operators=args.operators,

@@ -248,18 +248,49 @@ LEARNED_BATCH = {"rows": 64, "tokens": 8192}  # matching.learning's BATCH_ROWS, 
 LEARNED_INITS = ("weight", "identity")
 
 
+def _learned_init(text: str) -> str:
+    if text not in LEARNED_INITS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LEARNED_INITS)}, got "
+                                         f"{text!r}")  # fmt: skip
+    return text
+
+
+# the bounds the learned flags are read with, by setting: --option KEY=VALUE with learned
+# matching is read through them too, so that a flag and its --option refuse alike
+LEARNED_CHECKS: dict[str, Callable[[str], Any]] = {
+    "steps": _count, "batch_size": _count, "lr": _float_in(0, 10, open_low=True),
+    "init": _learned_init,
+}  # fmt: skip
+
+
+def _setting(text: str) -> str:
+    """``KEY=VALUE``, a setting of the matching method (typed against the method's declared
+    options when the command runs, ``landscape.cli.running.matching_settings``)."""
+    key, eq, _ = text.partition("=")
+    if not eq or not key.strip() or key != key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
 def _learned_options(p: argparse.ArgumentParser, when: str = "with --method learned") -> None:
-    """Learned matching's settings; unset ones keep the library's defaults (and cache keys).
-    ``when`` says where they apply."""
+    """The matching method's settings: ``--option KEY=VALUE`` for any setting the method
+    declares, and learned matching's own flags; unset ones keep the library's defaults (and
+    cache keys). ``when`` says where the learned flags apply."""
+    p.add_argument("--option", type=_setting, action="append", metavar="KEY=VALUE",
+                   help="a setting of the matching method by its name, typed as the method "
+                        "declares it (repeatable; e.g. --option max_rounds=20 with --method "
+                        "weight, --option steps=100 with --method learned; an unknown name is "
+                        "refused with the method's settings listed; default: the method's "
+                        "own)")  # fmt: skip
     d = LEARNED_DEFAULTS
-    p.add_argument("--learned-steps", type=_count,
+    p.add_argument("--learned-steps", type=LEARNED_CHECKS["steps"],
                    help=f"{when}: optimisation steps "
                         f"(default: {d['steps']})")  # fmt: skip
-    p.add_argument("--learned-batch", type=_count,
+    p.add_argument("--learned-batch", type=LEARNED_CHECKS["batch_size"],
                    help=f"{when}: rows per batch (default: "
                         f"{LEARNED_BATCH['rows']} images, or {LEARNED_BATCH['tokens']:,} tokens "
                         "of a language model's windows)")  # fmt: skip
-    p.add_argument("--learned-lr", type=_float_in(0, 10, open_low=True),
+    p.add_argument("--learned-lr", type=LEARNED_CHECKS["lr"],
                    help=f"{when}: Adam's step in units of the group element's "
                         f"RMS entry, decayed to 0 on a cosine (default: {d['lr']})")  # fmt: skip
     p.add_argument("--learned-init", choices=LEARNED_INITS,

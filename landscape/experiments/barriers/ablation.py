@@ -350,8 +350,8 @@ def _cell(method: str, group: str, space: str, calibrated: bool,
 @dataclass(frozen=True)
 class SharingOptions:
     """What :func:`kv_sharing` measures: the lines of ``method``/``group`` in merge ``space``, at
-    ``points`` values of λ on A's ``split``; ``learned_options``: learned matching's settings
-    (for a learned method only)."""
+    ``points`` values of λ on A's ``split``; ``learned_options``: the method's settings (named
+    for learned matching's, the default method's; any method's are read)."""
 
     method: str = "learned"
     group: str = "orth"
@@ -386,7 +386,7 @@ def kv_sharing(
         raise LandscapeError(f"{model} has no grouped-query attention: its heads share nothing")
     cache = context.cache or Cache()
     pairs = _pairs(seeds)
-    options = dict(learned_options or {}) if METHODS_BY_NAME[method].learned else {}
+    options = dict(learned_options or {})
     rows, checks = [], []
     for i, pair in enumerate(pairs):
         at = within(progress, i / len(pairs), (i + 1) / len(pairs), f"{pair[0]}-{pair[1]} ")
