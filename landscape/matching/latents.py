@@ -2,6 +2,10 @@
 (:func:`project`, several at once with one copy to the host), elements applied to parameters
 differentiably (:func:`apply_dense`), elements packed onto the device, their determinant signs,
 and per-head maps re-indexed between B's own heads and the slots of a head permutation.
+
+A per-slot variable of a monomial kind (a mixture's units, one element per expert slot) has a
+latent ``[slots, n, n]``: each slot's matrix is projected on its own, and the slots' elements
+are one per-slot monomial element (``perm``, ``scale`` [slots, n]).
 """
 
 from __future__ import annotations
@@ -15,13 +19,23 @@ from landscape.models import Params
 from landscape.symmetry import ABS, GROUP_OF, PERM_OF, Element, Spec
 
 
-def project(kind: str, z: torch.Tensor, group: int = 1) -> Element:
+def project(kind: str, z: torch.Tensor, group: int = 1, over: str | None = None) -> Element:
     """The element of ``kind`` nearest to Z: maximises ``tr(Gᵀ Z)`` over the group (float64).
 
     ``group`` > 1 (grouped-query heads): permutations moving blocks of that many slots.
+    ``over`` (a per-slot variable, Z ``[slots, n, n]``): one element per slot, each slot's
+    nearest (monomial kinds only).
     """
+    return _solve_latent(kind, z.detach().to("cpu", torch.float64), group, over)
+
+
+def _solve_latent(kind: str, z: torch.Tensor, group: int, over: str | None) -> Element:
     # solve maximises Σ_i s_i M[i, π(i)] with G[π(i), i] = s_i, i.e. tr(Gᵀ Mᵀ): pass M = Zᵀ
-    return solve(kind, z.detach().to("cpu", torch.float64).T, group=group)
+    if over is None:
+        return solve(kind, z.T, group=group)
+    slots = [solve(kind, zs.T, group=group) for zs in z]
+    return Element(kind, torch.stack([e.perm for e in slots]),
+                   torch.stack([e.scale for e in slots]), over=over)  # fmt: skip
 
 
 def apply_dense(
@@ -58,9 +72,20 @@ def apply_dense(
             elif role.act == GROUP_OF:
                 r = spec.variables[role.var].group
                 m = m.reshape(m.shape[0] // r, r, m.shape[1] // r, r).sum((1, 3)) / r
+            over = spec.variables[role.var].over
+            if m.ndim == 3 and over is not None:  # one matrix per slot, on the slot's entries
+                w = _per_slot(w, spec.axis_of(name, over), axis, m.to(w.dtype))
+                continue
             w = (w.movedim(axis, -1) @ m.to(w.dtype)).movedim(-1, axis)
         out[name] = w
     return {name: out[name] for name in params}
+
+
+def _per_slot(w: torch.Tensor, slot: int, axis: int, m: torch.Tensor) -> torch.Tensor:
+    """``W'[s, .., i, ..] = Σ_j M[s, j, i]·W[s, .., j, ..]``: slot s's matrix on its entries."""
+    moved = w.movedim((slot, axis), (0, -1))
+    out = moved.reshape(moved.shape[0], -1, moved.shape[-1]) @ m
+    return out.reshape(moved.shape).movedim((0, -1), (slot, axis))
 
 
 def on_own_heads(inner: Element, heads: Element) -> Element:
@@ -101,18 +126,18 @@ def same_element(a: Element, b: Element) -> bool:
     return torch.equal(a.matrix, b.matrix)
 
 
-def project_all(latents: list[tuple[str, torch.Tensor, int]]) -> list[Element]:
-    """:func:`project` of several latents ``(kind, Z, group)`` with one copy to the host: the
-    assignments run on the CPU, and one copy of all latents waits for the device once a step,
-    not once a variable. Elements on the CPU."""
+def project_all(latents: list[tuple[str, torch.Tensor, int, str | None]]) -> list[Element]:
+    """:func:`project` of several latents ``(kind, Z, group, over)`` with one copy to the host:
+    the assignments run on the CPU, and one copy of all latents waits for the device once a
+    step, not once a variable. Elements on the CPU."""
     if not latents:
         return []
-    flat = torch.cat([z.detach().reshape(-1) for _, z, _ in latents]).to("cpu", torch.float64)
+    flat = torch.cat([z.detach().reshape(-1) for _, z, _, _ in latents]).to("cpu", torch.float64)
     out, at = [], 0
-    for kind, z, group in latents:
+    for kind, z, group, over in latents:
         host = flat[at : at + z.numel()].view(z.shape)
         at += z.numel()
-        out.append(solve(kind, host.T, group=group))
+        out.append(_solve_latent(kind, host, group, over))
     return out
 
 
@@ -121,8 +146,8 @@ def dense_on(elements: list[Element], dev: torch.device) -> list[torch.Tensor]:
     signs (or dense matrices), the matrices built there (the same path on every device)."""
     if not elements:
         return []
-    parts = [torch.cat([e.perm.double(), e.scale]) if e.is_monomial else e.matrix.reshape(-1)
-             for e in elements]  # fmt: skip
+    parts = [torch.cat([e.perm.double().reshape(-1), e.scale.double().reshape(-1)])
+             if e.is_monomial else e.matrix.reshape(-1) for e in elements]  # fmt: skip
     packed = torch.cat(parts)
     if dev.type == "cuda":
         packed = packed.pin_memory()
@@ -130,12 +155,17 @@ def dense_on(elements: list[Element], dev: torch.device) -> list[torch.Tensor]:
     packed = packed.to(dev, torch.float32, non_blocking=True)
     out, at = [], 0
     for e in elements:
-        if e.is_monomial:
-            k = len(e.perm)
-            perm, scale = packed[at : at + k].long(), packed[at + k : at + 2 * k]
+        if e.is_monomial:  # per slot: a row of perm and scale a slot, one matrix each
+            k, size = e.perm.numel(), e.perm.shape[-1]
+            perm = packed[at : at + k].long().view(e.perm.shape)
+            scale = packed[at + k : at + 2 * k].view(e.perm.shape)
             at += 2 * k
-            m = torch.zeros(k, k, dtype=torch.float32, device=dev)
-            m[perm, torch.arange(k, device=dev)] = scale
+            m = torch.zeros(*e.perm.shape[:-1], size, size, dtype=torch.float32, device=dev)
+            cols = torch.arange(size, device=dev)
+            if e.perm.ndim == 2:
+                m[torch.arange(len(perm), device=dev)[:, None], perm, cols] = scale
+            else:
+                m[perm, cols] = scale
         else:
             m = packed[at : at + e.matrix.numel()].view(e.matrix.shape)
             at += e.matrix.numel()
