@@ -32,6 +32,14 @@ of an entry in units of the RMS entry. With a fixed absolute learning rate a per
 (entries 1 and 0) would need hundreds of steps before any assignment can change, and "learned
 permutations" would silently equal their initialisation.
 
+Mixtures of experts: the permutation of each layer's experts (``experts{l}``, each expert with
+its router column) is discrete and is not learned. It is held at the start's, weight
+matching's (which assigns experts by their router columns and their best unit assignment) or,
+with ``init="identity"``, the identity, and applied to B once; the units inside each expert
+slot are then learned as a plain FFN's, one latent per slot (``[E, d_mlp, d_mlp]``, each slot
+projected onto its own permutation), together with the residual element and the heads. The
+returned transform holds the start's expert permutation beside the learned elements.
+
 Determinant flips: the sign of det G_resid is tracked; under the polar parametrisation a change
 means Z crossed a singular matrix and the polar factor jumped between the two components of O(d)
 (or, for permutations, an odd relabelling). They are counted and reported; the exponential
@@ -46,7 +54,7 @@ from typing import Any
 import torch
 
 from landscape.matching.learning import INITS, LAMBDAS, ORTH_PARAMS, LearnedOptions, learn
-from landscape.matching.methods import MatchingMethod, given_settings, refuse_experts
+from landscape.matching.methods import MatchingMethod, given_settings
 from landscape.matching.result import MatchResult
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress
@@ -128,7 +136,6 @@ def learned_matching(
     ``init="weight"`` then starts from it instead of matching again.
     """
     opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
-    refuse_experts(cfg, "learned matching")
     lam = opts.lam
     if lam not in LAMBDAS:
         raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
@@ -174,7 +181,6 @@ def learned_triangle(
     so ``lam`` is not a setting here.
     """
     opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
-    refuse_experts(cfg, "learned matching")
     if opts.lam != LearnedOptions.lam:
         raise ValueError("a joint triangle draws its mixtures from Dirichlet(1, 1, 1): no lam")
     gen = torch.Generator().manual_seed(seed)
@@ -212,4 +218,4 @@ def _run(
 
 
 LEARNED = MatchingMethod("learned", "learned matching", LearnedOptions, _run, needs_data=True,
-                         learned=True, experts=False, hooks=("start", "on_eval"))  # fmt: skip
+                         learned=True, hooks=("start", "on_eval"))  # fmt: skip

@@ -2,6 +2,10 @@
 joint triangle (``landscape.matching.learned``, whose docstring says what is learned and how):
 latents moved by Adam on the merged model's loss, the projected transform scored on a fixed
 slice every ``eval_every`` steps, the best one checked and returned.
+
+A mixture of experts keeps its start's expert permutations (``experts{l}``, weight matching's,
+or the identity): they are applied to B once, before the loop, and the units inside each
+expert slot are learned as a plain FFN's are, one latent per slot.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -83,7 +87,8 @@ class LearnedOptions:
 @dataclass
 class Member:
     """One model whose transform onto A is learned: its parameters (as given and processed),
-    its start, the start's within-head maps on its own heads, and its latents."""
+    its start, the start's within-head maps on its own heads, its latents, and the start's
+    elements held as they are (a mixture's expert permutations, ``held``)."""
 
     params: Params
     b: Params  # processed
@@ -92,7 +97,8 @@ class Member:
     in_b: dict[str, Element]
     g0: dict[str, torch.Tensor]
     latents: dict[str, torch.Tensor]
-    b_dev: Params  # processed, within-head maps applied, on the device in float32
+    b_dev: Params  # processed, within-head maps and held elements applied, on the device
+    held: dict[str, Element] = field(default_factory=dict)
 
 
 def learn(
@@ -146,9 +152,14 @@ def learn(
     if space == "circuits":
         check_circuit_form(cfg_p)
     spec = spec_for(cfg_p)
-    kinds = matching_kinds(spec, group)
+    # a mixture's expert permutations are discrete and held at the start's; the rest is learned
+    kinds = {v: k for v, k in matching_kinds(spec, group).items()
+             if spec.variables[v].family != "experts"}  # fmt: skip
     sizes = {v: spec.variables[v].size for v in kinds}
     groups = {v: spec.variables[v].group for v in kinds}
+    # per-slot variables (a mixture's units): one latent [slots, n, n]
+    overs = {v: spec.variables[v].over for v in kinds}
+    slots = {v: spec.variables[o].size for v, o in overs.items() if o is not None}
     # rotations by the exponential of a skew matrix: G₀·exp(K) is orthogonal for every latent,
     # stays in G₀'s component of O(d) and needs no projection; the rest: projected latents
     rotations = {v for v in kinds if kinds[v] in (ORTH, ORTH_MEAN) and orth == "exp"}
@@ -168,15 +179,17 @@ def learn(
         else:
             start = weight_matching(cfg, params_a, params, group, seed=seed,
                                     within_heads=within_heads, device=dev).transform  # fmt: skip
-        g_init = {
-            v: start.matrix(v) if v in start.elements else torch.eye(sizes[v], dtype=torch.float64)
-            for v in kinds
-        }
+        g_init = {v: start.matrix(v) if v in start.elements else _eye(sizes[v], slots.get(v))
+                  for v in kinds}  # fmt: skip
         # the start's within-head maps stay as found: moved onto B's own heads once, they travel
         # with them whatever head permutation is learned (re-indexed at the end)
-        inner = {v: e for v, e in start.elements.items() if e.over is not None}
+        inner = {v: e for v, e in start.elements.items() if e.over is not None and v not in kinds}
         in_b = {v: on_own_heads(e, start.elements[e.over]) for v, e in inner.items()}
-        b_inner = apply(spec, Transform(in_b), b) if in_b else b
+        # the expert permutations too, applied once: slot i of B then holds the expert the
+        # start put there, and the learned units of slot i act on it
+        held = {v: e for v, e in start.elements.items()
+                if spec.variables[v].family == "experts"}  # fmt: skip
+        b_inner = apply(spec, Transform({**in_b, **held}), b) if in_b or held else b
         g0 = {v: g_init[v].to(dev, torch.float32) for v in rotations}
         latents = {
             v: (
@@ -185,13 +198,13 @@ def learn(
             for v, g in g_init.items()
         }
         b_dev = {k: v.detach().to(dev, torch.float32) for k, v in b_inner.items()}
-        members.append(Member(params, b, start, g_init, in_b, g0, latents, b_dev))
+        members.append(Member(params, b, start, g_init, in_b, g0, latents, b_dev, held))
 
     dual = o.dual
     if dual:  # A moves too: a member of its own, first, started at the identity
         if len(others) != 1:
             raise ValueError("dual learned matching is pairwise (one model besides A)")
-        eye = {v: torch.eye(sizes[v], dtype=torch.float64) for v in kinds}
+        eye = {v: _eye(sizes[v], slots.get(v)) for v in kinds}
         g0_a = {v: eye[v].to(dev, torch.float32) for v in rotations}
         latents_a = {v: (torch.zeros_like(g0_a[v]) if v in rotations
                          else eye[v].to(dev, torch.float32).clone()).requires_grad_(True)
@@ -280,15 +293,16 @@ def learn(
         with torch.no_grad():
             every = [(i, v, rotation(m, v) if v in rotations else z)
                      for i, m in enumerate(members) for v, z in m.latents.items()]  # fmt: skip
-            found = project_all([(kinds[v], t, groups[v]) for _, v, t in every])
+            found = project_all([(kinds[v], t, groups[v], overs[v]) for _, v, t in every])
         out: list[dict[str, Element]] = [{} for _ in members]
         for (i, v, _), e in zip(every, found, strict=True):
             out[i][v] = e
         return out
 
     def with_inner(elements: list[dict[str, Element]]) -> list[dict[str, Element]]:
-        # each start's within-head maps, from its own heads to the slots of ``elements``' heads
-        return [{**el, **{v: on_slots(e, el[e.over]) for v, e in m.in_b.items()}}
+        # each start's within-head maps, from its own heads to the slots of ``elements``' heads,
+        # and its held expert permutations
+        return [{**el, **{v: on_slots(e, el[e.over]) for v, e in m.in_b.items()}, **m.held}
                 for m, el in zip(members, elements, strict=True)]  # fmt: skip
 
     best = hard_elements()
@@ -313,7 +327,7 @@ def learn(
         x, y = inputs[idx].to(dev), targets[idx].to(dev)
 
         # every projection of the step from one copy of the latents to the host, and back in one
-        elements = project_all([(kinds[v], members[i].latents[v], groups[v])
+        elements = project_all([(kinds[v], members[i].latents[v], groups[v], overs[v])
                                  for i, v in projected])  # fmt: skip
         hard_dense = dict(zip(projected, dense_on(elements, dev), strict=True))
         for k, ((i, v), e) in enumerate(zip(projected, elements, strict=True)):
@@ -347,7 +361,9 @@ def learn(
             for m in members:
                 for v, z in m.latents.items():
                     if v not in rotations:  # projections ignore the scale: keep RMS entry 1/√n
-                        z.mul_(math.sqrt(sizes[v]) / z.norm().clamp_min(1e-12))
+                        # (per slot for a per-slot latent: each slot's matrix is projected alone)
+                        norm = z.norm(dim=(-2, -1), keepdim=True) if v in slots else z.norm()
+                        z.mul_(math.sqrt(sizes[v]) / norm.clamp_min(1e-12))
         losses.append(loss.detach())  # read once after the loop: no host sync per step
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             if progress is not None:
@@ -391,7 +407,7 @@ def learn(
                 f"{check:.3g}; B's logits {'are not finite' if math.isnan(check) else 'moved'})"
             )
         moved = {  # units whose assignment differs from the start
-            v: int((project(kinds[v], m.g_init[v], groups[v]).perm != e.perm).sum())
+            v: int((project(kinds[v], m.g_init[v], groups[v], overs[v]).perm != e.perm).sum())
             for v, e in elements.items()
             if e.is_monomial
         }
@@ -436,6 +452,12 @@ def learn(
             info=info,
         ))  # fmt: skip
     return out
+
+
+def _eye(n: int, slots: int | None = None) -> torch.Tensor:
+    """The identity of a variable of size n, one per slot for a per-slot variable (float64)."""
+    eye = torch.eye(n, dtype=torch.float64)
+    return eye if slots is None else eye.expand(slots, n, n).clone()
 
 
 def dual_check(cfg: ModelConfig, spec: Spec, a: Params, b: Params, t_a: Transform,

@@ -271,10 +271,10 @@ def matching_kinds(spec: Spec, group: str) -> dict[str, str]:
 
 def refuse_experts(cfg: ModelConfig, what: str) -> None:
     """One line for a method not built for a mixture of experts (``cfg.n_experts`` > 0): its
-    units are matched per expert slot, which only weight matching does."""
+    units are matched per expert slot, which weight and learned matching do."""
     if cfg.moe:
         raise LandscapeError(f"{what} is not built for mixtures of experts ({cfg.n_experts} "
-                             "experts per FFN); weight matching is")  # fmt: skip
+                             "experts per FFN); weight and learned matching are")  # fmt: skip
 
 
 def prepare_pair(
