@@ -347,11 +347,12 @@ def test_the_table_is_columns_of_barriers_with_their_errors():
     assert "paper: a paper, Table 2" in text
     assert "left out" not in text
     _fits(text)
-    moe = {**result, "left_out": [{"method": "learned", "group": "orth",
-                                   "reason": "learned matching is not built for mixtures of "
+    moe = {**result, "left_out": [{"method": "activation", "group": "perm",
+                                   "reason": "activation matching is not built for mixtures of "
                                              "experts"}]}  # fmt: skip
     said = summaries.show("table", moe)
-    assert "left out: learned/orth: learned matching is not built for mixtures of experts" in said
+    reason = "activation matching is not built for mixtures of experts"
+    assert f"left out: activation/perm: {reason}" in said
 
 
 @pytest.mark.parametrize("mean,sem,percent,text", [
