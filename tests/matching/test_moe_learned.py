@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from landscape.data import Split
 from landscape.matching import weight_matching
 from landscape.matching.latents import apply_dense, project
-from landscape.matching.learned import learned_matching
+from landscape.matching.learned import learned_matching, learned_triangle
 from landscape.matching.result import function_check
 from landscape.models import forward, init_params
 from landscape.symmetry import Transform, apply, random_transform, spec_for
@@ -105,3 +105,19 @@ def test_learned_matching_from_the_identity_holds_the_experts_in_place() -> None
     evals = [e["loss"] for e in r.info["eval_curve"]]
     assert min(evals) < evals[0]
     assert function_check(cfg, b, r.cfg, r.params_b, torch.float64) < 1e-9
+
+
+def test_dual_and_triangle_learned_matching_keep_a_mixtures_functions() -> None:
+    """Both endpoints moving (A's transform from the identity, no experts held) and the joint
+    triangle (each model with its own held experts) keep every function to float64 rounding;
+    the dual line is the one-sided line."""
+    cfg = tiny_moe()
+    a, split = _task(cfg)
+    b, c = init_params(cfg, 2, torch.float64), init_params(cfg, 3, torch.float64)
+    r = learned_matching(cfg, a, b, "orth", split, steps=10, eval_every=5, dual=True)
+    assert r.info["dual"]["line_gap"] < 1e-12
+    assert function_check(cfg, b, r.cfg, r.params_b, torch.float64) < 1e-9
+    rb, rc = learned_triangle(cfg, a, b, c, "orth", split, steps=10, eval_every=5)
+    for given, res in ((b, rb), (c, rc)):
+        assert function_check(cfg, given, res.cfg, res.params_b, torch.float64) < 1e-9
+        assert {"experts0", "experts1"} <= set(res.transform.elements)
