@@ -273,7 +273,7 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     """One request of :func:`standard_views`, through ``cache``."""
     from landscape import experiments
     from landscape.experiments.atlas import atlas
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 
     r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
     kind, model = request["kind"], r.pop("model")
@@ -281,7 +281,8 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
         return experiments.eigenangle_view(model, r["seeds"], learned=r["learned"], cache=cache)
     if kind == "gauge-sweep":
         part = r["part"]
-        return gauge_sweep(model, r["seed"], draws=r["draws"], parts=(part,), cache=cache)[part]
+        return gauge_sweep(model, r["seed"], GaugeOptions(draws=r["draws"], parts=(part,)),
+                           context=experiments.RunContext(cache=cache))[part]  # fmt: skip
     if kind == "atlas":
         return atlas(model, r.pop("seeds"), cache=cache, **r)
     if kind == "ablation":

@@ -161,20 +161,13 @@ def _gauge_sweep_part(
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 
-    out = gauge_sweep(
-        model,
-        seed,
-        draws=draws,
-        steps_grid=steps_grid,
-        trajectory_steps=trajectory_steps,
-        trajectory_every=trajectory_every,
-        parts=(part,),
-        device=resolve_device(device),
-        progress=progress,
-        cache=cache,
-    )
+    options = GaugeOptions(draws=draws, steps_grid=steps_grid, trajectory_steps=trajectory_steps,
+                           trajectory_every=trajectory_every, parts=(part,))  # fmt: skip
+    out = gauge_sweep(model, seed, options,
+                      context=RunContext(resolve_device(device), cache, progress))  # fmt: skip
     return out[part]
 
 

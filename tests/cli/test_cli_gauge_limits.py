@@ -93,14 +93,15 @@ def test_a_trajectory_that_outgrows_the_memory_budget_is_refused_before_training
 def test_the_library_refuses_the_same_sizes(monkeypatch):
     from landscape.errors import LandscapeError
     from landscape.experiments.gauge.parts import trajectory_transport
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
     from landscape.threads import parse_threads
     from tests.experiments.test_gauge import synthetic_task
 
     with pytest.raises(LandscapeError, match="--steps 1000000000 exceeds the limit of 100000"):
-        gauge_sweep("no-such-model", 0, steps_grid=(0, 10**9), parts=("recovery",))
+        gauge_sweep("no-such-model", 0, GaugeOptions(steps_grid=(0, 10**9), parts=("recovery",)))
     with pytest.raises(LandscapeError, match="--trajectory-steps"):
-        gauge_sweep("no-such-model", 0, trajectory_steps=10**9, parts=("trajectory",))
+        gauge_sweep("no-such-model", 0,
+                    GaugeOptions(trajectory_steps=10**9, parts=("trajectory",)))
     monkeypatch.setenv("LANDSCAPE_MEMORY_GB", "0.001")  # 1 MB: 125 checkpoints of this model
     with pytest.raises(LandscapeError, match=r"keeps 1001 checkpoints.*LANDSCAPE_MEMORY_GB"):
         trajectory_transport(synthetic_task("mlp"), steps=1000, every=1)

@@ -172,11 +172,11 @@ def test_good_edge_values_pass_the_parser(capsys, argv):
 def test_gauge_sweep_refuses_nonsense_before_loading(kwargs, match):
     """The app and the library reach the sweep without the CLI's parser: the same one-line
     errors (formerly a KeyError for a negative step, a ZeroDivisionError for spacing 0)."""
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 
     kwargs = {"seed": 0, **kwargs}
     with pytest.raises(LandscapeError, match=re.escape(match)):
-        gauge_sweep("no-such-model", kwargs.pop("seed"), **kwargs)
+        gauge_sweep("no-such-model", kwargs.pop("seed"), GaugeOptions(**kwargs))
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32, 10**20])

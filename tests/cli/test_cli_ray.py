@@ -16,7 +16,7 @@ from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments import RunContext, TriangleOptions, triangle
 from landscape.experiments.barriers.controls import ControlsOptions, controls_table
-from landscape.experiments.gauge.runner import gauge_sweep
+from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 from landscape.experiments.sweeps import Call, run
 from landscape.store.cache import Cache
 
@@ -98,8 +98,9 @@ def test_ray_gives_the_serial_json(argv, workers, tmp_path, capsys, monkeypatch)
                          context=RunContext(cache=DiskOnly(driver)))  # fmt: skip
         assert again.pop("cached") and not distributed.pop("cached") and not serial.pop("cached")
     else:
-        again = gauge_sweep("mlp-digits", 0, draws=2, steps_grid=(0, 10), trajectory_steps=20,
-                            trajectory_every=10, cache=DiskOnly(driver))  # fmt: skip
+        again = gauge_sweep("mlp-digits", 0, GaugeOptions(draws=2, steps_grid=(0, 10),
+                                                          trajectory_steps=20, trajectory_every=10),
+                            context=RunContext(cache=DiskOnly(driver)))  # fmt: skip
         assert again == distributed
     assert json.dumps(_measured(again)) == json.dumps(_measured(serial))
 

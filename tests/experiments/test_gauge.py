@@ -148,30 +148,65 @@ def test_recovery_fine_tunes_at_the_task_lr_unless_given():
 
 
 def test_the_sweep_recovers_at_the_recipe_lr_and_keys_the_cache_by_it(tmp_path):
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
     from landscape.models.zoo import ZOO
     from landscape.store.cache import Cache
 
-    cache = Cache(tmp_path / "cache")
-    kw = {"draws": 1, "steps_grid": (0, 2), "parts": ("recovery",), "cache": cache}
-    own = gauge_sweep("mlp-digits", 0, **kw)["recovery"]
+    at = RunContext(cache=Cache(tmp_path / "cache"))
+    kw = {"draws": 1, "steps_grid": (0, 2), "parts": ("recovery",)}
+    own = gauge_sweep("mlp-digits", 0, GaugeOptions(**kw), context=at)["recovery"]
     assert (own["lr"], own["lr_from"]) == (ZOO["mlp-digits"].train.lr, "zoo recipe")
-    given = gauge_sweep("mlp-digits", 0, lr=0.3, **kw)["recovery"]
+    given = gauge_sweep("mlp-digits", 0, GaugeOptions(lr=0.3, **kw), context=at)["recovery"]
     assert (given["lr"], given["lr_from"]) == (0.3, "given")
     assert given["curve"][-1]["drift"] != own["curve"][-1]["drift"]  # its own entry
-    assert gauge_sweep("mlp-digits", 0, **kw)["recovery"] == own
+    assert gauge_sweep("mlp-digits", 0, GaugeOptions(**kw), context=at)["recovery"] == own
+
+
+def test_the_sweeps_cache_keys_are_the_ones_they_always_had(monkeypatch):
+    """The inputs of each part's entry, as they were when ``gauge_sweep`` took its options as
+    keywords: sweeps cached before are still read back."""
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
+    from landscape.sources import Source
+    from landscape.store.cache import Cache, digest_tensors
+
+    seen = []
+
+    def spy(self, kind, inputs, compute):
+        assert kind == "gauge-sweep"
+        seen.append(inputs)
+        return type("Entry", (), {"meta": {}})(), None
+
+    monkeypatch.setattr(Cache, "get_or_compute", spy)
+    options = GaugeOptions(draws=1, steps_grid=(0, 2), trajectory_steps=20, trajectory_every=10,
+                           lr=0.3)  # fmt: skip
+    gauge_sweep("mlp-digits", 0, options)
+    ckpt = Source("mlp-digits", 0).load()
+    for inputs in seen:
+        assert inputs.pop("config") == ckpt.cfg.to_dict()
+        assert inputs.pop("weights") == digest_tensors(ckpt.params)
+    base = {"model": "mlp-digits", "seed": 0, "version": 2}
+    assert seen == [
+        {**base, "part": "table"},
+        {**base, "part": "scramble", "draws": 1},
+        {**base, "part": "recovery", "draws": 1, "steps_grid": [0, 2], "lr": 0.3},
+        {**base, "part": "trajectory", "steps": 20, "every": 10},
+        {**base, "part": "claims", "draws": 1},
+    ]
 
 
 def test_a_stored_part_is_read_without_reading_the_data(tmp_path, monkeypatch):
     """The parts' keys come from the checkpoint alone: a stored part (and a stored transport
     table) is served without the data being read, which takes seconds for the zoo's images."""
     from landscape import sources
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
     from landscape.experiments.transport import transport_table
     from landscape.store.cache import Cache
 
     cache = Cache(tmp_path / "cache", shipped=False)
-    kw = {"draws": 1, "parts": ("table", "claims"), "cache": cache}
+    kw = {"options": GaugeOptions(draws=1, parts=("table", "claims")),
+          "context": RunContext(cache=cache)}
     stored = gauge_sweep("mlp-digits", 0, **kw)
     table = transport_table("mlp-digits", 0, lora_steps=2, adamw_steps_before=1,
                             adamw_steps_after=1, cache=cache)  # fmt: skip

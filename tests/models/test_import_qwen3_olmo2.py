@@ -234,7 +234,7 @@ def test_gauge_sweep_of_a_post_norm_family_refuses_the_rotating_parts_and_runs_t
     tmp_path, monkeypatch
 ):
     from landscape.errors import GroupNotAdmitted
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
     from landscape.sources import add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
@@ -242,7 +242,8 @@ def test_gauge_sweep_of_a_post_norm_family_refuses_the_rotating_parts_and_runs_t
     add_family("olmo-one", [_saved(tmp_path, "olmo2")], text=tmp_path / "text.txt", n_ctx=16,
                max_windows=8)  # fmt: skip
     with pytest.raises(GroupNotAdmitted, match="scramble part compares S_d.*ln1_post"):
-        gauge_sweep("olmo-one", 0, parts=["table", "scramble"], draws=1)
-    out = gauge_sweep("olmo-one", 0, parts=["table", "recovery"], draws=1, steps_grid=[0])
+        gauge_sweep("olmo-one", 0, GaugeOptions(parts=["table", "scramble"], draws=1))
+    out = gauge_sweep("olmo-one", 0, GaugeOptions(parts=["table", "recovery"], draws=1,
+                                                steps_grid=[0]))
     assert all(r["max_abs_dlogits"] < 1e-8 for r in out["table"]["rows"] if r["valid"])
     assert out["recovery"]["rows"], out["recovery"]

@@ -141,9 +141,9 @@ def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tun
 
 
 def test_gauge_sweep_on_a_family(tunes) -> None:
-    from landscape.experiments.gauge.runner import gauge_sweep
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 
-    out = gauge_sweep(tunes, 0, draws=1, parts=("table", "scramble", "claims"))
+    out = gauge_sweep(tunes, 0, GaugeOptions(draws=1, parts=("table", "scramble", "claims")))
     valid = {r["group"]: r["valid"] for r in out["table"]["rows"]}
     assert valid["signed-perm"] and not valid["orth"]
     summary = {r["group"]: r for r in out["scramble"]["summary"]}

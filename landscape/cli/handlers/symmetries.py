@@ -61,7 +61,7 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
         status(f"iterations {args.model} {args.seeds}")
         with progress_bar("iterations") as progress:
             it = iteration_barriers(args.model, args.seeds, IterationOptions(**options),
-                                    context=RunContext(args.device, progress=progress))
+                                    context=RunContext(args.device, progress=progress))  # fmt: skip
         for warning in it["warnings"]:  # main says only the top level's
             say(f"warning: iterations: {warning}")
         out["iterations"] = it
@@ -70,15 +70,17 @@ def _eigenangles(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("gauge-sweep")
 def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.gauge.runner import PARTS, gauge_sweep
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.gauge.runner import PARTS, GaugeOptions, gauge_sweep
 
-    status(f"gauge sweep {args.model} seed {args.seed}")
-    with progress_bar(f"gauge sweep {args.model}") as progress:
-        return gauge_sweep(args.model, args.seed, draws=args.draws, steps_grid=args.steps,
+    options = GaugeOptions(draws=args.draws, steps_grid=args.steps,
                            trajectory_steps=args.trajectory_steps,
                            trajectory_every=args.trajectory_every, parts=args.parts or PARTS,
-                           device=args.device, executor=args.executor, address=args.address,
-                           lr=args.lr, progress=progress)  # fmt: skip
+                           lr=args.lr, executor=args.executor, address=args.address)  # fmt: skip
+    status(f"gauge sweep {args.model} seed {args.seed}")
+    with progress_bar(f"gauge sweep {args.model}") as progress:
+        return gauge_sweep(args.model, args.seed, options,
+                           context=RunContext(args.device, progress=progress))  # fmt: skip
 
 
 @command("transport")

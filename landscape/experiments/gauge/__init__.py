@@ -49,7 +49,9 @@ from landscape.experiments.gauge.results import (
     recovery_key,
 )
 from landscape.experiments.gauge.runner import (
+    GAUGE,
     PARTS,
+    GaugeOptions,
     gauge_sweep,
 )
 
@@ -91,6 +93,8 @@ __all__ = [
     "top_coordinates",
     "trajectory_transport",
     "weight_similarity",
+    "GAUGE",
     "PARTS",
+    "GaugeOptions",
     "gauge_sweep",
 ]

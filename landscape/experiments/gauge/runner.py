@@ -21,6 +21,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import GroupNotAdmitted, LandscapeError
 from landscape.experiments import sweeps
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.gauge.parts import (
     GAUGE_VERSION,
     Claims,
@@ -43,31 +44,43 @@ from landscape.sources import Source
 from landscape.store.cache import Cache
 from landscape.symmetry import resid_blocked, symmetry_table
 from landscape.tasks import Task, load_task, task_source
-from landscape.threads import threaded
 
-__all__ = ["PARTS", "gauge_sweep"]
+__all__ = ["GAUGE", "PARTS", "GaugeOptions", "gauge_sweep"]
 
 PARTS = ("table", "scramble", "recovery", "trajectory", "claims")
 
 
-@threaded
+@dataclass(frozen=True)
+class GaugeOptions:
+    """What a gauge sweep measures and how its work is spread (:func:`gauge_sweep`): the
+    ``parts`` (of :data:`PARTS`), ``draws`` random elements per group and recovery, the
+    recovery's fine-tuning steps ``steps_grid`` at ``lr`` (None: the model's own rate), the
+    trajectory's ``trajectory_steps`` steps with a snapshot every ``trajectory_every``;
+    ``executor`` (``"local"`` or ``"ray"``, at ``address``)."""
+
+    draws: int = 3
+    steps_grid: Sequence[int] = (0, 10, 30, 100, 300)
+    trajectory_steps: int = 1500
+    trajectory_every: int = 10
+    parts: Sequence[str] = PARTS
+    lr: float | None = None
+    executor: str = "local"
+    address: str | None = None
+
+
+GAUGE = GaugeOptions()  # the defaults
+
+
+@in_context
 def gauge_sweep(
     model: str | Checkpoint | Source,
     seed: int = 0,
+    options: GaugeOptions = GAUGE,
     *,
-    draws: int = 3,
-    steps_grid: Sequence[int] = (0, 10, 30, 100, 300),
-    trajectory_steps: int = 1500,
-    trajectory_every: int = 10,
-    parts: Sequence[str] = PARTS,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
-    cache: Cache | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    lr: float | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """The whole gauge sweep of one model as a JSON-serialisable dict, one key per part.
+    """The whole gauge sweep of one model as a JSON-serialisable dict, one key per part; what it
+    measures in ``options`` (:class:`GaugeOptions`), where it runs in ``context``.
 
     Each part is cached (kind ``"gauge-sweep"``) under the model's weight digest, its arguments
     and ``GAUGE_VERSION``; ``seconds`` records the compute time of each part (0 on a cache hit
@@ -75,12 +88,17 @@ def gauge_sweep(
     own (a family's record, a zoo model's recipe); its result and its cache key hold the rate
     used, and the result says where it came from (``lr_from``).
 
-    ``executor="ray"`` computes every draw of the parts not yet in ``cache`` as a Ray task (a
+    ``executor="ray"`` computes every draw of the parts not yet in the cache as a Ray task (a
     (group, draw) of the scramble and the claims, a draw of the recovery; the table and the
     trajectory are one task each), on the cluster at ``address`` or a local one, assembles each
     part from its draws here and stores it (``seconds``: the draws' compute time summed)
     (:mod:`landscape.experiments.sweeps`); the sweep then reads every part from the cache.
     """
+    o = options
+    draws, steps_grid, parts, lr = o.draws, o.steps_grid, o.parts, o.lr
+    trajectory_steps, trajectory_every = o.trajectory_steps, o.trajectory_every
+    executor, address = o.executor, o.address
+    device, progress = context.device, context.progress
     sweeps.check_executor(executor, address)
     unknown = set(parts) - set(PARTS)
     if unknown:
@@ -104,7 +122,7 @@ def gauge_sweep(
             "(--parts table recovery trajectory)"
         )
     recovery_rate, lr_from = recovery_lr(source, lr)
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     base = {"version": GAUGE_VERSION, "model": source.name, "config": source.cfg.to_dict(),
             "weights": source.digest, "seed": seed}  # fmt: skip
     if source.data_key:
