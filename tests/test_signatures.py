@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MOST = 8
 # the packages held to it so far (folders or modules of landscape/, relative to the root)
 SCOPE = ("landscape/experiments/barriers", "landscape/experiments/surfaces.py",
-         "landscape/experiments/gauge")
+         "landscape/experiments/gauge", "landscape/experiments/merging")
 
 
 def wide(source: str, most: int = MOST) -> list[tuple[str, int]]:

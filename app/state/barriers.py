@@ -58,9 +58,11 @@ def _stored_merges(
 def _merge(
     request: BarrierRequest, operators: tuple[str, ...], device: str | None, **how: Any
 ) -> dict[str, Any]:
-    from landscape.experiments.merging.operators import pair_merges
+    from landscape.experiments import RunContext
+    from landscape.experiments.merging.operators import MergesOptions, pair_merges
 
-    return pair_merges(request, operators=operators, device=resolve_device(device), **how)
+    return pair_merges(request, MergesOptions(operators=operators),
+                       context=RunContext(resolve_device(device), **how))
 
 
 def merges(
@@ -336,7 +338,9 @@ def aligned_archive(
     """B aligned to A (or the merge at λ = ``merge``) written in B's own format and zipped, with
     the checks of the written files (``experiments.merging.export.aligned_archive``). Not
     memoised: the page keeps the bytes it prepared in its session."""
+    from landscape.experiments import RunContext
+    from landscape.experiments.merging.export import AlignedOptions
     from landscape.experiments.merging.export import aligned_archive as archive
 
-    return archive(model, seeds, method, group, merge=merge, split=split,
-                   device=resolve_device(device), progress=progress)  # fmt: skip
+    return archive(model, seeds, method, group, AlignedOptions(merge=merge, split=split),
+                   context=RunContext(resolve_device(device), progress=progress))

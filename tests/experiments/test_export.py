@@ -7,7 +7,7 @@ import torch
 
 from landscape.cli import main
 from landscape.errors import LandscapeError
-from landscape.experiments.merging.export import write_aligned
+from landscape.experiments.merging.export import AlignedOptions, aligned_archive, write_aligned
 from landscape.models import forward
 from landscape.models.importers import import_checkpoint
 from landscape.sources import add_family
@@ -114,6 +114,42 @@ def test_nothing_is_overwritten(tmp_path, cache_env):
     (tmp_path / "taken").mkdir()
     with pytest.raises(LandscapeError, match="exists"):
         write_aligned("mlp-digits", [0, 1], tmp_path / "taken")
+
+
+@pytest.mark.parametrize("options,key", [
+    pytest.param(AlignedOptions(), {"seed": 0, "options": {}}, id="defaults"),
+    pytest.param(AlignedOptions(merge=0.5, seed=3, settings={"max_rounds": 7}),
+                 {"seed": 3, "options": {"max_rounds": 7}}, id="merge-seed-settings"),
+])  # fmt: skip
+def test_the_alignments_cache_key_is_the_one_it_always_had(tmp_path, monkeypatch, options, key):
+    """The inputs of the matching's entry, as they were when ``write_aligned`` took its options
+    as keywords (``seed``, ``options``): alignments cached before are still read back."""
+    from landscape.sources import Source
+    from landscape.store.cache import Cache, digest_tensors
+
+    seen = []
+
+    def spy(self, kind, inputs, compute):
+        assert kind == "matching"
+        seen.append(inputs)
+        raise LookupError("recorded")
+
+    monkeypatch.setattr(Cache, "get_or_compute", spy)
+    with pytest.raises(LookupError, match="recorded"):
+        write_aligned("mlp-digits", [0, 1], tmp_path / "out", "weight", "perm", options)
+    (inputs,) = seen
+    a, b = (Source("mlp-digits", s).load() for s in (0, 1))
+    assert inputs.pop("a") == digest_tensors(a.params)
+    assert inputs.pop("b") == digest_tensors(b.params)
+    assert inputs.pop("cfg") == a.cfg.to_dict()
+    assert inputs == {**key, "group": "perm", "method": "weight", "version": 5}
+
+
+def test_an_archive_refuses_what_it_would_write_elsewhere(tmp_path):
+    for options in (AlignedOptions(mergekit_config=tmp_path / "m.yaml"),
+                    AlignedOptions(out_a=tmp_path / "a")):  # fmt: skip
+        with pytest.raises(LandscapeError, match="holds the aligned model alone"):
+            aligned_archive("mlp-digits", [0, 1], "weight", "perm", options)
 
 
 def test_zoo_models_are_written_in_the_landscape_format(tmp_path, capsys, cache_env):

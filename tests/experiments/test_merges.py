@@ -15,7 +15,12 @@ import torch
 
 from landscape.cli import main
 from landscape.experiments import seeds_request
-from landscape.experiments.merging.operators import mergekit_installed, pair_merges, run_operator
+from landscape.experiments.merging.operators import (
+    MergesOptions,
+    mergekit_installed,
+    pair_merges,
+    run_operator,
+)
 from tests.conftest import tiny_llama
 from tests.experiments.test_export import _family, _gpt2
 
@@ -51,7 +56,8 @@ PAIRS = [
 def test_operators_along_the_line(tmp_path, cache_env, build, method, group):
     name = f"mg-{build.__name__.strip('_')}"
     _family(tmp_path, build, name)
-    r = pair_merges(seeds_request(name, [0, 1], method, group, points=5), operators=OPERATORS)
+    r = pair_merges(seeds_request(name, [0, 1], method, group, points=5),
+                    MergesOptions(operators=OPERATORS))
     assert [a["method"] for a in r["alignments"]] == ["naive", method]
     assert r["lambdas"] == [0.0, 0.25, 0.5, 0.75, 1.0]
     for al in r["alignments"]:
@@ -156,9 +162,9 @@ def test_a_merge_with_a_non_finite_loss_is_refused_and_not_stored(tmp_path, cach
     monkeypatch.setattr(merges, "evaluate_path", nan_path)
     request = seeds_request("mg-nan", [0, 1], "weight", "perm", points=3)
     with pytest.raises(LandscapeError, match="slerp's merge at λ = 0 "):
-        pair_merges(request, operators=["slerp"])
+        pair_merges(request, MergesOptions(operators=["slerp"]))
     monkeypatch.setattr(merges, "evaluate_path", real)
-    r = pair_merges(request, operators=["slerp"])
+    r = pair_merges(request, MergesOptions(operators=["slerp"]))
     assert all(math.isfinite(v) for v in r["alignments"][0]["operators"]["slerp"]["loss"])
 
 
@@ -204,7 +210,7 @@ def test_a_zoo_pair_is_merged_in_memory(tmp_path, cache_env):
     """mlp-digits has no Hugging Face format: its operators run through mergekit in memory, and
     mergekit's linear merge is the line."""
     request = seeds_request("mlp-digits", [0, 1], "weight", "perm", points=3)
-    r = pair_merges(request, operators=["linear", "ties"])
+    r = pair_merges(request, MergesOptions(operators=["linear", "ties"]))
     assert r["route"] == "memory"
     for al in r["alignments"]:
         for got, want in zip(al["operators"]["linear"]["loss"], al["line"]["loss"], strict=True):
@@ -229,5 +235,43 @@ def test_a_merges_request_off_the_processed_weights_is_one_line(request_of, mess
     from landscape.errors import LandscapeError
 
     with pytest.raises(LandscapeError, match=message) as err:
-        pair_merges(request_of(), operators=["linear"])
+        pair_merges(request_of(), MergesOptions(operators=["linear"]))
     assert "\n" not in str(err.value)
+
+
+DIGITS = {"name": "digits", "split": "numpy default_rng(0) permutation, 1300/497"}
+
+
+def test_a_merged_points_cache_key_is_the_one_it_always_had(cache_env, monkeypatch):
+    """The inputs of a merged point's entry, as they were when ``merges`` took its options as
+    keywords (and the rest of its request as ``**request``): points cached before are still
+    read back. The line is measured for real; the first merged point is recorded."""
+    import importlib.metadata
+
+    from landscape.experiments.merging.operators import merges
+    from landscape.sources import Source
+    from landscape.store.cache import Cache, digest_tensors
+
+    seen = []
+    real = Cache.get_or_compute
+
+    def spy(self, kind, inputs, compute):
+        if kind != "merge":
+            return real(self, kind, inputs, compute)
+        seen.append(inputs)
+        raise LookupError("recorded")
+
+    monkeypatch.setattr(Cache, "get_or_compute", spy)
+    options = MergesOptions(operators=("dare_ties",), density=0.3, merge_seed=2, points=3,
+                            split="train")  # fmt: skip
+    with pytest.raises(LookupError, match="recorded"):
+        merges("mlp-digits", [0, 1], "weight", "perm", options)
+    (inputs,) = seen
+    a, b = (Source("mlp-digits", s).load() for s in (0, 1))
+    assert inputs.pop("a") == digest_tensors(a.params)
+    assert inputs.pop("b") == digest_tensors(b.params)
+    assert inputs.pop("cfg") == a.cfg.to_dict()
+    assert inputs == {"method": "naive", "group": "perm", "options": {}, "split": "train",
+                      "data": DIGITS, "mergekit": importlib.metadata.version("mergekit"),
+                      "version": 1, "route": "memory", "operator": "dare_ties", "lambda": 0.0,
+                      "density": 0.3, "merge_seed": 2}  # fmt: skip

@@ -14,6 +14,7 @@ from landscape.data import Split
 from landscape.experiments.merging.recover_benchmark import (
     COLUMN_TOL,
     LEVELS,
+    RecoveryOptions,
     levels_of,
     recover,
     score_transform,
@@ -76,7 +77,7 @@ def test_planted_elements_of_every_level_are_recovered_exactly(cfg: ModelConfig)
 def test_without_the_alignment_nothing_is_recovered(cfg: ModelConfig, level: str) -> None:
     """The control: B as scrambled (naive) keeps A's function, but the scores see the scramble."""
     params = _model(cfg)
-    (r,) = recover(cfg, params, [level], method="naive", data=_data(cfg, params))
+    (r,) = recover(cfg, params, [level], RecoveryOptions(method="naive"), data=_data(cfg, params))
     assert r.scramble_check < 1e-9
     assert r.recovered < 0.9 and r.in_place < 0.9 and r.distance > 0.1 and r.gap > 0.1
     assert r.barrier_loss > 1e-3

@@ -162,7 +162,7 @@ def test_export_after_an_admitted_gauge_loads_in_transformers(tmp_path, kind, gr
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_aligned_merge_is_written_and_loaded_as_computed(tmp_path, monkeypatch, kind):
-    from landscape.experiments.merging.export import write_aligned
+    from landscape.experiments.merging.export import AlignedOptions, write_aligned
     from landscape.sources import add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
@@ -170,7 +170,8 @@ def test_aligned_merge_is_written_and_loaded_as_computed(tmp_path, monkeypatch, 
     (tmp_path / "text.txt").write_text(TEXT)
     add_family(f"{kind}-pair", paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
     out = tmp_path / "merged"
-    r = write_aligned(f"{kind}-pair", [0, 1], out, "weight", "signed-perm", merge=0.3)
+    r = write_aligned(f"{kind}-pair", [0, 1], out, "weight", "signed-perm",
+                      AlignedOptions(merge=0.3))
     assert r["function_ok"] and r["loss"] == pytest.approx(r["curve_loss"], abs=1e-5)
     merged = import_checkpoint(out)
     x = _tokens(2)

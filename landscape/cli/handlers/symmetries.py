@@ -128,12 +128,14 @@ def _transport(args: argparse.Namespace) -> dict[str, Any]:
 def _recover(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from landscape.experiments.merging.recover_benchmark import recovery
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.merging.recover_benchmark import RecoveryOptions, recovery
 
+    options = RecoveryOptions(method=args.method, draw=args.draw, points=args.points,
+                              dtype=getattr(torch, args.dtype), text=args.text,
+                              image_data=args.data, data_dir=args.data_dir)  # fmt: skip
     status(f"recover {args.model}{'' if args.seed is None else f' seed {args.seed}'} "
             f"{args.method}")  # fmt: skip
     with progress_bar(f"recover {args.method}") as progress:
-        return recovery(args.model, args.seed, args.groups, method=args.method, draw=args.draw,
-                        text=args.text, image_data=args.data, data_dir=args.data_dir,
-                        points=args.points, dtype=getattr(torch, args.dtype),
-                        device=args.device, progress=progress)  # fmt: skip
+        return recovery(args.model, args.seed, args.groups, options,
+                        context=RunContext(args.device, progress=progress))

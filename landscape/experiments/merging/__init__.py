@@ -7,6 +7,8 @@ along λ naive and aligned (:mod:`.operators`), and the recovery benchmark
 from __future__ import annotations
 
 from landscape.experiments.merging.export import (
+    ALIGNED,
+    AlignedOptions,
     aligned_archive,
     archive_name,
     hf_source,
@@ -31,6 +33,8 @@ from landscape.experiments.merging.recover_benchmark import (
     COLUMN_TOL,
     DEFAULT_LEVELS,
     LEVELS,
+    RECOVERY,
+    RecoveryOptions,
     RecoveryRow,
     Scramble,
     VariableScore,
@@ -51,6 +55,8 @@ __all__ = [
     "mergekit_yaml",
     "write_mergekit_config",
     "hf_source",
+    "ALIGNED",
+    "AlignedOptions",
     "write_aligned",
     "archive_name",
     "aligned_archive",
@@ -66,6 +72,8 @@ __all__ = [
     "COLUMN_TOL",
     "DEFAULT_LEVELS",
     "LEVELS",
+    "RECOVERY",
+    "RecoveryOptions",
     "RecoveryRow",
     "Scramble",
     "VariableScore",

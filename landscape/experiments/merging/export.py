@@ -18,16 +18,16 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import align
 from landscape.experiments.barriers.endpoints import check_pair, check_split, load
-from landscape.experiments.context import RunContext
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
@@ -43,12 +43,32 @@ from landscape.models.config import ModelConfig
 from landscape.models.exporters import check_hf_writable, export_hf, hf_config
 from landscape.models.importers import import_checkpoint
 from landscape.models.params import Params, param_shapes
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.sources import check_evaluable, data_of
 from landscape.store.cache import Cache
 from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM, norm_state, resid_needs
 from landscape.symmetry.processing import prepare
-from landscape.threads import threaded
+
+
+@dataclass(frozen=True)
+class AlignedOptions:
+    """What :func:`write_aligned` writes besides the aligned B: with ``merge`` = λ the model at λ
+    on the straight line instead (evaluated on A's ``split``); a mergekit configuration at
+    ``mergekit_config`` merging A and the aligned B with ``merge_method`` at λ =
+    ``merge_weight``, A written processed to ``out_a`` where it must be; the matching drawn by
+    ``seed`` with the method's ``settings`` (None: its defaults)."""
+
+    merge: float | None = None
+    mergekit_config: str | os.PathLike | None = None
+    merge_method: str = "linear"
+    merge_weight: float = 0.5
+    out_a: str | os.PathLike | None = None
+    split: str = "test"
+    seed: int = 0
+    settings: dict[str, Any] | None = None
+
+
+ALIGNED = AlignedOptions()  # the defaults: the aligned B alone
 
 
 def hf_source(ckpt: Checkpoint) -> str | None:
@@ -73,27 +93,19 @@ def _completed(cfg: ModelConfig, params: Params) -> Params:
     return out
 
 
-@threaded
+@in_context
 def write_aligned(
     model: str,
     seeds: Sequence[int],
     out: str | os.PathLike,
     method: str = "weight",
     group: str = "perm",
+    options: AlignedOptions = ALIGNED,
     *,
-    merge: float | None = None,
-    mergekit_config: str | os.PathLike | None = None,
-    merge_method: str = "linear",
-    merge_weight: float = 0.5,
-    out_a: str | os.PathLike | None = None,
-    split: str = "test",
-    seed: int = 0,
-    options: dict[str, Any] | None = None,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """Align seed ``seeds[1]`` of ``model`` to ``seeds[0]`` and write it (module docstring).
+    """Align seed ``seeds[1]`` of ``model`` to ``seeds[0]`` and write it (module docstring); what
+    it writes besides in ``options`` (:class:`AlignedOptions`), where it runs in ``context``.
 
     Returns ``path``, ``format``, ``written`` (what the writer reports), ``function_check``
     (aligned B as written, reloaded, against B; for a merge, the reloaded merge against the
@@ -106,6 +118,10 @@ def write_aligned(
     A's source directory when the group needs no processing of A, else A processed as B was,
     written to ``out_a`` (required then, and refused before the matching without it).
     """
+    merge, mergekit_config, out_a, split = (options.merge, options.mergekit_config,
+                                            options.out_a, options.split)  # fmt: skip
+    merge_method, merge_weight = options.merge_method, options.merge_weight
+    device, progress = context.device, context.progress
     if len(seeds) != 2 or seeds[0] == seeds[1]:
         raise LandscapeError("give two different seeds: A and B")
     if merge is not None and not 0.0 <= merge <= 1.0:
@@ -136,8 +152,8 @@ def write_aligned(
                                       moves_mean=moves_mean)  # fmt: skip
     a_dir, unchecked = _mergekit_a(a, group, merge, mergekit_config, merge_method, merge_weight,
                                    out_a, source, moves_mean, written_b)  # fmt: skip
-    cache = cache or Cache()
-    al = align(a, b, method, group, seed=seed, options=options,
+    cache = context.cache or Cache()
+    al = align(a, b, method, group, seed=options.seed, options=options.settings,
                context=RunContext(device, cache, within(progress, 0.0, 0.8)))  # fmt: skip
     cfg = al.cfg
     if merge is None:
@@ -271,18 +287,21 @@ def archive_name(model: str, seeds: Sequence[int], method: str, group: str,
 
 
 def aligned_archive(model: str, seeds: Sequence[int], method: str = "weight",
-                    group: str = "perm", *, merge: float | None = None, split: str = "test",
-                    device: torch.device = CPU, cache: Cache | None = None,
-                    progress: Progress | None = None) -> tuple[bytes, dict[str, Any]]:  # fmt: skip
+                    group: str = "perm", options: AlignedOptions = ALIGNED, *,
+                    context: RunContext = RUN) -> tuple[bytes, dict[str, Any]]:  # fmt: skip
     """What ``landscape align MODEL --seeds A B --method M --group G --out DIR [--merge λ]``
     writes (:func:`write_aligned`), as the bytes of a zip of that folder (named
     :func:`archive_name`, at the zip's root), and the writer's result (``path``: the folder's
-    name in the zip). The folder is written to a temporary directory and removed."""
-    name = archive_name(model, seeds, method, group, merge)
+    name in the zip). The folder is written to a temporary directory and removed. The zip holds
+    that folder alone: options that write elsewhere (``mergekit_config``, ``out_a``) are
+    refused."""
+    if options.mergekit_config is not None or options.out_a is not None:
+        raise LandscapeError("an aligned archive holds the aligned model alone: no mergekit "
+                             "configuration, no A written beside it")  # fmt: skip
+    name = archive_name(model, seeds, method, group, options.merge)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / name
-        result = write_aligned(model, seeds, out, method, group, merge=merge, split=split,
-                               device=device, cache=cache, progress=progress)  # fmt: skip
+        result = write_aligned(model, seeds, out, method, group, options, context=context)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
             for f in sorted(out.rglob("*")):

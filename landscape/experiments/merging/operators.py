@@ -61,7 +61,6 @@ import numpy as np
 import torch
 
 from landscape.budget import MAX_MERGEKIT_RUNS, check_work
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import align
 from landscape.experiments.barriers.coordinates import PROCESSED
@@ -70,7 +69,7 @@ from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.basins import barrier_from_curve
-from landscape.experiments.context import RunContext
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import (
@@ -84,7 +83,7 @@ from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
 from landscape.names import method_key
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.sources import Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry import ORTH, RESID_GROUPS, SIGNED_PERM
@@ -100,6 +99,24 @@ INSTALL = "pip install 'landscape[merge]'"
 # keyed without them)
 SPARSIFYING = ("ties", "dare_ties", "dare_linear", "breadcrumbs", "della")
 RANDOM = ("dare_ties", "dare_linear", "della")
+
+
+@dataclass(frozen=True)
+class MergesOptions:
+    """What :func:`merges` measures: the ``operators`` (of
+    :data:`~landscape.experiments.merging.mergekit.MERGE_METHODS`) at ``points`` values of λ on
+    A's ``split``, the sparsifying ones keeping a ``density`` fraction, the random ones drawn by
+    ``merge_seed``; ``settings``: the matching method's (None: its defaults)."""
+
+    operators: Sequence[str] = OPERATORS
+    density: float = DENSITY
+    merge_seed: int = 0
+    points: int = POINTS
+    split: str = "test"
+    settings: dict[str, Any] | None = None
+
+
+MERGES = MergesOptions()  # the defaults
 
 
 def require_mergekit() -> str:
@@ -246,15 +263,12 @@ def _curve(lam: Sequence[float], loss: Sequence[float], acc: Sequence[float],
             "barrier_accuracy": c.barrier_accuracy}  # fmt: skip
 
 
+@in_context
 def pair_merges(
     request: BarrierRequest,
+    options: MergesOptions = MERGES,
     *,
-    operators: Sequence[str] = OPERATORS,
-    density: float = DENSITY,
-    merge_seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """The operators' curves for one pair of seeds (the request's endpoints: two seeds of one
     model), naive and aligned by the request's method and group (module docstring):
@@ -262,12 +276,16 @@ def pair_merges(
     request, :func:`~landscape.experiments.barriers.pipeline.measure_barrier`) and ``operators``
     (operator → loss, accuracy and barriers at the line's λ), ``merge_seconds`` (what its
     ``merges`` merged points took to compute, read from the cache or not). The operators act on the
-    processed weights: the request's line is straight there, in float32, matched with seed 0."""
+    processed weights: the request's line is straight there, in float32, matched with seed 0.
+    Of ``options`` the operators, density and merge seed are read; the request holds the rest
+    (its points, split and the matching's settings)."""
+    operators, density, merge_seed = options.operators, options.density, options.merge_seed
+    device, progress = context.device, context.progress
     version = require_mergekit()
     ops = check_operators(operators)
     model, seeds = _pair_of(request)
     mergekit_yaml(".", ".", "ties", 0.5, density)  # refuses a density now, not after matching
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     tell(progress, "load", 0)
     a, b = load(model, seeds[0], device), load(model, seeds[1], device)
     method, group, split, points = request.method, request.group, request.split, request.points
@@ -456,41 +474,39 @@ def check_merges_work(seeds: int, method: str, operators: Sequence[str], points:
                "each a fresh mergekit process, 20-35 s")  # fmt: skip
 
 
+@in_context
 def merges(
     model: str,
     seeds: Sequence[int],
     method: str = "weight",
     group: str = "perm",
+    options: MergesOptions = MERGES,
     *,
-    operators: Sequence[str] = OPERATORS,
-    density: float = DENSITY,
-    merge_seed: int = 0,
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
-    **request: Any,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """:class:`MergesResult` of every pair of ``seeds`` (B the later seed, aligned to A, as
-    ``landscape matrix`` pairs them), as a dict. ``request``: the rest of each pair's
-    :class:`~landscape.experiments.barriers.request.BarrierRequest` (``points``, default
-    :data:`POINTS`; ``split``; ``options``, the matching method's settings)."""
+    ``landscape matrix`` pairs them), as a dict; what it measures in ``options``
+    (:class:`MergesOptions`: each pair's request takes its ``points``, ``split`` and
+    ``settings``), where it runs in ``context``."""
+    operators, density, merge_seed = options.operators, options.density, options.merge_seed
+    progress = context.progress
     t0 = time.perf_counter()
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2 or len(set(seeds)) < len(seeds):
         raise LandscapeError(f"give two or more different seeds (got "
                              f"{' '.join(map(str, seeds))}): one merge per pair")  # fmt: skip
     ops = check_operators(operators)
-    check_merges_work(len(seeds), method, ops, request.get("points", POINTS))
+    check_merges_work(len(seeds), method, ops, options.points)
     require_mergekit()
     todo = list(itertools.combinations(seeds, 2))
-    first = seeds_request(model, todo[0], method, group, **{"points": POINTS, **request})
+    first = seeds_request(model, todo[0], method, group, points=options.points,
+                          split=options.split, options=options.settings)  # fmt: skip
     points, split = first.points, first.split
     pairs, warnings = [], []
     for i, pair in enumerate(todo):
         sub = within(progress, i / len(todo), (i + 1) / len(todo), f"{pair[0]}-{pair[1]} ")
         asked = replace(first, a=Source(model, pair[0]), b=Source(model, pair[1]))
-        r = pair_merges(asked, operators=ops, density=density, merge_seed=merge_seed,
-                        device=device, cache=cache, progress=sub)  # fmt: skip
+        r = pair_merges(asked, replace(options, operators=ops), context=context.hearing(sub))
         pairs.append(r)
         warnings += [f"seeds {pair[0]}-{pair[1]}: {w}" for al in r["alignments"]
                      for w in al["warnings"]]  # fmt: skip

@@ -50,6 +50,7 @@ import torch
 from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.basins import barrier_from_curve
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
 from landscape.matching import METHODS, function_check, function_warnings, match, method_of
@@ -69,7 +70,6 @@ from landscape.symmetry import (
     spec_for,
 )
 from landscape.symmetry.processing import prepare
-from landscape.threads import threaded
 
 # Every level a recovery can plant, in the order rows are shown: the residual chain, then the
 # within-head maps
@@ -79,6 +79,25 @@ DEFAULT_LEVELS = ("perm", "signed-perm", "orth", "qk", "ov")
 INNER_LEVELS = ("qk", "ov")
 COLUMN_TOL = 1e-4  # a recovered column: relative error below float32's function tolerance
 RECOVER_POINTS = 11  # λ points of the barrier between A and the recovered B
+
+
+@dataclass(frozen=True)
+class RecoveryOptions:
+    """What a recovery runs (:func:`recover`, :func:`recovery`): the matching ``method``, the
+    ``draw`` seeding the planted element and the matching's visiting order, ``points`` values of
+    λ on the barrier, the parameters cast to ``dtype``; for a checkpoint path its data, as text
+    (``text``) or images (``image_data``, read from ``data_dir``)."""
+
+    method: str = "weight"
+    draw: int = 0
+    points: int = RECOVER_POINTS
+    dtype: torch.dtype = torch.float64
+    text: str | None = None
+    image_data: str | None = None
+    data_dir: str | None = None
+
+
+RECOVERY = RecoveryOptions()  # the defaults
 
 
 @dataclass
@@ -362,22 +381,23 @@ def recover_level(
     return align_back(scramble(cfg, params, level, seed), seed=seed, **kw)
 
 
-@threaded
+@in_context
 def recover(
     cfg: ModelConfig,
     params: Params,
     levels: Sequence[str] | None = None,
+    options: RecoveryOptions = RECOVERY,
     *,
-    method: str = "weight",
-    seed: int = 0,
     data: Data | None = None,
-    points: int = RECOVER_POINTS,
-    dtype: torch.dtype = torch.float64,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> list[RecoveryRow]:
     """:func:`recover_level` for every level (default: :data:`DEFAULT_LEVELS` the model
-    admits), on ``params`` cast to ``dtype`` (float64 by default)."""
+    admits), on ``params`` cast to the options' ``dtype`` (float64 by default), planted and
+    matched with seed ``draw``, on the context's device; ``data``: A's data (for the barrier and
+    data-driven methods). The options' data source (``text``, ``image_data``, ``data_dir``) is
+    :func:`recovery`'s, not read here."""
+    method, seed, points, dtype = options.method, options.draw, options.points, options.dtype
+    device, progress = context.device, context.progress
     todo = check_levels(cfg, levels)
     params = {k: v.detach().to(CPU, dtype) for k, v in params.items()}
     rows = []
@@ -388,24 +408,23 @@ def recover(
     return rows
 
 
+@in_context
 def recovery(
     model: str,
     seed: int | None = None,
     levels: Sequence[str] | None = None,
+    options: RecoveryOptions = RECOVERY,
     *,
-    method: str = "weight",
-    draw: int = 0,
-    text: str | None = None,
-    image_data: str | None = None,
-    data_dir: str | None = None,
-    points: int = RECOVER_POINTS,
-    dtype: torch.dtype = torch.float64,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
     """``landscape recover MODEL``: the rows of :func:`recover` for a zoo seed, a family member
-    or a checkpoint path (a path's data from ``text`` or ``image_data``), as one JSON-able dict
-    with ``rows`` (tidy records: one per level), ``function_ok`` and ``warnings``."""
+    or a checkpoint path (a path's data from the options' ``text`` or ``image_data``), as one
+    JSON-able dict with ``rows`` (tidy records: one per level), ``function_ok`` and
+    ``warnings``; what it runs in ``options`` (:class:`RecoveryOptions`), where in
+    ``context``."""
+    method, draw, dtype = options.method, options.draw, options.dtype
+    text, image_data, data_dir = options.text, options.image_data, options.data_dir
+    progress = context.progress
     source = Source(model, seed)
     if source.kind == "zoo" and seed is None:
         raise LandscapeError(f"{model} is a zoo model: give the checkpoint's --seed")
@@ -427,9 +446,8 @@ def recovery(
         except LandscapeError as e:
             hint = "for a checkpoint path give --text FILE or --data digits|fashion"
             raise LandscapeError(f"{e} (recover measures the barrier on it: {hint})") from None
-    rows = recover(ckpt.cfg, ckpt.params, todo, method=method, seed=draw, data=data,
-                   points=points, dtype=dtype, device=device,
-                   progress=within(progress, 0.05, 1.0))  # fmt: skip
+    rows = recover(ckpt.cfg, ckpt.params, todo, options, data=data,
+                   context=context.within(0.05, 1.0))
     checks = {}
     for r in rows:
         checks[f"the {r.level} scramble"] = r.scramble_check
@@ -453,6 +471,8 @@ __all__ = [
     "COLUMN_TOL",
     "DEFAULT_LEVELS",
     "LEVELS",
+    "RECOVERY",
+    "RecoveryOptions",
     "RecoveryRow",
     "Scramble",
     "VariableScore",
