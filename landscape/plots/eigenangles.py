@@ -19,6 +19,7 @@ from landscape.plots.fields import (
     Fields,
 )
 from landscape.plots.theme import (
+    BLACK,
     LINE_WIDTH,
     NEUTRAL,
     PALETTE,
@@ -201,7 +202,7 @@ def _barrier_panels(result: dict[str, Any], rows_key: str, kind: Fields, series:
                     y=[unit * kind.read(r, f"barrier_{metric}") for r in ringed],
                     mode="markers", name=RETURNED, legendgroup=RETURNED, cliponaxis=False,
                     showlegend=col == 1 and not any(t.name == RETURNED for t in fig.data),
-                    marker={"symbol": "circle-open", "size": 17, "color": PALETTE[-1],
+                    marker={"symbol": "circle-open", "size": 17, "color": BLACK,
                             "line": {"width": 2}},
                     hovertemplate=f"{label}: returned at {x} %{{x}}<extra></extra>",
                 ),  # fmt: skip

@@ -18,8 +18,14 @@ import plotly.graph_objects as go
 
 from landscape.names import method_key  # the key of METHOD_DASH
 
-# Colour-blind-safe palette (Okabe–Ito order), reused for every categorical series.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+# A colour-blind-safe palette, reused for every categorical series: twelve
+# colours, so that up to twelve series (the mlp-digits zoo's seeds on the Atlas) never share one.
+# The first eight are fixed (figures already printed use them; the methods' colours and named
+# roles index them); the last four (wine, indigo, olive, purple) were chosen for their distance
+# from the eight and the grey baseline, with and without deuteranopia (test_pictures.py).
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+           "#882255", "#332288", "#999933", "#AA4499"]  # fmt: skip
+BLACK = PALETTE[7]
 # Grey for the baseline a figure compares against (naive, Haar-random, no transport).
 NEUTRAL = "#888888"
 GRID = "#e5e5e5"
@@ -82,7 +88,7 @@ def method_style(key: str) -> MethodStyle:
     solid line and a cross."""
     method, _, group = key.partition("/")
     return MethodStyle(
-        colour=METHOD_COLOUR.get(method, PALETTE[7]),
+        colour=METHOD_COLOUR.get(method, BLACK),
         dash=METHOD_DASH.get(method_key(method, group or None), "solid"),
         symbol="circle" if method == "naive" else GROUP_SYMBOL.get(group or "perm", "x"),
     )

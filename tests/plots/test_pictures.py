@@ -24,6 +24,8 @@ from landscape.experiments.eigen.angles import (
 from landscape.plots.interpolation import above_naive
 from landscape.plots.theme import (
     METHOD_DASH,
+    NEUTRAL,
+    PALETTE,
     colour_distance,
     deuteranopia,
     method_key,
@@ -43,6 +45,33 @@ def test_every_method_has_its_own_dash_and_no_two_look_alike_with_deuteranopia()
     for a, b in itertools.combinations(METHODS, 2):
         seen = colour_distance(deuteranopia(styles[a].colour), deuteranopia(styles[b].colour))
         assert seen >= 15 or styles[a].dash != styles[b].dash, (a, b, seen)
+
+
+def test_the_palette_keeps_its_first_colours_and_tells_twelve_series_apart() -> None:
+    """Figures already printed use the first eight colours and the methods' colours: they stay.
+    Twelve series (the mlp-digits zoo's seeds on the Atlas) get twelve colours, none the
+    baseline's grey, and no two alike, with deuteranopia too."""
+    assert PALETTE[:8] == ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9",
+                           "#F0E442", "#000000"]  # fmt: skip
+    colours = {m: method_style(m).colour for m in ("naive", "weight/perm", "activation/perm",
+                                                   "learned/orth", "unknown/perm")}  # fmt: skip
+    assert colours == {"naive": NEUTRAL, "weight/perm": "#0072B2", "activation/perm": "#E69F00",
+                       "learned/orth": "#D55E00", "unknown/perm": "#000000"}  # fmt: skip
+    twelve = [PALETTE[i % len(PALETTE)] for i in range(12)]  # as the figures pick them
+    assert len(set(twelve)) == 12 and NEUTRAL not in twelve
+    for a, b in itertools.combinations([*twelve, NEUTRAL], 2):
+        assert colour_distance(a, b) > 20, (a, b)
+        assert colour_distance(deuteranopia(a), deuteranopia(b)) > 8, (a, b)
+    seeds = list(range(12))  # the Atlas of twelve seeds: a colour each
+    points = [{"seed": s, "kind": "seed", "copy": 0, "raw": [s, 0.0], "aligned": [s, 1.0],
+               "distance_raw": 0.0, "distance_aligned": 0.0, "on_seed_raw": False,
+               "on_seed_aligned": False} for s in seeds]  # fmt: skip
+    fig = plots.figure_atlas({"seeds": seeds, "reference": 0, "projection": "pca",
+                              "explained_raw": [0.5, 0.2], "explained_aligned": [0.9, 0.1],
+                              "orbit_ratio_raw": 1.0, "orbit_ratio_aligned": 0.0,
+                              "points": points})  # fmt: skip
+    drawn = {t.name: t.marker.color for t in fig.data if t.showlegend}
+    assert len(drawn) == 12 and len(set(drawn.values())) == 12, drawn
 
 
 def test_the_deuteranopia_simulation_merges_red_and_green_but_keeps_blue_and_yellow() -> None:
