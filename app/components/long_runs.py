@@ -255,7 +255,7 @@ UNKNOWN = "time unknown on this machine"
 
 def ask_first(
     key: str, inputs: Hashable, parts: list[tuple[str, float | None]], basis: str,
-    unknown: str = "",
+    unknown: str = "", *, about: str = "about", here: bool = True,
 ) -> bool:  # fmt: skip
     """Whether the work in ``parts`` may start now: each part is what it is and the seconds it
     is expected to take (measured on earlier runs), None when nothing measured here says so.
@@ -263,22 +263,24 @@ def ask_first(
     click: until then the page says what it will cost beside a button, and draws what is
     stored (as a cancelled run does, :func:`left_out`). ``basis`` says what the seconds were
     measured on; ``unknown``, what the work does that takes its unknown time (said after
-    "time unknown on this machine", never as a number)."""
+    "time unknown on this machine", never as a number). ``here=False``: the seconds were not
+    measured on this machine (the shipped results' times): said, with ``about`` before them
+    ("under about" for a bound), but the work waits for a click however short they are."""
     started = st.session_state.setdefault(STARTED, {})
     known = [sec for _, sec in parts if sec is not None]
     if not parts or started.get(key) == inputs or (
-        len(known) == len(parts) and sum(known) <= SLOW
+        here and len(known) == len(parts) and sum(known) <= SLOW
     ):
         return True
     said = "; ".join(
-        f"{what} (about {duration(sec)})" if sec is not None
+        f"{what} ({about} {duration(sec)})" if sec is not None
         else f"{what} ({UNKNOWN}{': ' + unknown if unknown else ''})"
         for what, sec in parts
     )  # fmt: skip
     total = ""
     if known:  # measured: the time the stored results of the same kind took
         more = " and more" if len(known) < len(parts) else ""
-        total = f" In all about {duration(sum(known))}{more}, {basis}."
+        total = f" In all {about} {duration(sum(known))}{more}, {basis}."
     with st.container(border=True):
         st.info(f"Not stored yet, so computed on a click: {plain(said)}.{total}",
                 icon=":material/schedule:")  # fmt: skip

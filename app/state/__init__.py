@@ -88,6 +88,8 @@ from app.state.symmetries import (
     transport_table,
 )
 from app.state.timings import (
+    Borrowed,
+    borrowed_learned,
     expected,
     grid_seconds,
     learned_seconds,
@@ -139,6 +141,8 @@ __all__ = [
     "iterations",
     "iterations_seconds",
     "learned_seconds",
+    "borrowed_learned",
+    "Borrowed",
     "mean_sem",
     "measured",
     "measured_grid",

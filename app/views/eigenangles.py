@@ -71,9 +71,11 @@ if problem is not None:
     # and no click is offered for a run that cannot read its data
 
 # Learned matching not stored for this pair starts only on a click when it is expected to take
-# over 20 s (as long as it took on this model here) or nothing measured says how long, the
+# over 20 s (as long as it took on this model here) or nothing measured here says how long, the
 # page's default pair too (on an empty cache it trained for minutes before anything was drawn).
-# Meanwhile weight matching alone, quick, is drawn.
+# Where nothing was measured here, the click is offered beside the time the shipped results'
+# learned matching took where they were built (this model's, else a bound from a model of the
+# nearest size). Meanwhile weight matching alone, quick, is drawn.
 waiting = False
 if learned:
     try:
@@ -87,12 +89,16 @@ if learned:
             took = 0.0
         except Exception:
             took = state.learned_seconds(name, device())
+        basis = "as long as learned matching of another pair of this model took here"
+        borrowed = state.borrowed_learned(name) if took is None else None
+        if borrowed is not None:
+            took, basis = borrowed.seconds, borrowed.basis
         waiting = not ask_first(
             "eig", (name, seed_a, seed_b, device()),
-            [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)],
-            "as long as learned matching of another pair of this model took",
+            [(f"learned matching of seeds {seed_a} ↔ {seed_b}", took)], basis,
             "not run on this model yet: it trains a transform, seconds for a small model, "
             "minutes for a transformer on a CPU",
+            about=borrowed.about if borrowed else "about", here=borrowed is None,
         )  # fmt: skip
     except Exception:  # the page's own read below shows what fails
         pass
@@ -128,8 +134,8 @@ result, learned_failed = None, False
 if learned:
     result = matching(True, Fix("Show weight matching alone", settings={"eig_learned": False}))
     learned_failed = result is None  # the card says why; weight matching alone still shows
-    if result is not None:  # what learned matching of a pair of this model costs
-        state.measured_learned(name, device(), result.get("seconds"))
+    if result is not None and not result.get("cached"):  # what learned matching of a pair
+        state.measured_learned(name, device(), result.get("seconds"))  # of this model costs here
 if result is None:
     result = matching(False)
 

@@ -205,20 +205,25 @@ class Cache:
         """The entry, or None when it is missing or fails verification (then it is removed);
         a shipped entry of the kind when the cache has none."""
         entry = self._get(kind, key)
-        if entry is None and self.shipped is not None and kind in SHIPPED_KINDS:
-            listed = None if self.shipped_digests is None else self.shipped_digests.get(
-                f"{kind}/{key}", "")
-            if listed == "":  # not a shipped result of this package, whatever the file says
-                return None
-            p = self.shipped / kind / key[:2] / f"{key}{SUFFIX}"
-            try:
-                return _read(p, key, listed)
-            except _NotListed:  # edited since the build: said, then a miss
-                print(f"landscape: shipped result {p} is not the one the package lists (edited "
-                      "since the build); not served", file=sys.stderr)  # fmt: skip
-            except Exception:  # never removed, never an error: a miss
-                pass
-        return entry
+        return entry if entry is not None else self.shipped_entry(kind, key)
+
+    def shipped_entry(self, kind: str, key: str) -> Entry | None:
+        """The shipped entry alone (not the cache's), None when there is none to serve."""
+        if self.shipped is None or kind not in SHIPPED_KINDS:
+            return None
+        listed = None if self.shipped_digests is None else self.shipped_digests.get(
+            f"{kind}/{key}", "")  # fmt: skip
+        if listed == "":  # not a shipped result of this package, whatever the file says
+            return None
+        p = self.shipped / kind / key[:2] / f"{key}{SUFFIX}"
+        try:
+            return _read(p, key, listed)
+        except _NotListed:  # edited since the build: said, then a miss
+            print(f"landscape: shipped result {p} is not the one the package lists (edited "
+                  "since the build); not served", file=sys.stderr)  # fmt: skip
+        except Exception:  # never removed, never an error: a miss
+            pass
+        return None
 
     def _get(self, kind: str, key: str) -> Entry | None:
         p = self.path(kind, key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.components.long_runs import UNKNOWN, duration
 from landscape.sources import available_seeds
 from tests.app.common import MAIN, ok
 
@@ -156,9 +157,12 @@ def test_the_barrier_matrix_says_its_cost_beside_its_button():
 def test_learned_matching_of_the_page_own_pair_waits_for_a_click_beside_its_cost(monkeypatch):
     """On an empty cache the Eigenangles page's own view (learned matching on, seeds 0 and 1)
     trained a rotation for minutes before it drew anything. Now weight matching (quick) is
-    drawn at once, and learned matching waits for a click beside its cost: unknown on this
-    machine until learned matching of this model has run here."""
+    drawn at once, and learned matching waits for a click beside its cost: before learned
+    matching of this model has run here, the time the shipped results' learned matching took
+    where they were built (for mlp-digits, which ships none, a bound from vit-digits, larger),
+    however short, and never "unknown"."""
     from app import state as app_state
+    from app.components import long_runs
     from app.state import timings as state
 
     monkeypatch.setattr(state, "LEARNED_SECONDS", {})
@@ -169,12 +173,39 @@ def test_learned_matching_of_the_page_own_pair_waits_for_a_click_beside_its_cost
         return real(model, seeds, learned, device, progress=progress)
 
     monkeypatch.setattr(app_state, "compute_eigenangles", counted)
+    monkeypatch.setattr(long_runs, "SLOW", 1e9)  # an estimate from elsewhere still waits
     at = _page("eigenangles")
     ok(at)
     assert at.toggle(key="eig_learned").value is True  # the page's own view asks for it
     assert asked == [False]  # weight matching alone, computed at once
     assert len(at.get("plotly_chart")) == 2  # its angles and its objective
     notes = _notes(at)
-    assert "learned matching of seeds 0 ↔ 1 (time unknown on this machine" in notes, notes
+    assert UNKNOWN not in notes, notes
+    shipped = state.shipped_learned()["vit-digits"][1]
+    assert f"learned matching of seeds 0 ↔ 1 (under about {duration(shipped)})" in notes, notes
+    assert ("learned matching of vit-digits, a larger model, took that long where the shipped "
+            "results were built") in notes, notes  # fmt: skip
     assert "Learned matching waits for the click above." in notes
     assert any(b.key == "start-eig" for b in at.button)
+
+
+def test_learned_matching_costs_what_the_shipped_results_say_before_anything_ran_here():
+    """A model with a shipped learned time is estimated by it; one without, by the zoo model of
+    nearest size with one (under its time when that is larger, over it when smaller); an
+    imported model, by none."""
+    from app.state import timings as state
+
+    shipped = state.shipped_learned()
+    assert shipped, "no shipped Eigenangles result with learned matching"
+    for name, (seeds, seconds) in shipped.items():
+        own = state.borrowed_learned(name)
+        assert (own.seconds, own.about) == (seconds, "about"), name
+        assert f"seeds {seeds[0]} ↔ {seeds[1]} of {name}" in own.basis
+    small = state.borrowed_learned("mlp-digits")
+    assert small.about == "under about" and "vit-digits, a larger model" in small.basis
+    assert small.seconds == shipped["vit-digits"][1]
+    most = max(state._work(name) for name in shipped)
+    quickest = min(s for name, (_, s) in shipped.items() if state._work(name) == most)
+    big = state.borrowed_learned("gpt-shakespeare-d256-l6")  # larger than any that ships
+    assert (big.about, big.seconds) == ("over", quickest), big
+    assert state.borrowed_learned("no-such-model") is None
