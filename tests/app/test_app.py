@@ -608,6 +608,7 @@ def test_eigenangles_page_measures_the_barrier_per_round_behind_a_toggle(monkeyp
     _need(2)
     monkeypatch.setattr(state, "RUN_SECONDS", {})  # nothing measured here: its time is unknown
     at = _open("eigenangles")
+    start_if_asked(at, "start-eig")  # learned matching, unless an earlier test timed it quick
     ok(at)
     assert at.toggle(key="eig_iterations").value is False  # off by default: it takes time
     charts = len(at.get("plotly_chart"))
