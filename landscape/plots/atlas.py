@@ -81,11 +81,15 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     # widest thing in the figure, and took the plots' width in presentation mode. The legend
     # hangs from the figure's top at its right edge and may use the figure's whole height (one
     # tied to the plot area scrolled, and hid seeds, at a projector's fonts); a figure of more
-    # seeds than that height holds grows, on a projector with its fonts (ROWS_META).
+    # seeds than that height holds grows, on a projector with its fonts (ROWS_META). Its rows
+    # are a step smaller than the ticks and close together (no gap between the seeds' groups),
+    # so that the twelve seeds of mlp-digits fit a 1280×720 projector's figure; with a gap and
+    # the ticks' size they ran past the screen's bottom.
     height = max(430, _legend_height(len(seeds)))
     fig.update_layout(height=height, margin={"t": 100},
                       legend={"title": {"text": "● seed<br>× gauge copy",
-                                        "font": {"size": font_size()}},
+                                        "font": {"size": LEGEND_FONT}},
+                              "font": {"size": LEGEND_FONT}, "tracegroupgap": 0,
                               "xref": "container", "yref": "container", "x": 1, "y": 1,
                               "xanchor": "right", "yanchor": "top", "maxheight": 1},
                       meta={ROWS_META: len(seeds)} if height > 430 else None)  # fmt: skip
@@ -104,10 +108,14 @@ def figure_atlas(result: dict[str, Any]) -> go.Figure:
     return fig
 
 
+LEGEND_FONT = font_size() - 2  # px on a screen: the legend's entries and key
+
+
 def _legend_height(entries: int) -> int:
     """The pixels a legend of ``entries`` seeds under its two-line key takes at a screen's
-    fonts, with room to spare for a projector's (its rows grow a little more than its height)."""
-    return round(font_size() * (3 + 2.5 * entries) + 40)
+    fonts, with room for a projector's: there a row (1.3 lines and a 3-pixel gap) doubles its
+    text while the figure grows by half its height (ROWS_META), hence 1.9 of the font a row."""
+    return round(LEGEND_FONT * (3 + 1.9 * entries) + 40)
 
 
 def _distance(point: dict[str, Any], space: str) -> str:
