@@ -332,12 +332,21 @@ _MEASURE = """() => {
   const hidden = chart ? [...chart.querySelectorAll('.legend')].flatMap(l =>
     [...l.querySelectorAll('.traces')].filter(t => !inside(t, l.querySelector('.bg')))
       .map(t => t.textContent)) : [];
+  const over = (a, b) => { const p = a.getBoundingClientRect(), q = b.getBoundingClientRect();
+    return p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1
+           && q.top < p.bottom - 1; };
+  const plots = chart ? [...chart.querySelectorAll('.draglayer .nsewdrag')] : [];
+  const legends = chart ? [...chart.querySelectorAll('.legend .bg')] : [];
+  const covering = legends.filter(l => plots.some(p => over(l, p))).length;
+  const off = legends.filter(l => !inside(l, chart)
+    || l.getBoundingClientRect().bottom > innerHeight + 1).length;
   const ticks = chart ? [...chart.querySelectorAll('.xtick text, .ytick text')].filter(e =>
     !inside(e, chart) || /rotate\\([^0]/.test(e.getAttribute('transform') || ''))
     .map(e => e.textContent) : [];
   return {sidebar: side ? box(side) : null, figure: chart ? box(chart) : null, titles,
           ternary: chart ? [...chart.querySelectorAll('.ternary .bglayer')].map(box) : [],
-          toolbar: document.querySelectorAll('.modebar-btn').length, hidden, ticks};
+          toolbar: document.querySelectorAll('.modebar-btn').length, hidden, ticks, covering,
+          off};
 }"""
 
 
@@ -346,9 +355,13 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
     """Presentation mode on a 1280×720 and a 1920×1080 projector: the sidebar folds away, the
     first figure is whole on the first screen, two axis titles never overlap, the triangles
     keep their size, no toolbar covers a title, every legend entry is in view (none scrolled
-    away) and every tick label is level and inside its figure (the Models page's names).
+    away), no legend lies over a plot or runs off its figure or the screen, and every tick label
+    is level and inside its figure (the Models page's names). The Atlas is measured with its
+    default seeds and with twelve (its longest legend, where the zoo has them).
     Screenshots go to $LANDSCAPE_SCREENSHOTS when set."""
     from playwright.sync_api import sync_playwright
+
+    from landscape.sources.zoo import available_seeds
 
     url, cache = app_url
     monkeypatch.setenv("LANDSCAPE_CACHE", cache)
@@ -357,16 +370,23 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
     with sync_playwright() as pw:
         browser, _ = _browser(pw)
         page = browser.new_page(viewport={"width": width, "height": height})
-        for path in ("interpolation", "triangle", "surface", "gauge", "atlas", "models"):
-            page.goto(f"{url}/{path}?present=1" + ("&grid=5" if path == "surface" else ""))
+        views = [(path, "") for path in ("interpolation", "triangle", "surface", "gauge",
+                                         "atlas", "models")]  # fmt: skip
+        if len(available_seeds("mlp-digits")) >= 12:
+            views.append(("atlas", "&seeds=" + ",".join(map(str, range(12)))))
+        for path, query in views:
+            page.goto(f"{url}/{path}?present=1{query}" + ("&grid=5" if path == "surface" else ""))
             page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
             _settle(page)
-            compute = page.get_by_role("button", name="Compute the surface")
-            if compute.count():
-                compute.click()
-                _settle(page)
+            for button in ("Compute the surface", "Compute 1 part(s)"):  # a click's cost said
+                compute = page.get_by_role("button", name=button)
+                if compute.count():
+                    compute.click()
+                    _settle(page)
             page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=180_000)
             page.wait_for_timeout(1000)
+            if query:
+                path = f"{path}-12"  # its name in the screenshots and the problems
             name = f"{path}-presentation-{width}x{height}.png"
             page.screenshot(path=str(tmp_path / name))
             if os.environ.get("LANDSCAPE_SCREENSHOTS"):
@@ -383,6 +403,10 @@ def test_presentation_mode_holds_on_a_projector(app_url, tmp_path, monkeypatch, 
                 problems.append(f"/{path}: legend entries scrolled out of view: {m['hidden']}")
             if m["ticks"]:
                 problems.append(f"/{path}: tick labels tilted or cut: {m['ticks']}")
+            if m["covering"]:
+                problems.append(f"/{path}: {m['covering']} legend(s) over a plot")
+            if m["off"]:
+                problems.append(f"/{path}: {m['off']} legend(s) off the figure or the screen")
             for a, b in zip(m["titles"], m["titles"][1:], strict=False):
                 if (
                     a["x"] + a["w"] > b["x"]
