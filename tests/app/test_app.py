@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.navigation import PAGE_SPECS
 from app.state import FIGURES
-from landscape.models.zoo import ABLATION_REVERSE, ABLATION_STEPS, ZOO
+from landscape.models.zoo import ABLATION_QUALITY, ABLATION_REVERSE, ABLATION_STEPS, ZOO
 from landscape.sources.zoo import available_seeds
 from tests.app.common import MAIN, drawn, ok, start_if_asked
 
@@ -65,7 +65,7 @@ def test_models_page_renders_and_reruns(tmp_path):
                                     "gpt-shakespeare-d128-drop0.3",
                                     "llama-shakespeare-d128", "vit-fashion-d256-l6",
                                     "gpt-shakespeare-d256-l6", *ABLATION_STEPS,
-                                    *ABLATION_REVERSE,
+                                    *ABLATION_REVERSE, *ABLATION_QUALITY,
                                     "moe-shakespeare-d64"]  # fmt: skip
     assert frame["seeds"][0] == "0–11"  # the twelve shipped mlp-digits seeds, as a run
     assert list(frame.columns)[-1] == "architecture"  # the long text last, numbers in view

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from landscape.cli import main
-from landscape.models.zoo import ABLATION_REVERSE, ABLATION_STEPS
+from landscape.models.zoo import ABLATION_QUALITY, ABLATION_REVERSE, ABLATION_STEPS
 from landscape.sources.zoo import REPRODUCIBLE_METRICS
 
 
@@ -49,7 +49,7 @@ def test_zoo_json_lists_the_models(capsys, cache_env):
         "vit-fashion-d256-l6",
         "gpt-shakespeare-d256-l6",
         *ABLATION_STEPS,
-        *ABLATION_REVERSE,
+        *ABLATION_REVERSE, *ABLATION_QUALITY,
         "moe-shakespeare-d64",
     ]
     for m in models:

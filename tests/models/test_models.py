@@ -211,6 +211,11 @@ ZOO_LINES = {
     "MLP 512, RMSNorm, grouped-query attention (2 key/value heads), rotary positions, no biases",
     "llama-shakespeare-d128-drop0.3-mha": "pre-norm causal GPT, d=128, 4 layers × 8 heads of 16, "
     "gated SiLU MLP 256, RMSNorm, rotary positions, no biases",
+    "gpt-shakespeare-d128-drop0.3-rotary-s700": "pre-norm causal GPT, d=128, 4 layers × 4 heads "
+    "of 32, MLP 512, RMSNorm, rotary positions",
+    "llama-shakespeare-d128-drop0.3-s700": "pre-norm causal GPT, d=128, 4 layers × 8 heads of 16, "
+    "gated SiLU MLP 256, RMSNorm, grouped-query attention (2 key/value heads), rotary positions, "
+    "no biases",
     "moe-shakespeare-d64": "pre-norm causal GPT, d=64, 2 layers × 4 heads of 16, MLP 128, "
     "RMSNorm, mixture of 4 experts (top 2) per FFN",
 }

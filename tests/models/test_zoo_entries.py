@@ -207,3 +207,21 @@ def test_each_reverse_step_undoes_one_change_of_the_llama_layout():
         assert all(getattr(m.config, f) == getattr(base.config, f) for f in fields), name
         assert m.train == layout.train and not m.ships and shipped_seeds(name) == []
         assert init_params(m.config, 0)  # each is a model the library builds
+
+
+def test_each_quality_control_is_a_rotary_entry_under_the_base_recipe_stopped_short():
+    """The quality controls: a rotary entry of the ablation (configuration unchanged) trained
+    with the dropout GPT's recipe with fewer steps and nothing else changed."""
+    from landscape.models.zoo import ABLATION_BASE, ABLATION_QUALITY, QUALITY_STEPS
+
+    base = ZOO[ABLATION_BASE]
+    expected = {"gpt-shakespeare-d128-drop0.3-rotary-s700": "gpt-shakespeare-d128-drop0.3-rotary",
+                "llama-shakespeare-d128-drop0.3-s700": "llama-shakespeare-d128-drop0.3"}
+    assert list(ABLATION_QUALITY) == list(expected)
+    for name, full in expected.items():
+        m = ZOO[name]
+        assert m.config == ZOO[full].config and m.config.pos == "rotary", name
+        assert m.train == dataclasses.replace(base.train, steps=QUALITY_STEPS), name
+        assert QUALITY_STEPS < base.train.steps
+        assert not m.ships and shipped_seeds(name) == []
+        assert (m.dataset, m.eval_windows) == (base.dataset, base.eval_windows)

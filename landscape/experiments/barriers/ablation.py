@@ -7,7 +7,8 @@ several ways at once. The ablation measures, beside both ends, the zoo entries t
 of them (:data:`landscape.models.zoo.ABLATION_STEPS`) with the same methods, pairs, points,
 split and merge spaces, so each row differs from the base row by one change, and the reverse
 steps (:data:`landscape.models.zoo.ABLATION_REVERSE`), each the whole layout under the base's
-recipe with one change undone.
+recipe with one change undone, and the quality controls
+(:data:`landscape.models.zoo.ABLATION_QUALITY`): the rotary models trained to the base's test loss.
 
 Every barrier is an entry of the one barrier pipeline (:func:`.pipeline.measure_barrier`), so an
 interrupted ablation goes on from the cells it has. Each entry × merge space is stored as one
@@ -41,6 +42,7 @@ from landscape.models.params import count_params
 from landscape.models.train import TRAIN_VERSION
 from landscape.models.zoo import (
     ABLATION_BASE,
+    ABLATION_QUALITY,
     ABLATION_REVERSE,
     ABLATION_STEPS,
     Checkpoint,
@@ -72,6 +74,8 @@ LABELS = {
     "llama-shakespeare-d128-drop0.3-learnedpos": "Llama layout − rotary",
     "llama-shakespeare-d128-drop0.3-gelu": "Llama layout − SwiGLU",
     "llama-shakespeare-d128-drop0.3-mha": "Llama layout − grouped-query",
+    "gpt-shakespeare-d128-drop0.3-rotary-s700": "+ rotary, base's loss (700 steps)",
+    "llama-shakespeare-d128-drop0.3-s700": "Llama layout, base's loss (700 steps)",
     TARGET: "Llama entry (own recipe)",
 }
 STEPS: tuple[tuple[str, str], ...] = (
@@ -80,6 +84,8 @@ STEPS: tuple[tuple[str, str], ...] = (
     *((name, change) for name, (change, _, _) in ABLATION_STEPS.items()),
     *((name, f"the Llama layout, base recipe, with {change}")
       for name, (change, _, _) in ABLATION_REVERSE.items()),
+    *((name, f"{change} (the base's recipe, its schedule over fewer steps)")
+      for name, (change, _, _) in ABLATION_QUALITY.items()),
     (TARGET, "the Llama entry: the Llama layout with its own recipe (no dropout, lr 4e-3, "
              "2,000 steps)"),
 )  # fmt: skip
