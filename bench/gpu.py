@@ -42,6 +42,12 @@ served from an earlier one), one after the other, each under a time guard, the w
   around its seed 0 (the top two eigenvectors, then 5 × 5 models on the test split; the value is
   λ₁, 4.80 on the CPU as docs/design.md records). A CPU run of the same part in seconds, on
   mlp-digits: ``python bench/gpu.py --smoke --parts curvature``.
+- ``moe``: ``moe-shakespeare-d64``'s seeds 0 and 1 trained on the device, then weight/orth and
+  learned/orth (300 steps) over experts, units and the stream, with their barriers (the CPU's
+  pair 0–1 from its own checkpoints: 1.570 and 0.451, a comparison only); and
+  ``surface --directions trajectory --trajectories 0 1`` around gpt-shakespeare seed 0 (both
+  runs retrained with snapshots on the device; the value is seed 0's path's projection error).
+  Smoke: ``python bench/gpu.py --smoke --parts moe`` (the same workloads on mlp-digits).
 
 Each result is compared with ``bench/gpu_reference.json`` (written by ``--record`` on the CPU
 with this code): barriers within 1% (the cross-machine target of weight matching) or 0.005
@@ -77,6 +83,7 @@ import torch  # noqa: E402
 REFERENCE = Path(__file__).with_name("gpu_reference.json")
 BUDGET_S = 450  # one call: 8 minutes of the lease, less start-up and writing
 VIT, GPT = "vit-fashion-d128", "gpt-shakespeare-d128-drop0.3"
+MOE = "moe-shakespeare-d64"
 
 
 @dataclass
@@ -259,6 +266,48 @@ def hessian_surface(device: torch.device, tmp: Path, model: str = GPT, resolutio
     r.value = h["eigenvalues"][0]
     r.facts |= {"eigenvalues": h["eigenvalues"], "products": h["hessian_vector_products"],
                 "converged": h["converged"], "centre_loss": out["points"][0]["loss"]}  # fmt: skip
+    return r
+
+
+def moe(device: torch.device, tmp: Path, model: str = MOE, method: str = "weight",
+        steps: int = 300) -> Result:  # fmt: skip
+    """The mixture of experts' seeds 0 and 1 (not shipped: trained on the device into this
+    workload's cache), aligned over experts, units and the residual stream (``method``/orth;
+    learned matching ``steps`` steps from weight matching's start), and the barrier (25 points,
+    test split). The checkpoints are the device's, so the CPU's barriers (weight/orth 1.570,
+    learned/orth 0.451 on pair 0–1, README) are a comparison, not a reference."""
+    r = Result(f"moe-{method}", f"{method}/orth over experts, {model} 0-1, seeds trained here",
+               rel_tol=0.1)  # fmt: skip
+    t = time.perf_counter()
+    kw = {"options": {"steps": steps}} if method == "learned" else {}
+    out = _barrier(device, tmp, f"moe-{method}", model, (0, 1), method, "orth", **kw)
+    _sync(device)
+    r.seconds, r.value = time.perf_counter() - t, out["barrier_loss"]
+    r.facts |= {"matching_s": out["matching_seconds"], "function_check": out["function_check"]}
+    return r
+
+
+def trajectories(device: torch.device, tmp: Path, model: str = "gpt-shakespeare",
+                 resolution: int = 7) -> Result:  # fmt: skip
+    """``surface --directions trajectory --trajectories 0 1`` around seed 0: both seeds' runs
+    retrained on the device with their snapshots, the plane of seed 0's path, resolution²
+    models on the test split; the value is seed 0's path's projection error."""
+    from landscape.experiments import RunContext
+    from landscape.experiments.surfaces import SurfaceOptions
+    from landscape.experiments.surfaces import surface as run_surface
+
+    r = Result("trajectories", f"surface on {model} seed 0's path plane, paths of seeds 0 and 1, "
+               f"{resolution}×{resolution}", rel_tol=0.05, abs_tol=0.02)  # fmt: skip
+    t = time.perf_counter()
+    out = run_surface(model, [0], options=SurfaceOptions(
+        resolution, directions="trajectory", trajectories=(0, 1)),
+        context=RunContext(device, _cache(tmp, "trajectories")))  # fmt: skip
+    _sync(device)
+    r.seconds = time.perf_counter() - t
+    paths = out["trajectories"]
+    r.value = paths[0]["error"]
+    r.facts |= {"projection_error": [p["error"] for p in paths],
+                "end_gap": [p.get("end_gap") for p in paths]}  # fmt: skip
     return r
 
 
@@ -452,6 +501,13 @@ PARTS: dict[str, list[tuple[str, Callable[..., Result], dict[str, Any], int]]] =
         ("curvature", curvature, {}, 240),
         ("hessian-surface", hessian_surface, {}, 180),
     ],
+    # the mixture of experts trained on the device and aligned over its experts, and training
+    # paths on a surface (runs retrained with snapshots on the device)
+    "moe": [
+        ("moe-weight", moe, {}, 150),
+        ("moe-learned", moe, {"method": "learned"}, 150),
+        ("trajectories", trajectories, {}, 150),
+    ],
     "paper-vit": [("paper-vit", paper, {"model": "vit-fashion-d256-l6"}, 450)],
     "paper-gpt": [("paper-gpt", paper, {"model": "gpt-shakespeare-d256-l6"}, 450)],
 }
@@ -474,10 +530,16 @@ SMOKE_PARTS = {
                                   "batch": 64}, 120),
         ("hessian-surface", hessian_surface, {"model": "mlp-digits", "resolution": 3}, 60),
     ],
+    "moe": [  # the workloads' code on mlp-digits (the mixture trains for minutes on a CPU;
+        # learned matching runs weight matching's start too)
+        ("moe-learned", moe, {"model": "mlp-digits", "method": "learned", "steps": 10}, 120),
+        ("trajectories", trajectories, {"model": "mlp-digits", "resolution": 3}, 120),
+    ],
 }
 
 
-UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt", "surface", "bezier")
+UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt", "surface", "bezier",
+              "moe-weight", "moe-learned")
 # the guards of a CPU run that records references: hours, not minutes
 RECORD_GUARD_S = 4 * 3600
 

@@ -50,3 +50,21 @@ def test_the_curvature_part_runs_its_cpu_smoke_mode(tmp_path) -> None:
     for name, r in results.items():
         assert not r["problem"], f"{name}: {r['problem']}"
         assert r["value"] is not None and r["value"] > 0, name
+
+
+@pytest.mark.slow
+def test_the_moe_part_runs_its_cpu_smoke_mode(tmp_path) -> None:
+    out = tmp_path / "gpu_bench.txt"
+    env = {**os.environ, "LANDSCAPE_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, str(ROOT / "bench" / "gpu.py"), "--smoke", "--parts", "moe",
+           "--out", str(out)]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = {r["name"]: r for r in json.loads(out.with_suffix(".json").read_text())}
+    assert set(results) == {"moe-learned", "trajectories"}
+    for name, r in results.items():
+        assert not r["problem"], f"{name}: {r['problem']}"
+        assert r["value"] is not None and r["value"] >= 0, name
+    # a path's share outside its own plane: between 0 and 1
+    assert 0 <= results["trajectories"]["value"] <= 1
+    assert len(results["trajectories"]["facts"]["projection_error"]) == 2
