@@ -24,7 +24,7 @@ def test_a_recipe_without_dropout_keeps_its_dictionary():
     # the entries trained with dropout say so in their names: the dropout GPT and the Llama
     # ablation's entries, forward and reverse, every one of them at the dropout GPT's 0.3
     dropped = {n for n, m in ZOO.items() if m.train.dropout}
-    assert dropped == {n for n in ZOO if "drop0.3" in n} and len(dropped) == 10
+    assert dropped == {n for n in ZOO if "drop0.3" in n} and len(dropped) == 12
     assert len(plain) == len(ZOO) - len(dropped)
     assert all("dropout" not in m.train.to_dict() for m in plain)
     assert ZOO["gpt-shakespeare-d128-drop0.3"].train.to_dict()["dropout"] == 0.3
