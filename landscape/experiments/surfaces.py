@@ -48,7 +48,7 @@ from landscape.experiments.directions import (
     hessian_directions,
     hessian_options,
 )
-from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_mixtures
 from landscape.experiments.trajectories import (
     check_trajectories,
     path_directions,
@@ -183,8 +183,9 @@ def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tens
               split: str, device: torch.device, progress: Progress | None
               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     ev = data.evaluation(split)
-    return evaluate_mixtures(cfg, endpoints, weights, ev.inputs, ev.targets, device=device,
-                             progress=progress, **data.eval_options(cfg, ev.inputs))  # fmt: skip
+    return evaluate_mixtures(cfg, endpoints, weights, ev.inputs, ev.targets,
+                             EvalOptions(**data.eval_options(cfg, ev.inputs)),
+                             context=RunContext(device, progress=progress))  # fmt: skip
 
 
 def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
