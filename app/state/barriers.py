@@ -15,6 +15,7 @@ import streamlit as st
 from app.state.stored import stored_else_computed
 from landscape.device import resolve_device
 from landscape.experiments.barriers.request import BarrierRequest
+from landscape.experiments.spawn import SpawnOptions
 from landscape.progress import Progress
 from landscape.store.cache import NotCached, ReadOnlyCache
 
@@ -175,42 +176,41 @@ def curve(
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _stored_spawn(
-    model: str, seed: int, at: tuple[int, ...], method: str, group: str, points: int,
-    split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+    model: str, seed: int, at: tuple[int, ...], options: SpawnOptions, device: str | None
+) -> dict[str, Any]:
     """:func:`spawn` read from the disk cache; :class:`NotCached` when a part is not there."""
+    from landscape.experiments import RunContext
     from landscape.experiments.spawn import spawn as spawned
 
-    return spawned(model, at, seed=seed, method=method, group=group, points=points, split=split,
-                   device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+    return spawned(model, at, options, seed=seed,
+                   context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def spawn(
     model: str,
     seed: int,
     at: tuple[int, ...],
-    method: str,
-    group: str,
-    points: int,
-    split: str,
+    options: SpawnOptions,
     device: str | None,
     progress: Progress | None = None,
     *,
     compute: bool = True,
 ) -> dict[str, Any]:
     """Children spawned from ``seed``'s run at the steps ``at`` and their barriers
-    (``experiments.spawn.spawn``): memoised, else read from the disk cache, else computed under
-    ``progress`` (the parent's snapshots, the children's training, the barriers) and read
-    again. Without ``compute``, :class:`NotCached` when they are not stored."""
+    (``experiments.spawn.spawn``; ``options``: its :class:`SpawnOptions`): memoised, else read
+    from the disk cache, else computed under ``progress`` (the parent's snapshots, the
+    children's training, the barriers) and read again. Without ``compute``,
+    :class:`NotCached` when they are not stored."""
+    from landscape.experiments import RunContext
     from landscape.experiments.spawn import spawn as spawned
 
-    args = (model, seed, at, method, group, points, split, device)
+    args = (model, seed, at, options, device)
     if not compute:
         return _stored_spawn(*args)
     return stored_else_computed(
         lambda: _stored_spawn(*args),
-        lambda: spawned(model, at, seed=seed, method=method, group=group, points=points,
-                        split=split, device=resolve_device(device), progress=progress),
+        lambda: spawned(model, at, options, seed=seed,
+                        context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 

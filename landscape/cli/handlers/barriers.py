@@ -155,13 +155,15 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("spawn")
 def _spawn(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.spawn import spawn
+    from landscape.experiments import RunContext
+    from landscape.experiments.spawn import SpawnOptions, spawn
 
+    options = SpawnOptions(children=args.children, every=args.every, method=args.method,
+                           group=args.group, points=args.points, split=args.split)  # fmt: skip
     status(f"spawn {args.model} seed {args.seed} at {args.at} {args.method}/{args.group}")
     with progress_bar(f"spawn {args.model}") as progress:
-        return spawn(args.model, args.at, seed=args.seed, children=args.children,
-                     every=args.every, method=args.method, group=args.group, points=args.points,
-                     split=args.split, device=args.device, progress=progress)  # fmt: skip
+        return spawn(args.model, args.at, options, seed=args.seed,
+                     context=RunContext(args.device, progress=progress))
 
 
 @command("curvature")
