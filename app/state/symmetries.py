@@ -178,10 +178,12 @@ def transport_table(
     """Artifacts moved across a random B_d gauge
     (``landscape.experiments.transport.transport_table``),
     read from the disk cache; :class:`NotCached` when not there (as :func:`gauge_part`)."""
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.transport import TransportOptions
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
-                 cache=ReadOnlyCache())  # fmt: skip
+    return table(model, seed, TransportOptions(gauge_seed=gauge_seed),
+                 context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def compute_transport_table(
@@ -193,7 +195,9 @@ def compute_transport_table(
 ) -> list[dict[str, Any]]:
     """Compute (or read) the transport table and store it on disk (see
     :func:`compute_gauge_part` for why this is not memoised)."""
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.transport import TransportOptions
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
-                 progress=progress)  # fmt: skip
+    return table(model, seed, TransportOptions(gauge_seed=gauge_seed),
+                 context=RunContext(resolve_device(device), progress=progress))
