@@ -55,17 +55,12 @@ def atlas(
     """Atlas coordinates (``landscape.experiments.atlas.atlas``) read from the disk cache;
     :class:`NotCached`
     when they are not there yet (then :func:`compute_atlas`)."""
+    from landscape.experiments.atlas import AtlasOptions
     from landscape.experiments.atlas import atlas as read
+    from landscape.experiments.context import RunContext
 
-    return read(
-        model,
-        seeds,
-        reference=reference,
-        copies=copies,
-        group=group,
-        projection=projection,
-        cache=ReadOnlyCache(),
-    )
+    options = AtlasOptions(reference=reference, copies=copies, group=group, projection=projection)
+    return read(model, seeds, options, context=RunContext(cache=ReadOnlyCache()))
 
 
 def compute_atlas(
@@ -80,17 +75,12 @@ def compute_atlas(
     """Compute the atlas and store it on disk. Not memoised: a cached function would record the
     progress bar's updates and replay them in later runs, where that bar no longer exists.
     ``progress`` drives the page's bar."""
+    from landscape.experiments.atlas import AtlasOptions
     from landscape.experiments.atlas import atlas as compute
+    from landscape.experiments.context import RunContext
 
-    return compute(
-        model,
-        seeds,
-        reference=reference,
-        copies=copies,
-        group=group,
-        projection=projection,
-        progress=progress,
-    )
+    options = AtlasOptions(reference=reference, copies=copies, group=group, projection=projection)
+    return compute(model, seeds, options, context=RunContext(progress=progress))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
