@@ -14,6 +14,7 @@ import streamlit as st
 
 from app.state.stored import stored_else_computed
 from landscape.device import resolve_device
+from landscape.experiments.barriers.matrix import MatrixOptions
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.spawn import SpawnOptions
 from landscape.progress import Progress
@@ -318,16 +319,16 @@ def ablation() -> dict[str, Any] | None:
 
 
 def barrier_matrix(
-    model: str, seeds: list[int], method: str, group: str, *, points: int, split: str,
-    space: str, device: str | None, progress: Progress | None = None,
+    model: str, seeds: list[int], method: str, group: str, options: MatrixOptions,
+    device: str | None, progress: Progress | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``),
-    each pair read from the disk cache or computed under ``progress``. Not memoised: the page
-    keeps the result it asked for in its session."""
+    """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``;
+    ``options``: its :class:`MatrixOptions`), each pair read from the disk cache or computed
+    under ``progress``. Not memoised: the page keeps the result it asked for in its session."""
     from landscape.experiments import RunContext
     from landscape.experiments.barriers.matrix import barrier_matrix as matrix
 
-    return matrix(model, seeds, method, group, points=points, split=split, space=space,
+    return matrix(model, seeds, method, group, options,
                   context=RunContext(resolve_device(device), progress=progress))
 
 

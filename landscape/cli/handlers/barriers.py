@@ -43,7 +43,11 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import RunContext
-    from landscape.experiments.barriers.matrix import barrier_matrix, check_matrix_work
+    from landscape.experiments.barriers.matrix import (
+        MatrixOptions,
+        barrier_matrix,
+        check_matrix_work,
+    )
 
     if len(args.seeds) < 2:
         raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
@@ -51,7 +55,8 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     status(f"matrix {args.model} {args.seeds} {args.method}/{args.group}")
     with progress_bar(f"matrix {args.method}/{args.group}") as progress:
         return barrier_matrix(args.model, args.seeds, args.method, args.group,
-                              points=args.points, split=args.split, space=args.space,
+                              MatrixOptions(points=args.points, split=args.split,
+                                            space=args.space),
                               context=RunContext(args.device, progress=progress))  # fmt: skip
 
 
