@@ -14,6 +14,7 @@ import streamlit as st
 
 from app.state.stored import stored_else_computed
 from landscape.device import resolve_device
+from landscape.experiments.barriers.curved import CurveOptions
 from landscape.experiments.barriers.matrix import MatrixOptions
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.spawn import SpawnOptions
@@ -128,49 +129,36 @@ def curvature(
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _stored_curve(
-    model: str, seeds: tuple[int, int], method: str, group: str, kind: str, steps: int,
-    points: int, split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+def _stored_curve(request: BarrierRequest, options: CurveOptions, device: str | None
+                  ) -> dict[str, Any]:  # fmt: skip
     """:func:`curve` read from the disk cache; :class:`NotCached` when it is not there."""
-    from landscape.experiments import RunContext, seeds_request
-    from landscape.experiments.barriers.curved import CurveOptions
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.curved import curve as curved
 
-    request = seeds_request(model, seeds, method, group, points=points, split=split)
-    return curved(request, CurveOptions(kind=kind, steps=steps),
-                  context=RunContext(resolve_device(device), ReadOnlyCache()))
+    return curved(request, options, context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def curve(
-    model: str,
-    seeds: tuple[int, int],
-    method: str,
-    group: str,
-    kind: str,
-    steps: int,
-    points: int,
-    split: str,
+    request: BarrierRequest,
+    options: CurveOptions,
     device: str | None,
     progress: Progress | None = None,
     *,
     compute: bool = True,
 ) -> dict[str, Any]:
-    """One pair's trained curve beside its straight line, naive and aligned
-    (``experiments.barriers.curved.curve``): memoised, else read from the disk cache, else
-    computed under ``progress`` (the lines, the curves' training and evaluation) and read
-    again. Without ``compute``, :class:`NotCached` when it is not stored."""
-    from landscape.experiments import RunContext, seeds_request
-    from landscape.experiments.barriers.curved import CurveOptions
+    """The trained curve of ``request``'s pair beside its straight line, naive and aligned
+    (``experiments.barriers.curved.curve``; ``options``: its :class:`CurveOptions`): memoised
+    by the request and options, else read from the disk cache, else computed under
+    ``progress`` (the lines, the curves' training and evaluation) and read again. Without
+    ``compute``, :class:`NotCached` when it is not stored."""
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.curved import curve as curved
 
-    args = (model, seeds, method, group, kind, steps, points, split, device)
     if not compute:
-        return _stored_curve(*args)
+        return _stored_curve(request, options, device)
     return stored_else_computed(
-        lambda: _stored_curve(*args),
-        lambda: curved(seeds_request(model, seeds, method, group, points=points, split=split),
-                       CurveOptions(kind=kind, steps=steps),
+        lambda: _stored_curve(request, options, device),
+        lambda: curved(request, options,
                        context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
