@@ -196,9 +196,10 @@ def evaluate_mixtures(
     1), over batches of ``batch_size`` rows. A chunk of 1 is the plain pass: one forward per
     mixture on slices of the batch (``slice_rows``), the parameters of up to
     ``MIX_BUDGET_ELEMENTS`` mixed at once. On a CUDA out-of-memory error the chunk is halved and
-    the step retried. It runs on the ``context``'s device (None: the endpoints' device, nothing
-    heard); its ``progress("evaluate", done, total)`` counts (mixture, batch) steps: it is called
-    after each model of the plain pass and after each (chunk, batch) step of the vectorised one.
+    the step retried. It runs on the ``context``'s device (without a context: on the endpoints'
+    device, nothing heard); the context's ``progress("evaluate", done, total)`` counts (mixture,
+    batch) steps: it is called after each model of the plain pass and after each (chunk, batch)
+    step of the vectorised one.
     """
     batch_size, chunk = options.batch_size, options.chunk
     device = None if context is None else context.device
