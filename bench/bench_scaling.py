@@ -43,7 +43,8 @@ from bench.common import (
     timed,
     zoo_pair,
 )
-from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.context import RunContext
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.matching import weight_matching
 from landscape.matching.learned import learned_matching
 from landscape.models import ModelConfig, init_params
@@ -174,14 +175,16 @@ def run(
         b = {k: v.to(dev) for k, v in b.items()}
 
         def by_points(k: int, cfg=cfg, a=a, b=b, x=x, y=y):
-            return partial(evaluate_path, cfg, a, b, x, y, k, batch_size=len(x), device=dev)
+            return partial(evaluate_path, cfg, a, b, x, y, k, EvalOptions(len(x)),
+                           context=RunContext(dev))  # fmt: skip
 
         def by_batch(n: int, cfg=cfg, a=a, b=b, x=x):
             gen = torch.Generator().manual_seed(n)
             idx = torch.randint(0, len(x), (n,), generator=gen).to(dev)
             xs = x[idx] + 0.01 * torch.randn(x[idx].shape, generator=gen).to(dev)
             ys = torch.randint(0, cfg.n_out, (n,), generator=gen).to(dev)
-            return partial(evaluate_path, cfg, a, b, xs, ys, 25, batch_size=n, device=dev)
+            return partial(evaluate_path, cfg, a, b, xs, ys, 25, EvalOptions(n),
+                           context=RunContext(dev))  # fmt: skip
 
         s = Series(f"barrier curve {name}, s (batch 497)", "points")
         out.append(_measure(s, points, by_points, deadline(), repeats, dev))

@@ -128,9 +128,9 @@ def test_a_classifier_family_gives_the_zoo_numbers(home, tmp_path) -> None:
 
 
 def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tunes) -> None:
-    from landscape.experiments.transport import transport_table
+    from landscape.experiments.transport import TransportOptions, transport_table
 
-    rows = transport_table(tunes, 0, adamw_steps_before=3, adamw_steps_after=3)
+    rows = transport_table(tunes, 0, TransportOptions(adamw_steps_before=3, adamw_steps_after=3))
     exact = {r["artifact"]: r for r in rows if r["mode"] == "exact"}
     assert set(exact) == {"steering", "probe", "sae", "lora", "adamw"}
     for name in ("steering", "probe", "sae", "lora"):

@@ -42,7 +42,7 @@ from landscape.experiments.barriers.endpoints import SPLITS
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import prepare_pair
@@ -124,8 +124,8 @@ class _Line:
             check = worst_check([check, *circuit_checks(originals, cfg, [pa, pb])])
             cfg, (pa, pb) = circuit_forms(cfg, [pa, pb])
         loss, acc = evaluate_path(cfg, pa, pb, self.ev.inputs, self.ev.targets, self.lam,
-                                  device=self.device,
-                                  **self.data.eval_options(cfg, self.ev.inputs))  # fmt: skip
+                                  EvalOptions(**self.data.eval_options(cfg, self.ev.inputs)),
+                                  context=RunContext(self.device))  # fmt: skip
 
         def where(i: int) -> str:
             return f"λ = {float(self.lam[i]):.6g} of {what}"

@@ -51,7 +51,7 @@ from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
 from landscape.matching import METHODS, function_check, function_warnings, match, method_of
 from landscape.models import ModelConfig, Params
@@ -359,9 +359,9 @@ def barrier_between(cfg: ModelConfig, a: Params, b: Params, data: Data,
                     points: int = RECOVER_POINTS) -> tuple[float, float]:  # fmt: skip
     """(loss, accuracy) barrier along ``λ·a + (1−λ)·b`` on ``data``'s test evaluation split."""
     ev = data.evaluation("test")
-    opts = data.eval_options(cfg, ev.inputs)
+    opts = EvalOptions(**data.eval_options(cfg, ev.inputs))
     lam = torch.linspace(0, 1, points, dtype=torch.float64)
-    loss, acc = evaluate_path(cfg, a, b, ev.inputs, ev.targets, lam, **opts)
+    loss, acc = evaluate_path(cfg, a, b, ev.inputs, ev.targets, lam, opts)
     curve = barrier_from_curve(lam, loss, acc)
     return curve.barrier_loss, curve.barrier_accuracy
 
