@@ -68,7 +68,7 @@ from landscape.matching.result import (
     weight_distance,
 )
 from landscape.matching.solvers import head_cost, solve, solve_grouped_perm, solve_heads
-from landscape.matching.within_heads import solve_within_heads
+from landscape.matching.within_heads import Factors, solve_within_heads
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell
 from landscape.symmetry import (
@@ -207,10 +207,10 @@ def within_head_element(
         for side, t in enumerate((a[name].double(), moved(spec, others, b, name))):
             per_head = t.movedim((slot, axis), (0, -1))
             rows[role.transpose][side].append(per_head.reshape(maps, -1, v.size))
-    xa, xb, ya, yb = (torch.cat(rows[inv][side], 1) for inv in (False, True) for side in (0, 1))
+    factors = Factors(*(torch.cat(rows[inv][side], 1) for inv in (False, True) for side in (0, 1)))
     current = (elements or {}).get(var)
     start = None if current is None else current.matrix[:: v.group]
-    m, cond = solve_within_heads(kind, xa, xb, ya, yb, start, rotary=v.rotary)
+    m, cond = solve_within_heads(kind, factors, start, rotary=v.rotary)
     m, cond = m.repeat_interleave(v.group, 0), cond.repeat_interleave(v.group, 0)
     return Element(kind, matrix=m, over=v.over), cond
 
