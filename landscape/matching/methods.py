@@ -52,6 +52,7 @@ __all__ = [
     "MatchingMethod",
     "Method",
     "NoOptions",
+    "Prepared",
     "Run",
     "given_settings",
     "matching_kinds",
@@ -62,6 +63,10 @@ __all__ = [
     "settings_of",
     "text_settings",
 ]
+
+
+# prepare_pair's processed config, A and B
+Prepared = tuple[ModelConfig, Params, Params]
 
 
 class Run(Protocol):
@@ -279,7 +284,7 @@ def refuse_experts(cfg: ModelConfig, what: str) -> None:
 
 def prepare_pair(
     cfg: ModelConfig, params_a: Params, params_b: Params, group: str, *, consume: bool = False
-) -> tuple[ModelConfig, Params, Params]:
+) -> Prepared:
     """Process A and B with the steps that make ``group`` exact (the same steps for both).
 
     ``consume``: the input dicts are emptied as soon as each is processed, so that a caller who

@@ -69,7 +69,7 @@ def stream_matching(cfg: ModelConfig, params_a: Params, params_b: Params, group:
     m, m_abs = weight_similarity(spec, "resid", a, b, unsolved=others, gains=options.gains)
     elements = {"resid": solve(kind, m, unsigned=m_abs)}
     objective = [weight_distance(a, b), aligned_distance(spec, elements, a, b)]
-    return finish("stream", group, cfg, params_b, cfg_p, a, b, Transform(elements), t0,
+    return finish("stream", group, cfg, params_b, (cfg_p, a, b), Transform(elements), t0,
                   objective=objective, rounds=1)  # fmt: skip
 
 

@@ -45,10 +45,9 @@ from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
-from landscape.matching.methods import prepare_pair
+from landscape.matching.methods import Prepared, prepare_pair
 from landscape.matching.result import MatchResult, circuit_checks, finish
 from landscape.matching.weight import weight_matching
-from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_forms
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
@@ -63,8 +62,6 @@ ROUND_STRIDE = 5  # ... then every ROUND_STRIDE-th, and the last
 LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (docs/design.md §1)
 STEPS = 300  # learned matching's own default, so the final transform is the usual one
 CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS steps
-
-Prepared = tuple[ModelConfig, Params, Params]  # prepare_pair's processed config, A and B
 
 __all__ = ["FULL_ROUNDS", "ITERATIONS_VERSION", "LEARNED_GROUP", "ROUND_STRIDE",
            "IterationOptions", "iteration_barriers", "measured_rounds"]  # fmt: skip
@@ -140,8 +137,7 @@ def _aligned(method: str, group: str, b: Checkpoint, prepared: Prepared,
              elements: Mapping[str, Element]) -> MatchResult:  # fmt: skip
     """B aligned by ``elements`` (acting on B as ``prepared`` for ``group``: ``prepare_pair``),
     as a matching returns it."""
-    cfg_p, pa, pb = prepared
-    return finish(method, group, b.cfg, b.params, cfg_p, pa, pb, Transform(dict(elements)),
+    return finish(method, group, b.cfg, b.params, prepared, Transform(dict(elements)),
                   time.perf_counter())  # fmt: skip
 
 
