@@ -18,7 +18,13 @@ from typing import Any
 
 import torch
 
-from landscape.matching.methods import MatchingMethod, NoOptions, Prepared, prepare_pair
+from landscape.matching.methods import (
+    MatchContext,
+    MatchingMethod,
+    NoOptions,
+    Prepared,
+    prepare_pair,
+)
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import circuit_forms
 from landscape.symmetry import (
@@ -275,9 +281,7 @@ def _run_naive(
     options: NoOptions,
     *,
     train_split: Any,
-    seed: int,
-    device: torch.device | None,
-    progress: Any,
+    context: MatchContext,
 ) -> MatchResult:
     return naive(cfg, params_a, params_b, group)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-import torch
 
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier
@@ -21,6 +20,7 @@ from landscape.experiments.merging.operators import check_merges_work
 from landscape.matching import (
     METHODS_BY_NAME,
     LearnedOptions,
+    MatchContext,
     MatchingMethod,
     MatchResult,
     WeightOptions,
@@ -57,8 +57,8 @@ class StreamOptions:
 
 
 def stream_matching(cfg: ModelConfig, params_a: Params, params_b: Params, group: str,
-                    options: StreamOptions, *, train_split: Any, seed: int,
-                    device: torch.device | None, progress: Any) -> MatchResult:  # fmt: skip
+                    options: StreamOptions, *, train_split: Any,
+                    context: MatchContext) -> MatchResult:  # fmt: skip
     """The residual stream's element alone, from one weight similarity (FFN units and heads
     stay where they are)."""
     t0 = time.perf_counter()

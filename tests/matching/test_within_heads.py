@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from landscape.matching import match, weight_matching
+from landscape.matching import MatchContext, match, weight_matching
 from landscape.matching.weight import _follow_heads
 from landscape.matching.within_heads import (
     MAX_COND,
@@ -173,7 +173,7 @@ def test_planted_heads_and_maps_are_undone_in_any_visiting_order() -> None:
     g = random_transform(spec, {"heads0": "perm", "heads1": "perm"}, 7)
     b = apply(spec, g @ random_transform(spec, "qk", 8), a)
     for seed in range(3):
-        r = weight_matching(cfg, a, b, "perm", within_heads=True, seed=seed)
+        r = weight_matching(cfg, a, b, "perm", within_heads=True, context=MatchContext(seed))
         assert _gap(a, r.params_b) < 1e-8
 
 
