@@ -46,7 +46,7 @@ def main() -> None:
     from landscape.models.importers import checkpoint_tokenizer
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
     from landscape.optim import AdamWOptions, adamw_steps
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base")
@@ -94,8 +94,8 @@ def main() -> None:
         del params
     del base
     name = "finetune-pair"
-    add_family(name, dirs, text=args.text, n_ctx=args.n_ctx,
-               max_windows=args.windows, replace=True)  # fmt: skip
+    add_family(name, dirs, DataSpec(text=args.text, n_ctx=args.n_ctx, max_windows=args.windows),
+               replace=True)  # fmt: skip
     report["members"] = family_members(name)
     rows = []
     for method, group in (("naive", "perm"), ("weight", "perm"), ("weight", "orth")):
