@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MOST = 8
 # the packages held to it so far (folders or modules of landscape/, relative to the root)
 SCOPE = ("landscape/experiments/barriers", "landscape/experiments/surfaces.py",
-         "landscape/experiments/gauge", "landscape/experiments/merging")
+         "landscape/experiments/gauge", "landscape/experiments/merging", "landscape/matching",
+         "landscape/optim.py", "landscape/models/runs.py", "landscape/sources",
+         "landscape/models/importers")
 
 
 def wide(source: str, most: int = MOST) -> list[tuple[str, int]]:
