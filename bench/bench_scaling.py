@@ -45,7 +45,7 @@ from bench.common import (
 )
 from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import EvalOptions, evaluate_path
-from landscape.matching import weight_matching
+from landscape.matching import MatchContext, weight_matching
 from landscape.matching.learned import learned_matching
 from landscape.models import ModelConfig, init_params
 
@@ -89,9 +89,13 @@ def lm_step_seconds(cfg: ModelConfig, a, b, split, device: torch.device) -> floa
     """Median time of one learned-matching step: gaps between ``progress`` calls 1→2 … 4→5
     (step 6, the last, also scores the transform, and step 1 follows the start's scoring)."""
     stamps: list[float] = []
+
+    def stamp(stage: str, done: float, total: float) -> None:
+        stamps.append(time.perf_counter())
+
     learned_matching(
         cfg, a, b, "perm", split, init="identity", steps=6, eval_every=10**6, eval_size=256,
-        device=device, progress=lambda stage, done, total: stamps.append(time.perf_counter()),
+        context=MatchContext(device=device, progress=stamp),
     )  # fmt: skip
     gaps = sorted(stamps[i + 1] - stamps[i] for i in range(4))
     return (gaps[1] + gaps[2]) / 2

@@ -11,7 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MOST = 8
 # the packages held to it so far (folders or modules of landscape/, relative to the root)
-SCOPE = ("landscape/experiments",)
+SCOPE = ("landscape/experiments", "landscape/matching", "landscape/optim.py",
+         "landscape/models/runs.py", "landscape/sources", "landscape/models/importers")
 # the app's functions between the pages and those entry points
 APP_SCOPE = ("app/state",)
 

@@ -57,7 +57,7 @@ from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.gauge.coordinates import readout_features
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.models.zoo import Checkpoint
-from landscape.optim import adamw_init, adamw_steps
+from landscape.optim import AdamWOptions, adamw_init, adamw_steps
 from landscape.progress import Progress, tell
 from landscape.sources import Source
 from landscape.store.cache import Cache
@@ -472,24 +472,25 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     # One state in memory at a time: A's state at step k waits in a file while the runs take
     # theirs (on a 135M-parameter model a state is 1.2 GiB), and B's own parameters are gone.
     del pb, fb_te
-    a_k, state = adamw_steps(cfg, pa, None, task.batches(seed=500), adamw_before, lr=task.lr / 3)
+    a_k, state = adamw_steps(cfg, (pa, None), task.batches(seed=500), adamw_before,
+                             AdamWOptions(lr=task.lr / 3))  # fmt: skip
     b_k = apply(spec, g, a_k)
     with kept_on_disk(state, "the AdamW state") as kept_state:
-        a_end, _ = adamw_steps(cfg, a_k, state, task.batches(seed=501), adamw_after,
-                               lr=task.lr / 3, take_state=True)  # fmt: skip
+        a_end, _ = adamw_steps(cfg, (a_k, state), task.batches(seed=501), adamw_after,
+                               AdamWOptions(lr=task.lr / 3), take_state=True)  # fmt: skip
         del state
         moved_ref = _dist(a_end, a_k)
         del a_k
         vals = {}
         for m in MODES:
             st = transport(cfg, adamw_artifact(kept_state()), g, m).tensors
-            b_end, _ = adamw_steps(cfg, b_k, st, task.batches(seed=501), adamw_after,
-                                   lr=task.lr / 3, take_state=True)  # fmt: skip
+            b_end, _ = adamw_steps(cfg, (b_k, st), task.batches(seed=501), adamw_after,
+                                   AdamWOptions(lr=task.lr / 3), take_state=True)  # fmt: skip
             del st
             vals[m] = _dist(apply(spec, g.inverse(), b_end), a_end) / moved_ref
             del b_end
-    fresh_end, _ = adamw_steps(cfg, b_k, adamw_init(b_k), task.batches(seed=501), adamw_after,
-                               lr=task.lr / 3)  # fmt: skip
+    fresh_end, _ = adamw_steps(cfg, (b_k, adamw_init(b_k)), task.batches(seed=501), adamw_after,
+                               AdamWOptions(lr=task.lr / 3))  # fmt: skip
     vals["fresh state"] = _dist(apply(spec, g.inverse(), fresh_end), a_end) / moved_ref
     add("adamw", "resumed-trajectory distance / step length", 0.0, vals, lambda v: None)
     _tick(progress, 5, stages)

@@ -83,8 +83,8 @@ def test_adamw_commutes_with_signed_permutations():
     spec = spec_for(task.cfg)
     params = {k: v.double() for k, v in task.params.items()}
     g = resid_only(spec, SIGNED_PERM, 3)
-    a, _ = adamw_steps(task.cfg, params, None, task.batches(0), 5)
-    b, _ = adamw_steps(task.cfg, apply(spec, g, params), None, task.batches(0), 5)
+    a, _ = adamw_steps(task.cfg, (params, None), task.batches(0), 5)
+    b, _ = adamw_steps(task.cfg, (apply(spec, g, params), None), task.batches(0), 5)
     back = apply(spec, g.inverse(), b)
     assert max((back[k] - a[k]).abs().max().item() for k in a) < 1e-10
 

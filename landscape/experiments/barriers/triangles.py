@@ -29,7 +29,13 @@ from landscape.experiments.barriers.endpoints import check_method, check_pair, c
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_triangle
-from landscape.matching import function_check, method_of, options_key, worst_check
+from landscape.matching import (
+    MatchContext,
+    function_check,
+    method_of,
+    options_key,
+    worst_check,
+)
 from landscape.matching.learned import learned_triangle
 from landscape.matching.result import circuit_checks
 from landscape.models import ModelConfig
@@ -81,8 +87,8 @@ def align_joint(
         starts = tuple(weight_start(a, x, group, seed=seed, options=options,
                                     context=RunContext(device, cache))
                        for x in (b, c))  # fmt: skip
-        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train,
-                                  options=options, seed=seed, device=device, progress=progress,
+        rb, rc = learned_triangle(a.cfg, a.params, (b.params, c.params), group, train,
+                                  options=options, context=MatchContext(seed, device, progress),
                                   starts=starts)  # fmt: skip
         tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
         for name, r in (("b", rb), ("c", rc)):

@@ -53,7 +53,14 @@ from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
-from landscape.matching import METHODS, function_check, function_warnings, match, method_of
+from landscape.matching import (
+    METHODS,
+    MatchContext,
+    function_check,
+    function_warnings,
+    match,
+    method_of,
+)
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, DataSpec, Source
@@ -314,12 +321,10 @@ def align_back(
     train = data.split("train") if data is not None else None
     if method_of(method).needs_data and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
-    kw: dict[str, Any] = dict(options or {})
-    if method == "weight":
-        kw["progress"] = within(progress, 0.0, 0.9)
+    heard = within(progress, 0.0, 0.9) if method == "weight" else None
     t0 = time.perf_counter()
-    r = match(cfg_p, a, b, method, s.match_group, train_split=train, seed=seed, device=device,
-              **kw)  # fmt: skip
+    r = match(cfg_p, a, b, method, s.match_group, options=dict(options or {}), train_split=train,
+              context=MatchContext(seed, device, heard))  # fmt: skip
     seconds = time.perf_counter() - t0
     scores = score_transform(spec, r.transform.to(CPU), s.g.inverse())
     units = sum(x.units for x in scores)
