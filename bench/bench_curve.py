@@ -52,7 +52,12 @@ from bench.common import (
     zoo_pair,
 )
 from landscape.experiments.basins import barrier_from_curve
-from landscape.experiments.evaluation import _activation_elements, evaluate_path, slice_rows
+from landscape.experiments.evaluation import (
+    EvalOptions,
+    _activation_elements,
+    evaluate_path,
+    slice_rows,
+)
 from landscape.models import loss_and_accuracy
 
 POINTS = 25
@@ -92,14 +97,14 @@ def _one_model(
     x, y = (t.to(dev) for t in digits_test(cfg))
     batch = x.shape[0]
     ours_label = "ours, evaluate_path"
-    fns = {ours_label: partial(evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch)}
+    fns = {ours_label: partial(evaluate_path, cfg, a, b, x, y, lambdas, EvalOptions(batch))}
     peers = {}
     if dev.type == "cpu":
         act = _activation_elements(cfg)
         vmap_chunk = min(len(lambdas), max(1, VMAP_BUDGET_ELEMENTS // (batch * act)))
         label = f"ours, vmap chunk {vmap_chunk}"
         fns[label] = partial(
-            evaluate_path, cfg, a, b, x, y, lambdas, batch_size=batch, chunk=vmap_chunk
+            evaluate_path, cfg, a, b, x, y, lambdas, EvalOptions(batch, chunk=vmap_chunk)
         )
         peers[label] = False
     a_mod, b_mod, loop_mod = Wrapped(cfg, a), Wrapped(cfg, b), Wrapped(cfg, a)

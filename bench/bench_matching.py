@@ -47,7 +47,7 @@ from bench.common import (
     version,
     zoo_pair,
 )
-from landscape.experiments.evaluation import barrier_curve
+from landscape.experiments.evaluation import EvalOptions, barrier_curve
 from landscape.matching import weight_matching
 from landscape.matching.solvers import solve_perm
 from landscape.models import ModelConfig, Params, init_params
@@ -185,7 +185,7 @@ def _one_model(
     explained = replica is not None and all(torch.equal(b_rb[k], replica[k]) for k in b_rb)
 
     def barrier(pa: Params, pb: Params, c: ModelConfig = cfg) -> float:
-        return barrier_curve(c, pa, pb, x, y, 25, batch_size=x.shape[0]).barrier_loss
+        return barrier_curve(c, pa, pb, x, y, 25, EvalOptions(x.shape[0])).barrier_loss
 
     bar_naive, bar_rb = barrier(a, b), barrier(a, b_rb)
     bar_ours = barrier(ours.params_a, ours.params_b, ours.cfg)

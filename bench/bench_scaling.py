@@ -43,8 +43,9 @@ from bench.common import (
     timed,
     zoo_pair,
 )
-from landscape.experiments.evaluation import evaluate_path
-from landscape.matching import weight_matching
+from landscape.experiments.context import RunContext
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
+from landscape.matching import MatchContext, weight_matching
 from landscape.matching.learned import learned_matching
 from landscape.models import ModelConfig, init_params
 
@@ -88,9 +89,13 @@ def lm_step_seconds(cfg: ModelConfig, a, b, split, device: torch.device) -> floa
     """Median time of one learned-matching step: gaps between ``progress`` calls 1→2 … 4→5
     (step 6, the last, also scores the transform, and step 1 follows the start's scoring)."""
     stamps: list[float] = []
+
+    def stamp(stage: str, done: float, total: float) -> None:
+        stamps.append(time.perf_counter())
+
     learned_matching(
         cfg, a, b, "perm", split, init="identity", steps=6, eval_every=10**6, eval_size=256,
-        device=device, progress=lambda stage, done, total: stamps.append(time.perf_counter()),
+        context=MatchContext(device=device, progress=stamp),
     )  # fmt: skip
     gaps = sorted(stamps[i + 1] - stamps[i] for i in range(4))
     return (gaps[1] + gaps[2]) / 2
@@ -174,14 +179,16 @@ def run(
         b = {k: v.to(dev) for k, v in b.items()}
 
         def by_points(k: int, cfg=cfg, a=a, b=b, x=x, y=y):
-            return partial(evaluate_path, cfg, a, b, x, y, k, batch_size=len(x), device=dev)
+            return partial(evaluate_path, cfg, a, b, x, y, k, EvalOptions(len(x)),
+                           context=RunContext(dev))  # fmt: skip
 
         def by_batch(n: int, cfg=cfg, a=a, b=b, x=x):
             gen = torch.Generator().manual_seed(n)
             idx = torch.randint(0, len(x), (n,), generator=gen).to(dev)
             xs = x[idx] + 0.01 * torch.randn(x[idx].shape, generator=gen).to(dev)
             ys = torch.randint(0, cfg.n_out, (n,), generator=gen).to(dev)
-            return partial(evaluate_path, cfg, a, b, xs, ys, 25, batch_size=n, device=dev)
+            return partial(evaluate_path, cfg, a, b, xs, ys, 25, EvalOptions(n),
+                           context=RunContext(dev))  # fmt: skip
 
         s = Series(f"barrier curve {name}, s (batch 497)", "points")
         out.append(_measure(s, points, by_points, deadline(), repeats, dev))

@@ -31,7 +31,7 @@ from bench.common import (
     zoo_pair,
 )
 from landscape.experiments.basins import barycentric_grid
-from landscape.experiments.evaluation import evaluate_triangle
+from landscape.experiments.evaluation import EvalOptions, evaluate_triangle
 from landscape.models import Params, loss_and_accuracy
 
 RESOLUTION = 10
@@ -59,7 +59,7 @@ def run(repeats: int = REPEATS) -> tuple[str, list[Ratio]]:
     for name in MODELS:
         cfg, corners = zoo_pair(name, (0, 1, 2))
         x, y = digits_test(cfg)
-        ours_fn = partial(evaluate_triangle, cfg, *corners, x, y, RESOLUTION, batch_size=len(x))
+        ours_fn = partial(evaluate_triangle, cfg, corners, x, y, RESOLUTION, EvalOptions(len(x)))
         loop_fn = partial(module_loop_grid, Wrapped(cfg, corners[0]), corners, points, x, y)
         res = race({"ours": ours_fn, "loop": loop_fn}, repeats)
         (t_ours, tri), (t_loop, loop_loss) = res["ours"], res["loop"]

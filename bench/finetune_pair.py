@@ -45,8 +45,8 @@ def main() -> None:
     from landscape.experiments.barriers.pairs import load_any, peak_rss_mb
     from landscape.models.importers import checkpoint_tokenizer
     from landscape.models.zoo import Checkpoint, save_checkpoint_dir
-    from landscape.optim import adamw_steps
-    from landscape.sources import add_family
+    from landscape.optim import AdamWOptions, adamw_steps
+    from landscape.sources import DataSpec, add_family
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base")
@@ -86,15 +86,16 @@ def main() -> None:
                 yield x[j], y[j]
 
         t = time.perf_counter()
-        params, _ = adamw_steps(base.cfg, base.params, None, batches(), args.steps, lr=args.lr)
+        params, _ = adamw_steps(base.cfg, (base.params, None), batches(), args.steps,
+                                AdamWOptions(lr=args.lr))
         report[f"finetune_{d.name}_seconds"] = round(time.perf_counter() - t, 2)
         save_checkpoint_dir(Checkpoint(base.cfg, params, {"name": d.name,
                                                           "base": str(args.base)}), d)  # fmt: skip
         del params
     del base
     name = "finetune-pair"
-    add_family(name, dirs, text=args.text, n_ctx=args.n_ctx,
-               max_windows=args.windows, replace=True)  # fmt: skip
+    add_family(name, dirs, DataSpec(text=args.text, n_ctx=args.n_ctx, max_windows=args.windows),
+               replace=True)  # fmt: skip
     report["members"] = family_members(name)
     rows = []
     for method, group in (("naive", "perm"), ("weight", "perm"), ("weight", "orth")):

@@ -132,7 +132,8 @@ def _sync(device: torch.device) -> None:
 
 def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     """Naive curve: evaluation of 25 interpolated models on the whole test split."""
-    from landscape.experiments.evaluation import evaluate_path
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.evaluation import EvalOptions, evaluate_path
     from landscape.sources import Source, data_of
 
     r = Result("curve", f"naive curve, {model} 0-1, 25 points, test split", before_s=1.1,
@@ -140,14 +141,14 @@ def curve(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     a, b = Source(model, 0).load(), Source(model, 1).load()
     data = data_of(a)
     ev = data.evaluation("test")
-    opts = data.eval_options(a.cfg, ev.inputs)
+    opts, on = EvalOptions(**data.eval_options(a.cfg, ev.inputs)), RunContext(device)
     lam = torch.linspace(0, 1, 25, dtype=torch.float64)
-    evaluate_path(a.cfg, a.params, b.params, ev.inputs[:64], ev.targets[:64], lam[:2],
-                  device=device, **opts)  # warm-up: kernels and allocator  # fmt: skip
+    evaluate_path(a.cfg, a.params, b.params, ev.inputs[:64], ev.targets[:64], lam[:2], opts,
+                  context=on)  # warm-up: kernels and allocator  # fmt: skip
     _sync(device)
     t = time.perf_counter()
-    loss, acc = evaluate_path(a.cfg, a.params, b.params, ev.inputs, ev.targets, lam,
-                              device=device, **opts)  # fmt: skip
+    loss, acc = evaluate_path(a.cfg, a.params, b.params, ev.inputs, ev.targets, lam, opts,
+                              context=on)  # fmt: skip
     _sync(device)
     r.seconds = time.perf_counter() - t
     from landscape.experiments.basins import barrier_from_curve

@@ -36,7 +36,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from landscape.experiments.barriers.alignment import align  # noqa: E402
-from landscape.experiments.evaluation import evaluate_path  # noqa: E402
+from landscape.experiments.evaluation import EvalOptions, evaluate_path  # noqa: E402
 from landscape.sources import Source, data_of  # noqa: E402
 
 
@@ -89,11 +89,11 @@ def main() -> None:
         al = align(a, b, method, group, options=data.match_options(a.cfg, method))
         seconds = time.perf_counter() - t0
         cfg, pa, pb = al.cfg, al.params_a, al.params_b
-        opts = data.eval_options(cfg, x)
+        opts = EvalOptions(**data.eval_options(cfg, x))
 
         def loss(params: dict[str, torch.Tensor], cfg=cfg, opts=opts) -> float:
             lam = torch.ones(1, dtype=torch.float64)  # λ = 1: the first endpoint itself
-            return float(evaluate_path(cfg, params, params, x, y, lam, **opts)[0][0])
+            return float(evaluate_path(cfg, params, params, x, y, lam, opts)[0][0])
 
         mid = {k: 0.5 * (pa[k] + pb[k]) for k in pa}
         loss_a, loss_b, loss_mid = loss(pa), loss(pb), loss(mid)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wm_anatomy import load_pair, part_of  # noqa: E402
 
 from landscape.experiments.basins import barrier_from_curve  # noqa: E402
-from landscape.experiments.evaluation import evaluate_path  # noqa: E402
+from landscape.experiments.evaluation import EvalOptions, evaluate_path  # noqa: E402
 from landscape.matching import weight_matching  # noqa: E402
 from landscape.matching.methods import prepare_pair  # noqa: E402
 from landscape.symmetry import apply, spec_for  # noqa: E402
@@ -58,7 +58,7 @@ def main() -> None:
     cfg, pa, pb = prepare_pair(a.cfg, a.params, b.params, args.group)
     spec = spec_for(cfg)
     lam = torch.linspace(0, 1, args.points, dtype=torch.float64)
-    opts = data.eval_options(cfg, x)
+    opts = EvalOptions(**data.eval_options(cfg, x))
     print(f"{'setting':24} {'barrier':>8} {'acc. b.':>8} {'objective':>11} {'rounds':>6} "
           f"{'s':>6}")  # fmt: skip
     for setting in ["plain", *args.weights]:
@@ -71,7 +71,7 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         aligned = apply(spec, r.transform, pb)
         objective = sum(float((pa[k] - aligned[k]).double().pow(2).sum()) for k in pa)
-        loss, acc = evaluate_path(cfg, pa, aligned, x, y, lam, **opts)
+        loss, acc = evaluate_path(cfg, pa, aligned, x, y, lam, opts)
         c = barrier_from_curve(lam, loss, acc)
         row = {"model": args.model, "group": args.group, "setting": setting,
                "barrier_loss": c.barrier_loss, "barrier_accuracy": c.barrier_accuracy,

@@ -27,6 +27,7 @@ _LAZY = {
     "symmetry_table": "landscape.symmetry",
     "match": "landscape.matching",
     "evaluate_path": "landscape.experiments.evaluation",
+    "EvalOptions": "landscape.experiments.evaluation",
     "barrier_from_curve": "landscape.experiments.basins",
     "barrier": "landscape.experiments",
     "BarrierRequest": "landscape.experiments",

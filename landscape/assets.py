@@ -272,7 +272,7 @@ def describe(request: dict[str, Any]) -> str:
 def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     """One request of :func:`standard_views`, through ``cache``."""
     from landscape import experiments
-    from landscape.experiments.atlas import atlas
+    from landscape.experiments.atlas import AtlasOptions, atlas
     from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
 
     r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
@@ -284,7 +284,8 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
         return gauge_sweep(model, r["seed"], GaugeOptions(draws=r["draws"], parts=(part,)),
                            context=experiments.RunContext(cache=cache))[part]  # fmt: skip
     if kind == "atlas":
-        return atlas(model, r.pop("seeds"), cache=cache, **r)
+        return atlas(model, r.pop("seeds"), AtlasOptions(**r),
+                     context=experiments.RunContext(cache=cache))
     if kind == "ablation":
         from landscape.experiments.barriers.ablation import ablation_step
 

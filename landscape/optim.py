@@ -10,16 +10,34 @@ any other artifact (``landscape.experiments.transport``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 
 from landscape.models import ModelConfig, Params, forward, loss_and_accuracy
 from landscape.models.recipe import decays
 
-__all__ = ["adamw_init", "adamw_steps", "adamw_update", "decays"]
+__all__ = ["ADAMW", "AdamWOptions", "adamw_init", "adamw_steps", "adamw_update", "decays"]
 
 State = dict[str, torch.Tensor]
 LossFn = Callable[[Params, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class AdamWOptions:
+    """AdamW's hyper-parameters (:func:`adamw_update` says what each does): the step ``lr``,
+    the moments' decay rates ``betas``, ``eps`` in the denominator, the decoupled
+    ``weight_decay`` (where :func:`decays` says) and the global gradient-norm clip
+    ``grad_clip``."""
+
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+
+
+ADAMW = AdamWOptions()  # the defaults
 
 
 def adamw_init(params: Params) -> State:
@@ -89,22 +107,18 @@ def _step_(
 
 def adamw_steps(
     cfg: ModelConfig,
-    params: Params,
-    state: State | None,
+    start: tuple[Params, State | None],
     batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
     steps: int,
+    options: AdamWOptions = ADAMW,
     *,
-    lr: float = 1e-3,
-    betas: tuple[float, float] = (0.9, 0.98),
-    eps: float = 1e-8,
-    weight_decay: float = 0.01,
-    grad_clip: float = 1.0,
     loss_fn: LossFn | None = None,
     callback: Callable[[int, Params], None] | None = None,
     take_state: bool = False,
 ) -> tuple[Params, State]:
-    """``steps`` of :func:`adamw_update` on minibatches from ``batches``; returns the final
-    parameters and state (``state=None`` starts fresh).
+    """``steps`` of :func:`adamw_update` with the hyper-parameters ``options``
+    (:class:`AdamWOptions`) on minibatches from ``batches``, from ``start`` = (parameters,
+    state) (a state of None starts fresh); returns the final parameters and state.
 
     The caller's parameters and state are never touched, unless ``take_state``: then the
     caller hands the state over, and it is updated in place and returned instead of copied
@@ -116,6 +130,8 @@ def adamw_steps(
     a copy.
     """
     # copies (of the state, unless it is handed over), updated in place step after step
+    params, state = start
+    o = options
     if state is None:
         state = adamw_init(params)
     elif not take_state:
@@ -132,8 +148,8 @@ def adamw_steps(
             loss = loss_fn(leaves, x, y)
         grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values())), strict=True))
         del loss, leaves
-        _step_(p, grads, state, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-               grad_clip=grad_clip)  # fmt: skip
+        _step_(p, grads, state, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay,
+               grad_clip=o.grad_clip)  # fmt: skip
         if callback is not None:
             callback(i + 1, p)
     return p, state

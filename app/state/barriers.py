@@ -14,7 +14,10 @@ import streamlit as st
 
 from app.state.stored import stored_else_computed
 from landscape.device import resolve_device
+from landscape.experiments.barriers.curved import CurveOptions
+from landscape.experiments.barriers.matrix import MatrixOptions
 from landscape.experiments.barriers.request import BarrierRequest
+from landscape.experiments.spawn import SpawnOptions
 from landscape.progress import Progress
 from landscape.store.cache import NotCached, ReadOnlyCache
 
@@ -126,91 +129,77 @@ def curvature(
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _stored_curve(
-    model: str, seeds: tuple[int, int], method: str, group: str, kind: str, steps: int,
-    points: int, split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+def _stored_curve(request: BarrierRequest, options: CurveOptions, device: str | None
+                  ) -> dict[str, Any]:  # fmt: skip
     """:func:`curve` read from the disk cache; :class:`NotCached` when it is not there."""
-    from landscape.experiments import RunContext, seeds_request
-    from landscape.experiments.barriers.curved import CurveOptions
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.curved import curve as curved
 
-    request = seeds_request(model, seeds, method, group, points=points, split=split)
-    return curved(request, CurveOptions(kind=kind, steps=steps),
-                  context=RunContext(resolve_device(device), ReadOnlyCache()))
+    return curved(request, options, context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def curve(
-    model: str,
-    seeds: tuple[int, int],
-    method: str,
-    group: str,
-    kind: str,
-    steps: int,
-    points: int,
-    split: str,
+    request: BarrierRequest,
+    options: CurveOptions,
     device: str | None,
     progress: Progress | None = None,
     *,
     compute: bool = True,
 ) -> dict[str, Any]:
-    """One pair's trained curve beside its straight line, naive and aligned
-    (``experiments.barriers.curved.curve``): memoised, else read from the disk cache, else
-    computed under ``progress`` (the lines, the curves' training and evaluation) and read
-    again. Without ``compute``, :class:`NotCached` when it is not stored."""
-    from landscape.experiments import RunContext, seeds_request
-    from landscape.experiments.barriers.curved import CurveOptions
+    """The trained curve of ``request``'s pair beside its straight line, naive and aligned
+    (``experiments.barriers.curved.curve``; ``options``: its :class:`CurveOptions`): memoised
+    by the request and options, else read from the disk cache, else computed under
+    ``progress`` (the lines, the curves' training and evaluation) and read again. Without
+    ``compute``, :class:`NotCached` when it is not stored."""
+    from landscape.experiments import RunContext
     from landscape.experiments.barriers.curved import curve as curved
 
-    args = (model, seeds, method, group, kind, steps, points, split, device)
     if not compute:
-        return _stored_curve(*args)
+        return _stored_curve(request, options, device)
     return stored_else_computed(
-        lambda: _stored_curve(*args),
-        lambda: curved(seeds_request(model, seeds, method, group, points=points, split=split),
-                       CurveOptions(kind=kind, steps=steps),
+        lambda: _stored_curve(request, options, device),
+        lambda: curved(request, options,
                        context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _stored_spawn(
-    model: str, seed: int, at: tuple[int, ...], method: str, group: str, points: int,
-    split: str, device: str | None,
-) -> dict[str, Any]:  # fmt: skip
+    model: str, seed: int, at: tuple[int, ...], options: SpawnOptions, device: str | None
+) -> dict[str, Any]:
     """:func:`spawn` read from the disk cache; :class:`NotCached` when a part is not there."""
+    from landscape.experiments import RunContext
     from landscape.experiments.spawn import spawn as spawned
 
-    return spawned(model, at, seed=seed, method=method, group=group, points=points, split=split,
-                   device=resolve_device(device), cache=ReadOnlyCache())  # fmt: skip
+    return spawned(model, at, options, seed=seed,
+                   context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def spawn(
     model: str,
     seed: int,
     at: tuple[int, ...],
-    method: str,
-    group: str,
-    points: int,
-    split: str,
+    options: SpawnOptions,
     device: str | None,
     progress: Progress | None = None,
     *,
     compute: bool = True,
 ) -> dict[str, Any]:
     """Children spawned from ``seed``'s run at the steps ``at`` and their barriers
-    (``experiments.spawn.spawn``): memoised, else read from the disk cache, else computed under
-    ``progress`` (the parent's snapshots, the children's training, the barriers) and read
-    again. Without ``compute``, :class:`NotCached` when they are not stored."""
+    (``experiments.spawn.spawn``; ``options``: its :class:`SpawnOptions`): memoised, else read
+    from the disk cache, else computed under ``progress`` (the parent's snapshots, the
+    children's training, the barriers) and read again. Without ``compute``,
+    :class:`NotCached` when they are not stored."""
+    from landscape.experiments import RunContext
     from landscape.experiments.spawn import spawn as spawned
 
-    args = (model, seed, at, method, group, points, split, device)
+    args = (model, seed, at, options, device)
     if not compute:
         return _stored_spawn(*args)
     return stored_else_computed(
         lambda: _stored_spawn(*args),
-        lambda: spawned(model, at, seed=seed, method=method, group=group, points=points,
-                        split=split, device=resolve_device(device), progress=progress),
+        lambda: spawned(model, at, options, seed=seed,
+                        context=RunContext(resolve_device(device), progress=progress)),
     )  # fmt: skip
 
 
@@ -318,16 +307,16 @@ def ablation() -> dict[str, Any] | None:
 
 
 def barrier_matrix(
-    model: str, seeds: list[int], method: str, group: str, *, points: int, split: str,
-    space: str, device: str | None, progress: Progress | None = None,
+    model: str, seeds: list[int], method: str, group: str, options: MatrixOptions,
+    device: str | None, progress: Progress | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``),
-    each pair read from the disk cache or computed under ``progress``. Not memoised: the page
-    keeps the result it asked for in its session."""
+    """The barrier of every pair of ``seeds`` (``experiments.barriers.matrix.barrier_matrix``;
+    ``options``: its :class:`MatrixOptions`), each pair read from the disk cache or computed
+    under ``progress``. Not memoised: the page keeps the result it asked for in its session."""
     from landscape.experiments import RunContext
     from landscape.experiments.barriers.matrix import barrier_matrix as matrix
 
-    return matrix(model, seeds, method, group, points=points, split=split, space=space,
+    return matrix(model, seeds, method, group, options,
                   context=RunContext(resolve_device(device), progress=progress))
 
 

@@ -142,10 +142,10 @@ def import_family(name: str, paths: list[str], *, text: str | None, data: str | 
                   max_windows: int, lr: float) -> Any:  # fmt: skip
     """Register checkpoints as a family (``sources.add_family``: each checked, its data read);
     the family's record."""
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
 
-    return add_family(name, paths, text=text, data=data, n_ctx=n_ctx, max_windows=max_windows,
-                      lr=lr)  # fmt: skip
+    spec = DataSpec(text=text, data=data, n_ctx=n_ctx, max_windows=max_windows)
+    return add_family(name, paths, spec, lr=lr)
 
 
 def family_data_note(name: str) -> str:

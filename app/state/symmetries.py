@@ -5,11 +5,13 @@ Each is read (memoised) from the disk cache, :class:`NotCached` when not there; 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
 from landscape.device import resolve_device
+from landscape.experiments.gauge.runner import GaugeOptions
 from landscape.progress import Progress
 from landscape.store.cache import Cache, ReadOnlyCache
 
@@ -55,17 +57,12 @@ def atlas(
     """Atlas coordinates (``landscape.experiments.atlas.atlas``) read from the disk cache;
     :class:`NotCached`
     when they are not there yet (then :func:`compute_atlas`)."""
+    from landscape.experiments.atlas import AtlasOptions
     from landscape.experiments.atlas import atlas as read
+    from landscape.experiments.context import RunContext
 
-    return read(
-        model,
-        seeds,
-        reference=reference,
-        copies=copies,
-        group=group,
-        projection=projection,
-        cache=ReadOnlyCache(),
-    )
+    options = AtlasOptions(reference=reference, copies=copies, group=group, projection=projection)
+    return read(model, seeds, options, context=RunContext(cache=ReadOnlyCache()))
 
 
 def compute_atlas(
@@ -80,93 +77,54 @@ def compute_atlas(
     """Compute the atlas and store it on disk. Not memoised: a cached function would record the
     progress bar's updates and replay them in later runs, where that bar no longer exists.
     ``progress`` drives the page's bar."""
+    from landscape.experiments.atlas import AtlasOptions
     from landscape.experiments.atlas import atlas as compute
+    from landscape.experiments.context import RunContext
 
-    return compute(
-        model,
-        seeds,
-        reference=reference,
-        copies=copies,
-        group=group,
-        projection=projection,
-        progress=progress,
-    )
+    options = AtlasOptions(reference=reference, copies=copies, group=group, projection=projection)
+    return compute(model, seeds, options, context=RunContext(progress=progress))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def gauge_part(
-    model: str,
-    seed: int,
-    part: str,
-    draws: int,
-    steps_grid: tuple[int, ...],
-    trajectory_steps: int,
-    trajectory_every: int,
-    device: str | None,
+    model: str, seed: int, part: str, options: GaugeOptions, device: str | None
 ) -> dict[str, Any]:
-    """One part of the gauge sweep (``landscape.experiments.gauge.runner.gauge_sweep``) read
-    from the disk cache;
-    :class:`NotCached` when it is not there (exceptions are not memoised, so a later call sees
-    the entry once :func:`compute_gauge_part` has stored it)."""
-    return _gauge_sweep_part(
-        model,
-        seed,
-        part,
-        draws,
-        steps_grid,
-        trajectory_steps,
-        trajectory_every,
-        device,
-        cache=ReadOnlyCache(),
-    )
+    """One part of the gauge sweep (``landscape.experiments.gauge.runner.gauge_sweep``;
+    ``options``: its :class:`GaugeOptions`, whose ``parts`` are not read: ``part`` is the one)
+    read from the disk cache; :class:`NotCached` when it is not there (exceptions are not
+    memoised, so a later call sees the entry once :func:`compute_gauge_part` has stored it)."""
+    return _gauge_sweep_part(model, seed, part, options, device, cache=ReadOnlyCache())
 
 
 def compute_gauge_part(
     model: str,
     seed: int,
     part: str,
-    draws: int,
-    steps_grid: tuple[int, ...],
-    trajectory_steps: int,
-    trajectory_every: int,
+    options: GaugeOptions,
     device: str | None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Compute (or read) one gauge-sweep part and store it on disk. Not memoised here: a
-    cached function would record the progress bar's updates and replay them in later runs,
-    where that bar no longer exists; :func:`gauge_part` memoises the stored result."""
-    return _gauge_sweep_part(
-        model,
-        seed,
-        part,
-        draws,
-        steps_grid,
-        trajectory_steps,
-        trajectory_every,
-        device,
-        progress=progress,
-    )
+    """Compute (or read) one gauge-sweep part and store it on disk (``options`` as for
+    :func:`gauge_part`). Not memoised here: a cached function would record the progress bar's
+    updates and replay them in later runs, where that bar no longer exists; :func:`gauge_part`
+    memoises the stored result."""
+    return _gauge_sweep_part(model, seed, part, options, device, progress=progress)
 
 
 def _gauge_sweep_part(
     model: str,
     seed: int,
     part: str,
-    draws: int,
-    steps_grid: tuple[int, ...],
-    trajectory_steps: int,
-    trajectory_every: int,
+    options: GaugeOptions,
     device: str | None,
     *,
     progress: Progress | None = None,
     cache: Cache | None = None,
 ) -> dict[str, Any]:
     from landscape.experiments.context import RunContext
-    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
+    from landscape.experiments.gauge.runner import gauge_sweep
 
-    options = GaugeOptions(draws=draws, steps_grid=steps_grid, trajectory_steps=trajectory_steps,
-                           trajectory_every=trajectory_every, parts=(part,))  # fmt: skip
-    out = gauge_sweep(model, seed, options,
+    out = gauge_sweep(model, seed, replace(options, parts=(part,)),
                       context=RunContext(resolve_device(device), cache, progress))  # fmt: skip
     return out[part]
 
@@ -178,10 +136,12 @@ def transport_table(
     """Artifacts moved across a random B_d gauge
     (``landscape.experiments.transport.transport_table``),
     read from the disk cache; :class:`NotCached` when not there (as :func:`gauge_part`)."""
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.transport import TransportOptions
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
-                 cache=ReadOnlyCache())  # fmt: skip
+    return table(model, seed, TransportOptions(gauge_seed=gauge_seed),
+                 context=RunContext(resolve_device(device), ReadOnlyCache()))
 
 
 def compute_transport_table(
@@ -193,7 +153,9 @@ def compute_transport_table(
 ) -> list[dict[str, Any]]:
     """Compute (or read) the transport table and store it on disk (see
     :func:`compute_gauge_part` for why this is not memoised)."""
+    from landscape.experiments.context import RunContext
+    from landscape.experiments.transport import TransportOptions
     from landscape.experiments.transport import transport_table as table
 
-    return table(model, seed, gauge_seed=gauge_seed, device=resolve_device(device),
-                 progress=progress)  # fmt: skip
+    return table(model, seed, TransportOptions(gauge_seed=gauge_seed),
+                 context=RunContext(resolve_device(device), progress=progress))

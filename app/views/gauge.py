@@ -19,6 +19,7 @@ from app.components.tables import styled_table
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
+from landscape.experiments.gauge.runner import GaugeOptions
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -115,15 +116,15 @@ with controls():
 # checkpoints would not fit the memory budget
 trajectory_every = state.trajectory_spacing(trajectory_steps, settings["trajectory_every"],
                                             zoo_row(name)["parameters"])  # fmt: skip
+# what every part is asked with: model, seed, options, device (the part's name goes after the
+# seed, state.gauge_part)
 args = (
     name,
     seed,
-    draws,
-    tuple(settings["steps_grid"]),
-    trajectory_steps,
-    trajectory_every,
+    GaugeOptions(draws=draws, steps_grid=tuple(settings["steps_grid"]),
+                 trajectory_steps=trajectory_steps, trajectory_every=trajectory_every),
     device(),
-)
+)  # fmt: skip
 
 
 def cached(key: tuple, read: Callable[[], Any], what: str) -> Any:
@@ -164,10 +165,12 @@ def computed(key: tuple, label: str, compute: Callable[[Callable], Any],
 
 
 # the settings the page opens with: its on-load parts are computed at once only at these
-DEFAULT_ARGS = (name, seeds[0], page.GAUGE_DRAWS, *args[3:4], settings["trajectory_steps"],
-                state.trajectory_spacing(settings["trajectory_steps"],
-                                         settings["trajectory_every"],
-                                         zoo_row(name)["parameters"]), device())  # fmt: skip
+DEFAULT_ARGS = (name, seeds[0],
+                GaugeOptions(draws=page.GAUGE_DRAWS, steps_grid=args[2].steps_grid,
+                             trajectory_steps=settings["trajectory_steps"],
+                             trajectory_every=state.trajectory_spacing(
+                                 settings["trajectory_steps"], settings["trajectory_every"],
+                                 zoo_row(name)["parameters"])), device())  # fmt: skip
 DRAWN = ("scramble", "claims")  # parts whose work grows with the draws per group
 
 

@@ -28,6 +28,7 @@ from app.components import (
 )
 from app.components.long_runs import UNKNOWN
 from app.memory import remember
+from landscape.experiments import SurfaceOptions
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import number
@@ -103,8 +104,13 @@ if kind == PLANE and len(chosen) != 3:
     st.info("Choose exactly three seeds.")
     st.stop()
 
-args = (name, tuple(chosen), method, group, resolution, split, device(), extent,
-        directions_seed, margin, directions)  # fmt: skip
+# a surface around one model reads its directions' options, a plane its margin
+if kind == AROUND:
+    options = SurfaceOptions(resolution=resolution, split=split, directions=directions,
+                             directions_seed=directions_seed, extent=extent)  # fmt: skip
+else:
+    options = SurfaceOptions(resolution=resolution, split=split, margin=margin)
+args = (name, tuple(chosen), method, group, options, device())
 hessian = kind == AROUND and directions == "hessian"
 if kind == AROUND:
     what = f"The surface around {name} seed {chosen[0]}"

@@ -16,6 +16,7 @@ from app.components.needs import need_data, need_seeds
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
+from landscape.experiments import TriangleOptions
 from landscape.matching import method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
@@ -107,8 +108,9 @@ n_points = (resolution + 1) * (resolution + 2) // 2
 
 def _args(label: str) -> tuple:
     method, group = method_group(label)
-    return (name, tuple(chosen_seeds), method, group, resolution, split, device(), space,
-            joint and method == "learned")  # fmt: skip
+    options = TriangleOptions(resolution=resolution, split=split, space=space,
+                              joint=joint and method == "learned")  # fmt: skip
+    return name, tuple(chosen_seeds), method, group, options, device()
 
 
 # the page's own view (shipped, or cheap) is evaluated at once even before any grid of this
@@ -126,7 +128,7 @@ def _estimates() -> list[tuple[str, float | None]]:
     for label in chosen:
         try:
             state.measured_triangle(state.triangle(*_args(label), compute=False), device(),
-                                    _args(label)[-1])  # fmt: skip
+                                    _args(label)[4].joint)  # fmt: skip
         except state.NotCached:
             todo.append(label)
         except Exception:  # the loop below shows what fails
@@ -134,8 +136,8 @@ def _estimates() -> list[tuple[str, float | None]]:
     per_point = state.grid_seconds(name, split, space, device())
     parts = []
     for label in todo:
-        _, seeds, method, group, *_rest, joint_ = _args(label)
-        aligned = state.triangle_aligned(name, seeds, method, group, space, joint_)
+        _, seeds, method, group, options, _ = _args(label)
+        aligned = state.triangle_aligned(name, seeds, method, group, space, options.joint)
         unknown = method == "learned" and not aligned
         if per_point is None and wanted != DEFAULT_VIEW:
             unknown = True
@@ -159,7 +161,7 @@ for i, label in enumerate(chosen):
             run(f"Triangle {label}", i, len(chosen))
             part = within(run, i / len(chosen), (i + 1) / len(chosen), f"{label} · ")
         results.append(state.triangle(*_args(label), progress=part, compute=computing))
-        state.measured_triangle(results[-1], device(), _args(label)[-1])
+        state.measured_triangle(results[-1], device(), _args(label)[4].joint)
         titles.append(label)
     except state.NotCached as err:
         if computing:

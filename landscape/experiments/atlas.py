@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import MONOMIAL_GROUPS, weight_matching
 from landscape.models import Params
 from landscape.models.zoo import Checkpoint
@@ -100,19 +101,32 @@ def project_distinct(x: np.ndarray, method: str = "pca", seed: int = 0
 ATLAS_BYTES = 4 * 2**30  # the flattened checkpoints the atlas may hold
 
 
+@dataclass(frozen=True)
+class AtlasOptions:
+    """What :func:`atlas` draws: ``copies`` gauge copies per seed, each a random element of
+    ``group`` (one of the monomial groups), every checkpoint weight-matched to the seed
+    ``reference`` (None: the smallest seed), projected by ``projection`` (:data:`PROJECTIONS`)."""
+
+    reference: int | None = None
+    copies: int = 2
+    group: str = "perm"
+    projection: str = "pca"
+
+
+ATLAS = AtlasOptions()  # the defaults
+
+
+@in_context
 def atlas(
     model: str,
     seeds: Sequence[int] | None = None,
+    options: AtlasOptions = ATLAS,
     *,
-    reference: int | None = None,
-    copies: int = 2,
-    group: str = "perm",
-    projection: str = "pca",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """Coordinates of seeds and ``copies`` gauge copies per seed, raw and aligned to ``reference``.
+    """Coordinates of ``seeds`` (None: every trained seed) and ``copies`` gauge copies per
+    seed, raw and aligned to ``reference``; what it draws in ``options`` (:class:`AtlasOptions`),
+    where it runs in ``context``.
 
     Returns ``points`` (one dict per checkpoint: ``seed``, ``kind`` "seed" | "gauge copy",
     ``copy``, ``raw`` [x, y], ``aligned`` [x, y], ``distance_*`` its full-dimensional distance to
@@ -123,6 +137,8 @@ def atlas(
     (:func:`project_distinct`; ``duplicates_*`` counts them, ``projection_*`` is the projection
     drawn, PCA where UMAP has too few distinct points).
     """
+    reference, copies, group = options.reference, options.copies, options.group
+    projection, device, progress = options.projection, context.device, context.progress
     if group not in MONOMIAL_GROUPS:
         raise LandscapeError(
             f"atlas group must be one of {', '.join(MONOMIAL_GROUPS)}, got {group!r}"
@@ -137,7 +153,7 @@ def atlas(
     reference = seeds[0] if reference is None else int(reference)
     if reference not in seeds:
         raise LandscapeError(f"reference seed {reference} is not among the seeds {seeds}")
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     ckpts = {s: Source(model, s).load(device) for s in seeds}  # as everywhere: train if missing
     n_params = sum(v.numel() for v in ckpts[seeds[0]].params.values())
     n_points = len(seeds) * (1 + copies)

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import torch
 
-from landscape.device import CPU
 from landscape.errors import LandscapeError
+from landscape.experiments.context import RUN, RunContext
 from landscape.experiments.curvature import CurvatureOptions, curvature_batch, hessian_at
 from landscape.experiments.hessian import LANCZOS_TOL, top_eigenpairs
 from landscape.models import ModelConfig, Params
@@ -116,19 +116,24 @@ def hessian_options(seed: int = 0, split: str = "train", batch: int | None = Non
     return CurvatureOptions(top_k=2, probes=0, batch=batch, split=split, dtype=dtype, seed=seed)
 
 
-def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: int = 0,
-                       vectors: Vectors = "zero", split: str = "train", batch: int | None = None,
-                       dtype: str = "float32", device: torch.device = CPU
+HESSIAN = hessian_options()  # the defaults
+
+
+def hessian_directions(cfg: ModelConfig, params: Params, data: Data,
+                       options: CurvatureOptions = HESSIAN, *, vectors: Vectors = "zero",
+                       context: RunContext = RUN
                        ) -> tuple[Params, Params, dict[str, Any]]:  # fmt: skip
     """The top two eigenvectors of the loss's Hessian at ``params``, filter-normalised as
-    :func:`direction_pair`'s draws are: d₁ from the eigenvector of the largest (algebraic)
-    eigenvalue λ₁, d₂ from the second's λ₂.
+    :func:`direction_pair`'s draws are (``vectors``): d₁ from the eigenvector of the largest
+    (algebraic) eigenvalue λ₁, d₂ from the second's λ₂, found on the context's device.
 
     The loss and its Hessian are those of ``landscape curvature``
-    (:mod:`landscape.experiments.curvature`): the mean cross-entropy over ``batch`` rows of
-    ``split`` drawn by ``seed`` (:func:`~landscape.experiments.curvature.curvature_batch`; by
-    default 16 windows of a text, 512 rows else, of the training split), Hessian-vector products
-    in ``dtype`` within the memory budget, Lanczos from a Gaussian start seeded by ``seed``
+    (:mod:`landscape.experiments.curvature`), with ``options`` from :func:`hessian_options`
+    (its ``seed``, ``split``, ``batch`` and ``dtype`` are read): the mean cross-entropy over
+    ``batch`` rows of ``split`` drawn by ``seed``
+    (:func:`~landscape.experiments.curvature.curvature_batch`; by default 16 windows of a text,
+    512 rows else, of the training split), Hessian-vector products in ``dtype`` within the memory
+    budget, Lanczos from a Gaussian start seeded by ``seed``
     (:func:`~landscape.experiments.hessian.top_eigenpairs`). Sign: each eigenvector is signed
     so that its entry of largest magnitude (over every parameter, names sorted) is positive, and
     filter normalisation rescales each filter by a positive factor, so this convention fixes
@@ -142,9 +147,10 @@ def hessian_directions(cfg: ModelConfig, params: Params, data: Data, *, seed: in
     ``hessian_vector_products`` made; the ``batch`` (rows, unit, predictions), ``split``,
     ``seed`` and ``dtype``; the batch's ``loss`` and ``gradient_norm`` at the centre.
     """
-    options = hessian_options(seed, split, batch, dtype)
+    seed, split, batch, dtype = options.seed, options.split, options.batch, options.dtype
+    options = hessian_options(seed, split, batch, dtype)  # the top two eigenpairs, no trace
     rows = curvature_batch(data, split, batch, seed)
-    h = hessian_at(cfg, params, rows, options, device=device, advice=HESSIAN_ADVICE)
+    h = hessian_at(cfg, params, rows, options, device=context.device, advice=HESSIAN_ADVICE)
     values, flat, converged = top_eigenpairs(h.matvec(), h.size(), 2, seed=seed,
                                              tol=LANCZOS_TOL[dtype])  # fmt: skip
     if len(values) < 2:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -34,11 +34,24 @@ from landscape.experiments.basins import (
     barycentric_grid,
     triangle_from_values,
 )
+from landscape.experiments.context import RunContext
 from landscape.models import ModelConfig, Params, embed, forward, forward_resid
-from landscape.progress import Progress
 from landscape.threads import threaded
 
 Lambdas = int | Sequence[float] | torch.Tensor
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How mixtures are evaluated (never what they measure): ``batch_size`` rows of the data a
+    batch; ``chunk`` mixtures stacked per vectorised pass (None: :func:`auto_chunk`; 1 is the
+    plain pass, :func:`evaluate_mixtures`)."""
+
+    batch_size: int = 512
+    chunk: int | None = None
+
+
+EVAL = EvalOptions()  # the defaults
 
 
 def _check_same_keys(endpoints: Sequence[Params]) -> None:
@@ -169,25 +182,28 @@ def evaluate_mixtures(
     weights: torch.Tensor,
     inputs: torch.Tensor,
     targets: torch.Tensor,
+    options: EvalOptions = EVAL,
     *,
-    batch_size: int = 512,
-    chunk: int | None = None,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
     scale: torch.Tensor | None = None,
+    context: RunContext | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss (nats) and accuracy of every mixture ``Σ_c weights[k, c]·θ_c``: two [K] float64.
     ``scale`` [K]: mixture k's logits are multiplied by ``scale[k]`` before the loss (an inverse
     temperature, :func:`calibrate_mixtures`; the accuracy is the same for any positive scale).
 
-    ``chunk`` is how many mixtures one vectorised pass stacks (default ``auto_chunk``: on CUDA as
-    many as keep the activations within a memory budget; on the CPU 1). A chunk of 1 is the plain
-    pass: one forward per mixture on slices of the batch (``slice_rows``), the parameters of up
-    to ``MIX_BUDGET_ELEMENTS`` mixed at once. On a CUDA out-of-memory error the chunk is halved
-    and the step retried. ``device`` defaults to the endpoints' device. ``progress("evaluate",
-    done, total)`` counts (mixture, batch) steps: it is called after each model of the plain pass
-    and after each (chunk, batch) step of the vectorised one.
+    The options' ``chunk`` is how many mixtures one vectorised pass stacks (default
+    ``auto_chunk``: on CUDA as many as keep the activations within a memory budget; on the CPU
+    1), over batches of ``batch_size`` rows. A chunk of 1 is the plain pass: one forward per
+    mixture on slices of the batch (``slice_rows``), the parameters of up to
+    ``MIX_BUDGET_ELEMENTS`` mixed at once. On a CUDA out-of-memory error the chunk is halved and
+    the step retried. It runs on the ``context``'s device (without a context: on the endpoints'
+    device, nothing heard); the context's ``progress("evaluate", done, total)`` counts (mixture,
+    batch) steps: it is called after each model of the plain pass and after each (chunk, batch)
+    step of the vectorised one.
     """
+    batch_size, chunk = options.batch_size, options.chunk
+    device = None if context is None else context.device
+    progress = None if context is None else context.progress
     weights = torch.as_tensor(weights, dtype=torch.float64).cpu()
     k_total = weights.shape[0]
     n = inputs.shape[0]
@@ -363,6 +379,13 @@ def calibrate_mixtures(
     return torch.tensor(out, dtype=torch.float64)
 
 
+def path_weights(lambdas: Lambdas) -> torch.Tensor:
+    """The mixture weights of the line's points: rows (λ, 1 − λ), [K, 2] float64 (``lambdas``
+    as :func:`evaluate_path` reads them)."""
+    lam = _linspace(lambdas)
+    return torch.stack([lam, 1.0 - lam], dim=1)
+
+
 def evaluate_path(
     cfg: ModelConfig,
     params_a: Params,
@@ -370,33 +393,19 @@ def evaluate_path(
     inputs: torch.Tensor,
     targets: torch.Tensor,
     lambdas: Lambdas = 25,
+    options: EvalOptions = EVAL,
     *,
-    batch_size: int = 512,
-    chunk: int | None = None,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
-    scale: torch.Tensor | None = None,
+    context: RunContext | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss and accuracy of ``θ(λ) = λ·θ_A + (1−λ)·θ_B`` for every λ: two [K] float64 (CPU).
 
     ``lambdas`` is a sequence or tensor of λ values, or an int K for ``linspace(0, 1, K)``.
     Exact means over the whole data set (gpt: targets [N, T], every token counts once).
-    ``scale``: each λ's inverse temperature (:func:`evaluate_mixtures`).
+    ``options`` and ``context``: as :func:`evaluate_mixtures`' (which takes each λ's inverse
+    temperature too, on the line's :func:`path_weights`).
     """
-    lam = _linspace(lambdas)
-    weights = torch.stack([lam, 1.0 - lam], dim=1)
-    return evaluate_mixtures(
-        cfg,
-        [params_a, params_b],
-        weights,
-        inputs,
-        targets,
-        batch_size=batch_size,
-        chunk=chunk,
-        device=device,
-        progress=progress,
-        scale=scale,
-    )
+    return evaluate_mixtures(cfg, [params_a, params_b], path_weights(lambdas), inputs, targets,
+                             options, context=context)  # fmt: skip
 
 
 def check_finite_loss(
@@ -422,43 +431,35 @@ def barrier_curve(
     inputs: torch.Tensor,
     targets: torch.Tensor,
     lambdas: Lambdas = 25,
-    **kwargs: Any,
+    options: EvalOptions = EVAL,
+    *,
+    context: RunContext | None = None,
 ) -> BarrierCurve:
-    """``evaluate_path`` followed by ``barrier_from_curve`` (keyword arguments go to the former)."""
+    """``evaluate_path`` followed by ``barrier_from_curve`` (its arguments are the former's)."""
     lam = _linspace(lambdas)
-    loss, acc = evaluate_path(cfg, params_a, params_b, inputs, targets, lam, **kwargs)
+    loss, acc = evaluate_path(cfg, params_a, params_b, inputs, targets, lam, options,
+                              context=context)  # fmt: skip
     return barrier_from_curve(lam, loss, acc)
 
 
 def evaluate_triangle(
     cfg: ModelConfig,
-    params_a: Params,
-    params_b: Params,
-    params_c: Params,
+    corners: Sequence[Params],
     inputs: torch.Tensor,
     targets: torch.Tensor,
     resolution: int = 10,
+    options: EvalOptions = EVAL,
     *,
     tol: float = 0.05,
-    batch_size: int = 512,
-    chunk: int | None = None,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
+    context: RunContext | None = None,
 ) -> TriangleResult:
-    """Evaluate every point of ``barycentric_grid(resolution)`` in one vectorised pass per batch.
+    """Evaluate every point of ``barycentric_grid(resolution)`` over the three ``corners``
+    (A, B, C) in one vectorised pass per batch (``options`` and ``context``: as
+    :func:`evaluate_mixtures`').
 
     ``tol`` (nats) is the slack of the basin test, see ``TriangleResult``.
     """
     points = barycentric_grid(resolution)
-    loss, acc = evaluate_mixtures(
-        cfg,
-        [params_a, params_b, params_c],
-        points,
-        inputs,
-        targets,
-        batch_size=batch_size,
-        chunk=chunk,
-        device=device,
-        progress=progress,
-    )
+    loss, acc = evaluate_mixtures(cfg, list(corners), points, inputs, targets, options,
+                                  context=context)  # fmt: skip
     return triangle_from_values(points, loss, acc, resolution, tol)

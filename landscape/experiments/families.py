@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.models.registry import architecture
 from landscape.sources import data_of, eval_batch_size, evaluation_refusal, load_member
 from landscape.store.cache import Cache, digest_tensors
@@ -24,9 +24,9 @@ def member_metrics(name: str, index: int, cache: Cache | None = None) -> dict[st
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         p = ckpt.params
+        one_at_a_time = EvalOptions(eval_batch_size(ckpt.cfg, test.inputs), chunk=1)
         loss, acc = evaluate_path(ckpt.cfg, p, p, test.inputs, test.targets, [1.0],
-                                  batch_size=eval_batch_size(ckpt.cfg, test.inputs),
-                                  chunk=1)  # fmt: skip
+                                  one_at_a_time)  # fmt: skip
         return {}, {"test_loss": float(loss[0]), "test_accuracy": float(acc[0])}
 
     entry, _ = (cache or Cache()).get_or_compute("family-metrics", inputs, compute)

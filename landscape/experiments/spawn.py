@@ -8,7 +8,9 @@ order and dropout draws (:func:`landscape.models.train.train_from`; child c's or
 ``ORDER_BASE·(seed + 1) + c``, far from every zoo seed's) and the same learning-rate schedule.
 Every pair of children is measured by the barrier pipeline
 (:func:`landscape.experiments.barriers.pipeline.measure_barrier`), naive and aligned by
-``method``/``group``: the loss and accuracy barrier along the straight line, on the test split.
+``method``/``group``: the loss and accuracy barrier along the straight line, on the ``split``
+(the test split by default). ``every``, ``children``, ``method``, ``group``, ``points`` and
+``split`` are :class:`SpawnOptions`.
 
 At k = 0 the children share only their initialisation; at the last step they are the parent
 itself (no step left to take), so their barrier is 0. In between, the step after which the
@@ -23,15 +25,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import torch
-
 from landscape.budget import check_points
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.endpoints import check_method, check_split
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import mean_sem
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.matching import aligns
 from landscape.models.train import (
     check_snapshot_budget,
@@ -40,13 +40,30 @@ from landscape.models.train import (
     train_snapshots,
 )
 from landscape.models.zoo import ZOO
-from landscape.progress import Progress, tell, within
+from landscape.progress import tell, within
 from landscape.store.cache import Cache
-from landscape.threads import threaded
 
 CHILDREN = 2
 ORDER_BASE = 100_000  # child c of parent seed s reads the data in order ORDER_BASE·(s + 1) + c
 POINTS = 25
+
+
+@dataclass(frozen=True)
+class SpawnOptions:
+    """What :func:`spawn` measures: ``children`` runs from each spawn step, the parent's
+    snapshots every ``every`` steps (None: the model's spacing,
+    :func:`landscape.models.train.snapshot_every`), every pair of children naive and aligned by
+    ``method``/``group``, along ``points`` values of λ on the ``split``."""
+
+    children: int = CHILDREN
+    every: int | None = None
+    method: str = "weight"
+    group: str = "perm"
+    points: int = POINTS
+    split: str = "test"
+
+
+SPAWN = SpawnOptions()  # the defaults
 
 
 @dataclass
@@ -99,24 +116,22 @@ def check_spawn(model: str, at: Sequence[int], children: int, every: int | None)
     return every
 
 
-@threaded
+@in_context
 def spawn(
     model: str,
     at: Sequence[int],
+    options: SpawnOptions = SPAWN,
     *,
     seed: int = 0,
-    children: int = CHILDREN,
-    every: int | None = None,
-    method: str = "weight",
-    group: str = "perm",
-    points: int = POINTS,
-    split: str = "test",
-    device: torch.device = CPU,
-    cache: Cache | None = None,
-    progress: Progress | None = None,
+    context: RunContext = RUN,
 ) -> dict[str, Any]:
-    """:class:`SpawnResult` of ``children`` runs spawned from ``seed``'s zoo run at every step of
-    ``at`` (module docstring), as a dict. Everything is checked before anything trains."""
+    """:class:`SpawnResult` of the options' ``children`` runs spawned from ``seed``'s zoo run at
+    every step of ``at`` (module docstring), as a dict; what it measures in ``options``
+    (:class:`SpawnOptions`), where it runs in ``context``. Everything is checked before
+    anything trains."""
+    children, every, method, group = options.children, options.every, options.method, options.group
+    points, split = options.points, options.split
+    device, progress = context.device, context.progress
     t0 = time.perf_counter()
     check_method(method, group)
     check_split(split)
@@ -125,7 +140,7 @@ def spawn(
     if points < 2:
         raise LandscapeError("--points must be at least 2 (the endpoints)")
     check_points(points)
-    cache = cache or Cache()
+    cache = context.cache or Cache()
     tell(progress, "parent", 0)
     snaps, _ = train_snapshots(model, seed, every, device=device, cache=cache,
                                progress=within(progress, 0.0, 0.2, "parent: "))  # fmt: skip

@@ -48,7 +48,7 @@ from landscape.experiments.directions import (
     hessian_directions,
     hessian_options,
 )
-from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_mixtures
 from landscape.experiments.trajectories import (
     check_trajectories,
     path_directions,
@@ -183,8 +183,9 @@ def _evaluate(cfg: ModelConfig, endpoints: Sequence[Params], weights: torch.Tens
               split: str, device: torch.device, progress: Progress | None
               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     ev = data.evaluation(split)
-    return evaluate_mixtures(cfg, endpoints, weights, ev.inputs, ev.targets, device=device,
-                             progress=progress, **data.eval_options(cfg, ev.inputs))  # fmt: skip
+    return evaluate_mixtures(cfg, endpoints, weights, ev.inputs, ev.targets,
+                             EvalOptions(**data.eval_options(cfg, ev.inputs)),
+                             context=RunContext(device, progress=progress))  # fmt: skip
 
 
 def _grid(values: torch.Tensor, n_y: int, n_x: int) -> list[list[float]]:
@@ -215,8 +216,9 @@ def surface_directions(cfg: ModelConfig, params: Params, data: Data,
         raise LandscapeError("a training path's directions come from its snapshots: pass them")
     elif directions == "hessian":
         tell(progress, "Hessian eigenvectors", 0)
-        d1, d2, info = hessian_directions(cfg, params, data, seed=seed, vectors=vectors,
-                                          device=device, **(hessian or {}))  # fmt: skip
+        d1, d2, info = hessian_directions(cfg, params, data,
+                                          hessian_options(seed, **(hessian or {})),
+                                          vectors=vectors, context=RunContext(device))  # fmt: skip
         progress = within(progress, 0.5, 1.0)
     else:
         d1, d2 = direction_pair(params, seed, vectors)
@@ -446,8 +448,8 @@ def surface(
     origin, centre = ckpts[0].params, names[0]
     if directions == "trajectory":  # the path first: the surface is centred where it ends
         tell(share, f"training path of seed {seeds[0]}", 0)
-        steps, points, _ = seed_path(model, seeds[0], spacing, device=device, cache=cache,
-                                     progress=within(share, 0.0, 0.5))  # fmt: skip
+        first_half = RunContext(device, cache, within(share, 0.0, 0.5))
+        steps, points, _ = seed_path(model, seeds[0], spacing, context=first_half)
         share = within(share, 0.5, 1.0)
         origin = {k: v.to(ckpts[0].params[k]) for k, v in points[-1].items()}
         if digest_tensors(origin) != digest_tensors(ckpts[0].params):
@@ -461,9 +463,10 @@ def surface(
             tell(share, "evaluate", 0)
         elif directions == "hessian":
             tell(share, "Hessian eigenvectors", 0)
-            d1, d2, info = hessian_directions(ckpt.cfg, ckpt.params, data, seed=directions_seed,
-                                              vectors=vectors, device=device,
-                                              **hessian)  # fmt: skip
+            d1, d2, info = hessian_directions(ckpt.cfg, ckpt.params, data,
+                                              hessian_options(directions_seed, **hessian),
+                                              vectors=vectors,
+                                              context=RunContext(device))  # fmt: skip
             pair, record = (d1, d2), {"hessian": info}
         else:
             d1, d2, info = path_directions(points, origin)
@@ -511,7 +514,7 @@ def surface(
                 for s in paths]  # fmt: skip
         meta["trajectories"] = project_trajectories(
             model, paths, origin, d1, d2, every=spacing, ends=[e.params for e in ends],
-            device=device, cache=cache, progress=within(progress, 0.8, 1.0))
+            context=RunContext(device, cache, within(progress, 0.8, 1.0)))
         meta["every"] = spacing
         hit = hit and all(t["cached"] for t in meta["trajectories"])
     tell(progress, "done", 1)

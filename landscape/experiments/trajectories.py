@@ -25,13 +25,11 @@ from typing import Any
 
 import torch
 
-from landscape.device import CPU
 from landscape.errors import LandscapeError, check_seed
+from landscape.experiments.context import RUN, RunContext
 from landscape.models import Params
 from landscape.models.train import check_snapshot_budget, snapshot_every, train_snapshots
 from landscape.models.zoo import ZOO, zoo_model
-from landscape.progress import Progress, within
-from landscape.store.cache import Cache
 
 __all__ = [
     "TRAJECTORY_SNAPSHOTS",
@@ -143,31 +141,29 @@ def check_trajectories(model: str | None, seeds: Sequence[int], every: int | Non
         check_snapshot_budget(model, spacing)
 
 
-def seed_path(model: str, seed: int, every: int | None = None, *, device: torch.device = CPU,
-              cache: Cache | None = None, progress: Progress | None = None
+def seed_path(model: str, seed: int, every: int | None = None, *, context: RunContext = RUN
               ) -> tuple[list[int], list[Params], bool]:  # fmt: skip
     """The training path of zoo ``model``'s ``seed``: its steps, the parameters there (CPU), and
     whether it was cached (:func:`landscape.models.train.train_snapshots`: the run retrained
-    with snapshots, once)."""
-    snaps, hit = train_snapshots(model, seed, trajectory_every(model, every), device=device,
-                                 cache=cache, progress=progress)  # fmt: skip
+    with snapshots, once, on the context's device, in its cache)."""
+    snaps, hit = train_snapshots(model, seed, trajectory_every(model, every),
+                                 device=context.device, cache=context.cache,
+                                 progress=context.progress)  # fmt: skip
     return [s.step for s in snaps], [s.params for s in snaps], hit
 
 
 def trajectories(model: str, seeds: Sequence[int], origin: Params, d1: Params, d2: Params, *,
                  every: int | None = None, ends: Sequence[Params] | None = None,
-                 device: torch.device = CPU, cache: Cache | None = None,
-                 progress: Progress | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """The path of each of ``seeds`` (:func:`seed_path`) on the plane ``origin`` +
+                 context: RunContext = RUN) -> list[dict[str, Any]]:  # fmt: skip
+    """The path of each of ``seeds`` (:func:`seed_path`, in ``context``) on the plane ``origin`` +
     span(``d1``, ``d2``) (:func:`project_path`): per seed its ``seed``, ``steps``, the
     projection's fields and ``cached``; with ``ends`` (each seed's checkpoint as the surface
     knows it), ``end_gap``, ‖last snapshot − checkpoint‖ / ‖checkpoint‖ (0 where the retrained
     run reproduces the checkpoint bit for bit)."""
     out = []
     for i, seed in enumerate(seeds):
-        share = within(progress, i / len(seeds), (i + 1) / len(seeds), f"path of seed {seed}: ")
-        steps, points, hit = seed_path(model, seed, every, device=device, cache=cache,
-                                       progress=share)  # fmt: skip
+        share = context.within(i / len(seeds), (i + 1) / len(seeds), f"path of seed {seed}: ")
+        steps, points, hit = seed_path(model, seed, every, context=share)
         row = {"seed": int(seed), "steps": steps, **project_path(points, origin, d1, d2),
                "cached": hit}  # fmt: skip
         if ends is not None:

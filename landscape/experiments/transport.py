@@ -31,6 +31,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,6 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.artifacts import (
     Artifact,
@@ -53,10 +53,11 @@ from landscape.experiments.artifacts import (
     train_sae,
     with_lora,
 )
+from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.gauge.coordinates import readout_features
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.models.zoo import Checkpoint
-from landscape.optim import adamw_init, adamw_steps
+from landscape.optim import AdamWOptions, adamw_init, adamw_steps
 from landscape.progress import Progress, tell
 from landscape.sources import Source
 from landscape.store.cache import Cache
@@ -78,7 +79,6 @@ from landscape.symmetry import (
     spec_for,
 )
 from landscape.tasks import Task, task_source
-from landscape.threads import threaded
 
 ARTIFACT_KINDS = ("steering", "probe", "sae", "lora", "adamw")
 MODES = ("exact", "perm-only", "none")
@@ -358,30 +358,45 @@ def _dist(pa: Params, pb: Params) -> float:
 # ----------------------------------------------------------------------------- the table
 
 
-@threaded
+@dataclass(frozen=True)
+class TransportOptions:
+    """What :func:`transport_table` measures: g drawn by ``gauge_seed``; the steering vector,
+    probe and SAE at block ``layer`` (None: the middle one); the LoRA trained ``lora_steps``
+    steps; AdamW run ``adamw_steps_before`` steps before its state is moved and
+    ``adamw_steps_after`` after."""
+
+    gauge_seed: int = 0
+    layer: int | None = None
+    lora_steps: int = 150
+    adamw_steps_before: int = 30
+    adamw_steps_after: int = 30
+
+
+TRANSPORT = TransportOptions()  # the defaults
+
+
+@in_context
 def transport_table(
     model: str | Checkpoint | Source,
     seed: int = 0,
+    options: TransportOptions = TRANSPORT,
     *,
-    gauge_seed: int = 0,
-    layer: int | None = None,
-    lora_steps: int = 150,
-    adamw_steps_before: int = 30,
-    adamw_steps_after: int = 30,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
-    cache: Cache | None = None,
+    context: RunContext = RUN,
 ) -> list[dict[str, Any]]:
     """Every artifact × {exact, perm-only, none} moved from A to B = g(A), g a random element
-    of the level ``signed-perm`` (B_d on the stream, FFN units and heads permuted).
+    of the level ``signed-perm`` (B_d on the stream, FFN units and heads permuted); what it
+    measures in ``options`` (:class:`TransportOptions`), where it runs in ``context``.
 
     Rows: ``artifact, mode, metric, value, reference`` (the value on A) and ``kept`` (value
     relative to the reference where that is meaningful, in %; the SAE keeps the NMSE ratio, the
     AdamW row the distance between B's resumed run mapped back and A's, relative to how far A's
     resumed run moved). Cached under kind ``"transport"``.
     """
-    source = task_source(model, seed, device=device)  # the data is read only to compute
-    cache = cache or Cache()
+    gauge_seed, layer, lora_steps = options.gauge_seed, options.layer, options.lora_steps
+    adamw_steps_before, adamw_steps_after = options.adamw_steps_before, options.adamw_steps_after
+    progress = context.progress
+    source = task_source(model, seed, device=context.device)  # the data is read only to compute
+    cache = context.cache or Cache()
     inputs = {"version": TRANSPORT_VERSION, "model": source.name, "config": source.cfg.to_dict(),
               "weights": source.digest, "seed": seed, "gauge_seed": gauge_seed, "layer": layer,
               "lora": lora_steps, "adamw": [adamw_steps_before, adamw_steps_after]}  # fmt: skip
@@ -457,24 +472,25 @@ def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,
     # One state in memory at a time: A's state at step k waits in a file while the runs take
     # theirs (on a 135M-parameter model a state is 1.2 GiB), and B's own parameters are gone.
     del pb, fb_te
-    a_k, state = adamw_steps(cfg, pa, None, task.batches(seed=500), adamw_before, lr=task.lr / 3)
+    a_k, state = adamw_steps(cfg, (pa, None), task.batches(seed=500), adamw_before,
+                             AdamWOptions(lr=task.lr / 3))  # fmt: skip
     b_k = apply(spec, g, a_k)
     with kept_on_disk(state, "the AdamW state") as kept_state:
-        a_end, _ = adamw_steps(cfg, a_k, state, task.batches(seed=501), adamw_after,
-                               lr=task.lr / 3, take_state=True)  # fmt: skip
+        a_end, _ = adamw_steps(cfg, (a_k, state), task.batches(seed=501), adamw_after,
+                               AdamWOptions(lr=task.lr / 3), take_state=True)  # fmt: skip
         del state
         moved_ref = _dist(a_end, a_k)
         del a_k
         vals = {}
         for m in MODES:
             st = transport(cfg, adamw_artifact(kept_state()), g, m).tensors
-            b_end, _ = adamw_steps(cfg, b_k, st, task.batches(seed=501), adamw_after,
-                                   lr=task.lr / 3, take_state=True)  # fmt: skip
+            b_end, _ = adamw_steps(cfg, (b_k, st), task.batches(seed=501), adamw_after,
+                                   AdamWOptions(lr=task.lr / 3), take_state=True)  # fmt: skip
             del st
             vals[m] = _dist(apply(spec, g.inverse(), b_end), a_end) / moved_ref
             del b_end
-    fresh_end, _ = adamw_steps(cfg, b_k, adamw_init(b_k), task.batches(seed=501), adamw_after,
-                               lr=task.lr / 3)  # fmt: skip
+    fresh_end, _ = adamw_steps(cfg, (b_k, adamw_init(b_k)), task.batches(seed=501), adamw_after,
+                               AdamWOptions(lr=task.lr / 3))  # fmt: skip
     vals["fresh state"] = _dist(apply(spec, g.inverse(), fresh_end), a_end) / moved_ref
     add("adamw", "resumed-trajectory distance / step length", 0.0, vals, lambda v: None)
     _tick(progress, 5, stages)

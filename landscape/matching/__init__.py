@@ -56,20 +56,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from landscape.matching.activation import ActivationOptions, activation_matching
 from landscape.matching.learned import learned_matching
 from landscape.matching.learning import LearnedOptions
 from landscape.matching.methods import (
     BARRIER_GROUPS,
+    MATCH_CONTEXT,
     MATCH_GROUPS,
     METHODS,
     MONOMIAL_GROUPS,
     Group,
+    MatchContext,
     MatchingMethod,
     Method,
     NoOptions,
+    OnElements,
     matching_kinds,
     options_key,
     prepare_pair,
@@ -95,7 +96,6 @@ from landscape.matching.result import (
 )
 from landscape.matching.weight import WeightOptions, weight_matching
 from landscape.models import ModelConfig, Params
-from landscape.progress import Progress
 from landscape.symmetry.table import PROBE_LOGITS, PROBE_TOKENS
 from landscape.threads import threaded
 
@@ -105,6 +105,7 @@ probe_inputs = function_probe
 __all__ = [
     "BARRIER_GROUPS",
     "FUNCTION_TOLERANCE",
+    "MATCH_CONTEXT",
     "MATCH_GROUPS",
     "METHODS",
     "METHODS_BY_NAME",
@@ -114,10 +115,12 @@ __all__ = [
     "ActivationOptions",
     "Group",
     "LearnedOptions",
+    "MatchContext",
     "MatchResult",
     "MatchingMethod",
     "Method",
     "NoOptions",
+    "OnElements",
     "WeightOptions",
     "activation_matching",
     "aligns",
@@ -149,11 +152,9 @@ def match(
     method: Method | str,
     group: Group,
     *,
-    train_split: Any = None,
-    seed: int = 0,
-    device: torch.device | None = None,
     options: Any = None,
-    progress: Progress | None = None,
+    train_split: Any = None,
+    context: MatchContext = MATCH_CONTEXT,
     **kw: Any,
 ) -> MatchResult:
     """Align B to A with the registered ``method`` (:func:`method_of`: naive, weight,
@@ -164,12 +165,14 @@ def match(
     method's per-call hooks (its entry's ``hooks``; any other name is refused in one line
     naming the settings). ``train_split`` (a ``data.Split``) is what a method that
     ``needs_data`` learns from: activation matching's fixed batch (its first ``batch`` rows,
-    unless ``inputs`` is given), learned matching's training batches. Every method's B is
-    function-checked against the input B; here the processed A is checked against the input A
-    as well (``function_check_a``): processing both endpoints must preserve both functions.
-    ``consume=True`` (a method that ``consumes``: weight matching; ignored by the others) hands
-    ``params_a`` and ``params_b`` over to be emptied, both checks then made against logits taken
-    before (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
+    unless ``inputs`` is given), learned matching's training batches. ``context``
+    (:class:`MatchContext`): the seed of whatever the method draws, where it computes and who
+    hears its stages and elements. Every method's B is function-checked against the input B;
+    here the processed A is checked against the input A as well (``function_check_a``):
+    processing both endpoints must preserve both functions. ``consume=True`` (a method that
+    ``consumes``: weight matching; ignored by the others) hands ``params_a`` and ``params_b``
+    over to be emptied, both checks then made against logits taken before
+    (:func:`landscape.matching.weight.weight_matching`): the same result in less memory.
     """
     entry = method_of(method)
     consume = kw.pop("consume", False) and entry.consumes
@@ -177,7 +180,7 @@ def match(
     if consume:
         kw["consume"] = True
     reference_a = probe_logits(cfg, params_a) if consume else params_a
-    r = entry.run(cfg, params_a, params_b, group, settings, train_split=train_split, seed=seed,
-                  device=device, progress=progress, **kw)  # fmt: skip
+    r = entry.run(cfg, params_a, params_b, group, settings, train_split=train_split,
+                  context=context, **kw)  # fmt: skip
     r.function_check_a = function_check(cfg, reference_a, r.cfg, r.params_a)
     return r

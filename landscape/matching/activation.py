@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
 
 from landscape.device import CPU
 from landscape.matching.methods import (
+    MATCH_CONTEXT,
+    MatchContext,
     MatchingMethod,
     given_settings,
     matching_kinds,
@@ -52,7 +54,7 @@ from landscape.matching.result import MatchResult, aligned_distance, finish, wei
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
 from landscape.matching.weight import head_element, within_head_element, within_head_variables
 from landscape.models import ModelConfig, Params, forward
-from landscape.progress import Progress, tell
+from landscape.progress import tell
 from landscape.symmetry import ORTH, ORTH_MEAN, PERM, Element, Transform, apply, spec_for
 
 ROTATIONS = (ORTH, ORTH_MEAN)  # the dense residual kinds: one scale per model and layer
@@ -220,20 +222,20 @@ def activation_transform(
     *,
     similarity: ActivationSimilarity = MATCHING,
     drop_first: bool = False,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
+    context: MatchContext = MATCH_CONTEXT,
 ) -> tuple[Transform, float]:
     """The transform ``h`` aligning B to A from activations on ``inputs``, and for O(d) the
     aligned residual similarity ``tr(Gᵀ M)`` (0 otherwise).
 
     ``kinds`` gives the residual and FFN-unit kinds (heads are permutations); the parameters
     must already be processed for them (no check here: :func:`activation_matching` processes,
-    the gauge sweep passes processed pairs). ``device`` runs the forward passes there (None:
-    where the parameters are). Returns ``h`` with ``apply(h, θ_B) ≈ θ_A``. ``progress`` hears
-    the two forward passes and each layer's solve.
+    the gauge sweep passes processed pairs). The context's ``device`` runs the forward passes
+    there (None: where the parameters are); its ``progress`` hears the two forward passes and
+    each layer's solve (nothing is drawn: its ``seed`` is not read). Returns ``h`` with
+    ``apply(h, θ_B) ≈ θ_A``.
     """
-    spec, o = spec_for(cfg), similarity
-    run = {"dtype": o.dtype, "device": device, "to_cpu": o.on_cpu}
+    spec, o, progress = spec_for(cfg), similarity, context.progress
+    run = {"dtype": o.dtype, "device": context.device, "to_cpu": o.on_cpu}
     steps = 3 + cfg.n_layers
     tell(progress, "activation matching: A's activations", 0, steps)
     ca = collect(cfg, params_a, inputs, **run)
@@ -276,8 +278,7 @@ def activation_matching(
     *,
     options: ActivationOptions | None = None,
     similarity: ActivationSimilarity = MATCHING,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
+    context: MatchContext = MATCH_CONTEXT,
     **settings: Any,
 ) -> MatchResult:
     """Activation matching on one fixed batch ``inputs`` (module docstring, :data:`MATCHING`).
@@ -291,25 +292,26 @@ def activation_matching(
     layer boundary ``resid.{l}`` (l = 0..n_layers, all positions pooled) summed and solved by the
     residual kind. FFN units: correlation of ``mlp.hidden``. Heads: cosine similarity of each
     head's residual write, assigned as a permutation. ``drop_first`` leaves out position 0
-    (attention sinks of text models). ``device`` runs the forward passes (default: the CPU).
-    ``within_heads``: then each head's own QK/OV maps (invertible; QK under rotary positions
-    commuting with RoPE; one per key/value group under GQA), which no activation of the
-    stream can see, by their weight objective with everything else held
+    (attention sinks of text models). The context's ``device`` runs the forward passes
+    (default: the CPU). ``within_heads``: then each head's own QK/OV maps (invertible; QK under
+    rotary positions commuting with RoPE; one per key/value group under GQA), which no
+    activation of the stream can see, by their weight objective with everything else held
     (:func:`landscape.matching.weight.within_head_element`, one visit each); without them the
     straight line between factored weights averages every head's factors in unrelated bases.
-    ``progress`` follows the forward passes and the layers' solves.
+    The context's ``progress`` follows the forward passes and the layers' solves; nothing is
+    drawn (its ``seed`` is not read).
     """
     opts = given_settings(ActivationOptions, options, what="activation matching", **settings)
     refuse_experts(cfg, "activation matching")
     drop_first = opts.drop_first
     t0 = time.perf_counter()
-    dev = device if device is not None else CPU
+    dev = context.device if context.device is not None else CPU
     cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
     spec = spec_for(cfg_p)
     kinds = matching_kinds(spec, group)
     transform, aligned_similarity = activation_transform(
-        cfg_p, a, b, inputs, kinds, similarity=similarity, drop_first=drop_first, device=dev,
-        progress=progress,
+        cfg_p, a, b, inputs, kinds, similarity=similarity, drop_first=drop_first,
+        context=replace(context, device=dev),
     )  # fmt: skip
     info: dict = {"batch": int(inputs.shape[0]), "drop_first": drop_first,
                   "similarity": aligned_similarity}  # fmt: skip
@@ -328,9 +330,7 @@ def activation_matching(
         group,
         cfg,
         params_b,
-        cfg_p,
-        a,
-        b,
+        (cfg_p, a, b),
         transform,
         t0,
         objective=objective,
@@ -347,9 +347,7 @@ def _run(
     options: ActivationOptions,
     *,
     train_split: Any,
-    seed: int,
-    device: torch.device | None,
-    progress: Progress | None,
+    context: MatchContext,
     inputs: torch.Tensor | None = None,
 ) -> MatchResult:
     """The method ``"activation"``: on ``inputs`` when given, else the first ``options.batch``
@@ -359,7 +357,7 @@ def _run(
             raise ValueError("activation matching needs inputs or a train_split")
         inputs = train_split.inputs[: options.batch]
     return activation_matching(cfg, params_a, params_b, group, inputs, options=options,
-                               device=device, progress=progress)  # fmt: skip
+                               context=context)  # fmt: skip
 
 
 ACTIVATION = MatchingMethod("activation", "activation matching", ActivationOptions, _run,

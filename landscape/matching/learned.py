@@ -48,20 +48,23 @@ parametrisation has none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from landscape.matching.learning import INITS, LAMBDAS, ORTH_PARAMS, LearnedOptions, learn
-from landscape.matching.methods import MatchingMethod, given_settings
+from landscape.matching.learning import (
+    INITS,
+    LAMBDAS,
+    ORTH_PARAMS,
+    LearnedOptions,
+    MergedLoss,
+    learn,
+)
+from landscape.matching.methods import MATCH_CONTEXT, MatchContext, MatchingMethod, given_settings
 from landscape.matching.result import MatchResult
 from landscape.models import ModelConfig, Params
-from landscape.progress import Progress
-from landscape.symmetry import Element, Transform
-
-# Told the projected elements at every scoring point (step 0: the start)
-OnEval = Callable[[int, Mapping[str, Element]], None]
+from landscape.symmetry import Transform
 
 __all__ = [
     "INITS",
@@ -69,7 +72,6 @@ __all__ = [
     "LEARNED",
     "LearnedOptions",
     "ORTH_PARAMS",
-    "OnEval",
     "learned_matching",
     "learned_triangle",
 ]
@@ -98,20 +100,19 @@ def learned_matching(
     train_split: Any,
     *,
     options: LearnedOptions | None = None,
-    seed: int = 0,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
-    on_eval: OnEval | None = None,
+    context: MatchContext = MATCH_CONTEXT,
     start: Transform | None = None,
     **settings: Any,
 ) -> MatchResult:
     """Learn the transform of B by minimising the merged model's loss (module docstring).
 
     Its settings (:class:`LearnedOptions`) come as ``options`` or as keywords, keywords over
-    ``options``. ``train_split`` has ``inputs`` and ``targets`` (a ``data.Split``); batches of
-    ``batch_size`` rows (default 64, or 8,192 tokens of a language model's windows) are drawn in
-    seeded shuffled epochs. ``init="weight"`` starts from weight matching under ``group`` (seed
-    ``seed``), ``"identity"`` from the identity. ``orth`` is the parametrisation of rotations:
+    ``options``; the ``context`` (:class:`~landscape.matching.methods.MatchContext`) gives the
+    seed, the device (None: the CPU) and who hears. ``train_split`` has ``inputs`` and
+    ``targets`` (a ``data.Split``); batches of ``batch_size`` rows (default 64, or 8,192 tokens
+    of a language model's windows) are drawn in shuffled epochs seeded by the context's
+    ``seed``. ``init="weight"`` starts from weight matching under ``group`` (with the same
+    seed), ``"identity"`` from the identity. ``orth`` is the parametrisation of rotations:
     ``"exp"`` (G = G₀·exp(S − Sᵀ), never singular) or ``"polar"`` (a free latent projected each
     step, straight-through). ``space`` is the merge space of the loss: ``"weights"`` or
     ``"circuits"`` (the endpoints rewritten together, ``landscape.models.circuits``). ``lr``
@@ -120,18 +121,18 @@ def learned_matching(
     transform is scored by the merged loss on a fixed slice of the training rows (``eval_size``;
     default 1,024 rows, or 16,384 tokens of a language model's windows) at three λ (the
     quartiles of the λ distribution), and the best one seen, the start included, is returned
-    (``info["selected_step"]``, ``info["eval_curve"]``). ``progress``
+    (``info["selected_step"]``, ``info["eval_curve"]``). The context's ``progress``
     (:mod:`landscape.progress`) hears ``("learned matching step i/steps", i, steps)`` after each
-    step i. ``on_eval(step, elements)`` is told the projected elements at every scoring point
-    (step 0, the start, included), within-head maps by slot as in the returned transform, acting
-    on B as processed (``prepare_pair`` under ``group``); the one returned is the call at
-    ``info["selected_step"]``.
+    step i. Its ``on_elements(step, elements)`` is told the projected elements at every
+    scoring point (step 0, the start, included), within-head maps by slot as in the returned
+    transform, acting on B as processed (``prepare_pair`` under ``group``); the one returned is
+    the call at ``info["selected_step"]``.
     ``lm_curve`` records the merged loss ``[{step, loss}]`` (loss of the λ drawn at that step);
     ``det_flips`` the sign changes of det G_resid; ``info`` the start, the settings, how many
     units changed assignment per variable (``moved``), ‖G − G_init‖ for a dense resid and
     ``projection_changes``, the steps at which a projected latent's element changed (per
     variable; the assignments are the only work of a step that needs the host).
-    ``start`` is weight matching's transform under ``group`` with the same ``seed`` and
+    ``start`` is weight matching's transform under ``group`` with the same seed and
     ``within_heads`` (acting on B as processed), when the caller has it already (the cache):
     ``init="weight"`` then starts from it instead of matching again.
     """
@@ -139,7 +140,7 @@ def learned_matching(
     lam = opts.lam
     if lam not in LAMBDAS:
         raise ValueError(f"unknown λ distribution {lam!r}; expected one of {LAMBDAS}")
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(context.seed)
     draw = _lambda_sampler(lam, gen)
 
     def sample() -> list[float]:
@@ -147,43 +148,39 @@ def learned_matching(
         return [t, 1 - t]
 
     mixes = [[t, 1 - t] for t in _eval_lambdas(lam)]
-    (r,) = learn(cfg, params_a, [params_b], group, train_split, sample, mixes, gen, opts,
-                  seed=seed, device=device, progress=progress,
-                  on_eval=None if on_eval is None else lambda step, els: on_eval(step, els[0]),
-                  about={"lam": lam}, starts=[start])  # fmt: skip
+    merged = MergedLoss(train_split, sample, mixes, gen, {"lam": lam})
+    (r,) = learn(cfg, params_a, [params_b], group, merged, opts, context, [start])
     return r
 
 
 def learned_triangle(
     cfg: ModelConfig,
     params_a: Params,
-    params_b: Params,
-    params_c: Params,
+    others: tuple[Params, Params],
     group: str,
     train_split: Any,
     *,
     options: LearnedOptions | None = None,
-    seed: int = 0,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
+    context: MatchContext = MATCH_CONTEXT,
     starts: tuple[Transform | None, Transform | None] = (None, None),
     **settings: Any,
 ) -> tuple[MatchResult, MatchResult]:
-    """Learn the transforms of B and C onto A jointly, over the whole triangle.
+    """Learn the transforms of B and C (``others``) onto A jointly, over the whole triangle.
 
     The loss is ``E_w CE(w_A·θ_A + w_B·π_B(θ_B) + w_C·π_C(θ_C))`` with ``w`` drawn uniformly on
     the simplex (Dirichlet(1, 1, 1)), so the two transforms are learned for every mixture of the
     three models, not edge by edge; the scoring slice is evaluated at the centroid and the three
     edge midpoints. Each transform starts from its own pairwise start (weight matching onto A, or
-    the identity) and keeps its model's function exactly. Settings as :func:`learned_matching`
-    (``starts``: B's and C's weight matching onto A, when known); returns (B's result, C's
-    result), each with ``info["joint"] = True``. The mixtures are drawn from Dirichlet(1, 1, 1),
-    so ``lam`` is not a setting here.
+    the identity) and keeps its model's function exactly. Settings and context as
+    :func:`learned_matching` (``starts``: B's and C's weight matching onto A, when known; the
+    context's ``on_elements`` hears B's elements); returns (B's result, C's result), each with
+    ``info["joint"] = True``. The mixtures are drawn from Dirichlet(1, 1, 1), so ``lam`` is not
+    a setting here.
     """
     opts = given_settings(LearnedOptions, options, what="learned matching", **settings)
     if opts.lam != LearnedOptions.lam:
         raise ValueError("a joint triangle draws its mixtures from Dirichlet(1, 1, 1): no lam")
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(context.seed)
 
     def sample() -> list[float]:
         e = -torch.rand(3, generator=gen, dtype=torch.float64).clamp_min(1e-12).log()
@@ -191,10 +188,8 @@ def learned_triangle(
 
     third, half = 1.0 / 3.0, 0.5
     mixes = [[third] * 3, [half, half, 0.0], [half, 0.0, half], [0.0, half, half]]
-    b, c = learn(cfg, params_a, [params_b, params_c], group, train_split, sample, mixes, gen,
-                  opts, seed=seed, device=device, progress=progress,
-                  about={"lam": "dirichlet(1,1,1)", "joint": True},
-                  starts=list(starts))  # fmt: skip
+    merged = MergedLoss(train_split, sample, mixes, gen, {"lam": "dirichlet(1,1,1)", "joint": True})
+    b, c = learn(cfg, params_a, list(others), group, merged, opts, context, list(starts))
     return b, c
 
 
@@ -206,16 +201,14 @@ def _run(
     options: LearnedOptions,
     *,
     train_split: Any,
-    seed: int,
-    device: torch.device | None,
-    progress: Progress | None,
+    context: MatchContext,
     **hooks: Any,
 ) -> MatchResult:
     if train_split is None:
         raise ValueError("learned matching needs a train_split")
     return learned_matching(cfg, params_a, params_b, group, train_split, options=options,
-                            seed=seed, device=device, progress=progress, **hooks)  # fmt: skip
+                            context=context, **hooks)  # fmt: skip
 
 
 LEARNED = MatchingMethod("learned", "learned matching", LearnedOptions, _run, needs_data=True,
-                         learned=True, hooks=("start", "on_eval"))  # fmt: skip
+                         learned=True, hooks=("start",))  # fmt: skip

@@ -32,7 +32,7 @@ from landscape.matching.latents import (
     project_all,
     same_element,
 )
-from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.matching.methods import MatchContext, matching_kinds, prepare_pair
 from landscape.matching.result import (
     MatchResult,
     aligned_distance,
@@ -48,7 +48,6 @@ from landscape.models.circuits import (
     circuit_forms_config,
 )
 from landscape.models.registry import architecture_of
-from landscape.progress import Progress
 from landscape.symmetry import ORTH, ORTH_MEAN, Element, Spec, Transform, apply, spec_for
 
 LAMBDAS = ("u(0.4,0.6)", "u(0,1)", "0.5")
@@ -101,29 +100,40 @@ class Member:
     held: dict[str, Element] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MergedLoss:
+    """What :func:`learn` descends and scores: the cross-entropy of the merged model on rows of
+    ``train_split`` (a ``data.Split``, with ``inputs`` and ``targets``) at a mixture
+    ``sample()`` = [w_A, w_1, …] (weights summing to 1) drawn afresh every step, scored on a
+    fixed slice at the mixtures ``scored``. ``gen`` is the one seeded generator ``sample``
+    draws from, and the batches and the scoring slice too; ``about`` goes into every result's
+    ``info`` (how the mixtures were drawn)."""
+
+    train_split: Any
+    sample: Callable[[], list[float]]
+    scored: list[list[float]]
+    gen: torch.Generator
+    about: dict[str, Any]
+
+
 def learn(
     cfg: ModelConfig,
     params_a: Params,
     others: list[Params],
     group: str,
-    train_split: Any,
-    sample: Callable[[], list[float]],
-    mixes: list[list[float]],
-    gen: torch.Generator,
+    merged: MergedLoss,
     options: LearnedOptions,
-    *,
-    seed: int,
-    device: torch.device | None,
-    progress: Progress | None,
-    about: dict[str, Any],
-    on_eval: Callable[[int, list[dict[str, Element]]], None] | None = None,
+    context: MatchContext,
     starts: list[Transform | None] | None = None,
 ) -> list[MatchResult]:
     """The learning loop of learned matching, pairwise and over a triangle: one set of
-    latents per model in ``others``, all moved by one optimiser on the loss of the mixture
-    ``sample()`` = [w_A, w_1, …] (weights summing to 1); ``mixes`` are the mixtures the scoring
-    slice is evaluated at; ``starts`` the known weight matchings of ``others`` (None: match);
-    ``about`` goes into every result's ``info`` (how the mixtures were drawn).
+    latents per model in ``others``, all moved by one optimiser on the loss of the merged
+    model (``merged``, :class:`MergedLoss`); ``starts`` the known weight matchings of
+    ``others`` (None: match, with the context's seed). The context's ``device`` is where it
+    computes (None: the CPU), its ``progress`` hears every step, and its ``on_elements(step,
+    elements)`` is told the projected elements of the first model that moves (``others[0]``;
+    A under ``dual``) at every scoring point, within-head maps by slot as in the returned
+    transform.
 
     ``options.dual`` (one model in ``others``): A gets latents of its own too, started at the
     identity, and the loss is that of λ·π_A(θ_A) + (1−λ)·π_B(θ_B): both endpoints move. Every
@@ -139,6 +149,10 @@ def learn(
     init, steps, lr, lr_perm, orth = o.init, o.steps, o.lr, o.lr_perm, o.orth
     space, within_heads, eval_every = o.space, o.within_heads, o.eval_every
     batch_size, eval_size = o.batch_size, o.eval_size
+    seed, device, progress, on_eval = (context.seed, context.device, context.progress,
+                                       context.on_elements)  # fmt: skip
+    train_split, sample, mixes = merged.train_split, merged.sample, merged.scored
+    gen, about = merged.gen, merged.about
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; expected one of {INITS}")
     if orth not in ORTH_PARAMS:
@@ -177,8 +191,8 @@ def learn(
         elif known is not None:
             start = known.to("cpu")
         else:
-            start = weight_matching(cfg, params_a, params, group, seed=seed,
-                                    within_heads=within_heads, device=dev).transform  # fmt: skip
+            start = weight_matching(cfg, params_a, params, group, within_heads=within_heads,
+                                    context=MatchContext(seed, dev)).transform  # fmt: skip
         g_init = {v: start.matrix(v) if v in start.elements else _eye(sizes[v], slots.get(v))
                   for v in kinds}  # fmt: skip
         # the start's within-head maps stay as found: moved onto B's own heads once, they travel
@@ -310,7 +324,7 @@ def learn(
         progress("learned matching: scoring the start", 0, steps)
     best_loss, best_step = score(best, "learned matching: scoring the start", 0), 0
     if on_eval is not None:
-        on_eval(0, with_inner(best))
+        on_eval(0, with_inner(best)[0])
     eval_curve = [{"step": 0, "loss": best_loss}]
     losses: list[torch.Tensor] = []
     flips: list[list[int]] = [[] for _ in members]
@@ -373,7 +387,7 @@ def learn(
                             step + 0.5)  # fmt: skip
             eval_curve.append({"step": step + 1, "loss": current})
             if on_eval is not None:
-                on_eval(step + 1, with_inner(elements))
+                on_eval(step + 1, with_inner(elements)[0])
             if current < best_loss:
                 best, best_loss, best_step = elements, current, step + 1
         if progress is not None:
@@ -394,7 +408,7 @@ def learn(
         transform = Transform(full)
         about_dual = {}
         if t_a is not None:  # B's single-sided equivalent π_A⁻¹∘π_B, checked against the pair
-            about_dual = {"dual": dual_check(cfg_p, spec, a, m.b, t_a, transform, x_ev, y_ev,
+            about_dual = {"dual": dual_check(cfg_p, spec, a, m.b, t_a, transform, (x_ev, y_ev),
                                               mixes)}  # fmt: skip
             transform = t_a.inverse().compose(transform)
         dtype = next(iter(m.params.values())).dtype
@@ -461,18 +475,20 @@ def _eye(n: int, slots: int | None = None) -> torch.Tensor:
 
 
 def dual_check(cfg: ModelConfig, spec: Spec, a: Params, b: Params, t_a: Transform,
-                t_b: Transform, x: torch.Tensor, y: torch.Tensor,
-                mixes: list[list[float]]) -> dict[str, Any]:  # fmt: skip
+               t_b: Transform, rows: tuple[torch.Tensor, torch.Tensor],
+               mixes: list[list[float]]) -> dict[str, Any]:  # fmt: skip
     """The line between π_A(θ_A) and π_B(θ_B) against the line between θ_A and π_A⁻¹π_B(θ_B):
-    the largest difference of their losses at ``mixes`` on (a few rows of) the scoring slice,
-    in float64, and how far A's own transform moved (‖G_A − I‖ of its residual element)."""
+    the largest difference of their losses at ``mixes`` on (a few of) the scoring slice's
+    ``rows`` (inputs, targets), in float64, and how far A's own transform moved (‖G_A − I‖ of
+    its residual element)."""
+    x, y = rows
     f64 = {k: v.detach().cpu().double() for k, v in a.items()}
     g64 = {k: v.detach().cpu().double() for k, v in b.items()}
     both = (apply(spec, t_a, f64), apply(spec, t_b, g64))
     one = (f64, apply(spec, t_a.inverse().compose(t_b), g64))
-    rows = x[:8].cpu()
-    if rows.is_floating_point():
-        rows = rows.double()
+    few = x[:8].cpu()
+    if few.is_floating_point():
+        few = few.double()
     target = y[:8].cpu().reshape(-1)
     gap = 0.0
     with torch.no_grad():
@@ -480,7 +496,7 @@ def dual_check(cfg: ModelConfig, spec: Spec, a: Params, b: Params, t_a: Transfor
             losses = []
             for pa, pb in (both, one):
                 mixed = {k: w[0] * pa[k] + w[1] * pb[k] for k in pa}
-                logits = forward(cfg, mixed, rows)
+                logits = forward(cfg, mixed, few)
                 losses.append(float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                     target)))  # fmt: skip
             gap = max(gap, abs(losses[0] - losses[1]))

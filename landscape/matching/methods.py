@@ -8,7 +8,9 @@ A matching method is one :class:`MatchingMethod` entry in the registry
 (the ``options``, part of every cache key), and ``run``. :func:`given_settings` and
 :func:`options_key` are how a dict of settings becomes that dataclass and how the dataclass
 becomes a cache key, for every method alike; :func:`text_settings` reads settings given as text
-(the command line's ``--option KEY=VALUE``), typed from the dataclass's declarations.
+(the command line's ``--option KEY=VALUE``), typed from the dataclass's declarations. Beside
+its settings every method takes one :class:`MatchContext`: the seed of its draws, where it
+computes and who hears it.
 
 A group level means a kind per gauge variable (:func:`matching_kinds`) and the processing that
 makes it exact on both endpoints (:func:`prepare_pair`).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import (
     TYPE_CHECKING,
@@ -37,7 +39,7 @@ from landscape.errors import LandscapeError
 from landscape.models import ModelConfig, Params
 from landscape.names import BARRIER_GROUPS, MATCH_GROUPS, METHODS, MONOMIAL_GROUPS, Group, Method
 from landscape.progress import Progress
-from landscape.symmetry import RESID_GROUPS, Spec, group_kinds
+from landscape.symmetry import RESID_GROUPS, Element, Spec, group_kinds
 from landscape.symmetry.processing import prepare
 
 if TYPE_CHECKING:  # the result type sits in result.py, which imports this module
@@ -45,13 +47,17 @@ if TYPE_CHECKING:  # the result type sits in result.py, which imports this modul
 
 __all__ = [
     "BARRIER_GROUPS",
+    "MATCH_CONTEXT",
     "MATCH_GROUPS",
     "METHODS",
     "MONOMIAL_GROUPS",
     "Group",
+    "MatchContext",
     "MatchingMethod",
     "Method",
     "NoOptions",
+    "OnElements",
+    "Prepared",
     "Run",
     "given_settings",
     "matching_kinds",
@@ -64,20 +70,49 @@ __all__ = [
 ]
 
 
+# Told the elements found so far (acting on B as processed) at every point a method has them:
+# weight matching's rounds (round 0: the identity, no element yet), learned matching's scoring
+# steps (step 0: the start)
+OnElements = Callable[[int, Mapping[str, Element]], None]
+
+# prepare_pair's processed config, A and B
+Prepared = tuple[ModelConfig, Params, Params]
+
+
+@dataclass(frozen=True)
+class MatchContext:
+    """One call of a matching method, besides the pair, the group and the method's settings.
+
+    ``seed`` seeds whatever the method draws (weight matching's visiting order, learned
+    matching's batches and mixtures): it changes the answer, so a cache key holds it beside the
+    settings. The rest changes nothing in the answer: ``device`` is where the method computes
+    (None: where the parameters are, or the CPU, as the method says), ``progress``
+    (:mod:`landscape.progress`) hears its stages and ``on_elements`` (:data:`OnElements`) its
+    elements after each round or scoring step (a method without rounds tells it nothing).
+    """
+
+    seed: int = 0
+    device: torch.device | None = None
+    progress: Progress | None = None
+    on_elements: OnElements | None = None
+
+
+MATCH_CONTEXT = MatchContext()  # seed 0, where the parameters are, nobody told
+
+
 class Run(Protocol):
     """A method's work: align B to A under ``group`` with ``options`` (its settings).
 
     ``train_split`` is A's training data (a ``data.Split``) for a method that ``needs_data``,
-    else None; ``seed`` seeds whatever the method draws; ``device`` is where it computes (None:
-    where the parameters are, or the CPU); ``progress`` hears its stages. ``hooks`` are the
-    method's own per-call arguments that are no setting and key no cache (weight matching's
-    ``on_round`` and ``consume``, learned matching's ``start`` and ``on_eval``, activation
-    matching's ``inputs``), named in its entry's ``hooks``.
+    else None; ``context`` (:class:`MatchContext`) holds the seed, the device and who hears
+    the work. ``hooks`` are the method's own per-call arguments that are no setting and key no
+    cache (weight matching's ``consume``, learned matching's ``start``, activation matching's
+    ``inputs``), named in its entry's ``hooks``.
     """
 
     def __call__(self, cfg: ModelConfig, params_a: Params, params_b: Params, group: str,
-                 options: Any, *, train_split: Any, seed: int, device: torch.device | None,
-                 progress: Progress | None, **hooks: Any) -> MatchResult: ...  # fmt: skip
+                 options: Any, *, train_split: Any, context: MatchContext,
+                 **hooks: Any) -> MatchResult: ...  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -279,7 +314,7 @@ def refuse_experts(cfg: ModelConfig, what: str) -> None:
 
 def prepare_pair(
     cfg: ModelConfig, params_a: Params, params_b: Params, group: str, *, consume: bool = False
-) -> tuple[ModelConfig, Params, Params]:
+) -> Prepared:
     """Process A and B with the steps that make ``group`` exact (the same steps for both).
 
     ``consume``: the input dicts are emptied as soon as each is processed, so that a caller who

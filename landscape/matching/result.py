@@ -18,7 +18,13 @@ from typing import Any
 
 import torch
 
-from landscape.matching.methods import MatchingMethod, NoOptions, prepare_pair
+from landscape.matching.methods import (
+    MatchContext,
+    MatchingMethod,
+    NoOptions,
+    Prepared,
+    prepare_pair,
+)
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import circuit_forms
 from landscape.symmetry import (
@@ -219,19 +225,20 @@ def finish(
     group: str,
     cfg: ModelConfig,
     params_b: Params,
-    cfg_p: ModelConfig,
-    a: Params,
-    b: Params,
+    prepared: Prepared,
     transform: Transform,
     t0: float,
     **fields: Any,
 ) -> MatchResult:
     """Apply π to processed B (checked: exact for its norm state) and fill in the result.
 
-    ``params_b`` is the original B, or its :func:`probe_logits` with ``dtype`` B's dtype: then
-    ``b`` is consumed, emptied one parameter at a time as its aligned copy is made, so that the
-    processed and the aligned B are never both held whole.
+    ``prepared`` is the pair as processed, ``(cfg_p, a, b)`` (:func:`prepare_pair`), π acting on
+    its B; ``params_b`` is the original B, or its :func:`probe_logits` with ``dtype`` B's dtype:
+    then ``b`` is consumed, emptied one parameter at a time as its aligned copy is made, so that
+    the processed and the aligned B are never both held whole. ``t0`` is when the matching
+    began (``time.perf_counter``); ``fields`` are the rest of the :class:`MatchResult`.
     """
+    cfg_p, a, b = prepared
     consume = not isinstance(params_b, dict)
     if consume:
         dtype = fields.pop("dtype")
@@ -261,9 +268,9 @@ def finish(
 def naive(cfg: ModelConfig, params_a: Params, params_b: Params, group: str = "perm") -> MatchResult:
     """No alignment: π = identity (after the same processing as the matched methods)."""
     t0 = time.perf_counter()
-    cfg_p, a, b = prepare_pair(cfg, params_a, params_b, group)
-    obj = [weight_distance(a, b)]
-    return finish("naive", group, cfg, params_b, cfg_p, a, b, Transform({}), t0, objective=obj)
+    prepared = prepare_pair(cfg, params_a, params_b, group)
+    obj = [weight_distance(prepared[1], prepared[2])]
+    return finish("naive", group, cfg, params_b, prepared, Transform({}), t0, objective=obj)
 
 
 def _run_naive(
@@ -274,9 +281,7 @@ def _run_naive(
     options: NoOptions,
     *,
     train_split: Any,
-    seed: int,
-    device: torch.device | None,
-    progress: Any,
+    context: MatchContext,
 ) -> MatchResult:
     return naive(cfg, params_a, params_b, group)
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,6 +54,8 @@ from typing import Any, Literal
 import torch
 
 from landscape.matching.methods import (
+    MATCH_CONTEXT,
+    MatchContext,
     MatchingMethod,
     given_settings,
     matching_kinds,
@@ -68,9 +70,9 @@ from landscape.matching.result import (
     weight_distance,
 )
 from landscape.matching.solvers import head_cost, solve, solve_grouped_perm, solve_heads
-from landscape.matching.within_heads import solve_within_heads
+from landscape.matching.within_heads import Factors, solve_within_heads
 from landscape.models import ModelConfig, Params
-from landscape.progress import Progress, tell
+from landscape.progress import tell
 from landscape.symmetry import (
     ABS,
     GROUP_OF,
@@ -94,9 +96,6 @@ INNER_GROUPS = ("qk", "ov")
 # How norm gains (|G|) and gated-FFN gates (P(G)) enter a similarity: as a separate unsigned
 # score (weight matching), or not at all (the gauge sweep's residual recovery from weights).
 Gains = Literal["unsigned", "ignore"]
-
-# Told the elements after every round of the descent (round 0: the identity, no element yet)
-OnRound = Callable[[int, Mapping[str, Element]], None]
 
 
 def weight_similarity(
@@ -207,10 +206,10 @@ def within_head_element(
         for side, t in enumerate((a[name].double(), moved(spec, others, b, name))):
             per_head = t.movedim((slot, axis), (0, -1))
             rows[role.transpose][side].append(per_head.reshape(maps, -1, v.size))
-    xa, xb, ya, yb = (torch.cat(rows[inv][side], 1) for inv in (False, True) for side in (0, 1))
+    factors = Factors(*(torch.cat(rows[inv][side], 1) for inv in (False, True) for side in (0, 1)))
     current = (elements or {}).get(var)
     start = None if current is None else current.matrix[:: v.group]
-    m, cond = solve_within_heads(kind, xa, xb, ya, yb, start, rotary=v.rotary)
+    m, cond = solve_within_heads(kind, factors, start, rotary=v.rotary)
     m, cond = m.repeat_interleave(v.group, 0), cond.repeat_interleave(v.group, 0)
     return Element(kind, matrix=m, over=v.over), cond
 
@@ -413,49 +412,49 @@ def weight_matching(
     group: str,
     *,
     options: WeightOptions | None = None,
-    seed: int = 0,
-    on_round: OnRound | None = None,
+    context: MatchContext = MATCH_CONTEXT,
     consume: bool = False,
-    device: torch.device | None = None,
-    progress: Progress | None = None,
     **settings: Any,
 ) -> MatchResult:
     """Weight matching by coordinate descent over the spec's variables (module docstring).
 
     Its settings (:class:`WeightOptions`) come as ``options`` or as keywords (``max_rounds``,
-    ``tol``, ``within_heads``), keywords over ``options``.
+    ``tol``, ``within_heads``), keywords over ``options``; the ``context``
+    (:class:`~landscape.matching.methods.MatchContext`) gives the seed, the device and who hears.
 
-    Starts at the identity; each round visits every variable once in a seeded random order and
-    replaces its element by the best one with the others held fixed. Stops when a round changes
-    no monomial element and (with a dense element: orthogonal stream, within-head maps)
-    ``‖θ_A − π(θ_B)‖²`` improved by at most ``tol`` relative to ``‖θ_A‖² + ‖θ_B‖²``, or after
-    ``max_rounds``. The default was chosen by measurement: with the dense within-head maps the
-    descent on the zoo's transformers never settles (after 50 rounds the objective still falls
-    by ~1e-5 of itself a round, now and then by more when an FFN assignment changes), and on
-    vit-fashion-d128 seeds 0-1 the rounds after the first under 1e-4 (round 16) lower the
-    objective by 0.4% in all while the barrier moves by 5-10% in either direction, depending
-    on the visiting order; 1e-4 stops there and takes a third of the time. ``within_heads`` also
-    matches the per-head maps ``qk{l}``/``ov{l}`` (each visited right after its layer's head
-    permutation; the visiting order of the other variables is the one drawn without the
-    option); their condition numbers are in ``info``.
-    ``on_round(r, elements)`` is told the elements after round r (r = 0 before the first round:
-    none, the identity), acting on B as processed (:func:`prepare_pair` under ``group``), with
-    ``objective[r]`` their ``‖θ_A − π(θ_B)‖²``; the last call holds the returned transform.
-    It receives a copy, so it may keep it.
+    Starts at the identity; each round visits every variable once in an order drawn from the
+    context's ``seed`` and replaces its element by the best one with the others held fixed.
+    Stops when a round changes no monomial element and (with a dense element: orthogonal
+    stream, within-head maps) ``‖θ_A − π(θ_B)‖²`` improved by at most ``tol`` relative to
+    ``‖θ_A‖² + ‖θ_B‖²``, or after ``max_rounds``. The default was chosen by measurement: with
+    the dense within-head maps the descent on the zoo's transformers never settles (after 50
+    rounds the objective still falls by ~1e-5 of itself a round, now and then by more when an
+    FFN assignment changes), and on vit-fashion-d128 seeds 0-1 the rounds after the first under
+    1e-4 (round 16) lower the objective by 0.4% in all while the barrier moves by 5-10% in
+    either direction, depending on the visiting order; 1e-4 stops there and takes a third of
+    the time. ``within_heads`` also matches the per-head maps ``qk{l}``/``ov{l}`` (each visited
+    right after its layer's head permutation; the visiting order of the other variables is the
+    one drawn without the option); their condition numbers are in ``info``.
+    The context's ``on_elements(r, elements)`` is told the elements after round r (r = 0
+    before the first round: none, the identity), acting on B as processed
+    (:func:`prepare_pair` under ``group``), with ``objective[r]`` their ``‖θ_A − π(θ_B)‖²``; the
+    last call holds the returned transform. It receives a copy, so it may keep it.
     ``consume``: ``params_a`` and ``params_b`` are handed over and emptied (a large pair then
     holds the processed A and B, and at the end the processed A and the aligned B, never the
     originals beside them); B's function check is made against its logits taken beforehand.
     The result is the same as without.
-    ``device`` (default: where the parameters are) is where the descent runs: the processed
-    pair is moved there once in its own dtype, every similarity product, Procrustes SVD and
-    within-head solve is made there in float64, and the elements stay there between rounds;
-    only assignment problems visit the CPU (their scores, then the permutation back). The
-    result (transform and parameters) is returned where the parameters came from.
-    ``progress`` (:mod:`landscape.progress`) hears each variable's visit, counted in rounds of
-    ``max_rounds`` (the descent usually stops well before: the stage says which round).
+    The context's ``device`` (None: where the parameters are) is where the descent runs: the
+    processed pair is moved there once in its own dtype, every similarity product, Procrustes
+    SVD and within-head solve is made there in float64, and the elements stay there between
+    rounds; only assignment problems visit the CPU (their scores, then the permutation back).
+    The result (transform and parameters) is returned where the parameters came from.
+    Its ``progress`` (:mod:`landscape.progress`) hears each variable's visit, counted in rounds
+    of ``max_rounds`` (the descent usually stops well before: the stage says which round).
     """
     opts = given_settings(WeightOptions, options, what="weight matching", **settings)
     max_rounds, tol, within_heads = opts.max_rounds, opts.tol, opts.within_heads
+    seed, device, progress = context.seed, context.device, context.progress
+    on_round = context.on_elements
     t0 = time.perf_counter()
     home = next(iter(params_a.values())).device
     reference = None
@@ -536,9 +535,7 @@ def weight_matching(
         group,
         cfg,
         params_b if reference is None else reference,
-        cfg_p,
-        a,
-        b,
+        (cfg_p, a, b),
         transform,
         t0,
         objective=objective,
@@ -561,14 +558,12 @@ def _run(
     options: WeightOptions,
     *,
     train_split: Any,
-    seed: int,
-    device: torch.device | None,
-    progress: Progress | None,
+    context: MatchContext,
     **hooks: Any,
 ) -> MatchResult:
-    return weight_matching(cfg, params_a, params_b, group, options=options, seed=seed,
-                           device=device, progress=progress, **hooks)  # fmt: skip
+    return weight_matching(cfg, params_a, params_b, group, options=options, context=context,
+                           **hooks)  # fmt: skip
 
 
 WEIGHT = MatchingMethod("weight", "weight matching", WeightOptions, _run, consumes=True,
-                        hooks=("on_round", "consume"))  # fmt: skip
+                        hooks=("consume",))  # fmt: skip

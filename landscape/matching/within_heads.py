@@ -12,6 +12,8 @@ machine up to it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from landscape.symmetry import INVERTIBLE, ORTH, ROPE
@@ -21,6 +23,17 @@ from landscape.symmetry import INVERTIBLE, ORTH, ROPE
 MAX_COND = 1e8
 # A change of a cost below this fraction of its scale is round-off (solve_within_heads).
 SIGNIFICANT = 1e-13
+
+
+class Factors(NamedTuple):
+    """The stacked factors a head's map acts on, A's and B's, batched over heads (float64 or
+    cast to it): ``X`` [H, r, n] the rows it multiplies by M, ``Y`` [H, s, n] those it
+    multiplies by M⁻ᵀ (:func:`within_head_cost`)."""
+
+    xa: torch.Tensor
+    xb: torch.Tensor
+    ya: torch.Tensor
+    yb: torch.Tensor
 
 
 def within_head_cost(
@@ -99,10 +112,7 @@ def _newton_step(
 
 def solve_within_heads(
     kind: str,
-    xa: torch.Tensor,
-    xb: torch.Tensor,
-    ya: torch.Tensor,
-    yb: torch.Tensor,
+    factors: Factors,
     start: torch.Tensor | None = None,
     *,
     max_iter: int = 50,
@@ -111,9 +121,10 @@ def solve_within_heads(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-head maps minimising :func:`within_head_cost`, batched over heads, float64.
 
-    ``X`` [H, r, n] and ``Y`` [H, s, n] as in :func:`within_head_cost` (A's factors and B's with
-    every other variable applied); returns ``(M, cond)``: M [H, n, n] in the spec's orientation
-    (``X^B ← X^B·M``, ``Y^B ← Y^B·M⁻ᵀ``) and each map's 2-norm condition number [H].
+    ``factors`` (:class:`Factors`): ``X`` [H, r, n] and ``Y`` [H, s, n] as in
+    :func:`within_head_cost` (A's factors and B's with every other variable applied); returns
+    ``(M, cond)``: M [H, n, n] in the spec's orientation (``X^B ← X^B·M``, ``Y^B ← Y^B·M⁻ᵀ``)
+    and each map's 2-norm condition number [H].
 
     ``orth``: ``M⁻ᵀ = M``, so ``f = const − 2⟨S, M⟩`` with ``S = X^BᵀX^A + Y^BᵀY^A``, and M is
     the polar factor ``UVᵀ`` of ``S = UΣVᵀ`` (per-head Procrustes).
@@ -147,9 +158,8 @@ def solve_within_heads(
     :func:`solve_rope_commuting`, the global optimum over that subgroup.
     """
     if kind == ROPE:
-        return solve_rope_commuting(xa, xb, ya, yb, rotary, start, max_iter=max_iter,
-                                    max_cond=max_cond)  # fmt: skip
-    xa, xb, ya, yb = (t.to(torch.float64) for t in (xa, xb, ya, yb))
+        return solve_rope_commuting(factors, rotary, start, max_iter=max_iter, max_cond=max_cond)
+    xa, xb, ya, yb = (t.to(torch.float64) for t in factors)
     h, n = xa.shape[0], xa.shape[-1]
     eye = torch.eye(n, dtype=torch.float64, device=xa.device).expand(h, n, n)
     u, _, vh = torch.linalg.svd(xb.mT @ xa + yb.mT @ ya)
@@ -202,10 +212,7 @@ def _pair_cost(w, a, b, p, q, sx, sy) -> torch.Tensor:
 
 
 def solve_rope_commuting(
-    xa: torch.Tensor,
-    xb: torch.Tensor,
-    ya: torch.Tensor,
-    yb: torch.Tensor,
+    factors: Factors,
     rotary: int,
     start: torch.Tensor | None = None,
     *,
@@ -249,7 +256,7 @@ def solve_rope_commuting(
     (they are the answer where one side's factors vanish). The returned condition number is
     that of the whole map.
     """
-    xa, xb, ya, yb = (t.to(torch.float64) for t in (xa, xb, ya, yb))
+    xa, xb, ya, yb = (t.to(torch.float64) for t in factors)
     h, n = xa.shape[0], xa.shape[-1]
     if rotary <= 0 or rotary % 2 or rotary > n:
         raise ValueError(f"rotary must be even and in 1..{n}, got {rotary}")
@@ -317,7 +324,7 @@ def solve_rope_commuting(
     if n > rotary:
         rest = slice(rotary, None)
         m[:, rest, rest] = solve_within_heads(
-            INVERTIBLE, xa[..., rest], xb[..., rest], ya[..., rest], yb[..., rest],
+            INVERTIBLE, Factors(xa[..., rest], xb[..., rest], ya[..., rest], yb[..., rest]),
             start[:, rest, rest], max_iter=max_iter, max_cond=max_cond,
         )[0]  # fmt: skip
     return m, _cond(m)

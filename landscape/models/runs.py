@@ -12,6 +12,7 @@ import contextlib
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -108,6 +109,23 @@ def one_thread(dev: torch.device) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+@dataclass(frozen=True)
+class Spawning:
+    """What a run does for spawning, opt-in (:func:`landscape.models.train.train_snapshots`,
+    :func:`landscape.models.train.train_from`): ``every`` > 0 appends a :class:`Snapshot` to
+    ``snapshots`` before every ``every``-th step and after the last (the arithmetic of the run
+    is unchanged); ``resume`` goes on from a snapshot instead of the seed's initialisation, and
+    ``order`` seeds the data order and dropout instead of the seed."""
+
+    every: int = 0
+    snapshots: list[Snapshot] | None = None
+    resume: Snapshot | None = None
+    order: int | None = None
+
+
+NO_SPAWNING = Spawning()  # the plain run: no snapshots, from the seed's initialisation
+
+
 def run_seed(
     model: ZooModel,
     seed: int,
@@ -116,10 +134,7 @@ def run_seed(
     progress: Progress | None,
     variant_name: str | None = None,
     *,
-    every: int = 0,
-    snapshots: list[Snapshot] | None = None,
-    resume: Snapshot | None = None,
-    order: int | None = None,
+    spawning: Spawning = NO_SPAWNING,
     keep: RunKeeper | None = None,
 ) -> Checkpoint:
     """One seed's training run on ``dev``, on the threads its caller set (:func:`train_model`
@@ -128,13 +143,11 @@ def run_seed(
     without blocking, the losses are summed on the device, and a non-finite one is reported at
     the next evaluation, with the window of steps it lies in.
 
-    Opt-in, for spawning (:func:`landscape.models.train.train_snapshots`,
-    :func:`landscape.models.train.train_from`): ``every`` > 0 appends a
-    :class:`Snapshot` to ``snapshots`` before every ``every``-th step and after the last (the
-    arithmetic of the run is unchanged); ``resume`` goes on from a snapshot instead of the
-    seed's initialisation, and ``order`` seeds the data order and dropout instead of ``seed``.
-    ``keep``: where the run keeps its progress at every evaluation, and whence it goes on
-    (:class:`RunKeeper`)."""
+    ``spawning`` (:class:`Spawning`): the snapshots it takes, or the snapshot and data order it
+    goes on from. ``keep``: where the run keeps its progress at every evaluation, and whence it
+    goes on (:class:`RunKeeper`)."""
+    every, snapshots = spawning.every, spawning.snapshots
+    resume, order = spawning.resume, spawning.order
     r = recipe(model, variant_name, data_dir)
     cfg, tc, steps = r.model.config, r.model.train, r.steps
     kept = resumed(keep, cfg)

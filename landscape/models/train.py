@@ -23,7 +23,7 @@ from landscape.errors import LandscapeError, check_seed
 from landscape.models.batched import batching_problem
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.params import Params, count_params
-from landscape.models.runs import one_thread, run_seed, train_model, train_models
+from landscape.models.runs import Spawning, one_thread, run_seed, train_model, train_models
 from landscape.models.snapshots import RUN_STATE, RunKeeper, Snapshot
 from landscape.models.zoo import (
     ZooModel,
@@ -154,8 +154,8 @@ def train_snapshots(
         taken: list[Snapshot] = []
         dev = resolve_device(device)
         with one_thread(dev):
-            ckpt = run_seed(model, seed, dev, data_dir, progress, every=every,
-                                snapshots=taken)  # fmt: skip
+            ckpt = run_seed(model, seed, dev, data_dir, progress,
+                            spawning=Spawning(every=every, snapshots=taken))
         tensors = {}
         for snap in taken:
             for part in ("params", "exp_avg", "exp_avg_sq"):
@@ -196,8 +196,8 @@ def train_from(
     def compute() -> tuple[Params, dict[str, Any]]:
         dev = resolve_device(device)
         with one_thread(dev):
-            ckpt = run_seed(model, seed, dev, data_dir, progress, resume=snapshot,
-                                order=order)  # fmt: skip
+            ckpt = run_seed(model, seed, dev, data_dir, progress,
+                            spawning=Spawning(resume=snapshot, order=order))
         return ckpt.params, {**ckpt.meta, "spawn": {"parent": seed, "step": snapshot.step,
                                                     "order": order}}  # fmt: skip
 

@@ -105,12 +105,8 @@ def family_splits(name: str) -> tuple[dict[str, Split], dict[str, Any]]:
 def add_family(
     name: str,
     paths: list[str | os.PathLike],
+    spec: DataSpec,
     *,
-    text: str | os.PathLike | None = None,
-    data: str | None = None,
-    data_dir: str | None = None,
-    n_ctx: int = 128,
-    max_windows: int = 64,
     lr: float = 1e-4,
     batch_size: int | None = None,
     labels: list[str] | None = None,
@@ -118,9 +114,18 @@ def add_family(
 ) -> Family:
     """Register a family after checking everything a later computation would trip over.
 
+    ``spec`` (:class:`DataSpec`) names the evaluation data: a text file for language models
+    (``text``, in windows of ``n_ctx`` tokens, at most ``max_windows`` per split), an image
+    data set for classifiers (``data``, in ``data_dir``); a family keeps no
+    ``activation_tokens``. ``lr`` and ``batch_size`` (None: 16 windows, or 64 images) are
+    fine-tuning's on the family's data; ``labels``: a short label per member; ``replace``: a
+    family of that name is replaced instead of refused.
+
     Every member is loaded (one-line errors name the file and tensor), all must share one
     architecture and vocabulary, and the evaluation data must load and fit the model.
     """
+    text, data, data_dir = spec.text, spec.data, spec.data_dir
+    n_ctx, max_windows = spec.n_ctx, spec.max_windows
     if not NAME.fullmatch(name):
         raise LandscapeError(
             f"family name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
@@ -133,6 +138,8 @@ def add_family(
         raise LandscapeError("a family needs at least one checkpoint path")
     if labels is not None and len(labels) != len(paths):
         raise LandscapeError(f"{len(labels)} labels for {len(paths)} checkpoints")
+    if spec.activation_tokens is not None:
+        raise LandscapeError("a family's data has no activation_tokens: leave it None")
     for p in paths:  # a path, never a zoo name: say that it is missing, not what it is not
         if not Path(p).expanduser().exists():
             raise FieldError(f"checkpoint path {p} does not exist", field="paths",

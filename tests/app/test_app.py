@@ -27,11 +27,11 @@ def _open(page: str) -> AppTest:
 def _open_family(tmp_path: Path, name: str, page: str, timeout: int) -> AppTest:
     """``page`` opened on a one-member family ``name`` (mlp-digits seed 0 as a checkpoint)."""
     from landscape.models.zoo import save_checkpoint_dir
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from landscape.sources.zoo import get_checkpoint
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", 0), tmp_path / "only")]
-    add_family(name, dirs, data="digits")
+    add_family(name, dirs, DataSpec(data="digits"))
     at = AppTest.from_file(MAIN, default_timeout=timeout)
     at.switch_page(f"views/{page}.py")
     at.session_state["model"] = name
@@ -728,14 +728,14 @@ def test_interpolation_page_downloads_a_hugging_face_member_in_its_own_format(
     from landscape.experiments import align, load
     from landscape.models import forward
     from landscape.models.importers import import_checkpoint
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from tests.conftest import tiny_llama
 
     paths = [tmp_path / f"llama{s}" for s in (0, 1)]
     for seed, path in enumerate(paths):
         tiny_llama(seed).save_pretrained(path, safe_serialization=True)
     (tmp_path / "text.txt").write_text("To be, or not to be, that is the question. " * 40)
-    add_family("llamas", paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    add_family("llamas", paths, DataSpec(text=tmp_path / "text.txt", n_ctx=16, max_windows=8))
     at = AppTest.from_file(MAIN, default_timeout=120)
     at.switch_page("views/interpolation.py")
     at.session_state["model"] = "llamas"

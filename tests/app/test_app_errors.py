@@ -131,12 +131,12 @@ def test_a_failing_matching_is_a_card_with_a_way_out(monkeypatch, _fresh_memory)
 
 def test_a_family_whose_files_are_gone_points_to_the_models_page(tmp_path, _fresh_memory):
     from landscape.models.zoo import save_checkpoint_dir
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from landscape.sources.zoo import get_checkpoint
 
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"gone-{s}")
             for s in (0, 1)]  # fmt: skip
-    add_family("vanished", dirs, data="digits")
+    add_family("vanished", dirs, DataSpec(data="digits"))
     for d in dirs:
         for f in Path(d).iterdir():
             f.unlink()

@@ -66,7 +66,7 @@ def test_without_mergekit_the_page_names_the_extra(monkeypatch):
 def test_a_hugging_face_pair_shows_its_operators(tmp_path):
     pytest.importorskip("transformers")
     from landscape.experiments.merging.operators import mergekit_installed
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from tests.conftest import tiny_llama
 
     if not mergekit_installed():
@@ -75,7 +75,7 @@ def test_a_hugging_face_pair_shows_its_operators(tmp_path):
     for seed, path in enumerate(paths):
         tiny_llama(seed).save_pretrained(path, safe_serialization=True)
     (tmp_path / "text.txt").write_text("To be, or not to be, that is the question. " * 40)
-    add_family("llamas", paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    add_family("llamas", paths, DataSpec(text=tmp_path / "text.txt", n_ctx=16, max_windows=8))
     at = _page("llamas")
     at.multiselect(key="interp_combos").set_value(["weight/orth"]).run()
     charts = len(at.get("plotly_chart"))

@@ -154,7 +154,7 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
     from playwright.sync_api import sync_playwright
 
     from landscape.models.zoo import save_checkpoint_dir
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from landscape.sources.zoo import available_seeds, get_checkpoint
 
     url, cache = app_url
@@ -163,7 +163,7 @@ def test_an_imported_family_is_picked_in_the_sidebar(app_url, tmp_path, monkeypa
         pytest.skip("needs two mlp-digits seeds")
     dirs = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"tune-{s}")
             for s in (0, 1)]  # fmt: skip
-    add_family("browser-family", dirs, data="digits", replace=True)
+    add_family("browser-family", dirs, DataSpec(data="digits"), replace=True)
     time.sleep(6)  # the app re-reads the model list every 5 s
     with sync_playwright() as pw:
         browser, page = _browser(pw)

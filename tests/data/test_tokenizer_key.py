@@ -5,7 +5,7 @@ import pytest
 
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
-from landscape.sources import Source, add_family, family_splits
+from landscape.sources import DataSpec, Source, add_family, family_splits
 from landscape.store.cache import Cache
 from tests.conftest import tiny_llama
 
@@ -32,7 +32,7 @@ def test_a_replaced_tokenizer_gives_another_data_key_and_fresh_numbers(tmp_path,
         _tokenizer(WORDS).save(str(members[-1] / "tokenizer.json"))
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question. " * 60)
-    add_family("tok-family", members, text=text, n_ctx=8, max_windows=8)
+    add_family("tok-family", members, DataSpec(text=text, n_ctx=8, max_windows=8))
     cache = Cache(tmp_path / "barriers")
     request = BarrierRequest(Source("tok-family", 0), Source("tok-family", 1), "naive", points=3)
 

@@ -9,7 +9,9 @@ from landscape.experiments.basins import (
     barrier_from_curve,
     barycentric_grid,
 )
+from landscape.experiments.context import RunContext
 from landscape.experiments.evaluation import (
+    EvalOptions,
     barrier_curve,
     evaluate_path,
     evaluate_triangle,
@@ -56,7 +58,7 @@ def test_vmapped_path_matches_per_lambda_loop(arch):
     x, y = _data(cfg)
     lambdas = [0.0, 0.2, 0.5, 0.7, 1.0]
     # batches of 4 over 10 samples (a ragged last batch) and λ in chunks of 2
-    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, batch_size=4, chunk=2)
+    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, EvalOptions(4, chunk=2))
     ref_loss, ref_acc = _loop(cfg, a, b, x, y, lambdas)
     assert loss.dtype == torch.float64 and loss.shape == (5,)
     assert (loss - ref_loss).abs().max() < 1e-6
@@ -76,7 +78,7 @@ def test_path_matches_loop_for_every_pass_and_loss_layout(arch, chunk, n_out):
     a, b = init_params(cfg, 0), init_params(cfg, 1)
     x, y = _data(cfg, n=7)
     lambdas = [0.0, 0.3, 0.6, 1.0]
-    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, batch_size=5, chunk=chunk)
+    loss, acc = evaluate_path(cfg, a, b, x, y, lambdas, EvalOptions(5, chunk=chunk))
     ref_loss, ref_acc = _loop(cfg, a, b, x, y, lambdas)
     assert (loss - ref_loss).abs().max() < 1e-6
     assert (acc - ref_acc).abs().max() < 1e-6
@@ -88,9 +90,8 @@ def test_progress_reaches_the_total_in_order(chunk):
     a, b = init_params(cfg, 0), init_params(cfg, 1)
     x, y = _data(cfg)
     calls = []
-    evaluate_path(
-        cfg, a, b, x, y, 5, batch_size=4, chunk=chunk, progress=lambda s, d, t: calls.append((d, t))
-    )
+    heard = RunContext(progress=lambda s, d, t: calls.append((d, t)))
+    evaluate_path(cfg, a, b, x, y, 5, EvalOptions(4, chunk=chunk), context=heard)
     done = [d for d, _ in calls]
     assert done == sorted(done) and calls[-1] == (15, 15)  # 5 models × 3 batches
 
@@ -100,7 +101,7 @@ def test_barrier_of_a_model_with_itself_is_zero(arch):
     cfg = tiny_config(arch)
     a = init_params(cfg, 3)
     x, y = _data(cfg)
-    curve = barrier_curve(cfg, a, a, x, y, lambdas=7, batch_size=3)
+    curve = barrier_curve(cfg, a, a, x, y, lambdas=7, options=EvalOptions(3))
     assert abs(curve.barrier_loss) < 1e-6
     assert abs(curve.barrier_accuracy) < 1e-6
     assert curve.endpoint_loss[0] == curve.endpoint_loss[1]
@@ -111,9 +112,8 @@ def test_float64_models_and_progress(gen):
     a, b = init_params(cfg, 0, torch.float64), init_params(cfg, 1, torch.float64)
     x, y = _data(cfg)
     calls = []
-    loss, _ = evaluate_path(
-        cfg, a, b, x, y, 4, batch_size=3, chunk=3, progress=lambda s, d, t: calls.append((d, t))
-    )
+    heard = RunContext(progress=lambda s, d, t: calls.append((d, t)))
+    loss, _ = evaluate_path(cfg, a, b, x, y, 4, EvalOptions(3, chunk=3), context=heard)
     ref_loss, _ = _loop(cfg, a, b, x.double(), y, torch.linspace(0, 1, 4, dtype=torch.float64))
     assert (loss - ref_loss).abs().max() < 1e-12
     assert calls[-1] == (16, 16) and len(calls) == 8  # 2 chunks × 4 batches
@@ -172,7 +172,7 @@ def test_triangle_matches_loop_and_round_trips(arch):
     cfg = tiny_config(arch)
     pa, pb, pc = (init_params(cfg, s) for s in (0, 1, 2))
     x, y = _data(cfg)
-    tri = evaluate_triangle(cfg, pa, pb, pc, x, y, resolution=3, batch_size=4, chunk=4)
+    tri = evaluate_triangle(cfg, (pa, pb, pc), x, y, 3, EvalOptions(4, chunk=4))
     assert len(tri.loss) == 10 and tri.resolution == 3
     for w, loss, acc in zip(tri.points, tri.loss, tri.accuracy, strict=True):
         p = {k: w[0] * pa[k] + w[1] * pb[k] + w[2] * pc[k] for k in pa}
@@ -194,7 +194,7 @@ def test_triangle_of_one_model_is_all_basin():
     cfg = tiny_config("mlp")
     a = init_params(cfg, 0)
     x, y = _data(cfg)
-    tri = evaluate_triangle(cfg, a, a, a, x, y, resolution=4, tol=1e-6)
+    tri = evaluate_triangle(cfg, (a, a, a), x, y, resolution=4, tol=1e-6)
     assert tri.basin_fraction == 1.0
     assert math.isclose(max(tri.loss), min(tri.loss), abs_tol=1e-6)
 

@@ -10,7 +10,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.merging.export import AlignedOptions, aligned_archive, write_aligned
 from landscape.models import forward
 from landscape.models.importers import import_checkpoint
-from landscape.sources import add_family
+from landscape.sources import DataSpec, add_family
 from tests.conftest import perturbed, tiny_llama
 
 transformers = pytest.importorskip("transformers")
@@ -49,7 +49,7 @@ def _family(tmp_path, build, name):
         paths.append(tmp_path / f"{name}{seed}")
         build(seed).save_pretrained(paths[-1], safe_serialization=True)
     (tmp_path / "text.txt").write_text(TEXT)
-    add_family(name, paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    add_family(name, paths, DataSpec(text=tmp_path / "text.txt", n_ctx=16, max_windows=8))
     return paths
 
 

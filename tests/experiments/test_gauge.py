@@ -83,8 +83,8 @@ def test_adamw_commutes_with_signed_permutations():
     spec = spec_for(task.cfg)
     params = {k: v.double() for k, v in task.params.items()}
     g = resid_only(spec, SIGNED_PERM, 3)
-    a, _ = adamw_steps(task.cfg, params, None, task.batches(0), 5)
-    b, _ = adamw_steps(task.cfg, apply(spec, g, params), None, task.batches(0), 5)
+    a, _ = adamw_steps(task.cfg, (params, None), task.batches(0), 5)
+    b, _ = adamw_steps(task.cfg, (apply(spec, g, params), None), task.batches(0), 5)
     back = apply(spec, g.inverse(), b)
     assert max((back[k] - a[k]).abs().max().item() for k in a) < 1e-10
 
@@ -195,28 +195,53 @@ def test_the_sweeps_cache_keys_are_the_ones_they_always_had(monkeypatch):
     ]
 
 
+def test_the_transport_tables_cache_key_is_the_one_it_always_had(monkeypatch):
+    """The inputs of the table's entry, as they were when ``transport_table`` took its options
+    as keywords: tables cached before (the shipped ones among them) are still read back."""
+    from landscape.experiments.transport import TransportOptions, transport_table
+    from landscape.sources import Source
+    from landscape.store.cache import Cache, digest_tensors
+
+    seen = []
+
+    def spy(self, kind, inputs, compute):
+        seen.append((kind, inputs))
+        return type("Entry", (), {"meta": {"rows": []}})(), None
+
+    monkeypatch.setattr(Cache, "get_or_compute", spy)
+    options = TransportOptions(gauge_seed=3, lora_steps=2, adamw_steps_before=2,
+                               adamw_steps_after=1)  # fmt: skip
+    transport_table("mlp-digits", 1, options)
+    ckpt = Source("mlp-digits", 1).load()
+    ((kind, inputs),) = seen
+    assert inputs.pop("config") == ckpt.cfg.to_dict()
+    assert inputs.pop("weights") == digest_tensors(ckpt.params)
+    assert (kind, inputs) == ("transport", {"version": 2, "model": "mlp-digits", "seed": 1,
+                                            "gauge_seed": 3, "layer": None, "lora": 2,
+                                            "adamw": [2, 1]})  # fmt: skip
+
+
 def test_a_stored_part_is_read_without_reading_the_data(tmp_path, monkeypatch):
     """The parts' keys come from the checkpoint alone: a stored part (and a stored transport
     table) is served without the data being read, which takes seconds for the zoo's images."""
     from landscape import sources
     from landscape.experiments.context import RunContext
     from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
-    from landscape.experiments.transport import transport_table
+    from landscape.experiments.transport import TransportOptions, transport_table
     from landscape.store.cache import Cache
 
     cache = Cache(tmp_path / "cache", shipped=False)
     kw = {"options": GaugeOptions(draws=1, parts=("table", "claims")),
           "context": RunContext(cache=cache)}
     stored = gauge_sweep("mlp-digits", 0, **kw)
-    table = transport_table("mlp-digits", 0, lora_steps=2, adamw_steps_before=1,
-                            adamw_steps_after=1, cache=cache)  # fmt: skip
+    small = TransportOptions(lora_steps=2, adamw_steps_before=1, adamw_steps_after=1)
+    table = transport_table("mlp-digits", 0, small, context=RunContext(cache=cache))
 
     def refuse(self, *args, **kwargs):
         raise AssertionError("the data was read")
 
     monkeypatch.setattr(sources.ZooData, "task_splits", refuse)
     assert gauge_sweep("mlp-digits", 0, **kw) == stored
-    assert transport_table("mlp-digits", 0, lora_steps=2, adamw_steps_before=1,
-                           adamw_steps_after=1, cache=cache) == table  # fmt: skip
+    assert transport_table("mlp-digits", 0, small, context=RunContext(cache=cache)) == table
     with pytest.raises(AssertionError, match="the data was read"):  # a miss computes
         gauge_sweep("mlp-digits", 1, **kw)

@@ -14,7 +14,7 @@ from landscape.cli import main
 from landscape.errors import LandscapeError
 from landscape.experiments import IterationOptions, barrier, iteration_barriers
 from landscape.experiments.barriers.iterations import FULL_ROUNDS, ROUND_STRIDE, measured_rounds
-from landscape.matching import learned_matching, weight_matching
+from landscape.matching import MatchContext, learned_matching, weight_matching
 from landscape.plots.eigenangles import (
     RETURNED,
     figure_checkpoint_barriers,
@@ -111,8 +111,8 @@ def test_measured_rounds():
 def test_the_hooks_see_every_round_and_checkpoint_and_change_nothing():
     a, b = (Source(MODEL, s).load() for s in SEEDS)
     seen: list[tuple[int, dict]] = []
-    wm = weight_matching(a.cfg, a.params, b.params, "orth", max_rounds=3,
-                         on_round=lambda r, el: seen.append((r, el)))  # fmt: skip
+    heard = MatchContext(on_elements=lambda r, el: seen.append((r, el)))
+    wm = weight_matching(a.cfg, a.params, b.params, "orth", max_rounds=3, context=heard)
     plain = weight_matching(a.cfg, a.params, b.params, "orth", max_rounds=3)
     assert [r for r, _ in seen] == list(range(wm.rounds + 1)) and seen[0][1] == {}
     assert seen[-1][1].keys() == wm.transform.elements.keys()
@@ -130,7 +130,7 @@ def test_the_hooks_see_every_round_and_checkpoint_and_change_nothing():
         kept[step] = elements
 
     lm = learned_matching(a.cfg, a.params, b.params, "orth", train, steps=6, eval_every=3,
-                          on_eval=on_eval)  # fmt: skip
+                          context=MatchContext(on_elements=on_eval))  # fmt: skip
     again = learned_matching(a.cfg, a.params, b.params, "orth", train, steps=6, eval_every=3)
     assert steps == [0, 3, 6]
     chosen = kept[lm.info["selected_step"]]

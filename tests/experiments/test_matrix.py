@@ -6,7 +6,7 @@ import pytest
 
 from landscape.errors import LandscapeError
 from landscape.experiments import RunContext, barrier
-from landscape.experiments.barriers.matrix import barrier_matrix
+from landscape.experiments.barriers.matrix import MatrixOptions, barrier_matrix
 from landscape.sources.zoo import available_seeds
 
 SEEDS = [0, 1, 2]
@@ -27,7 +27,7 @@ def test_matrix_is_symmetric_zero_on_the_diagonal_and_each_cell_is_the_barrier(m
         SEEDS,
         method,
         "perm",
-        points=5,
+        MatrixOptions(points=5),
         context=RunContext(progress=lambda stage, done, total: stages.append(done / total)),
     )
     assert len(m["pairs"]) == 3 and stages[-1] == pytest.approx(1.0)
@@ -48,4 +48,4 @@ def test_matrix_is_symmetric_zero_on_the_diagonal_and_each_cell_is_the_barrier(m
 @pytest.mark.parametrize("seeds", [[0], [1, 1, 2]], ids=["one seed", "repeated seed"])
 def test_matrix_refuses_fewer_than_two_distinct_seeds(seeds):
     with pytest.raises(LandscapeError, match="seed"):
-        barrier_matrix("mlp-digits", seeds, "naive", "perm", points=5)
+        barrier_matrix("mlp-digits", seeds, "naive", "perm", MatrixOptions(points=5))

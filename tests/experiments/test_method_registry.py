@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-import torch
 
 from landscape.errors import LandscapeError
 from landscape.experiments import barrier
@@ -21,6 +20,7 @@ from landscape.experiments.merging.operators import check_merges_work
 from landscape.matching import (
     METHODS_BY_NAME,
     LearnedOptions,
+    MatchContext,
     MatchingMethod,
     MatchResult,
     WeightOptions,
@@ -57,8 +57,8 @@ class StreamOptions:
 
 
 def stream_matching(cfg: ModelConfig, params_a: Params, params_b: Params, group: str,
-                    options: StreamOptions, *, train_split: Any, seed: int,
-                    device: torch.device | None, progress: Any) -> MatchResult:  # fmt: skip
+                    options: StreamOptions, *, train_split: Any,
+                    context: MatchContext) -> MatchResult:  # fmt: skip
     """The residual stream's element alone, from one weight similarity (FFN units and heads
     stay where they are)."""
     t0 = time.perf_counter()
@@ -69,7 +69,7 @@ def stream_matching(cfg: ModelConfig, params_a: Params, params_b: Params, group:
     m, m_abs = weight_similarity(spec, "resid", a, b, unsolved=others, gains=options.gains)
     elements = {"resid": solve(kind, m, unsigned=m_abs)}
     objective = [weight_distance(a, b), aligned_distance(spec, elements, a, b)]
-    return finish("stream", group, cfg, params_b, cfg_p, a, b, Transform(elements), t0,
+    return finish("stream", group, cfg, params_b, (cfg_p, a, b), Transform(elements), t0,
                   objective=objective, rounds=1)  # fmt: skip
 
 

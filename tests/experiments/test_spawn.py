@@ -8,7 +8,7 @@ import torch
 
 import landscape.models.runs as runs
 from landscape.errors import LandscapeError
-from landscape.experiments.spawn import spawn
+from landscape.experiments.spawn import SpawnOptions, spawn
 from landscape.models.train import train, train_from, train_snapshots
 
 MODEL, EVERY, LAST = "mlp-digits", 250, 1000
@@ -47,7 +47,7 @@ def test_snapshots_keep_the_run_and_a_resumed_run_goes_on_as_the_parent(monkeypa
 
 
 def test_children_at_the_last_step_are_the_parent_and_earlier_ones_differ():
-    r = spawn(MODEL, [750, LAST], every=EVERY, method="weight", points=5)
+    r = spawn(MODEL, [750, LAST], SpawnOptions(every=EVERY, method="weight", points=5))
     assert r["at"] == [750, LAST] and r["steps"] == LAST
     assert [(x["step"], x["method"]) for x in r["rows"]] == [
         (750, "naive"), (750, "weight"), (LAST, "naive"), (LAST, "weight")]  # fmt: skip
@@ -77,4 +77,4 @@ def test_children_at_the_last_step_are_the_parent_and_earlier_ones_differ():
 def test_bad_requests_are_one_line_before_anything_trains(kwargs, match):
     args = {"model": MODEL, "at": [0], "every": EVERY, **kwargs}
     with pytest.raises(LandscapeError, match=match):
-        spawn(args.pop("model"), args.pop("at"), **args)
+        spawn(args.pop("model"), args.pop("at"), SpawnOptions(**args))

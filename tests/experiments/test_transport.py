@@ -102,10 +102,10 @@ def test_adamw_state_transport_resumes_identically(gen):
     cfg, spec = task.cfg, spec_for(task.cfg)
     pa = {k: v.double() for k, v in task.params.items()}
     g = random_transform(spec, "signed-perm", 2)
-    a_k, state = adamw_steps(cfg, pa, None, task.batches(1), 4)
+    a_k, state = adamw_steps(cfg, (pa, None), task.batches(1), 4)
     st = transport(cfg, Artifact("adamw", state), g).tensors
-    a_end, _ = adamw_steps(cfg, a_k, state, task.batches(2), 4)
-    b_end, _ = adamw_steps(cfg, apply(spec, g, a_k), st, task.batches(2), 4)
+    a_end, _ = adamw_steps(cfg, (a_k, state), task.batches(2), 4)
+    b_end, _ = adamw_steps(cfg, (apply(spec, g, a_k), st), task.batches(2), 4)
     back = apply(spec, g.inverse(), b_end)
     assert max((back[k] - a_end[k]).abs().max().item() for k in a_end) < 1e-10
 

@@ -159,7 +159,7 @@ def test_joint_triangle_alignment_keeps_every_function_and_lowers_the_centroid_l
 
     cfg, a, split = _task("vit")
     b, c = init_params(cfg, 2), init_params(cfg, 3)
-    rb, rc = learned_triangle(cfg, a, b, c, "orth", split, steps=30, batch_size=64,
+    rb, rc = learned_triangle(cfg, a, (b, c), "orth", split, steps=30, batch_size=64,
                               eval_every=10)  # fmt: skip
     assert rb.function_check < 1e-4 and rc.function_check < 1e-4
     assert rb.info["joint"] and rb.info["lam"] == "dirichlet(1,1,1)"
@@ -215,4 +215,4 @@ def test_dual_learned_matching_is_a_one_sided_matching_in_disguise(group: str) -
     moved = apply(spec, r.transform, b_proc)
     assert max((moved[k] - r.params_b[k]).abs().max().item() for k in moved) < 1e-5
     with pytest.raises(ValueError, match="pairwise"):
-        learned_triangle(cfg, a, b, init_params(cfg, 3), group, split, steps=2, dual=True)
+        learned_triangle(cfg, a, (b, init_params(cfg, 3)), group, split, steps=2, dual=True)

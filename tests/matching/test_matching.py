@@ -9,6 +9,7 @@ import torch
 
 from landscape.matching import (
     MATCH_GROUPS,
+    MatchContext,
     activation_matching,
     match,
     matching_kinds,
@@ -114,7 +115,7 @@ def test_weight_matching_improves_unrelated_models_and_keeps_function() -> None:
     cfg, a = _model("vit")
     _, b = _model("vit", seed=2)
     for group in GROUPS:
-        r = weight_matching(cfg, a, b, group, seed=1)
+        r = weight_matching(cfg, a, b, group, context=MatchContext(seed=1))
         assert r.objective[-1] < r.objective[0]
         assert r.function_check < 1e-4
         g = r.resid_matrix()

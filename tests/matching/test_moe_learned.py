@@ -117,7 +117,7 @@ def test_dual_and_triangle_learned_matching_keep_a_mixtures_functions() -> None:
     r = learned_matching(cfg, a, b, "orth", split, steps=10, eval_every=5, dual=True)
     assert r.info["dual"]["line_gap"] < 1e-12
     assert function_check(cfg, b, r.cfg, r.params_b, torch.float64) < 1e-9
-    rb, rc = learned_triangle(cfg, a, b, c, "orth", split, steps=10, eval_every=5)
+    rb, rc = learned_triangle(cfg, a, (b, c), "orth", split, steps=10, eval_every=5)
     for given, res in ((b, rb), (c, rc)):
         assert function_check(cfg, given, res.cfg, res.params_b, torch.float64) < 1e-9
         assert {"experts0", "experts1"} <= set(res.transform.elements)

@@ -17,7 +17,12 @@ from landscape.data import Split
 from landscape.matching import weight_matching
 from landscape.matching.activation import activation_matching
 from landscape.matching.learned import learned_matching
-from landscape.matching.within_heads import MAX_COND, solve_within_heads, within_head_cost
+from landscape.matching.within_heads import (
+    MAX_COND,
+    Factors,
+    solve_within_heads,
+    within_head_cost,
+)
 from landscape.models import ModelConfig, forward, init_params
 from landscape.symmetry import (
     ROPE,
@@ -74,7 +79,7 @@ def test_solver_recovers_a_planted_map_to_round_off(rotary: int, balanced: bool)
     ya = xa if balanced else ya
     gen = torch.Generator().manual_seed(1)
     m0 = torch.stack([3 * random_rope_commuting(8, rotary, gen) for _ in range(3)])
-    m, cond = solve_within_heads(ROPE, xa, xa @ torch.linalg.inv(m0), ya, ya @ m0.mT,
+    m, cond = solve_within_heads(ROPE, Factors(xa, xa @ torch.linalg.inv(m0), ya, ya @ m0.mT),
                                  rotary=rotary)  # fmt: skip
     assert float((m - m0).abs().max() / m0.abs().max()) < 1e-12
     assert float(rope_commuting_error(m, rotary).max()) == 0.0
@@ -87,7 +92,7 @@ def test_solver_finds_the_global_optimum_of_each_pair() -> None:
     solver, tested elsewhere)."""
     xa, ya = _pairs(3, 9, 8, seed=2)
     xb, yb = _pairs(3, 9, 8, seed=3)
-    m, _ = solve_within_heads(ROPE, xa, xb, ya, yb, rotary=8)
+    m, _ = solve_within_heads(ROPE, Factors(xa, xb, ya, yb), rotary=8)
     f = within_head_cost(m, xa, xb, ya, yb)
     rho = torch.logspace(-2, 2, 401, dtype=torch.float64)
     theta = torch.linspace(-math.pi, math.pi, 361, dtype=torch.float64)
@@ -118,7 +123,7 @@ def test_solver_keeps_the_start_where_no_factor_sees_a_pair() -> None:
     xb, yb = xa @ torch.linalg.inv(m0), ya @ m0.mT
     xb[..., [1, 5]], yb[..., [1, 5]] = 0.0, 0.0
     start = torch.stack([random_rope_commuting(8, 8, gen) for _ in range(2)])
-    m, _ = solve_within_heads(ROPE, xa, xb, ya, yb, start, rotary=8)
+    m, _ = solve_within_heads(ROPE, Factors(xa, xb, ya, yb), start, rotary=8)
     block = [1, 5]
     assert torch.equal(m[:, block][:, :, block], start[:, block][:, :, block])
     rest = [0, 2, 3, 4, 6, 7]
@@ -134,19 +139,19 @@ def test_solver_solves_a_pair_seen_from_one_side_only() -> None:
     xb, yb = xa @ torch.linalg.inv(m0), ya @ m0.mT
     xb[..., [0, 4]] = 0.0  # pair 0: keys only
     yb[..., [1, 5]] = 0.0  # pair 1: queries only
-    m, _ = solve_within_heads(ROPE, xa, xb, ya, yb, rotary=8)
+    m, _ = solve_within_heads(ROPE, Factors(xa, xb, ya, yb), rotary=8)
     assert float((m - m0).abs().max()) < 1e-12
 
 
 def test_solver_answer_does_not_rest_on_round_off() -> None:
     xa, ya = _pairs(4, 9, 8, seed=7)
     xb, yb = _pairs(4, 9, 8, seed=8)
-    ref, _ = solve_within_heads(ROPE, xa, xb, ya, yb, rotary=4)
+    ref, _ = solve_within_heads(ROPE, Factors(xa, xb, ya, yb), rotary=4)
     for seed in range(3):
         gen = torch.Generator().manual_seed(seed)
         noisy = [t * (1 + 1e-14 * torch.randn(t.shape, generator=gen, dtype=torch.float64))
                  for t in (xa, xb, ya, yb)]  # fmt: skip
-        m, _ = solve_within_heads(ROPE, *noisy, rotary=4)
+        m, _ = solve_within_heads(ROPE, Factors(*noisy), rotary=4)
         # the pairs' closed form moves by round-off; the unrotated block is the invertible
         # solver's, whose descent stops where a step changes the cost by round-off only, so
         # its map is fixed to about the square root of that (test_settles: 1e-6)

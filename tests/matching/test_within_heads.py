@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from landscape.matching import match, weight_matching
+from landscape.matching import MatchContext, match, weight_matching
 from landscape.matching.weight import _follow_heads
-from landscape.matching.within_heads import MAX_COND, solve_within_heads, within_head_cost
+from landscape.matching.within_heads import (
+    MAX_COND,
+    Factors,
+    solve_within_heads,
+    within_head_cost,
+)
 from landscape.models import ModelConfig, init_params
 from landscape.symmetry import Transform, apply, random_element, random_transform, spec_for
 from landscape.symmetry.processing import prepare
@@ -46,7 +51,8 @@ def test_solver_recovers_a_planted_map_to_round_off() -> None:
     xa, ya = _factors(3, 9, 4, seed=0)
     gen = torch.Generator().manual_seed(1)
     m0 = torch.stack([random_element("invertible", 4, gen).dense() * 3 for _ in range(3)])
-    m, cond = solve_within_heads("invertible", xa, xa @ torch.linalg.inv(m0), ya, ya @ m0.mT)
+    planted = Factors(xa, xa @ torch.linalg.inv(m0), ya, ya @ m0.mT)
+    m, cond = solve_within_heads("invertible", planted)
     assert float((m - m0).norm() / m0.norm()) < 1e-10
     assert torch.allclose(cond, torch.linalg.cond(m0))
 
@@ -56,7 +62,7 @@ def test_solver_on_unrelated_factors_is_stationary_and_no_worse_than_its_starts(
     stationary point of the joint cost, no worse than the identity, and well conditioned."""
     xa, ya = _factors(4, 9, 4, seed=2)
     xb, yb = _factors(4, 9, 4, seed=3)
-    m, cond = solve_within_heads("invertible", xa, xb, ya, yb, max_iter=500)
+    m, cond = solve_within_heads("invertible", Factors(xa, xb, ya, yb), max_iter=500)
     f = within_head_cost(m, xa, xb, ya, yb)
     eye = torch.eye(4, dtype=torch.float64).expand(4, 4, 4)
     from_x = torch.linalg.pinv(xb) @ xa
@@ -69,7 +75,7 @@ def test_solver_on_unrelated_factors_is_stationary_and_no_worse_than_its_starts(
     assert float(grad.grad.norm()) < 1e-6 * float(xa.pow(2).sum() + ya.pow(2).sum())
     assert bool((cond < MAX_COND).all())
     # a given start is never made worse
-    again, _ = solve_within_heads("invertible", xa, xb, ya, yb, m, max_iter=0)
+    again, _ = solve_within_heads("invertible", Factors(xa, xb, ya, yb), m, max_iter=0)
     assert torch.equal(again, m)
 
 
@@ -77,10 +83,10 @@ def test_solver_orthogonal_kind_is_per_head_procrustes() -> None:
     xa, ya = _factors(2, 9, 4, seed=4)
     q = torch.linalg.qr(torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(5),
                                     dtype=torch.float64))[0]  # fmt: skip
-    m, cond = solve_within_heads("orth", xa, xa @ q.mT, ya, ya @ q.mT)
+    m, cond = solve_within_heads("orth", Factors(xa, xa @ q.mT, ya, ya @ q.mT))
     assert torch.allclose(m, q, atol=1e-12) and torch.allclose(cond, torch.ones(2, dtype=m.dtype))
     with pytest.raises(ValueError, match="no within-head solver"):
-        solve_within_heads("perm", xa, xa, ya, ya)
+        solve_within_heads("perm", Factors(xa, xa, ya, ya))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -167,7 +173,7 @@ def test_planted_heads_and_maps_are_undone_in_any_visiting_order() -> None:
     g = random_transform(spec, {"heads0": "perm", "heads1": "perm"}, 7)
     b = apply(spec, g @ random_transform(spec, "qk", 8), a)
     for seed in range(3):
-        r = weight_matching(cfg, a, b, "perm", within_heads=True, seed=seed)
+        r = weight_matching(cfg, a, b, "perm", within_heads=True, context=MatchContext(seed))
         assert _gap(a, r.params_b) < 1e-8
 
 

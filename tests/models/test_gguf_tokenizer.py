@@ -192,14 +192,14 @@ def test_a_gguf_without_a_tokenizer_says_so(tmp_path, cache, text):
 def test_a_failed_first_load_leaves_no_wrong_family_data(tmp_path, cache, text, monkeypatch):
     """The family memo keeps only data encoded with the family's own tokenizer: a first load
     that fails inside transformers is an error, and the next call encodes properly."""
-    from landscape.sources import add_family, family_splits
+    from landscape.sources import DataSpec, add_family, family_splits
     from landscape.sources import families as sources
 
     members = []
     for seed in (0, 1):
         (tmp_path / f"m{seed}").mkdir()
         members.append(write_tiny_gguf(tmp_path / f"m{seed}", seed=seed))
-    add_family("gguf-pair", members, text=text, n_ctx=8, max_windows=4)
+    add_family("gguf-pair", members, DataSpec(text=text, n_ctx=8, max_windows=4))
     # as in a new process: no data read yet, no tokenizer extracted
     monkeypatch.setattr(sources, "_FAMILY_DATA", {})
     shutil.rmtree(cache / "tokenizers", ignore_errors=True)

@@ -26,7 +26,7 @@ from landscape.matching import weight_matching  # noqa: E402
 from landscape.models import forward  # noqa: E402
 from landscape.models.exporters import export_hf  # noqa: E402
 from landscape.models.importers import import_checkpoint  # noqa: E402
-from landscape.sources import add_family  # noqa: E402
+from landscape.sources import DataSpec, add_family  # noqa: E402
 from landscape.store.cache import Cache  # noqa: E402
 from landscape.symmetry import (  # noqa: E402
     GLOBAL_SIGN,
@@ -313,7 +313,8 @@ def test_a_bert_family_is_registered_and_a_barrier_refused_in_one_line(saved, ho
     _build("mlm", seed=1).save_pretrained(other, safe_serialization=True)
     text = home / "text.txt"
     text.write_text("To be, or not to be, that is the question. " * 40)
-    fam = add_family("berts", [saved["mlm"][1], other], text=text, n_ctx=16, max_windows=8)
+    spec = DataSpec(text=text, n_ctx=16, max_windows=8)
+    fam = add_family("berts", [saved["mlm"][1], other], spec)
     assert fam.arch == "bert" and "post-LN" in fam.architecture
     rows = family_members("berts")
     assert all("masking is not implemented" in r["note"] for r in rows)

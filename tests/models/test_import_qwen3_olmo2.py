@@ -163,12 +163,12 @@ def test_export_after_an_admitted_gauge_loads_in_transformers(tmp_path, kind, gr
 @pytest.mark.parametrize("kind", KINDS)
 def test_aligned_merge_is_written_and_loaded_as_computed(tmp_path, monkeypatch, kind):
     from landscape.experiments.merging.export import AlignedOptions, write_aligned
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
     paths = [_saved(tmp_path, kind, seed) for seed in (0, 1)]
     (tmp_path / "text.txt").write_text(TEXT)
-    add_family(f"{kind}-pair", paths, text=tmp_path / "text.txt", n_ctx=16, max_windows=8)
+    add_family(f"{kind}-pair", paths, DataSpec(text=tmp_path / "text.txt", n_ctx=16, max_windows=8))
     out = tmp_path / "merged"
     r = write_aligned(f"{kind}-pair", [0, 1], out, "weight", "signed-perm",
                       AlignedOptions(merge=0.3))
@@ -236,12 +236,12 @@ def test_gauge_sweep_of_a_post_norm_family_refuses_the_rotating_parts_and_runs_t
 ):
     from landscape.errors import GroupNotAdmitted
     from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "text.txt").write_text(TEXT)
-    add_family("olmo-one", [_saved(tmp_path, "olmo2")], text=tmp_path / "text.txt", n_ctx=16,
-               max_windows=8)  # fmt: skip
+    add_family("olmo-one", [_saved(tmp_path, "olmo2")],
+               DataSpec(text=tmp_path / "text.txt", n_ctx=16, max_windows=8))  # fmt: skip
     with pytest.raises(GroupNotAdmitted, match="scramble part compares S_d.*ln1_post"):
         gauge_sweep("olmo-one", 0, GaugeOptions(parts=["table", "scramble"], draws=1))
     out = gauge_sweep("olmo-one", 0, GaugeOptions(parts=["table", "recovery"], draws=1,

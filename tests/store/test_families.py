@@ -21,7 +21,7 @@ from landscape.experiments.transport import (  # noqa: E402
     transport,
 )
 from landscape.models.zoo import save_checkpoint_dir  # noqa: E402
-from landscape.sources import Source, add_family, available_seeds  # noqa: E402
+from landscape.sources import DataSpec, Source, add_family, available_seeds  # noqa: E402
 from landscape.sources.zoo import get_checkpoint  # noqa: E402
 from landscape.store import families as fm  # noqa: E402
 from landscape.symmetry import random_transform, spec_for  # noqa: E402
@@ -49,8 +49,9 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def tunes(ckpts, home) -> str:
-    add_family("tunes", [ckpts["a"], ckpts["b"], ckpts["planted"]], text=ckpts["text"],
-               n_ctx=16, max_windows=8, labels=["ft-a", "ft-b", "planted"])  # fmt: skip
+    add_family("tunes", [ckpts["a"], ckpts["b"], ckpts["planted"]],
+               DataSpec(text=ckpts["text"], n_ctx=16, max_windows=8),
+               labels=["ft-a", "ft-b", "planted"])  # fmt: skip
     return "tunes"
 
 
@@ -72,17 +73,19 @@ def test_a_family_is_registered_listed_and_removed(tunes, ckpts) -> None:
 
 def test_family_errors_are_one_line_and_name_the_problem(ckpts, home, tunes) -> None:
     text = ckpts["text"]
+    on_text = DataSpec(text=text)
     cases = [
-        (("tunes", [ckpts["a"]]), {"text": text}, "exists"),
-        (("mlp-digits", [ckpts["a"]]), {"text": text}, "zoo model"),
-        (("bad name!", [ckpts["a"]]), {"text": text}, "family name"),
-        (("x", [ckpts["a"]]), {}, "needs a text file"),
-        (("x", [ckpts["a"]]), {"text": text, "data": "digits"}, "not --data"),
-        (("x", [ckpts["a"], ckpts["mha"]]), {"text": text}, "mismatched architectures"),
-        (("x", [ckpts["a"], home / "nowhere"]), {"text": text}, "nowhere"),
-        (("x", [ckpts["a"], ckpts["a"]]), {"text": text}, "twice"),
-        (("x", [ckpts["a"]]), {"text": home / "missing.txt"}, "missing.txt"),
-        (("x", [ckpts["a"]]), {"text": text, "labels": ["1", "2"]}, "labels"),
+        (("tunes", [ckpts["a"]], on_text), {}, "exists"),
+        (("mlp-digits", [ckpts["a"]], on_text), {}, "zoo model"),
+        (("bad name!", [ckpts["a"]], on_text), {}, "family name"),
+        (("x", [ckpts["a"]], DataSpec()), {}, "needs a text file"),
+        (("x", [ckpts["a"]], DataSpec(text=text, data="digits")), {}, "not --data"),
+        (("x", [ckpts["a"], ckpts["mha"]], on_text), {}, "mismatched architectures"),
+        (("x", [ckpts["a"], home / "nowhere"], on_text), {}, "nowhere"),
+        (("x", [ckpts["a"], ckpts["a"]], on_text), {}, "twice"),
+        (("x", [ckpts["a"]], DataSpec(text=home / "missing.txt")), {}, "missing.txt"),
+        (("x", [ckpts["a"]], on_text), {"labels": ["1", "2"]}, "labels"),
+        (("x", [ckpts["a"]], DataSpec(text=text, activation_tokens=64)), {}, "activation_tokens"),
     ]
     for args, kw, words in cases:
         with pytest.raises(LandscapeError, match=words) as err:
@@ -118,19 +121,19 @@ def test_a_classifier_family_gives_the_zoo_numbers(home, tmp_path) -> None:
     """mlp-digits seeds saved as directories, registered with --data digits: same barrier."""
     paths = [save_checkpoint_dir(get_checkpoint("mlp-digits", s), tmp_path / f"m{s}")
              for s in (0, 1)]  # fmt: skip
-    add_family("digit-mlps", paths, data="digits")
+    add_family("digit-mlps", paths, DataSpec(data="digits"))
     fam = experiments.barrier("digit-mlps", (0, 1), "weight", "perm", points=5)
     zoo = experiments.barrier("mlp-digits", (0, 1), "weight", "perm", points=5)
     assert fam["loss"] == pytest.approx(zoo["loss"], abs=1e-6)
     assert fam["barrier_loss"] == pytest.approx(zoo["barrier_loss"], abs=1e-6)
     with pytest.raises(LandscapeError, match="needs --data"):
-        add_family("no-data", paths)
+        add_family("no-data", paths, DataSpec())
 
 
 def test_transport_table_on_a_gqa_swiglu_family_keeps_every_artifact_exactly(tunes) -> None:
-    from landscape.experiments.transport import transport_table
+    from landscape.experiments.transport import TransportOptions, transport_table
 
-    rows = transport_table(tunes, 0, adamw_steps_before=3, adamw_steps_after=3)
+    rows = transport_table(tunes, 0, TransportOptions(adamw_steps_before=3, adamw_steps_after=3))
     exact = {r["artifact"]: r for r in rows if r["mode"] == "exact"}
     assert set(exact) == {"steering", "probe", "sae", "lora", "adamw"}
     for name in ("steering", "probe", "sae", "lora"):

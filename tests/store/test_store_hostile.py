@@ -21,7 +21,7 @@ from landscape import data
 from landscape.cli import main
 from landscape.data import datasets
 from landscape.errors import LandscapeError
-from landscape.sources import add_family
+from landscape.sources import DataSpec, add_family
 from landscape.store import families as fm
 from landscape.store.cache import Cache
 
@@ -266,7 +266,7 @@ def test_a_failed_family_write_leaves_nothing(cache_env, monkeypatch, where):
 
 def test_a_family_name_with_a_trailing_newline_is_refused(cache_env):
     with pytest.raises(LandscapeError, match="family name"):
-        add_family("ab\n", [cache_env / "nowhere"], data="digits")
+        add_family("ab\n", [cache_env / "nowhere"], DataSpec(data="digits"))
     _register("ab")
     assert fm.is_family("ab") and not fm.is_family("ab\n")
     with pytest.raises(LandscapeError, match="unknown family"):

@@ -15,8 +15,10 @@ from app.components.long_runs import read_else_run
 from app.components.tables import on_screen, results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
+from landscape.experiments import seeds_request
 from landscape.experiments.barriers.curved import KINDS as CURVE_KINDS
 from landscape.experiments.barriers.curved import STEPS as CURVE_STEPS
+from landscape.experiments.barriers.curved import CurveOptions
 from landscape.matching import aligns
 from landscape.page_defaults import method_group
 from landscape.plots.curves import KIND_WORDS, figure_curve
@@ -54,8 +56,8 @@ def curved_path(asked: Asked) -> None:
         remember("curve_steps", CURVE_STEPS, param="cv_steps", options=step_options)
         curve_steps = q3.select_slider("Training steps", step_options, key="curve_steps")
         method, group = method_group(curve_combo)
-        wanted = (name, curve_pair, method, group, curve_kind, curve_steps, points, split,
-                  device())  # fmt: skip
+        request = seeds_request(name, curve_pair, method, group, points=points, split=split)
+        wanted = (request, CurveOptions(kind=curve_kind, steps=curve_steps), device())
         trainings = 2 if aligns(method) else 1  # naive's curve, and the aligned pair's
         made = read_else_run(
             lambda: state.curve(*wanted, compute=False),

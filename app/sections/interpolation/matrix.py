@@ -16,6 +16,7 @@ from app.components.long_runs import UNKNOWN, duration, run_in_status
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from app.sections.interpolation.curves import costs
+from landscape.experiments.barriers.matrix import MatrixOptions
 from landscape.page_defaults import method_group
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.tidy import tidy_matrix
@@ -64,8 +65,9 @@ def barrier_matrix(asked: Asked) -> None:
         method, group = method_group(matrix_combo)
         made = run_in_status(
             lambda progress: state.barrier_matrix(
-                name, sorted(matrix_seeds), method, group, points=points, split=split,
-                space=matrix_space, device=device(), progress=progress,
+                name, sorted(matrix_seeds), method, group,
+                MatrixOptions(points=points, split=split, space=matrix_space), device(),
+                progress=progress,
             ),
             running=f"Aligning {len(matrix_seeds) * (len(matrix_seeds) - 1) // 2} pairs …",
             done="The barrier matrix is ready",

@@ -15,6 +15,7 @@ from app.components.long_runs import duration, read_else_run
 from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
+from landscape.experiments.spawn import SpawnOptions
 from landscape.matching import aligns
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
@@ -56,8 +57,8 @@ def spawned_children(asked: Asked) -> None:
         if spawn_at:
             method, group = method_group(spawn_combo)
             parent = pairs[0][0]
-            wanted = (name, parent, tuple(sorted(spawn_at)), method, group, points, split,
-                      device())  # fmt: skip
+            asked_for = SpawnOptions(method=method, group=group, points=points, split=split)
+            wanted = (name, parent, tuple(sorted(spawn_at)), asked_for, device())
 
             def trained() -> float | None:
                 """The seconds training seed A took (kept with its checkpoint)."""

@@ -43,7 +43,11 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 @command("matrix")
 def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import RunContext
-    from landscape.experiments.barriers.matrix import barrier_matrix, check_matrix_work
+    from landscape.experiments.barriers.matrix import (
+        MatrixOptions,
+        barrier_matrix,
+        check_matrix_work,
+    )
 
     if len(args.seeds) < 2:
         raise LandscapeError("matrix needs at least two seeds: --seeds A B [C ...]")
@@ -51,7 +55,8 @@ def _matrix(args: argparse.Namespace) -> dict[str, Any]:
     status(f"matrix {args.model} {args.seeds} {args.method}/{args.group}")
     with progress_bar(f"matrix {args.method}/{args.group}") as progress:
         return barrier_matrix(args.model, args.seeds, args.method, args.group,
-                              points=args.points, split=args.split, space=args.space,
+                              MatrixOptions(points=args.points, split=args.split,
+                                            space=args.space),
                               context=RunContext(args.device, progress=progress))  # fmt: skip
 
 
@@ -155,13 +160,15 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("spawn")
 def _spawn(args: argparse.Namespace) -> dict[str, Any]:
-    from landscape.experiments.spawn import spawn
+    from landscape.experiments import RunContext
+    from landscape.experiments.spawn import SpawnOptions, spawn
 
+    options = SpawnOptions(children=args.children, every=args.every, method=args.method,
+                           group=args.group, points=args.points, split=args.split)  # fmt: skip
     status(f"spawn {args.model} seed {args.seed} at {args.at} {args.method}/{args.group}")
     with progress_bar(f"spawn {args.model}") as progress:
-        return spawn(args.model, args.at, seed=args.seed, children=args.children,
-                     every=args.every, method=args.method, group=args.group, points=args.points,
-                     split=args.split, device=args.device, progress=progress)  # fmt: skip
+        return spawn(args.model, args.at, options, seed=args.seed,
+                     context=RunContext(args.device, progress=progress))
 
 
 @command("curvature")

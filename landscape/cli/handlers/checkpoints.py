@@ -128,16 +128,16 @@ def _inspect(args: argparse.Namespace) -> dict[str, Any]:
 @command("family")
 def _family(args: argparse.Namespace) -> dict[str, Any]:
     from landscape.experiments import family_members
-    from landscape.sources import add_family
+    from landscape.sources import DataSpec, add_family
     from landscape.store import families as fm
 
     if args.action == "add":
         n = len(args.paths)
         status(f"checking {n} checkpoint{'s' if n != 1 else ''} for family {args.name}")
-        fam = add_family(args.name, args.paths, text=args.text, data=args.data,
-                         data_dir=args.data_dir, n_ctx=args.n_ctx, max_windows=args.max_windows,
-                         lr=args.lr, batch_size=args.batch_size, labels=args.labels,
-                         replace=args.replace)  # fmt: skip
+        spec = DataSpec(text=args.text, data=args.data, data_dir=args.data_dir, n_ctx=args.n_ctx,
+                        max_windows=args.max_windows)  # fmt: skip
+        fam = add_family(args.name, args.paths, spec, lr=args.lr, batch_size=args.batch_size,
+                         labels=args.labels, replace=args.replace)  # fmt: skip
         return {**fam.to_dict(), "members": family_members(fam.name)}
     if args.action == "list":
         return {"families": [{"name": f.name, "members": len(f.members), "arch": f.arch,

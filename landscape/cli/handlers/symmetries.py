@@ -85,16 +85,17 @@ def _gauge_sweep(args: argparse.Namespace) -> dict[str, Any]:
 
 @command("transport")
 def _transport(args: argparse.Namespace) -> dict[str, Any]:
+    from landscape.experiments import RunContext
     from landscape.experiments import transport as tr
 
     if args.artifact is None:
+        options = tr.TransportOptions(gauge_seed=args.gauge_seed, lora_steps=args.lora_steps,
+                                      adamw_steps_before=args.adamw_steps,
+                                      adamw_steps_after=args.adamw_steps)  # fmt: skip
         status(f"transport table {args.model} seed {args.seed}")
         with progress_bar(f"transport {args.model}") as progress:
-            rows = tr.transport_table(args.model, args.seed, gauge_seed=args.gauge_seed,
-                                      lora_steps=args.lora_steps,
-                                      adamw_steps_before=args.adamw_steps,
-                                      adamw_steps_after=args.adamw_steps, device=args.device,
-                                      progress=progress)  # fmt: skip
+            rows = tr.transport_table(args.model, args.seed, options,
+                                      context=RunContext(args.device, progress=progress))
         return {"model": args.model, "seed": args.seed, "gauge_seed": args.gauge_seed,
                 "lora_steps": args.lora_steps, "adamw_steps": args.adamw_steps,
                 "rows": rows}  # fmt: skip

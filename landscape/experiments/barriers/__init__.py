@@ -44,6 +44,7 @@ from landscape.experiments.barriers.iterations import (
 )
 from landscape.experiments.barriers.matrix import (
     BarrierMatrix,
+    MatrixOptions,
     barrier_matrix,
 )
 from landscape.experiments.barriers.pairs import (
@@ -141,6 +142,7 @@ __all__ = [
     "eval_batch_size",
     "load_any",
     "BarrierMatrix",
+    "MatrixOptions",
     "barrier_matrix",
     "FULL_ROUNDS",
     "ITERATIONS_VERSION",

@@ -13,7 +13,7 @@ import torch
 from landscape.errors import LandscapeError
 from landscape.experiments.barriers.endpoints import check_method, check_pair
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.matching import WeightOptions, match, method_of, options_key
+from landscape.matching import MatchContext, WeightOptions, match, method_of, options_key
 from landscape.models import ModelConfig, Params
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
@@ -81,8 +81,8 @@ def _match(
     if consume and entry.consumes:
         hooks["consume"] = True
     try:
-        r = match(a.cfg, a.params, b.params, method, group, train_split=train, seed=seed,
-                  device=device, options=options, progress=progress, **hooks)  # fmt: skip
+        r = match(a.cfg, a.params, b.params, method, group, options=options, train_split=train,
+                  context=MatchContext(seed, device, progress), **hooks)  # fmt: skip
     except torch.linalg.LinAlgError as e:  # e.g. weights so large that products overflow
         raise LandscapeError(
             f"{method} matching of {label(b)} to {label(a)} under {group} failed: "

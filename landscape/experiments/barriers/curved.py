@@ -45,7 +45,7 @@ from landscape.experiments.barriers.pipeline import health, measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest, refuse_unread, seeds_of
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import check_finite_loss, evaluate_mixtures
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_mixtures
 from landscape.matching import aligns, given_options, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.names import method_key
@@ -308,8 +308,9 @@ def curve(
             opts = data.eval_options(al.cfg, ev.inputs)
             ends = [al.params_a, *controls, al.params_b]
             loss, acc = evaluate_mixtures(
-                al.cfg, ends, weights, ev.inputs, ev.targets, device=device,
-                progress=within(progress, lo + 0.8 * (hi - lo), hi, f"{m}/{g} curve: "), **opts
+                al.cfg, ends, weights, ev.inputs, ev.targets, EvalOptions(**opts),
+                context=RunContext(device, progress=within(progress, lo + 0.8 * (hi - lo), hi,
+                                                           f"{m}/{g} curve: ")),
             )  # fmt: skip
 
             def where(i: int) -> str:

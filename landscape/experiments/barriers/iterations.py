@@ -42,13 +42,12 @@ from landscape.experiments.barriers.endpoints import SPLITS
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_path
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
-from landscape.matching.methods import prepare_pair
+from landscape.matching.methods import MatchContext, Prepared, prepare_pair
 from landscape.matching.result import MatchResult, circuit_checks, finish
 from landscape.matching.weight import weight_matching
-from landscape.models import ModelConfig, Params
 from landscape.models.circuits import check_circuit_form, check_space, circuit_forms
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
@@ -64,7 +63,6 @@ LEARNED_GROUP = "orth"  # learned matching learns the residual rotation (docs/de
 STEPS = 300  # learned matching's own default, so the final transform is the usual one
 CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS steps
 
-Prepared = tuple[ModelConfig, Params, Params]  # prepare_pair's processed config, A and B
 
 __all__ = ["FULL_ROUNDS", "ITERATIONS_VERSION", "LEARNED_GROUP", "ROUND_STRIDE",
            "IterationOptions", "iteration_barriers", "measured_rounds"]  # fmt: skip
@@ -124,8 +122,8 @@ class _Line:
             check = worst_check([check, *circuit_checks(originals, cfg, [pa, pb])])
             cfg, (pa, pb) = circuit_forms(cfg, [pa, pb])
         loss, acc = evaluate_path(cfg, pa, pb, self.ev.inputs, self.ev.targets, self.lam,
-                                  device=self.device,
-                                  **self.data.eval_options(cfg, self.ev.inputs))  # fmt: skip
+                                  EvalOptions(**self.data.eval_options(cfg, self.ev.inputs)),
+                                  context=RunContext(self.device))  # fmt: skip
 
         def where(i: int) -> str:
             return f"λ = {float(self.lam[i]):.6g} of {what}"
@@ -140,8 +138,7 @@ def _aligned(method: str, group: str, b: Checkpoint, prepared: Prepared,
              elements: Mapping[str, Element]) -> MatchResult:  # fmt: skip
     """B aligned by ``elements`` (acting on B as ``prepared`` for ``group``: ``prepare_pair``),
     as a matching returns it."""
-    cfg_p, pa, pb = prepared
-    return finish(method, group, b.cfg, b.params, cfg_p, pa, pb, Transform(dict(elements)),
+    return finish(method, group, b.cfg, b.params, prepared, Transform(dict(elements)),
                   time.perf_counter())  # fmt: skip
 
 
@@ -160,8 +157,8 @@ def _rounds(line: _Line, group: str, max_rounds: int | None, seed: int,
     t0 = time.perf_counter()
     options = {**line.data.match_options(a.cfg, "weight"),
                **({} if max_rounds is None else {"max_rounds": max_rounds})}  # fmt: skip
-    wm = weight_matching(a.cfg, a.params, b.params, group, seed=seed,
-                         on_round=lambda r, el: kept.append(dict(el)), **options)  # fmt: skip
+    heard = MatchContext(seed, on_elements=lambda r, el: kept.append(dict(el)))
+    wm = weight_matching(a.cfg, a.params, b.params, group, context=heard, **options)
     matching_seconds = time.perf_counter() - t0
     which = measured_rounds(wm.rounds)
     prepared = prepare_pair(a.cfg, a.params, b.params, group)
@@ -193,9 +190,9 @@ def _learned(line: _Line, init: str, steps: int, checkpoints: int, seed: int,
     t0 = time.perf_counter()
     options = {**line.data.match_options(a.cfg, "learned"), **learned_space("learned", line.space)}
     lm = learned_matching(a.cfg, a.params, b.params, LEARNED_GROUP, line.data.split("train"),
-                          init=init, steps=steps, eval_every=eval_every, seed=seed,
-                          device=line.device, progress=within(progress, 0.0, 0.8),
-                          on_eval=lambda s, el: kept.append((s, dict(el))),
+                          init=init, steps=steps, eval_every=eval_every,
+                          context=MatchContext(seed, line.device, within(progress, 0.0, 0.8),
+                                               lambda s, el: kept.append((s, dict(el)))),
                           **options)  # fmt: skip
     matching_seconds = time.perf_counter() - t0
     scores = {p["step"]: p["loss"] for p in lm.info["eval_curve"]}

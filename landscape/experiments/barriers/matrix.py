@@ -66,22 +66,35 @@ def check_matrix_work(seeds: int, points: int) -> None:
                "model", pairs * points, MAX_EVALUATIONS, EVALUATION)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class MatrixOptions:
+    """How every cell of a :func:`barrier_matrix` is measured: the line at ``points`` values
+    of λ in merge ``space``, on the ``split``."""
+
+    points: int = 25
+    split: str = "test"
+    space: str = "weights"
+
+
+MATRIX = MatrixOptions()  # the defaults
+
+
 @in_context
 def barrier_matrix(
     model: str,
     seeds: Sequence[int],
     method: str = "weight",
     group: str = "perm",
+    options: MatrixOptions = MATRIX,
     *,
-    points: int = 25,
-    split: str = "test",
-    space: str = "weights",
     context: RunContext = RUN,
 ) -> dict[str, Any]:
     """The :class:`BarrierMatrix` of ``seeds`` (at least two, all different), as a dict: one
     alignment and one curve per pair, each through
-    :func:`~landscape.experiments.barriers.pipeline.barrier`.
+    :func:`~landscape.experiments.barriers.pipeline.barrier`; how each is measured in
+    ``options`` (:class:`MatrixOptions`), where it runs in ``context``.
     ``pairs`` holds each measured pair's seeds, barriers, function check and cache key."""
+    points, split, space = options.points, options.split, options.space
     device, cache, progress = context.device, context.cache, context.progress
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2:

@@ -39,7 +39,13 @@ from landscape.experiments.barriers.request import (
 )
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RunContext
-from landscape.experiments.evaluation import calibrate_mixtures, check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import (
+    EvalOptions,
+    calibrate_mixtures,
+    check_finite_loss,
+    evaluate_mixtures,
+    path_weights,
+)
 from landscape.matching import function_warnings, options_key
 from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form
@@ -247,20 +253,20 @@ def measure_barrier(
         if r.dtype != "float32":
             pa = {k: v.to(DTYPES[r.dtype]) for k, v in pa.items()}
             pb = {k: v.to(DTYPES[r.dtype]) for k, v in pb.items()}
-        scale = None
+        scale, weights = None, path_weights(lam)
         if r.calibrate:
             tell(progress, "calibrate the temperature at every λ", 0.5)
             calib = calibration_split(data)
-            weights = torch.stack([lam, 1.0 - lam], dim=1)
             scale = calibrate_mixtures(cfg, [pa, pb], weights, calib.inputs, calib.targets,
                                        device=device)  # fmt: skip
             meta["temperatures"] = scale.tolist()
         tell(progress, f"load the {split} split", 0.5)
         ev = data.evaluation(split)
         opts = data.eval_options(cfg, ev.inputs)
-        loss, acc = evaluate_path(cfg, pa, pb, ev.inputs, ev.targets, lam, device=device,
-                                  progress=within(progress, 0.5, 1.0), scale=scale,
-                                  **opts)  # fmt: skip
+        # the line's points, each at its own temperature when calibrated (evaluate_path's pass)
+        heard = RunContext(device, progress=within(progress, 0.5, 1.0))
+        loss, acc = evaluate_mixtures(cfg, [pa, pb], weights, ev.inputs, ev.targets,
+                                      EvalOptions(**opts), scale=scale, context=heard)  # fmt: skip
         check_finite_loss(loss, where, split)  # refused, and nothing is stored
         meta["curve"] = barrier_from_curve(lam, loss, acc).to_dict()
         size = opts.get("batch_size")

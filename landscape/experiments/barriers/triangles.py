@@ -28,8 +28,14 @@ from landscape.experiments.barriers.alignment import (
 from landscape.experiments.barriers.endpoints import check_method, check_pair, check_split
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import check_finite_loss, evaluate_triangle
-from landscape.matching import function_check, method_of, options_key, worst_check
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_triangle
+from landscape.matching import (
+    MatchContext,
+    function_check,
+    method_of,
+    options_key,
+    worst_check,
+)
 from landscape.matching.learned import learned_triangle
 from landscape.matching.result import circuit_checks
 from landscape.models import ModelConfig
@@ -81,8 +87,8 @@ def align_joint(
         starts = tuple(weight_start(a, x, group, seed=seed, options=options,
                                     context=RunContext(device, cache))
                        for x in (b, c))  # fmt: skip
-        rb, rc = learned_triangle(a.cfg, a.params, b.params, c.params, group, train,
-                                  options=options, seed=seed, device=device, progress=progress,
+        rb, rc = learned_triangle(a.cfg, a.params, (b.params, c.params), group, train,
+                                  options=options, context=MatchContext(seed, device, progress),
                                   starts=starts)  # fmt: skip
         tensors = {f"a.{k}": v for k, v in rb.params_a.items()}
         for name, r in (("b", rb), ("c", rc)):
@@ -221,9 +227,10 @@ def triangle(
         tell(progress, "evaluate", 0.5)
         ev = data.evaluation(split)
         started = time.perf_counter()
-        r = evaluate_triangle(cfg, *corners, ev.inputs, ev.targets, resolution, tol=tol,
-                              device=device, progress=within(progress, 0.5, 1.0),
-                              **data.eval_options(cfg, ev.inputs))  # fmt: skip
+        heard = RunContext(device, progress=within(progress, 0.5, 1.0))
+        r = evaluate_triangle(cfg, corners, ev.inputs, ev.targets, resolution,
+                              EvalOptions(**data.eval_options(cfg, ev.inputs)), tol=tol,
+                              context=heard)  # fmt: skip
         # the grid's own time, kept with it: what a grid of another size will cost here
         evaluated = round(time.perf_counter() - started, 3)
 

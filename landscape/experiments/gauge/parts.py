@@ -74,7 +74,7 @@ from landscape.models import (
     init_params,
     loss_and_accuracy,
 )
-from landscape.optim import adamw_steps
+from landscape.optim import AdamWOptions, adamw_steps
 from landscape.progress import Progress
 from landscape.symmetry import (
     ORTH,
@@ -279,7 +279,8 @@ def recovery_draw(task: Task, draw: int, *, steps_grid: Sequence[int], seed: int
             snaps[step] = {k: v.clone() for k, v in p.items()}
 
     if grid[-1] > 0:
-        adamw_steps(cfg, b0, None, task.batches(seed=7 + draw), grid[-1], lr=lr, callback=keep)
+        adamw_steps(cfg, (b0, None), task.batches(seed=7 + draw), grid[-1], AdamWOptions(lr=lr),
+                    callback=keep)  # fmt: skip
     rows = []
     for k in grid:
         scores = {source: {method: coordinate_accuracy(
@@ -340,12 +341,10 @@ def trajectory_transport(
 
     adamw_steps(
         cfg,
-        snaps[0],
-        None,
+        (snaps[0], None),
         task.batches(seed=100 + seed),
         steps,
-        lr=lr,
-        weight_decay=weight_decay,
+        AdamWOptions(lr=lr, weight_decay=weight_decay),
         callback=keep,
     )
     gauges = [resid_only(spec, SIGNED_PERM, 5000 + 1000 * seed + t) for t in range(len(snaps))]

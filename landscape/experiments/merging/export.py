@@ -28,7 +28,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.alignment import align
 from landscape.experiments.barriers.endpoints import check_pair, check_split, load
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
     mergekit_gap,
@@ -194,11 +194,11 @@ def write_aligned(
         check_split(split)
         data = data_of(a)
         ev = data.evaluation(split)  # what the barrier's curve is evaluated on
-        opts = data.eval_options(cfg, ev.inputs)
+        opts = EvalOptions(**data.eval_options(cfg, ev.inputs))
         line_loss, line_acc = evaluate_path(cfg, al.params_a, al.params_b, ev.inputs,
-                                            ev.targets, [merge], **opts)  # fmt: skip
+                                            ev.targets, [merge], opts)  # fmt: skip
         own_loss, own_acc = evaluate_path(back.cfg, back.params, back.params, ev.inputs,
-                                          ev.targets, [1.0], **opts)  # fmt: skip
+                                          ev.targets, [1.0], opts)  # fmt: skip
         result.update({"split": split, "loss": float(own_loss[0]), "accuracy": float(own_acc[0]),
                        "curve_loss": float(line_loss[0]),
                        "curve_accuracy": float(line_acc[0])})  # fmt: skip

@@ -70,7 +70,7 @@ from landscape.experiments.barriers.request import BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import check_finite_loss, evaluate_path
+from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_path
 from landscape.experiments.merging.export import hf_source
 from landscape.experiments.merging.mergekit import (
     MERGE_METHODS,
@@ -350,9 +350,9 @@ def pair_merges(
                                      merge_seed=merge_seed)  # fmt: skip
                         back = import_checkpoint(merged)
                         cfg, params = back.cfg, back.params
-                    opts = data.eval_options(cfg, ev.inputs)
+                    opts = EvalOptions(**data.eval_options(cfg, ev.inputs))
                     loss, acc = evaluate_path(cfg, params, params, ev.inputs, ev.targets, [1.0],
-                                              device=device, **opts)  # fmt: skip
+                                              opts, context=RunContext(device))  # fmt: skip
                     # refused, and nothing stored, as on the line
                     check_finite_loss(loss, lambda _: here, split)
                     return {}, {"loss": float(loss[0]), "accuracy": float(acc[0]),

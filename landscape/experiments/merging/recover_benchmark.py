@@ -51,9 +51,16 @@ from landscape.device import CPU
 from landscape.errors import LandscapeError
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
-from landscape.experiments.evaluation import evaluate_path
+from landscape.experiments.evaluation import EvalOptions, evaluate_path
 from landscape.experiments.gauge.coordinates import coordinate_accuracy
-from landscape.matching import METHODS, function_check, function_warnings, match, method_of
+from landscape.matching import (
+    METHODS,
+    MatchContext,
+    function_check,
+    function_warnings,
+    match,
+    method_of,
+)
 from landscape.models import ModelConfig, Params
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, DataSpec, Source
@@ -314,12 +321,10 @@ def align_back(
     train = data.split("train") if data is not None else None
     if method_of(method).needs_data and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
-    kw: dict[str, Any] = dict(options or {})
-    if method == "weight":
-        kw["progress"] = within(progress, 0.0, 0.9)
+    heard = within(progress, 0.0, 0.9) if method == "weight" else None
     t0 = time.perf_counter()
-    r = match(cfg_p, a, b, method, s.match_group, train_split=train, seed=seed, device=device,
-              **kw)  # fmt: skip
+    r = match(cfg_p, a, b, method, s.match_group, options=dict(options or {}), train_split=train,
+              context=MatchContext(seed, device, heard))  # fmt: skip
     seconds = time.perf_counter() - t0
     scores = score_transform(spec, r.transform.to(CPU), s.g.inverse())
     units = sum(x.units for x in scores)
@@ -359,9 +364,9 @@ def barrier_between(cfg: ModelConfig, a: Params, b: Params, data: Data,
                     points: int = RECOVER_POINTS) -> tuple[float, float]:  # fmt: skip
     """(loss, accuracy) barrier along ``λ·a + (1−λ)·b`` on ``data``'s test evaluation split."""
     ev = data.evaluation("test")
-    opts = data.eval_options(cfg, ev.inputs)
+    opts = EvalOptions(**data.eval_options(cfg, ev.inputs))
     lam = torch.linspace(0, 1, points, dtype=torch.float64)
-    loss, acc = evaluate_path(cfg, a, b, ev.inputs, ev.targets, lam, **opts)
+    loss, acc = evaluate_path(cfg, a, b, ev.inputs, ev.targets, lam, opts)
     curve = barrier_from_curve(lam, loss, acc)
     return curve.barrier_loss, curve.barrier_accuracy
 

@@ -10,6 +10,7 @@ context are refused; ``partial_rotary_factor`` is ignored as Llama ignores it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -36,6 +37,40 @@ from landscape.models.params import Params
 
 MODEL_TYPE = "llama"
 FAMILY = "Llama"
+
+
+@dataclass(frozen=True)
+class LlamaVariant:
+    """How a family reads the Llama layout (:func:`convert_llama_like`), Llama's own reading by
+    default.
+
+    ``qk_norm``: the q/k norm gains ``self_attn.q_norm``/``k_norm`` (``ModelConfig.qk_norm``:
+    "head" [head_dim] as Qwen3 stores them, "full" [heads·head_dim] as OLMo 2 does).
+    ``block="post"``: OLMo 2's norms on the sublayer outputs, ``post_attention_layernorm`` after
+    attention and ``post_feedforward_layernorm`` after the MLP, no ``input_layernorm`` (in the
+    pre-norm layout ``post_attention_layernorm`` is the norm before the MLP). ``head_dim`` and
+    ``eps``: the family's defaults when config.json has no ``head_dim`` (0: hidden_size /
+    num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
+    ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
+    field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
+    ``model_type``: whose defaults and biases (:mod:`.defaults`) a config.json field takes.
+    ``experts``: every MLP is Mixtral's sparse mixture (``num_local_experts`` SwiGLU experts,
+    ``num_experts_per_tok`` routed a position), read from ``block_sparse_moe``: the router
+    ``gate`` and each expert's ``w1`` (gate), ``w3`` (up) and ``w2`` (down), stacked on the
+    expert axis (``ModelConfig.n_experts``, ``top_k``).
+    """
+
+    qk_norm: str = "none"
+    block: str = "pre"
+    head_dim: int = 0
+    eps: float = 1e-6
+    partial_rotary: bool = False
+    sliding: str = ""
+    model_type: str = MODEL_TYPE
+    experts: bool = False
+
+
+LLAMA = LlamaVariant()
 
 
 # Keys a rope dict of the default kind may hold; anything else (a factor, original context,
@@ -214,39 +249,17 @@ def _layer_windows(
 
 
 def convert_llama_like(
-    config: dict[str, Any],
-    src: _Source,
-    label: str,
-    *,
-    qk_norm: str = "none",
-    block: str = "pre",
-    head_dim: int = 0,
-    eps: float = 1e-6,
-    partial_rotary: bool = False,
-    sliding: str = "",
-    model_type: str = "llama",
-    experts: bool = False,
+    config: dict[str, Any], src: _Source, label: str, variant: LlamaVariant = LLAMA
 ) -> tuple[ModelConfig, Params, dict]:
     """The Llama layout: Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3 through a source that
-    splits its fused projections. The biases are the family's (:data:`.defaults.BIASES`, read
+    splits its fused projections; each family's reading of it is its ``variant``
+    (:class:`LlamaVariant`). The biases are the family's (:data:`.defaults.BIASES`, read
     by ``model_type``): a bias field the family does not read is listed in
     ``meta["ignored_config"]`` and its tensors stay unread (``meta["ignored_tensors"]``).
-
-    ``qk_norm``: the q/k norm gains ``self_attn.q_norm``/``k_norm`` (``ModelConfig.qk_norm``:
-    "head" [head_dim] as Qwen3 stores them, "full" [heads·head_dim] as OLMo 2 does).
-    ``block="post"``: OLMo 2's norms on the sublayer outputs, ``post_attention_layernorm`` after
-    attention and ``post_feedforward_layernorm`` after the MLP, no ``input_layernorm`` (in the
-    pre-norm layout ``post_attention_layernorm`` is the norm before the MLP). ``head_dim`` and
-    ``eps``: the family's defaults when config.json has no ``head_dim`` (0: hidden_size /
-    num_attention_heads) or ``rms_norm_eps``. ``partial_rotary``: the family rotates the first
-    ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
-    field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
-    ``model_type``: whose defaults and biases (:mod:`.defaults`) a config.json field takes.
-    ``experts``: every MLP is Mixtral's sparse mixture (``num_local_experts`` SwiGLU experts,
-    ``num_experts_per_tok`` routed a position), read from ``block_sparse_moe``: the router
-    ``gate`` and each expert's ``w1`` (gate), ``w3`` (up) and ``w2`` (down), stacked on the
-    expert axis (``ModelConfig.n_experts``, ``top_k``).
     """
+    qk_norm, block, head_dim, eps = variant.qk_norm, variant.block, variant.head_dim, variant.eps
+    partial_rotary, sliding = variant.partial_rotary, variant.sliding
+    model_type, experts = variant.model_type, variant.experts
     defaults = DEFAULTS[model_type]
     d = _int(config, label, "hidden_size")
     h = _int(config, label, "num_attention_heads")

@@ -15,12 +15,13 @@ from typing import Any
 
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _Source
-from landscape.models.importers.llama import convert_llama_like
+from landscape.models.importers.llama import LlamaVariant, convert_llama_like
 from landscape.models.params import Params
 
 MODEL_TYPE = "mistral"
 FAMILY = "Mistral"
+VARIANT = LlamaVariant(sliding="every layer", model_type=MODEL_TYPE)
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    return convert_llama_like(config, src, label, sliding="every layer", model_type=MODEL_TYPE)
+    return convert_llama_like(config, src, label, VARIANT)

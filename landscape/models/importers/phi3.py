@@ -25,11 +25,12 @@ from typing import Any
 
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _heads, _int, _PartsSource, _prefix, _Source
-from landscape.models.importers.llama import convert_llama_like
+from landscape.models.importers.llama import LlamaVariant, convert_llama_like
 from landscape.models.params import Params
 
 MODEL_TYPE = "phi3"
 FAMILY = "Phi-3"
+VARIANT = LlamaVariant(partial_rotary=True, sliding="every layer", model_type=MODEL_TYPE)
 
 # Phi3Config's defaults outside the rotary and window fields (those are in .defaults)
 _DEFAULTS = {"rms_norm_eps": 1e-5}
@@ -60,5 +61,4 @@ def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConf
         parts[f"{s}mlp.gate_proj.weight"] = (gate_up, (2 * f, d), 0, f)
         parts[f"{s}mlp.up_proj.weight"] = (gate_up, (2 * f, d), f, 2 * f)
     view = _PartsSource(src, parts)
-    return convert_llama_like(config, view, label, partial_rotary=True, sliding="every layer",
-                              model_type=MODEL_TYPE)  # fmt: skip
+    return convert_llama_like(config, view, label, VARIANT)

@@ -17,14 +17,14 @@ from typing import Any
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _Source
 from landscape.models.importers.defaults import DEFAULTS
-from landscape.models.importers.llama import convert_llama_like
+from landscape.models.importers.llama import LlamaVariant, convert_llama_like
 from landscape.models.params import Params
 
 MODEL_TYPE = "qwen3"
 FAMILY = "Qwen3"
+VARIANT = LlamaVariant(qk_norm="head", head_dim=DEFAULTS[MODEL_TYPE]["head_dim"],
+                       sliding="by layer", model_type=MODEL_TYPE)  # fmt: skip
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
-    return convert_llama_like(config, src, label, qk_norm="head",
-                              head_dim=DEFAULTS[MODEL_TYPE]["head_dim"], sliding="by layer",
-                              model_type=MODEL_TYPE)  # fmt: skip
+    return convert_llama_like(config, src, label, VARIANT)
