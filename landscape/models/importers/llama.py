@@ -341,9 +341,9 @@ def _sparse_layers(config: dict[str, Any], label: str, n_layers: int,
 def convert_llama_like(
     config: dict[str, Any], src: _Source, label: str, variant: LlamaVariant = LLAMA
 ) -> tuple[ModelConfig, Params, dict]:
-    """The Llama layout: Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3 through a source that
-    splits its fused projections; each family's reading of it is its ``variant``
-    (:class:`LlamaVariant`). The biases are the family's (:data:`.defaults.BIASES`, read
+    """The Llama layout: Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, OLMo 2; Phi-3
+    through a source that splits its fused projections; each family's reading of it is its
+    ``variant`` (:class:`LlamaVariant`). The biases are the family's (:data:`.defaults.BIASES`, read
     by ``model_type``): a bias field the family does not read is listed in
     ``meta["ignored_config"]`` and its tensors stay unread (``meta["ignored_tensors"]``).
     """
@@ -443,8 +443,8 @@ def convert_llama_like(
                 ])  # fmt: skip
             if cfg.bias:
                 p[f"{b}mlp.b_router"] = zeros(n_experts)
-                for name, width in (("in", f), ("gate", f), ("out", d)):
-                    p[f"{b}mlp.b_{name}"] = zeros(n_experts, width)
+                for name, size in (("in", f), ("gate", f), ("out", d)):
+                    p[f"{b}mlp.b_{name}"] = zeros(n_experts, size)
         else:
             for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
                                         ("W_out", "down", (d, f))):  # fmt: skip
