@@ -2,50 +2,31 @@
 
 Results reach the builders as JSON dicts (from the cache, the CLI or the app), some with keys
 built from names (``matched_{group}``, ``{source}_{method}_{metric}``). A renamed key must not
-turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`:
+turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
+(:mod:`landscape.fields`):
 
 - a ``required`` field that is absent raises :class:`MissingField` naming the kind and the field
   (its value may still be ``None`` where the producer writes ``None``, e.g. ``perm_only`` of O(d));
 - an ``optional`` field that is absent reads as its declared default;
-- reading a field the kind does not declare raises too, so these declarations stay the complete
-  list of every key the figures read.
+- reading a field the kind does not declare raises too.
+
+A kind whose producer declares its fields beside itself is read from there (the Llama
+ablation's: :mod:`landscape.experiments.barriers.ablation`); the kinds below are still declared
+here, as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from landscape.experiments.barriers.ablation import CELL as ABLATION_CELL
+from landscape.experiments.barriers.ablation import CURVE as ABLATION_CURVE
+from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
+from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
+from landscape.experiments.barriers.ablation import RESULT as ABLATION
+from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
+from landscape.fields import Fields, MissingField
 
-
-class MissingField(KeyError):
-    """A figure asked a result for a field that it does not have (or that is not declared)."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class Fields:
-    """The fields figures read from one kind of result record (a JSON object)."""
-
-    kind: str
-    required: tuple[str, ...]
-    optional: Mapping[str, Any] = field(default_factory=dict)
-
-    def read(self, record: Mapping[str, Any], name: str) -> Any:
-        """``record[name]``; an absent optional field gives its default, an absent required
-        field raises :class:`MissingField` naming ``kind`` and ``name``."""
-        if name in self.required:
-            if name not in record:
-                have = ", ".join(map(str, record)) or "nothing"
-                raise MissingField(f"{self.kind} has no field {name!r} (it has: {have})")
-            return record[name]
-        if name in self.optional:
-            return record.get(name, self.optional[name])
-        raise MissingField(f"figures read {name!r} from a {self.kind}, which declares no such "
-                           "field; add it to its Fields declaration")  # fmt: skip
-
+__all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
+           "ABLATION_STEP", "Fields", "MissingField"]  # fmt: skip
 
 # ---------------------------------------------------------------- models page
 
@@ -54,19 +35,6 @@ TRAINING_RUN = Fields("training run", ("label", "curves"))
 TRAINING_CURVES = Fields("training curves", ("step", "train_loss", "test_loss", "test_accuracy"))
 ZOO_ROW = Fields("zoo row", ("name", "seeds"))
 ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
-
-# ---------------------------------------------------------------- ablation page
-
-# landscape.experiments.barriers.ablation: the entries, each entry's cells, each cell's curves
-ABLATION = Fields("ablation result", ("steps", "lambdas"), {"split": "test", "missing": ()})
-ABLATION_STEP = Fields("ablation entry", ("model", "label", "change", "cells", "seeds",
-                                          "test_loss", "pairs"),
-                       {"test_loss_sem": 0.0})  # fmt: skip
-ABLATION_CELL = Fields("ablation cell", ("method", "group", "space", "barrier_loss",
-                                         "barrier_loss_sem", "per_pair_loss", "curves"),
-                       {"barrier_accuracy": None, "per_pair_accuracy": (),
-                        "calibrated": False})  # fmt: skip
-ABLATION_CURVE = Fields("ablation curve", ("seeds", "loss", "accuracy"))
 
 # ---------------------------------------------------------------- interpolation page
 

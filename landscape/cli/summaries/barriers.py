@@ -286,37 +286,43 @@ def _show_table(r: dict[str, Any]) -> list[str]:
 
 @layout("ablation")
 def _show_ablation(r: dict[str, Any]) -> list[str]:
+    from landscape.experiments.barriers.ablation import CELL, ENTRY, MISSING, RESULT
+
     rows = []
-    for step in r["steps"]:
-        many = len(step["pairs"]) > 1
+    for step in RESULT.read(r, "steps"):
+        pairs = ENTRY.read(step, "pairs")
+        many = len(pairs) > 1
         first = True
-        for c in step["cells"]:
-            rows.append({"entry": step["label"] if first else "",
-                         "pairs": " ".join(f"{a}–{b}" for a, b in step["pairs"]) if first
-                         else "",
-                         "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
+        for c in ENTRY.read(step, "cells"):
+            rows.append({"entry": ENTRY.read(step, "label") if first else "",
+                         "pairs": " ".join(f"{a}–{b}" for a, b in pairs) if first else "",
+                         "test loss": _pm("", ENTRY.read(step, "test_loss"),
+                                          ENTRY.read(step, "test_loss_sem"), many)
                          if first else "",
-                         "method": method_key(c["method"], c["group"])
-                         + (", calibrated" if c.get("calibrated") else ""),
-                         "space": c["space"],
-                         "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),
-                         "per pair": " ".join(f"{v:.3g}" for v in c["per_pair_loss"]),
-                         "accuracy": _pm("%", c["barrier_accuracy"],
-                                         c.get("barrier_accuracy_sem"), many)})  # fmt: skip
+                         "method": method_key(CELL.read(c, "method"), CELL.read(c, "group"))
+                         + (", calibrated" if CELL.read(c, "calibrated") else ""),
+                         "space": CELL.read(c, "space"),
+                         "loss": _pm("", CELL.read(c, "barrier_loss"),
+                                     CELL.read(c, "barrier_loss_sem"), many),
+                         "per pair": " ".join(f"{v:.3g}" for v in CELL.read(c, "per_pair_loss")),
+                         "accuracy": _pm("%", CELL.read(c, "barrier_accuracy"),
+                                         CELL.read(c, "barrier_accuracy_sem"), many)})  # fmt: skip
             first = False
     heads = {"test loss": "test loss (nats)", "loss": "loss barrier (nats)",
              "accuracy": "accuracy barrier"}  # fmt: skip
     title = (f"the Llama ablation: barriers over every pair of each entry's seeds (mean ± "
-             f"s.e.m. over pairs); {r['split']} split")  # fmt: skip
+             f"s.e.m. over pairs); {RESULT.read(r, 'split')} split")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
     lines += ["the entries"]
-    lines += columns([{"entry": s["label"], "model": s["model"], "what it changes": s["change"]}
-                      for s in r["steps"]], "  ")  # fmt: skip
-    if r.get("missing"):
-        lines += _wrap("not measured yet: ", ", ".join(m["label"] for m in r["missing"]))
-    if r.get("learned_options"):
-        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
-        lines += _wrap("learned rows: ", said)
+    lines += columns([{"entry": ENTRY.read(s, "label"), "model": ENTRY.read(s, "model"),
+                       "what it changes": ENTRY.read(s, "change")}
+                      for s in RESULT.read(r, "steps")], "  ")  # fmt: skip
+    missing = RESULT.read(r, "missing")
+    if missing:
+        lines += _wrap("not measured yet: ", ", ".join(MISSING.read(m, "label") for m in missing))
+    said = RESULT.read(r, "learned_options")
+    if said:
+        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in said.items()))
     return [*lines, "", _health(r)]
 
 
