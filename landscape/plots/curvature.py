@@ -9,7 +9,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import Fields
+# the result and one line per alignment, declared beside their producer
+from landscape.experiments.curvature import CURVATURE, CURVATURE_LINE
 from landscape.plots.theme import (
     PALETTE,
     apply_theme,
@@ -20,11 +21,6 @@ from landscape.plots.theme import (
     presentable,
 )
 
-# landscape.experiments.curvature.measure_curvature: the result and one line per alignment
-CURVATURE = Fields("curvature result", ("lines", "split"), {"model": "", "seeds": ("", ""),
-                                                            "batch": {}})  # fmt: skip
-CURVATURE_LINE = Fields("curvature line", ("method", "group", "lambdas", "loss", "top_eigenvalue",
-                                           "trace", "trace_se"), {"blocks": {}})  # fmt: skip
 LAMBDA_AXIS = "λ (0: B aligned; 1: A)"
 
 

@@ -11,8 +11,9 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 - reading a field the kind does not declare raises too.
 
 A kind whose producer declares its fields beside itself is read from there (the Llama
-ablation's: :mod:`landscape.experiments.barriers.ablation`); the kinds below are still declared
-here, as the list of every key the figures read of them.
+ablation's: :mod:`landscape.experiments.barriers.ablation`; the curvature's, read by
+:mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`); the kinds below
+are still declared here, as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
