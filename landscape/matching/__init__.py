@@ -78,6 +78,7 @@ from landscape.matching.methods import (
 from landscape.matching.registry import (
     METHODS_BY_NAME,
     aligns,
+    declaring,
     given_options,
     method_of,
     register,
@@ -124,6 +125,7 @@ __all__ = [
     "WeightOptions",
     "activation_matching",
     "aligns",
+    "declaring",
     "function_check",
     "function_probe",
     "function_warnings",

@@ -26,7 +26,15 @@ from landscape.matching.methods import MatchingMethod, said_default
 from landscape.matching.result import NAIVE
 from landscape.matching.weight import WEIGHT
 
-__all__ = ["METHODS_BY_NAME", "aligns", "given_options", "method_of", "register", "unregister"]
+__all__ = [
+    "METHODS_BY_NAME",
+    "aligns",
+    "declaring",
+    "given_options",
+    "method_of",
+    "register",
+    "unregister",
+]
 
 # in the order tables and pages show them (landscape.names.METHODS)
 METHODS_BY_NAME: dict[str, MatchingMethod] = {
@@ -51,6 +59,12 @@ def aligns(name: str) -> bool:
     result that carries only the method's name asks, e.g. whether it has an aligned line beside
     the naive one. A ValueError for a method that is not registered."""
     return method_of(name).aligns
+
+
+def declaring(setting: str) -> list[MatchingMethod]:
+    """The registered methods that declare a setting called ``setting``, in the registry's
+    order (what an error says of a setting given to a method that has no such setting)."""
+    return [m for m in METHODS_BY_NAME.values() if any(s.name == setting for s in m.declared())]
 
 
 def register(method: MatchingMethod) -> MatchingMethod:
