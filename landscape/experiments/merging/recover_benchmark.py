@@ -321,7 +321,7 @@ def align_back(
     train = data.split("train") if data is not None else None
     if method_of(method).needs_data and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
-    heard = within(progress, 0.0, 0.9) if method == "weight" else None
+    heard = within(progress, 0.0, 0.9)  # every method's stages (naive has none)
     t0 = time.perf_counter()
     r = match(cfg_p, a, b, method, s.match_group, options=dict(options or {}), train_split=train,
               context=MatchContext(seed, device, heard))  # fmt: skip
