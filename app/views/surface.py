@@ -29,12 +29,12 @@ from app.components import (
 from app.components.long_runs import UNKNOWN
 from app.memory import remember
 from landscape.experiments import SurfaceOptions
-from landscape.matching import method_of
+from landscape.matching import matching_keys
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import number
 from landscape.page_defaults import method_group
 from landscape.plots.surface import figure_surface
-from landscape.plots.theme import method_key, points
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_surface
 
 AROUND, PLANE = "Around one model", "Plane through three"
@@ -56,8 +56,7 @@ page_header(
 name = model()
 need_data(name)
 seeds = need_seeds(name, 1)
-combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
-                      for g in BARRIER_GROUPS]  # fmt: skip
+combos = matching_keys(METHODS, BARRIER_GROUPS)
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])

@@ -17,10 +17,10 @@ from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.experiments import TriangleOptions
-from landscape.matching import method_of
+from landscape.matching import matching_keys, method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
-from landscape.plots.theme import method_key, points
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import (
     METRIC_LABEL,
@@ -44,8 +44,7 @@ name = model()
 seeds = need_seeds(name, 3)
 need_data(name)
 # a method that aligns comes under every group; naive, which does not, once
-combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
-                      for g in BARRIER_GROUPS]  # fmt: skip
+combos = matching_keys(METHODS, BARRIER_GROUPS)
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])

@@ -80,8 +80,11 @@ from landscape.matching.registry import (
     aligns,
     declaring,
     given_options,
+    matching_key,
+    matching_keys,
     method_of,
     register,
+    result_aligns,
     unregister,
 )
 from landscape.matching.result import (
@@ -132,6 +135,8 @@ __all__ = [
     "given_options",
     "learned_matching",
     "match",
+    "matching_key",
+    "matching_keys",
     "matching_kinds",
     "method_of",
     "naive",
@@ -139,6 +144,7 @@ __all__ = [
     "prepare_pair",
     "probe_inputs",
     "register",
+    "result_aligns",
     "unregister",
     "weight_distance",
     "weight_matching",

@@ -16,7 +16,7 @@ Adding a method
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -25,14 +25,18 @@ from landscape.matching.learned import LEARNED
 from landscape.matching.methods import MatchingMethod, said_default
 from landscape.matching.result import NAIVE
 from landscape.matching.weight import WEIGHT
+from landscape.names import method_key
 
 __all__ = [
     "METHODS_BY_NAME",
     "aligns",
     "declaring",
     "given_options",
+    "matching_key",
+    "matching_keys",
     "method_of",
     "register",
+    "result_aligns",
     "unregister",
 ]
 
@@ -59,6 +63,30 @@ def aligns(name: str) -> bool:
     result that carries only the method's name asks, e.g. whether it has an aligned line beside
     the naive one. A ValueError for a method that is not registered."""
     return method_of(name).aligns
+
+
+def result_aligns(result: Mapping[str, Any]) -> bool:
+    """Whether the matching of a result record (a JSON object with a ``method``) moves B: its
+    own ``aligns`` where it carries one (a barrier result,
+    ``landscape.experiments.BarrierRun.to_dict``), else its method's entry (:func:`aligns`:
+    records that name only their method, such as a table's rows or a curve's alignments, and
+    results stored before barrier results carried the field)."""
+    said = result.get("aligns")
+    return bool(said) if said is not None else aligns(result["method"])
+
+
+def matching_key(method: str, group: str | None = None) -> str:
+    """The key naming ``method`` under ``group`` in tables and legends
+    (``landscape.names.method_key``), whether it aligns read from its entry: ``"weight/orth"``,
+    ``"naive"``."""
+    return method_key(method, group, aligns=aligns(method))
+
+
+def matching_keys(methods: Sequence[str], groups: Sequence[str]) -> list[str]:
+    """The keys of ``methods`` (names of registered methods) under ``groups``, in their order:
+    a method that aligns under each group, one that does not (naive) once, as pages offer
+    them: ``["naive", "weight/perm", "weight/orth", …]``."""
+    return [matching_key(m, g) for m in methods for g in (groups if aligns(m) else groups[:1])]
 
 
 def declaring(setting: str) -> list[MatchingMethod]:

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from landscape.matching import result_aligns
+from landscape.names import method_key
+
 
 class MissingField(KeyError):
     """A figure asked a result for a field that it does not have (or that is not declared)."""
@@ -47,6 +50,21 @@ class Fields:
                            "field; add it to its Fields declaration")  # fmt: skip
 
 
+def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
+    """Whether the matching of ``record`` (a ``kind`` that declares ``method`` and an optional
+    ``aligns``) moves B: its ``aligns`` where it carries one (a barrier result), else its
+    method's registry entry (``landscape.matching.result_aligns``)."""
+    return result_aligns({"aligns": kind.read(record, "aligns"),
+                          "method": kind.read(record, "method")})  # fmt: skip
+
+
+def key_of(kind: Fields, record: Mapping[str, Any]) -> str:
+    """The method key of ``record`` (``"weight/orth"``; ``"naive"``, which aligns nothing, has
+    no group): its ``method`` and ``group``, and :func:`aligned`."""
+    return method_key(kind.read(record, "method"), kind.read(record, "group"),
+                      aligns=aligned(kind, record))  # fmt: skip
+
+
 # ---------------------------------------------------------------- models page
 
 TRAINING_RUN = Fields("training run", ("label", "curves"))
@@ -65,7 +83,7 @@ ABLATION_STEP = Fields("ablation entry", ("model", "label", "change", "cells", "
 ABLATION_CELL = Fields("ablation cell", ("method", "group", "space", "barrier_loss",
                                          "barrier_loss_sem", "per_pair_loss", "curves"),
                        {"barrier_accuracy": None, "per_pair_accuracy": (),
-                        "calibrated": False})  # fmt: skip
+                        "calibrated": False, "aligns": None})  # fmt: skip
 ABLATION_CURVE = Fields("ablation curve", ("seeds", "loss", "accuracy"))
 
 # ---------------------------------------------------------------- interpolation page
@@ -75,28 +93,31 @@ INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
 # the pair and its settings, read by the tidy tables (:mod:`landscape.plots.tidy`)
 BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
                  {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "",
-                  "space": "weights"})  # fmt: skip
+                  "space": "weights", "aligns": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
-                  {"group": "orth"})  # fmt: skip
+                  {"group": "orth", "aligns": None})  # fmt: skip
 # landscape.experiments.merging.operators: one pair's curves, and each alignment's record in it
 MERGES = Fields("merges of a pair", ("lambdas", "alignments"), {"split": "test"})
-MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"))
+MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"),
+                         {"aligns": None})  # fmt: skip
 MERGE_CURVE = Fields("merge curve", ("loss", "accuracy"))
 # landscape.experiments.barriers.curved: a pair's curved path beside its line, per alignment
 CURVED = Fields("curve result", ("lambdas", "alignments", "kind"),
                 {"split": "test", "model": "", "seeds": ("", ""), "bends": 1,
                  "steps": None})  # fmt: skip
-CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"))
+CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"),
+                          {"aligns": None})  # fmt: skip
 CURVED_PATH = Fields("curve path", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
 # landscape.experiments.spawn: the children's barrier per spawn step and alignment
 SPAWN = Fields("spawn result", ("rows", "steps", "children"), {"model": "", "split": "test",
                                                                "seed": 0})  # fmt: skip
 SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "barrier_accuracy"),
-                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
+                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None,
+                    "aligns": None})  # fmt: skip
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
-                {"space": "weights", "model": ""})  # fmt: skip
+                {"space": "weights", "model": "", "aligns": None})  # fmt: skip
 
 # ---------------------------------------------------------------- triangle page
 
@@ -105,7 +126,7 @@ TRIANGLE = Fields(
     "triangle result",
     ("method", "group", "points", "loss", "accuracy", "excess_loss", "tol", "resolution",
      "basin_fraction"),
-    {"seeds": ("A", "B", "C"), "split": "test"},
+    {"seeds": ("A", "B", "C"), "split": "test", "aligns": None},
 )  # fmt: skip
 
 # ---------------------------------------------------------------- surface page
@@ -116,7 +137,8 @@ SURFACE = Fields(
     "surface result",
     ("kind", "x", "y", "loss", "accuracy", "points"),
     {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None},
+     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None,
+     "aligns": None},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
 SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})

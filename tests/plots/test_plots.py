@@ -447,6 +447,7 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
     )  # the page's note
     # the tidy tables (the figures' CSVs) read the pair and its settings from a curve
     tidy.tidy_interpolation([{"label": "naive", "results": [_curve(1.0)]}])
+    tidy.tidy_triangles([_triangle("naive", 1.0)])
     tidy.tidy_surface(plane_result())
     plots.figure_surface({**plane_result(), "kind": "directions", "directions_seed": 1})
     plots.figure_surface({**plane_result(), "kind": "directions", "directions": "trajectory",

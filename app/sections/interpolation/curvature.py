@@ -18,8 +18,7 @@ from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from landscape.experiments.curvature import CurvatureOptions, expected_products
-from landscape.matching import aligns
-from landscape.names import method_key
+from landscape.matching import aligns, matching_key
 from landscape.page_defaults import method_group
 from landscape.plots.curvature import figure_curvature
 
@@ -33,7 +32,7 @@ def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     the trace (± its standard error) where probes were asked for."""
     rows = []
     for line in made["lines"]:
-        name = method_key(line["method"], line["group"])
+        name = matching_key(line["method"], line["group"])
         for i, lam in enumerate(line["lambdas"]):
             rows.append({"alignment": name, "λ": lam, "loss (nats)": line["loss"][i],
                          "top eigenvalue": line["top_eigenvalue"][i],

@@ -11,8 +11,11 @@ from typing import Any
 
 from landscape.cli.summaries.formatting import (
     _alignment,
+    _aligns,
     _bare,
     _facts,
+    _key,
+    _matching,
     _member,
     _nats,
     _pairs_text,
@@ -25,7 +28,6 @@ from landscape.cli.summaries.formatting import (
     columns,
     layout,
 )
-from landscape.names import method_key
 from landscape.numbers import mean_pm, number
 
 
@@ -98,7 +100,7 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
 
 
 def _line_name(line: dict[str, Any]) -> str:
-    return method_key(line["method"], line["group"])
+    return _key(line)
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -296,8 +298,7 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
                          else "",
                          "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
                          if first else "",
-                         "method": method_key(c["method"], c["group"])
-                         + (", calibrated" if c.get("calibrated") else ""),
+                         "method": _key(c) + (", calibrated" if c.get("calibrated") else ""),
                          "space": c["space"],
                          "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),
                          "per pair": " ".join(f"{v:.3g}" for v in c["per_pair_loss"]),
@@ -390,7 +391,7 @@ def _show_widths(r: dict[str, Any]) -> list[str]:
 def _show_matrix(r: dict[str, Any]) -> list[str]:
     """The two seeds × seeds grids, row = A, column = B aligned to it (diagonal: —)."""
     seeds = [str(s) for s in r["seeds"]]
-    label = method_key(r["method"], r.get("group"))
+    label = _key(r)
     lines = [f"barrier matrix of {r['model']}: {label}, {r['space']} space, {r['split']} split, "
              f"{len(r['pairs'])} pair(s)"]  # fmt: skip
     width = max(8, *(len(s) for s in seeds))
@@ -418,7 +419,7 @@ def _show_curve(r: dict[str, Any]) -> list[str]:
              f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
     trained = r["alignments"][-1]
     facts = [
-        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("alignment", _matching(r)),
         ("curve", f"control points trained {r['steps']} steps on the training split (Adam, lr "
                   f"{number(r['lr'])} cosine-decayed, batch {r['batch_size']}, seed "
                   f"{r.get('train_seed', 0)}), A and B fixed; {number(trained['training_seconds'])}"
@@ -442,7 +443,7 @@ def _show_spawn(r: dict[str, Any]) -> list[str]:
     table: dict[int, dict[str, Any]] = {}
     for x in r["rows"]:
         row = table.setdefault(x["step"], {"step": x["step"]})
-        which = "naive" if x["method"] == "naive" else "aligned"
+        which = "aligned" if _aligns(x) else "naive"
         row[f"{which} loss"] = _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many)
         row[f"{which} accuracy"] = _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
                                        many)  # fmt: skip
@@ -455,7 +456,7 @@ def _show_spawn(r: dict[str, Any]) -> list[str]:
              f"k of {r['steps']}, each with its own data order; barriers between them on the "
              f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
     facts = [
-        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("alignment", _matching(r)),
         ("barriers", "loss and accuracy barrier between the children along the straight line, "
                      "mean over their pairs"),
         ("parent", f"snapshots every {r['every']} steps (parameters and optimizer state)"),
