@@ -279,8 +279,12 @@ def moe(device: torch.device, tmp: Path, model: str = MOE, method: str = "weight
     learned/orth 0.451 on pair 0–1, README) are a comparison, not a reference."""
     r = Result(f"moe-{method}", f"{method}/orth over experts, {model} 0-1, seeds trained here",
                rel_tol=0.1)  # fmt: skip
+    from landscape.matching import method_of
+
     t = time.perf_counter()
-    kw = {"options": {"steps": steps}} if method == "learned" else {}
+    # the steps of a method that declares them (learned matching)
+    takes_steps = any(s.name == "steps" for s in method_of(method).declared())
+    kw = {"options": {"steps": steps}} if takes_steps else {}
     out = _barrier(device, tmp, f"moe-{method}", model, (0, 1), method, "orth", **kw)
     _sync(device)
     r.seconds, r.value = time.perf_counter() - t, out["barrier_loss"]
