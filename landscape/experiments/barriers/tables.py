@@ -99,7 +99,7 @@ def paper_value(method: str, group: str, arch: str = "") -> str:
     learned rotations are 0.00 for ViTs and 0.02 for GPT-2 (``arch`` ``"vit"``/``"gpt"`` picks
     one, else both are given)."""
     ref = PAPER_REFERENCE
-    if method in ("naive", "weight"):
+    if isinstance(ref.get(method), str):  # a row of the paper for the method as such
         return ref[method]
     if (method, group) == ("learned", "orth"):
         vit, gpt = ref["learned/orth"].values()
