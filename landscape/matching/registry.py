@@ -6,8 +6,11 @@ comparing its name; :func:`landscape.matching.match` runs one by looking it up h
 Adding a method
 ---------------
 1. One module in ``landscape/matching/`` with its settings as a frozen dataclass (every field a
-   setting with its default), its run function (``landscape.matching.methods.Run``) and its
-   entry, e.g. ``SIGNS = MatchingMethod("signs", "sign matching", SignOptions, _run)``.
+   setting declared with its type, default and help: ``setting(default, help)``, which
+   ``--option help`` lists), its run function (``landscape.matching.methods.Run``) and its
+   entry, e.g. ``SIGNS = MatchingMethod("signs", "sign matching", SignOptions, _run)``, with
+   the facts other code asks in place of its name (``aligns``, ``needs_data``, ``learned``,
+   ``fixed_batch``, …).
 2. One line in :data:`METHODS_BY_NAME` below. The library (``match``, ``align``,
    ``measure_barrier``, ``barrier``) then takes it by name; to offer it on the command line
    and in the app, its name goes into ``landscape.names.Method`` as well (a test keeps the
