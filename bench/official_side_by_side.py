@@ -127,6 +127,7 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=2, help="commands at a time, one thread each")
     args = p.parse_args()
     from landscape.matching import aligns, matching_key, method_of  # the methods' facts
+
     args.official = str(Path(args.official).resolve())
     work = Path(args.work).resolve()
     args.work = str(work)
