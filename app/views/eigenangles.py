@@ -233,9 +233,13 @@ if iterate:
         key="rounds",
         inputs=asked,
         # what it costs: as long as the barriers per round of another pair of this model took
-        cost=lambda: [(f"the barrier per round of seeds {seed_a} ↔ {seed_b}"
-                       + (" and per learned checkpoint" if learned else ""),
-                       state.expected("rounds", name, learned, device()))],
+        cost=lambda: [
+            (
+                f"the barrier per round of seeds {seed_a} ↔ {seed_b}"
+                + (" and per learned checkpoint" if learned else ""),
+                state.expected("rounds", name, learned, device()),
+            )
+        ],
         basis="as long as the barriers per round of another pair of this model took",
         unknown="one line evaluation per round"
         + (", and learned matching trained twice" if learned else ""),

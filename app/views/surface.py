@@ -126,8 +126,10 @@ except state.NotCached:
     # what it will cost: its points at the seconds per point measured on this machine (a
     # surface's point and a triangle's are one evaluation of the model on the split each)
     per_point = state.grid_seconds(name, split, "weights", device())
-    first = {PLANE: ", and the two alignments first.",
-             AROUND: ", and the Hessian's eigenvectors first." if hessian else "."}[kind]
+    first = {
+        PLANE: ", and the two alignments first.",
+        AROUND: ", and the Hessian's eigenvectors first." if hessian else ".",
+    }[kind]
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
             "on this machine" + first
             if per_point else f" {UNKNOWN.capitalize()} (known once a surface or triangle of "
@@ -137,12 +139,16 @@ except state.NotCached:
                 f"yet.{cost}", icon=":material/hourglass_top:")  # fmt: skip
         go = st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:")
         started = time.perf_counter()
-        result = None if not go else run_in_status(
-            lambda progress: state.compute_surface(*args, progress=progress),
-            running="Evaluating the surface …",
-            done=f"{resolution * resolution} points evaluated",
-            failed="Surface failed",
-            what=what,
+        result = (
+            None
+            if not go
+            else run_in_status(
+                lambda progress: state.compute_surface(*args, progress=progress),
+                running="Evaluating the surface …",
+                done=f"{resolution * resolution} points evaluated",
+                failed="Surface failed",
+                what=what,
+            )
         )
     if result is not None:
         ask.empty()

@@ -225,8 +225,12 @@ def test_atlas_draws_copies_that_equal_their_seed_on_their_seed(tmp_path, monkey
     from landscape.store.cache import Cache
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
-    result = atlas("mlp-digits", [0, 1, 2], AtlasOptions(copies=2),
-                   context=RunContext(cache=Cache(tmp_path / "cache")))
+    result = atlas(
+        "mlp-digits",
+        [0, 1, 2],
+        AtlasOptions(copies=2),
+        context=RunContext(cache=Cache(tmp_path / "cache")),
+    )
     copies = [p for p in result["points"] if p["kind"] == "gauge copy"]
     seeds = {p["seed"]: p for p in result["points"] if p["kind"] == "seed"}
     assert result["orbit_ratio_aligned"] < 1e-9 < result["orbit_ratio_raw"]

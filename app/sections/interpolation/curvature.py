@@ -73,8 +73,12 @@ def curvature_along_line(asked: Asked) -> None:
     remember("curvature_points", 3, param="hv_points", options=POINTS)
     points = c3.selectbox("Points on λ", POINTS, key="curvature_points")
     remember("curvature_probes", 0, param="hv_probes", options=PROBES)
-    probes = c4.selectbox("Trace probes", PROBES, key="curvature_probes",
-                          help="Rademacher probes of Hutchinson's trace estimate; 0: no trace")
+    probes = c4.selectbox(
+        "Trace probes",
+        PROBES,
+        key="curvature_probes",
+        help="Rademacher probes of Hutchinson's trace estimate; 0: no trace",
+    )
     method, group = method_group(combo)
     options = {"top_k": top_k, "points": points, "probes": probes}
     wanted = (name, tuple(pair), method, group, options, device())
@@ -103,8 +107,13 @@ def curvature_along_line(asked: Asked) -> None:
         return
     done = sum(sum(x["hessian_vector_products"]) for x in made["lines"])
     # the seconds per product its points took (stored with them) price the next run
-    state.measured("curvature", name, device(),
-                   seconds=sum(sum(x["point_seconds"]) for x in made["lines"]), units=done)
+    state.measured(
+        "curvature",
+        name,
+        device(),
+        seconds=sum(sum(x["point_seconds"]) for x in made["lines"]),
+        units=done,
+    )
     show_warnings("Curvature along the line", made)
     rows = curvature_rows(made)
     figure(
@@ -113,9 +122,16 @@ def curvature_along_line(asked: Asked) -> None:
         title="the curvature along the line beside its loss",
         key="curvature",
         data=rows,
-        settings={"model": name, "seeds": list(pair), "alignment": combo,
-                  "eigenvalues": top_k, "points": points, "probes": probes,
-                  "batch": made["batch"], "split": made["split"]},  # fmt: skip
+        settings={
+            "model": name,
+            "seeds": list(pair),
+            "alignment": combo,
+            "eigenvalues": top_k,
+            "points": points,
+            "probes": probes,
+            "batch": made["batch"],
+            "split": made["split"],
+        },  # fmt: skip
         tables={"Curvature along the line": rows},
     )
     results_table(pd.DataFrame(rows))

@@ -67,9 +67,12 @@ def spawned_children(asked: Asked) -> None:
                 """Not stored: the parent's run with snapshots and two children from each step
                 k to the end, at the time training seed A took."""
                 took, steps = trained(), ZOO[name].train.steps
-                return [(f"the parent and {2 * len(spawn_at)} children",
-                         None if not took else took * (1 + 2 * sum(1 - k / steps
-                                                                   for k in spawn_at)))]
+                return [
+                    (
+                        f"the parent and {2 * len(spawn_at)} children",
+                        None if not took else took * (1 + 2 * sum(1 - k / steps for k in spawn_at)),
+                    )
+                ]
 
             made = read_else_run(  # stored: drawn at once
                 lambda: state.spawn(*wanted, compute=False),

@@ -168,9 +168,7 @@ def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[s
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if value < low or (open_low and value == low) or value > high:
             bracket = "(" if open_low else "["
-            raise argparse.ArgumentTypeError(
-                f"must lie in {bracket}{low:g}, {high:g}], got {text}"
-            )
+            raise argparse.ArgumentTypeError(f"must lie in {bracket}{low:g}, {high:g}], got {text}")
         return value
 
     return parse

@@ -324,19 +324,30 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
 @layout("kv-sharing")
 def _show_kv_sharing(r: dict[str, Any]) -> list[str]:
     many = len(r["pairs"]) > 1
-    rows = [{"pair": f"{x['seeds'][0]}–{x['seeds'][1]}",
-             "shared": _bare("", x["shared_barrier_loss"]),
-             "relaxed": _bare("", x["relaxed_barrier_loss"]),
-             "shared acc": _bare("%", x["shared_barrier_accuracy"]),
-             "relaxed acc": _bare("%", x["relaxed_barrier_accuracy"])} for x in r["rows"]]
+    rows = [
+        {
+            "pair": f"{x['seeds'][0]}–{x['seeds'][1]}",
+            "shared": _bare("", x["shared_barrier_loss"]),
+            "relaxed": _bare("", x["relaxed_barrier_loss"]),
+            "shared acc": _bare("%", x["shared_barrier_accuracy"]),
+            "relaxed acc": _bare("%", x["relaxed_barrier_accuracy"]),
+        }
+        for x in r["rows"]
+    ]
     rows.append({"pair": "mean", "shared": _pm("", r["shared_barrier_loss"],
                                                r["shared_barrier_loss_sem"], many),
                  "relaxed": _pm("", r["relaxed_barrier_loss"], r["relaxed_barrier_loss_sem"],
                                 many)})  # fmt: skip
-    heads = {"shared": "shared keys/values (nats)", "relaxed": "copied per head (nats)",
-             "shared acc": "accuracy, shared", "relaxed acc": "accuracy, copied"}
-    title = (f"{r['model']}: {r['method']}/{r['group']} with grouped-query sharing and with "
-             f"keys and values copied per query head; {r['split']} split, {r['space']} space")
+    heads = {
+        "shared": "shared keys/values (nats)",
+        "relaxed": "copied per head (nats)",
+        "shared acc": "accuracy, shared",
+        "relaxed acc": "accuracy, copied",
+    }
+    title = (
+        f"{r['model']}: {r['method']}/{r['group']} with grouped-query sharing and with "
+        f"keys and values copied per query head; {r['split']} split, {r['space']} space"
+    )
     return [*_wrap("", title), "", *columns(rows, heads=heads), "",
             f"copies against originals: max |Δlogits| {r['expansion_check']:.1e} (float64)",
             "function checks: " + ("every alignment kept both functions" if r["function_ok"]

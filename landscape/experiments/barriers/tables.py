@@ -215,8 +215,13 @@ def fitting_rows(model: str, rows: Sequence[tuple[str, str]], seed: int = 0,
         if entry is None or entry.fits(cfg):
             kept.append((method, group))
         else:
-            left_out.append({"method": method, "group": group,
-                             "reason": f"{entry.title} is not built for mixtures of experts"})
+            left_out.append(
+                {
+                    "method": method,
+                    "group": group,
+                    "reason": f"{entry.title} is not built for mixtures of experts",
+                }
+            )
     if not kept:
         raise LandscapeError(f"no row of the table aligns {model}: "
                              f"{', '.join(f'{m}/{g}' for m, g in rows)}")  # fmt: skip

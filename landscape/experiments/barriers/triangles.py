@@ -208,11 +208,25 @@ def triangle(
                                  context=RunContext(device, cache,
                                                     within(progress, 0.0, 0.5)))  # fmt: skip
         else:
-            ab = align(a, b, method, group, data=data, options=options,
-                       context=RunContext(device, cache, within(progress, 0.0, 0.25)))
+            ab = align(
+                a,
+                b,
+                method,
+                group,
+                data=data,
+                options=options,
+                context=RunContext(device, cache, within(progress, 0.0, 0.25)),
+            )
             tell(progress, "match C", 0.25)
-            ac = align(a, c, method, group, data=data, options=options,
-                       context=RunContext(device, cache, within(progress, 0.25, 0.5)))
+            ac = align(
+                a,
+                c,
+                method,
+                group,
+                data=data,
+                options=options,
+                context=RunContext(device, cache, within(progress, 0.25, 0.5)),
+            )
         aligned_cached[0] = ab.cached and ac.cached
         checks = {
             f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
@@ -279,15 +293,20 @@ def _align_both(model: str, seeds: Sequence[int], group: str, options: dict[str,
                 cache: Cache) -> None:  # fmt: skip
     """On a worker: B and C aligned onto A jointly into ``cache`` (:func:`align_joint`)."""
     a, b, c = (Source(model, s).load(CPU, cache) for s in seeds)
-    align_joint(a, b, c, group, options=options, data=data_of(a),
-                context=RunContext(cache=cache))
+    align_joint(a, b, c, group, options=options, data=data_of(a), context=RunContext(cache=cache))
 
 
 def _grid(model: str, seeds: Sequence[int], *, cache: Cache, **options: Any) -> None:
     """On a worker: the triangle's grid, its alignments read from ``cache``."""
     rest = {k: v for k, v in options.items() if k not in ("method", "group")}
-    triangle(model, seeds, options["method"], options["group"], TriangleOptions(**rest),
-             context=RunContext(cache=cache))
+    triangle(
+        model,
+        seeds,
+        options["method"],
+        options["group"],
+        TriangleOptions(**rest),
+        context=RunContext(cache=cache),
+    )
 
 
 def _on_ray(model: str, seeds: Sequence[int], options: dict[str, Any], address: str | None,

@@ -319,8 +319,7 @@ def pair_merges(
                 is first computed."""
                 if not ends:
                     mo = asked.settings(a.cfg, data)  # the line's own matching
-                    al = align(a, b, m, g, options=mo, data=data,
-                               context=RunContext(device, cache))
+                    al = align(a, b, m, g, options=mo, data=data, context=RunContext(device, cache))
                     if route == "memory":
                         ends.update(cfg=al.cfg, a=al.params_a, b=al.params_b)
                         return ends

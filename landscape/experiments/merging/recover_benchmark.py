@@ -451,8 +451,9 @@ def recovery(
         except LandscapeError as e:
             hint = "for a checkpoint path give --text FILE or --data digits|fashion"
             raise LandscapeError(f"{e} (recover measures the barrier on it: {hint})") from None
-    rows = recover(ckpt.cfg, ckpt.params, todo, options, data=data,
-                   context=context.within(0.05, 1.0))
+    rows = recover(
+        ckpt.cfg, ckpt.params, todo, options, data=data, context=context.within(0.05, 1.0)
+    )
     checks = {}
     for r in rows:
         checks[f"the {r.level} scramble"] = r.scramble_check
