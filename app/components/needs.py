@@ -11,18 +11,12 @@ from app.components.failures import Fix, show_error
 from landscape.models.zoo import ZOO
 
 
-def _fetch_shakespeare() -> None:
-    from landscape.data import datasets
-
-    datasets.fetch_shakespeare()  # looked up at the click, so a test can stand in for it
-
-
 def data_fix(name: str) -> Fix | None:
     """What repairs missing data of a zoo model or family: the Shakespeare text is fetched by
     the library; a family's files are imported again on the Models page; Fashion-MNIST comes
     from a system package, which the failure's own line names."""
     if name in ZOO and ZOO[name].dataset == "shakespeare":
-        return Fix("Fetch Shakespeare (≈20 s)", run=_fetch_shakespeare)
+        return Fix("Fetch Shakespeare (≈20 s)", run=state.fetch_shakespeare)
     if is_imported(name):
         return Fix("Import the family again on the Models page", page="models")
     return None

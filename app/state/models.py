@@ -47,6 +47,14 @@ def zoo_status() -> list[dict[str, Any]]:
     return rows
 
 
+def fetch_shakespeare() -> None:
+    """Fetch the Shakespeare text into the data folder (the library's download, checked), for a
+    page's repair button; looked up at the call, so that a test can stand in for it."""
+    from landscape.data import datasets
+
+    datasets.fetch_shakespeare()
+
+
 @st.cache_data(ttl=30, max_entries=32, show_spinner=False)
 def data_problem(name: str) -> str | None:
     """Why the evaluation data of a zoo model or imported family cannot be read here, in the

@@ -20,7 +20,10 @@ from landscape.plots.ablation import (
     row_label,
     step_cell,
 )
+from landscape.plots.fields import ABLATION, ABLATION_CELL, ABLATION_MISSING, ABLATION_STEP
 from landscape.plots.tidy import tidy_ablation
+
+R, E, C = ABLATION.read, ABLATION_STEP.read, ABLATION_CELL.read  # the result's declared fields
 
 page_header(
     "Llama ablation",
@@ -45,7 +48,7 @@ if result is None:
     )
     st.stop()
 
-METHODS = [(m, g, "calibrated" in flags) for m, g, *flags in result["methods"]]
+METHODS = [(m, g, "calibrated" in flags) for m, g, *flags in R(result, "methods")]
 with controls():
     c1, c2 = st.columns(2)
     keys = [row_label(*row) for row in METHODS]
@@ -57,7 +60,7 @@ with controls():
         "nothing but fits every merged model's softmax temperature on training data: what "
         "calibration alone removes.",
     )  # fmt: skip
-    names = [s["label"] for s in result["steps"]]
+    names = [E(s, "label") for s in R(result, "steps")]
     remember("abl_curves", None, param="curves", options=[None, *names], label="curves")
     pick = c2.selectbox(
         "Curves of", names, key="abl_curves", index=None, placeholder="an entry (its curves)",
@@ -65,11 +68,11 @@ with controls():
         "and merge space.",
     )  # fmt: skip
 method, group, calibrated = METHODS[keys.index(chosen or keys[-1])]
-split = result["split"]
+split = R(result, "split")
 
 
 def _pairs(step: dict) -> str:
-    return ", ".join(f"{a}–{b}" for a, b in step["pairs"])
+    return ", ".join(f"{a}–{b}" for a, b in E(step, "pairs"))
 
 
 show_warnings("The ablation", result)
@@ -80,10 +83,10 @@ figure(
     title="the barrier each change leaves" + (", calibrated" if calibrated else ""),
     key="ablation",
     data=tidy_ablation(result),
-    settings={"entries": [s["model"] for s in result["steps"]], "method": method,
+    settings={"entries": [E(s, "model") for s in R(result, "steps")], "method": method,
               "group": group, "calibrated": calibrated,
-              "pairs": {s["model"]: _pairs(s) for s in result["steps"]}, "split": split,
-              "points": result["points"]},
+              "pairs": {E(s, "model"): _pairs(s) for s in R(result, "steps")}, "split": split,
+              "points": R(result, "points")},
 )  # fmt: skip
 st.caption(
     "Each row: one zoo entry, every pair of its seeds (listed in the table); small dots are "
@@ -93,31 +96,32 @@ st.caption(
     f"{split} loss, the mean as a bar: dropout costs fit."
 )
 # below the figure, so that at a projector's 720 px the figure starts on the first screen
-if result.get("missing"):
+if R(result, "missing"):
     st.caption(
         "Not measured yet (they train first, see docs/llama-ablation.md): "
-        + ", ".join(m["label"] for m in result["missing"]) + "."
+        + ", ".join(ABLATION_MISSING.read(m, "label") for m in R(result, "missing")) + "."
     )
 
 rows = []
-for s in result["steps"]:
-    row = {"entry": s["label"], "model": s["model"], "pairs": _pairs(s),
-           f"{split} loss (nats)": s["test_loss"]}
+for s in R(result, "steps"):
+    row = {"entry": E(s, "label"), "model": E(s, "model"), "pairs": _pairs(s),
+           f"{split} loss (nats)": E(s, "test_loss")}
     for m, g, cal in METHODS:
         for space in ("weights", "circuits"):
             c = step_cell(s, m, g, space, cal)
             if c is not None:
-                row[f"{row_label(m, g, cal)}, {space} (nats)"] = c["barrier_loss"]
+                row[f"{row_label(m, g, cal)}, {space} (nats)"] = C(c, "barrier_loss")
     rows.append(row)
 if not presentation():
     results_table(pd.DataFrame(rows))
     with st.expander("What each entry changes"):
-        for s in result["steps"]:
-            st.markdown(f"- **{plain(s['label'])}** (`{s['model']}`): {plain(s['change'])}")
+        for s in R(result, "steps"):
+            st.markdown(f"- **{plain(E(s, 'label'))}** (`{E(s, 'model')}`): "
+                        f"{plain(E(s, 'change'))}")
 
 if pick is not None:
-    step = next(s for s in result["steps"] if s["label"] == pick)
-    model = step["model"]
+    step = next(s for s in R(result, "steps") if E(s, "label") == pick)
+    model = E(step, "model")
     st.subheader(f"{pick}: the line between each pair")
     figure(figure_ablation_curves(result, model), f"ablation-curves-{model}",
            title=f"{pick}: the line between each pair", key="ablation_curves",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -50,6 +50,7 @@ from landscape.experiments.hessian import (
     row_bytes,
     top_eigenvalues,
 )
+from landscape.fields import Fields
 from landscape.matching import aligns, method_of, options_key, worst_check
 from landscape.models import ModelConfig, Params, count_params
 from landscape.models.zoo import Checkpoint
@@ -276,6 +277,29 @@ def curvature_along(cfg: ModelConfig, params_a: Params, params_b: Params, batch:
         del h
     tell(progress, "done", 1)
     return {"lambdas": lam.tolist(), **out, "chunks": -(-len(batch) // rows), "chunk_rows": rows}
+
+
+# ---------------------------------------------------------------- the result's fields
+
+# What a curvature result holds (landscape.fields), as :func:`measure_curvature` and
+# :func:`curvature` write it and the figure, the page and the command's summary read it: the
+# request, its options (CurvatureOptions' fields; ``batch`` in words), one line per alignment.
+CURVATURE = Fields("curvature result",
+                   ("method", "group", *(f.name for f in fields(CurvatureOptions)
+                                         if f.name != "batch"),
+                    "batch", "parameters", "lines", "function_check", "function_check_a",
+                    "function_ok", "warnings", "seconds", "cached", "device"),
+                   {"model": "", "seeds": ("", "")})  # fmt: skip
+# ``batch`` of a result: how large the batch was (:func:`_batch_facts`)
+CURVATURE_BATCH = Fields("curvature batch", ("rows", "unit", "predictions"))
+# one alignment's line: per λ (lists) the batch's loss, the curvature and what it cost
+CURVATURE_LINE = Fields("curvature line",
+                        ("method", "group", "lambdas", "loss", "gradient_norm",
+                         "top_eigenvalues", "top_eigenvalue", "trace", "trace_se",
+                         "converged", "hessian_vector_products", "point_seconds", "chunks",
+                         "chunk_rows", "function_check", "function_check_a", "compute_seconds",
+                         "compute_peak_rss_mb"),
+                        {"blocks": {}})  # fmt: skip
 
 
 # ---------------------------------------------------------------- the cached experiment

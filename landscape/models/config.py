@@ -66,6 +66,9 @@ class ModelConfig:
     head: str = "linear"  # layers before W_U; HEADS
     n_experts: int = 0  # > 0: each FFN a sparse mixture of this many experts (0: one FFN)
     top_k: int = 0  # experts each position is routed to (1 ≤ top_k ≤ n_experts with experts)
+    # the routed weights: a softmax over the top k logits (True), or over all logits, kept on
+    # the top k and not renormalised (False; needs experts); landscape.models.ffn.routing
+    norm_top_k: bool = True
 
     def __post_init__(self) -> None:
         arch = architecture(self.arch)
@@ -142,7 +145,9 @@ class ModelConfig:
 
     def _check_experts(self) -> None:
         """A mixture of experts needs a routing width: 1 ≤ ``top_k`` ≤ ``n_experts``; without
-        experts ``top_k`` stays 0, so one config has one spelling (and one cache key)."""
+        experts ``top_k`` stays 0 and ``norm_top_k`` True, so one config has one spelling (and
+        one cache key). With ``top_k == n_experts`` both routings are one softmax over every
+        logit, spelled ``norm_top_k=True``."""
         n, k = self.n_experts, self.top_k
         for name, v in (("n_experts", n), ("top_k", k)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -151,6 +156,12 @@ class ModelConfig:
             raise ValueError(f"top_k must be between 1 and n_experts ({n}), got {k}")
         if not n and k:
             raise ValueError("top_k needs n_experts > 0 (a mixture of experts)")
+        if not isinstance(self.norm_top_k, bool):
+            raise ValueError(f"norm_top_k must be true or false, got {self.norm_top_k!r}")
+        if not n and not self.norm_top_k:
+            raise ValueError("norm_top_k=False needs n_experts > 0 (a mixture of experts)")
+        if n and k == n:
+            object.__setattr__(self, "norm_top_k", True)
 
     def window_of(self, layer: int) -> int:
         """The sliding window of ``layer``'s attention: each query sees itself and the
@@ -225,4 +236,5 @@ _EXTENSION_DEFAULTS: dict[str, Any] = {
     "head": "linear",
     "n_experts": 0,
     "top_k": 0,
+    "norm_top_k": True,
 }

@@ -37,10 +37,13 @@ def routing(cfg: ModelConfig, params: Params, prefix: str, x: torch.Tensor,
     """The router's weights [..., n_experts] on the normalised stream ``x``: the ``top_k``
     largest router logits ``x·W_router + b_router``, a softmax over those alone, and 0 for every
     other expert (the Mixtral-style router: a softmax over all logits renormalised over the top
-    k is the same). Ties go to the lower expert index, as ``torch.topk`` keeps them."""
+    k is the same). With ``cfg.norm_top_k`` False the chosen experts keep their weights in a
+    softmax over every logit, not renormalised (they sum to less than 1). Ties go to the lower
+    expert index, as ``torch.topk`` keeps them."""
     logits = linear(x, params[f"{prefix}.W_router"], bias_of(cfg, params, f"{prefix}.b_router"))
     top, idx = logits.topk(cfg.top_k, dim=-1)
-    return torch.zeros_like(logits).scatter(-1, idx, top.softmax(-1))
+    w = top.softmax(-1) if cfg.norm_top_k else logits.softmax(-1).gather(-1, idx)
+    return torch.zeros_like(logits).scatter(-1, idx, w)
 
 
 def mixture(

@@ -44,7 +44,9 @@ Optional extensions, all off by default (imported checkpoints, docs/design.md §
   FFN of the kind ``mlp`` says (plain or gated) with its parameters at one index of a leading
   expert axis, ``Σ_e w_e·FFN_e(x)``; a router ``x·W_router + b_router`` [E] picks each
   position's k largest logits and weights them by a softmax over those k (0 elsewhere), as the
-  Mixtral router does (:mod:`landscape.models.ffn`).
+  Mixtral router does (:mod:`landscape.models.ffn`); ``norm_top_k`` False weights them by
+  their entries of a softmax over all E logits instead, not renormalised (Qwen3-MoE's
+  ``norm_topk_prob`` false).
 - ``head`` (with a layout that has ``heads``, BERT's): what runs between the read positions
   and ``W_U``. ``"mlm"``: ``N_head(act(x·W_in + b_in))`` (BERT's masked-LM transform; ``W_U`` is
   then the decoder); ``"pooler"``: ``tanh(x·W_in + b_in)`` (BERT's pooler, before its

@@ -211,7 +211,8 @@ def describe(cfg: ModelConfig, title: str | None = None) -> str:
     units = ("gated " if cfg.gated else "") + _ACT_NAMES[cfg.act]
     extras = [] if cfg.bias else ["no biases"]
     if cfg.moe:  # the FFN's width is then each expert's
-        extras.insert(0, f"mixture of {cfg.n_experts} experts (top {cfg.top_k}) per FFN")
+        top = f"top {cfg.top_k}" + ("" if cfg.norm_top_k else " of a softmax over all")
+        extras.insert(0, f"mixture of {cfg.n_experts} experts ({top}) per FFN")
     if not arch.attention:
         head = f"{name}, d={cfg.d_model}, {cfg.n_layers} blocks × {cfg.d_mlp} {units} units"
         return ", ".join([head, norm, *extras])

@@ -9,7 +9,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from landscape.matching import matching_key
-from landscape.plots.fields import ABLATION, ABLATION_CELL, ABLATION_CURVE, ABLATION_STEP, key_of
+from landscape.plots.fields import (
+    ABLATION,
+    ABLATION_CELL,
+    ABLATION_CURVE,
+    ABLATION_SEED,
+    ABLATION_STEP,
+    key_of,
+)
 from landscape.plots.interpolation import SPACE_STYLE, figure_interpolation
 from landscape.plots.theme import (
     NEUTRAL,
@@ -95,7 +102,7 @@ def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: s
     seed_x, seed_y = [], []
     for i, s in enumerate(steps):
         for r in ABLATION_STEP.read(s, "seeds"):
-            seed_x.append(r["test_loss"])
+            seed_x.append(ABLATION_SEED.read(r, "test_loss"))
             seed_y.append(i)
     fig.add_trace(go.Scatter(x=seed_x, y=seed_y, mode="markers", showlegend=False,
                              name="seeds' test loss",

@@ -9,7 +9,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import Fields, aligned, key_of
+# the result and one line per alignment, declared beside their producer
+from landscape.experiments.curvature import CURVATURE, CURVATURE_LINE
+from landscape.plots.fields import aligned, key_of
 from landscape.plots.theme import (
     PALETTE,
     apply_theme,
@@ -19,12 +21,6 @@ from landscape.plots.theme import (
     presentable,
 )
 
-# landscape.experiments.curvature.measure_curvature: the result and one line per alignment
-CURVATURE = Fields("curvature result", ("lines", "split"), {"model": "", "seeds": ("", ""),
-                                                            "batch": {}})  # fmt: skip
-CURVATURE_LINE = Fields("curvature line", ("method", "group", "lambdas", "loss", "top_eigenvalue",
-                                           "trace", "trace_se"),
-                        {"blocks": {}, "aligns": None})  # fmt: skip
 LAMBDA_AXIS = "λ (0: B aligned; 1: A)"
 
 

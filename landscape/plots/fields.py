@@ -2,60 +2,45 @@
 
 Results reach the builders as JSON dicts (from the cache, the CLI or the app), some with keys
 built from names (``matched_{group}``, ``{source}_{method}_{metric}``). A renamed key must not
-turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`:
+turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
+(:mod:`landscape.fields`):
 
 - a ``required`` field that is absent raises :class:`MissingField` naming the kind and the field
   (its value may still be ``None`` where the producer writes ``None``, e.g. ``perm_only`` of O(d));
 - an ``optional`` field that is absent reads as its declared default;
-- reading a field the kind does not declare raises too, so these declarations stay the complete
-  list of every key the figures read.
+- reading a field the kind does not declare raises too.
+
+A kind whose producer declares its fields beside itself is read from there (the Llama
+ablation's: :mod:`landscape.experiments.barriers.ablation`; the curvature's, read by
+:mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`); the kinds below
+are still declared here, as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from landscape.experiments.barriers.ablation import CELL as ABLATION_CELL
+from landscape.experiments.barriers.ablation import CURVE as ABLATION_CURVE
+from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
+from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
+from landscape.experiments.barriers.ablation import RESULT as ABLATION
+from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
+from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
 
-
-class MissingField(KeyError):
-    """A figure asked a result for a field that it does not have (or that is not declared)."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class Fields:
-    """The fields figures read from one kind of result record (a JSON object)."""
-
-    kind: str
-    required: tuple[str, ...]
-    optional: Mapping[str, Any] = field(default_factory=dict)
-
-    def read(self, record: Mapping[str, Any], name: str) -> Any:
-        """``record[name]``; an absent optional field gives its default, an absent required
-        field raises :class:`MissingField` naming ``kind`` and ``name``."""
-        if name in self.required:
-            if name not in record:
-                have = ", ".join(map(str, record)) or "nothing"
-                raise MissingField(f"{self.kind} has no field {name!r} (it has: {have})")
-            return record[name]
-        if name in self.optional:
-            return record.get(name, self.optional[name])
-        raise MissingField(f"figures read {name!r} from a {self.kind}, which declares no such "
-                           "field; add it to its Fields declaration")  # fmt: skip
+__all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
+           "ABLATION_STEP", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
-    """Whether the matching of ``record`` (a ``kind`` that declares ``method`` and an optional
-    ``aligns``) moves B: its ``aligns`` where it carries one (a barrier result), else its
+    """Whether the matching of ``record`` (a ``kind`` that declares ``method``) moves B: its
+    ``aligns`` where its kind declares one and it carries it (a barrier result), else its
     method's registry entry (``landscape.matching.result_aligns``)."""
-    return result_aligns({"aligns": kind.read(record, "aligns"),
-                          "method": kind.read(record, "method")})  # fmt: skip
+    said = kind.read(record, "aligns") if "aligns" in kind.names else None
+    return result_aligns({"aligns": said, "method": kind.read(record, "method")})
 
 
 def key_of(kind: Fields, record: Mapping[str, Any]) -> str:
@@ -73,19 +58,6 @@ TRAINING_CURVES = Fields("training curves", ("step", "train_loss", "test_loss", 
 ZOO_ROW = Fields("zoo row", ("name", "seeds"))
 ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
-# ---------------------------------------------------------------- ablation page
-
-# landscape.experiments.barriers.ablation: the entries, each entry's cells, each cell's curves
-ABLATION = Fields("ablation result", ("steps", "lambdas"), {"split": "test", "missing": ()})
-ABLATION_STEP = Fields("ablation entry", ("model", "label", "change", "cells", "seeds",
-                                          "test_loss", "pairs"),
-                       {"test_loss_sem": 0.0})  # fmt: skip
-ABLATION_CELL = Fields("ablation cell", ("method", "group", "space", "barrier_loss",
-                                         "barrier_loss_sem", "per_pair_loss", "curves"),
-                       {"barrier_accuracy": None, "per_pair_accuracy": (),
-                        "calibrated": False, "aligns": None})  # fmt: skip
-ABLATION_CURVE = Fields("ablation curve", ("seeds", "loss", "accuracy"))
-
 # ---------------------------------------------------------------- interpolation page
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
@@ -96,28 +68,25 @@ BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
                   "space": "weights", "aligns": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
-                  {"group": "orth", "aligns": None})  # fmt: skip
+                  {"group": "orth"})  # fmt: skip
 # landscape.experiments.merging.operators: one pair's curves, and each alignment's record in it
 MERGES = Fields("merges of a pair", ("lambdas", "alignments"), {"split": "test"})
-MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"),
-                         {"aligns": None})  # fmt: skip
+MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"))
 MERGE_CURVE = Fields("merge curve", ("loss", "accuracy"))
 # landscape.experiments.barriers.curved: a pair's curved path beside its line, per alignment
 CURVED = Fields("curve result", ("lambdas", "alignments", "kind"),
                 {"split": "test", "model": "", "seeds": ("", ""), "bends": 1,
                  "steps": None})  # fmt: skip
-CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"),
-                          {"aligns": None})  # fmt: skip
+CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"))
 CURVED_PATH = Fields("curve path", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
 # landscape.experiments.spawn: the children's barrier per spawn step and alignment
 SPAWN = Fields("spawn result", ("rows", "steps", "children"), {"model": "", "split": "test",
                                                                "seed": 0})  # fmt: skip
 SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "barrier_accuracy"),
-                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None,
-                    "aligns": None})  # fmt: skip
+                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
-                {"space": "weights", "model": "", "aligns": None})  # fmt: skip
+                {"space": "weights", "model": ""})  # fmt: skip
 
 # ---------------------------------------------------------------- triangle page
 
@@ -126,7 +95,7 @@ TRIANGLE = Fields(
     "triangle result",
     ("method", "group", "points", "loss", "accuracy", "excess_loss", "tol", "resolution",
      "basin_fraction"),
-    {"seeds": ("A", "B", "C"), "split": "test", "aligns": None},
+    {"seeds": ("A", "B", "C"), "split": "test"},
 )  # fmt: skip
 
 # ---------------------------------------------------------------- surface page
@@ -137,8 +106,7 @@ SURFACE = Fields(
     "surface result",
     ("kind", "x", "y", "loss", "accuracy", "points"),
     {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None,
-     "aligns": None},
+     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None},
 )  # fmt: skip
 SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
 SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})

@@ -17,6 +17,7 @@ import pandas as pd
 from landscape.plots.fields import (
     ABLATION,
     ABLATION_CELL,
+    ABLATION_SEED,
     ABLATION_STEP,
     ATLAS,
     ATLAS_POINT,
@@ -98,8 +99,9 @@ def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
     for step in ABLATION.read(result, "steps"):
         model = ABLATION_STEP.read(step, "model")
         for seed in ABLATION_STEP.read(step, "seeds"):
-            rows.append({"model": model, "seed_a": seed["seed"], "split": split,
-                         "metric": "test_loss", "value": seed["test_loss"]})  # fmt: skip
+            rows.append({"model": model, "seed_a": ABLATION_SEED.read(seed, "seed"),
+                         "split": split, "metric": "test_loss",
+                         "value": ABLATION_SEED.read(seed, "test_loss")})  # fmt: skip
         for c in ABLATION_STEP.read(step, "cells"):
             method = ABLATION_CELL.read(c, "method")
             group = group_of(ABLATION_CELL, c)

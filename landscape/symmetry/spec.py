@@ -99,7 +99,8 @@ Extended architectures (``landscape.models`` extensions, imported checkpoints)
   the same conditions.
 
 - Mixtures of experts (``n_experts`` E > 0, top k): each FFN is ``Σ_e w_e(x)·FFN_e(x)`` with
-  the router's weights w, a softmax over each position's k largest logits ``x·W_router``.
+  the router's weights w, a softmax over each position's k largest logits ``x·W_router`` (or,
+  ``norm_top_k`` False, those k entries of a softmax over all logits).
   ``experts{l}`` (family ``experts``, size E) permutes the experts: every expert parameter's
   leading axis and the router's column (``W_router``, ``b_router``) move together (role
   ``"G"``), so the logits are permuted, the same k experts are chosen and weighted alike, and

@@ -117,3 +117,28 @@ def test_long_work_is_refused_without_yes(capsys):
     assert main([*ARGV, "--points", "2000"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Hessian-vector products" in err and "--yes" in err
+
+
+def test_the_result_holds_to_its_declared_fields_and_a_renamed_one_is_named():
+    """What the library writes is what its declaration says (landscape.fields), and the summary,
+    the figure and the page's table read through it: a renamed field fails each, naming it."""
+    from landscape.cli.summaries import show
+    from landscape.fields import MissingField
+    from landscape.plots.curvature import figure_curvature
+
+    r = lib.curvature("mlp-digits", (0, 1), "weight", "perm", top_k=2, probes=4, batch=64,
+                      per_block=True)  # fmt: skip
+    problems = lib.CURVATURE.problems(r) + lib.CURVATURE_BATCH.problems(r["batch"])
+    for line in r["lines"]:
+        problems += lib.CURVATURE_LINE.problems(line)
+    assert problems == []
+    line = dict(r["lines"][0])
+    line["top_eigenvalue_max"] = line.pop("top_eigenvalue")
+    broken = {**r, "lines": [line, *r["lines"][1:]]}
+    for read in (lambda: show("curvature", broken), lambda: figure_curvature(broken)):
+        with pytest.raises(MissingField, match="curvature line has no field 'top_eigenvalue'"):
+            read()
+    assert lib.CURVATURE_LINE.problems(line) == [
+        "curvature line: no field 'top_eigenvalue'",
+        "curvature line: undeclared field 'top_eigenvalue_max'",
+    ]

@@ -38,6 +38,23 @@ def _run(**kw):
     return abl.ablation(STEPS, seeds=SEEDS, rows=ROWS, points=5, **kw)
 
 
+def problems(r: dict) -> list[str]:
+    """Where an ablation result leaves its declared fields (landscape.fields): every record of
+    it, the entries', seeds', cells', curves' and missing names' included."""
+    out = abl.RESULT.problems(r)
+    for m in r.get("missing", []):
+        out += abl.MISSING.problems(m)
+    for step in r["steps"]:
+        out += abl.ENTRY.problems(step)
+        for seed in step["seeds"]:
+            out += abl.SEED.problems(seed)
+        for c in step["cells"]:
+            out += abl.CELL.problems(c)
+            for curve in c["curves"]:
+                out += abl.CURVE.problems(curve)
+    return out
+
+
 def test_every_cell_is_the_barrier_of_its_pairs_and_the_summary_their_mean():
     r = _run()
     assert [s["model"] for s in r["steps"]] == ["mlp-digits", "vit-digits"]
@@ -132,6 +149,7 @@ def test_the_figures_and_the_tidy_table_draw_every_cell():
     from landscape.plots.tidy import tidy_ablation
 
     r = _run()
+    assert problems(r) == []  # what the figures read is what the producer declares
     fig = figure_ablation(r, method="weight", group="orth")
     means = [t for t in fig.data if t.name and t.name.startswith("weight/orth")]
     assert [t.name.split(", ")[1] for t in means] == ["weights space", "circuits space"]
@@ -191,6 +209,43 @@ def test_each_entry_ships_on_its_own_and_the_page_reads_what_is_stored(monkeypat
     assert [c["space"] for c in vit["cells"]] == ["weights"]  # circuits not measured
     assert len(mlp["cells"][0]["per_pair_loss"]) == 1 and mlp["test_loss_sem"] >= 0
     assert r["missing"] == [{"model": "gpt-shakespeare", "label": "gpt-shakespeare"}]
+    assert problems(r) == []
     # the stored entry is the one a direct run reads, no other
     one = abl.ablation_step("mlp-digits", seeds=(0, 1), rows=rows, points=5)
     assert one["cached"] and one["cells"] == mlp["cells"]
+
+
+def test_the_shipped_ablation_holds_to_its_declared_fields():
+    """Every record of the ablation the app ships is of its declared kind, and a record that
+    leaves its declaration is caught: a missing field and an undeclared one are both named."""
+    r = abl.stored_ablation()
+    if r is None:
+        pytest.skip("no ablation result ships in this checkout")
+    assert problems(r) == [] and r["steps"]
+    cell = dict(r["steps"][0]["cells"][0])
+    cell["barrier_loss_nats"] = cell.pop("barrier_loss")
+    assert abl.CELL.problems(cell) == ["ablation cell: no field 'barrier_loss'",
+                                       "ablation cell: undeclared field 'barrier_loss_nats'"]
+
+
+def test_a_renamed_field_fails_the_figure_the_page_and_the_summary_naming_it():
+    """The figure, the table and the command's summary read through the one declaration, so a
+    field the producer renamed fails each of them naming the field, never None on a page."""
+    from landscape.cli.summaries import show
+    from landscape.fields import MissingField
+    from landscape.plots.ablation import figure_ablation
+    from landscape.plots.tidy import tidy_ablation
+
+    r = abl.stored_ablation()
+    if r is None:
+        pytest.skip("no ablation result ships in this checkout")
+    step = dict(r["steps"][0])
+    step["test_loss_nats"] = step.pop("test_loss")
+    broken = {**r, "steps": [step, *r["steps"][1:]]}
+    for read in (lambda: figure_ablation(broken, method="learned", group="orth"),
+                 lambda: show("ablation", broken)):  # fmt: skip
+        with pytest.raises(MissingField, match="ablation entry has no field 'test_loss'"):
+            read()
+    seedless = {**r, "steps": [{**r["steps"][0], "seeds": [{"seed": 0}]}, *r["steps"][1:]]}
+    with pytest.raises(MissingField, match="ablation seed has no field 'test_loss'"):
+        tidy_ablation(seedless)

@@ -11,6 +11,8 @@ from landscape.errors import LandscapeError
 from landscape.experiments import (
     BARRIER_VERSION,
     BarrierRequest,
+    RunContext,
+    align,
     load,
     measure_barrier,
     seeds_request,
@@ -112,3 +114,35 @@ def test_the_key_is_the_cache_key_of_before(tmp_path) -> None:
     run = measure_barrier(r, cache=cache)
     assert run.key == Cache.key("barrier", r.key(a, b, data)) and run.request is r
     assert measure_barrier(r, cache=cache).cached
+
+
+@pytest.mark.parametrize(("method", "options"), [("weight", None), ("learned", {"steps": 2})])
+def test_one_request_hashes_each_endpoint_once(tmp_path, monkeypatch, method, options) -> None:
+    """The request's key, its matching's key and learned matching's weight-matching start all
+    read the endpoints' weights: each model is hashed once per request, on a miss and on a hit,
+    and the keys are those of a request hashing its own (the entries stored before are found)."""
+    import landscape.experiments.barriers.alignment as alignment
+    import landscape.experiments.barriers.pipeline as pipeline
+    import landscape.experiments.barriers.request as request
+
+    hashed: list[int] = []
+
+    def counted(tensors):
+        hashed.append(id(tensors))
+        return digest_tensors(tensors)
+
+    for module in (alignment, pipeline, request):
+        monkeypatch.setattr(module, "digest_tensors", counted)
+    r = seeds_request("mlp-digits", (0, 1), method, "orth", points=3, options=options)
+    cache = Cache(tmp_path)
+    miss = measure_barrier(r, cache=cache)
+    assert not miss.cached and len(hashed) == 2 and len(set(hashed)) == 2
+    hashed.clear()
+    hit = measure_barrier(r, cache=cache)
+    assert hit.cached and len(hashed) == 2
+    a, b = load("mlp-digits", 0), load("mlp-digits", 1)
+    assert miss.key == Cache.key("barrier", r.key(a, b, data_of(a)))
+    # the matching entry is the one align() stores and finds without the pipeline
+    hashed.clear()
+    got = align(a, b, method, "orth", options=r.options, context=RunContext(cache=cache))
+    assert got.cached and len(hashed) == 2

@@ -50,16 +50,20 @@ def test_each_default_is_the_transformers_configuration_class_default(model_type
     assert DEFAULTS[model_type][field] == _transformers_default(model_type, field)
 
 
-def test_every_rotary_and_window_field_of_the_six_families_is_in_the_table():
+def test_every_rotary_and_window_field_of_the_windowed_families_is_in_the_table():
     fields = {"rope_theta", "max_position_embeddings", "sliding_window", "use_sliding_window",
               "max_window_layers", "query_pre_attn_scalar", "partial_rotary_factor"}  # fmt: skip
-    for model_type in ("qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3_text"):
+    for model_type in ("qwen2", "qwen3", "qwen3_moe", "mistral", "phi3", "gemma2",
+                       "gemma3_text"):  # fmt: skip
         declared = {f.name for f in dataclasses.fields(_config_class(model_type))}
         assert (fields & declared) - set(DEFAULTS[model_type]) == set(), model_type
 
 
+SLIDING = {"qwen2": "by layer", "qwen3": "by layer", "qwen3_moe": "every layer when used"}
+
+
 def _llama_like_windows(model_type: str, config: dict, n_layers: int):
-    sliding = "by layer" if model_type in ("qwen2", "qwen3") else "every layer"
+    sliding = SLIDING.get(model_type, "every layer")
     return llama._layer_windows(config, "config.json", n_layers, 8192, sliding,
                                 DEFAULTS[model_type])[0]  # fmt: skip
 
@@ -77,9 +81,13 @@ def _transformers_windows(model_type: str, config: dict, n_layers: int):
         {"model_type": model_type, **SHAPE, **config, "num_hidden_layers": n_layers}
     )
     window = built.sliding_window
-    kinds = getattr(built, "layer_types", None) or ["sliding_attention"] * n_layers
+    if "layer_types" not in {f.name for f in dataclasses.fields(_config_class(model_type))}:
+        # one window for every layer, if any (Mistral, Phi-3, Qwen3-MoE: a layer_types in
+        # config.json is kept on the config but never read)
+        return (window,) * n_layers if window else ()
+    kinds = built.layer_types
     if "sliding_attention" in kinds and window is None:
-        return None if model_type not in ("mistral", "phi3") else ()
+        return None
     out = tuple(window if k == "sliding_attention" else 0 for k in kinds)
     return out if any(out) else ()
 
@@ -98,6 +106,7 @@ QWEN = {"use_sliding_window": (ABSENT, True, False), "max_window_layers": (ABSEN
 OPTIONS = {
     "qwen2": QWEN,
     "qwen3": QWEN,
+    "qwen3_moe": QWEN,  # layer_types and max_window_layers: not read
     "mistral": {"sliding_window": (ABSENT, None, 5), "use_sliding_window": (ABSENT, False)},
     "phi3": {"sliding_window": (ABSENT, None, 5), "use_sliding_window": (ABSENT, False)},
     "gemma2": {"sliding_window": (ABSENT, None, 5),

@@ -23,10 +23,24 @@ def noisy(cfg: ModelConfig, seed: int = 0) -> dict[str, torch.Tensor]:
 def test_configs_without_experts_keep_their_dicts():
     for arch in ("mlp", "vit", "gpt"):
         d = tiny_config(arch).to_dict()
-        assert not {"n_experts", "top_k"} & set(d)
+        assert not {"n_experts", "top_k", "norm_top_k"} & set(d)
     cfg = tiny_moe()
     assert cfg.to_dict()["n_experts"] == 4 and cfg.to_dict()["top_k"] == 2
+    assert "norm_top_k" not in cfg.to_dict()  # the default keeps existing mixtures' keys
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg and cfg.moe
+    plain = tiny_moe(norm_top_k=False)
+    assert plain.to_dict()["norm_top_k"] is False and plain != cfg
+    assert ModelConfig.from_dict(plain.to_dict()) == plain
+
+
+def test_unnormalised_routing_has_one_spelling():
+    with pytest.raises(ValueError, match="norm_top_k=False needs n_experts"):
+        tiny_config("gpt").replace(norm_top_k=False)
+    with pytest.raises(ValueError, match="norm_top_k must be true or false"):
+        tiny_moe(norm_top_k=0)
+    # routed to every expert, both routings are one softmax over all logits
+    assert tiny_moe(top_k=4, norm_top_k=False) == tiny_moe(top_k=4)
+    assert "(top 2 of a softmax over all)" in describe(tiny_moe(norm_top_k=False))
 
 
 @pytest.mark.parametrize(("n", "k"), [(4, 0), (4, 5), (0, 1), (-1, 0), (2.0, 1)])
@@ -47,13 +61,15 @@ def test_parameters_have_an_expert_axis():
 
 def _mixture_by_hand(cfg: ModelConfig, p: dict, prefix: str, x: torch.Tensor) -> torch.Tensor:
     """The Mixtral-style layer written out: a softmax over every router logit, the top k kept
-    and renormalised, each chosen expert run on its own position."""
+    and renormalised (not renormalised with ``norm_top_k`` False, as Qwen3-MoE's
+    ``norm_topk_prob`` false), each chosen expert run on its own position."""
     out = torch.zeros_like(x)
     for pos in range(x.shape[0]):
         v = x[pos]
         probs = (v @ p[f"{prefix}.W_router"] + p[f"{prefix}.b_router"]).softmax(-1)
         top, idx = probs.topk(cfg.top_k)
-        for w, e in zip(top / top.sum(), idx.tolist(), strict=True):
+        weights = top / top.sum() if cfg.norm_top_k else top
+        for w, e in zip(weights, idx.tolist(), strict=True):
             up = v @ p[f"{prefix}.W_in"][e] + p[f"{prefix}.b_in"][e]
             if cfg.gated:
                 up = F.silu(v @ p[f"{prefix}.W_gate"][e] + p[f"{prefix}.b_gate"][e]) * up
@@ -63,9 +79,11 @@ def _mixture_by_hand(cfg: ModelConfig, p: dict, prefix: str, x: torch.Tensor) ->
     return out
 
 
-@pytest.mark.parametrize(("mlp", "act"), [("plain", "gelu"), ("gated", "silu")])
-def test_mixture_equals_the_layer_written_out(mlp, act):
-    cfg = tiny_moe(mlp=mlp, act=act)
+@pytest.mark.parametrize(("mlp", "act", "norm"),
+                         [("plain", "gelu", True), ("gated", "silu", True),
+                          ("gated", "silu", False)])  # fmt: skip
+def test_mixture_equals_the_layer_written_out(mlp, act, norm):
+    cfg = tiny_moe(mlp=mlp, act=act, norm_top_k=norm)
     p = noisy(cfg)
     x = tiny_inputs(cfg, 3)
     cache: dict = {}
@@ -79,7 +97,10 @@ def test_mixture_equals_the_layer_written_out(mlp, act):
     assert torch.allclose(cache["resid.2"], after_attn + mixed, atol=1e-12)
     routed = cache["blocks.1.mlp.routing"]
     assert ((routed > 0).sum(-1) == cfg.top_k).all()
-    assert torch.allclose(routed.sum(-1), torch.ones_like(routed[..., 0]), atol=1e-12)
+    if norm:
+        assert torch.allclose(routed.sum(-1), torch.ones_like(routed[..., 0]), atol=1e-12)
+    else:  # the other experts' share of the softmax is missing
+        assert (routed.sum(-1) < 1 - 1e-3).all()
     assert torch.allclose(forward(cfg, p, x, fast=True), logits, atol=1e-12)
 
 

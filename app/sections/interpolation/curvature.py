@@ -17,7 +17,12 @@ from app.components.long_runs import read_else_run
 from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
-from landscape.experiments.curvature import CurvatureOptions, expected_products
+from landscape.experiments.curvature import (
+    CURVATURE,
+    CURVATURE_LINE,
+    CurvatureOptions,
+    expected_products,
+)
 from landscape.matching import aligns, matching_key
 from landscape.page_defaults import method_group
 from landscape.plots.curvature import figure_curvature
@@ -31,13 +36,16 @@ def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     """The result's numbers, one row per line and λ: the batch's loss, the top eigenvalue and
     the trace (± its standard error) where probes were asked for."""
     rows = []
-    for line in made["lines"]:
-        name = matching_key(line["method"], line["group"])
-        for i, lam in enumerate(line["lambdas"]):
-            rows.append({"alignment": name, "λ": lam, "loss (nats)": line["loss"][i],
-                         "top eigenvalue": line["top_eigenvalue"][i],
-                         **({"trace": line["trace"][i], "trace ± s.e.": line["trace_se"][i]}
-                            if line["trace"][i] is not None else {})})  # fmt: skip
+    for line in CURVATURE.read(made, "lines"):
+        read = CURVATURE_LINE.read
+        name = matching_key(read(line, "method"), read(line, "group"))
+        loss, top = read(line, "loss"), read(line, "top_eigenvalue")
+        trace, se = read(line, "trace"), read(line, "trace_se")
+        for i, lam in enumerate(read(line, "lambdas")):
+            rows.append({"alignment": name, "λ": lam, "loss (nats)": loss[i],
+                         "top eigenvalue": top[i],
+                         **({"trace": trace[i], "trace ± s.e.": se[i]}
+                            if trace[i] is not None else {})})  # fmt: skip
     return rows
 
 
@@ -73,12 +81,8 @@ def curvature_along_line(asked: Asked) -> None:
     remember("curvature_points", 3, param="hv_points", options=POINTS)
     points = c3.selectbox("Points on λ", POINTS, key="curvature_points")
     remember("curvature_probes", 0, param="hv_probes", options=PROBES)
-    probes = c4.selectbox(
-        "Trace probes",
-        PROBES,
-        key="curvature_probes",
-        help="Rademacher probes of Hutchinson's trace estimate; 0: no trace",
-    )
+    probes = c4.selectbox("Trace probes", PROBES, key="curvature_probes",
+                          help="Rademacher probes of Hutchinson's trace estimate; 0: no trace")
     method, group = method_group(combo)
     options = {"top_k": top_k, "points": points, "probes": probes}
     wanted = (name, tuple(pair), method, group, options, device())
@@ -105,15 +109,11 @@ def curvature_along_line(asked: Asked) -> None:
     )  # fmt: skip
     if made is None:
         return
-    done = sum(sum(x["hessian_vector_products"]) for x in made["lines"])
+    made_lines = CURVATURE.read(made, "lines")
+    done = sum(sum(CURVATURE_LINE.read(x, "hessian_vector_products")) for x in made_lines)
     # the seconds per product its points took (stored with them) price the next run
-    state.measured(
-        "curvature",
-        name,
-        device(),
-        seconds=sum(sum(x["point_seconds"]) for x in made["lines"]),
-        units=done,
-    )
+    spent = sum(sum(CURVATURE_LINE.read(x, "point_seconds")) for x in made_lines)
+    state.measured("curvature", name, device(), seconds=spent, units=done)
     show_warnings("Curvature along the line", made)
     rows = curvature_rows(made)
     figure(
@@ -122,16 +122,10 @@ def curvature_along_line(asked: Asked) -> None:
         title="the curvature along the line beside its loss",
         key="curvature",
         data=rows,
-        settings={
-            "model": name,
-            "seeds": list(pair),
-            "alignment": combo,
-            "eigenvalues": top_k,
-            "points": points,
-            "probes": probes,
-            "batch": made["batch"],
-            "split": made["split"],
-        },  # fmt: skip
+        settings={"model": name, "seeds": list(pair), "alignment": combo,
+                  "eigenvalues": top_k, "points": points, "probes": probes,
+                  "batch": CURVATURE.read(made, "batch"),
+                  "split": CURVATURE.read(made, "split")},  # fmt: skip
         tables={"Curvature along the line": rows},
     )
     results_table(pd.DataFrame(rows))

@@ -100,23 +100,29 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
 
 
 def _line_name(line: dict[str, Any]) -> str:
-    return _key(line)
+    from landscape.experiments.curvature import CURVATURE_LINE as L
+    from landscape.matching import matching_key
+
+    return matching_key(L.read(line, "method"), L.read(line, "group"))
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per λ: the batch's loss, the top eigenvalues, the trace ± its standard error and
     each block's top eigenvalue."""
+    from landscape.experiments.curvature import CURVATURE_LINE as L
+
     rows = []
-    for i, lam in enumerate(line["lambdas"]):
-        trace = line["trace"][i]
-        se = line["trace_se"][i]
-        row = {"λ": lam, "loss": line["loss"][i],
-               "top eigenvalues": ", ".join(number(v) for v in line["top_eigenvalues"][i]),
+    loss, tops, traces, ses, converged = (L.read(line, k) for k in (
+        "loss", "top_eigenvalues", "trace", "trace_se", "converged"))  # fmt: skip
+    for i, lam in enumerate(L.read(line, "lambdas")):
+        trace, se = traces[i], ses[i]
+        row = {"λ": lam, "loss": loss[i],
+               "top eigenvalues": ", ".join(number(v) for v in tops[i]),
                "trace": None if trace is None else mean_pm(trace, se if se is not None
                                                             else math.nan)}  # fmt: skip
-        for name, values in line.get("blocks", {}).items():
+        for name, values in L.read(line, "blocks").items():
             row[name] = values[i]
-        if not line["converged"][i]:
+        if not converged[i]:
             row[""] = "not converged"
         rows.append(row)
     return rows
@@ -124,25 +130,33 @@ def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
 
 @layout("curvature")
 def _show_curvature(r: dict[str, Any]) -> list[str]:
-    word = _member(r["model"])
-    a, b = r["seeds"]
-    lines = r["lines"]
-    mid = _index(lines[0]["lambdas"], 0.5)
-    at = number(lines[0]["lambdas"][mid])
-    sharp = ", ".join(f"{_line_name(x)} {number(x['top_eigenvalue'][mid])}" for x in lines)
-    batch = r["batch"]
-    top = "the largest" if r["top_k"] == 1 else f"the {r['top_k']} largest"
+    from landscape.experiments.curvature import CURVATURE, CURVATURE_BATCH, CURVATURE_LINE
+
+    R, L = CURVATURE.read, CURVATURE_LINE.read  # the result's declared fields
+    word = _member(R(r, "model"))
+    a, b = R(r, "seeds")
+    lines = R(r, "lines")
+    lams = L(lines[0], "lambdas")
+    mid = _index(lams, 0.5)
+    at = number(lams[mid])
+    sharp = ", ".join(f"{_line_name(x)} {number(L(x, 'top_eigenvalue')[mid])}" for x in lines)
+    batch = R(r, "batch")
+    rows, unit, predictions = (CURVATURE_BATCH.read(batch, k)
+                               for k in ("rows", "unit", "predictions"))  # fmt: skip
+    top_k, probes = R(r, "top_k"), R(r, "probes")
+    top = "the largest" if top_k == 1 else f"the {top_k} largest"
+    first_top = L(lines[0], "top_eigenvalue")
     facts = [
-        ("top eigenvalue", f"at λ = {at}: {sharp}; at A {number(lines[0]['top_eigenvalue'][-1])},"
-                           f" at B {number(lines[0]['top_eigenvalue'][0])}"),
-        ("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0"),
+        ("top eigenvalue", f"at λ = {at}: {sharp}; at A {number(first_top[-1])},"
+                           f" at B {number(first_top[0])}"),
+        ("models", f"{R(r, 'model')}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0"),
         ("alignment", _alignment(r)),
-        ("measured on", f"the loss on {batch['rows']} {batch['unit']} of the {r['split']} split "
-                        f"({batch['predictions']:,} predictions, drawn by seed {r['seed']}); "
-                        f"{r['parameters']:,} parameters, {r['dtype']} Hessian-vector "
+        ("measured on", f"the loss on {rows} {unit} of the {R(r, 'split')} split "
+                        f"({predictions:,} predictions, drawn by seed {R(r, 'seed')}); "
+                        f"{R(r, 'parameters'):,} parameters, {R(r, 'dtype')} Hessian-vector "
                         f"products"),
-        ("eigenvalues", f"{top} by Lanczos; trace by Hutchinson over {r['probes']} Rademacher "
-                        "probes (± its standard error)" if r["probes"]
+        ("eigenvalues", f"{top} by Lanczos; trace by Hutchinson over {probes} Rademacher "
+                        "probes (± its standard error)" if probes
                         else f"{top} by Lanczos; no trace (--probes 0)"),
         ("function check", _checks(r)),
         ("time", _time(r)),
@@ -150,10 +164,10 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
     out = _facts(facts)
     for line in lines:
         name = _line_name(line)
-        products = sum(line["hessian_vector_products"])
+        products = sum(L(line, "hessian_vector_products"))
         out += ["", f"{name} ({products} Hessian-vector products, "
-                    f"{_secs(line['compute_seconds'])}, peak memory "
-                    f"{number(line['compute_peak_rss_mb'])} MB)",
+                    f"{_secs(L(line, 'compute_seconds'))}, peak memory "
+                    f"{number(L(line, 'compute_peak_rss_mb'))} MB)",
                 *columns(_curvature_rows(line), "  ")]  # fmt: skip
     return out
 
@@ -288,36 +302,44 @@ def _show_table(r: dict[str, Any]) -> list[str]:
 
 @layout("ablation")
 def _show_ablation(r: dict[str, Any]) -> list[str]:
+    from landscape.experiments.barriers.ablation import CELL, ENTRY, MISSING, RESULT
+    from landscape.matching import matching_key
+
     rows = []
-    for step in r["steps"]:
-        many = len(step["pairs"]) > 1
+    for step in RESULT.read(r, "steps"):
+        pairs = ENTRY.read(step, "pairs")
+        many = len(pairs) > 1
         first = True
-        for c in step["cells"]:
-            rows.append({"entry": step["label"] if first else "",
-                         "pairs": " ".join(f"{a}–{b}" for a, b in step["pairs"]) if first
-                         else "",
-                         "test loss": _pm("", step["test_loss"], step["test_loss_sem"], many)
+        for c in ENTRY.read(step, "cells"):
+            rows.append({"entry": ENTRY.read(step, "label") if first else "",
+                         "pairs": " ".join(f"{a}–{b}" for a, b in pairs) if first else "",
+                         "test loss": _pm("", ENTRY.read(step, "test_loss"),
+                                          ENTRY.read(step, "test_loss_sem"), many)
                          if first else "",
-                         "method": _key(c) + (", calibrated" if c.get("calibrated") else ""),
-                         "space": c["space"],
-                         "loss": _pm("", c["barrier_loss"], c.get("barrier_loss_sem"), many),
-                         "per pair": " ".join(f"{v:.3g}" for v in c["per_pair_loss"]),
-                         "accuracy": _pm("%", c["barrier_accuracy"],
-                                         c.get("barrier_accuracy_sem"), many)})  # fmt: skip
+                         "method": matching_key(CELL.read(c, "method"), CELL.read(c, "group"))
+                         + (", calibrated" if CELL.read(c, "calibrated") else ""),
+                         "space": CELL.read(c, "space"),
+                         "loss": _pm("", CELL.read(c, "barrier_loss"),
+                                     CELL.read(c, "barrier_loss_sem"), many),
+                         "per pair": " ".join(f"{v:.3g}" for v in CELL.read(c, "per_pair_loss")),
+                         "accuracy": _pm("%", CELL.read(c, "barrier_accuracy"),
+                                         CELL.read(c, "barrier_accuracy_sem"), many)})  # fmt: skip
             first = False
     heads = {"test loss": "test loss (nats)", "loss": "loss barrier (nats)",
              "accuracy": "accuracy barrier"}  # fmt: skip
     title = (f"the Llama ablation: barriers over every pair of each entry's seeds (mean ± "
-             f"s.e.m. over pairs); {r['split']} split")  # fmt: skip
+             f"s.e.m. over pairs); {RESULT.read(r, 'split')} split")  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
     lines += ["the entries"]
-    lines += columns([{"entry": s["label"], "model": s["model"], "what it changes": s["change"]}
-                      for s in r["steps"]], "  ")  # fmt: skip
-    if r.get("missing"):
-        lines += _wrap("not measured yet: ", ", ".join(m["label"] for m in r["missing"]))
-    if r.get("learned_options"):
-        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
-        lines += _wrap("learned rows: ", said)
+    lines += columns([{"entry": ENTRY.read(s, "label"), "model": ENTRY.read(s, "model"),
+                       "what it changes": ENTRY.read(s, "change")}
+                      for s in RESULT.read(r, "steps")], "  ")  # fmt: skip
+    missing = RESULT.read(r, "missing")
+    if missing:
+        lines += _wrap("not measured yet: ", ", ".join(MISSING.read(m, "label") for m in missing))
+    said = RESULT.read(r, "learned_options")
+    if said:
+        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in said.items()))
     return [*lines, "", _health(r)]
 
 

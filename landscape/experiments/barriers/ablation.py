@@ -37,6 +37,7 @@ from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BARRIER_VERSION, BarrierRequest, seeds_request
 from landscape.experiments.barriers.tables import mean_sem, summarise_barriers, table_spaces
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import METHODS_BY_NAME, function_check
 from landscape.models.params import count_params
 from landscape.models.train import TRAIN_VERSION
@@ -94,6 +95,29 @@ STEPS: tuple[tuple[str, str], ...] = (
 ROWS = (("naive", "perm"), ("naive", "perm", CALIBRATED), ("weight", "orth"), ("learned", "orth"))
 SEEDS = (0, 1, 2)
 POINTS = 25
+
+# What an ablation result holds (landscape.fields): what :func:`ablation` and
+# :func:`stored_ablation` write, and what the figures, the page and the command's summary read.
+RESULT = Fields("ablation result",
+                ("base", "pairs", "lambdas", "methods", "points", "split", "learned_options",
+                 "steps", "function_ok", "warnings", "space", "cached"),
+                {"missing": ()})  # fmt: skip
+# one entry (``steps``): its recipe, seeds and test loss, and its cells in every merge space
+ENTRY = Fields("ablation entry",
+               ("model", "label", "change", "architecture", "parameters", "train", "seeds",
+                "test_loss", "test_loss_sem", "test_accuracy", "test_accuracy_sem", "pairs",
+                "spaces", "cells"))  # fmt: skip
+SEED = Fields("ablation seed", ("seed", "test_loss", "test_accuracy", "train_seconds", "digest",
+                                "source"))  # fmt: skip
+# one (method, group, space) of an entry, calibrated or not, over its pairs
+CELL = Fields("ablation cell",
+              ("method", "group", "space", "calibrated", "barrier_loss", "barrier_loss_sem",
+               "barrier_accuracy", "barrier_accuracy_sem", "per_pair_loss", "per_pair_accuracy",
+               "function_check", "function_ok", "warnings", "matching_seconds", "curves"),
+              {"temperatures": None})  # fmt: skip
+CURVE = Fields("ablation curve", ("seeds", "loss", "accuracy"))
+# a name stored ablation does not hold yet (``missing``)
+MISSING = Fields("ablation entry not measured", ("model", "label"))
 
 
 def recipe_key(model: ZooModel, seed: int) -> dict[str, Any]:

@@ -100,16 +100,19 @@ def weight_start(
     seed: int,
     options: Any,
     context: RunContext = RUN,
+    digests: tuple[str, str] | None = None,
 ) -> Transform | None:
     """Learned matching's start, weight matching under ``group`` (its cached entry, the one
     ``barrier --method weight`` reads), or None when the ``options`` of a learned method (its
     settings dataclass, or learned matching's as a dict) start elsewhere (``init``).
-    The context's ``progress`` follows the weight matching when it is not cached."""
+    The context's ``progress`` follows the weight matching when it is not cached. ``digests``:
+    the endpoints' weight digests when the caller has them (:func:`digest_tensors`)."""
     learned = options if is_dataclass(options) else method_of("learned").settings(options)
     if getattr(learned, "init", "weight") != "weight":
         return None
     start = WeightOptions(within_heads=getattr(learned, "within_heads", True))
-    return align(a, b, "weight", group, seed=seed, options=start, context=context).transform
+    return _align(a, b, "weight", group, seed=seed, options=start, context=context,
+                  digests=digests).transform  # fmt: skip
 
 
 @in_context
@@ -132,15 +135,34 @@ def align(
     matching's passes, learned matching's steps (its weight-matching start, when not cached,
     in the first tenth).
     """
+    return _align(a, b, method, group, seed=seed, options=options, data=data, context=context)
+
+
+def _align(
+    a: Checkpoint,
+    b: Checkpoint,
+    method: str,
+    group: str,
+    *,
+    seed: int = 0,
+    options: Any = None,
+    data: Data | None = None,
+    context: RunContext = RUN,
+    digests: tuple[str, str] | None = None,
+) -> Aligned:
+    """:func:`align`, for a caller that holds the endpoints' weight digests already
+    (``digests``: A's and B's, as :func:`digest_tensors` gives them), so that one request hashes
+    each model's weights once."""
     check_method(method, group)
     check_pair(a, b)
     device, progress = context.device, context.progress
     cache = context.cache or Cache()
     entry = method_of(method)
     options = entry.settings(options)  # read once: a dataclass passes as it is
+    digest_a, digest_b = digests or (digest_tensors(a.params), digest_tensors(b.params))
     inputs = {
-        "a": digest_tensors(a.params),
-        "b": digest_tensors(b.params),
+        "a": digest_a,
+        "b": digest_b,
         "cfg": a.cfg.to_dict(),
         "method": method,
         "group": group,
@@ -154,7 +176,8 @@ def align(
         if entry.learned:
             start = weight_start(a, b, group, seed=seed, options=options,
                                  context=RunContext(device, cache, within(progress, 0.0, 0.1,
-                                                                          "start: ")))  # fmt: skip
+                                                                          "start: ")),
+                                 digests=(digest_a, digest_b))  # fmt: skip
             steps = within(progress, 0.1, 1.0)
         al = _match(a, b, method, group, seed, device, options, data, steps, start=start)
         tensors = {f"a.{k}": v for k, v in al.params_a.items()}

@@ -28,7 +28,7 @@ import torch
 
 from landscape.device import CPU
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.alignment import _match, align
+from landscape.experiments.barriers.alignment import _align, _match
 from landscape.experiments.barriers.coordinates import PROCESSED, Coordinates, unfolded_checks
 from landscape.experiments.barriers.endpoints import Endpoint
 from landscape.experiments.barriers.request import (
@@ -52,7 +52,7 @@ from landscape.models.circuits import check_circuit_form
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, check_same_architecture, data_of, label
-from landscape.store.cache import Cache
+from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
 
 
@@ -214,7 +214,9 @@ def measure_barrier(
     cfg_a, meta_a = ckpt_a.cfg, ckpt_a.meta
     n_params = sum(v.numel() for v in ckpt_a.params.values())
     options = r.settings(cfg_a, data)  # read once for the whole request
-    inputs = r.key(ckpt_a, ckpt_b, data)
+    # each endpoint's weights hashed once for the request: its key and its matching's
+    digests = (digest_tensors(ckpt_a.params), digest_tensors(ckpt_b.params))
+    inputs = r.key(ckpt_a, ckpt_b, data, digests)
     lam = torch.linspace(0, 1, r.points, dtype=torch.float64)
     method, group, split = r.method, r.group, r.split
 
@@ -232,8 +234,8 @@ def measure_barrier(
         tell(progress, "match", 0)
         sub = within(progress, 0.0, 0.5)
         if r.store_matching:
-            al = align(ckpt_a, ckpt_b, method, group, seed=r.seed, options=options, data=data,
-                       context=RunContext(device, cache, sub))  # fmt: skip
+            al = _align(ckpt_a, ckpt_b, method, group, seed=r.seed, options=options, data=data,
+                        context=RunContext(device, cache, sub), digests=digests)  # fmt: skip
         else:
             # endpoints loaded here and needed only as processed: weight matching may empty
             # them as it goes (one processed copy of each model instead of two of each)

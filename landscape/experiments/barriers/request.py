@@ -95,13 +95,16 @@ class BarrierRequest:
             **options_key(self.options),
         })  # fmt: skip
 
-    def key(self, a: Checkpoint, b: Checkpoint, data: Data) -> dict[str, Any]:
+    def key(self, a: Checkpoint, b: Checkpoint, data: Data,
+            digests: tuple[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
         """The inputs of the measurement's cache entry (kind ``"barrier"``): both endpoints'
         weights, A's configuration, method, group, seed, the settings not at their defaults,
-        points, split, coordinates (with the merge space), A's data and dtype."""
+        points, split, coordinates (with the merge space), A's data and dtype. ``digests``: the
+        endpoints' weight digests when the caller has them (:func:`digest_tensors`)."""
+        digest_a, digest_b = digests or (digest_tensors(a.params), digest_tensors(b.params))
         return {
-            "a": digest_tensors(a.params),
-            "b": digest_tensors(b.params),
+            "a": digest_a,
+            "b": digest_b,
             "cfg": a.cfg.to_dict(),
             "method": self.method,
             "group": self.group,

@@ -13,6 +13,10 @@ listed in ``model.safetensors.index.json``) is converted once into a :class:`Che
 - ``mixtral`` (:mod:`.mixtral`): MixtralForCausalLM; the Llama layout without biases, every
   MLP a sparse mixture of SwiGLU experts behind a top-k router (``ModelConfig.n_experts``).
 - ``qwen3`` (:mod:`.qwen3`): the Llama layout with a per-head RMSNorm on queries and keys.
+- ``qwen3_moe`` (:mod:`.qwen_moe`): Qwen3MoeForCausalLM; Qwen3's layout with every MLP a sparse
+  mixture of SwiGLU experts, the routed weights renormalised over the top k or not
+  (``norm_topk_prob``, ``ModelConfig.norm_top_k``); dense layers among them are refused, and so
+  is ``qwen2_moe`` (Qwen2-MoE: a shared expert beside the routed ones).
 - ``olmo2`` (:mod:`.olmo2`, OLMo 2): post-norm blocks (the norms on the attention and MLP
   outputs) and an RMSNorm over all heads' queries and keys.
 - ``phi3`` (:mod:`.phi3`): Phi3ForCausalLM; the Llama layout with fused ``qkv_proj`` and
@@ -101,6 +105,7 @@ from landscape.models.importers import (
     phi3,
     qwen2,
     qwen3,
+    qwen_moe,
     vit,
 )
 from landscape.models.importers.common import (
@@ -128,7 +133,8 @@ __all__ = [
     "tokenizer_files",
 ]
 
-_FAMILIES = (gpt2, llama, mistral, mixtral, qwen2, qwen3, olmo2, phi3, gpt_neox, gemma, vit, bert)
+_FAMILIES = (gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen_moe, olmo2, phi3, gpt_neox, gemma,
+             vit, bert)  # fmt: skip
 
 
 def _model_types(module: Any) -> dict[str, tuple[str, Converter]]:

@@ -1,24 +1,26 @@
-"""transformers' own defaults for the rotary and sliding-window fields, by ``model_type``: what a
-config.json without the field means to the model transformers builds from it.
+"""transformers' own defaults for the rotary and sliding-window fields (and a mixture of
+experts' sizes and routing, Qwen3-MoE's), by ``model_type``: what a config.json without the
+field means to the model transformers builds from it.
 
 A field missing from config.json takes the value of the installed transformers' configuration
 class (``Qwen2Config``, ``MistralConfig``, ...), which differ per family: a Qwen2 file without
 ``use_sliding_window`` has no window (false), one without ``max_window_layers`` slides from
 layer 28 on, a Mistral file without ``sliding_window`` slides 4096 positions, a Phi-3 file not
-at all. ``tests/models/test_import_defaults.py`` compares every entry with those classes, so a
-drift in transformers fails a test instead of changing logits quietly.
+at all; a Qwen3-MoE file without ``norm_topk_prob`` does not renormalise its routed weights.
+``tests/models/test_import_defaults.py`` compares every entry with those classes, so a drift in
+transformers fails a test instead of changing logits quietly.
 
 Fields a family does not read are absent from its entry. ``None``: the field is unset by
 default (no window).
 
 :data:`BIASES` says, per family, which projections transformers' modeling code gives a bias
 and from which config field: ``attention_bias`` and ``mlp_bias`` look alike across families but
-are read by few of them. Mistral, Qwen2, Qwen3, OLMo 2, Phi-3 and the Gemmas build their MLP
-without biases whatever ``mlp_bias`` says; Qwen2 always has query, key and value biases and
-never an output bias; Mistral, Mixtral and Phi-3 have no attention biases at all (Mixtral's
-router and experts none either); GPT-NeoX's MLP always has them. A field a family does not
-read is ignored as transformers ignores it (the importers list it in
-``meta["ignored_config"]``, and the bias tensors it would have named in
+are read by few of them. Mistral, Qwen2, Qwen3, Qwen3-MoE, OLMo 2, Phi-3 and the Gemmas build
+their MLP without biases whatever ``mlp_bias`` says (Qwen3-MoE's router and experts have none);
+Qwen2 always has query, key and value biases and never an output bias; Mistral, Mixtral and
+Phi-3 have no attention biases at all (Mixtral's router and experts none either); GPT-NeoX's
+MLP always has them. A field a family does not read is ignored as transformers ignores it (the
+importers list it in ``meta["ignored_config"]``, and the bias tensors it would have named in
 ``meta["ignored_tensors"]``); the exporters write the biases the same table gives.
 """
 
@@ -46,6 +48,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "mixtral": {"rope_theta": 1000000.0, "max_position_embeddings": 131072, "sliding_window": None},
     "qwen2": _QWEN,
     "qwen3": {**_QWEN, "head_dim": 128},
+    # no head_dim (hidden_size / heads), no max_window_layers; and the mixture's sizes
+    "qwen3_moe": {
+        **{k: v for k, v in _QWEN.items() if k != "max_window_layers"},
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 768,
+        "norm_topk_prob": False,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": None,  # none: every layer a mixture
+    },
     "phi3": {
         "rope_theta": 10000.0,
         "partial_rotary_factor": 1.0,
@@ -111,6 +123,7 @@ BIASES: dict[str, Biases] = {
     "mixtral": Biases(False, False, False),
     "qwen2": Biases(True, False, False),
     "qwen3": _ATTN,
+    "qwen3_moe": _ATTN,
     "olmo2": _ATTN,
     "phi3": Biases(False, False, False),
     "gemma": _ATTN,

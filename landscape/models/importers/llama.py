@@ -40,6 +40,39 @@ FAMILY = "Llama"
 
 
 @dataclass(frozen=True)
+class ExpertLayout:
+    """Where a family of the Llama layout keeps its mixture of experts, and which config.json
+    fields size it (:func:`_read_experts`).
+
+    ``stem``: the block's module holding the router ``gate`` and the experts ``experts.{e}.``;
+    ``names``: each expert's gate, up and down projections. ``count``: the fields of the
+    expert count (aliases, which must agree where both are set); ``width``: the field of each
+    expert's width. ``norm_field``: the field saying whether the top k's weights are
+    renormalised (``ModelConfig.norm_top_k``; "" always renormalised). ``sparse_fields``: the
+    family reads ``decoder_sparse_step`` and ``mlp_only_layers``, which can make layers dense
+    MLPs (refused: every canonical block of a mixture has experts). A field missing from
+    config.json takes the family's default (:data:`.defaults.DEFAULTS`) where it has one, and is
+    required where it has none.
+    """
+
+    stem: str
+    names: tuple[str, str, str]
+    count: tuple[str, ...]
+    width: str = "intermediate_size"
+    norm_field: str = ""
+    sparse_fields: bool = False
+
+
+# Mixtral: block_sparse_moe, w1 the gate, w3 the up projection, w2 the down one
+MIXTRAL_EXPERTS = ExpertLayout("block_sparse_moe", ("w1", "w3", "w2"), ("num_local_experts",))
+# Qwen3-MoE: mlp.gate and mlp.experts.{e}.{gate,up,down}_proj; transformers writes the count
+# as num_local_experts, older files as num_experts
+QWEN_EXPERTS = ExpertLayout("mlp", ("gate_proj", "up_proj", "down_proj"),
+                            ("num_local_experts", "num_experts"), "moe_intermediate_size",
+                            "norm_topk_prob", sparse_fields=True)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class LlamaVariant:
     """How a family reads the Llama layout (:func:`convert_llama_like`), Llama's own reading by
     default.
@@ -54,10 +87,9 @@ class LlamaVariant:
     ``partial_rotary_factor``·d_head dimensions of each head (Phi-3), where Llama ignores the
     field. ``sliding``: how the family applies ``sliding_window`` (:func:`_layer_windows`).
     ``model_type``: whose defaults and biases (:mod:`.defaults`) a config.json field takes.
-    ``experts``: every MLP is Mixtral's sparse mixture (``num_local_experts`` SwiGLU experts,
-    ``num_experts_per_tok`` routed a position), read from ``block_sparse_moe``: the router
-    ``gate`` and each expert's ``w1`` (gate), ``w3`` (up) and ``w2`` (down), stacked on the
-    expert axis (``ModelConfig.n_experts``, ``top_k``).
+    ``experts``: every MLP is a sparse mixture of SwiGLU experts, stored as the
+    :class:`ExpertLayout` says (Mixtral's, Qwen3-MoE's), stacked on the expert axis
+    (``ModelConfig.n_experts``, ``top_k``, ``norm_top_k``).
     """
 
     qk_norm: str = "none"
@@ -67,7 +99,7 @@ class LlamaVariant:
     partial_rotary: bool = False
     sliding: str = ""
     model_type: str = MODEL_TYPE
-    experts: bool = False
+    experts: ExpertLayout | None = None
 
 
 LLAMA = LlamaVariant()
@@ -202,7 +234,10 @@ def _layer_windows(
     (``defaults``, :mod:`.defaults`).
 
     ``sliding`` is ``"every layer"`` (Mistral, Phi-3: a ``sliding_window`` that is set applies
-    to every layer; neither reads ``use_sliding_window`` or ``layer_types``), ``"by layer"``
+    to every layer; neither reads ``use_sliding_window`` or ``layer_types``), ``"every layer
+    when used"`` (Qwen3-MoE: the window applies to every layer when ``use_sliding_window`` is
+    true and is dropped when it is false; ``layer_types`` and ``max_window_layers`` are not
+    read), ``"by layer"``
     (Qwen2, Qwen3: ``layer_types`` names each layer's kind; without it the layers from
     ``max_window_layers`` on slide; ``use_sliding_window`` false drops the window, so sliding
     layers named with it are a model transformers cannot run, refused), or ``""`` (Llama,
@@ -211,6 +246,12 @@ def _layer_windows(
     """
     if sliding == "every layer":
         ignored = [k for k in ("use_sliding_window", "layer_types") if k in config]
+        window = _window(config, label, defaults)
+        return ((window,) * n_layers if window else ()), ignored
+    if sliding == "every layer when used":
+        ignored = [k for k in ("layer_types", "max_window_layers") if k in config]
+        if not _flag(config, label, "use_sliding_window", defaults["use_sliding_window"]):
+            return (), ignored + (["sliding_window"] if config.get("sliding_window") else [])
         window = _window(config, label, defaults)
         return ((window,) * n_layers if window else ()), ignored
     kinds = config.get("layer_types")
@@ -248,12 +289,61 @@ def _layer_windows(
     return (windows if any(windows) else ()), []
 
 
+def _default(defaults: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``default=`` the family's default of the first of ``keys`` it has (none: required)."""
+    return next(({"default": defaults[k]} for k in keys if k in defaults), {})
+
+
+def _read_experts(config: dict[str, Any], label: str, layout: ExpertLayout | None,
+                  n_layers: int, defaults: dict[str, Any]) -> tuple[int, int, bool]:  # fmt: skip
+    """(experts, experts routed a position, whether their weights are renormalised) of a
+    family whose every MLP is a mixture stored as ``layout`` says ((0, 0, True) without one);
+    layers the config makes dense MLPs are refused, naming the field."""
+    if layout is None:
+        return 0, 0, True
+    n = _int(config, label, *layout.count, **_default(defaults, *layout.count))
+    top_k = _int(config, label, "num_experts_per_tok", **_default(defaults, "num_experts_per_tok"))
+    if top_k > n:
+        named = next((k for k in layout.count if config.get(k) is not None), layout.count[0])
+        raise LandscapeError(f"{label}: num_experts_per_tok {top_k} exceeds {named} {n}")
+    norm = True
+    if layout.norm_field:
+        norm = _flag(config, label, layout.norm_field, defaults[layout.norm_field])
+    if layout.sparse_fields:
+        _sparse_layers(config, label, n_layers, defaults)
+    return n, top_k, norm
+
+
+def _sparse_layers(config: dict[str, Any], label: str, n_layers: int,
+                   defaults: dict[str, Any]) -> None:  # fmt: skip
+    """Refuse a config whose ``decoder_sparse_step`` or ``mlp_only_layers`` makes a layer a dense
+    MLP (layer i has experts when it is not in ``mlp_only_layers`` and i + 1 is a multiple of
+    ``decoder_sparse_step``, as transformers builds it)."""
+    step = _int(config, label, "decoder_sparse_step", default=defaults["decoder_sparse_step"])
+    only = config.get("mlp_only_layers", defaults["mlp_only_layers"])
+    only = [] if only is None else only
+    if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                         for i in only):  # fmt: skip
+        raise LandscapeError(f"{label}: mlp_only_layers must be a list of layer indices, got "
+                             f"{_show(only)}")  # fmt: skip
+    layers = range(n_layers)
+    for field, value, dense in (
+        ("mlp_only_layers", only, [i for i in layers if i in only]),
+        ("decoder_sparse_step", step, [i for i in layers if (i + 1) % step]),
+    ):
+        if dense:
+            raise LandscapeError(
+                f"{label}: {field} {_show(value)} makes layers {_show(dense)} dense MLPs; a "
+                "mixture of experts with dense layers is not supported"
+            )
+
+
 def convert_llama_like(
     config: dict[str, Any], src: _Source, label: str, variant: LlamaVariant = LLAMA
 ) -> tuple[ModelConfig, Params, dict]:
-    """The Llama layout: Llama, Mistral, Qwen2, Qwen3, OLMo 2; Phi-3 through a source that
-    splits its fused projections; each family's reading of it is its ``variant``
-    (:class:`LlamaVariant`). The biases are the family's (:data:`.defaults.BIASES`, read
+    """The Llama layout: Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, OLMo 2; Phi-3
+    through a source that splits its fused projections; each family's reading of it is its
+    ``variant`` (:class:`LlamaVariant`). The biases are the family's (:data:`.defaults.BIASES`, read
     by ``model_type``): a bias field the family does not read is listed in
     ``meta["ignored_config"]`` and its tensors stay unread (``meta["ignored_tensors"]``).
     """
@@ -270,7 +360,8 @@ def convert_llama_like(
     # an explicit head_dim may differ from d / heads (the projections' shapes are checked)
     e = _int(config, label, "head_dim", default=head_dim)
     e = e or d // _heads(config, label, d, ("num_attention_heads",))
-    f = _int(config, label, "intermediate_size")
+    width = experts.width if experts else "intermediate_size"  # each expert's, in a mixture
+    f = _int(config, label, width, **_default(defaults, width))
     n_layers = _int(config, label, "num_hidden_layers")
     vocab = _int(config, label, "vocab_size")
     n_ctx = _int(config, label, "max_position_embeddings",
@@ -279,11 +370,7 @@ def convert_llama_like(
     windows, ignored_config = _layer_windows(config, label, n_layers, n_ctx, sliding, defaults)
     ignored_config += unread
     theta = _rope_theta(config, label, default=defaults["rope_theta"])
-    n_experts = _int(config, label, "num_local_experts") if experts else 0
-    top_k = _int(config, label, "num_experts_per_tok") if experts else 0
-    if top_k > n_experts:
-        raise LandscapeError(f"{label}: num_experts_per_tok {top_k} exceeds num_local_experts "
-                             f"{n_experts}")  # fmt: skip
+    n_experts, top_k, norm_top_k = _read_experts(config, label, experts, n_layers, defaults)
     # Llama rotates the whole head whatever partial_rotary_factor says (its default rotary
     # ignores the field), so the field is recorded as ignored rather than applied.
     places = (config, config.get("rope_scaling") or {}, config.get("rope_parameters") or {})
@@ -317,6 +404,7 @@ def convert_llama_like(
         windows=windows,
         n_experts=n_experts,
         top_k=top_k,
+        norm_top_k=norm_top_k,
     )
     t = src.take
     zeros = lambda *shape: torch.zeros(shape, dtype=src.dtype)  # noqa: E731
@@ -345,14 +433,18 @@ def convert_llama_like(
                 bias = t(f"{name}.bias", (n * e,)).reshape(n, e) if qkv_bias else zeros(n, e)
                 p[f"{b}attn.b_{m}"] = bias
         p[f"{b}attn.W_O"] = _heads_out(t(f"{s}self_attn.o_proj.weight", (d, h * e)), h, e)
-        if experts:  # Mixtral (no biases): w1 the gate, w3 the up projection, w2 the down one
-            moe = f"{s}block_sparse_moe."
+        if experts:  # the router and experts have no biases (zeros where attention has some)
+            moe = f"{s}{experts.stem}."
             p[f"{b}mlp.W_router"] = t(f"{moe}gate.weight", (n_experts, d)).T.contiguous()
-            for ours, theirs, shape in (("W_gate", "w1", (f, d)), ("W_in", "w3", (f, d)),
-                                        ("W_out", "w2", (d, f))):  # fmt: skip
+            for ours, theirs, shape in zip(("W_gate", "W_in", "W_out"), experts.names,
+                                           ((f, d), (f, d), (d, f)), strict=True):  # fmt: skip
                 p[f"{b}mlp.{ours}"] = torch.stack([
                     t(f"{moe}experts.{e}.{theirs}.weight", shape).T for e in range(n_experts)
                 ])  # fmt: skip
+            if cfg.bias:
+                p[f"{b}mlp.b_router"] = zeros(n_experts)
+                for name, size in (("in", f), ("gate", f), ("out", d)):
+                    p[f"{b}mlp.b_{name}"] = zeros(n_experts, size)
         else:
             for ours, theirs, shape in (("W_gate", "gate", (f, d)), ("W_in", "up", (f, d)),
                                         ("W_out", "down", (d, f))):  # fmt: skip

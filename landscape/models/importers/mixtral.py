@@ -17,12 +17,12 @@ from typing import Any
 
 from landscape.models.config import ModelConfig
 from landscape.models.importers.common import _Source
-from landscape.models.importers.llama import LlamaVariant, convert_llama_like
+from landscape.models.importers.llama import MIXTRAL_EXPERTS, LlamaVariant, convert_llama_like
 from landscape.models.params import Params
 
 MODEL_TYPE = "mixtral"
 FAMILY = "Mixtral"
-VARIANT = LlamaVariant(sliding="every layer", model_type=MODEL_TYPE, experts=True)
+VARIANT = LlamaVariant(sliding="every layer", model_type=MODEL_TYPE, experts=MIXTRAL_EXPERTS)
 
 
 def convert(config: dict[str, Any], src: _Source, label: str) -> tuple[ModelConfig, Params, dict]:
