@@ -81,8 +81,12 @@ def curvature_along_line(asked: Asked) -> None:
     remember("curvature_points", 3, param="hv_points", options=POINTS)
     points = c3.selectbox("Points on λ", POINTS, key="curvature_points")
     remember("curvature_probes", 0, param="hv_probes", options=PROBES)
-    probes = c4.selectbox("Trace probes", PROBES, key="curvature_probes",
-                          help="Rademacher probes of Hutchinson's trace estimate; 0: no trace")
+    probes = c4.selectbox(
+        "Trace probes",
+        PROBES,
+        key="curvature_probes",
+        help="Rademacher probes of Hutchinson's trace estimate; 0: no trace",
+    )
     method, group = method_group(combo)
     options = {"top_k": top_k, "points": points, "probes": probes}
     wanted = (name, tuple(pair), method, group, options, device())
@@ -122,10 +126,16 @@ def curvature_along_line(asked: Asked) -> None:
         title="the curvature along the line beside its loss",
         key="curvature",
         data=rows,
-        settings={"model": name, "seeds": list(pair), "alignment": combo,
-                  "eigenvalues": top_k, "points": points, "probes": probes,
-                  "batch": CURVATURE.read(made, "batch"),
-                  "split": CURVATURE.read(made, "split")},  # fmt: skip
+        settings={
+            "model": name,
+            "seeds": list(pair),
+            "alignment": combo,
+            "eigenvalues": top_k,
+            "points": points,
+            "probes": probes,
+            "batch": CURVATURE.read(made, "batch"),
+            "split": CURVATURE.read(made, "split"),
+        },  # fmt: skip
         tables={"Curvature along the line": rows},
     )
     results_table(pd.DataFrame(rows))
