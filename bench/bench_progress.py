@@ -54,6 +54,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from landscape.experiments.barriers.pipeline import barrier
+    from landscape.matching import method_of
 
     rows = [("model", "method", "seconds", "reports", "longest silence s", "ended by")]
     # the fetched data, not a download into each empty cache
@@ -61,7 +62,8 @@ def main() -> None:
     for model in args.model:
         for combo in args.methods:
             method, group = combo.split("/")
-            options = {"steps": args.steps} if method == "learned" else None
+            takes_steps = any(s.name == "steps" for s in method_of(method).declared())
+            options = {"steps": args.steps} if takes_steps else None
             with tempfile.TemporaryDirectory(prefix="landscape-progress-") as d:
                 os.environ["LANDSCAPE_CACHE"] = d
                 hear, seen = recorder()

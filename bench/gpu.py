@@ -222,8 +222,11 @@ def surface(device: torch.device, tmp: Path, model: str = VIT, resolution: int =
     r.seconds = time.perf_counter() - t
     corner = out["loss"][0][0]  # the grid's corner, (-extent, -extent): far from the model
     r.value = corner
-    r.facts |= {"models": resolution * resolution, "centre_loss": out["loss"][resolution // 2][
-        resolution // 2], "max_loss": max(max(row) for row in out["loss"])}
+    r.facts |= {
+        "models": resolution * resolution,
+        "centre_loss": out["loss"][resolution // 2][resolution // 2],
+        "max_loss": max(max(row) for row in out["loss"]),
+    }
     return r
 
 
@@ -259,8 +262,12 @@ def hessian_surface(device: torch.device, tmp: Path, model: str = GPT, resolutio
     r = Result("hessian-surface", f"surface around {model} seed 0 along its Hessian, "
                f"{resolution}×{resolution}", rel_tol=1e-3, abs_tol=1e-3)  # fmt: skip
     t = time.perf_counter()
-    out = run_surface(model, [0], options=SurfaceOptions(resolution, directions="hessian",
-                      extent=0.5), context=RunContext(device, _cache(tmp, "hessian-surface")))
+    out = run_surface(
+        model,
+        [0],
+        options=SurfaceOptions(resolution, directions="hessian", extent=0.5),
+        context=RunContext(device, _cache(tmp, "hessian-surface")),
+    )
     _sync(device)
     r.seconds = time.perf_counter() - t
     h = out["hessian"]
@@ -279,8 +286,12 @@ def moe(device: torch.device, tmp: Path, model: str = MOE, method: str = "weight
     learned/orth 0.451 on pair 0–1, README) are a comparison, not a reference."""
     r = Result(f"moe-{method}", f"{method}/orth over experts, {model} 0-1, seeds trained here",
                rel_tol=0.1)  # fmt: skip
+    from landscape.matching import method_of
+
     t = time.perf_counter()
-    kw = {"options": {"steps": steps}} if method == "learned" else {}
+    # the steps of a method that declares them (learned matching)
+    takes_steps = any(s.name == "steps" for s in method_of(method).declared())
+    kw = {"options": {"steps": steps}} if takes_steps else {}
     out = _barrier(device, tmp, f"moe-{method}", model, (0, 1), method, "orth", **kw)
     _sync(device)
     r.seconds, r.value = time.perf_counter() - t, out["barrier_loss"]
@@ -372,8 +383,9 @@ def table(device: torch.device, tmp: Path, model: str = VIT) -> Result:
     r = Result("table", f"table {model} --space both (3 pairs)", before_s=22 * 60,
                target_s=10 * 60)  # fmt: skip
     t = time.perf_counter()
-    out = run_table(model, 3, TableOptions(space="both"),
-                    context=RunContext(device, _cache(tmp, "table")))
+    out = run_table(
+        model, 3, TableOptions(space="both"), context=RunContext(device, _cache(tmp, "table"))
+    )
     r.seconds = time.perf_counter() - t
     r.facts["cells"] = {
         f"{row['method']}/{row['group']}/{row['space']}/{'-'.join(map(str, pair))}": loss
@@ -444,8 +456,10 @@ def llama(device: torch.device, tmp: Path, layers: int = 22, space: str = "weigh
         torch.cuda.reset_peak_memory_stats(device)
     t = time.perf_counter()
     data = DataSpec(text=str(ROOT / "README.md"), n_ctx=64, max_windows=16)
-    out = barrier_paths(paths_request(a, b, "weight", "orth", data=data, points=5, space=space),
-                        context=RunContext(device, _cache(tmp, f"llama{layers}{space}")))
+    out = barrier_paths(
+        paths_request(a, b, "weight", "orth", data=data, points=5, space=space),
+        context=RunContext(device, _cache(tmp, f"llama{layers}{space}")),
+    )
     r.seconds = time.perf_counter() - t
     r.value = out["barrier_loss"]
     r.facts |= {"matching_s": out["matching"]["seconds"], "rounds": out["matching"]["rounds"],
@@ -527,8 +541,12 @@ SMOKE = [
 # the smoke runs of single parts (``--smoke --parts P``): the part's code on small settings
 SMOKE_PARTS = {
     "curvature": [
-        ("curvature", curvature, {"model": "mlp-digits", "probes": 2, "top_k": 2, "points": 2,
-                                  "batch": 64}, 120),
+        (
+            "curvature",
+            curvature,
+            {"model": "mlp-digits", "probes": 2, "top_k": 2, "points": 2, "batch": 64},
+            120,
+        ),
         ("hessian-surface", hessian_surface, {"model": "mlp-digits", "resolution": 3}, 60),
     ],
     "moe": [  # the workloads' code on mlp-digits (the mixture trains for minutes on a CPU;
@@ -539,8 +557,18 @@ SMOKE_PARTS = {
 }
 
 
-UNRECORDED = ("train1", "train3", "llama", "growth", "paper-vit", "paper-gpt", "surface", "bezier",
-              "moe-weight", "moe-learned")
+UNRECORDED = (
+    "train1",
+    "train3",
+    "llama",
+    "growth",
+    "paper-vit",
+    "paper-gpt",
+    "surface",
+    "bezier",
+    "moe-weight",
+    "moe-learned",
+)
 # the guards of a CPU run that records references: hours, not minutes
 RECORD_GUARD_S = 4 * 3600
 
@@ -595,8 +623,13 @@ def report(results: list[Result], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run(plan, device: torch.device, budget_s: float, references: dict[str, Any],
-        done: Callable[[Result], None] = lambda r: None) -> list[Result]:
+def run(
+    plan,
+    device: torch.device,
+    budget_s: float,
+    references: dict[str, Any],
+    done: Callable[[Result], None] = lambda r: None,
+) -> list[Result]:
     """Each workload in turn; ``done`` is handed each result as it comes (a record keeps it)."""
     start = time.perf_counter()
     results = []
@@ -626,9 +659,14 @@ def run(plan, device: torch.device, budget_s: float, references: dict[str, Any],
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--parts", nargs="+", choices=sorted(PARTS),
-                   help="default zoo; with --smoke, the smoke runs of these parts (" +
-                        ", ".join(sorted(SMOKE_PARTS)) + ") instead of the whole smoke run")
+    p.add_argument(
+        "--parts",
+        nargs="+",
+        choices=sorted(PARTS),
+        help="default zoo; with --smoke, the smoke runs of these parts ("
+        + ", ".join(sorted(SMOKE_PARTS))
+        + ") instead of the whole smoke run",
+    )
     p.add_argument("--data", help="folder with the Fashion-MNIST IDX files and shakespeare.txt")
     p.add_argument("--smoke", action="store_true", help="the CPU smoke run (seconds)")
     p.add_argument("--record", action="store_true", help="write the CPU references")

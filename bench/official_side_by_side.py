@@ -126,6 +126,8 @@ def main() -> None:
     p.add_argument("--learned-steps", type=int, default=300)
     p.add_argument("--jobs", type=int, default=2, help="commands at a time, one thread each")
     args = p.parse_args()
+    from landscape.matching import aligns, matching_key, method_of  # the methods' facts
+
     args.official = str(Path(args.official).resolve())
     work = Path(args.work).resolve()
     args.work = str(work)
@@ -175,7 +177,7 @@ def main() -> None:
             cmd = ["barrier", args.family, "--seeds", "0", "1", "--method", method, "--group",
                    group, "--space", space, "--points", "11", "--threads", "1",
                    "--json"]  # fmt: skip
-            if method == "learned":
+            if method_of(method).learned:
                 cmd += ["--learned-steps", str(args.learned_steps)]
             job = stage(f"ours-{method}-{group}-{space}", LANDSCAPE + cmd, out, stdout=True)
             jobs[("ours", method, group, space)] = (out, job)
@@ -209,9 +211,9 @@ def main() -> None:
     print("|" + "---|" * 7)
     rows = []
     for method, group in METHODS:
-        label = "naive" if method == "naive" else f"{method}/{group}"
+        label = matching_key(method, group)
         ref = results.get(f"reference/{method}/{group}")
-        if method == "naive":  # the reference's naive line is the plain parameter average
+        if not aligns(method):  # the reference's naive line is the plain parameter average
             ref, ref_w = None, ref
         else:
             ref_w = results.get(f"reference-weights/{method}/{group}")
@@ -220,7 +222,7 @@ def main() -> None:
         r, rw = (x["max_barrier"] if x else None for x in (ref, ref_w))
         ratio = w["barrier_loss"] / c["barrier_loss"] if c["barrier_loss"] > 0 else float("nan")
         secs = "–"
-        if method != "naive":
+        if aligns(method):
             secs = (f"{ref['seconds']:.1f}" if ref else "–") + (
                 f" / {w['matching_seconds']:.1f}, {c['matching_seconds']:.1f}"
             )

@@ -48,7 +48,10 @@ Space = Literal["weights", "circuits"]
 SPACES: tuple[Space, ...] = get_args(Space)
 
 
-def method_key(method: str, group: str | None = None) -> str:
-    """``"naive"`` or ``"method/group"`` (naive aligns nothing, so it has no group): how tables,
-    legends and the figures' styles name a matching."""
-    return "naive" if method == "naive" else f"{method}/{group or 'perm'}"
+def method_key(method: str, group: str | None = None, *, aligns: bool) -> str:
+    """``"method/group"`` (``perm`` when no group is given), or the method's name alone for a
+    method that aligns nothing (``aligns`` False: it has no group, e.g. ``"naive"``): how
+    tables, legends and the figures' styles name a matching. Whether a method aligns is its
+    registry entry's fact (``landscape.matching.aligns``, or a result's ``aligns``); this module
+    only writes the key."""
+    return f"{method}/{group or 'perm'}" if aligns else method

@@ -15,7 +15,7 @@ from app.components.needs import data_fix, need_seeds
 from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.names import method_key
+from landscape.matching import matching_key
 from landscape.plots.eigenangles import (
     figure_checkpoint_barriers,
     figure_eigenangles,
@@ -26,7 +26,7 @@ from landscape.plots.eigenangles import (
 from landscape.plots.tidy import tidy_eigenangles, tidy_iterations, tidy_lm_curve, tidy_objective
 
 # the matchings this page measures: weight matching's rotation O_WM, learned matching's O_LM
-WEIGHT_ORTH, LEARNED_ORTH = method_key("weight", "orth"), method_key("learned", "orth")
+WEIGHT_ORTH, LEARNED_ORTH = matching_key("weight", "orth"), matching_key("learned", "orth")
 
 page_header(
     "Eigenangles",
@@ -233,9 +233,13 @@ if iterate:
         key="rounds",
         inputs=asked,
         # what it costs: as long as the barriers per round of another pair of this model took
-        cost=lambda: [(f"the barrier per round of seeds {seed_a} ↔ {seed_b}"
-                       + (" and per learned checkpoint" if learned else ""),
-                       state.expected("rounds", name, learned, device()))],
+        cost=lambda: [
+            (
+                f"the barrier per round of seeds {seed_a} ↔ {seed_b}"
+                + (" and per learned checkpoint" if learned else ""),
+                state.expected("rounds", name, learned, device()),
+            )
+        ],
         basis="as long as the barriers per round of another pair of this model took",
         unknown="one line evaluation per round"
         + (", and learned matching trained twice" if learned else ""),
@@ -257,7 +261,7 @@ if iterate:
                 settings={
                     "model": name,
                     "methods": [
-                        method_key("weight", g)
+                        matching_key("weight", g)
                         for g in dict.fromkeys(r["group"] for r in iterations["rounds"])
                     ],
                     "seeds": [seed_a, seed_b],

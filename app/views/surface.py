@@ -29,12 +29,12 @@ from app.components import (
 from app.components.long_runs import UNKNOWN
 from app.memory import remember
 from landscape.experiments import SurfaceOptions
-from landscape.matching import method_of
+from landscape.matching import matching_keys
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.numbers import number
 from landscape.page_defaults import method_group
 from landscape.plots.surface import figure_surface
-from landscape.plots.theme import method_key, points
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_surface
 
 AROUND, PLANE = "Around one model", "Plane through three"
@@ -56,8 +56,7 @@ page_header(
 name = model()
 need_data(name)
 seeds = need_seeds(name, 1)
-combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
-                      for g in BARRIER_GROUPS]  # fmt: skip
+combos = matching_keys(METHODS, BARRIER_GROUPS)
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
@@ -127,8 +126,10 @@ except state.NotCached:
     # what it will cost: its points at the seconds per point measured on this machine (a
     # surface's point and a triangle's are one evaluation of the model on the split each)
     per_point = state.grid_seconds(name, split, "weights", device())
-    first = {PLANE: ", and the two alignments first.",
-             AROUND: ", and the Hessian's eigenvectors first." if hessian else "."}[kind]
+    first = {
+        PLANE: ", and the two alignments first.",
+        AROUND: ", and the Hessian's eigenvectors first." if hessian else ".",
+    }[kind]
     cost = (f" About {duration(per_point * resolution**2)} at the seconds per point measured "
             "on this machine" + first
             if per_point else f" {UNKNOWN.capitalize()} (known once a surface or triangle of "
@@ -138,12 +139,16 @@ except state.NotCached:
                 f"yet.{cost}", icon=":material/hourglass_top:")  # fmt: skip
         go = st.button("Compute the surface", key="surf_compute", icon=":material/play_arrow:")
         started = time.perf_counter()
-        result = None if not go else run_in_status(
-            lambda progress: state.compute_surface(*args, progress=progress),
-            running="Evaluating the surface …",
-            done=f"{resolution * resolution} points evaluated",
-            failed="Surface failed",
-            what=what,
+        result = (
+            None
+            if not go
+            else run_in_status(
+                lambda progress: state.compute_surface(*args, progress=progress),
+                running="Evaluating the surface …",
+                done=f"{resolution * resolution} points evaluated",
+                failed="Surface failed",
+                what=what,
+            )
         )
     if result is not None:
         ask.empty()

@@ -17,10 +17,11 @@ from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.experiments import TriangleOptions
-from landscape.matching import method_of
+from landscape.experiments.barriers.triangles import JOINT_METHOD
+from landscape.matching import matching_keys, method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
-from landscape.plots.theme import method_key, points
+from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import (
     METRIC_LABEL,
@@ -44,8 +45,7 @@ name = model()
 seeds = need_seeds(name, 3)
 need_data(name)
 # a method that aligns comes under every group; naive, which does not, once
-combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
-                      for g in BARRIER_GROUPS]  # fmt: skip
+combos = matching_keys(METHODS, BARRIER_GROUPS)
 
 with controls():
     c1, c2, c3 = st.columns([2, 3, 2])
@@ -80,7 +80,7 @@ with controls():
             "circuits (with rotary positions, at every offset).",
         )
     joint = False
-    if any(method_group(c)[0] == "learned" for c in chosen):  # it changes learned panels only
+    if any(method_group(c)[0] == JOINT_METHOD for c in chosen):  # it changes those panels only
         remember("tri_joint", False, param="joint", options=(False, True))
         joint = c2.toggle(
             "Learned matching: align B and C together",
@@ -109,7 +109,7 @@ n_points = (resolution + 1) * (resolution + 2) // 2
 def _args(label: str) -> tuple:
     method, group = method_group(label)
     options = TriangleOptions(resolution=resolution, split=split, space=space,
-                              joint=joint and method == "learned")  # fmt: skip
+                              joint=joint and method == JOINT_METHOD)  # fmt: skip
     return name, tuple(chosen_seeds), method, group, options, device()
 
 
@@ -138,7 +138,7 @@ def _estimates() -> list[tuple[str, float | None]]:
     for label in todo:
         _, seeds, method, group, options, _ = _args(label)
         aligned = state.triangle_aligned(name, seeds, method, group, space, options.joint)
-        unknown = method == "learned" and not aligned
+        unknown = method_of(method).learned and not aligned  # its optimiser runs first
         if per_point is None and wanted != DEFAULT_VIEW:
             unknown = True
         parts.append((f"{label}, {n_points} grid points",

@@ -20,7 +20,7 @@ from typing import Any
 
 from landscape.cli import handlers  # noqa: F401  (importing it registers the commands)
 from landscape.cli.parser import build_parser
-from landscape.cli.running import COMMANDS, say
+from landscape.cli.running import COMMANDS, say, settings_listing
 from landscape.cli.summaries import show, terminal_safe
 from landscape.errors import LandscapeError
 
@@ -47,6 +47,10 @@ def _clean(obj: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        listing = settings_listing(args)  # --option help: the method's settings, not a run
+        if listing is not None:
+            print(listing)
+            return 0
         if getattr(args, "figure", None):  # an existing figure is refused before the work
             from landscape.plots.files import check_figure_target
 

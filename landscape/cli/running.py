@@ -44,12 +44,13 @@ def matching_settings(args: argparse.Namespace) -> dict[str, Any]:
     texts = _key_values(getattr(args, "option", None) or [])
     if not flags and not texts:
         return {}
-    if flags and method != "learned":
-        named = ", ".join("--" + flag.replace("_", "-") for flag in flags)
-        raise LandscapeError(f"{named}: for --method learned, not {method}")
-    from landscape.matching import given_options, method_of
+    from landscape.matching import METHODS_BY_NAME, given_options, method_of
 
     entry = method_of(method)
+    if flags and not entry.learned:  # the flags spell the settings of a method that learns
+        named = ", ".join("--" + flag.replace("_", "-") for flag in flags)
+        learning = " or ".join(m.name for m in METHODS_BY_NAME.values() if m.learned)
+        raise LandscapeError(f"{named}: for --method {learning}, not {method}")
     settings = {LEARNED_OPTIONS[f]: getattr(args, f) for f in flags}
     twice = [f"--{f.replace('_', '-')} and --option {LEARNED_OPTIONS[f]}" for f in flags
              if LEARNED_OPTIONS[f] in texts]  # fmt: skip
@@ -67,8 +68,47 @@ def matching_settings(args: argparse.Namespace) -> dict[str, Any]:
     try:
         typed = entry.text_settings(texts)
     except LandscapeError as err:
-        raise LandscapeError(f"--option: {err}") from None
+        raise LandscapeError(f"--option: {err}{_declared_elsewhere(entry, texts)}") from None
     return given_options(method, {**settings, **typed})
+
+
+def _declared_elsewhere(entry: Any, texts: dict[str, str]) -> str:
+    """What an error adds for keys ``entry`` does not declare that other methods do: whose
+    settings they are (``; 'steps' is a setting of learned matching (--method learned)``)."""
+    from landscape.matching import declaring
+
+    own = {s.name for s in entry.declared()}
+    said = []
+    for key in (k for k in texts if k not in own):
+        owners = [m for m in declaring(key) if m.name != entry.name]
+        if owners:
+            whose = " and of ".join(f"{m.title} (--method {m.name})" for m in owners)
+            said.append(f"; {key!r} is a setting of {whose}")
+    return "".join(said)
+
+
+def settings_listing(args: argparse.Namespace) -> str | None:
+    """What ``--option help`` prints instead of running the command: every setting the chosen
+    method declares (a command without ``--method``: learned matching's, for its learned rows),
+    each with its type, default and help, as ``--option`` reads it; None when not asked."""
+    if OPTION_HELP not in (getattr(args, "option", None) or []):
+        return None
+    from landscape.matching import method_of
+
+    entry = method_of(getattr(args, "method", "learned"))
+    declared = entry.declared()
+    head = f"{entry.title} (--method {entry.name})"
+    if not declared:
+        return f"{head} has no settings"
+    width = max(len(s.name) for s in declared)
+    lines = [f"{head}: its settings, each given as --option KEY=VALUE"]
+    for s in declared:
+        default = "none" if s.default is None else s.default
+        lines.append(f"  {s.name.ljust(width)}  {s.kind()}, default {default}: {s.help}")
+    return "\n".join(lines)
+
+
+OPTION_HELP = "help"  # --option help: the method's settings listed (settings_listing)
 
 
 def _key_values(pairs: list[str]) -> dict[str, str]:

@@ -49,6 +49,7 @@ from landscape.matching.methods import (
     matching_kinds,
     prepare_pair,
     refuse_experts,
+    setting,
 )
 from landscape.matching.result import MatchResult, aligned_distance, finish, weight_distance
 from landscape.matching.solvers import Signs, solve, solve_grouped_perm
@@ -88,9 +89,12 @@ class ActivationOptions:
     """The settings of activation matching (:func:`activation_matching`, the method
     ``"activation"``)."""
 
-    batch: int = 512  # rows of A's training split it correlates (a fixed batch: the first)
-    drop_first: bool = False  # leave position 0 out (attention sinks of text models)
-    within_heads: bool = True  # also the per-head maps, by their weight objective
+    batch: int = setting(512, "rows of A's training split it correlates (one fixed batch: "
+                              "the first rows)")  # fmt: skip
+    drop_first: bool = setting(False, "leave position 0 out (the attention sinks of text "
+                                      "models)")  # fmt: skip
+    within_heads: bool = setting(True, "also match the per-head maps, by their weight "
+                                       "objective")  # fmt: skip
 
 
 def collect(
@@ -361,4 +365,5 @@ def _run(
 
 
 ACTIVATION = MatchingMethod("activation", "activation matching", ActivationOptions, _run,
-                            needs_data=True, experts=False, hooks=("inputs",))  # fmt: skip
+                            needs_data=True, experts=False, fixed_batch="batch",
+                            hooks=("inputs",))  # fmt: skip

@@ -32,7 +32,7 @@ from landscape.matching.latents import (
     project_all,
     same_element,
 )
-from landscape.matching.methods import MatchContext, matching_kinds, prepare_pair
+from landscape.matching.methods import MatchContext, matching_kinds, prepare_pair, setting
 from landscape.matching.result import (
     MatchResult,
     aligned_distance,
@@ -69,18 +69,27 @@ class LearnedOptions:
     :func:`~landscape.matching.learned.learned_matching`).
     """
 
-    init: str = "weight"  # INITS: start from weight matching, or from the identity
-    lam: str = "u(0.4,0.6)"  # LAMBDAS: the distribution of λ (pairwise only)
-    steps: int = 300
-    lr: float = 0.1  # rotations: Adam's step in units of the element's RMS entry 1/√n
-    lr_perm: float = 0.1  # the same for permutation latents
-    batch_size: int | None = None  # rows per step (None: BATCH_ROWS, or BATCH_TOKENS tokens)
-    orth: str = "exp"  # ORTH_PARAMS: rotations as G₀·exp(S − Sᵀ), or projected latents
-    space: str = "weights"  # the merge space of the loss (landscape.models.circuits)
-    within_heads: bool = True  # weight matching's start matches the per-head maps too
-    eval_every: int = 25  # steps between scorings of the projected transform
-    eval_size: int | None = None  # rows of the scoring slice (None: EVAL_ROWS, or EVAL_TOKENS)
-    dual: bool = False  # pairwise: learn A's transform too (from the identity), :func:`learn`
+    init: str = setting("weight", f"the start: {' or '.join(INITS)} (weight matching's "
+                                  "transform, or the identity)")  # fmt: skip
+    lam: str = setting("u(0.4,0.6)", f"the distribution of λ, one of {', '.join(LAMBDAS)} "
+                                     "(pairwise only)")  # fmt: skip
+    steps: int = setting(300, "optimisation steps")
+    lr: float = setting(0.1, "rotations: Adam's step in units of the element's RMS entry 1/√n, "
+                             "decayed to 0 on a cosine")  # fmt: skip
+    lr_perm: float = setting(0.1, "the same for permutation latents")
+    batch_size: int | None = setting(None, f"rows per step (none: {BATCH_ROWS} rows, or "
+                                           f"{BATCH_TOKENS:,} tokens of a language model's "
+                                           "windows)")  # fmt: skip
+    orth: str = setting("exp", f"rotations as {' or '.join(ORTH_PARAMS)}: G₀·exp(S − Sᵀ), or "
+                               "latents projected every step")  # fmt: skip
+    space: str = setting("weights", "the merge space of the loss (landscape.models.circuits): "
+                                    "the line's, --space where a command has it")  # fmt: skip
+    within_heads: bool = setting(True, "weight matching's start matches the per-head maps too")
+    eval_every: int = setting(25, "steps between scorings of the projected transform")
+    eval_size: int | None = setting(None, f"rows of the scoring slice (none: {EVAL_ROWS:,} rows, "
+                                          f"or {EVAL_TOKENS:,} tokens)")  # fmt: skip
+    dual: bool = setting(False, "pairwise: learn A's transform too (from the identity); only "
+                                "the optimiser's path can differ")  # fmt: skip
 
 
 @dataclass

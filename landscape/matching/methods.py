@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -59,12 +59,15 @@ __all__ = [
     "OnElements",
     "Prepared",
     "Run",
+    "Setting",
+    "declared_settings",
     "given_settings",
     "matching_kinds",
     "options_key",
     "prepare_pair",
     "refuse_experts",
     "said_default",
+    "setting",
     "settings_of",
     "text_settings",
 ]
@@ -115,6 +118,37 @@ class Run(Protocol):
                  **hooks: Any) -> MatchResult: ...  # fmt: skip
 
 
+def setting(default: Any, help: str) -> Any:
+    """One field of a method's options dataclass: the setting's ``default`` and ``help``, what
+    it means in a line (what ``--option help`` lists, :func:`declared_settings`). Its type is
+    the field's annotation."""
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting a method declares: its ``name`` (the keyword, the ``--option`` key), its
+    ``type`` (the field's annotation: what ``--option`` text is read as), its ``default`` and its
+    ``help``."""
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+
+    def kind(self) -> str:
+        """What a value of this setting is, in words (``a whole number``, ``one of …``)."""
+        return _kind(self.type)
+
+
+def declared_settings(cls: type) -> tuple[Setting, ...]:
+    """The settings the options dataclass ``cls`` declares, in its fields' order: name, type,
+    default and help (:func:`setting`; a field declared without help has ``""``)."""
+    hints = get_type_hints(cls)
+    return tuple(Setting(f.name, hints[f.name], f.default, f.metadata.get("help", ""))
+                 for f in fields(cls))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class NoOptions:
     """The settings of a method that has none (naive)."""
@@ -134,7 +168,12 @@ class MatchingMethod:
     (``consume=True``: the same result in fewer copies of a large pair). ``aligns``: it moves
     B at all (naive does not). ``experts``: it aligns mixtures of experts (one without it
     refuses them, :func:`refuse_experts`, and tables leave its rows out of theirs).
+    ``fixed_batch``: the name of its setting that counts the rows of A's training split it
+    reads as one fixed batch (activation matching's ``batch``; "" for none), which a language
+    model's data sizes from its budget of positions (``landscape.sources.Data.match_options``).
     ``hooks``: the names of its per-call arguments that are no setting (:class:`Run`).
+    The settings it accepts are its ``options``' fields, each declared with its type, default
+    and help (:func:`setting`, :meth:`declared`).
     """
 
     name: str
@@ -146,6 +185,7 @@ class MatchingMethod:
     consumes: bool = False
     aligns: bool = True
     experts: bool = True
+    fixed_batch: str = ""
     hooks: tuple[str, ...] = ()
 
     def fits(self, cfg: ModelConfig) -> bool:
@@ -162,6 +202,11 @@ class MatchingMethod:
         """This method's settings given as text, typed from its options' declarations
         (:func:`text_settings`)."""
         return text_settings(self.options, texts, what=self.title)
+
+    def declared(self) -> tuple[Setting, ...]:
+        """The settings this method accepts: name, type, default and help of each
+        (:func:`declared_settings` of its ``options``)."""
+        return declared_settings(self.options)
 
 
 _PLAIN = (bool, int, float, str)

@@ -60,6 +60,7 @@ from landscape.matching.methods import (
     given_settings,
     matching_kinds,
     prepare_pair,
+    setting,
 )
 from landscape.matching.result import (
     MatchResult,
@@ -400,9 +401,10 @@ def weight_kinds(
 class WeightOptions:
     """The settings of weight matching (:func:`weight_matching`)."""
 
-    max_rounds: int = 50  # rounds of the descent at most
-    tol: float = 1e-4  # settled: the objective fell by at most this, relative
-    within_heads: bool = True  # also match the per-head maps qk{l}/ov{l}
+    max_rounds: int = setting(50, "rounds of the descent at most")
+    tol: float = setting(1e-4, "settled when a round lowers the objective by at most this, "
+                               "relative")  # fmt: skip
+    within_heads: bool = setting(True, "also match the per-head maps qk{l}/ov{l}")
 
 
 def weight_matching(

@@ -8,12 +8,14 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from landscape.matching import matching_key
 from landscape.plots.fields import (
     ABLATION,
     ABLATION_CELL,
     ABLATION_CURVE,
     ABLATION_SEED,
     ABLATION_STEP,
+    key_of,
 )
 from landscape.plots.interpolation import SPACE_STYLE, figure_interpolation
 from landscape.plots.theme import (
@@ -21,7 +23,6 @@ from landscape.plots.theme import (
     THIN_WIDTH,
     apply_theme,
     legend_above,
-    method_key,
     method_style,
     presentable,
     rgba,
@@ -34,7 +35,7 @@ TARGET_BARRIER = 0.05
 def row_label(method: str, group: str, calibrated: bool = False) -> str:
     """How an ablation row is named: the method's key, and ", calibrated" for the line whose
     every model has its temperature fitted."""
-    return method_key(method, group) + (", calibrated" if calibrated else "")
+    return matching_key(method, group) + (", calibrated" if calibrated else "")
 
 
 def step_cell(step: dict[str, Any], method: str, group: str, space: str,
@@ -61,7 +62,7 @@ def figure_ablation(result: dict[str, Any], *, method: str = "learned", group: s
     steps = ABLATION.read(result, "steps")
     split = ABLATION.read(result, "split")
     labels = [ABLATION_STEP.read(s, "label") for s in steps]
-    colour = method_style(method_key(method, group)).colour
+    colour = method_style(matching_key(method, group)).colour
     name = row_label(method, group, calibrated)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.68, 0.32],
                         horizontal_spacing=0.04)  # fmt: skip
@@ -138,7 +139,7 @@ def ablation_series(result: dict[str, Any], model: str) -> list[dict[str, Any]]:
         space = ABLATION_CELL.read(c, "space")
         if ABLATION_CELL.read(c, "calibrated"):  # the Interpolation figure draws methods
             continue
-        key = method_key(method, group)
+        key = key_of(ABLATION_CELL, c)
         results = [{"lambdas": lambdas,
                     "loss": ABLATION_CURVE.read(k, "loss"),
                     "accuracy": ABLATION_CURVE.read(k, "accuracy"),

@@ -11,11 +11,11 @@ from plotly.subplots import make_subplots
 
 # the result and one line per alignment, declared beside their producer
 from landscape.experiments.curvature import CURVATURE, CURVATURE_LINE
+from landscape.plots.fields import aligned, key_of
 from landscape.plots.theme import (
     PALETTE,
     apply_theme,
     legend_above,
-    method_key,
     method_style,
     naive_or_aligned,
     presentable,
@@ -25,8 +25,7 @@ LAMBDA_AXIS = "λ (0: B aligned; 1: A)"
 
 
 def _name(line: dict[str, Any]) -> str:
-    method = CURVATURE_LINE.read(line, "method")
-    return "naive" if method == "naive" else method_key(method, CURVATURE_LINE.read(line, "group"))
+    return key_of(CURVATURE_LINE, line)
 
 
 def _positive(values: list[Any]) -> bool:
@@ -56,7 +55,7 @@ def figure_curvature(result: dict[str, Any]) -> go.Figure:
     tops = []
     for line in lines:
         name = _name(line)
-        naive = name == "naive"
+        naive = not aligned(CURVATURE_LINE, line)  # drawn as the naive line
         style = naive_or_aligned(method_style(name).colour, naive, 8)
         lam = CURVATURE_LINE.read(line, "lambdas")
         top = CURVATURE_LINE.read(line, "top_eigenvalue")
@@ -97,7 +96,7 @@ def figure_curvature_blocks(result: dict[str, Any]) -> go.Figure:
     values = []
     for col, line in enumerate(lines, start=1):
         lam = CURVATURE_LINE.read(line, "lambdas")
-        naive = _name(line) == "naive"
+        naive = not aligned(CURVATURE_LINE, line)
         for k, (block, tops) in enumerate(CURVATURE_LINE.read(line, "blocks").items()):
             values += tops
             fig.add_trace(

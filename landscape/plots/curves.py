@@ -10,13 +10,20 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.plots.fields import CURVED, CURVED_ALIGNMENT, CURVED_PATH, SPAWN, SPAWN_ROW
+from landscape.plots.fields import (
+    CURVED,
+    CURVED_ALIGNMENT,
+    CURVED_PATH,
+    SPAWN,
+    SPAWN_ROW,
+    aligned,
+    key_of,
+)
 from landscape.plots.theme import (
     LAMBDA_TITLE,
     PALETTE,
     apply_theme,
     legend_above,
-    method_key,
     naive_or_aligned,
     points,
     presentable,
@@ -39,9 +46,8 @@ def figure_curve(result: dict[str, Any]) -> go.Figure:
     # wide enough a gap that the accuracy axis's title clears the loss panel on a projector
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16)
     for k, al in enumerate(CURVED.read(result, "alignments")):
-        method = CURVED_ALIGNMENT.read(al, "method")
-        naive = method == "naive"
-        which = "naive" if naive else method_key(method, CURVED_ALIGNMENT.read(al, "group"))
+        naive = not aligned(CURVED_ALIGNMENT, al)  # drawn as the naive pair
+        which = key_of(CURVED_ALIGNMENT, al)
         for path, name in (("line", "straight line"), ("curve", kind)):
             c = CURVED_ALIGNMENT.read(al, path)
             label = f"{name} · {which}: barrier {CURVED_PATH.read(c, 'barrier_loss'):.3g}"
@@ -86,8 +92,8 @@ def figure_spawn(result: dict[str, Any]) -> go.Figure:
         mine = sorted((r for r in rows if (SPAWN_ROW.read(r, "method"),
                                            SPAWN_ROW.read(r, "group")) == (method, group)),
                       key=lambda r: SPAWN_ROW.read(r, "step"))  # fmt: skip
-        naive = method == "naive"
-        which = "naive" if naive else method_key(method, group)
+        naive = not aligned(SPAWN_ROW, mine[0])  # drawn as the naive pair
+        which = key_of(SPAWN_ROW, mine[0])
         for col, metric, unit in ((1, "loss", 1.0), (2, "accuracy", points(1.0))):
             sems = [SPAWN_ROW.read(r, f"barrier_{metric}_sem") for r in mine]
             fig.add_trace(

@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from landscape.errors import LandscapeError
-from landscape.names import method_key
+from landscape.matching import matching_key
 from landscape.plots.theme import FONT_FAMILY, FONT_SIZE, for_export, projector
 from landscape.plots.triangle import fit_triangles, triangle_count
 
@@ -329,7 +329,7 @@ def describe(settings: dict[str, Any]) -> str:
         parts.append(_and([str(m) for m in settings["methods"]]))
     elif settings.get("method"):
         method, group = str(settings["method"]), settings.get("group")
-        parts.append(method if "/" in method or not group else method_key(method, group))
+        parts.append(method if "/" in method or not group else matching_key(method, group))
     elif settings.get("alignment"):
         parts.append(str(settings["alignment"]))
     elif settings.get("group"):

@@ -18,6 +18,9 @@ are still declared here, as the list of every key the figures read of them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from landscape.experiments.barriers.ablation import CELL as ABLATION_CELL
 from landscape.experiments.barriers.ablation import CURVE as ABLATION_CURVE
 from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
@@ -25,9 +28,27 @@ from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
 from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
 from landscape.fields import Fields, MissingField
+from landscape.matching import result_aligns
+from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "Fields", "MissingField"]  # fmt: skip
+           "ABLATION_STEP", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
+
+
+def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
+    """Whether the matching of ``record`` (a ``kind`` that declares ``method``) moves B: its
+    ``aligns`` where its kind declares one and it carries it (a barrier result), else its
+    method's registry entry (``landscape.matching.result_aligns``)."""
+    said = kind.read(record, "aligns") if "aligns" in kind.names else None
+    return result_aligns({"aligns": said, "method": kind.read(record, "method")})
+
+
+def key_of(kind: Fields, record: Mapping[str, Any]) -> str:
+    """The method key of ``record`` (``"weight/orth"``; ``"naive"``, which aligns nothing, has
+    no group): its ``method`` and ``group``, and :func:`aligned`."""
+    return method_key(kind.read(record, "method"), kind.read(record, "group"),
+                      aligns=aligned(kind, record))  # fmt: skip
+
 
 # ---------------------------------------------------------------- models page
 
@@ -44,7 +65,7 @@ INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
 # the pair and its settings, read by the tidy tables (:mod:`landscape.plots.tidy`)
 BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
                  {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "",
-                  "space": "weights"})  # fmt: skip
+                  "space": "weights", "aligns": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
                   {"group": "orth"})  # fmt: skip

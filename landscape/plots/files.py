@@ -63,9 +63,10 @@ def check_figure_target(target: str | Path, force: bool = False) -> None:
 
 
 def _barrier(result: dict[str, Any]) -> dict[str, go.Figure]:
+    from landscape.matching import result_aligns
     from landscape.plots.interpolation import figure_interpolation
 
-    label = method_key(result["method"], result.get("group"))
+    label = method_key(result["method"], result.get("group"), aligns=result_aligns(result))
     series = [{"label": label, "results": [result], "space": result.get("space", "weights")}]
     return {"": figure_interpolation(series, split=result.get("split", "test"))}
 

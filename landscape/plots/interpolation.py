@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from landscape.matching import METHODS_BY_NAME
 from landscape.plots.fields import (
     BARRIER,
     INTERPOLATION_SERIES,
@@ -17,6 +18,8 @@ from landscape.plots.fields import (
     MERGES,
     WIDTH_ROW,
     WIDTHS,
+    aligned,
+    key_of,
 )
 from landscape.plots.theme import (
     ACCURACY_UNIT,
@@ -27,7 +30,6 @@ from landscape.plots.theme import (
     THIN_WIDTH,
     apply_theme,
     legend_above,
-    method_key,
     method_style,
     naive_or_aligned,
     points,
@@ -44,8 +46,20 @@ def series_method(series: dict[str, Any]) -> str:
         return given
     first = INTERPOLATION_SERIES.read(series, "results")[0]
     if BARRIER.read(first, "method"):
-        return method_key(BARRIER.read(first, "method"), BARRIER.read(first, "group"))
+        return key_of(BARRIER, first)
     return INTERPOLATION_SERIES.read(series, "label")
+
+
+def series_aligns(series: dict[str, Any]) -> bool:
+    """Whether the matching of an interpolation series moves B: its results' (a barrier
+    result's ``aligns``, else its method's registry entry), else, for results that name no
+    method, the registry entry of its method key's method (an unknown one counts as aligning).
+    The naive series is the one that does not."""
+    first = INTERPOLATION_SERIES.read(series, "results")[0]
+    if BARRIER.read(first, "method"):
+        return aligned(BARRIER, first)
+    entry = METHODS_BY_NAME.get(series_method(series).partition("/")[0])
+    return entry is None or entry.aligns
 
 
 # How each merge space is drawn when a figure shows both: a method keeps its colour, dash and
@@ -183,7 +197,7 @@ def figure_widths(result: dict[str, Any], *, split: str = "test"
         mine = sorted((r for r in rows if WIDTH_ROW.read(r, "method") == method),
                       key=lambda r: WIDTH_ROW.read(r, "width"))  # fmt: skip
         widths = [WIDTH_ROW.read(r, "width") for r in mine]
-        style = method_style(method_key(method, WIDTH_ROW.read(mine[0], "group")))
+        style = method_style(key_of(WIDTH_ROW, mine[0]))
         for col, metric, unit in ((1, "barrier_loss", 1.0), (2, "barrier_accuracy", points(1.0))):
             fig.add_trace(
                 go.Scatter(
@@ -227,9 +241,8 @@ def figure_merges(result: dict[str, Any]) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
     alignments = MERGES.read(result, "alignments")
     for k, al in enumerate(alignments):
-        method, group = MERGE_ALIGNMENT.read(al, "method"), MERGE_ALIGNMENT.read(al, "group")
-        naive = method == "naive"
-        which = "naive" if naive else method_key(method, group)
+        naive = not aligned(MERGE_ALIGNMENT, al)  # drawn as the naive pair
+        which = key_of(MERGE_ALIGNMENT, al)
         paths = {"line": MERGE_ALIGNMENT.read(al, "line"), **MERGE_ALIGNMENT.read(al, "operators")}
         for path, curve in paths.items():
             colour = _PATH_COLOUR.get(path, PALETTE[7])
@@ -291,7 +304,7 @@ def above_naive(series: Sequence[dict[str, Any]], *, split: str = "test") -> lis
     out = []
     for space in dict.fromkeys(INTERPOLATION_SERIES.read(s, "space") for s in series):
         mine = [s for s in series if INTERPOLATION_SERIES.read(s, "space") == space]
-        naive = next((s for s in mine if series_method(s) == "naive"), None)
+        naive = next((s for s in mine if not series_aligns(s)), None)
         if naive is None:
             continue
         base = {key(r, i): r for i, r in enumerate(INTERPOLATION_SERIES.read(naive, "results"))}

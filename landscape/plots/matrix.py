@@ -7,8 +7,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from landscape.names import method_key
-from landscape.plots.fields import MATRIX
+from landscape.plots.fields import MATRIX, key_of
 from landscape.plots.theme import apply_theme, font_size, points, presentable
 
 # sequential, colour-blind safe; 0 (no barrier, the diagonal) is the lightest
@@ -21,9 +20,8 @@ def figure_barrier_matrix(result: dict[str, Any]) -> go.Figure:
     heatmap each, the value written in every cell. The diagonal is each model against itself: 0 by
     definition (not measured), drawn and written as 0."""
     seeds = [str(s) for s in MATRIX.read(result, "seeds")]
-    method, group = MATRIX.read(result, "method"), MATRIX.read(result, "group")
     split, space = MATRIX.read(result, "split"), MATRIX.read(result, "space")
-    label = method_key(method, group)
+    label = key_of(MATRIX, result)
     # short panel titles, so that two panels fit one column; the split is in the figure title
     panels = (("barrier_loss", "loss barrier (nats)", "{:.3f}", 1.0),
               ("barrier_accuracy", "accuracy barrier (points)", "{:.1f}", points(1.0)))  # fmt: skip

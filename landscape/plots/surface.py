@@ -16,8 +16,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from landscape.names import method_key
-from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT, SURFACE_RUN
+from landscape.plots.fields import SURFACE, SURFACE_PATH, SURFACE_POINT, SURFACE_RUN, key_of
 from landscape.plots.theme import (
     GRID,
     LINE_WIDTH,
@@ -78,8 +77,7 @@ def surface_title(result: Mapping[str, Any]) -> str:
                     f"two principal directions: {100 * share:.0f}% of Σ‖θ_t − θ‖²)")  # fmt: skip
         return (f"{model} seed {seed}, {split} split<br>filter-normalised random directions "
                 f"(seed {SURFACE.read(result, 'directions_seed')})")  # fmt: skip
-    method = SURFACE.read(result, "method")
-    how = method_key(method, SURFACE.read(result, "group"))
+    how = key_of(SURFACE, result)
     seeds_text = ", ".join(map(str, seeds))
     # two lines: one would run the width of a projector's figure
     return f"{model} seeds {seeds_text}, {split} split<br>the plane through the three ({how})"

@@ -16,6 +16,7 @@ from typing import Any, ParamSpec
 
 import plotly.graph_objects as go
 
+from landscape.matching import METHODS_BY_NAME
 from landscape.names import method_key  # the key of METHOD_DASH
 
 # A colour-blind-safe palette, reused for every categorical series: twelve
@@ -83,14 +84,18 @@ def naive_or_aligned(colour: str, naive: bool, size: float) -> dict[str, Any]:
 
 
 def method_style(key: str) -> MethodStyle:
-    """The one style of ``"naive"`` or ``"method/group"`` (e.g. ``"weight/orth"``), the same in
-    every figure. An unknown key keeps its method's colour (black for an unknown method), a
-    solid line and a cross."""
+    """The one style of a method key (``"method/group"``, e.g. ``"weight/orth"``, or the name
+    alone of a method that aligns nothing, ``"naive"``), the same in every figure: a method
+    that aligns nothing (its registry entry's ``aligns``) has a circle, the others their
+    group's marker. An unknown key keeps its method's colour (black for an unknown method, drawn
+    as one that aligns), a solid line and a cross."""
     method, _, group = key.partition("/")
+    entry = METHODS_BY_NAME.get(method)
+    moves = entry is None or entry.aligns
     return MethodStyle(
         colour=METHOD_COLOUR.get(method, BLACK),
-        dash=METHOD_DASH.get(method_key(method, group or None), "solid"),
-        symbol="circle" if method == "naive" else GROUP_SYMBOL.get(group or "perm", "x"),
+        dash=METHOD_DASH.get(method_key(method, group or None, aligns=moves), "solid"),
+        symbol=GROUP_SYMBOL.get(group or "perm", "x") if moves else "circle",
     )
 
 
@@ -206,8 +211,12 @@ def apply_theme(fig: go.Figure, *, title: str | None = None) -> go.Figure:
         font={"family": FONT_FAMILY, "size": size},
         colorway=PALETTE,
         # a title's every line gets its own room above the plot (the Surface's has two)
-        margin={"l": 70, "r": 20, "t": 36 + 24 * (title.count("<br>") + 1) if title else 30,
-                "b": 60},  # fmt: skip
+        margin={
+            "l": 70,
+            "r": 20,
+            "t": 36 + 24 * (title.count("<br>") + 1) if title else 30,
+            "b": 60,
+        },  # fmt: skip
         legend={"font": {"size": size}},  # as the ticks: one text size for what is read
         title={"text": title, "font": {"size": size + 2}} if title else None,
     )

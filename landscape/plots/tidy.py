@@ -40,14 +40,18 @@ from landscape.plots.fields import (
     TRIANGLE,
     ZOO_ROW,
     ZOO_SEED,
+    Fields,
+    aligned,
 )
 from landscape.plots.home import SYMMETRY_LEVELS
 
 
-def group_of(method: str, group: str) -> str:
-    """A row's ``group``: empty for naive, which aligns nothing (whatever group its result was
-    stored under), so that every CSV says the same of it."""
-    return "" if method == "naive" else group
+def group_of(kind: Fields, record: Mapping[str, Any]) -> str:
+    """A row's ``group`` from a ``kind`` record: empty for a method that aligns nothing (naive;
+    :func:`~landscape.plots.fields.aligned`), whatever group its result was stored under, so
+    that every CSV says the same of it."""
+    moved = not kind.read(record, "method") or aligned(kind, record)  # no method: no matching
+    return kind.read(record, "group") if moved else ""
 
 
 CURVE_COLUMNS = ["model", "seed_a", "seed_b", "method", "group", "space", "split", "metric",
@@ -78,7 +82,7 @@ def tidy_interpolation(series: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                     rows.append({
                         "model": BARRIER.read(r, "model"), "seed_a": a, "seed_b": b,
                         "method": method,  # naive aligns nothing: no group
-                        "group": group_of(method, BARRIER.read(r, "group")),
+                        "group": group_of(BARRIER, r),
                         "space": BARRIER.read(r, "space") or INTERPOLATION_SERIES.read(s, "space"),
                         "split": BARRIER.read(r, "split"), "metric": metric, "lam": lam,
                         "value": c[k], "series": label, **band,
@@ -100,7 +104,7 @@ def tidy_ablation(result: Mapping[str, Any]) -> pd.DataFrame:
                          "value": ABLATION_SEED.read(seed, "test_loss")})  # fmt: skip
         for c in ABLATION_STEP.read(step, "cells"):
             method = ABLATION_CELL.read(c, "method")
-            group = group_of(method, ABLATION_CELL.read(c, "group"))
+            group = group_of(ABLATION_CELL, c)
             pairs = ABLATION_STEP.read(step, "pairs")
             for metric, values in (("barrier_loss", ABLATION_CELL.read(c, "per_pair_loss")),
                                    ("barrier_accuracy",
@@ -128,7 +132,7 @@ def tidy_matrix(result: Mapping[str, Any]) -> pd.DataFrame:
                 rows.append({
                     "model": MATRIX.read(result, "model"), "seed_a": a, "seed_b": b,
                     "method": MATRIX.read(result, "method"),
-                    "group": group_of(MATRIX.read(result, "method"), MATRIX.read(result, "group")),
+                    "group": group_of(MATRIX, result),
                     "space": MATRIX.read(result, "space"), "split": MATRIX.read(result, "split"),
                     "metric": metric, "value": z[i][j], "measured": i != j,
                 })  # fmt: skip
@@ -153,7 +157,7 @@ def tidy_curve(result: Mapping[str, Any]) -> pd.DataFrame:
                     rows.append({
                         "model": CURVED.read(result, "model"), "seed_a": a, "seed_b": b,
                         "method": method,
-                        "group": group_of(method, CURVED_ALIGNMENT.read(al, "group")),
+                        "group": group_of(CURVED_ALIGNMENT, al),
                         "split": CURVED.read(result, "split"), "path": name, "metric": metric,
                         "lam": lam, "value": value,
                         "barrier": CURVED_PATH.read(c, f"barrier_{metric}"),
@@ -177,7 +181,7 @@ def tidy_triangles(results: Sequence[Mapping[str, Any]], model: str = "") -> pd.
                 rows.append({
                     "model": model, "seed_a": a, "seed_b": b, "seed_c": c,
                     "method": TRIANGLE.read(r, "method"),
-                    "group": group_of(TRIANGLE.read(r, "method"), TRIANGLE.read(r, "group")),
+                    "group": group_of(TRIANGLE, r),
                     "split": TRIANGLE.read(r, "split"), "w_a": w[0], "w_b": w[1], "w_c": w[2],
                     "metric": metric, "value": values[p], "in_basin": excess[p] <= tol,
                 })  # fmt: skip
@@ -193,7 +197,7 @@ def tidy_surface(result: Mapping[str, Any]) -> pd.DataFrame:
     kind, seeds = SURFACE.read(result, "kind"), SURFACE.read(result, "seeds")
     base = {"model": SURFACE.read(result, "model"), "seeds": " ".join(map(str, seeds)),
             "kind": kind, "method": SURFACE.read(result, "method"),
-            "group": group_of(SURFACE.read(result, "method"), SURFACE.read(result, "group")),
+            "group": group_of(SURFACE, result),
             "split": SURFACE.read(result, "split")}  # fmt: skip
     rows = []
     xs, ys = SURFACE.read(result, "x"), SURFACE.read(result, "y")

@@ -17,6 +17,7 @@ from landscape.budget import TEXT_BYTES_CHARACTERS, check_text_file, check_windo
 from landscape.data import Split
 from landscape.data.text import token_corpus
 from landscape.errors import LandscapeError
+from landscape.matching import method_of
 from landscape.models import Architecture, ModelConfig, architecture_of
 from landscape.models.importers import (
     checkpoint_tokenizer,
@@ -259,13 +260,15 @@ class SplitData(Data):
         return {"batch_size": eval_batch_size(cfg, inputs), "chunk": 1}
 
     def match_options(self, cfg: ModelConfig, method: str) -> dict[str, Any]:
-        tokens = self.spec.activation_tokens
-        if method != "activation" or tokens is None:
+        """The fixed batch of a method that reads one (its ``fixed_batch`` setting, activation
+        matching's ``batch``): as many rows as hold the spec's ``activation_tokens``."""
+        tokens, setting = self.spec.activation_tokens, method_of(method).fixed_batch
+        if not setting or tokens is None:
             return {}
         train = self.splits["train"]
         tokens_in = architecture_of(cfg).inputs == "tokens"
         positions = train.inputs.shape[1] if train.inputs.ndim == 2 and tokens_in else 1
-        return {"batch": max(1, tokens // positions)}
+        return {setting: max(1, tokens // positions)}
 
 
 def evaluation_refusal(arch: Architecture) -> str:

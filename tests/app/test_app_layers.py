@@ -20,6 +20,7 @@ DRAWING = ("landscape.plots", "landscape.names", "landscape.numbers", "landscape
 PURE = frozenset({
     "aligns",  # a method's declared fact
     "method_of",  # a method's registry entry
+    "matching_key", "matching_keys",  # a method's key under a group, from its declared fact
     "worst_check",  # the worst of some function checks
     "within", "fraction",  # progress arithmetic
     "seeds_request",  # a frozen request, checked when made; nothing is loaded

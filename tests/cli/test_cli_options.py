@@ -56,6 +56,40 @@ def test_an_option_reaches_the_method_typed_from_its_declaration(capsys, _stores
     assert heard[-1].max_rounds == 50
 
 
+# a setting of each method that has any, said away from its default, as the run must see it
+SAID = {"activation": ("batch=64", "batch", 64), "weight": ("tol=0.01", "tol", 0.01),
+        "learned": ("steps=2", "steps", 2)}  # fmt: skip
+
+
+def test_every_method_with_settings_has_one_said_here():
+    assert {m.name for m in METHODS_BY_NAME.values() if m.declared()} == set(SAID)
+
+
+@pytest.mark.parametrize("method", list(SAID))
+def test_an_option_reaches_every_method(capsys, _stores, heard, method):
+    text, name, value = SAID[method]
+    argv = [*BARRIER, "--method", method, "--group", "perm", "--option", text, "--json"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["options"] == {name: value} and out["aligns"] is True
+    mine = [o for o in heard if isinstance(o, METHODS_BY_NAME[method].options)]
+    assert mine and getattr(mine[-1], name) == value
+
+
+@pytest.mark.parametrize("method", list(METHODS_BY_NAME))
+def test_option_help_lists_the_methods_declared_settings(capsys, heard, method):
+    assert cli.main([*BARRIER, "--method", method, "--option", "help"]) == 0
+    out = capsys.readouterr().out
+    declared = METHODS_BY_NAME[method].declared()
+    assert f"(--method {method})" in out
+    for s in declared:
+        line = next(x for x in out.splitlines() if x.split()[:1] == [s.name])
+        assert s.kind() in line and s.help in line
+    if not declared:
+        assert "has no settings" in out
+    assert heard == []  # listed, not run
+
+
 def test_options_of_every_method_are_typed_and_the_learned_flags_are_aliases():
     assert settings(*BARRIER, "--method", "activation", "--option", "batch=64", "--option",
                     "drop_first=yes") == {"batch": 64, "drop_first": True}  # fmt: skip
@@ -85,6 +119,13 @@ def test_options_of_every_method_are_typed_and_the_learned_flags_are_aliases():
                      "max_rounds, tol, within_heads", id="unknown-key"),
         pytest.param(["--method", "naive", "--option", "steps=3"],
                      "unknown setting 'steps' of .*; its settings: none", id="naive-has-none"),
+        pytest.param(["--method", "weight", "--option", "steps=3"],
+                     "unknown setting 'steps' of weight matching; its settings: max_rounds, tol, "
+                     "within_heads; 'steps' is a setting of learned matching \\(--method "
+                     "learned\\)", id="another-methods-key"),
+        pytest.param(["--method", "learned", "--option", "max_rounds=3"],
+                     "its settings: init, lam, steps, .*; 'max_rounds' is a setting of weight "
+                     "matching", id="weights-key-to-learned"),
         pytest.param(["--method", "weight", "--option", "max_rounds=many"],
                      "bad value 'many' for the setting 'max_rounds' of weight matching: expected "
                      "a whole number, default 50", id="not-a-number"),

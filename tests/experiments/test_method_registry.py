@@ -32,7 +32,7 @@ from landscape.matching import (
     register,
     unregister,
 )
-from landscape.matching.methods import matching_kinds, prepare_pair
+from landscape.matching.methods import matching_kinds, prepare_pair, setting
 from landscape.matching.result import aligned_distance, finish, weight_distance
 from landscape.matching.solvers import solve
 from landscape.matching.weight import weight_similarity
@@ -53,7 +53,7 @@ def _cache(tmp_path, monkeypatch):
 
 @dataclass(frozen=True)
 class StreamOptions:
-    gains: str = "unsigned"  # norm gains in the score ("unsigned") or left out ("ignore")
+    gains: str = setting("unsigned", "norm gains in the score (unsigned) or left out (ignore)")
 
 
 def stream_matching(cfg: ModelConfig, params_a: Params, params_b: Params, group: str,

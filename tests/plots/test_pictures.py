@@ -21,6 +21,7 @@ from landscape.experiments.eigen.angles import (
     haar_orthogonal,
     haar_reference,
 )
+from landscape.matching import matching_key
 from landscape.plots.interpolation import above_naive
 from landscape.plots.theme import (
     METHOD_DASH,
@@ -115,9 +116,12 @@ def test_curve_figures_draw_each_method_in_its_theme_style() -> None:
     assert lines["naive"].line.color == method_style("naive").colour
 
 
-def test_method_key_names_naive_alone() -> None:
-    assert method_key("naive", "orth") == "naive"
-    assert method_key("learned", "signed-perm") == "learned/signed-perm"
+def test_method_key_names_a_method_that_aligns_nothing_alone() -> None:
+    assert method_key("naive", "orth", aligns=False) == "naive"
+    assert method_key("learned", "signed-perm", aligns=True) == "learned/signed-perm"
+    # the fact is the registry's: naive's entry does not align, learned's does
+    assert matching_key("naive", "orth") == "naive"
+    assert matching_key("learned", "signed-perm") == "learned/signed-perm"
 
 
 # ---------------------------------------------------------------- above naive
@@ -221,8 +225,12 @@ def test_atlas_draws_copies_that_equal_their_seed_on_their_seed(tmp_path, monkey
     from landscape.store.cache import Cache
 
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "cache"))
-    result = atlas("mlp-digits", [0, 1, 2], AtlasOptions(copies=2),
-                   context=RunContext(cache=Cache(tmp_path / "cache")))
+    result = atlas(
+        "mlp-digits",
+        [0, 1, 2],
+        AtlasOptions(copies=2),
+        context=RunContext(cache=Cache(tmp_path / "cache")),
+    )
     copies = [p for p in result["points"] if p["kind"] == "gauge copy"]
     seeds = {p["seed"]: p for p in result["points"] if p["kind"] == "seed"}
     assert result["orbit_ratio_aligned"] < 1e-9 < result["orbit_ratio_raw"]

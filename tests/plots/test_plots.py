@@ -447,6 +447,7 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
     )  # the page's note
     # the tidy tables (the figures' CSVs) read the pair and its settings from a curve
     tidy.tidy_interpolation([{"label": "naive", "results": [_curve(1.0)]}])
+    tidy.tidy_triangles([_triangle("naive", 1.0)])
     tidy.tidy_surface(plane_result())
     plots.figure_surface({**plane_result(), "kind": "directions", "directions_seed": 1})
     plots.figure_surface({**plane_result(), "kind": "directions", "directions": "trajectory",
@@ -504,8 +505,9 @@ def test_interpolation_draws_both_spaces_in_the_method_style_weights_thick_circu
           "method": "weight/perm"},
          {"label": "naive · circuits", "results": [_curve(0.9)], "space": "circuits",
           "method": "naive"}])  # fmt: skip
-    lines = [t for t in fig.data
-             if t.mode == "lines+markers" and t.xaxis == "x" and t.x[0] is not None]
+    lines = [
+        t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x" and t.x[0] is not None
+    ]
     # the method keeps its dash (perm and orth of one method stay apart), as the page's help says
     dashes = [method_style(k).dash for k in ("weight/orth", "weight/orth", "weight/perm", "naive")]
     assert [t.line.dash for t in lines] == dashes and dashes[0] != dashes[2]

@@ -15,9 +15,8 @@ from app.components.layout import controls
 from app.components.needs import need_data, need_seeds
 from app.memory import remember
 from landscape import page_defaults as page
-from landscape.matching import method_of
+from landscape.matching import matching_keys
 from landscape.names import BARRIER_GROUPS, METHODS
-from landscape.plots.theme import method_key
 
 
 @dataclass(frozen=True)
@@ -50,8 +49,7 @@ def ask() -> Asked:
     default_pairs = ([p for p in state.pairs_for(name, 1, seeds) if p in all_pairs]
                      or all_pairs[:1])  # fmt: skip
     # a method that aligns comes under every group; naive, which does not, once
-    combos = ["naive"] + [method_key(m, g) for m in METHODS if method_of(m).aligns
-                          for g in BARRIER_GROUPS]  # fmt: skip
+    combos = matching_keys(METHODS, BARRIER_GROUPS)
 
     with controls():
         c1, c2, c3 = st.columns([2, 3, 2])

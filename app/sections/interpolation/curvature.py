@@ -23,8 +23,7 @@ from landscape.experiments.curvature import (
     CurvatureOptions,
     expected_products,
 )
-from landscape.matching import aligns
-from landscape.names import method_key
+from landscape.matching import aligns, matching_key
 from landscape.page_defaults import method_group
 from landscape.plots.curvature import figure_curvature
 
@@ -39,7 +38,7 @@ def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for line in CURVATURE.read(made, "lines"):
         read = CURVATURE_LINE.read
-        name = method_key(read(line, "method"), read(line, "group"))
+        name = matching_key(read(line, "method"), read(line, "group"))
         loss, top = read(line, "loss"), read(line, "top_eigenvalue")
         trace, se = read(line, "trace"), read(line, "trace_se")
         for i, lam in enumerate(read(line, "lambdas")):
@@ -82,8 +81,12 @@ def curvature_along_line(asked: Asked) -> None:
     remember("curvature_points", 3, param="hv_points", options=POINTS)
     points = c3.selectbox("Points on λ", POINTS, key="curvature_points")
     remember("curvature_probes", 0, param="hv_probes", options=PROBES)
-    probes = c4.selectbox("Trace probes", PROBES, key="curvature_probes",
-                          help="Rademacher probes of Hutchinson's trace estimate; 0: no trace")
+    probes = c4.selectbox(
+        "Trace probes",
+        PROBES,
+        key="curvature_probes",
+        help="Rademacher probes of Hutchinson's trace estimate; 0: no trace",
+    )
     method, group = method_group(combo)
     options = {"top_k": top_k, "points": points, "probes": probes}
     wanted = (name, tuple(pair), method, group, options, device())
@@ -123,10 +126,16 @@ def curvature_along_line(asked: Asked) -> None:
         title="the curvature along the line beside its loss",
         key="curvature",
         data=rows,
-        settings={"model": name, "seeds": list(pair), "alignment": combo,
-                  "eigenvalues": top_k, "points": points, "probes": probes,
-                  "batch": CURVATURE.read(made, "batch"),
-                  "split": CURVATURE.read(made, "split")},  # fmt: skip
+        settings={
+            "model": name,
+            "seeds": list(pair),
+            "alignment": combo,
+            "eigenvalues": top_k,
+            "points": points,
+            "probes": probes,
+            "batch": CURVATURE.read(made, "batch"),
+            "split": CURVATURE.read(made, "split"),
+        },  # fmt: skip
         tables={"Curvature along the line": rows},
     )
     results_table(pd.DataFrame(rows))

@@ -16,11 +16,10 @@ from app.components.tables import results_table
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from landscape.experiments.spawn import SpawnOptions
-from landscape.matching import aligns
+from landscape.matching import aligns, matching_key
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
 from landscape.plots.curves import figure_spawn
-from landscape.plots.theme import method_key
 from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_records
 
@@ -68,9 +67,12 @@ def spawned_children(asked: Asked) -> None:
                 """Not stored: the parent's run with snapshots and two children from each step
                 k to the end, at the time training seed A took."""
                 took, steps = trained(), ZOO[name].train.steps
-                return [(f"the parent and {2 * len(spawn_at)} children",
-                         None if not took else took * (1 + 2 * sum(1 - k / steps
-                                                                   for k in spawn_at)))]
+                return [
+                    (
+                        f"the parent and {2 * len(spawn_at)} children",
+                        None if not took else took * (1 + 2 * sum(1 - k / steps for k in spawn_at)),
+                    )
+                ]
 
             made = read_else_run(  # stored: drawn at once
                 lambda: state.spawn(*wanted, compute=False),
@@ -88,7 +90,8 @@ def spawned_children(asked: Asked) -> None:
             )  # fmt: skip
             if made is not None:
                 show_warnings("Spawned children", made)
-                spawn_table = [{"step": x["step"], "alignment": method_key(x["method"], x["group"]),
+                spawn_table = [{"step": x["step"],
+                                "alignment": matching_key(x["method"], x["group"]),
                                 "loss barrier (nats)": x["barrier_loss"],
                                 "accuracy barrier (points)": in_points(x["barrier_accuracy"])}
                                for x in made["rows"]]  # fmt: skip

@@ -14,7 +14,7 @@ from app.sections.interpolation.asked import Asked
 from landscape.experiments import PAPER_REFERENCE
 from landscape.matching import worst_check
 from landscape.numbers import mean_pm
-from landscape.plots.interpolation import ABOVE_NAIVE_MARGIN, ABOVE_NAIVE_SHARE
+from landscape.plots.interpolation import ABOVE_NAIVE_MARGIN, ABOVE_NAIVE_SHARE, series_aligns
 from landscape.plots.theme import points as in_points
 
 # the table's columns as the page formats them; a projector shows the table without the details
@@ -50,7 +50,7 @@ def _differs_or_says(column: pd.Series, name: str) -> bool:
 def versus_naive(series: dict, above: dict | None) -> str:
     """A row's word against naive on the same pairs (``above``: its record of
     ``above_naive``, None when neither barrier is clearly above naive's)."""
-    if series["method"] == "naive":
+    if not series_aligns(series):  # naive itself
         return "—"
     if above is None:
         return "not above naive"
@@ -124,7 +124,7 @@ def final_table(slot, rows: list[dict], series: list[dict], above: dict[str, dic
     and without its details on a projector), beside naive's when naive was measured, with what
     is said of it under it: the methods above naive, what the columns mean, and what a
     cancelled (or, not ``cancelled``, a waiting) run left out. Returns the table."""
-    if rows and any(s["method"] == "naive" for s in series):
+    if rows and any(not series_aligns(s) for s in series):
         for i, (r, s) in enumerate(zip(rows, series, strict=True)):
             rows[i] = _beside_accuracy(r, "vs naive", versus_naive(s, above.get(s["label"])))
     table = pd.DataFrame(rows)

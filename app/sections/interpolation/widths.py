@@ -13,8 +13,8 @@ from app.components.layout import presentation
 from app.components.long_runs import read_else_run
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
+from landscape.matching import matching_key
 from landscape.plots.interpolation import figure_widths
-from landscape.plots.theme import method_key
 from landscape.plots.tidy import tidy_records
 
 
@@ -77,7 +77,7 @@ def different_widths(asked: Asked) -> None:
                 settings={
                     "model": name,
                     "methods": [
-                        method_key(m, widths.get("group")) for m in widths.get("methods", ())
+                        matching_key(m, widths.get("group")) for m in widths.get("methods", ())
                     ],
                     "seeds": [a_seed, b_seed],
                     "factors": sorted(factors),

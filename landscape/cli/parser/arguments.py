@@ -168,9 +168,7 @@ def _float_in(low: float, high: float, *, open_low: bool = False) -> Callable[[s
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if value < low or (open_low and value == low) or value > high:
             bracket = "(" if open_low else "["
-            raise argparse.ArgumentTypeError(
-                f"must lie in {bracket}{low:g}, {high:g}], got {text}"
-            )
+            raise argparse.ArgumentTypeError(f"must lie in {bracket}{low:g}, {high:g}], got {text}")
         return value
 
     return parse
@@ -265,10 +263,13 @@ LEARNED_CHECKS: dict[str, Callable[[str], Any]] = {
 
 def _setting(text: str) -> str:
     """``KEY=VALUE``, a setting of the matching method (typed against the method's declared
-    options when the command runs, ``landscape.cli.running.matching_settings``)."""
+    options when the command runs, ``landscape.cli.running.matching_settings``), or ``help``
+    (the method's settings listed, ``landscape.cli.running.settings_listing``)."""
+    if text == "help":
+        return text
     key, eq, _ = text.partition("=")
     if not eq or not key.strip() or key != key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE or help, got {text!r}")
     return text
 
 
@@ -279,9 +280,10 @@ def _learned_options(p: argparse.ArgumentParser, when: str = "with --method lear
     p.add_argument("--option", type=_setting, action="append", metavar="KEY=VALUE",
                    help="a setting of the matching method by its name, typed as the method "
                         "declares it (repeatable; e.g. --option max_rounds=20 with --method "
-                        "weight, --option steps=100 with --method learned; an unknown name is "
-                        "refused with the method's settings listed; default: the method's "
-                        "own)")  # fmt: skip
+                        "weight, --option steps=100 with --method learned; --option help lists "
+                        "the method's settings with their types, defaults and meaning; an "
+                        "unknown name is refused with the method's settings named; default: "
+                        "the method's own)")  # fmt: skip
     d = LEARNED_DEFAULTS
     p.add_argument("--learned-steps", type=LEARNED_CHECKS["steps"],
                    help=f"{when}: optimisation steps "

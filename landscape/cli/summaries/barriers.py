@@ -11,8 +11,11 @@ from typing import Any
 
 from landscape.cli.summaries.formatting import (
     _alignment,
+    _aligns,
     _bare,
     _facts,
+    _key,
+    _matching,
     _member,
     _nats,
     _pairs_text,
@@ -25,7 +28,6 @@ from landscape.cli.summaries.formatting import (
     columns,
     layout,
 )
-from landscape.names import method_key
 from landscape.numbers import mean_pm, number
 
 
@@ -99,8 +101,9 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
 
 def _line_name(line: dict[str, Any]) -> str:
     from landscape.experiments.curvature import CURVATURE_LINE as L
+    from landscape.matching import matching_key
 
-    return method_key(L.read(line, "method"), L.read(line, "group"))
+    return matching_key(L.read(line, "method"), L.read(line, "group"))
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -300,6 +303,7 @@ def _show_table(r: dict[str, Any]) -> list[str]:
 @layout("ablation")
 def _show_ablation(r: dict[str, Any]) -> list[str]:
     from landscape.experiments.barriers.ablation import CELL, ENTRY, MISSING, RESULT
+    from landscape.matching import matching_key
 
     rows = []
     for step in RESULT.read(r, "steps"):
@@ -312,7 +316,7 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
                          "test loss": _pm("", ENTRY.read(step, "test_loss"),
                                           ENTRY.read(step, "test_loss_sem"), many)
                          if first else "",
-                         "method": method_key(CELL.read(c, "method"), CELL.read(c, "group"))
+                         "method": matching_key(CELL.read(c, "method"), CELL.read(c, "group"))
                          + (", calibrated" if CELL.read(c, "calibrated") else ""),
                          "space": CELL.read(c, "space"),
                          "loss": _pm("", CELL.read(c, "barrier_loss"),
@@ -342,19 +346,30 @@ def _show_ablation(r: dict[str, Any]) -> list[str]:
 @layout("kv-sharing")
 def _show_kv_sharing(r: dict[str, Any]) -> list[str]:
     many = len(r["pairs"]) > 1
-    rows = [{"pair": f"{x['seeds'][0]}–{x['seeds'][1]}",
-             "shared": _bare("", x["shared_barrier_loss"]),
-             "relaxed": _bare("", x["relaxed_barrier_loss"]),
-             "shared acc": _bare("%", x["shared_barrier_accuracy"]),
-             "relaxed acc": _bare("%", x["relaxed_barrier_accuracy"])} for x in r["rows"]]
+    rows = [
+        {
+            "pair": f"{x['seeds'][0]}–{x['seeds'][1]}",
+            "shared": _bare("", x["shared_barrier_loss"]),
+            "relaxed": _bare("", x["relaxed_barrier_loss"]),
+            "shared acc": _bare("%", x["shared_barrier_accuracy"]),
+            "relaxed acc": _bare("%", x["relaxed_barrier_accuracy"]),
+        }
+        for x in r["rows"]
+    ]
     rows.append({"pair": "mean", "shared": _pm("", r["shared_barrier_loss"],
                                                r["shared_barrier_loss_sem"], many),
                  "relaxed": _pm("", r["relaxed_barrier_loss"], r["relaxed_barrier_loss_sem"],
                                 many)})  # fmt: skip
-    heads = {"shared": "shared keys/values (nats)", "relaxed": "copied per head (nats)",
-             "shared acc": "accuracy, shared", "relaxed acc": "accuracy, copied"}
-    title = (f"{r['model']}: {r['method']}/{r['group']} with grouped-query sharing and with "
-             f"keys and values copied per query head; {r['split']} split, {r['space']} space")
+    heads = {
+        "shared": "shared keys/values (nats)",
+        "relaxed": "copied per head (nats)",
+        "shared acc": "accuracy, shared",
+        "relaxed acc": "accuracy, copied",
+    }
+    title = (
+        f"{r['model']}: {r['method']}/{r['group']} with grouped-query sharing and with "
+        f"keys and values copied per query head; {r['split']} split, {r['space']} space"
+    )
     return [*_wrap("", title), "", *columns(rows, heads=heads), "",
             f"copies against originals: max |Δlogits| {r['expansion_check']:.1e} (float64)",
             "function checks: " + ("every alignment kept both functions" if r["function_ok"]
@@ -409,7 +424,7 @@ def _show_widths(r: dict[str, Any]) -> list[str]:
 def _show_matrix(r: dict[str, Any]) -> list[str]:
     """The two seeds × seeds grids, row = A, column = B aligned to it (diagonal: —)."""
     seeds = [str(s) for s in r["seeds"]]
-    label = method_key(r["method"], r.get("group"))
+    label = _key(r)
     lines = [f"barrier matrix of {r['model']}: {label}, {r['space']} space, {r['split']} split, "
              f"{len(r['pairs'])} pair(s)"]  # fmt: skip
     width = max(8, *(len(s) for s in seeds))
@@ -437,7 +452,7 @@ def _show_curve(r: dict[str, Any]) -> list[str]:
              f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
     trained = r["alignments"][-1]
     facts = [
-        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("alignment", _matching(r)),
         ("curve", f"control points trained {r['steps']} steps on the training split (Adam, lr "
                   f"{number(r['lr'])} cosine-decayed, batch {r['batch_size']}, seed "
                   f"{r.get('train_seed', 0)}), A and B fixed; {number(trained['training_seconds'])}"
@@ -461,7 +476,7 @@ def _show_spawn(r: dict[str, Any]) -> list[str]:
     table: dict[int, dict[str, Any]] = {}
     for x in r["rows"]:
         row = table.setdefault(x["step"], {"step": x["step"]})
-        which = "naive" if x["method"] == "naive" else "aligned"
+        which = "aligned" if _aligns(x) else "naive"
         row[f"{which} loss"] = _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many)
         row[f"{which} accuracy"] = _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
                                        many)  # fmt: skip
@@ -474,7 +489,7 @@ def _show_spawn(r: dict[str, Any]) -> list[str]:
              f"k of {r['steps']}, each with its own data order; barriers between them on the "
              f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
     facts = [
-        ("alignment", _alignment(r) if r["method"] != "naive" else "naive (no alignment)"),
+        ("alignment", _matching(r)),
         ("barriers", "loss and accuracy barrier between the children along the straight line, "
                      "mean over their pairs"),
         ("parent", f"snapshots every {r['every']} steps (parameters and optimizer state)"),

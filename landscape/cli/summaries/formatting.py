@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from landscape.names import method_key
 from landscape.numbers import mean_pm, number
 
 WIDTH = 100
@@ -303,11 +304,33 @@ def _time(r: dict[str, Any]) -> str:
     return text
 
 
+def _aligns(r: dict[str, Any]) -> bool:
+    """Whether the matching of result ``r`` moves B: its ``aligns`` (a barrier result), else its
+    method's registry entry (``landscape.matching.aligns``, imported only then: the summaries
+    stay torch-free until such a result is written)."""
+    if r.get("aligns") is not None:
+        return bool(r["aligns"])
+    from landscape.matching import aligns
+
+    return aligns(r["method"])
+
+
+def _key(r: dict[str, Any]) -> str:
+    """The method key of result ``r`` (``weight/orth``; ``naive``, which aligns nothing)."""
+    return method_key(r["method"], r.get("group"), aligns=_aligns(r))
+
+
 def _alignment(r: dict[str, Any]) -> str:
-    if r["method"] == "naive":
-        return "none (naive): B as trained"
+    if not _aligns(r):
+        return f"none ({r['method']}): B as trained"
     method = METHOD_WORDS.get(r["method"], r["method"])
     return f"{method} under {GROUP_WORDS.get(r['group'], r['group'])}"
+
+
+def _matching(r: dict[str, Any]) -> str:
+    """The matching of a result that draws a naive line beside its method's: the method's
+    :func:`_alignment`, or ``naive (no alignment)`` when the method aligns nothing."""
+    return _alignment(r) if _aligns(r) else f"{r['method']} (no alignment)"
 
 
 def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:

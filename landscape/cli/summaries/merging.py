@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from landscape.cli.summaries.formatting import (
-    _alignment,
     _facts,
+    _matching,
     _pairs_text,
     _pm,
     _secs,
@@ -22,7 +22,7 @@ def _show_merges(r: dict[str, Any]) -> list[str]:
     """Per path (the line, then each operator), the barrier naive, aligned and the gain."""
     pairs = [p["seeds"] for p in r["pairs"]]
     many = len(pairs) > 1
-    aligned = _alignment(r) if r["method"] != "naive" else "naive (no alignment)"
+    aligned = _matching(r)
     rows = []
     for x in r["rows"]:
         row = {"operator": "straight line" if x["operator"] == "line" else x["operator"]}

@@ -6,6 +6,7 @@ from typing import Any
 
 from landscape.cli.summaries.formatting import (
     METHOD_WORDS,
+    _aligns,
     _facts,
     _member,
     _nats,
@@ -54,7 +55,11 @@ def _show_eigenangles(r: dict[str, Any]) -> list[str]:
 @layout("recover")
 def _show_recover(r: dict[str, Any]) -> list[str]:
     """One row per planted level: units recovered, distance, checks, barrier, seconds."""
-    method = METHOD_WORDS.get(r["method"], "no alignment (naive)")
+    method = (
+        METHOD_WORDS.get(r["method"], r["method"])
+        if _aligns(r)
+        else f"no alignment ({r['method']})"
+    )
     rows = [{"level": x["level"], "recovered": f"{100 * x['recovered']:.2f}%",
              "in_place": f"{100 * x['in_place']:.2f}%", "distance": number(x["distance"]),
              "scramble": number(x["scramble_check"]), "aligned": number(x["function_check"]),

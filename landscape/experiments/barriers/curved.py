@@ -46,9 +46,8 @@ from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_mixtures
-from landscape.matching import aligns, given_options, options_key
+from landscape.matching import aligns, given_options, matching_key, options_key
 from landscape.models import ModelConfig, Params, forward
-from landscape.names import method_key
 from landscape.progress import tell, within
 from landscape.sources import Data, Source
 from landscape.store.cache import Cache, digest_tensors
@@ -227,7 +226,7 @@ def curve_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     the curve's loss barrier (nats), accuracy barrier (fraction) and maximum loss."""
     rows = []
     for al in result["alignments"]:
-        which = method_key(al["method"], al["group"])
+        which = matching_key(al["method"], al["group"])
         for path, name in (("line", "straight line"), ("curve", result["kind"])):
             c = al[path]
             rows.append({"alignment": which, "path": name,

@@ -50,6 +50,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import measure_barrier, peak_rss_mb
 from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.matching import declaring, method_of
 from landscape.models.importers import describe
 from landscape.sources import (
     DATASETS,
@@ -94,8 +95,10 @@ def paths_request(
     ``max_rounds`` caps weight matching's rounds (None: its default; other methods refuse it).
     ``request``: the rest of :class:`BarrierRequest` that :func:`barrier_paths` reads
     (``split``, ``space``, ``dtype``, ``seed``)."""
-    if max_rounds is not None and method != "weight":
-        raise LandscapeError(f"--max-rounds is for weight matching, not {method}")
+    owners = declaring("max_rounds")  # weight matching's setting
+    if max_rounds is not None and method_of(method) not in owners:
+        titles = " or ".join(m.title for m in owners)
+        raise LandscapeError(f"--max-rounds is for {titles}, not {method}")
     options = None if max_rounds is None else {"max_rounds": max_rounds}
     data = data or DataSpec()
     spec = replace(data, text=None if data.text is None else str(data.text),

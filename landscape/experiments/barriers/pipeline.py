@@ -46,7 +46,7 @@ from landscape.experiments.evaluation import (
     evaluate_mixtures,
     path_weights,
 )
-from landscape.matching import function_warnings, options_key
+from landscape.matching import function_warnings, method_of, options_key
 from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form
 from landscape.models.zoo import Checkpoint
@@ -102,6 +102,12 @@ class BarrierRun:
         return self.request.group
 
     @property
+    def aligns(self) -> bool:
+        """Whether its method moves B at all (the registry's ``MatchingMethod.aligns``; naive
+        does not)."""
+        return method_of(self.method).aligns
+
+    @property
     def split(self) -> str:
         return self.request.split
 
@@ -124,12 +130,15 @@ class BarrierRun:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The measurement as JSON: method, group, split, merge space, the curve, the function
-        checks, ``function_ok``, ``warnings``, times, the matching's rounds and final
-        objective, ``cached``, ``cache_key`` (the barrier entry's) and ``device``."""
+        """The measurement as JSON: method, whether it ``aligns`` (:attr:`aligns`, derived here
+        from the registry, never stored: no cache entry or key holds it), group, split, merge
+        space, the curve, the function checks, ``function_ok``, ``warnings``, times, the
+        matching's rounds and final objective, ``cached``, ``cache_key`` (the barrier entry's)
+        and ``device``."""
         e = self.entry
         out = {
             "method": self.method,
+            "aligns": self.aligns,
             "group": self.group,
             "split": self.split,
             "space": self.coordinates.space,

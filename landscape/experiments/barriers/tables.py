@@ -99,7 +99,7 @@ def paper_value(method: str, group: str, arch: str = "") -> str:
     learned rotations are 0.00 for ViTs and 0.02 for GPT-2 (``arch`` ``"vit"``/``"gpt"`` picks
     one, else both are given)."""
     ref = PAPER_REFERENCE
-    if method in ("naive", "weight"):
+    if isinstance(ref.get(method), str):  # a row of the paper for the method as such
         return ref[method]
     if (method, group) == ("learned", "orth"):
         vit, gpt = ref["learned/orth"].values()
@@ -215,8 +215,13 @@ def fitting_rows(model: str, rows: Sequence[tuple[str, str]], seed: int = 0,
         if entry is None or entry.fits(cfg):
             kept.append((method, group))
         else:
-            left_out.append({"method": method, "group": group,
-                             "reason": f"{entry.title} is not built for mixtures of experts"})
+            left_out.append(
+                {
+                    "method": method,
+                    "group": group,
+                    "reason": f"{entry.title} is not built for mixtures of experts",
+                }
+            )
     if not kept:
         raise LandscapeError(f"no row of the table aligns {model}: "
                              f"{', '.join(f'{m}/{g}' for m, g in rows)}")  # fmt: skip

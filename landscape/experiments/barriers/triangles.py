@@ -45,7 +45,11 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 
-__all__ = ["align_joint", "triangle"]
+__all__ = ["JOINT_METHOD", "align_joint", "triangle"]
+
+# the one method whose loss aligns B and C together over the triangle (``joint``): learned
+# matching's own routine, :func:`landscape.matching.learned.learned_triangle`, by its name
+JOINT_METHOD = "learned"
 
 
 @in_context
@@ -63,18 +67,18 @@ def align_joint(
     """Learned alignment of B and C onto A jointly over the triangle
     (:func:`landscape.matching.learned.learned_triangle`), cached as one entry. ``options``:
     learned matching's settings (a dict or ``LearnedOptions``)."""
-    check_method("learned", group)
+    check_method(JOINT_METHOD, group)
     check_pair(a, b)
     check_pair(a, c)
     device, progress = context.device, context.progress
     cache = context.cache or Cache()
-    options = method_of("learned").settings(options)
+    options = method_of(JOINT_METHOD).settings(options)
     inputs = {
         "a": digest_tensors(a.params),
         "b": digest_tensors(b.params),
         "c": digest_tensors(c.params),
         "cfg": a.cfg.to_dict(),
-        "method": "learned-joint",
+        "method": f"{JOINT_METHOD}-joint",
         "group": group,
         "seed": seed,
         "options": options_key(options),
@@ -154,10 +158,9 @@ def triangle(
     if len(seeds) != 3:
         raise LandscapeError("triangle needs three seeds: --seeds A B C")
     check_method(method, group)
-    if joint and method != "learned":  # the joint loss is learned matching's own
-        raise LandscapeError(
-            "--joint aligns B and C together by learned matching: use --method learned"
-        )
+    if joint and method != JOINT_METHOD:  # the joint loss is one method's own
+        raise LandscapeError(f"--joint aligns B and C together by {method_of(JOINT_METHOD).title}: "
+                             f"use --method {JOINT_METHOD}")  # fmt: skip
     if resolution < 1:
         raise LandscapeError("--resolution must be at least 1")
     check_resolution(resolution)
@@ -205,11 +208,25 @@ def triangle(
                                  context=RunContext(device, cache,
                                                     within(progress, 0.0, 0.5)))  # fmt: skip
         else:
-            ab = align(a, b, method, group, data=data, options=options,
-                       context=RunContext(device, cache, within(progress, 0.0, 0.25)))
+            ab = align(
+                a,
+                b,
+                method,
+                group,
+                data=data,
+                options=options,
+                context=RunContext(device, cache, within(progress, 0.0, 0.25)),
+            )
             tell(progress, "match C", 0.25)
-            ac = align(a, c, method, group, data=data, options=options,
-                       context=RunContext(device, cache, within(progress, 0.25, 0.5)))
+            ac = align(
+                a,
+                c,
+                method,
+                group,
+                data=data,
+                options=options,
+                context=RunContext(device, cache, within(progress, 0.25, 0.5)),
+            )
         aligned_cached[0] = ab.cached and ac.cached
         checks = {
             f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
@@ -276,15 +293,20 @@ def _align_both(model: str, seeds: Sequence[int], group: str, options: dict[str,
                 cache: Cache) -> None:  # fmt: skip
     """On a worker: B and C aligned onto A jointly into ``cache`` (:func:`align_joint`)."""
     a, b, c = (Source(model, s).load(CPU, cache) for s in seeds)
-    align_joint(a, b, c, group, options=options, data=data_of(a),
-                context=RunContext(cache=cache))
+    align_joint(a, b, c, group, options=options, data=data_of(a), context=RunContext(cache=cache))
 
 
 def _grid(model: str, seeds: Sequence[int], *, cache: Cache, **options: Any) -> None:
     """On a worker: the triangle's grid, its alignments read from ``cache``."""
     rest = {k: v for k, v in options.items() if k not in ("method", "group")}
-    triangle(model, seeds, options["method"], options["group"], TriangleOptions(**rest),
-             context=RunContext(cache=cache))
+    triangle(
+        model,
+        seeds,
+        options["method"],
+        options["group"],
+        TriangleOptions(**rest),
+        context=RunContext(cache=cache),
+    )
 
 
 def _on_ray(model: str, seeds: Sequence[int], options: dict[str, Any], address: str | None,

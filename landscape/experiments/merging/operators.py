@@ -77,12 +77,11 @@ from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
     mergekit_yaml,
 )
-from landscape.matching import aligns, options_key
+from landscape.matching import aligns, matching_key, options_key
 from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
 from landscape.models.exporters import check_hf_writable, export_hf, llama_config
 from landscape.models.importers import import_checkpoint
-from landscape.names import method_key
 from landscape.progress import tell, within
 from landscape.sources import Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
@@ -320,8 +319,7 @@ def pair_merges(
                 is first computed."""
                 if not ends:
                     mo = asked.settings(a.cfg, data)  # the line's own matching
-                    al = align(a, b, m, g, options=mo, data=data,
-                               context=RunContext(device, cache))
+                    al = align(a, b, m, g, options=mo, data=data, context=RunContext(device, cache))
                     if route == "memory":
                         ends.update(cfg=al.cfg, a=al.params_a, b=al.params_b)
                         return ends
@@ -405,7 +403,7 @@ def merge_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         for path in ["line", *al["operators"]]:
             c = _path(al, path)
             rows.append({"operator": "straight line" if path == "line" else path,
-                         "alignment": method_key(al["method"], al["group"]),
+                         "alignment": matching_key(al["method"], al["group"]),
                          "loss barrier (nats)": c["barrier_loss"],
                          "accuracy barrier (fraction)": c["barrier_accuracy"]})  # fmt: skip
     return rows

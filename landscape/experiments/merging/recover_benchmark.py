@@ -321,7 +321,7 @@ def align_back(
     train = data.split("train") if data is not None else None
     if method_of(method).needs_data and train is None:
         raise LandscapeError(f"{method} matching needs the model's data (give --text or --data)")
-    heard = within(progress, 0.0, 0.9) if method == "weight" else None
+    heard = within(progress, 0.0, 0.9)  # every method's stages (naive has none)
     t0 = time.perf_counter()
     r = match(cfg_p, a, b, method, s.match_group, options=dict(options or {}), train_split=train,
               context=MatchContext(seed, device, heard))  # fmt: skip
@@ -451,8 +451,9 @@ def recovery(
         except LandscapeError as e:
             hint = "for a checkpoint path give --text FILE or --data digits|fashion"
             raise LandscapeError(f"{e} (recover measures the barrier on it: {hint})") from None
-    rows = recover(ckpt.cfg, ckpt.params, todo, options, data=data,
-                   context=context.within(0.05, 1.0))
+    rows = recover(
+        ckpt.cfg, ckpt.params, todo, options, data=data, context=context.within(0.05, 1.0)
+    )
     checks = {}
     for r in rows:
         checks[f"the {r.level} scramble"] = r.scramble_check
