@@ -23,9 +23,10 @@ from landscape.experiments.curvature import (
     CurvatureOptions,
     expected_products,
 )
-from landscape.matching import aligns, matching_key
+from landscape.matching import aligns
 from landscape.page_defaults import method_group
 from landscape.plots.curvature import figure_curvature
+from landscape.plots.fields import key_of
 
 TOP_K = (1, 3, 5)  # eigenvalues per point
 POINTS = (3, 5, 9)  # points on λ, the endpoints included
@@ -38,7 +39,7 @@ def curvature_rows(made: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for line in CURVATURE.read(made, "lines"):
         read = CURVATURE_LINE.read
-        name = matching_key(read(line, "method"), read(line, "group"))
+        name = key_of(CURVATURE_LINE, line)
         loss, top = read(line, "loss"), read(line, "top_eigenvalue")
         trace, se = read(line, "trace"), read(line, "trace_se")
         for i, lam in enumerate(read(line, "lambdas")):

@@ -99,13 +99,6 @@ def _show_barrier(r: dict[str, Any]) -> list[str]:
     return [*_facts(facts), "", *_curve(r)]
 
 
-def _line_name(line: dict[str, Any]) -> str:
-    from landscape.experiments.curvature import CURVATURE_LINE as L
-    from landscape.matching import matching_key
-
-    return matching_key(L.read(line, "method"), L.read(line, "group"))
-
-
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per λ: the batch's loss, the top eigenvalues, the trace ± its standard error and
     each block's top eigenvalue."""
@@ -139,7 +132,7 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
     lams = L(lines[0], "lambdas")
     mid = _index(lams, 0.5)
     at = number(lams[mid])
-    sharp = ", ".join(f"{_line_name(x)} {number(L(x, 'top_eigenvalue')[mid])}" for x in lines)
+    sharp = ", ".join(f"{_key(x)} {number(L(x, 'top_eigenvalue')[mid])}" for x in lines)
     batch = R(r, "batch")
     rows, unit, predictions = (CURVATURE_BATCH.read(batch, k)
                                for k in ("rows", "unit", "predictions"))  # fmt: skip
@@ -163,7 +156,7 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
     out = _facts(facts)
     for line in lines:
-        name = _line_name(line)
+        name = _key(line)
         products = sum(L(line, "hessian_vector_products"))
         out += ["", f"{name} ({products} Hessian-vector products, "
                     f"{_secs(L(line, 'compute_seconds'))}, peak memory "

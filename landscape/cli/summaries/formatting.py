@@ -305,14 +305,11 @@ def _time(r: dict[str, Any]) -> str:
 
 
 def _aligns(r: dict[str, Any]) -> bool:
-    """Whether the matching of result ``r`` moves B: its ``aligns`` (a barrier result), else its
-    method's registry entry (``landscape.matching.aligns``, imported only then: the summaries
-    stay torch-free until such a result is written)."""
-    if r.get("aligns") is not None:
-        return bool(r["aligns"])
-    from landscape.matching import aligns
+    """Whether the matching of result ``r`` moves B (``landscape.matching.result_aligns``,
+    imported here: the summaries stay torch-free until a result is written)."""
+    from landscape.matching import result_aligns
 
-    return aligns(r["method"])
+    return result_aligns(r)
 
 
 def _key(r: dict[str, Any]) -> str:
