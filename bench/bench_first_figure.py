@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from landscape.assets import RESULT_MODELS as MODELS  # the entries whose default views ship
+from landscape.assets.views import RESULT_MODELS as MODELS  # the entries whose default views ship
 
 ROOT = Path(__file__).resolve().parents[1]
 # "interpolation-both": the Interpolation page with the merge space "both" (weights and circuits)

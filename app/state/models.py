@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from landscape.assets import home_curves_path
+from landscape.assets.figures import home_curves_path
 from landscape.device import resolve_device
 from landscape.errors import LandscapeError
 from landscape.models.zoo import ZOO, Checkpoint, data_identity, zoo_table
@@ -83,7 +83,7 @@ def home_curves() -> dict[str, Any]:
 def compute_home_curves() -> None:
     """Compute the Home page's curves and write them where :func:`home_curves` reads them
     (``python -m landscape.assets --home``)."""
-    from landscape.assets import home_curves as write
+    from landscape.assets.figures import home_curves as write
 
     write(home_curves_path())
 

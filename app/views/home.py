@@ -16,7 +16,7 @@ from app.components.figures import figure
 from app.components.layout import page_header, presentation, side_by_side
 from app.memory import remember
 from app.navigation import PAGE_SPECS, pages
-from landscape.assets import HOME_MODEL
+from landscape.assets.figures import HOME_MODEL
 from landscape.plots.fields import BARRIER
 from landscape.plots.home import figure_symmetry_levels
 from landscape.plots.interpolation import figure_interpolation

@@ -89,7 +89,7 @@ GPT_D128 = ModelConfig("gpt", d_model=128, d_mlp=512, n_layers=4, n_out=84, n_he
                        d_vocab=84, n_ctx=128)  # fmt: skip
 GPT_D128_RECIPE = TrainConfig(steps=2500, batch_size=32, lr=2e-3, warmup=100, eval_every=500)
 # A Llama-style GPT of the same width and depth. Its SwiGLU is 256 wide (Llama's 8/3·d would be
-# 344): three shipped seeds of it must fit the assets budget (landscape.assets).
+# 344): three shipped seeds of it must fit the assets budget (landscape.assets.checkpoints).
 LLAMA_D128 = ModelConfig("gpt", d_model=128, d_mlp=256, n_layers=4, n_out=84, n_heads=8, d_head=16,
                          d_vocab=84, n_ctx=128, act="silu", pos="rotary", n_kv_heads=2,
                          mlp="gated", bias=False)  # fmt: skip

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from landscape.assets import HOME_MODEL, HOME_POINTS, HOME_SEEDS, LMC_SERIES, home_curves_path
+from landscape.assets.figures import (
+    HOME_MODEL,
+    HOME_POINTS,
+    HOME_SEEDS,
+    LMC_SERIES,
+    home_curves_path,
+)
 from landscape.plots.theme import FONT_SIZE, PROJECTOR_HEIGHT
 from landscape.store.cache import Cache
 from tests.app.common import MAIN

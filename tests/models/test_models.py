@@ -240,7 +240,7 @@ def test_shipped_assets_fit_the_budget_and_verify():
     """Every manifest record's file is shipped and intact (its digest verified, its recipe the
     zoo's), every zoo model that ships ships at least two seeds (the others none), and assets/
     stays within its budget."""
-    from landscape.assets import ASSETS_BUDGET_MB
+    from landscape.assets.checkpoints import ASSETS_BUDGET_MB
     from landscape.models.zoo import ZOO
     from landscape.sources.zoo import load_shipped, read_manifest
     from landscape.store.paths import assets_root

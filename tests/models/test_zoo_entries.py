@@ -82,7 +82,7 @@ def test_a_rotation_barrier_runs_on_the_llama_entry(cache_env):
 
 
 def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
-    from landscape.assets import DEFAULT_SEEDS
+    from landscape.assets.checkpoints import DEFAULT_SEEDS
     from landscape.cli import main
 
     vit, gpt = (ZOO[n] for n in SCALE)
@@ -105,7 +105,7 @@ def test_paper_scale_entries_are_defined_and_not_shipped(capsys, cache_env):
 def test_the_mixture_entry_is_gpt_shakespeare_with_experts():
     """moe-shakespeare-d64: the smallest character GPT with 4 experts of half its FFN's width,
     2 routed per position, its recipe unchanged; defined, never shipped."""
-    from landscape.assets import DEFAULT_SEEDS
+    from landscape.assets.checkpoints import DEFAULT_SEEDS
 
     m, dense = ZOO[MOE], ZOO["gpt-shakespeare"]
     assert m.config == dense.config.replace(d_mlp=128, n_experts=4, top_k=2)
@@ -161,7 +161,7 @@ def test_each_ablation_step_changes_one_thing_of_the_dropout_gpt():
     """The Llama ablation's entries: the dropout GPT with exactly one architectural change
     (the fields a knob needs, e.g. SwiGLU's gate, activation and width), its recipe unchanged;
     the last step is the whole Llama layout under the dropout GPT's recipe. None ships."""
-    from landscape.assets import DEFAULT_SEEDS
+    from landscape.assets.checkpoints import DEFAULT_SEEDS
     from landscape.models.zoo import ABLATION_BASE, ABLATION_STEPS
 
     base = ZOO[ABLATION_BASE]

@@ -8,7 +8,8 @@ import json
 import pytest
 import torch
 
-from landscape import assets
+from landscape.assets import results as assets
+from landscape.assets import views as asset_views
 from landscape.sources.zoo import available_seeds
 from landscape.store.cache import Cache
 from landscape.store.paths import shipped_results_root
@@ -71,7 +72,7 @@ def test_built_results_serve_the_page_request_without_computing(tmp_path, monkey
     if len(available_seeds("mlp-digits")) < 3:
         pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
     out = tmp_path / "results"
-    monkeypatch.setattr(assets, "VIEW_METHODS", (("weight", "perm"),))
+    monkeypatch.setattr(asset_views, "VIEW_METHODS", (("weight", "perm"),))
     index = assets.build_results(["mlp-digits"], out, ("interpolation", "triangle"))
     assert [(r["view"], r["kind"]) for r in index] == [("interpolation", "barrier"),
                                                         ("triangle", "triangle")]  # fmt: skip
@@ -138,9 +139,9 @@ def test_built_page_views_are_served_alone_and_equal_a_fresh_computation(tmp_pat
     if len(available_seeds("mlp-digits")) < 3:
         pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
     torch.set_num_threads(1)
-    monkeypatch.setattr(assets, "GAUGE_ON_LOAD", ("table", "claims"))
-    monkeypatch.setattr(assets, "GAUGE_DRAWS", 1)
-    monkeypatch.setattr(assets, "ATLAS_SEEDS", 3)
+    monkeypatch.setattr(asset_views, "GAUGE_ON_LOAD", ("table", "claims"))
+    monkeypatch.setattr(asset_views, "GAUGE_DRAWS", 1)
+    monkeypatch.setattr(asset_views, "ATLAS_SEEDS", 3)
     out = tmp_path / "results"
     index = assets.build_results(["mlp-digits"], out, ("eigenangles", "gauge", "atlas"))
     assert [r["kind"] for r in index] == ["eigenangles", "gauge-sweep", "gauge-sweep", "atlas"]
@@ -189,7 +190,7 @@ def test_a_build_removes_entries_no_request_reaches(tmp_path, monkeypatch):
     if len(available_seeds("mlp-digits")) < 3:
         pytest.skip("the shipped zoo has fewer than 3 mlp-digits seeds")
     torch.set_num_threads(1)
-    monkeypatch.setattr(assets, "ATLAS_SEEDS", 3)
+    monkeypatch.setattr(asset_views, "ATLAS_SEEDS", 3)
     out = tmp_path / "results"
     assets.build_results(["mlp-digits"], out, ("atlas",))
     (kept,) = out.rglob("*.lsc")
@@ -234,7 +235,7 @@ def test_the_interpolation_views_ship_in_both_spaces_where_the_model_has_circuit
     def spaces(name):
         return [r["space"] for r in assets.standard_views(name, ("interpolation",))]
 
-    n = len(assets.VIEW_METHODS)
+    n = len(asset_views.VIEW_METHODS)
     assert spaces("vit-digits") == ["weights"] * n + ["circuits"] * n
     assert spaces("llama-shakespeare-d128") == ["weights"] * n + ["circuits"] * n  # per offset
     assert spaces("mlp-digits") == ["weights"] * n  # no heads
@@ -243,7 +244,7 @@ def test_the_interpolation_views_ship_in_both_spaces_where_the_model_has_circuit
 def test_a_build_reuses_a_results_folder_instead_of_computing(tmp_path, monkeypatch):
     """Adding a view to shipped results computes only what the folder lacks: its entries
     answer first, are copied to another folder whole, and stay as they are in their own."""
-    monkeypatch.setattr(assets, "VIEW_METHODS", (("weight", "perm"),))
+    monkeypatch.setattr(asset_views, "VIEW_METHODS", (("weight", "perm"),))
     out = tmp_path / "results"
     assets.build_results(["mlp-digits"], out, ("interpolation",))
     files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.lsc")}
@@ -363,15 +364,15 @@ def test_the_ablation_ships_each_measured_entry_and_the_page_reads_it(tmp_path, 
     out, work = tmp_path / "results", tmp_path / "work"
     abl.ablation(abl.STEPS[:1], seeds=(0, 1),
                  context=RunContext(cache=Cache(work)))  # measured first, as by hand
-    index = assets.build_results(["vit-digits"], out, (assets.ABLATION_VIEW,), work=work,
+    index = assets.build_results(["vit-digits"], out, (asset_views.ABLATION_VIEW,), work=work,
                                  ablation_seeds=(0, 1))  # fmt: skip
     assert [(r["kind"], r["space"], r["seeds"]) for r in index] == [
         ("ablation", "weights", [0, 1]), ("ablation", "circuits", [0, 1])]
     assert [p.parent.parent.name for p in out.rglob("*.lsc")] == ["ablation", "ablation"]
     assert assets.check_results(out) == []
-    assert assets.standard_views("gpt-shakespeare", (assets.ABLATION_VIEW,)) == []  # no entry
+    assert assets.standard_views("gpt-shakespeare", (asset_views.ABLATION_VIEW,)) == []  # no entry
     # a build ships what is measured and never measures: three seeds were not, and are left out
-    again = assets.build_results(["vit-digits"], tmp_path / "other", (assets.ABLATION_VIEW,),
+    again = assets.build_results(["vit-digits"], tmp_path / "other", (asset_views.ABLATION_VIEW,),
                                  work=work, ablation_seeds=(0, 1, 2))  # fmt: skip
     assert again == [] and not list((tmp_path / "other").rglob("*.lsc"))
     monkeypatch.setenv("LANDSCAPE_CACHE", str(tmp_path / "empty"))

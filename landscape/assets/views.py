@@ -1,0 +1,139 @@
+"""The requests the pages make with their default choices, per zoo entry and page (a *view*):
+what ``python -m landscape.assets --results`` computes and ships, and how one is asked through a
+cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from landscape import page_defaults as page
+from landscape.models.zoo import ZOO
+from landscape.page_defaults import method_group
+from landscape.store.cache import Cache
+
+# the pages' default choices, read from the one place the pages read them
+# (landscape/page_defaults.py); tests/app/test_app_shipped.py opens each page with its compute
+# path failing
+VIEW_METHODS = tuple(method_group(c) for c in page.METHODS)
+VIEW_POINTS, VIEW_RESOLUTION = page.INTERPOLATION_POINTS, page.TRIANGLE_RESOLUTION
+GAUGE_DRAWS = page.GAUGE_DRAWS
+GAUGE_ON_LOAD = page.GAUGE_ON_LOAD  # the Gauge page's parts computed on load
+GAUGE_SHORT = page.GAUGE_ON_LOAD_BY_MODEL  # models whose scramble waits for a click
+ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
+ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
+VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
+# The Llama ablation's entries (``landscape ablation``) ship one entry × merge space at a time,
+# as far as they are measured: their checkpoints train for hours and never ship, so this view is
+# built only when asked (``--views ablation``), from the seeds trained on this machine.
+ABLATION_VIEW = "ablation"
+# The Interpolation page's curves ship in both merge spaces (Table 2's two columns), so that
+# "both" opens at once too; circuits where the model has circuits (attention, no q/k norm).
+VIEW_SPACES = ("weights", "circuits")
+RESULT_MODELS = ("vit-digits", "vit-fashion", "vit-fashion-d128", "vit-fashion-d256",
+                 "gpt-shakespeare", "gpt-shakespeare-d128", "gpt-shakespeare-d128-drop0.3",
+                 "llama-shakespeare-d128")  # fmt: skip
+
+
+def _spaces(name: str) -> tuple[str, ...]:
+    """The merge spaces of :data:`VIEW_SPACES` that ``name`` has (circuits needs attention
+    without a q/k norm)."""
+    from landscape.models.circuits import has_circuits
+
+    return VIEW_SPACES if has_circuits(ZOO[name].config) else (page.SPACE,)
+
+
+def standard_views(name: str, views: tuple[str, ...] = VIEWS,
+                   ablation_seeds: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """The requests a page makes for ``name`` with its default choices: the first pair of the
+    shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
+    (Triangle), the three default methods, the test split, the weights space (Interpolation:
+    both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
+    seed; the Atlas of the first six seeds; for an entry of the Llama ablation, its measurement
+    in each merge space on ``ablation_seeds`` (default: the first three trained)."""
+    from landscape.experiments.barriers.tables import pairs_for
+    from landscape.sources.zoo import shipped_seeds
+
+    seeds = shipped_seeds(name)
+    out = []
+    if "interpolation" in views and len(seeds) >= 2:
+        pair = pairs_for(name, 1, seeds)[0]
+        out += [{"view": "interpolation", "kind": "barrier", "model": name, "seeds": list(pair),
+                 "method": m, "group": g, "points": VIEW_POINTS, "split": page.SPLIT,
+                 "space": space} for space in _spaces(name)
+                for m, g in VIEW_METHODS]  # fmt: skip
+    if "triangle" in views and len(seeds) >= 3:
+        out += [{"view": "triangle", "kind": "triangle", "model": name, "seeds": seeds[:3],
+                 "method": m, "group": g, "resolution": VIEW_RESOLUTION, "split": page.SPLIT,
+                 "space": page.SPACE, "joint": False} for m, g in VIEW_METHODS]  # fmt: skip
+    if "eigenangles" in views and len(seeds) >= 2:
+        out.append({"view": "eigenangles", "kind": "eigenangles", "model": name,
+                    "seeds": seeds[:2], "learned": page.EIGEN_LEARNED})  # fmt: skip
+    if "gauge" in views and seeds:
+        out += [{"view": "gauge", "kind": "gauge-sweep", "model": name, "seed": seeds[0],
+                 "part": part, "draws": GAUGE_DRAWS}
+                for part in GAUGE_SHORT.get(name, GAUGE_ON_LOAD)]  # fmt: skip
+    if "atlas" in views and len(seeds) >= 2:
+        out.append({"view": "atlas", "kind": "atlas", "model": name,
+                    "seeds": seeds[:ATLAS_SEEDS], "reference": seeds[0],
+                    "copies": ATLAS_COPIES, "group": ATLAS_GROUP,
+                    "projection": ATLAS_PROJECTION})  # fmt: skip
+    if ABLATION_VIEW in views:
+        out += _ablation_views(name, ablation_seeds)
+    return out
+
+
+def _ablation_views(name: str, seeds: tuple[int, ...] | None) -> list[dict[str, Any]]:
+    from landscape.experiments.barriers import ablation as abl
+    from landscape.experiments.barriers.tables import table_spaces
+    from landscape.sources import available_seeds
+
+    if name not in dict(abl.STEPS):
+        return []
+    if seeds is None:
+        seeds = tuple(r["seed"] for r in available_seeds(name))[:3]
+    if len(seeds) < 2:
+        return []
+    return [{"view": ABLATION_VIEW, "kind": "ablation", "model": name, "seeds": list(seeds),
+             "space": space, "points": abl.POINTS, "split": page.SPLIT}
+            for space in table_spaces(name, "both")]  # fmt: skip
+
+
+def describe(request: dict[str, Any]) -> str:
+    """One request of :func:`standard_views` in a few words (for the build's and check's lines)."""
+    detail = {"barrier": lambda r: f"{r['method']}/{r['group']}"
+                         + (f" {r['space']}" if r["space"] != page.SPACE else ""),
+              "triangle": lambda r: f"{r['method']}/{r['group']}",
+              "eigenangles": lambda r: f"seeds {r['seeds'][0]} {r['seeds'][1]}",
+              "gauge-sweep": lambda r: r["part"],
+              "atlas": lambda r: f"{r['group']} {r['projection']}",
+              "ablation": lambda r: f"{r['space']} seeds {r['seeds']}",
+              }[request["kind"]]  # fmt: skip
+    return f"{request['model']} {request['view']} {detail(request)}"
+
+
+def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
+    """One request of :func:`standard_views`, through ``cache``."""
+    from landscape import experiments
+    from landscape.experiments.atlas import AtlasOptions, atlas
+    from landscape.experiments.gauge.runner import GaugeOptions, gauge_sweep
+
+    r = {k: v for k, v in request.items() if k not in ("view", "kind", "seconds")}
+    kind, model = request["kind"], r.pop("model")
+    if kind == "eigenangles":
+        return experiments.eigenangle_view(model, r["seeds"], learned=r["learned"], cache=cache)
+    if kind == "gauge-sweep":
+        part = r["part"]
+        return gauge_sweep(model, r["seed"], GaugeOptions(draws=r["draws"], parts=(part,)),
+                           context=experiments.RunContext(cache=cache))[part]  # fmt: skip
+    if kind == "atlas":
+        return atlas(model, r.pop("seeds"), AtlasOptions(**r),
+                     context=experiments.RunContext(cache=cache))
+    if kind == "ablation":
+        from landscape.experiments.barriers.ablation import ablation_step
+
+        return ablation_step(model, context=experiments.RunContext(cache=cache), **r)
+    seeds, method, group = r.pop("seeds"), r.pop("method"), r.pop("group")
+    if kind == "triangle":
+        return experiments.triangle(model, seeds, method, group, experiments.TriangleOptions(**r),
+                                    context=experiments.RunContext(cache=cache))  # fmt: skip
+    return experiments.barrier(model, seeds, method, group, cache=cache, **r)
