@@ -12,7 +12,14 @@ from pathlib import Path
 from landscape.assets.checkpoints import DEFAULT_SEEDS, build, verify
 from landscape.assets.figures import home_curves, home_curves_path, readme_figure
 from landscape.assets.results import build_results, check_results, unlisted_results
-from landscape.assets.views import ABLATION_VIEW, RESULT_MODELS, VIEWS, describe
+from landscape.assets.views import (
+    ABLATION_VIEW,
+    RESULT_MODELS,
+    TABLE_MODELS,
+    TABLE_VIEW,
+    VIEWS,
+    describe,
+)
 from landscape.store.cache import SHIPPED_DIGESTS
 from landscape.store.paths import assets_root, shipped_results_root
 
@@ -34,10 +41,11 @@ def main() -> None:
     ap.add_argument(
         "--views",
         nargs="+",
-        choices=[*VIEWS, ABLATION_VIEW],
+        choices=[*VIEWS, ABLATION_VIEW, TABLE_VIEW],
         default=list(VIEWS),
         help="with --results: the pages whose default views are built (ablation: the Llama "
-        "ablation's entries as measured in the --work cache; never by default)",
+        "ablation's entries as measured in the --work cache; table: the Table 2 cells of "
+        f"{', '.join(TABLE_MODELS)}, hours of learned matching; neither by default)",
     )
     ap.add_argument(
         "--ablation-seeds",
@@ -77,12 +85,12 @@ def main() -> None:
     if args.results:
         if args.models != list(DEFAULT_SEEDS):
             models = args.models
-        elif args.views == [ABLATION_VIEW]:
+        else:  # the entries each view has
             from landscape.experiments.barriers.ablation import STEPS
 
-            models = [name for name, _ in STEPS]
-        else:
-            models = list(RESULT_MODELS)
+            of_view = {ABLATION_VIEW: [name for name, _ in STEPS], TABLE_VIEW: TABLE_MODELS}
+            models = list(dict.fromkeys(
+                m for v in args.views for m in of_view.get(v, RESULT_MODELS)))
         out = args.out or shipped_results_root()
         reuse = out if args.reuse is True else args.reuse
         # the package's digest list describes the shipped folder alone

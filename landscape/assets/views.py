@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from landscape import page_defaults as page
+from landscape.experiments.barriers.tables import DEFAULT_ROWS, TableOptions
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
 from landscape.store.cache import Cache
@@ -26,6 +27,16 @@ VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
 # as far as they are measured: their checkpoints train for hours and never ship, so this view is
 # built only when asked (``--views ablation``), from the seeds trained on this machine.
 ABLATION_VIEW = "ablation"
+# The paper's Table 2 of the entries whose learned rows the README quotes: every row of
+# ``landscape table`` (learned/perm and learned/orth included) in both merge spaces over its
+# three pairs, each cell the barrier entry the table reads, so that ``landscape table MODEL
+# --space both`` and the Interpolation page on those pairs and methods open at once. Its learned
+# rows take hours an entry on a CPU, so this view too is built only when asked (``--views
+# table``), from the shipped checkpoints.
+TABLE_VIEW = "table"
+TABLE_MODELS = ("vit-fashion-d128", "gpt-shakespeare-d128-drop0.3", "llama-shakespeare-d128")
+TABLE_PAIRS = 3
+TABLE_ROWS = DEFAULT_ROWS  # the table's own default rows (those that align the entry)
 # The Interpolation page's curves ship in both merge spaces (Table 2's two columns), so that
 # "both" opens at once too; circuits where the model has circuits (attention, no q/k norm).
 VIEW_SPACES = ("weights", "circuits")
@@ -49,7 +60,8 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
     (Triangle), the three default methods, the test split, the weights space (Interpolation:
     both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
     seed; the Atlas of the first six seeds; for an entry of the Llama ablation, its measurement
-    in each merge space on ``ablation_seeds`` (default: the first three trained)."""
+    in each merge space on ``ablation_seeds`` (default: the first three trained); for an entry
+    of :data:`TABLE_MODELS`, the cells of its Table 2 (:func:`_table_views`)."""
     from landscape.experiments.barriers.tables import pairs_for
     from landscape.sources.zoo import shipped_seeds
 
@@ -79,7 +91,26 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
                     "projection": ATLAS_PROJECTION})  # fmt: skip
     if ABLATION_VIEW in views:
         out += _ablation_views(name, ablation_seeds)
+    if TABLE_VIEW in views:
+        out += _table_views(name)
     return out
+
+
+def _table_views(name: str) -> list[dict[str, Any]]:
+    """The cells of ``landscape table name --space both`` (its default rows that align the
+    model, :data:`TABLE_PAIRS` pairs), each a barrier request, for an entry of
+    :data:`TABLE_MODELS`."""
+    from landscape.experiments.barriers.tables import fitting_rows, pairs_for, table_spaces
+
+    if name not in TABLE_MODELS:
+        return []
+    o = TableOptions()
+    pairs = pairs_for(name, TABLE_PAIRS)
+    rows, _ = fitting_rows(name, TABLE_ROWS, pairs[0][0])
+    return [{"view": TABLE_VIEW, "kind": "barrier", "model": name, "seeds": list(pair),
+             "method": m, "group": g, "points": o.points, "split": o.split, "space": space}
+            for m, g in rows for space in table_spaces(name, "both")
+            for pair in pairs]  # fmt: skip
 
 
 def _ablation_views(name: str, seeds: tuple[int, ...] | None) -> list[dict[str, Any]]:
@@ -101,7 +132,9 @@ def _ablation_views(name: str, seeds: tuple[int, ...] | None) -> list[dict[str, 
 def describe(request: dict[str, Any]) -> str:
     """One request of :func:`standard_views` in a few words (for the build's and check's lines)."""
     detail = {"barrier": lambda r: f"{r['method']}/{r['group']}"
-                         + (f" {r['space']}" if r["space"] != page.SPACE else ""),
+                         + (f" {r['space']}" if r["space"] != page.SPACE else "")
+                         + (f" seeds {r['seeds'][0]} {r['seeds'][1]}"
+                            if r["view"] == TABLE_VIEW else ""),
               "triangle": lambda r: f"{r['method']}/{r['group']}",
               "eigenangles": lambda r: f"seeds {r['seeds'][0]} {r['seeds'][1]}",
               "gauge-sweep": lambda r: r["part"],

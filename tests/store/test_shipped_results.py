@@ -94,6 +94,36 @@ def test_built_results_serve_the_page_request_without_computing(tmp_path, monkey
     assert len(found) == 1 and "no shipped barrier entry" in found[0]["why"]
 
 
+def test_the_table_view_ships_the_cells_landscape_table_reads(tmp_path, monkeypatch):
+    """A Table 2 built as the table view is served whole to ``landscape table``: every cell
+    (rows × both spaces × pairs) read from the shipped entries, nothing matched or evaluated."""
+    if len(available_seeds("vit-digits")) < 3:
+        pytest.skip("the shipped zoo has fewer than 3 vit-digits seeds")
+    from landscape.experiments import RunContext
+    from landscape.experiments.barriers import alignment, pipeline
+    from landscape.experiments.barriers.tables import TableOptions, table
+
+    rows = (("naive", "perm"), ("weight", "perm"))
+    monkeypatch.setattr(asset_views, "TABLE_MODELS", ("vit-digits",))
+    monkeypatch.setattr(asset_views, "TABLE_ROWS", rows)
+    monkeypatch.setattr(asset_views, "TABLE_PAIRS", 2)
+    assert asset_views.standard_views("mlp-digits", (asset_views.TABLE_VIEW,)) == []
+    out = tmp_path / "results"
+    index = assets.build_results(["vit-digits"], out, (asset_views.TABLE_VIEW,))
+    cells = {(r["method"], r["group"], r["space"], tuple(r["seeds"])) for r in index}
+    assert len(index) == len(cells) == 2 * 2 * 2  # rows × spaces × pairs, each once
+    assert {r["view"] for r in index} == {"table"} and assets.check_results(out) == []
+    for module in (alignment, pipeline):
+        monkeypatch.setattr(module, "_match", lambda *a, **k: pytest.fail("matched"))
+    monkeypatch.setattr(pipeline, "evaluate_mixtures", lambda *a, **k: pytest.fail("evaluated"))
+    served = table("vit-digits", 2, TableOptions(rows=rows, space="both"),
+                   context=RunContext(cache=Cache(tmp_path / "empty", shipped=out)))
+    assert [(r["method"], r["space"]) for r in served["rows"]] == [
+        ("naive", "weights"), ("naive", "circuits"), ("weight", "weights"),
+        ("weight", "circuits")]  # fmt: skip
+    assert all(len(r["per_pair_loss"]) == 2 for r in served["rows"])
+
+
 def test_every_shipped_result_is_reached_by_todays_requests():
     """The shipped results answer today's requests: a changed algorithm version, data key or
     checkpoint would leave them unreachable (then: python -m landscape.assets --results)."""
