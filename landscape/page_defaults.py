@@ -25,6 +25,12 @@ ATLAS_SEEDS = 6
 ATLAS_COPIES = 2
 ATLAS_GROUP = "perm"
 ATLAS_PROJECTION = "pca"
+# Surface: around the first seed, along random filter-normalised directions drawn by seed 0,
+# from −extent to extent on a grid of this many points per axis, on the split above
+SURFACE_RESOLUTION = 21
+SURFACE_EXTENT = 1.0
+SURFACE_DIRECTIONS = "random"
+SURFACE_DIRECTIONS_SEED = 0
 
 
 def method_group(combo: str) -> tuple[str, str]:

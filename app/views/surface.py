@@ -28,6 +28,7 @@ from app.components import (
 )
 from app.components.long_runs import UNKNOWN
 from app.memory import remember
+from landscape import page_defaults as page
 from landscape.experiments import SurfaceOptions
 from landscape.matching import matching_keys
 from landscape.names import BARRIER_GROUPS, METHODS
@@ -67,14 +68,16 @@ with controls():
         remember(f"surf_seed_{name}", seeds[0], param="seed", options=seeds)
         chosen = [c1.selectbox("Model", seeds, key=f"surf_seed_{name}",
                                format_func=seed_format(name))]  # fmt: skip
-        remember("surf_extent", 1.0, param="extent", options=(0.25, 0.5, 1.0, 1.5, 2.0))
+        remember("surf_extent", page.SURFACE_EXTENT, param="extent",
+                 options=(0.25, 0.5, 1.0, 1.5, 2.0))  # fmt: skip
         extent = c2.select_slider("Extent (α and β from −extent to extent)",
                                   [0.25, 0.5, 1.0, 1.5, 2.0], key="surf_extent")  # fmt: skip
-        remember("surf_axes", RANDOM, param="axes", options=(RANDOM, HESSIAN))
+        remember("surf_axes", {"random": RANDOM, "hessian": HESSIAN}[page.SURFACE_DIRECTIONS],
+                 param="axes", options=(RANDOM, HESSIAN))  # fmt: skip
         along = c2.radio("Directions", [RANDOM, HESSIAN], horizontal=True, key="surf_axes",
                          help="Hessian: the eigenvectors of its two largest eigenvalues, found "
                               "by Lanczos before the grid is evaluated")  # fmt: skip
-        remember("surf_dseed", 0, param="directions", options=range(10))
+        remember("surf_dseed", page.SURFACE_DIRECTIONS_SEED, param="directions", options=range(10))
         directions_seed = c2.selectbox("Directions seed" if along == RANDOM else
                                        "Batch seed (the Hessian's rows)", list(range(10)),
                                        key="surf_dseed")  # fmt: skip
@@ -91,12 +94,12 @@ with controls():
         margin = c2.select_slider("Margin past the triangle (of its larger side)",
                                   [0.1, 0.2, 0.3, 0.5], key="surf_margin")  # fmt: skip
         extent, directions_seed, directions = 1.0, 0, "random"
-    remember("surf_resolution", 21, param="grid", options=range(5, 42, 2))
+    remember("surf_resolution", page.SURFACE_RESOLUTION, param="grid", options=range(5, 42, 2))
     resolution = c3.select_slider("Grid (points per axis)", list(range(5, 42, 2)),
                                   key="surf_resolution")  # fmt: skip
     remember("surf_metric", "loss", param="colour", options=("loss", "accuracy"))
     metric = c3.radio("Colour", ["loss", "accuracy"], horizontal=True, key="surf_metric")
-    remember("surf_split", "test", param="split", options=("test", "train"))
+    remember("surf_split", page.SPLIT, param="split", options=("test", "train"))
     split = c3.radio("Data split", ["test", "train"], horizontal=True, key="surf_split")
 
 if kind == PLANE and len(chosen) != 3:

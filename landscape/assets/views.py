@@ -22,7 +22,12 @@ GAUGE_ON_LOAD = page.GAUGE_ON_LOAD  # the Gauge page's parts computed on load
 GAUGE_SHORT = page.GAUGE_ON_LOAD_BY_MODEL  # models whose scramble waits for a click
 ATLAS_SEEDS, ATLAS_COPIES = page.ATLAS_SEEDS, page.ATLAS_COPIES
 ATLAS_GROUP, ATLAS_PROJECTION = page.ATLAS_GROUP, page.ATLAS_PROJECTION
-VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas")
+SURFACE = {"resolution": page.SURFACE_RESOLUTION, "split": page.SPLIT,
+           "directions": page.SURFACE_DIRECTIONS, "directions_seed": page.SURFACE_DIRECTIONS_SEED,
+           "extent": page.SURFACE_EXTENT}  # fmt: skip
+# the method a surface around one model is asked with (the page's; no alignment is made)
+SURFACE_METHOD = ("weight", "orth")
+VIEWS = ("interpolation", "triangle", "eigenangles", "gauge", "atlas", "surface")
 # The Llama ablation's entries (``landscape ablation``) ship one entry × merge space at a time,
 # as far as they are measured: their checkpoints train for hours and never ship, so this view is
 # built only when asked (``--views ablation``), from the seeds trained on this machine.
@@ -59,9 +64,10 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
     shipped seeds (Interpolation, Eigenangles with learned matching), the first three seeds
     (Triangle), the three default methods, the test split, the weights space (Interpolation:
     both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
-    seed; the Atlas of the first six seeds; for an entry of the Llama ablation, its measurement
-    in each merge space on ``ablation_seeds`` (default: the first three trained); for an entry
-    of :data:`TABLE_MODELS`, the cells of its Table 2 (:func:`_table_views`)."""
+    seed; the Atlas of the first six seeds; the Surface around the first seed (:data:`SURFACE`);
+    for an entry of the Llama ablation, its measurement in each merge space on
+    ``ablation_seeds`` (default: the first three trained); for an entry of :data:`TABLE_MODELS`,
+    the cells of its Table 2 (:func:`_table_views`)."""
     from landscape.experiments.barriers.tables import pairs_for
     from landscape.sources.zoo import shipped_seeds
 
@@ -89,6 +95,9 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
                     "seeds": seeds[:ATLAS_SEEDS], "reference": seeds[0],
                     "copies": ATLAS_COPIES, "group": ATLAS_GROUP,
                     "projection": ATLAS_PROJECTION})  # fmt: skip
+    if "surface" in views and seeds:
+        out.append({"view": "surface", "kind": "surface", "model": name, "seeds": seeds[:1],
+                    "method": SURFACE_METHOD[0], "group": SURFACE_METHOD[1], **SURFACE})
     if ABLATION_VIEW in views:
         out += _ablation_views(name, ablation_seeds)
     if TABLE_VIEW in views:
@@ -140,6 +149,7 @@ def describe(request: dict[str, Any]) -> str:
               "gauge-sweep": lambda r: r["part"],
               "atlas": lambda r: f"{r['group']} {r['projection']}",
               "ablation": lambda r: f"{r['space']} seeds {r['seeds']}",
+              "surface": lambda r: f"seed {r['seeds'][0]} {r['resolution']}×{r['resolution']}",
               }[request["kind"]]  # fmt: skip
     return f"{request['model']} {request['view']} {detail(request)}"
 
@@ -161,6 +171,12 @@ def ask(request: dict[str, Any], cache: Cache) -> dict[str, Any]:
     if kind == "atlas":
         return atlas(model, r.pop("seeds"), AtlasOptions(**r),
                      context=experiments.RunContext(cache=cache))
+    if kind == "surface":
+        from landscape.experiments.surfaces import SurfaceOptions, surface
+
+        seeds, method, group = r.pop("seeds"), r.pop("method"), r.pop("group")
+        return surface(model, seeds, method, group, SurfaceOptions(**r),
+                       context=experiments.RunContext(cache=cache))  # fmt: skip
     if kind == "ablation":
         from landscape.experiments.barriers.ablation import ablation_step
 

@@ -82,7 +82,8 @@ KEPT = ("data", "families")  # directories under the root that hold no entries
 # kinds whose entries are results alone (no weights), which the assets may ship: the curves of
 # Interpolation, the grids of Triangle, the Eigenangles page's angles (experiments.eigen.view),
 # the atlas's coordinates, the gauge sweep's parts
-SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep", "ablation")
+SHIPPED_KINDS = ("barrier", "triangle", "eigenangles", "atlas", "gauge-sweep", "ablation",
+                 "surface")
 # The SHA-256 of every shipped entry's file, by "<kind>/<key>" (module docstring, "What is
 # promised"): written by ``python -m landscape.assets --results``, read when a shipped entry is.
 SHIPPED_DIGESTS = Path(__file__).with_name("shipped_results.json")

@@ -32,8 +32,8 @@ def _fresh_memory():
 
 @pytest.fixture
 def _nothing_computes(monkeypatch):
-    """Every computation behind the three pages raises: what they draw was read."""
-    from landscape.experiments import atlas
+    """Every computation behind the pages raises: what they draw was read."""
+    from landscape.experiments import atlas, surfaces
     from landscape.experiments.barriers import alignment, pipeline
     from landscape.experiments.eigen import view as eigenview
     from landscape.experiments.gauge import runner as gauge_runner
@@ -45,6 +45,7 @@ def _nothing_computes(monkeypatch):
     for module in (alignment, pipeline):  # align's matching, and the pipeline's unstored one
         monkeypatch.setattr(module, "_match", refuse)
     monkeypatch.setattr(atlas, "_compute", refuse)
+    monkeypatch.setattr(surfaces, "_evaluate", refuse)
     for part in ("_table_part", "scramble_test", "claim_check", "recovery_under_drift",
                  "trajectory_transport"):  # fmt: skip
         monkeypatch.setattr(gauge_runner, part, refuse)
@@ -59,7 +60,8 @@ def _open(page: str) -> AppTest:
 
 @pytest.mark.parametrize(
     ("page", "figures"),
-    [("eigenangles", 3), ("atlas", 1), ("gauge", 3)],  # gauge: table, scramble, claims
+    # gauge: table, scramble, claims; surface: contours and 3-D
+    [("eigenangles", 3), ("atlas", 1), ("gauge", 3), ("surface", 2)],
 )
 def test_a_page_draws_the_shipped_default_view_without_computing(
     page, figures, _fresh_memory, _nothing_computes
