@@ -31,12 +31,16 @@ import tempfile
 from pathlib import Path
 
 from landscape.assets.views import RESULT_MODELS as MODELS  # the entries whose default views ship
+from landscape.assets.views import TABLE_MODELS  # those whose Table 2 cells ship
 
 ROOT = Path(__file__).resolve().parents[1]
-# "interpolation-both": the Interpolation page with the merge space "both" (weights and circuits)
-# (Surface computes on a click: its time is to the page drawn, with no figure)
-PAGES = ("home", "interpolation", "interpolation-both", "triangle", "surface", "eigenangles",
-         "gauge", "atlas", "models")  # fmt: skip
+# "interpolation-both": the Interpolation page with the merge space "both" (weights and circuits);
+# "interpolation-learned": with learned/orth added to the default methods (the paper's headline),
+# timed on the entries whose Table 2 cells ship only (:data:`LEARNED`)
+# (Surface computes on a click where no surface ships: its time is then to the page drawn)
+PAGES = ("home", "interpolation", "interpolation-both", "interpolation-learned", "triangle",
+         "surface", "eigenangles", "gauge", "atlas", "models")  # fmt: skip
+LEARNED = ("interpolation-learned", TABLE_MODELS)
 
 CHILD = """
 import json, sys, time, torch
@@ -44,11 +48,13 @@ torch.set_num_threads(1)
 from streamlit.testing.v1 import AppTest
 page, model, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
 at = AppTest.from_file("app/main.py", default_timeout=timeout)
-view, _, space = page.partition("-")
+view, _, variant = page.partition("-")
 at.switch_page(f"views/{view}.py")
 at.session_state["model"] = model
-if space:
-    at.session_state["interp_space"] = space
+if variant == "learned":
+    at.session_state["interp_combos"] = ["naive", "weight/perm", "weight/orth", "learned/orth"]
+elif variant:
+    at.session_state["interp_space"] = variant
 t = time.perf_counter()
 at.run()
 seconds = time.perf_counter() - t
@@ -209,9 +215,9 @@ def main() -> None:
     p.add_argument(
         "--title-only",
         nargs="*",
-        default=["surface"],
-        help="(--browser) pages timed to their title (the default view draws no "
-        "figure: Surface's computes on a click where nothing ships)",
+        default=[],
+        help="(--browser) pages timed to their title, for a page whose default view draws "
+        "no figure (Surface's, where no surface of the entry ships, computes on a click)",
     )
     args = p.parse_args()
     if args.browser:
@@ -222,12 +228,14 @@ def main() -> None:
     rows = []
     for model in args.models:
         for page in args.pages:
+            if page == LEARNED[0] and model not in LEARNED[1]:
+                continue
             r = {"page": page, "model": model, **one(page, model, args.timeout,
                                                      not args.no_shipped)}  # fmt: skip
             rows.append(r)
             s = "–" if r.get("seconds") is None else f"{r['seconds']:.1f} s"
             extra = r.get("note") or "; ".join(r.get("errors", []) + r.get("exception", []))
-            print(f"{model:30} {page:14} {s:>9}  figures {r.get('figures', '–')}  {extra}",
+            print(f"{model:30} {page:21} {s:>9}  figures {r.get('figures', '–')}  {extra}",
                   flush=True)  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
