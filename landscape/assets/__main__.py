@@ -51,7 +51,8 @@ def main() -> None:
         "--ablation-seeds",
         type=int,
         nargs="+",
-        help="with --views ablation: the seeds of every entry (default: its first three trained)",
+        help="with --views ablation: the seeds of every entry (default: its first three trained "
+        "and its first two, the set the page falls back on)",
     )
     ap.add_argument(
         "--work",

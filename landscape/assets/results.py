@@ -75,7 +75,7 @@ def build_results(models: list[str], out: Path, views: tuple[str, ...] = VIEWS,
     list of the shipped entries' file digests to rewrite last (the package's
     :data:`~landscape.store.cache.SHIPPED_DIGESTS` when ``out`` is the shipped results folder:
     only what it lists is served as shipped). ``ablation_seeds``: the seeds of the ablation view
-    (default: each entry's first three trained)."""
+    (default: each entry's first three trained, and its first two)."""
     index_path = out / "index.json"
     built, read_only = [], set()
     with contextlib.ExitStack() as stack:

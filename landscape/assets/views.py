@@ -66,7 +66,8 @@ def standard_views(name: str, views: tuple[str, ...] = VIEWS,
     both spaces, :data:`VIEW_SPACES`); the Gauge page's parts computed on load for the first
     seed; the Atlas of the first six seeds; the Surface around the first seed (:data:`SURFACE`);
     for an entry of the Llama ablation, its measurement in each merge space on
-    ``ablation_seeds`` (default: the first three trained); for an entry of :data:`TABLE_MODELS`,
+    ``ablation_seeds`` (default: the first three trained, and the first two, the set the page
+    falls back on); for an entry of :data:`TABLE_MODELS`,
     the cells of its Table 2 (:func:`_table_views`)."""
     from landscape.experiments.barriers.tables import pairs_for
     from landscape.sources.zoo import shipped_seeds
@@ -129,13 +130,14 @@ def _ablation_views(name: str, seeds: tuple[int, ...] | None) -> list[dict[str, 
 
     if name not in dict(abl.STEPS):
         return []
-    if seeds is None:
-        seeds = tuple(r["seed"] for r in available_seeds(name))[:3]
-    if len(seeds) < 2:
-        return []
-    return [{"view": ABLATION_VIEW, "kind": "ablation", "model": name, "seeds": list(seeds),
+    if seeds is None:  # the three the page looks for first, and the pair it falls back on
+        trained = tuple(r["seed"] for r in available_seeds(name))
+        sets = list(dict.fromkeys(s for s in (trained[:3], trained[:2]) if len(s) >= 2))
+    else:
+        sets = [tuple(seeds)] if len(seeds) >= 2 else []
+    return [{"view": ABLATION_VIEW, "kind": "ablation", "model": name, "seeds": list(s),
              "space": space, "points": abl.POINTS, "split": page.SPLIT}
-            for space in table_spaces(name, "both")]  # fmt: skip
+            for s in sets for space in table_spaces(name, "both")]  # fmt: skip
 
 
 def describe(request: dict[str, Any]) -> str:

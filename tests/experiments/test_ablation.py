@@ -215,6 +215,22 @@ def test_each_entry_ships_on_its_own_and_the_page_reads_what_is_stored(monkeypat
     assert one["cached"] and one["cells"] == mlp["cells"]
 
 
+def test_the_page_prefers_the_pair_measured_in_every_space_to_three_seeds_in_one(monkeypatch):
+    """Three seeds measured in the weights space alone and the first pair in both: the page
+    shows the pair in both spaces (the three-seed entry stays stored, for the command)."""
+    rows = (("naive", "perm"),)
+    monkeypatch.setattr(abl, "STEPS", STEPS[1:2])
+    monkeypatch.setattr(abl, "ROWS", rows)
+    monkeypatch.setattr(abl, "POINTS", 5)
+    abl.ablation(STEPS[1:2], seeds=(0, 1, 2), rows=rows, points=5, space="weights")
+    abl.ablation(STEPS[1:2], seeds=(0, 1), rows=rows, points=5, space="both")
+    (vit,) = abl.stored_ablation()["steps"]
+    assert vit["pairs"] == [[0, 1]] and vit["spaces"] == ["weights", "circuits"]
+    three = abl.ablation_step(STEPS[1][0], seeds=(0, 1, 2), rows=rows, points=5,
+                              space="weights")  # fmt: skip
+    assert three["cached"] and len(three["cells"][0]["per_pair_loss"]) == 3
+
+
 def test_the_shipped_ablation_holds_to_its_declared_fields():
     """Every record of the ablation the app ships is of its declared kind, and a record that
     leaves its declaration is caught: a missing field and an undeclared one are both named."""

@@ -324,21 +324,26 @@ STORED_SEEDS = ((0, 1, 2), (0, 1))
 def stored_ablation() -> dict[str, Any] | None:
     """The default ablation as far as it is stored (the disk cache, then the shipped results),
     never computing: each entry of :data:`STEPS` with the widest seed set of
-    :data:`STORED_SEEDS` stored for it, in each merge space stored with that set. Entries with
+    :data:`STORED_SEEDS` stored for it in every merge space it has (else the widest stored in
+    any), in each merge space stored with that set. Entries with
     none are named in ``missing``; None when no entry is stored."""
     cache = ReadOnlyCache()
     measured, missing = [], []
     for name, change in STEPS:
-        parts: list[dict[str, Any]] = []
+        spaces = table_spaces(name, "both")
+        found: list[list[dict[str, Any]]] = []
         for seeds in STORED_SEEDS:  # one seed set per entry, so its cells share their pairs
-            for sp in table_spaces(name, "both"):
+            parts: list[dict[str, Any]] = []
+            for sp in spaces:
                 try:
                     parts.append(ablation_step(name, seeds=seeds, space=sp,
                                                context=RunContext(cache=cache)))
                 except NotCached:
                     continue
             if parts:
-                break
+                found.append(parts)
+        # the widest seed set stored in every space, else the widest stored in any
+        parts = next((f for f in found if len(f) == len(spaces)), found[0] if found else [])
         if parts:
             measured.append((name, change, parts))
         else:
