@@ -10,10 +10,12 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 - an ``optional`` field that is absent reads as its declared default;
 - reading a field the kind does not declare raises too.
 
-A kind whose producer declares its fields beside itself is read from there (the Llama
-ablation's: :mod:`landscape.experiments.barriers.ablation`; the curvature's, read by
-:mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`); the kinds below
-are still declared here, as the list of every key the figures read of them.
+A kind whose producer declares its fields beside itself is read from there: the barrier
+result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the Llama ablation's
+(``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), both re-exported here, and the
+curvature's, read by :mod:`landscape.plots.curvature` from
+:mod:`landscape.experiments.curvature`; the kinds below are still declared here, as the list of
+every key the figures read of them.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
 from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
 from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
+from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
+           "ABLATION_STEP", "BARRIER", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -62,10 +65,6 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
                               {"space": "weights", "method": None})  # fmt: skip
-# the pair and its settings, read by the tidy tables (:mod:`landscape.plots.tidy`)
-BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
-                 {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "",
-                  "space": "weights", "aligns": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
                   {"group": "orth"})  # fmt: skip
@@ -168,8 +167,9 @@ TRANSPORT_ROW = Fields(
     "transport row", ("artifact", "mode", "metric", "value", "reference", "kept")
 )
 
+# the kinds declared here (not beside their producers): exactly what the figures read of them
 ALL = (
-    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
+    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, TRIANGLE,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
     ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,

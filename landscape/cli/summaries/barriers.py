@@ -14,6 +14,7 @@ from landscape.cli.summaries.formatting import (
     _aligns,
     _bare,
     _facts,
+    _field,
     _key,
     _matching,
     _member,
@@ -28,20 +29,24 @@ from landscape.cli.summaries.formatting import (
     columns,
     layout,
 )
+from landscape.fields import Fields
 from landscape.numbers import mean_pm, number
 
 
-def _checks(r: dict[str, Any], aligned: str = "B") -> str:
-    parts = [f"{number(r.get('function_check'))} for aligned {aligned}"]
-    if r.get("function_check_a") is not None:
-        parts.append(f"{number(r['function_check_a'])} for processed A")
-    verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
+def _checks(r: dict[str, Any], aligned: str = "B", kind: Fields | None = None) -> str:
+    parts = [f"{number(_field(kind, r, 'function_check', None))} for aligned {aligned}"]
+    check_a = _field(kind, r, "function_check_a", None)
+    if check_a is not None:
+        parts.append(f"{number(check_a)} for processed A")
+    ok = _field(kind, r, "function_ok", True)
+    verdict = "ok" if ok else "FAILED, see the warnings above"
     return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
 
 
-def _where(r: dict[str, Any], path: str = "along the straight line") -> str:
-    space = r.get("space") or "weights"
-    return f"the {r['split']} split, {path} in the {space} space"
+def _where(r: dict[str, Any], path: str = "along the straight line",
+           kind: Fields | None = None) -> str:  # fmt: skip
+    space = _field(kind, r, "space", None) or "weights"
+    return f"the {_field(kind, r, 'split')} split, {path} in the {space} space"
 
 
 def _at(point: Sequence[float]) -> str:
@@ -52,13 +57,14 @@ def _index(values: Sequence[float], target: float) -> int:
     return min(range(len(values)), key=lambda i: abs(values[i] - target))
 
 
-def _curve(r: dict[str, Any]) -> list[str]:
+def _curve(r: dict[str, Any], kind: Fields) -> list[str]:
     """The curve as a few rows: λ = 0, ¼, ½, ¾, 1 and the two peaks (every row if few)."""
-    lam, loss, acc = r["lambdas"], r["loss"], r["accuracy"]
+    lam, loss, acc = (kind.read(r, k) for k in ("lambdas", "loss", "accuracy"))
     n = len(lam)
-    peaks = {_index(lam, r["lambda_peak_loss"]): "loss barrier peak"}
-    if r.get("lambda_peak_accuracy") is not None:
-        i = _index(lam, r["lambda_peak_accuracy"])
+    peaks = {_index(lam, kind.read(r, "lambda_peak_loss")): "loss barrier peak"}
+    peak = kind.read(r, "lambda_peak_accuracy")
+    if peak is not None:
+        i = _index(lam, peak)
         peaks[i] = "both peaks" if i in peaks else "accuracy barrier peak"
     pick = set(range(n)) if n <= 9 else {round(q * (n - 1)) for q in (0, 0.25, 0.5, 0.75, 1)}
     rows = [{"λ": lam[i], "loss": loss[i], "accuracy": acc[i], "": peaks.get(i, "")}
@@ -69,34 +75,43 @@ def _curve(r: dict[str, Any]) -> list[str]:
 
 @layout("barrier", "pair-barrier")
 def _show_barrier(r: dict[str, Any]) -> list[str]:
-    if "a" in r:  # pair-barrier: two checkpoint paths
-        models = [("model A", f"{r['a']}, at λ = 1"), ("model B", f"{r['b']}, at λ = 0")]
+    paths = "a" in r  # pair-barrier: two checkpoint paths
+    if paths:
+        from landscape.experiments.barriers.pairs import PAIR_BARRIER as kind
     else:
-        word = _member(r["model"])
-        a, b = r["seeds"]
-        models = [("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
+        from landscape.experiments.barriers.pipeline import BARRIER as kind
+
+    def R(name: str) -> Any:  # the result's declared fields
+        return kind.read(r, name)
+
+    if paths:
+        models = [("model A", f"{R('a')}, at λ = 1"), ("model B", f"{R('b')}, at λ = 0")]
+    else:
+        word = _member(R("model"))
+        a, b = R("seeds")
+        models = [("models", f"{R('model')}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
                              "aligned to A")]  # fmt: skip
-    (la, lb), (aa, ab) = r["endpoint_loss"], r["endpoint_accuracy"]
-    peak = r.get("lambda_peak_accuracy")
+    (la, lb), (aa, ab) = R("endpoint_loss"), R("endpoint_accuracy")
+    peak = R("lambda_peak_accuracy")
     facts = [
-        ("loss barrier", f"{_nats(r['barrier_loss'])}, highest at λ = "
-                         f"{number(r['lambda_peak_loss'])}"),
-        ("accuracy barrier", _pct(r["barrier_accuracy"])
+        ("loss barrier", f"{_nats(R('barrier_loss'))}, highest at λ = "
+                         f"{number(R('lambda_peak_loss'))}"),
+        ("accuracy barrier", _pct(R("barrier_accuracy"))
                              + (f", highest at λ = {number(peak)}" if peak is not None else "")),
         *models,
-        ("alignment", _alignment(r)),
-        ("measured on", _where(r)),
+        ("alignment", _alignment(r, kind)),
+        ("measured on", _where(r, kind=kind)),
         ("endpoint losses", f"A {number(la)}, B {_nats(lb)}"),
         ("endpoint accuracies", f"A {_pct(aa)}, B {_pct(ab)}"),
     ]  # fmt: skip
-    if "a" in r:
-        data = r.get("data")
+    if paths:
+        data = R("data")
         if isinstance(data, dict):  # what was evaluated: the note says it in words
             data = data.get("note") or _value("data", data)
-        facts += [("architecture", r["architecture"]),
-                  ("parameters", _bare("count", r["parameters"])), ("data", str(data))]  # fmt: skip
-    facts += [("function check", _checks(r)), ("time", _time(r))]
-    return [*_facts(facts), "", *_curve(r)]
+        facts += [("architecture", R("architecture")),
+                  ("parameters", _bare("count", R("parameters"))), ("data", str(data))]  # fmt: skip
+    facts += [("function check", _checks(r, kind=kind)), ("time", _time(r, kind))]
+    return [*_facts(facts), "", *_curve(r, kind)]
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -260,37 +275,47 @@ def _show_surface(r: dict[str, Any]) -> list[str]:
     return _facts(facts)
 
 
-def _health(r: dict[str, Any]) -> str:
-    bad = [x for x in r.get("rows", []) if not x.get("function_ok", True)]
-    if not bad and r.get("function_ok", True):
+def _health(r: dict[str, Any], kind: Fields | None = None, row: Fields | None = None) -> str:
+    """Whether every function check held: the result's and its rows' (``kind`` and ``row``:
+    their declarations, where the layout names them)."""
+    rows = _field(kind, r, "rows", [])
+    bad = [x for x in rows if not _field(row, x, "function_ok", True)]
+    if not bad and _field(kind, r, "function_ok", True):
         return "function checks: every alignment kept both functions"
     return f"function checks: {len(bad)} row(s) FAILED, see the warnings above"
 
 
 @layout("table")
 def _show_table(r: dict[str, Any]) -> list[str]:
-    many = len(r["pairs"]) > 1
-    spaces = r.get("spaces") or [r.get("space", "weights")]
-    rows = [{"method": x["method"], "group": x["group"],
-             **({"space": x["space"]} if len(spaces) > 1 else {}),
-             "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
-             **({"per pair": " ".join(f"{v:.3g}" for v in x["per_pair_loss"])} if many else {}),
-             "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"), many),
-             "paper": x.get("paper") or ""} for x in r["rows"]]  # fmt: skip
+    from landscape.experiments.barriers.tables import LEFT_OUT, TABLE, TABLE_ROW
+
+    R, X = TABLE.read, TABLE_ROW.read  # the result's and its rows' declared fields
+    pairs = R(r, "pairs")
+    many = len(pairs) > 1
+    spaces = R(r, "spaces") or [R(r, "space")]
+    rows = [{"method": X(x, "method"), "group": X(x, "group"),
+             **({"space": X(x, "space")} if len(spaces) > 1 else {}),
+             "loss": _pm("", X(x, "barrier_loss"), X(x, "barrier_loss_sem"), many),
+             **({"per pair": " ".join(f"{v:.3g}" for v in X(x, "per_pair_loss"))}
+                if many else {}),
+             "accuracy": _pm("%", X(x, "barrier_accuracy"), X(x, "barrier_accuracy_sem"), many),
+             "paper": X(x, "paper") or ""} for x in R(r, "rows")]  # fmt: skip
     where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
-    title = f"{r['model']}: barriers over {_pairs_text(r['pairs'])}; {r['split']} split, {where}"
+    title = (f"{R(r, 'model')}: barriers over {_pairs_text(pairs)}; {R(r, 'split')} split, "
+             f"{where}")  # fmt: skip
     heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
              "accuracy": "accuracy barrier", "paper": "paper (nats)"}  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    for x in r.get("left_out", []):  # rows whose method does not align this model
-        lines += _wrap(f"left out: {x['method']}/{x['group']}: ", x["reason"])
-    if r.get("learned_options"):  # settings other than the library's defaults
-        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
-        lines += _wrap("learned rows: ", said)
-    paper = r.get("paper")
+    for x in R(r, "left_out"):  # rows whose method does not align this model
+        lines += _wrap(f"left out: {LEFT_OUT.read(x, 'method')}/{LEFT_OUT.read(x, 'group')}: ",
+                       LEFT_OUT.read(x, "reason"))  # fmt: skip
+    learned = R(r, "learned_options")
+    if learned:  # settings other than the library's defaults
+        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in learned.items()))
+    paper = R(r, "paper")  # PAPER_REFERENCE, which names its source
     if isinstance(paper, dict) and paper.get("source"):
         lines += _wrap("paper: ", paper["source"])
-    return [*lines, _health(r)]
+    return [*lines, _health(r, TABLE, TABLE_ROW)]
 
 
 @layout("ablation")

@@ -1,0 +1,70 @@
+"""Each result kind declared beside its producer (:mod:`landscape.fields`) is what the producer
+writes: real results, measured on the shipped seeds in a fresh cache, have every required field
+of their declaration and no field it does not name (``problems(...) == []``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from landscape.experiments import TableOptions, barrier, table
+from landscape.experiments.barriers.controls import ORIGINAL
+from landscape.experiments.barriers.pipeline import BARRIER
+from landscape.experiments.barriers.tables import LEFT_OUT, SUMMARY, TABLE, TABLE_ROW
+from landscape.experiments.context import RunContext
+from landscape.store.cache import Cache
+
+
+def table_problems(r: dict) -> list[str]:
+    """What keeps a table result from its declarations: the result, each row, each left out."""
+    out = TABLE.problems(r)
+    for row in TABLE.read(r, "rows"):
+        out += TABLE_ROW.problems(row)
+    for x in TABLE.read(r, "left_out"):
+        out += LEFT_OUT.problems(x)
+    return out
+
+
+def test_a_barrier_result_holds_what_its_declaration_says(tmp_path) -> None:
+    cache = Cache(tmp_path)
+    r = barrier("mlp-digits", (0, 1), "weight", "perm", points=5, cache=cache)
+    assert BARRIER.problems(r) == []
+    assert BARRIER.read(r, "cache_key") and not BARRIER.read(r, "cached")
+    # read again from the cache: the same fields
+    again = barrier("mlp-digits", (0, 1), "weight", "perm", points=5, cache=cache)
+    assert BARRIER.read(again, "cached") and BARRIER.problems(again) == []
+    assert set(again) == set(r)
+
+
+@pytest.mark.parametrize("request_", [
+    pytest.param({"options": {"max_rounds": 3}}, id="options"),
+    pytest.param({"calibrate": True}, id="calibrated"),
+    pytest.param({"coordinates": ORIGINAL}, id="coordinates"),
+])  # fmt: skip
+def test_the_fields_written_in_some_cases_are_declared(tmp_path, request_) -> None:
+    r = barrier("mlp-digits", (0, 1), "weight", "orth", points=3, cache=Cache(tmp_path),
+                **request_)  # fmt: skip
+    said = set(r) - set(BARRIER.required)
+    assert said & {"options", "calibrated", "coordinates"}  # the case wrote its own field
+    assert BARRIER.problems(r) == []
+
+
+def test_a_table_holds_what_its_declarations_say(tmp_path) -> None:
+    options = TableOptions(rows=(("naive", "perm"), ("weight", "perm")), points=3)
+    r = table("mlp-digits", 2, options, context=RunContext(cache=Cache(tmp_path)))
+    assert table_problems(r) == []
+    assert len(TABLE.read(r, "rows")) == 2
+    for row in TABLE.read(r, "rows"):  # the summary over pairs is the row's own part
+        assert SUMMARY.problems({k: row[k] for k in SUMMARY.names}) == []
+
+
+def test_a_field_the_declaration_leaves_out_is_caught() -> None:
+    from landscape.fields import Fields
+
+    row = {"method": "weight", "group": "perm", "space": "weights", "barrier_loss": 0.1,
+           "barrier_loss_sem": 0.0, "barrier_accuracy": 0.0, "barrier_accuracy_sem": 0.0,
+           "per_pair_loss": [0.1], "function_check": 1e-6, "function_ok": True, "warnings": [],
+           "matching_seconds": 0.01, "paper": ""}  # fmt: skip
+    assert TABLE_ROW.problems(row) == []
+    narrower = Fields(TABLE_ROW.kind, TABLE_ROW.required[:-1])
+    assert narrower.problems(row) == ["table row: undeclared field 'paper'"]
+    assert TABLE_ROW.problems({**row, "pairs": 2}) == ["table row: undeclared field 'pairs'"]
