@@ -11,8 +11,9 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 - reading a field the kind does not declare raises too.
 
 A kind whose producer declares its fields beside itself is read from there: the barrier
-result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the Llama ablation's
-(``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), both re-exported here, and the
+result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the triangle's
+(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the Llama ablation's
+(``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the
 curvature's, read by :mod:`landscape.plots.curvature` from
 :mod:`landscape.experiments.curvature`; the kinds below are still declared here, as the list of
 every key the figures read of them.
@@ -30,12 +31,14 @@ from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
 from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
 from landscape.experiments.barriers.pipeline import BARRIER
+from landscape.experiments.barriers.triangles import TRIANGLE
 from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "BARRIER", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
+           "ABLATION_STEP", "BARRIER", "TRIANGLE", "Fields", "MissingField", "aligned",
+           "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -86,16 +89,6 @@ SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "bar
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
                 {"space": "weights", "model": ""})  # fmt: skip
-
-# ---------------------------------------------------------------- triangle page
-
-# A bare TriangleResult has no seeds or split; experiments.triangle adds them with the method.
-TRIANGLE = Fields(
-    "triangle result",
-    ("method", "group", "points", "loss", "accuracy", "excess_loss", "tol", "resolution",
-     "basin_fraction"),
-    {"seeds": ("A", "B", "C"), "split": "test"},
-)  # fmt: skip
 
 # ---------------------------------------------------------------- surface page
 
@@ -169,7 +162,7 @@ TRANSPORT_ROW = Fields(
 
 # the kinds declared here (not beside their producers): exactly what the figures read of them
 ALL = (
-    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, TRIANGLE,
+    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
     ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from landscape.experiments import TableOptions, barrier, table
+from landscape.experiments import TableOptions, TriangleOptions, barrier, table, triangle
 from landscape.experiments.barriers.controls import ORIGINAL
 from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.experiments.barriers.tables import LEFT_OUT, SUMMARY, TABLE, TABLE_ROW
+from landscape.experiments.barriers.triangles import TRIANGLE
 from landscape.experiments.context import RunContext
 from landscape.store.cache import Cache
 
@@ -55,6 +56,17 @@ def test_a_table_holds_what_its_declarations_say(tmp_path) -> None:
     assert len(TABLE.read(r, "rows")) == 2
     for row in TABLE.read(r, "rows"):  # the summary over pairs is the row's own part
         assert SUMMARY.problems({k: row[k] for k in SUMMARY.names}) == []
+
+
+def test_a_triangle_holds_what_its_declaration_says(tmp_path) -> None:
+    context = RunContext(cache=Cache(tmp_path))
+    r = triangle("mlp-digits", (0, 1, 2), "weight", "perm", TriangleOptions(resolution=3),
+                 context=context)  # fmt: skip
+    assert TRIANGLE.problems(r) == []
+    assert TRIANGLE.read(r, "eval_seconds") is not None  # a grid computed now keeps its time
+    again = triangle("mlp-digits", (0, 1, 2), "weight", "perm", TriangleOptions(resolution=3),
+                     context=context)  # fmt: skip
+    assert TRIANGLE.read(again, "cached") and TRIANGLE.problems(again) == []
 
 
 def test_a_field_the_declaration_leaves_out_is_caught() -> None:

@@ -182,27 +182,30 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
 
 @layout("triangle")
 def _show_triangle(r: dict[str, Any]) -> list[str]:
-    excess, acc, points = r["excess_loss"], r["accuracy"], r["points"]
+    from landscape.experiments.barriers.triangles import TRIANGLE as T
+
+    R = T.read  # the result's declared fields
+    excess, acc, points = R(r, "excess_loss"), R(r, "accuracy"), R(r, "points")
     top = max(range(len(excess)), key=lambda i: excess[i])
     low = min(range(len(acc)), key=lambda i: acc[i])
-    word = _member(r["model"])
-    a, b, c = r["seeds"]
-    how = "together over the triangle" if r.get("joint") else "edge by edge"
-    (la, lb, lc), (aa, ab, ac) = r["corner_loss"], r["corner_accuracy"]
+    word = _member(R(r, "model"))
+    a, b, c = R(r, "seeds")
+    how = "together over the triangle" if R(r, "joint") else "edge by edge"
+    (la, lb, lc), (aa, ab, ac) = R(r, "corner_loss"), R(r, "corner_accuracy")
     facts = [
         ("loss barrier", f"{_nats(excess[top])} above the corners' loss plane, at "
                          f"{_at(points[top])}"),
-        ("basin", f"{_pct(r['basin_fraction'])} of {len(points)} points lie at most "
-                  f"{_nats(r['tol'])} above that plane"),
+        ("basin", f"{_pct(R(r, 'basin_fraction'))} of {len(points)} points lie at most "
+                  f"{_nats(R(r, 'tol'))} above that plane"),
         ("lowest accuracy", f"{_pct(acc[low])} at {_at(points[low])}"),
-        ("models", f"{r['model']}: A = {word} {a}, B = {word} {b}, C = {word} {c}; B and C "
+        ("models", f"{R(r, 'model')}: A = {word} {a}, B = {word} {b}, C = {word} {c}; B and C "
                    f"aligned to A {how}"),
-        ("alignment", _alignment(r)),
-        ("measured on", _where(r, "over the plane through the three")),
+        ("alignment", _alignment(r, T)),
+        ("measured on", _where(r, "over the plane through the three", T)),
         ("corner losses", f"A {number(la)}, B {number(lb)}, C {_nats(lc)}"),
         ("corner accuracies", f"A {_pct(aa)}, B {_pct(ab)}, C {_pct(ac)}"),
-        ("function check", _checks(r, "B and C")),
-        ("time", _time(r)),
+        ("function check", _checks(r, "B and C", T)),
+        ("time", _time(r, T)),
     ]  # fmt: skip
     return _facts(facts)
 
