@@ -12,7 +12,9 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 
 A kind whose producer declares its fields beside itself is read from there: the barrier
 result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the triangle's
-(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the Llama ablation's
+(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE*``,
+:mod:`landscape.experiments.surfaces`; its training paths' ``SURFACE_RUN``,
+:mod:`landscape.experiments.trajectories`), the Llama ablation's
 (``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the
 curvature's, read by :mod:`landscape.plots.curvature` from
 :mod:`landscape.experiments.curvature`; the kinds below are still declared here, as the list of
@@ -32,13 +34,17 @@ from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
 from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.experiments.barriers.triangles import TRIANGLE
+from landscape.experiments.surfaces import PATH as SURFACE_PATH
+from landscape.experiments.surfaces import POINT as SURFACE_POINT
+from landscape.experiments.surfaces import RESULT as SURFACE
+from landscape.experiments.trajectories import PROJECTED_PATH as SURFACE_RUN
 from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "BARRIER", "TRIANGLE", "Fields", "MissingField", "aligned",
-           "key_of"]  # fmt: skip
+           "ABLATION_STEP", "BARRIER", "SURFACE", "SURFACE_PATH", "SURFACE_POINT", "SURFACE_RUN",
+           "TRIANGLE", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -89,22 +95,6 @@ SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "bar
 MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
                 {"space": "weights", "model": ""})  # fmt: skip
-
-# ---------------------------------------------------------------- surface page
-
-# experiments.surfaces.surface: a grid (rows along y), the models in the plane and, for the
-# plane through three models, the straight paths between them.
-SURFACE = Fields(
-    "surface result",
-    ("kind", "x", "y", "loss", "accuracy", "points"),
-    {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None},
-)  # fmt: skip
-SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
-SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})
-# a training path projected onto the surface's plane (experiments.trajectories)
-SURFACE_RUN = Fields("surface training path", ("seed", "steps", "x", "y", "errors", "error"),
-                     {"end_gap": None})  # fmt: skip
 
 # ---------------------------------------------------------------- eigenangles page
 
@@ -165,6 +155,5 @@ ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES,
     EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,
-    SURFACE_POINT, SURFACE_PATH, SURFACE_RUN,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
 )  # fmt: skip

@@ -12,7 +12,28 @@ from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.experiments.barriers.tables import LEFT_OUT, SUMMARY, TABLE, TABLE_ROW
 from landscape.experiments.barriers.triangles import TRIANGLE
 from landscape.experiments.context import RunContext
+from landscape.experiments.surfaces import PATH, POINT, RESULT, SurfaceOptions, surface
 from landscape.store.cache import Cache
+
+
+def surface_problems(r: dict) -> list[str]:
+    """What keeps a surface result from its declarations: the result, its models and paths, and
+    what its directions record (Hessian directions, a training path's plane and paths)."""
+    from landscape.experiments.curvature import CURVATURE_BATCH
+    from landscape.experiments.directions import HESSIAN_RECORD
+    from landscape.experiments.surfaces import TRAJECTORY
+    from landscape.experiments.trajectories import PROJECTED_PATH
+
+    out = RESULT.problems(r)
+    out += [x for p in RESULT.read(r, "points") for x in POINT.problems(p)]
+    out += [x for p in RESULT.read(r, "paths") for x in PATH.problems(p)]
+    out += [x for p in RESULT.read(r, "trajectories") for x in PROJECTED_PATH.problems(p)]
+    h, t = RESULT.read(r, "hessian"), RESULT.read(r, "trajectory")
+    if h is not None:
+        out += HESSIAN_RECORD.problems(h) + CURVATURE_BATCH.problems(h["batch"])
+    if t is not None:
+        out += TRAJECTORY.problems(t)
+    return out
 
 
 def table_problems(r: dict) -> list[str]:
@@ -67,6 +88,16 @@ def test_a_triangle_holds_what_its_declaration_says(tmp_path) -> None:
     again = triangle("mlp-digits", (0, 1, 2), "weight", "perm", TriangleOptions(resolution=3),
                      context=context)  # fmt: skip
     assert TRIANGLE.read(again, "cached") and TRIANGLE.problems(again) == []
+
+
+@pytest.mark.parametrize(("seeds", "kind"), [([0, 1, 2], "plane"), ([0], "directions")])
+def test_a_surface_holds_what_its_declarations_say(tmp_path, seeds, kind) -> None:
+    options = SurfaceOptions(3, path_points=3, extent=0.5)
+    context = RunContext(cache=Cache(tmp_path))
+    r = surface("mlp-digits", seeds, "weight", "perm", options, context=context)
+    assert RESULT.read(r, "kind") == kind and surface_problems(r) == []
+    again = surface("mlp-digits", seeds, "weight", "perm", options, context=context)
+    assert RESULT.read(again, "cached") and surface_problems(again) == []
 
 
 def test_a_field_the_declaration_leaves_out_is_caught() -> None:

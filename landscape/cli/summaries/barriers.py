@@ -212,68 +212,86 @@ def _show_triangle(r: dict[str, Any]) -> list[str]:
 
 @layout("surface")
 def _show_surface(r: dict[str, Any]) -> list[str]:
-    loss = [v for row in r["loss"] for v in row]
-    acc = [v for row in r["accuracy"] for v in row]
-    word = _member(r["model"])
-    n = len(r["x"])
+    from landscape.experiments.curvature import CURVATURE_BATCH as B
+    from landscape.experiments.directions import HESSIAN_RECORD as H
+    from landscape.experiments.surfaces import PATH, POINT, RESULT, TRAJECTORY
+    from landscape.experiments.trajectories import PROJECTED_PATH as RUN
+
+    R = RESULT.read  # the result's declared fields, and those of its parts below
+    loss = [v for row in R(r, "loss") for v in row]
+    acc = [v for row in R(r, "accuracy") for v in row]
+    model = R(r, "model")
+    word = _member(model)
+    n = len(R(r, "x"))
     spread = (f"loss {_nats(min(loss))} to {_nats(max(loss))}, accuracy {_pct(min(acc))} to "
               f"{_pct(max(acc))} over {n} × {n} points")  # fmt: skip
-    models = [f"{p['label']}: loss {_nats(p['loss'])}, accuracy {_pct(p['accuracy'])} at "
-              f"({number(p['x'])}, {number(p['y'])})" for p in r["points"]]  # fmt: skip
-    if r["kind"] == "directions":
-        e = number(r["extent"])
-        vectors = "left where they are" if r["vectors"] == "zero" else "moved by α·θ"
-        h = r.get("hessian")
+    models = [f"{POINT.read(p, 'label')}: loss {_nats(POINT.read(p, 'loss'))}, accuracy "
+              f"{_pct(POINT.read(p, 'accuracy'))} at ({number(POINT.read(p, 'x'))}, "
+              f"{number(POINT.read(p, 'y'))})" for p in R(r, "points")]  # fmt: skip
+    if R(r, "kind") == "directions":
+        e = number(R(r, "extent"))
+        vectors = "left where they are" if R(r, "vectors") == "zero" else "moved by α·θ"
+        h = R(r, "hessian")
         if h is None:
-            along = (f"two filter-normalised random directions (seed {r['directions_seed']}; "
+            along = (f"two filter-normalised random directions (seed {R(r, 'directions_seed')}; "
                      f"biases and gains {vectors})")  # fmt: skip
             hessian = []
         else:
             along = (f"the top two eigenvectors of its Hessian, filter-normalised (biases and "
                      f"gains {vectors})")  # fmt: skip
-            lam, kappa, batch = h["eigenvalues"], h["axis_curvatures"], h["batch"]
+            lam, kappa, batch = (H.read(h, k) for k in ("eigenvalues", "axis_curvatures",
+                                                        "batch"))  # fmt: skip
             hessian = [
                 ("eigenvalues", f"λ₁ = {number(lam[0])}, λ₂ = {number(lam[1])}"
-                                f"{'' if h['converged'] else ' (Lanczos did not converge)'}; "
-                                f"along the normalised axes the batch's loss curves as ½·κ·α², "
-                                f"κ = {number(kappa[0])} (α) and {number(kappa[1])} (β)"),
-                ("Hessian of", f"the loss on {batch['rows']} {batch['unit']} of the "
-                               f"{h['split']} split ({batch['predictions']:,} predictions, drawn "
-                               f"by seed {h['seed']}), {h['hessian_vector_products']} "
-                               f"{h['dtype']} Hessian-vector products"),
+                                f"{'' if H.read(h, 'converged') else ' (Lanczos did not converge)'}"
+                                f"; along the normalised axes the batch's loss curves as "
+                                f"½·κ·α², κ = {number(kappa[0])} (α) and {number(kappa[1])} (β)"),
+                ("Hessian of", f"the loss on {B.read(batch, 'rows')} {B.read(batch, 'unit')} of "
+                               f"the {H.read(h, 'split')} split "
+                               f"({B.read(batch, 'predictions'):,} predictions, drawn by seed "
+                               f"{H.read(h, 'seed')}), {H.read(h, 'hessian_vector_products')} "
+                               f"{H.read(h, 'dtype')} Hessian-vector products"),
             ]  # fmt: skip
-        t = r.get("trajectory")
+        t = R(r, "trajectory")
         if t is not None:
+            explained = TRAJECTORY.read(t, "explained")
             along = (f"the plane of its training path (the top two principal directions of its "
-                     f"{len(t['steps'])} snapshots every {t['every']} steps, "
-                     f"{_pct(t['explained'][0])} and {_pct(t['explained'][1])} of Σ‖θ_t − θ‖²; "
-                     f"α = 1 is {number(t['scale'])} in weight distance)")  # fmt: skip
-        runs = [(f"seed {x['seed']}: {_pct(x['error'])} of its displacement outside the plane "
-                 f"(at its start {_pct(x['errors'][0])}, at its end {_pct(x['errors'][-1])})"
-                 + (f"; its run here ends {_pct(x['end_gap'])} from its checkpoint"
-                    if x.get("end_gap") else "")) for x in r.get("trajectories", [])]  # fmt: skip
+                     f"{len(TRAJECTORY.read(t, 'steps'))} snapshots every "
+                     f"{TRAJECTORY.read(t, 'every')} steps, {_pct(explained[0])} and "
+                     f"{_pct(explained[1])} of Σ‖θ_t − θ‖²; α = 1 is "
+                     f"{number(TRAJECTORY.read(t, 'scale'))} in weight distance)")  # fmt: skip
+        runs = []
+        for x in R(r, "trajectories"):
+            errors, gap = RUN.read(x, "errors"), RUN.read(x, "end_gap")
+            runs.append(f"seed {RUN.read(x, 'seed')}: {_pct(RUN.read(x, 'error'))} of its "
+                        f"displacement outside the plane (at its start {_pct(errors[0])}, at its "
+                        f"end {_pct(errors[-1])})"
+                        + (f"; its run here ends {_pct(gap)} from its checkpoint"
+                           if gap else ""))  # fmt: skip
         facts = [
-            ("surface", f"around {r['model']} {word} {r['seeds'][0]} along {along}"),
+            ("surface", f"around {model} {word} {R(r, 'seeds')[0]} along {along}"),
             *hessian,
             ("grid", f"α, β from −{e} to {e}: {spread}"),
             ("at the model", models[0]),
             *(("training paths" if i == 0 else "", x) for i, x in enumerate(runs)),
-            ("measured on", f"the {r['split']} split"),
-            ("time", _time(r)),
+            ("measured on", f"the {R(r, 'split')} split"),
+            ("time", _time(r, RESULT)),
         ]  # fmt: skip
         return _facts(facts)
     facts = [
-        ("surface", f"the plane through {r['model']} {word}s "
-                    f"{', '.join(map(str, r['seeds']))}; the last two aligned to the first"),
-        ("alignment", _alignment(r)),
-        ("grid", f"{spread}, reaching {_pct(r['margin'])} of the triangle's larger side past it"),
+        ("surface", f"the plane through {model} {word}s "
+                    f"{', '.join(map(str, R(r, 'seeds')))}; the last two aligned to the first"),
+        ("alignment", _alignment(r, RESULT)),
+        ("grid", f"{spread}, reaching {_pct(R(r, 'margin'))} of the triangle's larger side past "
+                 "it"),
         *(("models" if i == 0 else "", m) for i, m in enumerate(models)),
         *(("straight paths" if i == 0 else "",
-           f"{p['label']}: loss barrier {_nats(p['barrier_loss'])}, accuracy barrier "
-           f"{_pct(p['barrier_accuracy'])}") for i, p in enumerate(r["paths"])),
-        ("measured on", f"the {r['split']} split"),
-        ("function check", _checks(r, "B and C")),
-        ("time", _time(r)),
+           f"{PATH.read(p, 'label')}: loss barrier {_nats(PATH.read(p, 'barrier_loss'))}, "
+           f"accuracy barrier {_pct(PATH.read(p, 'barrier_accuracy'))}")
+          for i, p in enumerate(R(r, "paths"))),
+        ("measured on", f"the {R(r, 'split')} split"),
+        ("function check", _checks(r, "B and C", RESULT)),
+        ("time", _time(r, RESULT)),
     ]  # fmt: skip
     return _facts(facts)
 
