@@ -14,7 +14,8 @@ A kind whose producer declares its fields beside itself is read from there: the 
 result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the triangle's
 (``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE*``,
 :mod:`landscape.experiments.surfaces`; its training paths' ``SURFACE_RUN``,
-:mod:`landscape.experiments.trajectories`), the Llama ablation's
+:mod:`landscape.experiments.trajectories`), the atlas's (``ATLAS*``,
+:mod:`landscape.experiments.atlas`), the Llama ablation's
 (``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the
 curvature's, read by :mod:`landscape.plots.curvature` from
 :mod:`landscape.experiments.curvature`; the kinds below are still declared here, as the list of
@@ -26,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from landscape.experiments.atlas import POINT as ATLAS_POINT
+from landscape.experiments.atlas import RESULT as ATLAS
 from landscape.experiments.barriers.ablation import CELL as ABLATION_CELL
 from landscape.experiments.barriers.ablation import CURVE as ABLATION_CURVE
 from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
@@ -43,8 +46,9 @@ from landscape.matching import result_aligns
 from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "BARRIER", "SURFACE", "SURFACE_PATH", "SURFACE_POINT", "SURFACE_RUN",
-           "TRIANGLE", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
+           "ABLATION_STEP", "ATLAS", "ATLAS_POINT", "BARRIER", "SURFACE", "SURFACE_PATH",
+           "SURFACE_POINT", "SURFACE_RUN", "TRIANGLE", "Fields", "MissingField", "aligned",
+           "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -111,18 +115,6 @@ LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
                             ("init", "step", "barrier_loss", "barrier_accuracy"),
                             {"selected": False})  # fmt: skip
 
-# ---------------------------------------------------------------- atlas page
-
-ATLAS = Fields(
-    "atlas result",
-    ("seeds", "reference", "projection", "points", "explained_raw", "explained_aligned",
-     "orbit_ratio_raw", "orbit_ratio_aligned"),
-    {"projection_raw": None, "projection_aligned": None},
-)  # fmt: skip
-ATLAS_POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"),
-                     {"distance_raw": None, "distance_aligned": None, "on_seed_raw": False,
-                      "on_seed_aligned": False})  # fmt: skip
-
 # ---------------------------------------------------------------- gauge page
 
 SYMMETRY_ROW = Fields("symmetry table row", ("group", "valid", "max_abs_dlogits"))
@@ -153,7 +145,7 @@ TRANSPORT_ROW = Fields(
 # the kinds declared here (not beside their producers): exactly what the figures read of them
 ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES,
-    EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
+    EIGENANGLES, LM_STEP, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
     ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
 )  # fmt: skip

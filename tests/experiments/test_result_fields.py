@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from landscape.experiments import TableOptions, TriangleOptions, barrier, table, triangle
+from landscape.experiments.atlas import POINT as ATLAS_POINT
+from landscape.experiments.atlas import RESULT as ATLAS
+from landscape.experiments.atlas import AtlasOptions, atlas
 from landscape.experiments.barriers.controls import ORIGINAL
 from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.experiments.barriers.tables import LEFT_OUT, SUMMARY, TABLE, TABLE_ROW
@@ -98,6 +101,16 @@ def test_a_surface_holds_what_its_declarations_say(tmp_path, seeds, kind) -> Non
     assert RESULT.read(r, "kind") == kind and surface_problems(r) == []
     again = surface("mlp-digits", seeds, "weight", "perm", options, context=context)
     assert RESULT.read(again, "cached") and surface_problems(again) == []
+
+
+def test_an_atlas_holds_what_its_declarations_say(tmp_path) -> None:
+    context = RunContext(cache=Cache(tmp_path))
+    r = atlas("mlp-digits", [0, 1], AtlasOptions(copies=1), context=context)
+    points = ATLAS.read(r, "points")
+    assert ATLAS.problems(r) == [] and len(points) == 4
+    assert [x for p in points for x in ATLAS_POINT.problems(p)] == []
+    again = atlas("mlp-digits", [0, 1], AtlasOptions(copies=1), context=context)
+    assert ATLAS.read(again, "cached") and ATLAS.problems(again) == []
 
 
 def test_a_field_the_declaration_leaves_out_is_caught() -> None:

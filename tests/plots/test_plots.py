@@ -456,9 +456,9 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
                               {"seed": 0, "steps": [0, 10], "x": [1.0, 0.0], "y": [0.2, 0.0],
                                "errors": [0.1, 0.0], "error": 0.1, "end_gap": 0.05}]})  # fmt: skip
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
-    # a kind declared beside its producer (the barrier result, the triangle, the surface) names
-    # every field the producer writes, whether a figure reads it or not: its test holds it to
-    # the producer's records
+    # a kind declared beside its producer (the barrier result, the triangle, the surface, the
+    # atlas) names every field the producer writes, whether a figure reads it or not: its test
+    # holds it to the producer's records
     here = {f.kind for f in fields.ALL}
     assert declared == {(kind, n) for kind, n in read if kind in here}
     assert ("barrier result", "lambdas") in read  # read through the producer's declaration
