@@ -10,16 +10,16 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 - an ``optional`` field that is absent reads as its declared default;
 - reading a field the kind does not declare raises too.
 
-A kind whose producer declares its fields beside itself is read from there: the barrier
+A kind whose producer declares its fields beside itself is read from there, and names every
+field its producer writes (a test of the producer holds its records to it): the barrier
 result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the triangle's
-(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE*``,
-:mod:`landscape.experiments.surfaces`; its training paths' ``SURFACE_RUN``,
-:mod:`landscape.experiments.trajectories`), the atlas's (``ATLAS*``,
-:mod:`landscape.experiments.atlas`), the Llama ablation's
-(``ABLATION*``, :mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the
-curvature's, read by :mod:`landscape.plots.curvature` from
-:mod:`landscape.experiments.curvature`; the kinds below are still declared here, as the list of
-every key the figures read of them.
+(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE``,
+``SURFACE_POINT``, ``SURFACE_PATH``, :mod:`landscape.experiments.surfaces`; its training paths'
+``SURFACE_RUN``, :mod:`landscape.experiments.trajectories`), the atlas's (``ATLAS``,
+``ATLAS_POINT``, :mod:`landscape.experiments.atlas`) and the Llama ablation's (``ABLATION*``,
+:mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the curvature's,
+read by :mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`. The kinds
+below (:data:`ALL`) are still declared here, as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
