@@ -15,6 +15,7 @@ from app.memory import remember
 from landscape import page_defaults as page
 from landscape.matching import MONOMIAL_GROUPS
 from landscape.plots.atlas import figure_atlas
+from landscape.plots.fields import ATLAS, ATLAS_POINT
 from landscape.plots.tidy import tidy_atlas
 
 page_header(
@@ -89,7 +90,7 @@ result = read_else_run(
     lambda: state.atlas(*args),
     lambda progress: state.compute_atlas(*args, progress=progress),
     running="Placing checkpoints …",
-    done=lambda r: f"{len(r['points'])} checkpoints placed",
+    done=lambda r: f"{len(ATLAS.read(r, 'points'))} checkpoints placed",
     failed="Atlas failed",
     what="The atlas",
     key="atlas",
@@ -103,8 +104,10 @@ result = read_else_run(
 if result is None:
     area.empty()
 else:
-    state.measured("atlas", name, result["projection"], seconds=result.get("seconds"),
-                   units=len(result["points"]))  # fmt: skip
+    R = ATLAS.read  # the result's declared fields
+    points = R(result, "points")
+    state.measured("atlas", name, R(result, "projection"), seconds=R(result, "seconds"),
+                   units=len(points))  # fmt: skip
     with area.container():
         figure(
             figure_atlas(result, presentation=presentation()),
@@ -114,17 +117,17 @@ else:
             data=tidy_atlas(result, name),
             settings={
                 "model": name,
-                "seeds": list(result["seeds"]),
+                "seeds": list(R(result, "seeds")),
                 "method": "weight",  # every copy weight-matched to the reference
                 "group": group,
                 "projection": projection,
-                "reference": result["reference"],
+                "reference": R(result, "reference"),
             },  # fmt: skip
         )
         # boxes stretched to the row's height: a label that wraps leaves no neighbour short
         c1, c2, c3 = st.columns(3)
         box = {"border": True, "height": "stretch"}
-        raw, aligned = result.get("orbit_ratio_raw"), result.get("orbit_ratio_aligned")
+        raw, aligned = R(result, "orbit_ratio_raw"), R(result, "orbit_ratio_aligned")
         if raw is not None:
             c1.metric("Orbit spread / seed distance, raw", f"{raw:.2f}", **box)
             c2.metric(
@@ -134,9 +137,9 @@ else:
                 delta_color="inverse",
                 **box,
             )
-        c3.metric("Weights per checkpoint", f"{result['dimension']:,}", **box)
-        copies_total = sum(p["kind"] != "seed" for p in result["points"])
-        on_seed = sum(p.get("on_seed_aligned", False) for p in result["points"])
+        c3.metric("Weights per checkpoint", f"{R(result, 'dimension'):,}", **box)
+        copies_total = sum(ATLAS_POINT.read(p, "kind") != "seed" for p in points)
+        on_seed = sum(ATLAS_POINT.read(p, "on_seed_aligned") for p in points)
         if copies_total:
             st.caption(
                 f"After alignment {on_seed} of {copies_total} gauge copies equal their seed "
@@ -145,8 +148,8 @@ else:
                 "agrees with the orbit/seed distance above."
             )
         for space in ("raw", "aligned"):
-            used = result.get(f"projection_{space}")
-            if used and used != result["projection"]:
+            used = R(result, f"projection_{space}")
+            if used and used != R(result, "projection"):
                 st.caption(
                     f"{space.capitalize()} panel: {used.upper()}, because UMAP needs at least four "
                     "distinct checkpoints and this panel has fewer."

@@ -21,6 +21,7 @@ from landscape.experiments.barriers.triangles import JOINT_METHOD
 from landscape.matching import matching_keys, method_of
 from landscape.names import BARRIER_GROUPS, METHODS
 from landscape.page_defaults import method_group
+from landscape.plots.fields import TRIANGLE
 from landscape.plots.theme import points
 from landscape.plots.tidy import tidy_triangles
 from landscape.plots.triangle import (
@@ -195,7 +196,7 @@ else:
                 {
                     "method": t,
                     basin_column: points(basin_fraction(r, metric)),
-                    "max loss above plane (nats)": float(np.max(r["excess_loss"])),
+                    "max loss above plane (nats)": float(np.max(TRIANGLE.read(r, "excess_loss"))),
                     at_mark: unit * edge_value(r, metric, mark),
                 }
                 for t, r in zip(titles, results, strict=True)

@@ -20,6 +20,7 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import MONOMIAL_GROUPS, weight_matching
 from landscape.models import Params
 from landscape.models.zoo import Checkpoint
@@ -114,6 +115,23 @@ class AtlasOptions:
 
 
 ATLAS = AtlasOptions()  # the defaults
+
+# What an atlas holds (landscape.fields): what :func:`atlas` writes, and what the figure, the
+# page and their tables read. Every field is written by every atlas (``orbit_ratio_*`` is None
+# without copies or without two seeds); ``projection_*`` stays optional, read as the projection
+# asked for where an atlas does not say which one drew a panel.
+RESULT = Fields(
+    "atlas result",
+    ("model", "seeds", "reference", "copies", "group", "projection", "dimension", "points",
+     "explained_raw", "explained_aligned", "orbit_ratio_raw", "orbit_ratio_aligned",
+     "duplicates_raw", "duplicates_aligned", "seconds", "cached"),
+    {"projection_raw": None, "projection_aligned": None},
+)  # fmt: skip
+# one checkpoint of ``points``: a seed (``copy`` 0) or one of its gauge copies, placed raw and
+# aligned; its full-dimensional distance to its seed and whether it equals it, in each space
+POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"),
+               {"distance_raw": None, "distance_aligned": None, "on_seed_raw": False,
+                "on_seed_aligned": False})  # fmt: skip
 
 
 @in_context

@@ -14,11 +14,13 @@ from landscape.errors import LandscapeError
 from landscape.experiments.context import RUN, RunContext
 from landscape.experiments.curvature import CurvatureOptions, curvature_batch, hessian_at
 from landscape.experiments.hessian import LANCZOS_TOL, top_eigenpairs
+from landscape.fields import Fields
 from landscape.models import ModelConfig, Params
 from landscape.sources import Data
 
 __all__ = [
     "HESSIAN_ADVICE",
+    "HESSIAN_RECORD",
     "VECTORS",
     "Vectors",
     "direction_pair",
@@ -34,6 +36,12 @@ Vectors = Literal["zero", "keep"]
 VECTORS: tuple[Vectors, ...] = ("zero", "keep")
 # what a surface whose Hessian exceeds the memory budget can ask for instead
 HESSIAN_ADVICE = "random directions or a smaller model need less"
+# What Hessian directions record (landscape.fields): the record :func:`hessian_directions`
+# returns, a surface's ``hessian``; its ``batch`` is curvature's
+# (:data:`landscape.experiments.curvature.CURVATURE_BATCH`: rows, unit, predictions).
+HESSIAN_RECORD = Fields("Hessian directions",
+                        ("eigenvalues", "axis_curvatures", "converged", "hessian_vector_products",
+                         "batch", "split", "seed", "dtype", "loss", "gradient_norm"))  # fmt: skip
 # Per-head readers: their head axis indexes output units too (docs/design.md §1, *Surfaces*).
 HEAD_READERS = ("W_Q", "W_K", "W_V")
 

@@ -58,6 +58,7 @@ from landscape.experiments.trajectories import (
 from landscape.experiments.trajectories import (
     trajectories as project_trajectories,
 )
+from landscape.fields import Fields
 from landscape.matching import worst_check
 from landscape.models import ModelConfig, Params
 from landscape.models.train import SNAPSHOTS_VERSION
@@ -67,7 +68,11 @@ from landscape.store.cache import Cache, digest_tensors
 
 __all__ = [
     "DIRECTIONS",
+    "PATH",
+    "POINT",
+    "RESULT",
     "SURFACE_VERSION",
+    "TRAJECTORY",
     "Surface",
     "SurfaceOptions",
     "check_directions",
@@ -108,6 +113,35 @@ class SurfaceOptions:
 
 
 SURFACE = SurfaceOptions()  # the defaults
+
+# What a surface result holds (landscape.fields): what :func:`surface` writes (its grid is a
+# :class:`Surface`), and what the figures, the page and the command's summary read. ``model``,
+# ``seeds`` and ``split`` are always written, yet optional: the figures also draw a bare
+# :class:`Surface`, which names none of them. Through three models (``kind`` ``"plane"``):
+# ``method``, ``group``, ``margin``, ``path_points``, ``function_check`` and
+# ``function_check_a``, with ``paths`` between the models; around one (``"directions"``):
+# ``directions``, ``directions_seed``, ``extent`` and ``vectors``, with ``hessian``
+# (:data:`~landscape.experiments.directions.HESSIAN_RECORD`) or ``trajectory``
+# (:data:`TRAJECTORY`) where the directions are theirs, and ``trajectories``
+# (:data:`~landscape.experiments.trajectories.PROJECTED_PATH`) and ``every`` where training
+# paths were projected.
+RESULT = Fields(
+    "surface result",
+    ("kind", "resolution", "x", "y", "loss", "accuracy", "points", "checks", "function_ok",
+     "warnings", "seconds", "cached", "device"),
+    {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
+     "margin": None, "path_points": None, "function_check": None, "function_check_a": None,
+     "directions": "random", "directions_seed": 0, "extent": None, "vectors": None,
+     "hessian": None, "trajectory": None, "trajectories": [], "every": None},
+)  # fmt: skip
+# a model in the plane (``points``)
+POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
+# a straight path between two of the three models (``paths``), λ = 1 at the first-named
+PATH = Fields("surface path",
+              ("label", "x", "y", "loss", "accuracy", "barrier_loss", "barrier_accuracy"),
+              {"lambdas": None})  # fmt: skip
+# the training path whose plane the surface is drawn in (``trajectory``)
+TRAJECTORY = Fields("surface trajectory plane", ("seed", "every", "steps", "explained", "scale"))
 
 
 # ---------------------------------------------------------------- the plane through three models

@@ -27,11 +27,13 @@ import torch
 
 from landscape.errors import LandscapeError, check_seed
 from landscape.experiments.context import RUN, RunContext
+from landscape.fields import Fields
 from landscape.models import Params
 from landscape.models.train import check_snapshot_budget, snapshot_every, train_snapshots
 from landscape.models.zoo import ZOO, zoo_model
 
 __all__ = [
+    "PROJECTED_PATH",
     "TRAJECTORY_SNAPSHOTS",
     "check_trajectories",
     "flat",
@@ -45,6 +47,13 @@ __all__ = [
 # snapshots of a path by default: one before every (steps / 25)-th step and one after the last,
 # 26 in all (each holds the parameters and AdamW's two moments: the spawn experiment's record)
 TRAJECTORY_SNAPSHOTS = 25
+
+# What one seed's path on a plane holds (landscape.fields): a row of :func:`trajectories` (a
+# surface's ``trajectories``), :func:`project_path`'s fields with the seed, its steps and whether
+# its snapshots were cached; ``end_gap`` only where the seed's checkpoint was given (``ends``).
+PROJECTED_PATH = Fields("surface training path",
+                        ("seed", "steps", "x", "y", "errors", "error", "distances", "cached"),
+                        {"end_gap": None})  # fmt: skip
 
 
 def flat(params: Params, names: Sequence[str]) -> torch.Tensor:

@@ -10,10 +10,16 @@ turn into ``None`` on a page, so every builder reads through :meth:`Fields.read`
 - an ``optional`` field that is absent reads as its declared default;
 - reading a field the kind does not declare raises too.
 
-A kind whose producer declares its fields beside itself is read from there (the Llama
-ablation's: :mod:`landscape.experiments.barriers.ablation`; the curvature's, read by
-:mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`); the kinds below
-are still declared here, as the list of every key the figures read of them.
+A kind whose producer declares its fields beside itself is read from there, and names every
+field its producer writes (a test of the producer holds its records to it): the barrier
+result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the triangle's
+(``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE``,
+``SURFACE_POINT``, ``SURFACE_PATH``, :mod:`landscape.experiments.surfaces`; its training paths'
+``SURFACE_RUN``, :mod:`landscape.experiments.trajectories`), the atlas's (``ATLAS``,
+``ATLAS_POINT``, :mod:`landscape.experiments.atlas`) and the Llama ablation's (``ABLATION*``,
+:mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the curvature's,
+read by :mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`. The kinds
+below (:data:`ALL`) are still declared here, as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
@@ -21,18 +27,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from landscape.experiments.atlas import POINT as ATLAS_POINT
+from landscape.experiments.atlas import RESULT as ATLAS
 from landscape.experiments.barriers.ablation import CELL as ABLATION_CELL
 from landscape.experiments.barriers.ablation import CURVE as ABLATION_CURVE
 from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
 from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
 from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
+from landscape.experiments.barriers.pipeline import BARRIER
+from landscape.experiments.barriers.triangles import TRIANGLE
+from landscape.experiments.surfaces import PATH as SURFACE_PATH
+from landscape.experiments.surfaces import POINT as SURFACE_POINT
+from landscape.experiments.surfaces import RESULT as SURFACE
+from landscape.experiments.trajectories import PROJECTED_PATH as SURFACE_RUN
 from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
+           "ABLATION_STEP", "ATLAS", "ATLAS_POINT", "BARRIER", "SURFACE", "SURFACE_PATH",
+           "SURFACE_POINT", "SURFACE_RUN", "TRIANGLE", "Fields", "MissingField", "aligned",
+           "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -62,10 +78,6 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
                               {"space": "weights", "method": None})  # fmt: skip
-# the pair and its settings, read by the tidy tables (:mod:`landscape.plots.tidy`)
-BARRIER = Fields("barrier result", ("lambdas", "loss", "accuracy"),
-                 {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "",
-                  "space": "weights", "aligns": None})  # fmt: skip
 WIDTHS = Fields("widths result", ("rows", "d_model"))
 WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
                   {"group": "orth"})  # fmt: skip
@@ -88,32 +100,6 @@ MATRIX = Fields("barrier matrix",
                 ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
                 {"space": "weights", "model": ""})  # fmt: skip
 
-# ---------------------------------------------------------------- triangle page
-
-# A bare TriangleResult has no seeds or split; experiments.triangle adds them with the method.
-TRIANGLE = Fields(
-    "triangle result",
-    ("method", "group", "points", "loss", "accuracy", "excess_loss", "tol", "resolution",
-     "basin_fraction"),
-    {"seeds": ("A", "B", "C"), "split": "test"},
-)  # fmt: skip
-
-# ---------------------------------------------------------------- surface page
-
-# experiments.surfaces.surface: a grid (rows along y), the models in the plane and, for the
-# plane through three models, the straight paths between them.
-SURFACE = Fields(
-    "surface result",
-    ("kind", "x", "y", "loss", "accuracy", "points"),
-    {"paths": [], "model": "", "seeds": [], "split": "test", "method": "", "group": "",
-     "directions_seed": 0, "directions": "random", "trajectories": [], "trajectory": None},
-)  # fmt: skip
-SURFACE_POINT = Fields("surface model point", ("label", "x", "y", "loss", "accuracy"))
-SURFACE_PATH = Fields("surface path", ("label", "x", "y", "loss", "accuracy"), {"lambdas": None})
-# a training path projected onto the surface's plane (experiments.trajectories)
-SURFACE_RUN = Fields("surface training path", ("seed", "steps", "x", "y", "errors", "error"),
-                     {"end_gap": None})  # fmt: skip
-
 # ---------------------------------------------------------------- eigenangles page
 
 # Without learned matching (the app's fast path) there is no correction series.
@@ -128,18 +114,6 @@ ITERATION_ROUND = Fields("weight-matching round",
 LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
                             ("init", "step", "barrier_loss", "barrier_accuracy"),
                             {"selected": False})  # fmt: skip
-
-# ---------------------------------------------------------------- atlas page
-
-ATLAS = Fields(
-    "atlas result",
-    ("seeds", "reference", "projection", "points", "explained_raw", "explained_aligned",
-     "orbit_ratio_raw", "orbit_ratio_aligned"),
-    {"projection_raw": None, "projection_aligned": None},
-)  # fmt: skip
-ATLAS_POINT = Fields("atlas point", ("seed", "kind", "copy", "raw", "aligned"),
-                     {"distance_raw": None, "distance_aligned": None, "on_seed_raw": False,
-                      "on_seed_aligned": False})  # fmt: skip
 
 # ---------------------------------------------------------------- gauge page
 
@@ -168,10 +142,10 @@ TRANSPORT_ROW = Fields(
     "transport row", ("artifact", "mode", "metric", "value", "reference", "kept")
 )
 
+# the kinds declared here (not beside their producers): exactly what the figures read of them
 ALL = (
-    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES, BARRIER, TRIANGLE,
-    EIGENANGLES, LM_STEP, ATLAS, ATLAS_POINT, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
+    TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES,
+    EIGENANGLES, LM_STEP, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
     RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX, SURFACE,
-    SURFACE_POINT, SURFACE_PATH, SURFACE_RUN,
+    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
 )  # fmt: skip

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from landscape.errors import LandscapeError
-from landscape.names import method_key
 from landscape.store.files import replace_file, write_problem
 
 if TYPE_CHECKING:
@@ -63,12 +62,12 @@ def check_figure_target(target: str | Path, force: bool = False) -> None:
 
 
 def _barrier(result: dict[str, Any]) -> dict[str, go.Figure]:
-    from landscape.matching import result_aligns
+    from landscape.plots.fields import BARRIER, key_of
     from landscape.plots.interpolation import figure_interpolation
 
-    label = method_key(result["method"], result.get("group"), aligns=result_aligns(result))
-    series = [{"label": label, "results": [result], "space": result.get("space", "weights")}]
-    return {"": figure_interpolation(series, split=result.get("split", "test"))}
+    series = [{"label": key_of(BARRIER, result), "results": [result],
+               "space": BARRIER.read(result, "space")}]  # fmt: skip
+    return {"": figure_interpolation(series, split=BARRIER.read(result, "split") or "test")}
 
 
 def _triangle(result: dict[str, Any]) -> dict[str, go.Figure]:

@@ -19,6 +19,7 @@ from landscape.experiments import (
     triangle,
 )
 from landscape.experiments.barriers.tables import DEFAULT_ROWS, fitting_rows
+from landscape.experiments.barriers.triangles import TRIANGLE
 
 BARRIER_KEYS = {"lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "endpoint_loss",
                 "endpoint_accuracy", "function_check", "seconds", "cached", "device"}  # fmt: skip
@@ -275,6 +276,7 @@ def test_joint_triangle_is_learned_together_and_keeps_every_function(capsys) -> 
     joint = TriangleOptions(resolution=2, joint=True)
     r = triangle("vit-digits", (0, 1, 2), "learned", "orth", joint)
     assert r["joint"] and r["function_ok"], r["warnings"]
+    assert TRIANGLE.problems(r) == []  # a joint triangle writes what the declaration says
     assert r["function_check"] < 1e-4 and r["function_check_a"] < 1e-4
     again = triangle("vit-digits", (0, 1, 2), "learned", "orth", joint)
     assert again["cached"] and again["excess_loss"] == r["excess_loss"]

@@ -16,6 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 from landscape.cli import main  # noqa: E402
 from landscape.errors import LandscapeError  # noqa: E402
+from landscape.experiments.barriers.pairs import PAIR_BARRIER  # noqa: E402
 from landscape.experiments.barriers.pipeline import measure_barrier  # noqa: E402
 from landscape.experiments.barriers.request import BarrierRequest  # noqa: E402
 from landscape.models import ModelConfig, init_params  # noqa: E402
@@ -46,6 +47,7 @@ def _run(pair, b: str, tmp_path, **kw) -> dict:
 def test_planted_gauge_has_no_barrier_and_results_are_cached(pair, tmp_path) -> None:
     r = _run(pair, "planted", tmp_path, group="signed-perm")
     assert KEYS <= set(r) and not r["cached"]
+    assert PAIR_BARRIER.problems(r) == []  # what the summary reads is what the producer declares
     assert r["barrier_loss"] < 1e-6 and r["function_check"] < 1e-4
     assert r["data"]["tokens"] == "bytes" and r["windows"] == 4
     assert r["endpoint_loss"][0] == pytest.approx(r["endpoint_loss"][1], abs=1e-5)

@@ -11,6 +11,7 @@ from landscape.experiments.surfaces import SurfaceOptions, plane_coordinates, su
 from landscape.models import forward, init_params
 from landscape.sources import Source, data_of
 from tests.conftest import tiny_config, tiny_inputs
+from tests.experiments.test_result_fields import surface_problems
 
 
 @pytest.fixture(autouse=True)
@@ -300,6 +301,7 @@ def test_hessian_surface_is_keyed_recorded_and_curves_like_its_axis():
     hessian = SurfaceOptions(directions="hessian", hessian_batch=10_000, **options)
     r = surface("mlp-digits", [0], options=hessian)
     assert r["cached"] is False and r["directions"] == "hessian"
+    assert surface_problems(r) == []  # what Hessian directions record is declared
     info = r["hessian"]
     assert info["converged"] and info["batch"]["rows"] == 1300 and info["split"] == "train"
     lam1, lam2 = info["eigenvalues"]

@@ -11,6 +11,7 @@ import torch
 
 from landscape.errors import LandscapeError
 from landscape.experiments.trajectories import flat, path_directions, project_path
+from tests.experiments.test_result_fields import surface_problems
 
 SHAPES = {"a.W": (4, 3), "b": (5,), "c.W": (2, 2, 3)}
 
@@ -105,6 +106,7 @@ def test_paths_on_a_surface_of_mlp_digits(tmp_path, monkeypatch):
     options = SurfaceOptions(3, directions="trajectory", extent=1.2, trajectories=[0, 1],
                              every=250)  # fmt: skip
     out = surface("mlp-digits", [0], options=options)
+    assert surface_problems(out) == []  # the paths and their plane are what is declared
     own, other = out["trajectories"]
     assert out["trajectory"]["steps"] == own["steps"] == [0, 250, 500, 750, 1000]
     assert sum(out["trajectory"]["explained"]) <= 1.0

@@ -425,7 +425,8 @@ def test_a_field_a_kind_does_not_declare_is_refused():
 
 
 def test_every_declared_field_is_read_by_a_figure(monkeypatch):
-    """The declarations are exactly what the figures read: none stale, none missing."""
+    """The declarations kept in plots/fields.py are exactly what the figures read: none stale,
+    none missing."""
     read: set[tuple[str, str]] = set()
     original = fields.Fields.read
 
@@ -455,7 +456,12 @@ def test_every_declared_field_is_read_by_a_figure(monkeypatch):
                               {"seed": 0, "steps": [0, 10], "x": [1.0, 0.0], "y": [0.2, 0.0],
                                "errors": [0.1, 0.0], "error": 0.1, "end_gap": 0.05}]})  # fmt: skip
     declared = {(f.kind, n) for f in fields.ALL for n in (*f.required, *f.optional)}
-    assert declared == read
+    # a kind declared beside its producer (the barrier result, the triangle, the surface, the
+    # atlas) names every field the producer writes, whether a figure reads it or not: its test
+    # holds it to the producer's records
+    here = {f.kind for f in fields.ALL}
+    assert declared == {(kind, n) for kind, n in read if kind in here}
+    assert ("barrier result", "lambdas") in read  # read through the producer's declaration
 
 
 def _tiny_task():

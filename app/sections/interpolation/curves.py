@@ -21,7 +21,7 @@ from app.sections.interpolation import table
 from app.sections.interpolation.asked import Asked
 from landscape.matching import method_of
 from landscape.page_defaults import method_group
-from landscape.plots.fields import BARRIER
+from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES
 from landscape.plots.interpolation import above_naive, figure_interpolation
 from landscape.plots.tidy import tidy_interpolation
 from landscape.progress import within
@@ -44,8 +44,9 @@ def costs(asked: Asked, combos: list[str], in_spaces: list[str],
                                       split=asked.split, space=space)  # fmt: skip
         try:
             r = state.barrier(request, device(), compute=False)
-            if r.get("matching_seconds") is not None:
-                took.setdefault((combo, space), []).append(float(r["matching_seconds"]))
+            seconds = BARRIER.read(r, "matching_seconds")
+            if seconds is not None:
+                took.setdefault((combo, space), []).append(float(seconds))
         except state.NotCached:
             todo.append((combo, space, pair, method_of(method).learned))
         except Exception:  # the loop below shows what fails
@@ -112,10 +113,10 @@ def _measure(asked: Asked, wanted: tuple, ready: bool,
             try:
                 request = state.seeds_request(name, pair, method, group, points=asked.points,
                                               split=asked.split, space=space)  # fmt: skip
-                results.append(state.barrier(request, device(), progress=part,
-                                             compute=computing))  # fmt: skip
-                if method_of(method).learned and not results[-1].get("cached"):  # measured here
-                    state.measured_learned(name, device(), results[-1].get("matching_seconds"))
+                r = state.barrier(request, device(), progress=part, compute=computing)
+                results.append(r)
+                if method_of(method).learned and not BARRIER.read(r, "cached"):  # measured here
+                    state.measured_learned(name, device(), BARRIER.read(r, "matching_seconds"))
                 show_warnings(f"{label} on seeds {pair[0]} ↔ {pair[1]}", results[-1])
             except state.NotCached as err:  # not stored; a cancelled or waiting run computes none
                 if computing:
@@ -139,7 +140,7 @@ def _measure(asked: Asked, wanted: tuple, ready: bool,
 def _figure(asked: Asked, series: list[dict], drawn: pd.DataFrame) -> None:
     """The curves' figure, with the λ marker's slider under it and the table in its report."""
     name, split = asked.name, asked.split
-    lambdas = BARRIER.read(series[0]["results"][0], "lambdas")
+    lambdas = BARRIER.read(INTERPOLATION_SERIES.read(series[0], "results")[0], "lambdas")
     mark = remember("interp_mark", lambdas[len(lambdas) // 2], param="lam", options=lambdas)
     fig = figure_interpolation(series, split=split, mark=mark, presentation=presentation())
     figure(
@@ -151,12 +152,13 @@ def _figure(asked: Asked, series: list[dict], drawn: pd.DataFrame) -> None:
         settings={
             "model": name,
             "pairs": [list(p) for p in asked.pairs],
-            "methods": [s["label"] for s in series],
+            "methods": [INTERPOLATION_SERIES.read(s, "label") for s in series],
             "merge space": " and ".join(asked.spaces),
             "split": split,
             "points": asked.points,
         },  # fmt: skip
-        cache_keys=[r.get("cache_key", "") for s in series for r in s["results"]],
+        cache_keys=[BARRIER.read(r, "cache_key") for s in series
+                    for r in INTERPOLATION_SERIES.read(s, "results")],  # fmt: skip
         tables={f"Barriers, {split} split (mean ± s.e.m.)": table.report_rows(drawn)},
     )
     # under the figure (its value is read above, from the session): the figure comes first

@@ -14,6 +14,7 @@ from app.sections.interpolation.asked import Asked
 from landscape.experiments import PAPER_REFERENCE
 from landscape.matching import worst_check
 from landscape.numbers import mean_pm
+from landscape.plots.fields import BARRIER, INTERPOLATION_SERIES
 from landscape.plots.interpolation import ABOVE_NAIVE_MARGIN, ABOVE_NAIVE_SHARE, series_aligns
 from landscape.plots.theme import points as in_points
 
@@ -80,8 +81,8 @@ def row(asked: Asked, combo: str, space: str, method: str, group: str,
         results: list[dict]) -> dict:  # fmt: skip
     """The table's row of one method in one merge space: its barriers over the pairs measured
     (``results``), the worst function check, the paper's number beside a circuits row."""
-    loss = state.mean_sem([r["barrier_loss"] for r in results])
-    acc = state.mean_sem([in_points(r["barrier_accuracy"]) for r in results])
+    loss = state.mean_sem([BARRIER.read(r, "barrier_loss") for r in results])
+    acc = state.mean_sem([in_points(BARRIER.read(r, "barrier_accuracy")) for r in results])
     # the paper measured transformers in the circuits space: its numbers beside those rows only
     paper = (state.paper_value(method, group, asked.arch)
              if space == "circuits" and has_heads(asked.name) else "")  # fmt: skip
@@ -92,7 +93,8 @@ def row(asked: Asked, combo: str, space: str, method: str, group: str,
         "loss barrier (nats)": _mean_sem(loss, len(results), 4),
         "accuracy barrier (points)": _mean_sem(acc, len(results), 2),
         "pairs": len(results),
-        "max |Δlogits|": worst_check(r["function_check"] for r in results),  # NaN stays NaN
+        # NaN stays NaN
+        "max |Δlogits|": worst_check(BARRIER.read(r, "function_check") for r in results),
         "paper (circuits)": paper,
     }
 
@@ -126,7 +128,8 @@ def final_table(slot, rows: list[dict], series: list[dict], above: dict[str, dic
     cancelled (or, not ``cancelled``, a waiting) run left out. Returns the table."""
     if rows and any(not series_aligns(s) for s in series):
         for i, (r, s) in enumerate(zip(rows, series, strict=True)):
-            rows[i] = _beside_accuracy(r, "vs naive", versus_naive(s, above.get(s["label"])))
+            said = above.get(INTERPOLATION_SERIES.read(s, "label"))
+            rows[i] = _beside_accuracy(r, "vs naive", versus_naive(s, said))
     table = pd.DataFrame(rows)
     with slot.container():  # the table and what is said of it, in the table's place
         if rows:

@@ -14,6 +14,7 @@ from landscape.cli.summaries.formatting import (
     _aligns,
     _bare,
     _facts,
+    _field,
     _key,
     _matching,
     _member,
@@ -28,20 +29,24 @@ from landscape.cli.summaries.formatting import (
     columns,
     layout,
 )
+from landscape.fields import Fields
 from landscape.numbers import mean_pm, number
 
 
-def _checks(r: dict[str, Any], aligned: str = "B") -> str:
-    parts = [f"{number(r.get('function_check'))} for aligned {aligned}"]
-    if r.get("function_check_a") is not None:
-        parts.append(f"{number(r['function_check_a'])} for processed A")
-    verdict = "ok" if r.get("function_ok", True) else "FAILED, see the warnings above"
+def _checks(r: dict[str, Any], aligned: str = "B", kind: Fields | None = None) -> str:
+    parts = [f"{number(_field(kind, r, 'function_check', None))} for aligned {aligned}"]
+    check_a = _field(kind, r, "function_check_a", None)
+    if check_a is not None:
+        parts.append(f"{number(check_a)} for processed A")
+    ok = _field(kind, r, "function_ok", True)
+    verdict = "ok" if ok else "FAILED, see the warnings above"
     return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
 
 
-def _where(r: dict[str, Any], path: str = "along the straight line") -> str:
-    space = r.get("space") or "weights"
-    return f"the {r['split']} split, {path} in the {space} space"
+def _where(r: dict[str, Any], path: str = "along the straight line",
+           kind: Fields | None = None) -> str:  # fmt: skip
+    space = _field(kind, r, "space", None) or "weights"
+    return f"the {_field(kind, r, 'split')} split, {path} in the {space} space"
 
 
 def _at(point: Sequence[float]) -> str:
@@ -52,13 +57,14 @@ def _index(values: Sequence[float], target: float) -> int:
     return min(range(len(values)), key=lambda i: abs(values[i] - target))
 
 
-def _curve(r: dict[str, Any]) -> list[str]:
+def _curve(r: dict[str, Any], kind: Fields) -> list[str]:
     """The curve as a few rows: λ = 0, ¼, ½, ¾, 1 and the two peaks (every row if few)."""
-    lam, loss, acc = r["lambdas"], r["loss"], r["accuracy"]
+    lam, loss, acc = (kind.read(r, k) for k in ("lambdas", "loss", "accuracy"))
     n = len(lam)
-    peaks = {_index(lam, r["lambda_peak_loss"]): "loss barrier peak"}
-    if r.get("lambda_peak_accuracy") is not None:
-        i = _index(lam, r["lambda_peak_accuracy"])
+    peaks = {_index(lam, kind.read(r, "lambda_peak_loss")): "loss barrier peak"}
+    peak = kind.read(r, "lambda_peak_accuracy")
+    if peak is not None:
+        i = _index(lam, peak)
         peaks[i] = "both peaks" if i in peaks else "accuracy barrier peak"
     pick = set(range(n)) if n <= 9 else {round(q * (n - 1)) for q in (0, 0.25, 0.5, 0.75, 1)}
     rows = [{"λ": lam[i], "loss": loss[i], "accuracy": acc[i], "": peaks.get(i, "")}
@@ -69,34 +75,43 @@ def _curve(r: dict[str, Any]) -> list[str]:
 
 @layout("barrier", "pair-barrier")
 def _show_barrier(r: dict[str, Any]) -> list[str]:
-    if "a" in r:  # pair-barrier: two checkpoint paths
-        models = [("model A", f"{r['a']}, at λ = 1"), ("model B", f"{r['b']}, at λ = 0")]
+    paths = "a" in r  # pair-barrier: two checkpoint paths
+    if paths:
+        from landscape.experiments.barriers.pairs import PAIR_BARRIER as kind
     else:
-        word = _member(r["model"])
-        a, b = r["seeds"]
-        models = [("models", f"{r['model']}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
+        from landscape.experiments.barriers.pipeline import BARRIER as kind
+
+    def R(name: str) -> Any:  # the result's declared fields
+        return kind.read(r, name)
+
+    if paths:
+        models = [("model A", f"{R('a')}, at λ = 1"), ("model B", f"{R('b')}, at λ = 0")]
+    else:
+        word = _member(R("model"))
+        a, b = R("seeds")
+        models = [("models", f"{R('model')}: A = {word} {a} at λ = 1, B = {word} {b} at λ = 0, "
                              "aligned to A")]  # fmt: skip
-    (la, lb), (aa, ab) = r["endpoint_loss"], r["endpoint_accuracy"]
-    peak = r.get("lambda_peak_accuracy")
+    (la, lb), (aa, ab) = R("endpoint_loss"), R("endpoint_accuracy")
+    peak = R("lambda_peak_accuracy")
     facts = [
-        ("loss barrier", f"{_nats(r['barrier_loss'])}, highest at λ = "
-                         f"{number(r['lambda_peak_loss'])}"),
-        ("accuracy barrier", _pct(r["barrier_accuracy"])
+        ("loss barrier", f"{_nats(R('barrier_loss'))}, highest at λ = "
+                         f"{number(R('lambda_peak_loss'))}"),
+        ("accuracy barrier", _pct(R("barrier_accuracy"))
                              + (f", highest at λ = {number(peak)}" if peak is not None else "")),
         *models,
-        ("alignment", _alignment(r)),
-        ("measured on", _where(r)),
+        ("alignment", _alignment(r, kind)),
+        ("measured on", _where(r, kind=kind)),
         ("endpoint losses", f"A {number(la)}, B {_nats(lb)}"),
         ("endpoint accuracies", f"A {_pct(aa)}, B {_pct(ab)}"),
     ]  # fmt: skip
-    if "a" in r:
-        data = r.get("data")
+    if paths:
+        data = R("data")
         if isinstance(data, dict):  # what was evaluated: the note says it in words
             data = data.get("note") or _value("data", data)
-        facts += [("architecture", r["architecture"]),
-                  ("parameters", _bare("count", r["parameters"])), ("data", str(data))]  # fmt: skip
-    facts += [("function check", _checks(r)), ("time", _time(r))]
-    return [*_facts(facts), "", *_curve(r)]
+        facts += [("architecture", R("architecture")),
+                  ("parameters", _bare("count", R("parameters"))), ("data", str(data))]  # fmt: skip
+    facts += [("function check", _checks(r, kind=kind)), ("time", _time(r, kind))]
+    return [*_facts(facts), "", *_curve(r, kind)]
 
 
 def _curvature_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -167,130 +182,161 @@ def _show_curvature(r: dict[str, Any]) -> list[str]:
 
 @layout("triangle")
 def _show_triangle(r: dict[str, Any]) -> list[str]:
-    excess, acc, points = r["excess_loss"], r["accuracy"], r["points"]
+    from landscape.experiments.barriers.triangles import TRIANGLE as T
+
+    R = T.read  # the result's declared fields
+    excess, acc, points = R(r, "excess_loss"), R(r, "accuracy"), R(r, "points")
     top = max(range(len(excess)), key=lambda i: excess[i])
     low = min(range(len(acc)), key=lambda i: acc[i])
-    word = _member(r["model"])
-    a, b, c = r["seeds"]
-    how = "together over the triangle" if r.get("joint") else "edge by edge"
-    (la, lb, lc), (aa, ab, ac) = r["corner_loss"], r["corner_accuracy"]
+    word = _member(R(r, "model"))
+    a, b, c = R(r, "seeds")
+    how = "together over the triangle" if R(r, "joint") else "edge by edge"
+    (la, lb, lc), (aa, ab, ac) = R(r, "corner_loss"), R(r, "corner_accuracy")
     facts = [
         ("loss barrier", f"{_nats(excess[top])} above the corners' loss plane, at "
                          f"{_at(points[top])}"),
-        ("basin", f"{_pct(r['basin_fraction'])} of {len(points)} points lie at most "
-                  f"{_nats(r['tol'])} above that plane"),
+        ("basin", f"{_pct(R(r, 'basin_fraction'))} of {len(points)} points lie at most "
+                  f"{_nats(R(r, 'tol'))} above that plane"),
         ("lowest accuracy", f"{_pct(acc[low])} at {_at(points[low])}"),
-        ("models", f"{r['model']}: A = {word} {a}, B = {word} {b}, C = {word} {c}; B and C "
+        ("models", f"{R(r, 'model')}: A = {word} {a}, B = {word} {b}, C = {word} {c}; B and C "
                    f"aligned to A {how}"),
-        ("alignment", _alignment(r)),
-        ("measured on", _where(r, "over the plane through the three")),
+        ("alignment", _alignment(r, T)),
+        ("measured on", _where(r, "over the plane through the three", T)),
         ("corner losses", f"A {number(la)}, B {number(lb)}, C {_nats(lc)}"),
         ("corner accuracies", f"A {_pct(aa)}, B {_pct(ab)}, C {_pct(ac)}"),
-        ("function check", _checks(r, "B and C")),
-        ("time", _time(r)),
+        ("function check", _checks(r, "B and C", T)),
+        ("time", _time(r, T)),
     ]  # fmt: skip
     return _facts(facts)
 
 
 @layout("surface")
 def _show_surface(r: dict[str, Any]) -> list[str]:
-    loss = [v for row in r["loss"] for v in row]
-    acc = [v for row in r["accuracy"] for v in row]
-    word = _member(r["model"])
-    n = len(r["x"])
+    from landscape.experiments.curvature import CURVATURE_BATCH as B
+    from landscape.experiments.directions import HESSIAN_RECORD as H
+    from landscape.experiments.surfaces import PATH, POINT, RESULT, TRAJECTORY
+    from landscape.experiments.trajectories import PROJECTED_PATH as RUN
+
+    R = RESULT.read  # the result's declared fields, and those of its parts below
+    loss = [v for row in R(r, "loss") for v in row]
+    acc = [v for row in R(r, "accuracy") for v in row]
+    model = R(r, "model")
+    word = _member(model)
+    n = len(R(r, "x"))
     spread = (f"loss {_nats(min(loss))} to {_nats(max(loss))}, accuracy {_pct(min(acc))} to "
               f"{_pct(max(acc))} over {n} × {n} points")  # fmt: skip
-    models = [f"{p['label']}: loss {_nats(p['loss'])}, accuracy {_pct(p['accuracy'])} at "
-              f"({number(p['x'])}, {number(p['y'])})" for p in r["points"]]  # fmt: skip
-    if r["kind"] == "directions":
-        e = number(r["extent"])
-        vectors = "left where they are" if r["vectors"] == "zero" else "moved by α·θ"
-        h = r.get("hessian")
+    models = [f"{POINT.read(p, 'label')}: loss {_nats(POINT.read(p, 'loss'))}, accuracy "
+              f"{_pct(POINT.read(p, 'accuracy'))} at ({number(POINT.read(p, 'x'))}, "
+              f"{number(POINT.read(p, 'y'))})" for p in R(r, "points")]  # fmt: skip
+    if R(r, "kind") == "directions":
+        e = number(R(r, "extent"))
+        vectors = "left where they are" if R(r, "vectors") == "zero" else "moved by α·θ"
+        h = R(r, "hessian")
         if h is None:
-            along = (f"two filter-normalised random directions (seed {r['directions_seed']}; "
+            along = (f"two filter-normalised random directions (seed {R(r, 'directions_seed')}; "
                      f"biases and gains {vectors})")  # fmt: skip
             hessian = []
         else:
             along = (f"the top two eigenvectors of its Hessian, filter-normalised (biases and "
                      f"gains {vectors})")  # fmt: skip
-            lam, kappa, batch = h["eigenvalues"], h["axis_curvatures"], h["batch"]
+            lam, kappa, batch = (H.read(h, k) for k in ("eigenvalues", "axis_curvatures",
+                                                        "batch"))  # fmt: skip
             hessian = [
                 ("eigenvalues", f"λ₁ = {number(lam[0])}, λ₂ = {number(lam[1])}"
-                                f"{'' if h['converged'] else ' (Lanczos did not converge)'}; "
-                                f"along the normalised axes the batch's loss curves as ½·κ·α², "
-                                f"κ = {number(kappa[0])} (α) and {number(kappa[1])} (β)"),
-                ("Hessian of", f"the loss on {batch['rows']} {batch['unit']} of the "
-                               f"{h['split']} split ({batch['predictions']:,} predictions, drawn "
-                               f"by seed {h['seed']}), {h['hessian_vector_products']} "
-                               f"{h['dtype']} Hessian-vector products"),
+                                f"{'' if H.read(h, 'converged') else ' (Lanczos did not converge)'}"
+                                f"; along the normalised axes the batch's loss curves as "
+                                f"½·κ·α², κ = {number(kappa[0])} (α) and {number(kappa[1])} (β)"),
+                ("Hessian of", f"the loss on {B.read(batch, 'rows')} {B.read(batch, 'unit')} of "
+                               f"the {H.read(h, 'split')} split "
+                               f"({B.read(batch, 'predictions'):,} predictions, drawn by seed "
+                               f"{H.read(h, 'seed')}), {H.read(h, 'hessian_vector_products')} "
+                               f"{H.read(h, 'dtype')} Hessian-vector products"),
             ]  # fmt: skip
-        t = r.get("trajectory")
+        t = R(r, "trajectory")
         if t is not None:
+            explained = TRAJECTORY.read(t, "explained")
             along = (f"the plane of its training path (the top two principal directions of its "
-                     f"{len(t['steps'])} snapshots every {t['every']} steps, "
-                     f"{_pct(t['explained'][0])} and {_pct(t['explained'][1])} of Σ‖θ_t − θ‖²; "
-                     f"α = 1 is {number(t['scale'])} in weight distance)")  # fmt: skip
-        runs = [(f"seed {x['seed']}: {_pct(x['error'])} of its displacement outside the plane "
-                 f"(at its start {_pct(x['errors'][0])}, at its end {_pct(x['errors'][-1])})"
-                 + (f"; its run here ends {_pct(x['end_gap'])} from its checkpoint"
-                    if x.get("end_gap") else "")) for x in r.get("trajectories", [])]  # fmt: skip
+                     f"{len(TRAJECTORY.read(t, 'steps'))} snapshots every "
+                     f"{TRAJECTORY.read(t, 'every')} steps, {_pct(explained[0])} and "
+                     f"{_pct(explained[1])} of Σ‖θ_t − θ‖²; α = 1 is "
+                     f"{number(TRAJECTORY.read(t, 'scale'))} in weight distance)")  # fmt: skip
+        runs = []
+        for x in R(r, "trajectories"):
+            errors, gap = RUN.read(x, "errors"), RUN.read(x, "end_gap")
+            runs.append(f"seed {RUN.read(x, 'seed')}: {_pct(RUN.read(x, 'error'))} of its "
+                        f"displacement outside the plane (at its start {_pct(errors[0])}, at its "
+                        f"end {_pct(errors[-1])})"
+                        + (f"; its run here ends {_pct(gap)} from its checkpoint"
+                           if gap else ""))  # fmt: skip
         facts = [
-            ("surface", f"around {r['model']} {word} {r['seeds'][0]} along {along}"),
+            ("surface", f"around {model} {word} {R(r, 'seeds')[0]} along {along}"),
             *hessian,
             ("grid", f"α, β from −{e} to {e}: {spread}"),
             ("at the model", models[0]),
             *(("training paths" if i == 0 else "", x) for i, x in enumerate(runs)),
-            ("measured on", f"the {r['split']} split"),
-            ("time", _time(r)),
+            ("measured on", f"the {R(r, 'split')} split"),
+            ("time", _time(r, RESULT)),
         ]  # fmt: skip
         return _facts(facts)
     facts = [
-        ("surface", f"the plane through {r['model']} {word}s "
-                    f"{', '.join(map(str, r['seeds']))}; the last two aligned to the first"),
-        ("alignment", _alignment(r)),
-        ("grid", f"{spread}, reaching {_pct(r['margin'])} of the triangle's larger side past it"),
+        ("surface", f"the plane through {model} {word}s "
+                    f"{', '.join(map(str, R(r, 'seeds')))}; the last two aligned to the first"),
+        ("alignment", _alignment(r, RESULT)),
+        ("grid", f"{spread}, reaching {_pct(R(r, 'margin'))} of the triangle's larger side past "
+                 "it"),
         *(("models" if i == 0 else "", m) for i, m in enumerate(models)),
         *(("straight paths" if i == 0 else "",
-           f"{p['label']}: loss barrier {_nats(p['barrier_loss'])}, accuracy barrier "
-           f"{_pct(p['barrier_accuracy'])}") for i, p in enumerate(r["paths"])),
-        ("measured on", f"the {r['split']} split"),
-        ("function check", _checks(r, "B and C")),
-        ("time", _time(r)),
+           f"{PATH.read(p, 'label')}: loss barrier {_nats(PATH.read(p, 'barrier_loss'))}, "
+           f"accuracy barrier {_pct(PATH.read(p, 'barrier_accuracy'))}")
+          for i, p in enumerate(R(r, "paths"))),
+        ("measured on", f"the {R(r, 'split')} split"),
+        ("function check", _checks(r, "B and C", RESULT)),
+        ("time", _time(r, RESULT)),
     ]  # fmt: skip
     return _facts(facts)
 
 
-def _health(r: dict[str, Any]) -> str:
-    bad = [x for x in r.get("rows", []) if not x.get("function_ok", True)]
-    if not bad and r.get("function_ok", True):
+def _health(r: dict[str, Any], kind: Fields | None = None, row: Fields | None = None) -> str:
+    """Whether every function check held: the result's and its rows' (``kind`` and ``row``:
+    their declarations, where the layout names them)."""
+    rows = _field(kind, r, "rows", [])
+    bad = [x for x in rows if not _field(row, x, "function_ok", True)]
+    if not bad and _field(kind, r, "function_ok", True):
         return "function checks: every alignment kept both functions"
     return f"function checks: {len(bad)} row(s) FAILED, see the warnings above"
 
 
 @layout("table")
 def _show_table(r: dict[str, Any]) -> list[str]:
-    many = len(r["pairs"]) > 1
-    spaces = r.get("spaces") or [r.get("space", "weights")]
-    rows = [{"method": x["method"], "group": x["group"],
-             **({"space": x["space"]} if len(spaces) > 1 else {}),
-             "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
-             **({"per pair": " ".join(f"{v:.3g}" for v in x["per_pair_loss"])} if many else {}),
-             "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"), many),
-             "paper": x.get("paper") or ""} for x in r["rows"]]  # fmt: skip
+    from landscape.experiments.barriers.tables import LEFT_OUT, TABLE, TABLE_ROW
+
+    R, X = TABLE.read, TABLE_ROW.read  # the result's and its rows' declared fields
+    pairs = R(r, "pairs")
+    many = len(pairs) > 1
+    spaces = R(r, "spaces") or [R(r, "space")]
+    rows = [{"method": X(x, "method"), "group": X(x, "group"),
+             **({"space": X(x, "space")} if len(spaces) > 1 else {}),
+             "loss": _pm("", X(x, "barrier_loss"), X(x, "barrier_loss_sem"), many),
+             **({"per pair": " ".join(f"{v:.3g}" for v in X(x, "per_pair_loss"))}
+                if many else {}),
+             "accuracy": _pm("%", X(x, "barrier_accuracy"), X(x, "barrier_accuracy_sem"), many),
+             "paper": X(x, "paper") or ""} for x in R(r, "rows")]  # fmt: skip
     where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
-    title = f"{r['model']}: barriers over {_pairs_text(r['pairs'])}; {r['split']} split, {where}"
+    title = (f"{R(r, 'model')}: barriers over {_pairs_text(pairs)}; {R(r, 'split')} split, "
+             f"{where}")  # fmt: skip
     heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
              "accuracy": "accuracy barrier", "paper": "paper (nats)"}  # fmt: skip
     lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    for x in r.get("left_out", []):  # rows whose method does not align this model
-        lines += _wrap(f"left out: {x['method']}/{x['group']}: ", x["reason"])
-    if r.get("learned_options"):  # settings other than the library's defaults
-        said = ", ".join(f"{k} {v}" for k, v in r["learned_options"].items())
-        lines += _wrap("learned rows: ", said)
-    paper = r.get("paper")
+    for x in R(r, "left_out"):  # rows whose method does not align this model
+        lines += _wrap(f"left out: {LEFT_OUT.read(x, 'method')}/{LEFT_OUT.read(x, 'group')}: ",
+                       LEFT_OUT.read(x, "reason"))  # fmt: skip
+    learned = R(r, "learned_options")
+    if learned:  # settings other than the library's defaults
+        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in learned.items()))
+    paper = R(r, "paper")  # PAPER_REFERENCE, which names its source
     if isinstance(paper, dict) and paper.get("source"):
         lines += _wrap("paper: ", paper["source"])
-    return [*lines, _health(r)]
+    return [*lines, _health(r, TABLE, TABLE_ROW)]
 
 
 @layout("ablation")

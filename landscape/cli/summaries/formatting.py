@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from landscape.fields import Fields
 from landscape.names import method_key
 from landscape.numbers import mean_pm, number
 
@@ -293,23 +294,39 @@ def _member(model: str) -> str:
     return "seed" if model in ZOO else "member"
 
 
-def _time(r: dict[str, Any]) -> str:
-    text = _secs(r.get("seconds"))
-    if r.get("matching_seconds") is not None:
-        text += f" (matching {_secs(r['matching_seconds'])})"
-    if r.get("device"):
-        text += f" on {r['device']}"
-    if "cached" in r:
-        text += ", read from the cache" if r["cached"] else ", computed now"
+def _field(kind: Fields | None, r: dict[str, Any], name: str, *default: Any) -> Any:
+    """Field ``name`` of result ``r``: read through its kind's declaration
+    (:meth:`landscape.fields.Fields.read`) where the layout names the kind, else as ``r`` has it
+    (``default``, when given, where it has not)."""
+    if kind is not None:
+        return kind.read(r, name)
+    return r.get(name, default[0]) if default else r[name]
+
+
+def _time(r: dict[str, Any], kind: Fields | None = None) -> str:
+    text = _secs(_field(kind, r, "seconds", None))
+    matching = (_field(kind, r, "matching_seconds", None)
+                if kind is None or "matching_seconds" in kind.names else None)  # fmt: skip
+    if matching is not None:
+        text += f" (matching {_secs(matching)})"
+    device = _field(kind, r, "device", None)
+    if device:
+        text += f" on {device}"
+    if kind is not None or "cached" in r:
+        text += ", read from the cache" if _field(kind, r, "cached") else ", computed now"
     return text
 
 
-def _aligns(r: dict[str, Any]) -> bool:
+def _aligns(r: dict[str, Any], kind: Fields | None = None) -> bool:
     """Whether the matching of result ``r`` moves B (``landscape.matching.result_aligns``,
-    imported here: the summaries stay torch-free until a result is written)."""
+    imported here: the summaries stay torch-free until a result is written): its ``aligns``
+    where its kind declares one, else its method's registry entry."""
     from landscape.matching import result_aligns
 
-    return result_aligns(r)
+    if kind is None:
+        return result_aligns(r)
+    said = kind.read(r, "aligns") if "aligns" in kind.names else None
+    return result_aligns({"aligns": said, "method": kind.read(r, "method")})
 
 
 def _key(r: dict[str, Any]) -> str:
@@ -317,11 +334,12 @@ def _key(r: dict[str, Any]) -> str:
     return method_key(r["method"], r.get("group"), aligns=_aligns(r))
 
 
-def _alignment(r: dict[str, Any]) -> str:
-    if not _aligns(r):
-        return f"none ({r['method']}): B as trained"
-    method = METHOD_WORDS.get(r["method"], r["method"])
-    return f"{method} under {GROUP_WORDS.get(r['group'], r['group'])}"
+def _alignment(r: dict[str, Any], kind: Fields | None = None) -> str:
+    name = _field(kind, r, "method")
+    if not _aligns(r, kind):
+        return f"none ({name}): B as trained"
+    group = _field(kind, r, "group")
+    return f"{METHOD_WORDS.get(name, name)} under {GROUP_WORDS.get(group, group)}"
 
 
 def _matching(r: dict[str, Any]) -> str:

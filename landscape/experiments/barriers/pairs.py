@@ -47,9 +47,10 @@ from dataclasses import replace
 from typing import Any
 
 from landscape.errors import LandscapeError
-from landscape.experiments.barriers.pipeline import measure_barrier, peak_rss_mb
+from landscape.experiments.barriers.pipeline import CURVE, measure_barrier, peak_rss_mb
 from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import declaring, method_of
 from landscape.models.importers import describe
 from landscape.sources import (
@@ -64,6 +65,7 @@ from landscape.sources import (
 
 __all__ = [
     "AM_TOKENS",
+    "PAIR_BARRIER",
     "DATASETS",
     "LOGIT_BUDGET",
     "barrier_paths",
@@ -75,6 +77,17 @@ __all__ = [
 ]
 
 AM_TOKENS = 2048  # positions whose activations activation matching correlates
+
+# What a pair-barrier result holds (landscape.fields): what :func:`barrier_paths` writes and the
+# command's summary reads; ``data`` is what was evaluated (its note), ``matching`` the matching's
+# seconds, rounds, objective, kinds and det_flips.
+PAIR_BARRIER = Fields(
+    "pair-barrier result",
+    ("a", "b", "method", "group", "split", "space", "architecture", "parameters", "data", *CURVE,
+     "function_check", "function_check_a", "matching", "windows", "batches_per_lambda",
+     "compute_seconds", "compute_peak_rss_mb", "function_ok", "warnings", "seconds", "cached",
+     "device", "dtype", "peak_rss_mb"),
+)  # fmt: skip
 
 
 def paths_request(

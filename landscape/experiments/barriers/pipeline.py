@@ -46,6 +46,7 @@ from landscape.experiments.evaluation import (
     evaluate_mixtures,
     path_weights,
 )
+from landscape.fields import Fields
 from landscape.matching import function_warnings, method_of, options_key
 from landscape.models import ModelConfig
 from landscape.models.circuits import check_circuit_form
@@ -54,6 +55,29 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, check_same_architecture, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 from landscape.threads import threaded
+
+# the keys of a measured line (:meth:`landscape.experiments.basins.BarrierCurve.to_dict`), which
+# every result of a line carries
+CURVE = ("lambdas", "loss", "accuracy", "barrier_loss", "barrier_accuracy", "lambda_peak_loss",
+         "lambda_peak_accuracy", "endpoint_loss", "endpoint_accuracy")  # fmt: skip
+# What a barrier result holds (landscape.fields): what :meth:`BarrierRun.to_dict` and
+# :meth:`BarrierRun.to_seeds_dict` write, and what the figures, the pages and the command's
+# summary read. ``method``, ``group``, ``split``, ``space`` and ``aligns`` are always written,
+# ``model`` and ``seeds`` by :meth:`~BarrierRun.to_seeds_dict`, yet all are optional: the figures
+# also draw curves that name no pair or method (an ablation cell's, a bare curve), read with
+# these defaults. ``matching_rounds``,
+# ``matching_objective`` and ``cache_key`` are absent from results written before the pipeline
+# recorded them (the shipped Home curves); ``coordinates`` only when not the processed ones,
+# ``calibrated`` and ``temperatures`` only for a calibrated line, ``options`` only when some
+# matching setting is not the library's default.
+BARRIER = Fields(
+    "barrier result",
+    (*CURVE, "function_check", "function_check_a", "function_ok", "warnings", "matching_seconds",
+     "seconds", "cached", "device"),
+    {"model": "", "seeds": ("", ""), "method": "", "group": "", "split": "", "space": "weights",
+     "aligns": None, "matching_rounds": None, "matching_objective": None, "cache_key": "",
+     "coordinates": PROCESSED.name, "calibrated": False, "temperatures": None, "options": None},
+)  # fmt: skip
 
 
 def health(checks: dict[str, float | None]) -> dict[str, Any]:

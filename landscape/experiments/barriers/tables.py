@@ -17,9 +17,10 @@ from typing import Any
 from landscape.budget import check_points
 from landscape.errors import LandscapeError
 from landscape.experiments import sweeps
-from landscape.experiments.barriers.pipeline import measure_barrier
+from landscape.experiments.barriers.pipeline import BARRIER, measure_barrier
 from landscape.experiments.barriers.request import seeds_request
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import METHODS_BY_NAME, worst_check
 from landscape.models.circuits import SPACES, check_space
 from landscape.models.registry import architecture
@@ -58,26 +59,53 @@ def mean_sem(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(var / n)
 
 
+# What the summary of several pairs' barriers holds (landscape.fields): what
+# :func:`summarise_barriers` writes, the part of a table's row (and an ablation's or a control's
+# cell) that it makes.
+SUMMARY = Fields("barrier summary over pairs",
+                 ("barrier_loss", "barrier_loss_sem", "barrier_accuracy", "barrier_accuracy_sem",
+                  "per_pair_loss", "function_check", "function_ok", "warnings"))  # fmt: skip
+
+
 def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Mean ± standard error of the loss and accuracy barriers of several pairs' results.
+    """Mean ± standard error of the loss and accuracy barriers of several pairs' results
+    (barrier results, :data:`~landscape.experiments.barriers.pipeline.BARRIER`): a
+    :data:`SUMMARY`.
 
     Nothing NaN is dropped: a NaN barrier makes the mean NaN, a NaN function check makes
     ``function_check`` NaN; ``function_ok`` holds only if it holds for every pair, and
     ``warnings`` collects every pair's warnings.
     """
-    bl = mean_sem([r["barrier_loss"] for r in results])
-    ba = mean_sem([r["barrier_accuracy"] for r in results])
+    R = BARRIER.read
+    losses = [R(r, "barrier_loss") for r in results]
+    bl = mean_sem(losses)
+    ba = mean_sem([R(r, "barrier_accuracy") for r in results])
     return {
         "barrier_loss": bl[0],
         "barrier_loss_sem": bl[1],
         "barrier_accuracy": ba[0],
         "barrier_accuracy_sem": ba[1],
-        "per_pair_loss": [r["barrier_loss"] for r in results],
-        "function_check": worst_check(r["function_check"] for r in results),
-        "function_ok": all(r.get("function_ok", True) for r in results),
-        "warnings": list(dict.fromkeys(w for r in results for w in r.get("warnings", []))),
+        "per_pair_loss": losses,
+        "function_check": worst_check(R(r, "function_check") for r in results),
+        "function_ok": all(R(r, "function_ok") for r in results),
+        "warnings": list(dict.fromkeys(w for r in results for w in R(r, "warnings"))),
     }
 
+
+# What a table holds (landscape.fields): what :func:`table` writes, and what the command's
+# summary reads. ``left_out`` only when some row's method does not align the model,
+# ``learned_options`` only when learned matching's settings were said.
+TABLE = Fields("table result",
+               ("model", "split", "space", "spaces", "paper", "pairs", "rows", "function_ok",
+                "warnings"),
+               {"left_out": (), "learned_options": None})  # fmt: skip
+# one row of ``rows``: a method under a group in one merge space, its :data:`SUMMARY` over the
+# pairs, the mean matching seconds and the paper's number (:func:`paper_value`, "" if none)
+TABLE_ROW = Fields("table row",
+                   ("method", "group", "space", *SUMMARY.required, "matching_seconds",
+                    "paper"))  # fmt: skip
+# one of ``left_out`` (:func:`fitting_rows`)
+LEFT_OUT = Fields("table row left out", ("method", "group", "reason"))
 
 DEFAULT_ROWS = (("naive", "perm"), ("activation", "perm"), ("weight", "perm"),
                 ("weight", "orth"), ("learned", "perm"), ("learned", "orth"))  # fmt: skip
@@ -188,10 +216,11 @@ def table(
             "group": group,
             "space": space_,
             **summarise_barriers(results),
-            "matching_seconds": sum(r["matching_seconds"] for r in results) / len(results),
+            "matching_seconds": sum(BARRIER.read(r, "matching_seconds")
+                                    for r in results) / len(results),
             "paper": paper_value(method, group, arch),
         })  # fmt: skip
-    warnings = list(dict.fromkeys(w for r in out_rows for w in r["warnings"]))
+    warnings = list(dict.fromkeys(w for r in out_rows for w in TABLE_ROW.read(r, "warnings")))
     out = {"model": model, "split": split, "space": space, "spaces": list(spaces),
            "paper": PAPER_REFERENCE, "pairs": [list(p) for p in pair_list],
            "rows": out_rows, "function_ok": not warnings, "warnings": warnings}  # fmt: skip

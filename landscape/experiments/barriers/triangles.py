@@ -29,6 +29,7 @@ from landscape.experiments.barriers.endpoints import check_method, check_pair, c
 from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_triangle
+from landscape.fields import Fields
 from landscape.matching import (
     MatchContext,
     function_check,
@@ -45,7 +46,20 @@ from landscape.progress import Progress, tell, within
 from landscape.sources import Data, Source, data_of, label
 from landscape.store.cache import Cache, digest_tensors
 
-__all__ = ["JOINT_METHOD", "align_joint", "triangle"]
+__all__ = ["JOINT_METHOD", "TRIANGLE", "align_joint", "triangle"]
+
+# What a triangle result holds (landscape.fields): what :func:`triangle` writes (its grid is
+# :class:`landscape.experiments.basins.TriangleResult`), and what the figures, the page and the
+# command's summary read. ``seeds`` and ``split`` are always written here, yet optional: the
+# figures also draw a bare grid, which names neither; ``eval_seconds`` and ``eval_device`` are
+# absent from grids stored before their time was kept.
+TRIANGLE = Fields(
+    "triangle result",
+    ("model", "method", "group", "space", "joint", "resolution", "points", "loss", "accuracy",
+     "corner_loss", "corner_accuracy", "basin_fraction", "tol", "excess_loss", "function_check",
+     "function_check_a", "function_ok", "warnings", "seconds", "cached", "device"),
+    {"seeds": ("A", "B", "C"), "split": "test", "eval_seconds": None, "eval_device": None},
+)  # fmt: skip
 
 # the one method whose loss aligns B and C together over the triangle (``joint``): learned
 # matching's own routine, :func:`landscape.matching.learned.learned_triangle`, by its name

@@ -1,0 +1,126 @@
+"""Each result kind declared beside its producer (:mod:`landscape.fields`) is what the producer
+writes: real results, measured on the shipped seeds in a fresh cache, have every required field
+of their declaration and no field it does not name (``problems(...) == []``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from landscape.experiments import TableOptions, TriangleOptions, barrier, table, triangle
+from landscape.experiments.atlas import POINT as ATLAS_POINT
+from landscape.experiments.atlas import RESULT as ATLAS
+from landscape.experiments.atlas import AtlasOptions, atlas
+from landscape.experiments.barriers.controls import ORIGINAL
+from landscape.experiments.barriers.pipeline import BARRIER
+from landscape.experiments.barriers.tables import LEFT_OUT, SUMMARY, TABLE, TABLE_ROW
+from landscape.experiments.barriers.triangles import TRIANGLE
+from landscape.experiments.context import RunContext
+from landscape.experiments.surfaces import PATH, POINT, RESULT, SurfaceOptions, surface
+from landscape.store.cache import Cache
+
+
+def surface_problems(r: dict) -> list[str]:
+    """What keeps a surface result from its declarations: the result, its models and paths, and
+    what its directions record (Hessian directions, a training path's plane and paths)."""
+    from landscape.experiments.curvature import CURVATURE_BATCH
+    from landscape.experiments.directions import HESSIAN_RECORD
+    from landscape.experiments.surfaces import TRAJECTORY
+    from landscape.experiments.trajectories import PROJECTED_PATH
+
+    out = RESULT.problems(r)
+    out += [x for p in RESULT.read(r, "points") for x in POINT.problems(p)]
+    out += [x for p in RESULT.read(r, "paths") for x in PATH.problems(p)]
+    out += [x for p in RESULT.read(r, "trajectories") for x in PROJECTED_PATH.problems(p)]
+    h, t = RESULT.read(r, "hessian"), RESULT.read(r, "trajectory")
+    if h is not None:
+        out += HESSIAN_RECORD.problems(h) + CURVATURE_BATCH.problems(h["batch"])
+    if t is not None:
+        out += TRAJECTORY.problems(t)
+    return out
+
+
+def table_problems(r: dict) -> list[str]:
+    """What keeps a table result from its declarations: the result, each row, each left out."""
+    out = TABLE.problems(r)
+    for row in TABLE.read(r, "rows"):
+        out += TABLE_ROW.problems(row)
+    for x in TABLE.read(r, "left_out"):
+        out += LEFT_OUT.problems(x)
+    return out
+
+
+def test_a_barrier_result_holds_what_its_declaration_says(tmp_path) -> None:
+    cache = Cache(tmp_path)
+    r = barrier("mlp-digits", (0, 1), "weight", "perm", points=5, cache=cache)
+    assert BARRIER.problems(r) == []
+    assert BARRIER.read(r, "cache_key") and not BARRIER.read(r, "cached")
+    # read again from the cache: the same fields
+    again = barrier("mlp-digits", (0, 1), "weight", "perm", points=5, cache=cache)
+    assert BARRIER.read(again, "cached") and BARRIER.problems(again) == []
+    assert set(again) == set(r)
+
+
+@pytest.mark.parametrize("request_", [
+    pytest.param({"options": {"max_rounds": 3}}, id="options"),
+    pytest.param({"calibrate": True}, id="calibrated"),
+    pytest.param({"coordinates": ORIGINAL}, id="coordinates"),
+])  # fmt: skip
+def test_the_fields_written_in_some_cases_are_declared(tmp_path, request_) -> None:
+    r = barrier("mlp-digits", (0, 1), "weight", "orth", points=3, cache=Cache(tmp_path),
+                **request_)  # fmt: skip
+    said = set(r) - set(BARRIER.required)
+    assert said & {"options", "calibrated", "coordinates"}  # the case wrote its own field
+    assert BARRIER.problems(r) == []
+
+
+def test_a_table_holds_what_its_declarations_say(tmp_path) -> None:
+    options = TableOptions(rows=(("naive", "perm"), ("weight", "perm")), points=3)
+    r = table("mlp-digits", 2, options, context=RunContext(cache=Cache(tmp_path)))
+    assert table_problems(r) == []
+    assert len(TABLE.read(r, "rows")) == 2
+    for row in TABLE.read(r, "rows"):  # the summary over pairs is the row's own part
+        assert SUMMARY.problems({k: row[k] for k in SUMMARY.names}) == []
+
+
+def test_a_triangle_holds_what_its_declaration_says(tmp_path) -> None:
+    context = RunContext(cache=Cache(tmp_path))
+    r = triangle("mlp-digits", (0, 1, 2), "weight", "perm", TriangleOptions(resolution=3),
+                 context=context)  # fmt: skip
+    assert TRIANGLE.problems(r) == []
+    assert TRIANGLE.read(r, "eval_seconds") is not None  # a grid computed now keeps its time
+    again = triangle("mlp-digits", (0, 1, 2), "weight", "perm", TriangleOptions(resolution=3),
+                     context=context)  # fmt: skip
+    assert TRIANGLE.read(again, "cached") and TRIANGLE.problems(again) == []
+
+
+@pytest.mark.parametrize(("seeds", "kind"), [([0, 1, 2], "plane"), ([0], "directions")])
+def test_a_surface_holds_what_its_declarations_say(tmp_path, seeds, kind) -> None:
+    options = SurfaceOptions(3, path_points=3, extent=0.5)
+    context = RunContext(cache=Cache(tmp_path))
+    r = surface("mlp-digits", seeds, "weight", "perm", options, context=context)
+    assert RESULT.read(r, "kind") == kind and surface_problems(r) == []
+    again = surface("mlp-digits", seeds, "weight", "perm", options, context=context)
+    assert RESULT.read(again, "cached") and surface_problems(again) == []
+
+
+def test_an_atlas_holds_what_its_declarations_say(tmp_path) -> None:
+    context = RunContext(cache=Cache(tmp_path))
+    r = atlas("mlp-digits", [0, 1], AtlasOptions(copies=1), context=context)
+    points = ATLAS.read(r, "points")
+    assert ATLAS.problems(r) == [] and len(points) == 4
+    assert [x for p in points for x in ATLAS_POINT.problems(p)] == []
+    again = atlas("mlp-digits", [0, 1], AtlasOptions(copies=1), context=context)
+    assert ATLAS.read(again, "cached") and ATLAS.problems(again) == []
+
+
+def test_a_field_the_declaration_leaves_out_is_caught() -> None:
+    from landscape.fields import Fields
+
+    row = {"method": "weight", "group": "perm", "space": "weights", "barrier_loss": 0.1,
+           "barrier_loss_sem": 0.0, "barrier_accuracy": 0.0, "barrier_accuracy_sem": 0.0,
+           "per_pair_loss": [0.1], "function_check": 1e-6, "function_ok": True, "warnings": [],
+           "matching_seconds": 0.01, "paper": ""}  # fmt: skip
+    assert TABLE_ROW.problems(row) == []
+    narrower = Fields(TABLE_ROW.kind, TABLE_ROW.required[:-1])
+    assert narrower.problems(row) == ["table row: undeclared field 'paper'"]
+    assert TABLE_ROW.problems({**row, "pairs": 2}) == ["table row: undeclared field 'pairs'"]
