@@ -281,3 +281,73 @@ def test_a_kv_sharing_result_holds_what_its_declarations_say(tmp_path) -> None:
                    context=RunContext(cache=Cache(tmp_path)))  # fmt: skip
     assert KV_SHARING.problems(r) == [] and _parts(KV_SHARING, r, "rows", KV_SHARING_ROW) == []
 
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_an_eigenangle_result_holds_what_its_declarations_say(tmp_path, learned) -> None:
+    from landscape.experiments.eigen.view import (
+        ANGLE_SUMMARY,
+        EIGENANGLES,
+        LM_STEP,
+        eigenangle_result,
+        eigenangle_view,
+    )
+
+    def problems(r: dict) -> list[str]:
+        out = EIGENANGLES.problems(r) + _parts(EIGENANGLES, r, "lm_curve", LM_STEP)
+        return out + [x for k in ("wm", "correction", "haar")
+                      if (s := EIGENANGLES.read(r, f"summary_{k}")) is not None
+                      for x in ANGLE_SUMMARY.problems(s)]  # fmt: skip
+
+    cache = Cache(tmp_path)
+    r = eigenangle_result("mlp-digits", (0, 1), learned=learned, cache=cache)
+    assert problems(r) == []
+    assert (EIGENANGLES.read(r, "angles_correction") is not None) is learned
+    assert bool(EIGENANGLES.read(r, "lm_curve")) is learned
+    for cached in (False, True):  # the page's entry, stored and then read
+        view = eigenangle_view("mlp-digits", (0, 1), learned=learned, cache=cache)
+        assert EIGENANGLES.read(view, "cached") is cached and problems(view) == []
+
+
+def test_a_gauge_sweep_holds_what_its_declarations_say(tmp_path) -> None:
+    from landscape.experiments.gauge import results as R
+    from landscape.experiments.gauge.runner import (
+        GAUGE_SWEEP,
+        PARTS,
+        SYMMETRY_TABLE,
+        GaugeOptions,
+        gauge_sweep,
+    )
+    from landscape.symmetry.table import SYMMETRY_ROW
+
+    options = GaugeOptions(draws=1, steps_grid=(0, 2), trajectory_steps=4, trajectory_every=2)
+    context = RunContext(cache=Cache(tmp_path))
+    r = gauge_sweep("mlp-digits", 0, options, context=context)
+    assert GAUGE_SWEEP.problems(r) == [] and all(GAUGE_SWEEP.read(r, p) for p in PARTS)
+    # each part: its result, its rows, and its summary or curve
+    parts = {"table": (SYMMETRY_TABLE, {"rows": SYMMETRY_ROW}),
+             "scramble": (R.SCRAMBLE, {"rows": R.SCRAMBLE_ROW, "summary": R.SCRAMBLE_SUMMARY}),
+             "recovery": (R.RECOVERY, {"rows": R.RECOVERY_POINT, "curve": R.RECOVERY_POINT}),
+             "trajectory": (R.TRAJECTORY, {"rows": R.TRAJECTORY_ROW}),
+             "claims": (R.CLAIMS, {"rows": R.CLAIM_ROW, "summary": R.CLAIMS_SUMMARY})}  # fmt: skip
+    for name, (kind, inner) in parts.items():
+        part = GAUGE_SWEEP.read(r, name)
+        assert kind.problems(part) == [], name
+        assert kind.read(part, "seconds") is not None  # the sweep times every part
+        for key, of in inner.items():
+            assert _parts(kind, part, key, of) == [], (name, key)
+    # a row of a draw names its draw, a point of the curve (means over draws) none
+    recovery = GAUGE_SWEEP.read(r, "recovery")
+    assert all("draw" in x for x in R.RECOVERY.read(recovery, "rows"))
+    assert not any("draw" in x for x in R.RECOVERY.read(recovery, "curve"))
+    # under O(d) the claims have no permutation part
+    claims = R.CLAIMS.read(GAUGE_SWEEP.read(r, "claims"), "rows")
+    assert {R.CLAIM_ROW.read(x, "group") for x in claims if "perm_only" not in x} == {"orth"}
+
+
+def test_transport_rows_hold_what_their_declaration_says() -> None:
+    from landscape.experiments.transport import TRANSPORT_ROW, transport_rows
+    from landscape.tasks import load_task
+
+    rows = transport_rows(load_task("mlp-digits", 0), lora_steps=2, adamw_before=2,
+                          adamw_after=2)  # fmt: skip
+    assert rows and [x for r in rows for x in TRANSPORT_ROW.problems(r)] == []
