@@ -23,6 +23,12 @@ from landscape.plots.eigenangles import (
     figure_objective,
     figure_round_barriers,
 )
+from landscape.plots.fields import (
+    ANGLE_SUMMARY,
+    EIGENANGLES,
+    ITERATION_ROUND,
+    ITERATIONS,
+)
 from landscape.plots.tidy import tidy_eigenangles, tidy_iterations, tidy_lm_curve, tidy_objective
 
 # the matchings this page measures: weight matching's rotation O_WM, learned matching's O_LM
@@ -134,8 +140,9 @@ result, learned_failed = None, False
 if learned:
     result = matching(True, Fix("Show weight matching alone", settings={"eig_learned": False}))
     learned_failed = result is None  # the card says why; weight matching alone still shows
-    if result is not None and not result.get("cached"):  # what learned matching of a pair
-        state.measured_learned(name, device(), result.get("seconds"))  # of this model costs here
+    if result is not None and not EIGENANGLES.read(result, "cached"):  # what learned matching
+        # of a pair of this model costs here
+        state.measured_learned(name, device(), EIGENANGLES.read(result, "seconds"))
 if result is None:
     result = matching(False)
 
@@ -146,7 +153,7 @@ else:
         left, right = side_by_side([3, 1])
         with left:
             fig = figure_eigenangles(result, presentation=presentation())
-            with_lm = "angles_correction" in result
+            with_lm = EIGENANGLES.read(result, "angles_correction") is not None
             figure(fig, f"eigenangles-{name}-{seed_a}-{seed_b}", key="eig",
                    title="the eigenangles of the matching rotations",
                    data=tidy_eigenangles(result, name, (seed_a, seed_b)),
@@ -154,50 +161,56 @@ else:
                              "methods": [WEIGHT_ORTH] + [LEARNED_ORTH] * with_lm,
                              "seeds": [seed_a, seed_b], "learned": with_lm})  # fmt: skip
         with right:
-            st.markdown(f"**Summary** (d = {result['d_model']})")
-            shown = [(label, result[key]) for key, label in (
+            d = EIGENANGLES.read(result, "d_model")
+            st.markdown(f"**Summary** (d = {d})")
+            shown = [(label, s) for key, label in (
                 ("summary_wm", "O_WM"),
                 ("summary_correction", "O_LM·O_WMᵀ"),
                 ("summary_haar", "Haar O(d)"),
-            ) if result.get(key)]  # fmt: skip
+            ) if (s := EIGENANGLES.read(result, key))]  # fmt: skip
             # under the figure on a projector: side by side, not a column the height of a screen
             cells = st.columns(len(shown)) if presentation() else [st.container() for _ in shown]
             for cell, (label, s) in zip(cells, shown, strict=True):
+                small = ANGLE_SUMMARY.read(s, "small")
                 cell.metric(
-                    f"{label}: |φ| < {s['small']:g}",
-                    f"{100 * s['share_small']:.0f}%",
-                    help=f"Share of the eigenangles of {label} within {s['small']:g} rad of 0",
+                    f"{label}: |φ| < {small:g}",
+                    f"{100 * ANGLE_SUMMARY.read(s, 'share_small'):.0f}%",
+                    help=f"Share of the eigenangles of {label} within {small:g} rad of 0",
                 )
-                cell.caption(f"median |φ| = {s['median_abs']:.2f} rad")
-            if result.get("haar_draws"):
+                cell.caption(f"median |φ| = {ANGLE_SUMMARY.read(s, 'median_abs'):.2f} rad")
+            draws = EIGENANGLES.read(result, "haar_draws")
+            if draws:
                 st.caption(
-                    f"Haar O(d): the eigenangles of {result['haar_draws']} seeded Haar-random "
-                    f"{result['d_model']}×{result['d_model']} orthogonal matrices, pooled (the "
+                    f"Haar O(d): the eigenangles of {draws} seeded Haar-random "
+                    f"{d}×{d} orthogonal matrices, pooled (the "
                     "same reference for every pair of this width)."
                 )
-            if "det_flip" in result:
-                st.caption(f"Determinant flips during learned matching: {result['det_flip']}")
+            flips = EIGENANGLES.read(result, "det_flip")
+            if flips is not None:  # learned matching ran
+                st.caption(f"Determinant flips during learned matching: {flips}")
 
         c1, c2 = side_by_side([1, 1])
         with c1:
             st.markdown("**Weight matching objective per round**")
             figure(
-                figure_objective(result["wm_objective"], presentation=presentation()),
+                figure_objective(EIGENANGLES.read(result, "wm_objective"),
+                                 presentation=presentation()),  # fmt: skip
                 f"wm-objective-{name}-{seed_a}-{seed_b}",
                 title="weight matching's objective per round",
                 key="wm-objective",
-                data=tidy_objective(result["wm_objective"]),
+                data=tidy_objective(EIGENANGLES.read(result, "wm_objective")),
                 settings={"model": name, "method": WEIGHT_ORTH, "seeds": [seed_a, seed_b]},
             )
         with c2:
             st.markdown("**Learned matching: training curve**")
-            if result.get("lm_curve"):
+            lm_curve = EIGENANGLES.read(result, "lm_curve")
+            if lm_curve:
                 figure(
-                    figure_lm_curve(result["lm_curve"], presentation=presentation()),
+                    figure_lm_curve(lm_curve, presentation=presentation()),
                     f"lm-curve-{name}-{seed_a}-{seed_b}",
                     title="learned matching's training curve",
                     key="lm-curve",
-                    data=tidy_lm_curve(result["lm_curve"]),
+                    data=tidy_lm_curve(lm_curve),
                     settings={"model": name, "method": LEARNED_ORTH, "seeds": [seed_a, seed_b]},
                 )
             elif learned_failed:
@@ -262,14 +275,15 @@ if iterate:
                     "model": name,
                     "methods": [
                         matching_key("weight", g)
-                        for g in dict.fromkeys(r["group"] for r in iterations["rounds"])
+                        for g in dict.fromkeys(ITERATION_ROUND.read(r, "group")
+                                               for r in ITERATIONS.read(iterations, "rounds"))
                     ],
                     "seeds": [seed_a, seed_b],
                     "learned": learned,
                 },
             )
             st.markdown("**Learned matching: barrier per checkpoint**")
-            if iterations["checkpoints"]:
+            if ITERATIONS.read(iterations, "checkpoints"):
                 figure(
                     figure_checkpoint_barriers(iterations, presentation=presentation()),
                     f"checkpoint-barriers-{name}-{seed_a}-{seed_b}",

@@ -20,6 +20,19 @@ from app.components.text import plain
 from app.memory import remember
 from landscape import page_defaults as page
 from landscape.experiments.gauge.runner import GaugeOptions
+from landscape.plots.fields import (
+    CLAIM_ROW,
+    CLAIMS,
+    RECOVERY,
+    RECOVERY_POINT,
+    SCRAMBLE,
+    SCRAMBLE_ROW,
+    SYMMETRY_TABLE,
+    TRAJECTORY,
+    TRAJECTORY_ROW,
+    TRANSPORT_ROW,
+    Fields,
+)
 from landscape.plots.gauge import (
     figure_claims,
     figure_recovery,
@@ -63,6 +76,10 @@ TRAJECTORY_LENGTHS = (300, 600, 1000, 1500)
 # the six parts, as their places say while they are read or computed
 PART_TITLES = ("The symmetry table", "The scramble test", "The recovery under drift",
                "The trajectory transport", "The claim check", "The transport table")  # fmt: skip
+# each gauge-sweep part's declared fields, by its key
+PART_FIELDS: dict[str, Fields] = {"table": SYMMETRY_TABLE, "scramble": SCRAMBLE,
+                                  "recovery": RECOVERY, "trajectory": TRAJECTORY,
+                                  "claims": CLAIMS}  # fmt: skip
 
 page_header(
     "Gauge sweeps",
@@ -180,9 +197,10 @@ def expected_seconds(key: str) -> float | None:
     is not stored."""
     default = cached((key, *DEFAULT_ARGS), lambda: state.gauge_part(
         DEFAULT_ARGS[0], DEFAULT_ARGS[1], key, *DEFAULT_ARGS[2:]), key)  # fmt: skip
-    if not default or not default.get("seconds"):
+    took = PART_FIELDS[key].read(default, "seconds") if default else None
+    if not took:
         return None
-    return default["seconds"] * (draws / page.GAUGE_DRAWS if key in DRAWN else 1.0)
+    return took * (draws / page.GAUGE_DRAWS if key in DRAWN else 1.0)
 
 
 def gauge_part(key: str, label: str, cost: str = "") -> dict[str, Any] | None:
@@ -222,25 +240,28 @@ def transport_table(frame: pd.DataFrame):  # -> pandas Styler
 def recovery_note(recovery: dict[str, Any]) -> str:
     """What this model's drift figure shows, in numbers: how far the longest fine-tuning moved
     it and what each assignment recovered there (flat lines are recovery, not standstill)."""
-    last = recovery["curve"][-1]
-    marginalised = min(last[f"{s}_marginalised_coord"] for s in ("weights", "activations"))
-    signed = max(last[f"{s}_signed_coord"] for s in ("weights", "activations"))
-    unflipped = 1 - last["flipped"] if last.get("flipped") is not None else None
+    last = RECOVERY.read(recovery, "curve")[-1]
+    P = RECOVERY_POINT.read  # the curve's points' declared fields
+    marginalised = min(P(last, f"{s}_marginalised_coord") for s in ("weights", "activations"))
+    signed = max(P(last, f"{s}_signed_coord") for s in ("weights", "activations"))
+    flipped = P(last, "flipped")
+    unflipped = 1 - flipped if flipped is not None else None
     signs = f", with {unflipped:.0%} of the signs unflipped" if unflipped is not None else ""
-    return (f"Here: after {last['steps']} steps the weights moved {last['drift']:.0%} of their "
-            f"norm away; sign-marginalised matching still puts {marginalised:.0%} of the "
+    return (f"Here: after {P(last, 'steps')} steps the weights moved {P(last, 'drift'):.0%} of "
+            f"their norm away; sign-marginalised matching still puts {marginalised:.0%} of the "
             f"coordinates right, signed correlation {signed:.0%}{signs}. Lines that lie on one "
             "another agree (weights wide, activations thin on top).")  # fmt: skip
 
 
 def trajectory_note(trajectory: dict[str, Any]) -> str:
     """What this model's trajectory figure shows at its far end, in numbers."""
-    rows = trajectory["rows"]
-    far = max(r["steps"] for r in rows)
-    last = {r["source"]: r for r in rows if r["steps"] == far}
-    parts = [f"{src}: composed {r['local_coord']:.0%}, endpoints {r['endpoint_coord']:.0%}"
+    R = TRAJECTORY_ROW.read  # the rows' declared fields
+    rows = TRAJECTORY.read(trajectory, "rows")
+    far = max(R(r, "steps") for r in rows)
+    last = {R(r, "source"): r for r in rows if R(r, "steps") == far}
+    parts = [f"{src}: composed {R(r, 'local_coord'):.0%}, endpoints {R(r, 'endpoint_coord'):.0%}"
              for src, r in last.items()]  # fmt: skip
-    drift = next(iter(last.values()))["drift"]
+    drift = R(next(iter(last.values())), "drift")
     return (f"Here: {far} steps apart the model has moved {drift:.0%} of its norm; coordinates "
             f"recovered ({'; '.join(parts)}). Lines at 100% lie on one another.")  # fmt: skip
 
@@ -250,9 +271,10 @@ pres = presentation()
 
 def part_figure(draw: Callable[..., Any], part: dict[str, Any], stem: str, title: str) -> None:
     """A part's figure, drawn by ``draw``, its rows the download's data; files and widget key
-    named by ``stem``, the report's entry by ``title`` (the part's)."""
+    named by ``stem`` (the part's key), the report's entry by ``title`` (the part's)."""
+    rows = PART_FIELDS[stem].read(part, "rows")
     figure(draw(part, presentation=pres), f"{stem}-{name}-{seed}", title=title.lower(),
-           data=tidy_records(part["rows"], model=name, seed=seed), key=f"gauge-{stem}",
+           data=tidy_records(rows, model=name, seed=seed), key=f"gauge-{stem}",
            settings={"model": name, "seed": seed})  # fmt: skip
 
 
@@ -270,7 +292,7 @@ with sections[0].container():
         st.subheader(HEADING)
     table = gauge_part("table", "Symmetry table")
     if table is not None:
-        rows = table["rows"]
+        rows = SYMMETRY_TABLE.read(table, "rows")
         table_slot = st.container()  # above the figure on a screen, below it on a projector
         left, right = st.container(), st.container()  # its group names need the whole width
         with left:
@@ -314,7 +336,8 @@ with sections[1].container():
                 "small for g (S_d against sign flips, S_d or B_d against a rotation) leaves a "
                 "real barrier."
             )
-            worst = max(float(r["max_abs_dlogits"]) for r in scramble["rows"])
+            worst = max(float(SCRAMBLE_ROW.read(r, "max_abs_dlogits"))
+                        for r in SCRAMBLE.read(scramble, "rows"))  # fmt: skip
             st.caption(
                 f"{draws} draw(s) per group; every g(θ) checked: max |Δlogits| = {worst:.1e}."
             )
@@ -366,22 +389,24 @@ with sections[3].container():
 with sections[4].container():
     st.subheader("5. Claim check: the negative control")
     claims = gauge_part("claims", "Claim check")
+    C = CLAIMS.read  # the part's declared fields
     if claims is not None:
         left, right = side_by_side([3, 2])
         with left:
             part_figure(figure_claims, claims, "claims", PART_TITLES[4])
         with right:
             st.markdown(
-                f"The claim: *the top-{claims['k']} residual coordinates for class c* (classes "
-                f"{', '.join(str(c) for c in claims['classes'])}, layer {claims['layer']}). In a "
+                f"The claim: *the top-{C(claims, 'k')} residual coordinates for class c* (classes "
+                f"{', '.join(str(c) for c in C(claims, 'classes'))}, layer "
+                f"{C(claims, 'layer')}). In a "
                 "random gauge the model computes exactly the same function, yet the claim drops to "
                 "chance: **a coordinate-indexed claim that does not survive a gauge describes the "
                 "basis, not the model**, so it only means something once the gauge is transported "
                 "back (overlap 1)."
             )
-            delta = max(abs(r["accuracy_delta"]) for r in claims["rows"])
+            delta = max(abs(CLAIM_ROW.read(r, "accuracy_delta")) for r in C(claims, "rows"))
             st.caption(
-                f"Function-level control: test accuracy {claims['accuracy']:.2%} in every gauge "
+                f"Function-level control: test accuracy {C(claims, 'accuracy'):.2%} in every gauge "
                 f"(largest change {points(delta):.1e} points)."
             )
 
@@ -413,16 +438,17 @@ with sections[5].container():
             )
     if transport is not None:
         mode_label = {"exact": "exact B_d", "perm-only": "permutation only", "none": "none"}
+        T = TRANSPORT_ROW.read  # the rows' declared fields
         frame = pd.DataFrame(
             {
-                "artifact": [r["artifact"] for r in transport],
-                "transport": [mode_label.get(r["mode"], r["mode"]) for r in transport],
-                "metric": [r["metric"] for r in transport],
-                "value on g(A)": [r["value"] for r in transport],
-                "value on A": [r["reference"] for r in transport],
+                "artifact": [T(r, "artifact") for r in transport],
+                "transport": [mode_label.get(T(r, "mode"), T(r, "mode")) for r in transport],
+                "metric": [T(r, "metric") for r in transport],
+                "value on g(A)": [T(r, "value") for r in transport],
+                "value on A": [T(r, "reference") for r in transport],
                 # AdamW has no percentage (its metric is a distance, the caption says so): NaN,
                 # shown as "—" by the table's format, so the column stays numbers
-                "% kept": [float("nan") if r["kept"] is None else float(r["kept"])
+                "% kept": [float("nan") if T(r, "kept") is None else float(T(r, "kept"))
                            for r in transport],  # fmt: skip
             }
         )

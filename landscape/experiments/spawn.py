@@ -32,6 +32,7 @@ from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import mean_sem
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import aligns
 from landscape.models.train import (
     check_snapshot_budget,
@@ -91,6 +92,26 @@ class SpawnResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# What a spawn result holds (landscape.fields): what :func:`spawn` writes (:class:`SpawnResult`),
+# and what the figure, the page and the command's summary read.
+RESULT = Fields("spawn result",
+                ("at", "children", "every", "steps", "method", "group", "points", "rows",
+                 "members", "parent", "seconds", "function_ok", "warnings"),
+                # always written; a figure drawn from a record without them reads these
+                {"model": "", "split": "test", "seed": 0})  # fmt: skip
+# one of ``rows``: a spawn step and alignment, the children's barrier (mean over their pairs)
+# and the cache keys of its pairs' barriers
+ROW = Fields("spawn row",
+             ("step", "method", "group", "pairs", "barrier_loss", "barrier_accuracy",
+              "cache_keys"),
+             # always written, None with a single pair of children; absent: None
+             {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
+# one of ``members``: a child and its metrics (the zoo run's, ``landscape.models.runs``)
+MEMBER = Fields("spawn child",
+                ("step", "child", "test_loss", "test_accuracy", "train_loss",
+                 "train_accuracy"))  # fmt: skip
 
 
 def check_spawn(model: str, at: Sequence[int], children: int, every: int | None) -> int:

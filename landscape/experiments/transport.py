@@ -55,6 +55,7 @@ from landscape.experiments.artifacts import (
 )
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.gauge.coordinates import readout_features
+from landscape.fields import Fields
 from landscape.models import ModelConfig, Params, param_shapes
 from landscape.models.zoo import Checkpoint
 from landscape.optim import AdamWOptions, adamw_init, adamw_steps
@@ -412,6 +413,13 @@ def transport_table(
 
     entry, _ = cache.get_or_compute("transport", inputs, compute)
     return entry.meta["rows"]
+
+
+# One row of :func:`transport_rows` (landscape.fields): an artifact moved to g(A) in one mode,
+# its metric there and on A, and the share of it kept (None where A's is 0); what the Gauge
+# page's figure and table read.
+TRANSPORT_ROW = Fields("transport row",
+                       ("artifact", "mode", "metric", "value", "reference", "kept"))
 
 
 def transport_rows(task: Task, *, gauge_seed: int = 0, layer: int | None = None,

@@ -16,10 +16,24 @@ result's (``BARRIER``, :mod:`landscape.experiments.barriers.pipeline`), the tria
 (``TRIANGLE``, :mod:`landscape.experiments.barriers.triangles`), the surface's (``SURFACE``,
 ``SURFACE_POINT``, ``SURFACE_PATH``, :mod:`landscape.experiments.surfaces`; its training paths'
 ``SURFACE_RUN``, :mod:`landscape.experiments.trajectories`), the atlas's (``ATLAS``,
-``ATLAS_POINT``, :mod:`landscape.experiments.atlas`) and the Llama ablation's (``ABLATION*``,
-:mod:`landscape.experiments.barriers.ablation`), all re-exported here, and the curvature's,
-read by :mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`. The kinds
-below (:data:`ALL`) are still declared here, as the list of every key the figures read of them.
+``ATLAS_POINT``, :mod:`landscape.experiments.atlas`), the Llama ablation's (``ABLATION*``,
+:mod:`landscape.experiments.barriers.ablation`), the widths result's (``WIDTHS``,
+``WIDTH_ROW``, :mod:`landscape.experiments.barriers.widths`), the barrier matrix's (``MATRIX``,
+:mod:`landscape.experiments.barriers.matrix`), the curve's (``CURVED*``,
+:mod:`landscape.experiments.barriers.curved`), the iterations result's (``ITERATIONS``,
+``ITERATION_ROUND``, ``LEARNED_CHECKPOINT``, :mod:`landscape.experiments.barriers.iterations`),
+one pair's merges (``MERGES``, ``MERGE_ALIGNMENT``, ``MERGE_CURVE``,
+:mod:`landscape.experiments.merging.operators`), the spawn result's (``SPAWN``, ``SPAWN_ROW``,
+:mod:`landscape.experiments.spawn`), the eigenangle result's (``EIGENANGLES``,
+``ANGLE_SUMMARY``, ``LM_STEP``, :mod:`landscape.experiments.eigen.view`), the gauge sweep's
+(``GAUGE_SWEEP``, ``SYMMETRY_TABLE``, :mod:`landscape.experiments.gauge.runner`; its parts'
+``SCRAMBLE*``, ``RECOVERY*``, ``TRAJECTORY*``, ``CLAIM*``,
+:mod:`landscape.experiments.gauge.results`; the symmetry table's rows, ``SYMMETRY_ROW``,
+:mod:`landscape.symmetry.table`) and the transport table's rows (``TRANSPORT_ROW``,
+:mod:`landscape.experiments.transport`), all re-exported here, and the curvature's, read by
+:mod:`landscape.plots.curvature` from :mod:`landscape.experiments.curvature`. The kinds below
+(:data:`ALL`: the Models page's and the Interpolation page's series) are still declared here,
+as the list of every key the figures read of them.
 """
 
 from __future__ import annotations
@@ -35,20 +49,53 @@ from landscape.experiments.barriers.ablation import ENTRY as ABLATION_STEP
 from landscape.experiments.barriers.ablation import MISSING as ABLATION_MISSING
 from landscape.experiments.barriers.ablation import RESULT as ABLATION
 from landscape.experiments.barriers.ablation import SEED as ABLATION_SEED
+from landscape.experiments.barriers.curved import CURVED, CURVED_ALIGNMENT, CURVED_PATH
+from landscape.experiments.barriers.iterations import (
+    ITERATION_ROUND,
+    ITERATIONS,
+    LEARNED_CHECKPOINT,
+)
+from landscape.experiments.barriers.matrix import RESULT as MATRIX
 from landscape.experiments.barriers.pipeline import BARRIER
 from landscape.experiments.barriers.triangles import TRIANGLE
+from landscape.experiments.barriers.widths import WIDTH_ROW, WIDTHS
+from landscape.experiments.eigen.view import ANGLE_SUMMARY, EIGENANGLES, LM_STEP
+from landscape.experiments.gauge.results import (
+    CLAIM_ROW,
+    CLAIMS,
+    CLAIMS_SUMMARY,
+    RECOVERY,
+    RECOVERY_POINT,
+    SCRAMBLE,
+    SCRAMBLE_ROW,
+    SCRAMBLE_SUMMARY,
+    TRAJECTORY,
+    TRAJECTORY_ROW,
+)
+from landscape.experiments.gauge.runner import GAUGE_SWEEP, SYMMETRY_TABLE
+from landscape.experiments.merging.operators import MERGE_ALIGNMENT, MERGE_CURVE
+from landscape.experiments.merging.operators import PAIR_MERGES as MERGES
+from landscape.experiments.spawn import RESULT as SPAWN
+from landscape.experiments.spawn import ROW as SPAWN_ROW
 from landscape.experiments.surfaces import PATH as SURFACE_PATH
 from landscape.experiments.surfaces import POINT as SURFACE_POINT
 from landscape.experiments.surfaces import RESULT as SURFACE
 from landscape.experiments.trajectories import PROJECTED_PATH as SURFACE_RUN
+from landscape.experiments.transport import TRANSPORT_ROW
 from landscape.fields import Fields, MissingField
 from landscape.matching import result_aligns
 from landscape.names import method_key
+from landscape.symmetry.table import SYMMETRY_ROW
 
 __all__ = ["ABLATION", "ABLATION_CELL", "ABLATION_CURVE", "ABLATION_MISSING", "ABLATION_SEED",
-           "ABLATION_STEP", "ATLAS", "ATLAS_POINT", "BARRIER", "SURFACE", "SURFACE_PATH",
-           "SURFACE_POINT", "SURFACE_RUN", "TRIANGLE", "Fields", "MissingField", "aligned",
-           "key_of"]  # fmt: skip
+           "ABLATION_STEP", "ANGLE_SUMMARY", "ATLAS", "ATLAS_POINT", "BARRIER", "CLAIMS",
+           "CLAIMS_SUMMARY", "CLAIM_ROW", "CURVED", "CURVED_ALIGNMENT", "CURVED_PATH",
+           "EIGENANGLES", "GAUGE_SWEEP", "ITERATIONS", "ITERATION_ROUND", "LEARNED_CHECKPOINT",
+           "LM_STEP", "MATRIX", "MERGES", "MERGE_ALIGNMENT", "MERGE_CURVE", "RECOVERY",
+           "RECOVERY_POINT", "SCRAMBLE", "SCRAMBLE_ROW", "SCRAMBLE_SUMMARY", "SPAWN", "SPAWN_ROW",
+           "SURFACE", "SURFACE_PATH", "SURFACE_POINT", "SURFACE_RUN", "SYMMETRY_ROW",
+           "SYMMETRY_TABLE", "TRAJECTORY", "TRAJECTORY_ROW", "TRANSPORT_ROW", "TRIANGLE",
+           "WIDTHS", "WIDTH_ROW", "Fields", "MissingField", "aligned", "key_of"]  # fmt: skip
 
 
 def aligned(kind: Fields, record: Mapping[str, Any]) -> bool:
@@ -78,74 +125,8 @@ ZOO_SEED = Fields("zoo seed", ("seed", "test_accuracy"))
 
 INTERPOLATION_SERIES = Fields("interpolation series", ("label", "results"),
                               {"space": "weights", "method": None})  # fmt: skip
-WIDTHS = Fields("widths result", ("rows", "d_model"))
-WIDTH_ROW = Fields("widths row", ("width", "method", "barrier_loss", "barrier_accuracy"),
-                  {"group": "orth"})  # fmt: skip
-# landscape.experiments.merging.operators: one pair's curves, and each alignment's record in it
-MERGES = Fields("merges of a pair", ("lambdas", "alignments"), {"split": "test"})
-MERGE_ALIGNMENT = Fields("merges alignment", ("method", "group", "line", "operators"))
-MERGE_CURVE = Fields("merge curve", ("loss", "accuracy"))
-# landscape.experiments.barriers.curved: a pair's curved path beside its line, per alignment
-CURVED = Fields("curve result", ("lambdas", "alignments", "kind"),
-                {"split": "test", "model": "", "seeds": ("", ""), "bends": 1,
-                 "steps": None})  # fmt: skip
-CURVED_ALIGNMENT = Fields("curve alignment", ("method", "group", "line", "curve"))
-CURVED_PATH = Fields("curve path", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
-# landscape.experiments.spawn: the children's barrier per spawn step and alignment
-SPAWN = Fields("spawn result", ("rows", "steps", "children"), {"model": "", "split": "test",
-                                                               "seed": 0})  # fmt: skip
-SPAWN_ROW = Fields("spawn row", ("step", "method", "group", "barrier_loss", "barrier_accuracy"),
-                   {"barrier_loss_sem": None, "barrier_accuracy_sem": None})  # fmt: skip
-MATRIX = Fields("barrier matrix",
-                ("seeds", "method", "group", "split", "barrier_loss", "barrier_accuracy"),
-                {"space": "weights", "model": ""})  # fmt: skip
-
-# ---------------------------------------------------------------- eigenangles page
-
-# Without learned matching (the app's fast path) there is no correction series.
-EIGENANGLES = Fields("eigenangle result", ("angles_wm", "angles_haar"),
-                     {"angles_correction": None, "haar_draws": None})  # fmt: skip
-LM_STEP = Fields("learned-matching step", ("step", "loss"))
-# experiments.iteration_barriers: rows per weight-matching round and per learned checkpoint
-ITERATIONS = Fields("iterations result", ("rounds", "checkpoints"),
-                    {"split": "test", "space": "weights"})  # fmt: skip
-ITERATION_ROUND = Fields("weight-matching round",
-                         ("group", "round", "barrier_loss", "barrier_accuracy"))  # fmt: skip
-LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
-                            ("init", "step", "barrier_loss", "barrier_accuracy"),
-                            {"selected": False})  # fmt: skip
-
-# ---------------------------------------------------------------- gauge page
-
-SYMMETRY_ROW = Fields("symmetry table row", ("group", "valid", "max_abs_dlogits"))
-SCRAMBLE = Fields("scramble result", ("summary",))
-SCRAMBLE_SUMMARY = Fields(
-    "scramble summary row",
-    ("label", "naive", "matched_perm", "matched_signed-perm", "matched_orth"),
-)
-RECOVERY = Fields("recovery result", ("curve",))
-RECOVERY_POINT = Fields(
-    "recovery curve point",
-    ("steps", "drift", "flipped",
-     "weights_marginalised_perm", "weights_signed_perm",
-     "activations_marginalised_perm", "activations_signed_perm",
-     "weights_marginalised_coord", "weights_signed_coord",
-     "activations_marginalised_coord", "activations_signed_coord"),
-)  # fmt: skip
-TRAJECTORY = Fields("trajectory result", ("rows",))
-TRAJECTORY_ROW = Fields(
-    "trajectory row", ("source", "steps", "drift", "local_coord", "endpoint_coord")
-)
-CLAIMS = Fields("claim-check result", ("summary", "chance", "k"))
-CLAIMS_SUMMARY = Fields("claim-check summary row", ("label", "raw", "perm_only", "transported"))
-TRANSPORT_ROW = Fields(
-    "transport row", ("artifact", "mode", "metric", "value", "reference", "kept")
-)
 
 # the kinds declared here (not beside their producers): exactly what the figures read of them
 ALL = (
     TRAINING_RUN, TRAINING_CURVES, ZOO_ROW, ZOO_SEED, INTERPOLATION_SERIES,
-    EIGENANGLES, LM_STEP, SYMMETRY_ROW, SCRAMBLE, SCRAMBLE_SUMMARY, RECOVERY,
-    RECOVERY_POINT, TRAJECTORY, TRAJECTORY_ROW, CLAIMS, CLAIMS_SUMMARY, TRANSPORT_ROW,
-    ITERATIONS, ITERATION_ROUND, LEARNED_CHECKPOINT, WIDTHS, WIDTH_ROW, MATRIX,
 )  # fmt: skip

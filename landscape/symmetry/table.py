@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from landscape.fields import Fields
 from landscape.models import ModelConfig, Params, architecture_of, forward
 from landscape.models.registry import random_inputs
 from landscape.symmetry.action import NormState, apply, norm_state, resid_needs
@@ -73,6 +74,11 @@ _ACTS_ON = {
     "ov": "inside each head: W_V·N, N⁻¹·W_O (N invertible)",
     "scale": "FFN units: positive scalings",
 }
+
+# One row of :func:`symmetry_table` (landscape.fields): what it writes, and what the Gauge page's
+# figure reads.
+SYMMETRY_ROW = Fields("symmetry table row",
+                      ("group", "acts_on", "valid", "max_abs_dlogits", "needs", "note"))
 
 
 def symmetry_table(

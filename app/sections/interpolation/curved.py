@@ -22,6 +22,7 @@ from landscape.experiments.barriers.curved import CurveOptions
 from landscape.matching import aligns
 from landscape.page_defaults import method_group
 from landscape.plots.curves import KIND_WORDS, figure_curve
+from landscape.plots.fields import CURVED, CURVED_ALIGNMENT
 from landscape.plots.tidy import tidy_curve
 
 
@@ -75,9 +76,11 @@ def curved_path(asked: Asked) -> None:
             unknown="each trains its control point on the training split",
         )  # fmt: skip
         if made is not None:
+            R, A = CURVED.read, CURVED_ALIGNMENT.read  # the result's and its alignments' fields
+            alignments = R(made, "alignments")
             state.measured("curve", name, device(),
-                           seconds=sum(al["training_seconds"] for al in made["alignments"]),
-                           units=made["steps"] * len(made["alignments"]))  # fmt: skip
+                           seconds=sum(A(al, "training_seconds") for al in alignments),
+                           units=R(made, "steps") * len(alignments))  # fmt: skip
             show_warnings("Curved path", made)
             curve_table = on_screen(state.curve_rows(made))
             figure(
@@ -87,11 +90,11 @@ def curved_path(asked: Asked) -> None:
                 key="curve",
                 data=tidy_curve(made),
                 settings={"model": name, "seeds": list(curve_pair), "alignment": curve_combo,
-                          "curve": curve_kind, "bends": made["bends"], "steps": curve_steps,
-                          "lr": made["lr"], "batch size": made["batch_size"],
+                          "curve": curve_kind, "bends": R(made, "bends"), "steps": curve_steps,
+                          "lr": R(made, "lr"), "batch size": R(made, "batch_size"),
                           "points": points, "split": split},
-                cache_keys=[k for al in made["alignments"]
-                            for k in (al["line_cache_key"], al["cache_key"])],
+                cache_keys=[k for al in alignments
+                            for k in (A(al, "line_cache_key"), A(al, "cache_key"))],
                 tables={f"Barriers of the line and the curve, {split} split": curve_table},
             )  # fmt: skip
             results_table(pd.DataFrame(curve_table))

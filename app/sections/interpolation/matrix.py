@@ -16,8 +16,10 @@ from app.components.long_runs import UNKNOWN, duration, run_in_status
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from app.sections.interpolation.curves import costs
+from landscape.experiments.barriers.matrix import PAIR as MATRIX_PAIR
 from landscape.experiments.barriers.matrix import MatrixOptions
 from landscape.page_defaults import method_group
+from landscape.plots.fields import MATRIX
 from landscape.plots.matrix import figure_barrier_matrix
 from landscape.plots.tidy import tidy_matrix
 
@@ -88,12 +90,12 @@ def barrier_matrix(asked: Asked) -> None:
             data=tidy_matrix(matrix),
             settings={
                 "model": name,
-                "seeds": matrix["seeds"],
-                "method": matrix["method"],
-                "group": matrix["group"],
-                "space": matrix["space"],
+                "seeds": MATRIX.read(matrix, "seeds"),
+                "method": MATRIX.read(matrix, "method"),
+                "group": MATRIX.read(matrix, "group"),
+                "space": MATRIX.read(matrix, "space"),
                 "split": split,
                 "points": points,
             },  # fmt: skip
-            cache_keys=[p["cache_key"] for p in matrix["pairs"]],
+            cache_keys=[MATRIX_PAIR.read(p, "cache_key") for p in MATRIX.read(matrix, "pairs")],
         )

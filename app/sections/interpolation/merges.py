@@ -20,6 +20,7 @@ from landscape.experiments.merging.operators import OPERATORS as MERGE_OPERATORS
 from landscape.experiments.merging.operators import POINTS as MERGE_POINTS
 from landscape.matching import aligns
 from landscape.page_defaults import method_group
+from landscape.plots.fields import MERGE_ALIGNMENT, MERGES
 from landscape.plots.interpolation import figure_merges
 from landscape.plots.tidy import tidy_records
 
@@ -82,13 +83,13 @@ def merge_operators(asked: Asked) -> None:
                     "mergekit process for a Hugging Face model)",
                 )  # fmt: skip
                 if merged is not None:
+                    R, A = MERGES.read, MERGE_ALIGNMENT.read  # the pair's, its alignments' fields
+                    alignments = R(merged, "alignments")
                     state.measured("merge", name, device(),
-                                   seconds=sum(al.get("merge_seconds", 0.0)
-                                               for al in merged["alignments"]),
-                                   units=sum(al.get("merges", 0)
-                                             for al in merged["alignments"]))  # fmt: skip
-                    for al in merged["alignments"]:
-                        show_warnings(f"Merge operators, {al['method']}/{al['group']}", al)
+                                   seconds=sum(A(al, "merge_seconds") for al in alignments),
+                                   units=sum(A(al, "merges") for al in alignments))  # fmt: skip
+                    for al in alignments:
+                        show_warnings(f"Merge operators, {A(al, 'method')}/{A(al, 'group')}", al)
                     figure(
                         figure_merges(merged),
                         f"merges-{name}-{merge_pair[0]}-{merge_pair[1]}-{split}",
@@ -98,7 +99,7 @@ def merge_operators(asked: Asked) -> None:
                         settings={"model": name, "seeds": list(merge_pair),
                                   "alignment": merge_combo, "operators": list(ops),
                                   "points": merge_points, "split": split,
-                                  "density": merged["density"],
-                                  "mergekit": merged["mergekit"]},
+                                  "density": R(merged, "density"),
+                                  "mergekit": R(merged, "mergekit")},
                     )  # fmt: skip
                     results_table(pd.DataFrame(on_screen(state.merge_rows(merged))))

@@ -20,6 +20,7 @@ from landscape.matching import aligns, matching_key
 from landscape.models.zoo import ZOO
 from landscape.page_defaults import method_group
 from landscape.plots.curves import figure_spawn
+from landscape.plots.fields import SPAWN, SPAWN_ROW
 from landscape.plots.theme import points as in_points
 from landscape.plots.tidy import tidy_records
 
@@ -90,21 +91,23 @@ def spawned_children(asked: Asked) -> None:
             )  # fmt: skip
             if made is not None:
                 show_warnings("Spawned children", made)
-                spawn_table = [{"step": x["step"],
-                                "alignment": matching_key(x["method"], x["group"]),
-                                "loss barrier (nats)": x["barrier_loss"],
-                                "accuracy barrier (points)": in_points(x["barrier_accuracy"])}
-                               for x in made["rows"]]  # fmt: skip
+                R, X = SPAWN.read, SPAWN_ROW.read  # the result's and its rows' fields
+                spawn_table = [{"step": X(x, "step"),
+                                "alignment": matching_key(X(x, "method"), X(x, "group")),
+                                "loss barrier (nats)": X(x, "barrier_loss"),
+                                "accuracy barrier (points)": in_points(X(x, "barrier_accuracy"))}
+                               for x in R(made, "rows")]  # fmt: skip
                 figure(
                     figure_spawn(made, presentation=presentation()),
                     f"spawn-{name}-{parent}-{split}",
                     title="the barrier between spawned children against the spawn step",
                     key="spawn",
                     data=tidy_records(spawn_table, model=name, parent_seed=parent, split=split),
-                    settings={"model": name, "parent seed": parent, "spawn steps": made["at"],
-                              "children": made["children"], "snapshots every": made["every"],
-                              "alignment": spawn_combo, "points": points, "split": split},
-                    cache_keys=[k for x in made["rows"] for k in x["cache_keys"]],
+                    settings={"model": name, "parent seed": parent,
+                              "spawn steps": R(made, "at"), "children": R(made, "children"),
+                              "snapshots every": R(made, "every"), "alignment": spawn_combo,
+                              "points": points, "split": split},
+                    cache_keys=[k for x in R(made, "rows") for k in X(x, "cache_keys")],
                     tables={f"Barriers between the children, {split} split": spawn_table},
                 )  # fmt: skip
                 results_table(pd.DataFrame(spawn_table))

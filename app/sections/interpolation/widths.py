@@ -14,6 +14,7 @@ from app.components.long_runs import read_else_run
 from app.memory import remember
 from app.sections.interpolation.asked import Asked
 from landscape.matching import matching_key
+from landscape.plots.fields import WIDTHS
 from landscape.plots.interpolation import figure_widths
 from landscape.plots.tidy import tidy_records
 
@@ -72,12 +73,14 @@ def different_widths(asked: Asked) -> None:
                 title="the barrier against B's width",
                 key="widths",
                 data=tidy_records(
-                    widths["rows"], model=name, seed_a=a_seed, seed_b=b_seed, split=split
+                    WIDTHS.read(widths, "rows"), model=name, seed_a=a_seed, seed_b=b_seed,
+                    split=split,
                 ),  # fmt: skip
                 settings={
                     "model": name,
                     "methods": [
-                        matching_key(m, widths.get("group")) for m in widths.get("methods", ())
+                        matching_key(m, WIDTHS.read(widths, "group"))
+                        for m in WIDTHS.read(widths, "methods")
                     ],
                     "seeds": [a_seed, b_seed],
                     "factors": sorted(factors),

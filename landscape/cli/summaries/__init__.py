@@ -7,8 +7,9 @@ with a layout in LAYOUTS gets it; any other result is laid out from its keys (hu
 prints the result itself, unchanged (``landscape.cli``).
 
 The layouts live by command family: :mod:`.checkpoints`, :mod:`.symmetries`, :mod:`.barriers`
-and :mod:`.merging`, each registering its commands' layouts in ``LAYOUTS`` as it is imported;
-what they share is :mod:`.formatting`.
+(paths and planes), :mod:`.tables` (tables over pairs, seeds and variants) and :mod:`.merging`,
+each registering its commands' layouts in ``LAYOUTS`` as it is imported; what they share is
+:mod:`.formatting`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 # each module registers its commands' layouts as it is imported
-from landscape.cli.summaries import barriers, checkpoints, merging, symmetries  # noqa: F401
+from landscape.cli.summaries import (  # noqa: F401
+    barriers,
+    checkpoints,
+    merging,
+    symmetries,
+    tables,
+)
 from landscape.cli.summaries.formatting import LAYOUTS, human, terminal_safe
 
 __all__ = ["show", "terminal_safe"]

@@ -1,6 +1,6 @@
-"""The summaries of the commands that measure the loss between models: ``barrier`` and
-``pair-barrier``, ``curvature``, ``triangle``, ``surface``, ``table``, ``ablation``, ``kv-sharing``,
-``controls``, ``widths``, ``matrix``, ``curve`` and ``spawn``.
+"""The summaries of the commands that measure the loss between models along a path or over a
+plane: ``barrier`` and ``pair-barrier``, ``curvature``, ``triangle``, ``surface``, ``curve`` and
+``spawn`` (the tables over pairs, seeds and variants are :mod:`.tables`').
 """
 
 from __future__ import annotations
@@ -13,40 +13,25 @@ from landscape.cli.summaries.formatting import (
     _alignment,
     _aligns,
     _bare,
+    _checks,
     _facts,
-    _field,
     _key,
     _matching,
     _member,
     _nats,
-    _pairs_text,
     _pct,
     _pm,
     _secs,
     _time,
     _value,
+    _verdict,
+    _where,
     _wrap,
     columns,
     layout,
 )
 from landscape.fields import Fields
 from landscape.numbers import mean_pm, number
-
-
-def _checks(r: dict[str, Any], aligned: str = "B", kind: Fields | None = None) -> str:
-    parts = [f"{number(_field(kind, r, 'function_check', None))} for aligned {aligned}"]
-    check_a = _field(kind, r, "function_check_a", None)
-    if check_a is not None:
-        parts.append(f"{number(check_a)} for processed A")
-    ok = _field(kind, r, "function_ok", True)
-    verdict = "ok" if ok else "FAILED, see the warnings above"
-    return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
-
-
-def _where(r: dict[str, Any], path: str = "along the straight line",
-           kind: Fields | None = None) -> str:  # fmt: skip
-    space = _field(kind, r, "space", None) or "weights"
-    return f"the {_field(kind, r, 'split')} split, {path} in the {space} space"
 
 
 def _at(point: Sequence[float]) -> str:
@@ -296,245 +281,73 @@ def _show_surface(r: dict[str, Any]) -> list[str]:
     return _facts(facts)
 
 
-def _health(r: dict[str, Any], kind: Fields | None = None, row: Fields | None = None) -> str:
-    """Whether every function check held: the result's and its rows' (``kind`` and ``row``:
-    their declarations, where the layout names them)."""
-    rows = _field(kind, r, "rows", [])
-    bad = [x for x in rows if not _field(row, x, "function_ok", True)]
-    if not bad and _field(kind, r, "function_ok", True):
-        return "function checks: every alignment kept both functions"
-    return f"function checks: {len(bad)} row(s) FAILED, see the warnings above"
-
-
-@layout("table")
-def _show_table(r: dict[str, Any]) -> list[str]:
-    from landscape.experiments.barriers.tables import LEFT_OUT, TABLE, TABLE_ROW
-
-    R, X = TABLE.read, TABLE_ROW.read  # the result's and its rows' declared fields
-    pairs = R(r, "pairs")
-    many = len(pairs) > 1
-    spaces = R(r, "spaces") or [R(r, "space")]
-    rows = [{"method": X(x, "method"), "group": X(x, "group"),
-             **({"space": X(x, "space")} if len(spaces) > 1 else {}),
-             "loss": _pm("", X(x, "barrier_loss"), X(x, "barrier_loss_sem"), many),
-             **({"per pair": " ".join(f"{v:.3g}" for v in X(x, "per_pair_loss"))}
-                if many else {}),
-             "accuracy": _pm("%", X(x, "barrier_accuracy"), X(x, "barrier_accuracy_sem"), many),
-             "paper": X(x, "paper") or ""} for x in R(r, "rows")]  # fmt: skip
-    where = f"{' and '.join(spaces)} space{'s' if len(spaces) > 1 else ''}"
-    title = (f"{R(r, 'model')}: barriers over {_pairs_text(pairs)}; {R(r, 'split')} split, "
-             f"{where}")  # fmt: skip
-    heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
-             "accuracy": "accuracy barrier", "paper": "paper (nats)"}  # fmt: skip
-    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    for x in R(r, "left_out"):  # rows whose method does not align this model
-        lines += _wrap(f"left out: {LEFT_OUT.read(x, 'method')}/{LEFT_OUT.read(x, 'group')}: ",
-                       LEFT_OUT.read(x, "reason"))  # fmt: skip
-    learned = R(r, "learned_options")
-    if learned:  # settings other than the library's defaults
-        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in learned.items()))
-    paper = R(r, "paper")  # PAPER_REFERENCE, which names its source
-    if isinstance(paper, dict) and paper.get("source"):
-        lines += _wrap("paper: ", paper["source"])
-    return [*lines, _health(r, TABLE, TABLE_ROW)]
-
-
-@layout("ablation")
-def _show_ablation(r: dict[str, Any]) -> list[str]:
-    from landscape.experiments.barriers.ablation import CELL, ENTRY, MISSING, RESULT
-    from landscape.matching import matching_key
-
-    rows = []
-    for step in RESULT.read(r, "steps"):
-        pairs = ENTRY.read(step, "pairs")
-        many = len(pairs) > 1
-        first = True
-        for c in ENTRY.read(step, "cells"):
-            rows.append({"entry": ENTRY.read(step, "label") if first else "",
-                         "pairs": " ".join(f"{a}–{b}" for a, b in pairs) if first else "",
-                         "test loss": _pm("", ENTRY.read(step, "test_loss"),
-                                          ENTRY.read(step, "test_loss_sem"), many)
-                         if first else "",
-                         "method": matching_key(CELL.read(c, "method"), CELL.read(c, "group"))
-                         + (", calibrated" if CELL.read(c, "calibrated") else ""),
-                         "space": CELL.read(c, "space"),
-                         "loss": _pm("", CELL.read(c, "barrier_loss"),
-                                     CELL.read(c, "barrier_loss_sem"), many),
-                         "per pair": " ".join(f"{v:.3g}" for v in CELL.read(c, "per_pair_loss")),
-                         "accuracy": _pm("%", CELL.read(c, "barrier_accuracy"),
-                                         CELL.read(c, "barrier_accuracy_sem"), many)})  # fmt: skip
-            first = False
-    heads = {"test loss": "test loss (nats)", "loss": "loss barrier (nats)",
-             "accuracy": "accuracy barrier"}  # fmt: skip
-    title = (f"the Llama ablation: barriers over every pair of each entry's seeds (mean ± "
-             f"s.e.m. over pairs); {RESULT.read(r, 'split')} split")  # fmt: skip
-    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    lines += ["the entries"]
-    lines += columns([{"entry": ENTRY.read(s, "label"), "model": ENTRY.read(s, "model"),
-                       "what it changes": ENTRY.read(s, "change")}
-                      for s in RESULT.read(r, "steps")], "  ")  # fmt: skip
-    missing = RESULT.read(r, "missing")
-    if missing:
-        lines += _wrap("not measured yet: ", ", ".join(MISSING.read(m, "label") for m in missing))
-    said = RESULT.read(r, "learned_options")
-    if said:
-        lines += _wrap("learned rows: ", ", ".join(f"{k} {v}" for k, v in said.items()))
-    return [*lines, "", _health(r)]
-
-
-@layout("kv-sharing")
-def _show_kv_sharing(r: dict[str, Any]) -> list[str]:
-    many = len(r["pairs"]) > 1
-    rows = [
-        {
-            "pair": f"{x['seeds'][0]}–{x['seeds'][1]}",
-            "shared": _bare("", x["shared_barrier_loss"]),
-            "relaxed": _bare("", x["relaxed_barrier_loss"]),
-            "shared acc": _bare("%", x["shared_barrier_accuracy"]),
-            "relaxed acc": _bare("%", x["relaxed_barrier_accuracy"]),
-        }
-        for x in r["rows"]
-    ]
-    rows.append({"pair": "mean", "shared": _pm("", r["shared_barrier_loss"],
-                                               r["shared_barrier_loss_sem"], many),
-                 "relaxed": _pm("", r["relaxed_barrier_loss"], r["relaxed_barrier_loss_sem"],
-                                many)})  # fmt: skip
-    heads = {
-        "shared": "shared keys/values (nats)",
-        "relaxed": "copied per head (nats)",
-        "shared acc": "accuracy, shared",
-        "relaxed acc": "accuracy, copied",
-    }
-    title = (
-        f"{r['model']}: {r['method']}/{r['group']} with grouped-query sharing and with "
-        f"keys and values copied per query head; {r['split']} split, {r['space']} space"
-    )
-    return [*_wrap("", title), "", *columns(rows, heads=heads), "",
-            f"copies against originals: max |Δlogits| {r['expansion_check']:.1e} (float64)",
-            "function checks: " + ("every alignment kept both functions" if r["function_ok"]
-                                   else "FAILED, see the warnings above")]  # fmt: skip
-
-
-@layout("controls")
-def _show_controls(r: dict[str, Any]) -> list[str]:
-    many = len(r["pairs"]) > 1
-    rows, last = [], None
-    for x in r["rows"]:
-        rows.append({"control": x["control"] if x["control"] != last else "",
-                     "method": x["method"], "group": x["group"],
-                     "loss": _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many),
-                     "accuracy": _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
-                                     many),
-                     "removed": _pct(x.get("fraction_removed"))})  # fmt: skip
-        last = x["control"]
-    heads = {"loss": "loss barrier (nats)" + (" ± s.e.m." if many else ""),
-             "accuracy": "accuracy barrier", "removed": "of naive removed"}  # fmt: skip
-    title = (f"{r['model']}: real pairs against control pairs over {_pairs_text(r['pairs'])}; "
-             f"{r['split']} split, {r.get('space') or 'weights'} space")  # fmt: skip
-    legend = [{"control": c["control"], "disagreement": c.get("disagreement"),
-               "what the pair is": c["description"]} for c in r.get("controls", [])]  # fmt: skip
-    lines = [*_wrap("", title), "", *columns(rows, heads=heads), ""]
-    if legend:
-        heads = {"disagreement": "predictions differ"}
-        lines += ["the controls", *columns(legend, "  ", heads=heads), ""]
-    if r.get("path_task"):
-        lines += _wrap("", r["path_task"][0].upper() + r["path_task"][1:] + ".")
-    return [*lines, _health(r), f"time: {_time(r)}"]
-
-
-@layout("widths")
-def _show_widths(r: dict[str, Any]) -> list[str]:
-    narrow = {n["factor"]: n for n in r.get("narrow", [])}
-    rows = [{"k": x["factor"], "width": x["width"], "method": x["method"],
-             "loss": x["barrier_loss"], "accuracy barrier": x["barrier_accuracy"],
-             "B test loss": narrow.get(x["factor"], {}).get("test_loss"),
-             "B test accuracy": narrow.get(x["factor"], {}).get("test_accuracy")}
-            for x in r["rows"]]  # fmt: skip
-    a, b = r["seeds"]
-    title = (f"{r['model']} seed {a} (width {r['d_model']}) against seed {b} at width "
-             f"{r['d_model']}/k, embedded semi-orthogonally and aligned under "
-             f"{r.get('group', 'orth')}; {_where(r)}")  # fmt: skip
-    heads = {"loss": "loss barrier (nats)", "B test loss": "B test loss (nats)"}
-    return [*_wrap("", title), "", *columns(rows, heads=heads), "", _health(r),
-            f"time: {_time(r)}"]  # fmt: skip
-
-
-@layout("matrix")
-def _show_matrix(r: dict[str, Any]) -> list[str]:
-    """The two seeds × seeds grids, row = A, column = B aligned to it (diagonal: —)."""
-    seeds = [str(s) for s in r["seeds"]]
-    label = _key(r)
-    lines = [f"barrier matrix of {r['model']}: {label}, {r['space']} space, {r['split']} split, "
-             f"{len(r['pairs'])} pair(s)"]  # fmt: skip
-    width = max(8, *(len(s) for s in seeds))
-    for key, title in (("barrier_loss", "loss barrier (nats)"),
-                       ("barrier_accuracy", "accuracy barrier (fraction)")):  # fmt: skip
-        lines += ["", title, "A \\ B".ljust(width) + "".join(s.rjust(width) for s in seeds)]
-        for i, row in enumerate(r[key]):
-            cells = ("—" if i == j else number(v) for j, v in enumerate(row))
-            lines.append(seeds[i].ljust(width) + "".join(c.rjust(width) for c in cells))
-    return lines
-
 
 @layout("curve")
 def _show_curve(r: dict[str, Any]) -> list[str]:
     """Per alignment, the straight line's and the curve's barriers and highest loss."""
-    kind = {"bezier": "Bézier curve", "chain": "polygonal chain"}.get(r["kind"], r["kind"])
-    bends = f"{r['bends']} bend{'s' if r['bends'] != 1 else ''}"
-    rows = [{"alignment": x["alignment"], "path": "straight line" if x["path"] ==
-             "straight line" else kind, "loss": _nats(x["loss barrier (nats)"]),
-             "accuracy": _pct(x["accuracy barrier (fraction)"]),
-             "peak": _nats(x["max loss (nats)"])} for x in r["rows"]]  # fmt: skip
+    from landscape.experiments.barriers.curved import CURVED, CURVED_ALIGNMENT, CURVED_ROW
+
+    R, W = CURVED.read, CURVED_ROW.read  # the result's and its rows' declared fields
+    said = R(r, "kind")
+    kind = {"bezier": "Bézier curve", "chain": "polygonal chain"}.get(said, said)
+    n = R(r, "bends")
+    bends = f"{n} bend{'s' if n != 1 else ''}"
+    rows = [{"alignment": W(x, "alignment"), "path": "straight line" if W(x, "path") ==
+             "straight line" else kind, "loss": _nats(W(x, "loss barrier (nats)")),
+             "accuracy": _pct(W(x, "accuracy barrier (fraction)")),
+             "peak": _nats(W(x, "max loss (nats)"))} for x in R(r, "rows")]  # fmt: skip
     heads = {"loss": "loss barrier", "accuracy": "accuracy barrier", "peak": "highest loss"}
-    a, b = r["seeds"]
-    title = (f"{r['model']} seeds {a}–{b}: a {kind} ({bends}) beside the straight line; "
-             f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
-    trained = r["alignments"][-1]
+    a, b = R(r, "seeds")
+    title = (f"{R(r, 'model')} seeds {a}–{b}: a {kind} ({bends}) beside the straight line; "
+             f"{R(r, 'split')} split, {R(r, 'points')} points on λ")  # fmt: skip
+    alignments = R(r, "alignments")
+    trained = CURVED_ALIGNMENT.read(alignments[-1], "training_seconds")
+    cached = all(CURVED_ALIGNMENT.read(x, "cached") for x in alignments)
     facts = [
-        ("alignment", _matching(r)),
-        ("curve", f"control points trained {r['steps']} steps on the training split (Adam, lr "
-                  f"{number(r['lr'])} cosine-decayed, batch {r['batch_size']}, seed "
-                  f"{r.get('train_seed', 0)}), A and B fixed; {number(trained['training_seconds'])}"
-                  " s"),
+        ("alignment", _matching(r, CURVED)),
+        ("curve", f"control points trained {R(r, 'steps')} steps on the training split (Adam, "
+                  f"lr {number(R(r, 'lr'))} cosine-decayed, batch {R(r, 'batch_size')}, seed "
+                  f"{R(r, 'train_seed')}), A and B fixed; {number(trained)} s"),
         ("barriers", "against the chord between A and B, at the line's λ"),
-        ("time", _secs(r.get("seconds")) + (", read from the cache" if all(
-            x["cached"] for x in r["alignments"]) else ", computed now")),
+        ("time", _secs(R(r, "seconds")) + (", read from the cache" if cached
+                                           else ", computed now")),
     ]  # fmt: skip
-    verdict = ("function checks: every alignment kept both functions" if r.get("function_ok", True)
-               else "function checks: FAILED, see the warnings above")  # fmt: skip
-    return [*_wrap("", title), "", *columns(rows, heads=heads), "", *_facts(facts), verdict]
+    return [*_wrap("", title), "", *columns(rows, heads=heads), "", *_facts(facts),
+            _verdict(r, CURVED)]  # fmt: skip
 
 
 @layout("spawn")
 def _show_spawn(r: dict[str, Any]) -> list[str]:
     """One row per spawn step: the children's barrier naive and aligned, and their accuracy."""
-    many = r["children"] > 2
+    from landscape.experiments.spawn import MEMBER, RESULT, ROW
+
+    R, X = RESULT.read, ROW.read  # the result's and its rows' declared fields
+    children = R(r, "children")
+    many = children > 2
     acc: dict[int, list[float]] = {}
-    for m in r["members"]:
-        acc.setdefault(m["step"], []).append(m["test_accuracy"])
+    for m in R(r, "members"):
+        acc.setdefault(MEMBER.read(m, "step"), []).append(MEMBER.read(m, "test_accuracy"))
     table: dict[int, dict[str, Any]] = {}
-    for x in r["rows"]:
-        row = table.setdefault(x["step"], {"step": x["step"]})
-        which = "aligned" if _aligns(x) else "naive"
-        row[f"{which} loss"] = _pm("", x["barrier_loss"], x.get("barrier_loss_sem"), many)
-        row[f"{which} accuracy"] = _pm("%", x["barrier_accuracy"], x.get("barrier_accuracy_sem"),
-                                       many)  # fmt: skip
+    for x in R(r, "rows"):
+        row = table.setdefault(X(x, "step"), {"step": X(x, "step")})
+        which = "aligned" if _aligns(x, ROW) else "naive"
+        row[f"{which} loss"] = _pm("", X(x, "barrier_loss"), X(x, "barrier_loss_sem"), many)
+        row[f"{which} accuracy"] = _pm("%", X(x, "barrier_accuracy"),
+                                       X(x, "barrier_accuracy_sem"), many)  # fmt: skip
     for k, row in table.items():
         row["children accuracy"] = _pct(sum(acc[k]) / len(acc[k]))
     heads = {"naive loss": "naive (nats)", "naive accuracy": "naive acc",
              "aligned loss": "aligned (nats)", "aligned accuracy": "aligned acc",
              "children accuracy": "children's acc"}  # fmt: skip
-    title = (f"{r['model']}: {r['children']} children spawned from seed {r['seed']}'s run at step "
-             f"k of {r['steps']}, each with its own data order; barriers between them on the "
-             f"{r['split']} split, {r['points']} points on λ")  # fmt: skip
+    title = (f"{R(r, 'model')}: {children} children spawned from seed {R(r, 'seed')}'s run at "
+             f"step k of {R(r, 'steps')}, each with its own data order; barriers between them "
+             f"on the {R(r, 'split')} split, {R(r, 'points')} points on λ")  # fmt: skip
     facts = [
-        ("alignment", _matching(r)),
+        ("alignment", _matching(r, RESULT)),
         ("barriers", "loss and accuracy barrier between the children along the straight line, "
                      "mean over their pairs"),
-        ("parent", f"snapshots every {r['every']} steps (parameters and optimizer state)"),
-        ("time", _secs(r.get("seconds"))),
+        ("parent", f"snapshots every {R(r, 'every')} steps (parameters and optimizer state)"),
+        ("time", _secs(R(r, "seconds"))),
     ]  # fmt: skip
-    verdict = ("function checks: every alignment kept both functions" if r.get("function_ok", True)
-               else "function checks: FAILED, see the warnings above")  # fmt: skip
     return [*_wrap("", title), "", *columns(list(table.values()), heads=heads), "",
-            *_facts(facts), verdict]  # fmt: skip
+            *_facts(facts), _verdict(r, RESULT)]  # fmt: skip

@@ -309,12 +309,48 @@ def _time(r: dict[str, Any], kind: Fields | None = None) -> str:
                 if kind is None or "matching_seconds" in kind.names else None)  # fmt: skip
     if matching is not None:
         text += f" (matching {_secs(matching)})"
-    device = _field(kind, r, "device", None)
+    device = (_field(kind, r, "device", None)
+              if kind is None or "device" in kind.names else None)  # fmt: skip
     if device:
         text += f" on {device}"
-    if kind is not None or "cached" in r:
+    if ("cached" in kind.names) if kind is not None else ("cached" in r):
         text += ", read from the cache" if _field(kind, r, "cached") else ", computed now"
     return text
+
+
+def _checks(r: dict[str, Any], aligned: str = "B", kind: Fields | None = None) -> str:
+    parts = [f"{number(_field(kind, r, 'function_check', None))} for aligned {aligned}"]
+    check_a = _field(kind, r, "function_check_a", None)
+    if check_a is not None:
+        parts.append(f"{number(check_a)} for processed A")
+    ok = _field(kind, r, "function_ok", True)
+    verdict = "ok" if ok else "FAILED, see the warnings above"
+    return f"max |Δlogits| {' and '.join(parts)}: {verdict}"
+
+
+def _where(r: dict[str, Any], path: str = "along the straight line",
+           kind: Fields | None = None) -> str:  # fmt: skip
+    space = _field(kind, r, "space", None) or "weights"
+    return f"the {_field(kind, r, 'split')} split, {path} in the {space} space"
+
+
+def _health(r: dict[str, Any], kind: Fields | None = None, row: Fields | None = None) -> str:
+    """Whether every function check held: the result's and its rows' (``kind`` and ``row``:
+    their declarations, where the layout names them; rows whose kind declares no
+    ``function_ok`` carry none, and the result's says for them)."""
+    rows = _field(kind, r, "rows", [])
+    said = row is None or "function_ok" in row.names
+    bad = [x for x in rows if said and not _field(row, x, "function_ok", True)]
+    if not bad and _field(kind, r, "function_ok", True):
+        return "function checks: every alignment kept both functions"
+    return f"function checks: {len(bad)} row(s) FAILED, see the warnings above"
+
+
+def _verdict(r: dict[str, Any], kind: Fields) -> str:
+    """Whether every alignment of a result kept both functions (its ``function_ok``)."""
+    if kind.read(r, "function_ok"):
+        return "function checks: every alignment kept both functions"
+    return "function checks: FAILED, see the warnings above"
 
 
 def _aligns(r: dict[str, Any], kind: Fields | None = None) -> bool:
@@ -329,9 +365,12 @@ def _aligns(r: dict[str, Any], kind: Fields | None = None) -> bool:
     return result_aligns({"aligns": said, "method": kind.read(r, "method")})
 
 
-def _key(r: dict[str, Any]) -> str:
-    """The method key of result ``r`` (``weight/orth``; ``naive``, which aligns nothing)."""
-    return method_key(r["method"], r.get("group"), aligns=_aligns(r))
+def _key(r: dict[str, Any], kind: Fields | None = None) -> str:
+    """The method key of result ``r`` (``weight/orth``; ``naive``, which aligns nothing): its
+    ``method`` and ``group`` read through ``kind`` where the layout names it."""
+    if kind is None:
+        return method_key(r["method"], r.get("group"), aligns=_aligns(r))
+    return method_key(kind.read(r, "method"), kind.read(r, "group"), aligns=_aligns(r, kind))
 
 
 def _alignment(r: dict[str, Any], kind: Fields | None = None) -> str:
@@ -342,10 +381,12 @@ def _alignment(r: dict[str, Any], kind: Fields | None = None) -> str:
     return f"{METHOD_WORDS.get(name, name)} under {GROUP_WORDS.get(group, group)}"
 
 
-def _matching(r: dict[str, Any]) -> str:
+def _matching(r: dict[str, Any], kind: Fields) -> str:
     """The matching of a result that draws a naive line beside its method's: the method's
     :func:`_alignment`, or ``naive (no alignment)`` when the method aligns nothing."""
-    return _alignment(r) if _aligns(r) else f"{r['method']} (no alignment)"
+    if _aligns(r, kind):
+        return _alignment(r, kind)
+    return f"{kind.read(r, 'method')} (no alignment)"
 
 
 def _pairs_text(pairs: Sequence[Sequence[int]]) -> str:

@@ -21,34 +21,42 @@ from landscape.numbers import number
 
 @layout("eigenangles")
 def _show_eigenangles(r: dict[str, Any]) -> list[str]:
-    word = _member(r["model"])
-    a, b = r["seeds"]
-    draws = r.get("haar_draws") or 1  # results from before the averaged reference: one draw
+    from landscape.experiments.eigen.view import ANGLE_SUMMARY, EIGENANGLES, LM_STEP
+
+    R, S = EIGENANGLES.read, ANGLE_SUMMARY.read  # the result's and its summaries' fields
+    model = R(r, "model")
+    word = _member(model)
+    a, b = R(r, "seeds")
+    draws = R(r, "haar_draws") or 1  # results from before the averaged reference: one draw
     names = {"wm": "O_WM, weight matching", "correction": "O_LM·O_WMᵀ, learned correction",
              "haar": f"Haar-random O(d), {draws} seeded draws (reference)"}  # fmt: skip
-    small = next(r[f"summary_{k}"]["small"] for k in names if f"summary_{k}" in r)
-    rows = [{"rotation": name, "median |θ|": s["median_abs"], "mean |θ|": s["mean_abs"],
-             "share": s["share_small"]} for k, name in names.items()
-            if (s := r.get(f"summary_{k}"))]  # fmt: skip
-    lines = _wrap("", f"eigenangles θ (radians) of the rotations aligning {r['model']} {word} "
-                      f"{b} to {word} {a}: {r['d_model']} each")  # fmt: skip
+    summaries = {k: s for k in names if (s := R(r, f"summary_{k}"))}  # none: not measured
+    small = S(next(iter(summaries.values())), "small")
+    rows = [{"rotation": names[k], "median |θ|": S(s, "median_abs"),
+             "mean |θ|": S(s, "mean_abs"), "share": S(s, "share_small")}
+            for k, s in summaries.items()]  # fmt: skip
+    lines = _wrap("", f"eigenangles θ (radians) of the rotations aligning {model} {word} "
+                      f"{b} to {word} {a}: {R(r, 'd_model')} each")  # fmt: skip
     lines += ["", *columns(rows, heads={"share": f"share |θ| < {number(small)}"}), ""]
     facts = []
-    wm = r.get("wm_objective") or []
+    wm = R(r, "wm_objective") or []
     if wm:
         facts.append(("weight matching", f"objective {number(wm[0])} → {number(wm[-1])} over "
                                          f"{len(wm)} rounds"))  # fmt: skip
-    lm = r.get("lm_curve") or []
+    lm = R(r, "lm_curve") or []
     if lm:
-        facts.append(("learned matching", f"merged loss {_nats(lm[0]['loss'])} at step "
-                      f"{lm[0]['step']}, {_nats(lm[-1]['loss'])} at step {lm[-1]['step']} "
-                      "(at the λ drawn each step)"))  # fmt: skip
-    if "det_flip" in r:
-        facts.append(("det G sign flips", f"{r['det_flip']} during learned matching"))
-    facts.append(("time", _time(r)))
+        (l0, s0), (l1, s1) = ((LM_STEP.read(x, "loss"), LM_STEP.read(x, "step"))
+                              for x in (lm[0], lm[-1]))  # fmt: skip
+        facts.append(("learned matching", f"merged loss {_nats(l0)} at step {s0}, {_nats(l1)} "
+                      f"at step {s1} (at the λ drawn each step)"))  # fmt: skip
+    flips = R(r, "det_flip")
+    if flips is not None:  # learned matching ran
+        facts.append(("det G sign flips", f"{flips} during learned matching"))
+    facts.append(("time", _time(r, EIGENANGLES)))
     lines += _facts(facts)
-    if r.get("iterations"):
-        lines += ["", "iterations", *human(r["iterations"], "  ")]
+    iterations = R(r, "iterations")
+    if iterations:
+        lines += ["", "iterations", *human(iterations, "  ")]
     return lines
 
 

@@ -382,6 +382,20 @@ def _cell(method: str, group: str, space: str, calibrated: bool,
     }
 
 
+# What a kv-sharing result holds (landscape.fields): what :func:`kv_sharing` writes, and what
+# the command's summary reads: the means (± s.e.m.) over the pairs of the shared and the relaxed
+# (keys and values copied per query head) loss barriers, and one row per pair
+KV_SHARING = Fields("kv-sharing result",
+                    ("model", "method", "group", "space", "split", "points", "pairs", "rows",
+                     "expansion_check", "learned_options", "shared_barrier_loss",
+                     "shared_barrier_loss_sem", "relaxed_barrier_loss",
+                     "relaxed_barrier_loss_sem", "function_ok", "warnings"))  # fmt: skip
+KV_SHARING_ROW = Fields("kv-sharing row",
+                        ("seeds", *(f"{k}_{m}" for k in ("shared", "relaxed")
+                                    for m in ("barrier_loss", "barrier_accuracy",
+                                              "function_check")), "warnings"))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class SharingOptions:
     """What :func:`kv_sharing` measures: the lines of ``method``/``group`` in merge ``space``, at

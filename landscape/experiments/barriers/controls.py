@@ -56,11 +56,13 @@ from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BarrierRequest
 from landscape.experiments.barriers.tables import (
     DEFAULT_ROWS,
+    SUMMARY,
     mean_sem,
     pairs_for,
     summarise_barriers,
 )
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import aligns
 from landscape.models import ModelConfig, Params, forward
 from landscape.models.circuits import check_circuit_form, check_space
@@ -224,6 +226,28 @@ ORIGINAL = Coordinates("original", original_coordinates)
 
 
 # ---------------------------------------------------------------- the table
+
+# What a controls table holds (landscape.fields): what :func:`controls_table` writes, and what
+# the command's summary reads.
+CONTROLS_RESULT = Fields("controls result",
+                         ("model", "split", "space", "pairs", "path_task", "controls", "rows",
+                          "function_ok", "warnings", "seconds"))  # fmt: skip
+# one of ``controls``: the kind of pair, its variants, its endpoints' function distance
+# (:func:`function_distance`) and metrics on the normal task, means over the pairs
+CONTROL_PAIRS = Fields("control pairs",
+                       ("control", "description", "variant_a", "variant_b",
+                        "variant_b_description", "disagreement", "tv_distance", "l2_distance",
+                        "endpoint_loss_a", "endpoint_loss_b", "endpoint_accuracy_a",
+                        "endpoint_accuracy_b", "own_task_accuracy_b"))  # fmt: skip
+# one of ``rows``: a control under a method and group, its summary over the pairs
+# (:data:`~landscape.experiments.barriers.tables.SUMMARY`) and the share of the naive barrier
+# it removes (None where the naive barrier is below 1e-6)
+CONTROLS_ROW = Fields("controls row",
+                      ("control", "method", "group", *SUMMARY.required, "fraction_removed",
+                       "split"),
+                      # only with ``original`` (the default): the line in unprocessed coordinates
+                      {"barrier_loss_original": None, "barrier_accuracy_original": None,
+                       "fraction_removed_original": None})  # fmt: skip
 
 
 @dataclass(frozen=True)

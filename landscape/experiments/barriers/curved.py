@@ -46,6 +46,7 @@ from landscape.experiments.barriers.request import BarrierRequest, refuse_unread
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_mixtures
+from landscape.fields import Fields
 from landscape.matching import aligns, given_options, matching_key, options_key
 from landscape.models import ModelConfig, Params, forward
 from landscape.progress import tell, within
@@ -213,6 +214,31 @@ class CurveResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# What a curve result holds (landscape.fields): what :func:`curve` writes
+# (:class:`CurveResult`), and what the figure, the tidy table, the page and the command's
+# summary read.
+CURVED = Fields("curve result",
+                ("method", "group", "kind", "lr", "batch_size", "train_seed", "points",
+                 "lambdas", "alignments", "rows", "seconds", "function_ok", "warnings"),
+                # always written; a curve drawn from a record without them reads these
+                {"split": "test", "model": "", "seeds": ("", ""), "bends": 1,
+                 "steps": None})  # fmt: skip
+# one of ``alignments``: naive, then the method's; its ``line`` and ``curve`` (CURVED_PATH),
+# the curve's training, the function checks and the cache entries of the curve and the line
+CURVED_ALIGNMENT = Fields("curve alignment",
+                          ("method", "group", "line", "curve", "training_loss",
+                           "training_seconds", "function_check", "function_ok", "warnings",
+                           "cached", "cache_key", "line_cache_key"))  # fmt: skip
+# the ``line`` or the ``curve`` of an alignment, at the line's λ (:func:`_barriers`)
+CURVED_PATH = Fields("curve path",
+                     ("loss", "accuracy", "barrier_loss", "barrier_accuracy", "lambda_peak_loss",
+                      "lambda_peak_accuracy", "endpoint_loss", "endpoint_accuracy"))  # fmt: skip
+# one of ``rows`` (:func:`curve_rows`)
+CURVED_ROW = Fields("curve row",
+                    ("alignment", "path", "loss barrier (nats)", "accuracy barrier (fraction)",
+                     "max loss (nats)"))  # fmt: skip
 
 
 def _barriers(c: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from landscape.experiments.barriers.pipeline import health
 from landscape.experiments.basins import barrier_from_curve
 from landscape.experiments.context import RUN, RunContext, in_context
 from landscape.experiments.evaluation import EvalOptions, check_finite_loss, evaluate_path
+from landscape.fields import Fields
 from landscape.matching import BARRIER_GROUPS, function_check, worst_check
 from landscape.matching.learned import INITS, learned_matching
 from landscape.matching.methods import MatchContext, Prepared, prepare_pair
@@ -64,8 +65,37 @@ STEPS = 300  # learned matching's own default, so the final transform is the usu
 CHECKPOINTS = 6  # scoring points after the start: every STEPS / CHECKPOINTS steps
 
 
-__all__ = ["FULL_ROUNDS", "ITERATIONS_VERSION", "LEARNED_GROUP", "ROUND_STRIDE",
+__all__ = ["FULL_ROUNDS", "ITERATIONS", "ITERATIONS_VERSION", "ITERATION_ROUND",
+           "LEARNED_CHECKPOINT", "LEARNED_GROUP", "LEARNED_RUN", "ROUND_STRIDE", "WEIGHT_RUN",
            "IterationOptions", "iteration_barriers", "measured_rounds"]  # fmt: skip
+
+# What an iterations result holds (landscape.fields): what :func:`iteration_barriers` writes, and
+# what the figures, the tidy tables and the Eigenangles page read.
+ITERATIONS = Fields("iterations result",
+                    ("model", "seeds", "points", "learned_group", "rounds", "checkpoints",
+                     "weight_matching", "learned_matching", "function_check", "function_check_a",
+                     "function_ok", "warnings", "seconds", "cached", "device"),
+                    # always written; a figure drawn from a record without them reads these
+                    {"split": "test", "space": "weights"})  # fmt: skip
+# one of ``rounds``: a measured round of weight matching under ``group`` (:func:`_rounds`)
+ITERATION_ROUND = Fields("weight-matching round",
+                         ("group", "round", "barrier_loss", "barrier_accuracy",
+                          "lambda_peak_loss", "function_check", "objective"))  # fmt: skip
+# one of ``checkpoints``: a scoring point of learned matching from ``init`` (:func:`_learned`)
+LEARNED_CHECKPOINT = Fields("learned-matching checkpoint",
+                            ("init", "step", "barrier_loss", "barrier_accuracy",
+                             "lambda_peak_loss", "function_check", "train_merge_loss"),
+                            # written on every checkpoint; absent (a row drawn by hand): not the
+                            # one learned matching returns
+                            {"selected": False})  # fmt: skip
+# ``weight_matching[group]``: the run behind that group's rounds, without its rows
+WEIGHT_RUN = Fields("weight-matching run",
+                    ("objective", "rounds", "converged", "function_check_a", "matching_seconds",
+                     "evaluation_seconds"))  # fmt: skip
+# ``learned_matching[init]``: the run behind that init's checkpoints, without its rows
+LEARNED_RUN = Fields("learned-matching run",
+                     ("eval_every", "selected_step", "det_flips", "function_check_a",
+                      "matching_seconds", "evaluation_seconds"))  # fmt: skip
 
 
 def measured_rounds(rounds: int) -> list[int]:

@@ -24,6 +24,7 @@ from landscape.errors import LandscapeError
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import seeds_request
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.progress import tell, within
 from landscape.threads import threaded
 
@@ -53,6 +54,19 @@ class BarrierMatrix:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# What a barrier matrix holds (landscape.fields): what :func:`barrier_matrix` writes
+# (:class:`BarrierMatrix`), and what the figure, the page and the command's summary read.
+RESULT = Fields("barrier matrix",
+                ("seeds", "method", "group", "split", "points", "barrier_loss",
+                 "barrier_accuracy", "pairs", "function_ok", "warnings"),
+                # always written; a matrix drawn from a record without them reads these
+                {"space": "weights", "model": ""})  # fmt: skip
+# one of ``pairs``: a measured cell (i < j), its barriers, function check and cache entry
+PAIR = Fields("barrier matrix pair",
+              ("seeds", "barrier_loss", "barrier_accuracy", "function_check", "cache_key",
+               "cached"))  # fmt: skip
 
 
 @threaded

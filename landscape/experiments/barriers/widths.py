@@ -44,6 +44,7 @@ from landscape.experiments.barriers.endpoints import SPLITS
 from landscape.experiments.barriers.pipeline import measure_barrier
 from landscape.experiments.barriers.request import BARRIER_VERSION, BarrierRequest
 from landscape.experiments.context import RUN, RunContext, in_context
+from landscape.fields import Fields
 from landscape.matching import METHODS_BY_NAME, function_check, function_warnings
 from landscape.models import ModelConfig
 from landscape.models.train import checkpoint_inputs, train_model
@@ -54,7 +55,10 @@ from landscape.store.cache import Cache, digest_tensors
 from landscape.symmetry.processing import embed_width, prepare, rescale_norm
 
 __all__ = [
+    "WIDTHS",
     "WIDTH_GROUP",
+    "WIDTH_NARROW",
+    "WIDTH_ROW",
     "WidthOptions",
     "check_factors",
     "default_factors",
@@ -72,6 +76,22 @@ ROW_KEYS = ("factor", "width", "method", "group", "barrier_loss", "barrier_accur
             "endpoint_loss", "endpoint_accuracy", "function_check", "function_check_embedded",
             "function_check_a", "within_head_cond", "lambda_peak_loss", "matching_seconds",
             "cached", "lambdas", "loss", "accuracy")  # fmt: skip
+
+# What a widths result holds (landscape.fields): what :func:`width_barriers` writes, and what
+# the figure, the page and the command's summary read.
+WIDTHS = Fields("widths result",
+                ("model", "seeds", "d_model", "d_head", "factors", "methods", "group", "space",
+                 "split", "points", "embed_seed", "a", "narrow", "rows", "function_ok",
+                 "warnings", "seconds", "cached"))  # fmt: skip
+# one of ``rows`` (:func:`width_rows`, ROW_KEYS)
+WIDTH_ROW = Fields("widths row", tuple(k for k in ROW_KEYS if k != "group"),
+                   # every row names it; a row that does not (drawn by hand) is read as O(d)
+                   {"group": WIDTH_GROUP})  # fmt: skip
+# one of ``narrow``: the narrow B of one factor, its size, test metrics and training time
+# (``train_seconds`` None where its checkpoint does not say)
+WIDTH_NARROW = Fields("widths narrow model",
+                      ("factor", "width", "parameters", "test_loss", "test_accuracy",
+                       "train_seconds"))  # fmt: skip
 
 
 def check_factors(cfg: ModelConfig, factors: Sequence[int]) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ from landscape.experiments.eigen.angles import (
     haar_draws,
     haar_reference,
 )
+from landscape.fields import Fields
 from landscape.models.zoo import Checkpoint
 from landscape.progress import Progress
 from landscape.sources import data_of
@@ -43,6 +44,26 @@ from landscape.threads import threaded
 EIGENVIEW_VERSION = 1  # bump when the stored fields change
 # recomputed on read: a property of the width (HAAR_ANGLES floats), not of the pair
 _NOT_STORED = ("angles_haar", "summary_haar")
+
+# What an eigenangle result holds (landscape.fields): what :func:`eigenangle_result` and
+# :func:`eigenangle_view` write, and what the figures, the tidy tables, the Eigenangles page and
+# the command's summary read. Each ``summary_*`` is an ANGLE_SUMMARY of its ``angles_*``.
+EIGENANGLES = Fields("eigenangle result",
+                     ("model", "seeds", "d_model", "angles_wm", "summary_wm", "angles_haar",
+                      "summary_haar", "wm_objective", "lm_curve", "seconds", "cached"),
+                     {  # without learned matching (the app's fast path): no correction series
+                      "angles_correction": None, "summary_correction": None, "det_flip": None,
+                      # always written now; results from before the averaged Haar reference
+                      # (one draw) have none
+                      "haar_draws": None,
+                      # only ``landscape eigenangles --iterations``: its iterations result
+                      # (landscape.experiments.barriers.iterations.ITERATIONS)
+                      "iterations": None})  # fmt: skip
+# a ``summary_*`` (:func:`~landscape.experiments.eigen.angles.angle_summary`)
+ANGLE_SUMMARY = Fields("eigenangle summary",
+                       ("share_small", "median_abs", "mean_abs", "n", "small"))  # fmt: skip
+# one of ``lm_curve``: learned matching's merged training loss at a step
+LM_STEP = Fields("learned-matching step", ("step", "loss"))
 
 
 def _pair(model: str, seeds: Sequence[int], device: torch.device) -> tuple[Checkpoint, Checkpoint]:

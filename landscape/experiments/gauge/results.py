@@ -14,15 +14,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from landscape.fields import Fields
 from landscape.symmetry import RESID_GROUPS
 
 __all__ = [
+    "CLAIMS",
+    "CLAIMS_SUMMARY",
+    "CLAIM_ROW",
     "CLAIM_VARIANTS",
     "COORDINATE_SCORES",
     "GROUP_LABEL",
+    "RECOVERY",
     "RECOVERY_METHODS",
+    "RECOVERY_POINT",
     "RECOVERY_SOURCES",
+    "SCRAMBLE",
+    "SCRAMBLE_ROW",
+    "SCRAMBLE_SUMMARY",
     "SWEEP_GROUPS",
+    "TRAJECTORY",
+    "TRAJECTORY_ROW",
     "ClaimResult",
     "ClaimRow",
     "ClaimSummary",
@@ -313,3 +324,43 @@ class ClaimResult:
         return cls([ClaimRow.from_dict(r) for r in d["rows"]],
                    [ClaimSummary.from_dict(s) for s in d["summary"]], d["k"], d["classes"],
                    d["layer"], d["chance"], d["accuracy"], d["split"])  # fmt: skip
+
+
+# ---------------------------------------------------------------- declared fields
+
+# What each part of the gauge sweep holds (landscape.fields): what the dataclasses above write
+# (``to_dict``), and what the figures, the tidy tables and the Gauge page read. Every part the
+# sweep returns also holds ``seconds``, its compute time (``runner.gauge_sweep``); a part's own
+# function (``scramble_test`` …) does not write it.
+_SECONDS = {"seconds": None}  # absent from a part computed outside the sweep
+_MATCHED = tuple(matched_key(g) for g in SWEEP_GROUPS)
+SCRAMBLE = Fields("scramble result", ("rows", "summary", "draws", "lambdas", "split"),
+                  _SECONDS)  # fmt: skip
+SCRAMBLE_ROW = Fields("scramble row",
+                      ("group", "draw", "max_abs_dlogits", "naive", "naive_acc",
+                       *(k for m in _MATCHED for k in (m, m + "_acc"))))  # fmt: skip
+SCRAMBLE_SUMMARY = Fields("scramble summary row",
+                          ("group", "label", "max_abs_dlogits", "naive", *_MATCHED))  # fmt: skip
+RECOVERY = Fields("recovery result", ("rows", "curve", "steps_grid", "lr", "draws"),
+                  # ``lr_from``: always written now; None (or absent) in a result stored before
+                  # it was said
+                  {"lr_from": None, **_SECONDS})  # fmt: skip
+RECOVERY_POINT = Fields("recovery curve point",
+                        ("steps", "drift", "flipped",
+                         *(recovery_key(s, m, q) for s in RECOVERY_SOURCES
+                           for m in RECOVERY_METHODS for q in COORDINATE_SCORES)),
+                        # a row of one draw names it; a point of the curve (means) has none
+                        {"draw": None})  # fmt: skip
+TRAJECTORY = Fields("trajectory result", ("rows", "steps", "every", "lr", "weight_decay"),
+                    _SECONDS)  # fmt: skip
+TRAJECTORY_ROW = Fields("trajectory row",
+                        ("source", "steps", "drift", "local_coord", "endpoint_coord"))
+CLAIMS = Fields("claim-check result",
+                ("rows", "summary", "k", "classes", "layer", "chance", "accuracy", "split"),
+                _SECONDS)  # fmt: skip
+# a draw's overlap per variant: ``perm_only`` absent under O(d), whose gauge has no
+# permutation part
+CLAIM_ROW = Fields("claim-check row", ("group", "draw", "accuracy_delta", "raw", "transported"),
+                   {"perm_only": None})  # fmt: skip
+CLAIMS_SUMMARY = Fields("claim-check summary row",
+                        ("group", "label", *CLAIM_VARIANTS, "accuracy_delta"))  # fmt: skip

@@ -38,6 +38,7 @@ from landscape.experiments.gauge.parts import (
     scramble_test,
     trajectory_transport,
 )
+from landscape.fields import Fields
 from landscape.models.checkpoint import Checkpoint
 from landscape.progress import Progress
 from landscape.sources import Source
@@ -45,9 +46,18 @@ from landscape.store.cache import Cache
 from landscape.symmetry import resid_blocked, symmetry_table
 from landscape.tasks import Task, load_task, task_source
 
-__all__ = ["GAUGE", "PARTS", "GaugeOptions", "gauge_sweep"]
+__all__ = ["GAUGE", "GAUGE_SWEEP", "PARTS", "SYMMETRY_TABLE", "GaugeOptions", "gauge_sweep"]
 
 PARTS = ("table", "scramble", "recovery", "trajectory", "claims")
+
+# What a gauge sweep holds (landscape.fields): what :func:`gauge_sweep` writes, one field per part
+# asked (``options.parts``; a part not asked is absent): ``table`` a SYMMETRY_TABLE, the others
+# the results of :mod:`landscape.experiments.gauge.results` (SCRAMBLE, RECOVERY, TRAJECTORY,
+# CLAIMS), each with its ``seconds``
+GAUGE_SWEEP = Fields("gauge sweep", ("model", "seed", "version"), dict.fromkeys(PARTS))
+# the ``table`` part: the symmetry table's rows (landscape.symmetry.table.SYMMETRY_ROW), and the
+# seconds they took (written by the sweep; absent from :func:`_table_part`'s own result)
+SYMMETRY_TABLE = Fields("symmetry table", ("rows",), {"seconds": None})
 
 
 @dataclass(frozen=True)

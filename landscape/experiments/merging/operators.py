@@ -77,6 +77,7 @@ from landscape.experiments.merging.mergekit import (
     check_mergekit_covers,
     mergekit_yaml,
 )
+from landscape.fields import Fields
 from landscape.matching import aligns, matching_key, options_key
 from landscape.models import Params
 from landscape.models.checkpoint import Checkpoint
@@ -382,6 +383,22 @@ def pair_merges(
             "alignments": out}  # fmt: skip
 
 
+# What one pair's merges hold (landscape.fields): what :func:`pair_merges` writes, and what the
+# figure and the page read.
+PAIR_MERGES = Fields("merges of a pair",
+                     ("model", "seeds", "lambdas", "density", "merge_seed", "mergekit", "route",
+                      "alignments"),
+                     # always written; a figure drawn from a record without it reads the test split
+                     {"split": "test"})  # fmt: skip
+# one of ``alignments``: naive, then the method's; the straight ``line`` and each operator's
+# curve (MERGE_CURVE), the line's function check, and what its merged points took
+MERGE_ALIGNMENT = Fields("merges alignment",
+                         ("method", "group", "line", "operators", "function_check", "warnings",
+                          "merge_seconds", "merges"))  # fmt: skip
+# the ``line`` or one of the ``operators`` of an alignment, at the line's λ
+MERGE_CURVE = Fields("merge curve", ("loss", "accuracy", "barrier_loss", "barrier_accuracy"))
+
+
 def _pair_of(request: BarrierRequest) -> tuple[str, tuple[int, int]]:
     """The model and the two seeds of a merges request; one line refusing anything else."""
     a, b = request.a, request.b
@@ -434,6 +451,20 @@ class MergesResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# What a merges result holds (landscape.fields): what :func:`merges` writes
+# (:class:`MergesResult`, each of ``pairs`` a PAIR_MERGES), and what the command's summary
+# reads.
+MERGES_RESULT = Fields("merges result",
+                       ("model", "seeds", "method", "group", "operators", "points", "split",
+                        "density", "merge_seed", "mergekit", "pairs", "rows", "seconds",
+                        "function_ok", "warnings"))  # fmt: skip
+# one of ``rows`` (:func:`_rows`): a path's barriers naive and aligned and the gain, each with
+# its standard error over the pairs (None with one pair)
+MERGES_ROW = Fields("merges row",
+                    ("operator", *(f"{m}_{c}{s}" for m in ("loss", "accuracy")
+                                   for c in ("naive", "aligned", "gain") for s in ("", "_sem"))))
 
 
 def _path(alignment: dict[str, Any], path: str) -> dict[str, Any]:
