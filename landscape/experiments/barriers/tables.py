@@ -87,8 +87,9 @@ def summarise_barriers(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "barrier_accuracy_sem": ba[1],
         "per_pair_loss": losses,
         "function_check": worst_check(R(r, "function_check") for r in results),
-        "function_ok": all(R(r, "function_ok") for r in results),
-        "warnings": list(dict.fromkeys(w for r in results for w in R(r, "warnings"))),
+        # a record without a check's verdict or warnings (a bare curve's) has none to add
+        "function_ok": all(r.get("function_ok", True) for r in results),
+        "warnings": list(dict.fromkeys(w for r in results for w in r.get("warnings", []))),
     }
 
 
