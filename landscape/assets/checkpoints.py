@@ -25,9 +25,10 @@ DEFAULT_SEEDS = {"mlp-digits": range(12), "vit-digits": range(3), "gpt-shakespea
                  "gpt-shakespeare-d128-drop0.3": range(3),
                  "llama-shakespeare-d128": range(3)}  # fmt: skip
 
-# What may ship in assets/ (checkpoints, manifest, README figure): the package stays a quick
-# clone. The transformer entries for the barrier tables hold most of it; the paper-scale entries
-# (ZooModel.ships False) are not in DEFAULT_SEEDS and never ship.
+# What may ship in assets/ (checkpoints, manifest, README figure, Home curves; the shipped
+# results have a budget of their own, landscape.assets.results.RESULTS_BUDGET_MB): the package
+# stays a quick clone. The transformer entries for the barrier tables hold most of it; the
+# paper-scale entries (ZooModel.ships False) are not in DEFAULT_SEEDS and never ship.
 ASSETS_BUDGET_MB = 60
 
 

@@ -32,6 +32,10 @@ from landscape.store.cache import (
 from landscape.store.files import replace_file
 
 LOCK_NAME = ".build.lock"  # one build ships into a results folder at a time
+# What the shipped results may take beside the checkpoints' budget
+# (:data:`landscape.assets.checkpoints.ASSETS_BUDGET_MB`): results are small JSON entries (a
+# barrier about 12 KB, a surface about 17 KB), and the pages open at once only where they ship.
+RESULTS_BUDGET_MB = 2
 
 
 class _Recording(Cache):

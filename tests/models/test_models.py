@@ -239,11 +239,12 @@ def test_descriptions_are_read_from_the_config():
 def test_shipped_assets_fit_the_budget_and_verify():
     """Every manifest record's file is shipped and intact (its digest verified, its recipe the
     zoo's), every zoo model that ships ships at least two seeds (the others none), and assets/
-    stays within its budget."""
+    stays within its budgets: the checkpoints' and figures', and the shipped results'."""
     from landscape.assets.checkpoints import ASSETS_BUDGET_MB
+    from landscape.assets.results import RESULTS_BUDGET_MB
     from landscape.models.zoo import ZOO
     from landscape.sources.zoo import load_shipped, read_manifest
-    from landscape.store.paths import assets_root
+    from landscape.store.paths import assets_root, shipped_results_root
 
     records = read_manifest()
     for rec in records:
@@ -251,8 +252,11 @@ def test_shipped_assets_fit_the_budget_and_verify():
     for name, model in ZOO.items():
         n = sum(r["name"] == name for r in records)
         assert n >= 2 if model.ships else n == 0, name
-    size = sum(f.stat().st_size for f in assets_root().rglob("*") if f.is_file())
-    assert size <= ASSETS_BUDGET_MB * 2**20
+    results = shipped_results_root()
+    files = [f for f in assets_root().rglob("*") if f.is_file()]
+    shipped = sum(f.stat().st_size for f in files if results in f.parents)
+    assert sum(f.stat().st_size for f in files) - shipped <= ASSETS_BUDGET_MB * 2**20
+    assert 0 < shipped <= RESULTS_BUDGET_MB * 2**20
 
 
 def test_the_manifest_is_parsed_once_per_version_of_its_file(tmp_path, monkeypatch):
