@@ -216,31 +216,19 @@ def triangle(
     aligned_cached = [True]
 
     def compute() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        tell(progress, "match B", 0)
         if joint:
+            tell(progress, "match B", 0)
             ab, ac = align_joint(a, b, c, group, options=options, data=data,
                                  context=RunContext(device, cache,
                                                     within(progress, 0.0, 0.5)))  # fmt: skip
-        else:
-            ab = align(
-                a,
-                b,
-                method,
-                group,
-                data=data,
-                options=options,
-                context=RunContext(device, cache, within(progress, 0.0, 0.25)),
-            )
-            tell(progress, "match C", 0.25)
-            ac = align(
-                a,
-                c,
-                method,
-                group,
-                data=data,
-                options=options,
-                context=RunContext(device, cache, within(progress, 0.25, 0.5)),
-            )
+        else:  # each edge from A in turn, a quarter of the progress each
+            edges = []
+            for x, lo, stage in ((b, 0.0, "match B"), (c, 0.25, "match C")):
+                tell(progress, stage, lo)
+                edges.append(align(a, x, method, group, data=data, options=options,
+                                   context=RunContext(device, cache,
+                                                      within(progress, lo, lo + 0.25))))
+            ab, ac = edges
         aligned_cached[0] = ab.cached and ac.cached
         checks = {
             f"{names[1]} aligned to {names[0]} ({method}/{group})": ab.info["function_check"],
